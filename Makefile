@@ -1,0 +1,36 @@
+# pybmq: every day-to-day command. `make install` once, then `make demo` or `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: install generate check-generated lint test bench demo clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install -e '.[dev]'
+
+generate:
+	$(PY) -m pybmq.codegen
+
+check-generated:
+	$(PY) -m pybmq.codegen --check
+
+lint:
+	$(PY) -m ruff check runtime codegen tests bench
+	$(PY) -m mypy
+
+test: check-generated
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench:
+	$(PY) -m bench
+
+demo:
+	$(PY) -m pybmq.demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

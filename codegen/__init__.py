@@ -1,0 +1,1 @@
+"""Generators: schema and layout spec in, Python modules out."""

@@ -1,0 +1,1 @@
+"""Code emitted by ``pybmq.codegen``; never edited by hand (``make generate``)."""

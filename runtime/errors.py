@@ -1,0 +1,47 @@
+"""Every error pybmq raises on purpose, by whose fault it is.
+
+Two branches, as in h11: ``ProtocolError`` means the bytes or the peer were wrong (the remote side's
+fault, or corrupt data); ``UsageError`` means this side asked for something invalid. Callers can
+catch ``PybmqError`` to handle both.
+"""
+
+from __future__ import annotations
+
+
+class PybmqError(Exception):
+    """Base of all pybmq errors."""
+
+
+class ProtocolError(PybmqError):
+    """Malformed or unexpected data from the wire (or from a file of captured events).
+
+    ``offset`` is the byte offset where the problem was found, when known; ``path`` names the
+    field or structure being decoded (e.g. ``ControlMessage.openQueue.handleParameters.uri``).
+    """
+
+    def __init__(self, message: str, *, offset: int | None = None, path: str | None = None) -> None:
+        self.reason = message
+        self.offset = offset
+        self.path = path
+        where = []
+        if path:
+            where.append(f"at {path}")
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class DecodeError(ProtocolError):
+    """Bytes that do not decode as the expected encoding (BER, JSON, binary layout)."""
+
+
+class UsageError(PybmqError, ValueError):
+    """This side misused the API: an invalid value, argument or call order."""
+
+
+class EncodeError(UsageError):
+    """A value cannot be encoded (wrong type, out of range, choice without a selection)."""
+
+
+class SchemaError(PybmqError):
+    """A schema or layout spec given to the generator is not usable."""
