@@ -21,6 +21,7 @@ check-generated:
 
 lint:
 	$(PY) -m ruff check runtime codegen tests bench
+	bash .ci/typecheck-tree.sh
 	$(PY) -m mypy
 
 test: check-generated

@@ -35,18 +35,6 @@ Generator = Callable[[Path], Iterable[Artifact]]
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
     generators: list[tuple[str, Generator]] = []
-    try:
-        from pybmq.codegen.ctrlmsg import generate_ctrlmsg
-    except ImportError:  # pragma: no cover - only while bootstrapping
-        pass
-    else:
-        generators.append(("control messages", generate_ctrlmsg))
-    try:
-        from pybmq.codegen.layout import generate_layout
-    except ImportError:  # pragma: no cover - only while bootstrapping
-        pass
-    else:
-        generators.append(("binary layout", generate_layout))
     return generators
 
 

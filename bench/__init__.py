@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): hot paths measured here, never in timed tests."""

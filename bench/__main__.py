@@ -1,0 +1,37 @@
+"""Run every ``bench/bench_*.py`` module and print one table.
+
+Each module defines ``run(quick: bool) -> list[Result]``. ``--quick`` shrinks the work so the suite
+can check that benchmarks still run without paying for real measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+from bench.common import Result, print_table
+
+
+def discover() -> list[str]:
+    here = Path(__file__).parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: check that it runs")
+    parser.add_argument("only", nargs="*", help="module names (bench_x) to run; default all")
+    args = parser.parse_args(argv)
+    results: list[Result] = []
+    for name in args.only or discover():
+        module = importlib.import_module(f"bench.{name}")
+        results.extend(module.run(args.quick))
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
