@@ -1,17 +1,28 @@
-"""The ``pybmq`` command line."""
+"""The ``pybmq`` command line: one module per subcommand, listed in ``SUBCOMMANDS``.
+
+Each subcommand module defines ``add_parser(subparsers)``, which adds its parser and sets
+``func=handler`` on it; ``handler(args) -> int`` returns the exit status.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from pybmq import __version__
+from pybmq.errors import PybmqError
+
+# Subcommand modules, in the order `pybmq --help` lists them.
+SUBCOMMANDS: list[str] = []
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pybmq", description=__doc__)
+    parser = argparse.ArgumentParser(prog="pybmq", description="BlazingMQ tools in pure Python.")
     parser.add_argument("--version", action="version", version=f"pybmq {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMANDS:
+        importlib.import_module(module_name).add_parser(subparsers)
     return parser
 
 
@@ -21,7 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return 0
+    try:
+        status: int = args.func(args)
+    except PybmqError as exc:
+        print(f"pybmq {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
 
 
 if __name__ == "__main__":
