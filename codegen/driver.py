@@ -34,7 +34,9 @@ Generator = Callable[[Path], Iterable[Artifact]]
 
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
-    generators: list[tuple[str, Generator]] = []
+    from pybmq.codegen.bindings import generate_ctrlmsg  # late: bindings imports Artifact
+
+    generators: list[tuple[str, Generator]] = [("control messages", generate_ctrlmsg)]
     return generators
 
 
