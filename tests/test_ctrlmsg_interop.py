@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from eventframe import BER, CONTROL, make_event, split_event
-
 from pybmq.generated.bmqp_ctrlmsg import ClientLanguage, ClientType, NegotiationMessage
 from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from eventframe import BER, CONTROL, JSON, make_event, split_event
-
 from pybmq.generated.bmqp_ctrlmsg import (
     ClientIdentity,
     ClientLanguage,
@@ -267,7 +266,7 @@ def test_official_sdk_capture_offline() -> None:
     ],
 )
 def test_ber_vector_survives_json_and_back(name: str, cls: type) -> None:
-    msg, payload, _, _ = _decode(JAVA / name, cls)
+    msg, _, _, _ = _decode(JAVA / name, cls)
     assert decode_json(cls, encode_json(msg)) == msg
     assert decode_ber(cls, encode_ber(msg)) == msg
 
