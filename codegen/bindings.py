@@ -21,6 +21,7 @@ from typing import Any
 import black
 import jinja2
 from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
+from black import __version__ as BLACK_VERSION
 from pybmq.ber import identifier
 from pybmq.codegen.driver import Artifact
 from pybmq.codegen.model import (
@@ -309,7 +310,7 @@ def _environment(bindings: Bindings) -> jinja2.Environment:
 def format_python(text: str, origin: str = "template") -> str:
     """black-format generated code. black takes seconds on these files, so results are memoised
     in-process and on disk (build/codegen-cache, keyed by black's version and the exact input)."""
-    key = hashlib.sha256(f"{black.__version__}|{BLACK_MODE}|{text}".encode()).hexdigest()
+    key = hashlib.sha256(f"{BLACK_VERSION}|{BLACK_MODE}|{text}".encode()).hexdigest()
     cached = CACHE_DIR / f"{key}.py"
     try:
         return cached.read_text(encoding="utf-8")
