@@ -21,7 +21,7 @@ from typing import Any
 import black
 import jinja2
 from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
-from black import __version__ as BLACK_VERSION
+from black import __version__ as BLACK_VERSION  # type: ignore[attr-defined]
 from pybmq.ber import identifier
 from pybmq.codegen.driver import Artifact
 from pybmq.codegen.model import (
