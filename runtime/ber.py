@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import TypeVar
 
-from pybmq.errors import DecodeError, EncodeError
+from pybmq.errors import DecodeError, EncodeError, UsageError
 
 MAX_DEPTH = 64  # deeper nesting than any BDE schema needs: refuse rather than recurse
 EOC = b"\x00\x00"
@@ -130,6 +130,8 @@ class BerReader:
     __slots__ = ("data", "depth", "pos", "size")
 
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise UsageError(f"BER input must be bytes-like, not {type(data).__name__}")
         self.data = bytes(data)
         self.pos = 0
         self.size = len(self.data)
