@@ -32,6 +32,7 @@ from pybmq.codegen.model import (
     AnonymousChoice,
     ComplexType,
     Element,
+    EnumValue,
     Schema,
     SimpleType,
     TypeRef,
@@ -60,7 +61,11 @@ class Compat(enum.IntEnum):
         return {"wire": cls.WIRE, "api": cls.API, "none": None}[value]
 
 
-_LABELS = {Compat.COMPATIBLE: "compatible", Compat.API: "api-breaking", Compat.WIRE: "wire-breaking"}
+_LABELS = {
+    Compat.COMPATIBLE: "compatible",
+    Compat.API: "api-breaking",
+    Compat.WIRE: "wire-breaking",
+}
 
 
 @dataclass(frozen=True)
@@ -142,7 +147,9 @@ def diff_files(old: Path, new: Path) -> SchemaDiff:
     return diff_schemas(load_schema(old), load_schema(new), str(old), str(new))
 
 
-def diff_schemas(old: Schema, new: Schema, old_label: str = "old", new_label: str = "new") -> SchemaDiff:
+def diff_schemas(
+    old: Schema, new: Schema, old_label: str = "old", new_label: str = "new"
+) -> SchemaDiff:
     result = SchemaDiff(old_label, new_label)
     result.changes.extend(_XsdDiffer(old, new).run())
     return result
@@ -198,8 +205,8 @@ class _XsdDiffer:
                 Compat.API,
                 "the generated module is named after the package; the wire never carries it",
             )
-        old_types = {t.name: t for t in (*self.old.simple_types, *self.old.complex_types)}
-        new_types = {t.name: t for t in (*self.new.simple_types, *self.new.complex_types)}
+        old_types = _types(self.old)
+        new_types = _types(self.new)
         for name in [n for n in old_types if n not in new_types]:
             self.type_removed(old_types[name])
         for name, new_type in new_types.items():
@@ -238,7 +245,9 @@ class _XsdDiffer:
             "at each member that used it",
         )
 
-    def kind_changed(self, name: str, old: SimpleType | ComplexType, new: SimpleType | ComplexType) -> None:
+    def kind_changed(
+        self, name: str, old: SimpleType | ComplexType, new: SimpleType | ComplexType
+    ) -> None:
         self.add(
             "type-kind-changed",
             name,
@@ -287,7 +296,7 @@ class _XsdDiffer:
         new_by_name = {v.name: v for v in new.values}
         old_only = [v for v in old.values if v.name not in new_by_name]
         new_only = [v for v in new.values if v.name not in old_by_name]
-        renamed = {}
+        renamed: dict[str, EnumValue] = {}
         for value in old_only:
             match = [n for n in new_only if n.id == value.id and n not in renamed.values()]
             if match:
@@ -358,7 +367,7 @@ class _XsdDiffer:
         self.members(name, _plain(old.members), _plain(new.members), choice=False)
         old_choices = old.anonymous_choices
         new_choices = new.anonymous_choices
-        for old_c, new_c in zip(old_choices, new_choices):
+        for old_c, new_c in zip(old_choices, new_choices, strict=False):
             self.anonymous_choice(name, old_c, new_c)
         for extra in old_choices[len(new_choices) :]:
             self.add(
@@ -395,7 +404,7 @@ class _XsdDiffer:
             self.add(
                 "element-occurs-changed",
                 path,
-                f"occurrence of the anonymous choice changed",
+                "occurrence of the anonymous choice changed",
                 Compat.WIRE,
                 "an optional or repeated choice is encoded differently",
                 BOTH,
@@ -446,7 +455,9 @@ class _XsdDiffer:
             else:
                 self.same_member(owner, before, element, choice=choice)
 
-    def member_removed(self, owner: str, element: Element, *, choice: bool, id_reused: bool) -> None:
+    def member_removed(
+        self, owner: str, element: Element, *, choice: bool, id_reused: bool
+    ) -> None:
         path = f"{owner}.{element.name}"
         detail = f"removed (was id {element.id}, {_describe(element)})"
         if choice:
@@ -546,7 +557,12 @@ class _XsdDiffer:
                     (BER,),
                 )
         if old.type != new.type:
-            self.type_changed(path, old.type, new.type, "selection-type-changed" if choice else "element-type-changed")
+            self.type_changed(
+                path,
+                old.type,
+                new.type,
+                "selection-type-changed" if choice else "element-type-changed",
+            )
         if not choice:
             self.occurs_changed(path, old, new)
             self.default_changed(path, old, new)
@@ -637,7 +653,7 @@ class _XsdDiffer:
                 Compat.COMPATIBLE,
                 "a new default only makes decoders more lenient and keeps constructor calls valid",
             )
-        elif new.default is None and not new.min_occurs == 0:
+        elif new.default is None and new.min_occurs != 0:
             self.add(
                 "element-default-changed",
                 path,
@@ -774,6 +790,12 @@ def _element_shape(schema: Schema, element: Element, seen: set[str]) -> object:
         element.default,
         _shape(schema, element.type, seen),
     )
+
+
+def _types(schema: Schema) -> dict[str, SimpleType | ComplexType]:
+    types: dict[str, SimpleType | ComplexType] = {t.name: t for t in schema.simple_types}
+    types.update((t.name, t) for t in schema.complex_types)
+    return types
 
 
 def _plain(members: Iterable[object]) -> list[Element]:

@@ -14,7 +14,9 @@ from pybmq import __version__
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
-SUBCOMMANDS: list[str] = []
+SUBCOMMANDS: list[str] = [
+    "pybmq.cli_schema_diff",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
