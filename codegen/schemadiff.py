@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+# The generator's own rule for 'can T() be built': schema-diff judges what codegen emits.
+from pybmq.codegen.bindings import _constructible
 from pybmq.codegen.model import (
     INTEGER_RANGES,
     AnonymousChoice,
@@ -284,9 +286,9 @@ class _XsdDiffer:
                     "restriction-changed",
                     name,
                     f"facets {_facets(old)} -> {_facets(new)}",
-                    Compat.WIRE,
-                    "a value valid on one side can fail the other side's validation",
-                    BOTH,
+                    Compat.COMPATIBLE,
+                    "facets are enforced neither by BDE's nor by the generated decoders, and the "
+                    "Python type is unchanged (review what receivers assume about the values)",
                 )
             return
         self.enum_values(old, new)
@@ -445,7 +447,7 @@ class _XsdDiffer:
                 )
                 self.same_member(owner, element, target, choice=choice)
             else:
-                self.member_removed(owner, element, choice=choice, id_reused=element.id in new_ids)
+                self.member_removed(owner, element, choice=choice)
         for element in new:
             if element in renames.values():
                 continue
@@ -455,9 +457,7 @@ class _XsdDiffer:
             else:
                 self.same_member(owner, before, element, choice=choice)
 
-    def member_removed(
-        self, owner: str, element: Element, *, choice: bool, id_reused: bool
-    ) -> None:
+    def member_removed(self, owner: str, element: Element, *, choice: bool) -> None:
         path = f"{owner}.{element.name}"
         detail = f"removed (was id {element.id}, {_describe(element)})"
         if choice:
@@ -470,13 +470,15 @@ class _XsdDiffer:
                 BOTH,
             )
             return
-        if _needed(element):
+        fill = _fill(self.old, element)
+        if fill is None:
             self.add(
                 "element-removed",
                 path,
                 detail,
                 Compat.WIRE,
-                "new peers stop sending a member that old decoders require (no default)",
+                "new peers stop sending it and old decoders have nothing to put in its place "
+                "(no default, no value-initialised form)",
                 BOTH,
             )
         else:
@@ -485,22 +487,30 @@ class _XsdDiffer:
                 path,
                 detail,
                 Compat.API,
-                "decoders skip it or fall back to its default, so the wire is fine; importers "
-                "lose the field",
+                f"old decoders read {fill} when new peers omit it; importers lose the field",
             )
 
     def member_added(
         self, owner: str, element: Element, old: Sequence[Element], *, choice: bool
     ) -> None:
         path = f"{owner}.{element.name}"
+        kind = "selection-added" if choice else "element-added"
         taken = next((o for o in old if o.id == element.id), None)
-        where = f"id {element.id}"
+        detail = f"added (id {element.id}; {_describe(element)})"
         if taken is not None:
-            where += f", a tag {taken.name} used before"
-        detail = f"added ({where}; {_describe(element)})"
+            self.add(
+                kind,
+                path,
+                detail,
+                Compat.WIRE,
+                f"BER tag {element.id} carried {taken.name} before: each side reads the other's "
+                "member under that tag as the wrong one",
+                BOTH if choice else (BER,),
+            )
+            return
         if choice:
             self.add(
-                "selection-added",
+                kind,
                 path,
                 detail,
                 Compat.WIRE,
@@ -509,25 +519,34 @@ class _XsdDiffer:
                 BOTH,
             )
             return
-        if _needed(element):
+        fill = _fill(self.new, element)
+        if fill is None:
             self.add(
-                "element-added",
+                kind,
                 path,
                 detail,
                 Compat.WIRE,
-                "required with no default: old peers never send it, so new decoders reject "
-                "their messages (and constructors need a new argument)",
+                "old peers never send it and nothing can stand in for it (its type holds a "
+                "choice): new decoders reject their messages",
                 BOTH,
             )
-        else:
+        elif element.min_occurs > 0 and element.default is None and not element.is_array:
             self.add(
-                "element-added",
+                kind,
                 path,
                 detail,
                 Compat.COMPATIBLE,
-                "old decoders skip the unknown member; new decoders use "
-                + ("the default" if element.default is not None else "None/empty")
-                + " when old peers omit it; the new field has a default",
+                f"old decoders skip it; new decoders read {fill} (value-initialised: no schema "
+                "default) when old peers omit it, so that value must mean 'not sent'",
+            )
+        else:
+            self.add(
+                kind,
+                path,
+                detail,
+                Compat.COMPATIBLE,
+                f"old decoders skip it; new decoders read {fill} when old peers omit it, and "
+                "the new field has that default",
             )
 
     def same_member(self, owner: str, old: Element, new: Element, *, choice: bool) -> None:
@@ -581,87 +600,52 @@ class _XsdDiffer:
                 "a single value and an array are encoded differently in BER and JSON",
                 BOTH,
             )
-        elif old.is_array:
-            if new.min_occurs > old.min_occurs or (
-                new.max_occurs is not None
-                and (old.max_occurs is None or new.max_occurs < old.max_occurs)
-            ):
-                self.add(
-                    "element-occurs-changed",
-                    path,
-                    detail,
-                    Compat.WIRE,
-                    "the allowed array length shrank: an old peer's array can fail new validation",
-                    BOTH,
-                )
-            else:
-                self.add(
-                    "element-occurs-changed",
-                    path,
-                    detail,
-                    Compat.WIRE,
-                    "the allowed array length grew: a new peer's array can fail old validation",
-                    BOTH,
-                )
-        elif new.min_occurs == 0:
-            if old.default is None:
-                self.add(
-                    "element-occurs-changed",
-                    path,
-                    detail,
-                    Compat.WIRE,
-                    "now optional: new peers may omit it and old decoders require it",
-                    BOTH,
-                )
-            else:
-                self.add(
-                    "element-occurs-changed",
-                    path,
-                    detail,
-                    Compat.API,
-                    "now optional: old decoders fall back to the default when it is omitted; "
-                    "the field's type becomes Optional for importers",
-                )
-        elif new.default is None:
+            return
+        if old.is_array:
+            self.add(
+                "element-occurs-changed",
+                path,
+                detail,
+                Compat.COMPATIBLE,
+                "array bounds are enforced neither by BDE's nor by the generated decoders, "
+                "and the field stays a list",
+            )
+            return
+        # One side may now omit a member the other side's decoder expects.
+        to_optional = new.min_occurs == 0
+        reader, expected = (self.old, old) if to_optional else (self.new, new)
+        fill = _fill(reader, replace(expected, min_occurs=1))
+        who = "new peers may omit it; old" if to_optional else "old peers may omit it; new"
+        if fill is None:
             self.add(
                 "element-occurs-changed",
                 path,
                 detail,
                 Compat.WIRE,
-                "now required with no default: old peers may omit it and new decoders reject that",
+                f"{who} decoders need it and have nothing to put in its place",
                 BOTH,
             )
         else:
+            change = "becomes Optional" if to_optional else "loses Optional"
             self.add(
                 "element-occurs-changed",
                 path,
                 detail,
                 Compat.API,
-                "now required but defaulted: decoders accept an omission; the field's type "
-                "loses Optional for importers",
+                f"{who} decoders read {fill} instead; the field's type {change} for importers",
             )
 
     def default_changed(self, path: str, old: Element, new: Element) -> None:
         if old.default == new.default:
             return
         detail = f"default {old.default!r} -> {new.default!r}"
-        if old.default is None:
+        if _fill(self.old, old) is None:
             self.add(
                 "element-default-changed",
                 path,
                 detail,
                 Compat.COMPATIBLE,
-                "a new default only makes decoders more lenient and keeps constructor calls valid",
-            )
-        elif new.default is None and new.min_occurs != 0:
-            self.add(
-                "element-default-changed",
-                path,
-                detail,
-                Compat.WIRE,
-                "default dropped: a peer that omits the member was accepted by old decoders "
-                "and is rejected by new ones",
-                BOTH,
+                "decoders now accept its absence, and constructor calls stay valid",
             )
         else:
             self.add(
@@ -669,8 +653,8 @@ class _XsdDiffer:
                 path,
                 detail,
                 Compat.API,
-                "encoders always write the member, so the wire is fine; code relying on the "
-                "generated default gets another value",
+                "encoders always write it, so sent values are unchanged; decoders reading an "
+                "omitted member and constructors not passing it get another value",
             )
 
     # -- type references -------------------------------------------------------------------------
@@ -802,11 +786,31 @@ def _plain(members: Iterable[object]) -> list[Element]:
     return [m for m in members if isinstance(m, Element)]
 
 
-def _needed(element: Element) -> bool:
-    """Must a decoder see this member? (required, no default; or a non-empty array)."""
+def _fill(schema: Schema, element: Element) -> str | None:
+    """What a decoder (BDE's or ours) puts in place of ``element`` when it is absent, or None.
+
+    Optional members become None, arrays empty, members with a schema default take it; other
+    members are value-initialised (0, "", the zero enumerator, a sequence of such values) unless
+    their type cannot be (a choice, or a sequence holding one): only then is absence an error.
+    """
     if element.is_array:
-        return element.min_occurs > 0
-    return element.min_occurs > 0 and element.default is None
+        return "an empty list"
+    if element.min_occurs == 0:
+        return "None"
+    if element.default is not None:
+        return f"the default {element.default!r}"
+    if element.type.builtin:
+        kind = element.type.builtin_kind
+        return {"int": "0", "boolean": "false", "float": "0.0"}.get(kind or "", "an empty value")
+    target = schema.type(element.type.name)
+    if isinstance(target, SimpleType):
+        if target.is_enum:
+            zero = [v for v in target.values if v.id == 0] or list(target.values)
+            return zero[0].name
+        return "0" if target.base.builtin_kind == "int" else "an empty value"
+    if _constructible(schema, target.name):
+        return f"an all-default {target.name}"
+    return None
 
 
 def _type_kind(t: SimpleType | ComplexType) -> str:
