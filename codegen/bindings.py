@@ -298,11 +298,18 @@ def _environment(bindings: Bindings) -> jinja2.Environment:
     return env
 
 
-def generate_bindings(xsd_path: Path, module: str) -> list[Artifact]:
-    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD."""
+def generate_bindings(
+    xsd_path: Path, module: str, package: str = "pybmq.generated"
+) -> list[Artifact]:
+    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD.
+
+    ``package`` is where the three modules will be imported from (the codecs import the types
+    from there); "" makes them top-level modules, for a user's own output folder.
+    """
     schema = load_schema(xsd_path)
     bindings = Bindings(schema, module, xsd_path.name)
     env = _environment(bindings)
+    env.globals["types_module"] = f"{package}.{module}" if package else module
     out = []
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))
     for template, suffix in templates:
