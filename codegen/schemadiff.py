@@ -9,11 +9,14 @@ The classes rest on how BDE's codecs (balber, baljsn) and ours put a schema on t
   number is the member's id (``bdem:id``, else its position), an enumerator as its integer id.
 - JSON names everything: members travel by element name, enumerators by their name; ids and order
   do not matter.
-- Decoders skip members they do not know (unknown tag / unknown JSON name), fall back to a schema
-  default for a missing member that has one, and reject a missing required member without one, an
-  unknown enumerator and an unknown choice selection (strict, like our simulator).
-- The generated Python API exposes one dataclass per type (fields in schema order, with defaults
-  from the schema, ``None`` for optional members) and one enum class per enumeration.
+- Decoders skip members they do not know (unknown tag / unknown JSON name). A missing member is
+  read as None (optional), [] (array), its schema default, or else its value-initialised form
+  (0, "", the zero enumerator, a sequence of such values), as BDE does; only a member that has
+  none of these (a choice, or a sequence holding one) makes the message undecodable. Unknown
+  enumerators and unknown choice selections are rejected; facets and array bounds are not
+  enforced. tests/test_schema_diff_interop.py checks these claims against the generated codecs.
+- The generated Python API has one keyword-only dataclass per type (defaults as above) and one
+  enum class per enumeration, so member order is not part of the API; names and types are.
 
 ``compatible`` means old and new peers keep interoperating in both directions and importers'
 code keeps working; ``api-breaking`` means the wire is unaffected but the generated API changes;
@@ -421,7 +424,6 @@ class _XsdDiffer:
         what = "selection" if choice else "element"
         old_by_name = {e.name: e for e in old}
         new_by_name = {e.name: e for e in new}
-        new_ids = {e.id for e in new}
         old_only = [e for e in old if e.name not in new_by_name]
         new_only = [e for e in new if e.name not in old_by_name]
         # A member that disappears under one name and appears under another with the same id

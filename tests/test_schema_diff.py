@@ -80,8 +80,13 @@ NOTE = "<element name='note' type='string' minOccurs='0'/>"
         ("<element name='extra' type='int' minOccurs='0'/>", C),  # optional: None when absent
         ("<element name='extra' type='int' default='7'/>", C),  # defaulted
         ("<element name='extra' type='int' minOccurs='0' maxOccurs='unbounded'/>", C),  # array
-        ("<element name='extra' type='int'/>", W),  # required, no default: old peers omit it
-        ("<element name='extra' type='int' maxOccurs='unbounded'/>", W),  # non-empty array
+        # Required without default: old peers omit it, decoders value-initialise it (0), as BDE.
+        ("<element name='extra' type='int'/>", C),
+        ("<element name='extra' type='int' maxOccurs='unbounded'/>", C),  # read as []
+        ("<element name='extra' type='tns:Point'/>", C),  # an all-default Point
+        # A choice cannot be value-initialised: new decoders reject old peers' messages.
+        ("<element name='extra' type='tns:Pick'/>", W),
+        ("<element name='extra' type='tns:Env'/>", W),  # a sequence holding a choice
     ],
 )
 def test_element_added_at_the_end(tmp_path: Path, added: str, expected: Compat) -> None:
@@ -93,7 +98,7 @@ def test_element_added_at_the_end(tmp_path: Path, added: str, expected: Compat) 
 def test_element_added_in_the_middle_shifts_tags(tmp_path: Path) -> None:
     extra = "<element name='extra' type='int' minOccurs='0'/>"
     assert changes(tmp_path, Msg=msg(ID, extra, LABEL, NOTE)) == [
-        (C, "element-added", "Msg.extra"),
+        (W, "element-added", "Msg.extra"),  # on tag 1, which carried `label` before
         (W, "element-reordered", "Msg.label"),
         (W, "element-reordered", "Msg.note"),
     ]
@@ -102,9 +107,9 @@ def test_element_added_in_the_middle_shifts_tags(tmp_path: Path) -> None:
 def test_element_removed(tmp_path: Path) -> None:
     # The last, optional member: wire fine (skipped / None), the field is gone for importers.
     assert changes(tmp_path, Msg=msg(ID, LABEL)) == [(A, "element-removed", "Msg.note")]
-    # A required member without default: old decoders still need it.
+    # A required int: old decoders read 0 when new peers omit it; the shift breaks BER.
     assert changes(tmp_path, Msg=msg(LABEL, NOTE)) == [
-        (W, "element-removed", "Msg.id"),
+        (A, "element-removed", "Msg.id"),
         (W, "element-reordered", "Msg.label"),
         (W, "element-reordered", "Msg.note"),
     ]
@@ -169,7 +174,7 @@ def test_type_renamed_with_the_same_shape_is_api_only(tmp_path: Path) -> None:
     ("note", "expected"),
     [
         ("<element name='note' type='string' minOccurs='0' maxOccurs='unbounded'/>", W),
-        ("<element name='note' type='string'/>", W),  # now required, no default
+        ("<element name='note' type='string'/>", A),  # now required: new decoders read ""
         ("<element name='note' type='string' default='x'/>", A),  # required but defaulted
     ],
 )
@@ -181,7 +186,15 @@ def test_occurs_changed(tmp_path: Path, note: str, expected: Compat) -> None:
 def test_required_becomes_optional(tmp_path: Path) -> None:
     optional_id = "<element name='id' type='int' minOccurs='0'/>"
     assert changes(tmp_path, Msg=msg(optional_id, LABEL, NOTE)) == [
-        (W, "element-occurs-changed", "Msg.id")  # new peers may omit it, old decoders need it
+        (A, "element-occurs-changed", "Msg.id")  # old decoders read 0; the field becomes Optional
+    ]
+    # A choice-typed member becoming optional: old decoders have nothing to put in its place.
+    pick = "<element name='pick' type='tns:Pick'/>"
+    optional_pick = "<element name='pick' type='tns:Pick' minOccurs='0'/>"
+    old = write(tmp_path / "o.xsd", Msg=msg(ID, LABEL, NOTE, pick))
+    new = write(tmp_path / "n.xsd", Msg=msg(ID, LABEL, NOTE, optional_pick))
+    assert [(c.compat, c.kind) for c in diff_files(old, new).changes] == [
+        (W, "element-occurs-changed")
     ]
     optional_label = "<element name='label' type='string' default='none' minOccurs='0'/>"
     assert changes(tmp_path, Msg=msg(ID, optional_label, NOTE)) == [
@@ -196,11 +209,11 @@ def test_default_changed(tmp_path: Path) -> None:
     ]
     none = "<element name='label' type='string'/>"
     assert changes(tmp_path, Msg=msg(ID, none, NOTE)) == [
-        (W, "element-default-changed", "Msg.label")
+        (A, "element-default-changed", "Msg.label")  # an omitted label now reads as ""
     ]
-    given = "<element name='id' type='int' default='0'/>"
+    given = "<element name='id' type='int' default='5'/>"
     assert changes(tmp_path, Msg=msg(given, LABEL, NOTE)) == [
-        (C, "element-default-changed", "Msg.id")
+        (A, "element-default-changed", "Msg.id")  # an omitted id now reads as 5, not 0
     ]
 
 
@@ -282,7 +295,12 @@ def test_types_added_removed_and_kind_changed(tmp_path: Path) -> None:
 
 def test_restriction_and_package(tmp_path: Path) -> None:
     longer = BASE_TYPES["Name"].replace("value='8'", "value='16'")
-    assert changes(tmp_path, Name=longer) == [(W, "restriction-changed", "Name")]
+    assert changes(tmp_path, Name=longer) == [(C, "restriction-changed", "Name")]
+    as_int = "<simpleType name='Name'><restriction base='int'/></simpleType>"
+    assert changes(tmp_path, Name=as_int) == [
+        (W, "restriction-changed", "Name"),  # string -> int base
+        (C, "restriction-changed", "Name"),  # the facets went away
+    ]
     assert changes(tmp_path, package="renamed") == [(A, "package-changed", "<schema>")]
 
 
@@ -307,7 +325,9 @@ def test_cli_exit_status_by_fail_on(tmp_path: Path, capsys: pytest.CaptureFixtur
     base = write(tmp_path / "base.xsd")
     compatible = write(tmp_path / "c.xsd", Msg=msg(ID, LABEL, NOTE, doc="Other."))
     api = write(tmp_path / "a.xsd", Msg=msg(ID, LABEL))
-    wire = write(tmp_path / "w.xsd", Msg=msg(ID, LABEL, NOTE, "<element name='z' type='int'/>"))
+    wire = write(
+        tmp_path / "w.xsd", Msg=msg(ID, LABEL, NOTE, "<element name='z' type='tns:Pick'/>")
+    )
     table = {
         compatible: {"wire": 0, "api": 0, "none": 0},
         api: {"wire": 0, "api": 1, "none": 0},
@@ -319,7 +339,8 @@ def test_cli_exit_status_by_fail_on(tmp_path: Path, capsys: pytest.CaptureFixtur
     status, out, _ = run(capsys, str(base), str(wire))  # default --fail-on wire
     assert status == 1
     assert "wire-breaking  Msg.z: element-added" in out
-    assert "why: required with no default" in out and "[breaks BER, JSON]" in out
+    assert "why: old peers never send it and nothing can stand in for it" in out
+    assert "[breaks BER, JSON]" in out
     assert out.rstrip().endswith("1 change (1 wire-breaking)")
 
 

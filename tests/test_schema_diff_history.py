@@ -52,7 +52,7 @@ PAIR_2 = {
     # its content (sequenceNumber first, then the old members in a new order).
     (A, "type-removed", "QueueUnassignedAdvisory"),
     (C, "doc-changed", "QueueUnAssignmentAdvisory"),
-    (W, "element-added", "QueueUnAssignmentAdvisory.sequenceNumber"),  # required, no default
+    (W, "element-added", "QueueUnAssignmentAdvisory.sequenceNumber"),  # on tag 0, primaryNodeId's
     (W, "element-reordered", "QueueUnAssignmentAdvisory.primaryNodeId"),  # tag 0 -> 3
     (W, "element-reordered", "QueueUnAssignmentAdvisory.primaryLeaseId"),  # tag 1 -> 2
     (W, "element-reordered", "QueueUnAssignmentAdvisory.partitionId"),  # tag 2 -> 1
@@ -77,8 +77,9 @@ for _name in STATE_MESSAGES:
         (C, "doc-changed", _name),
         # Same tag 1, new name: BER fine, JSON members are matched by name.
         (W, "element-renamed", f"{_name}.sequenceNumber"),
-        # Appended, required, no default: old peers never send it.
-        (W, "element-added", f"{_name}.firstSyncPointAfterRolloverSequenceNumber"),
+        # Appended, required, no default: old decoders skip it; new decoders read an all-zero
+        # PartitionSequenceNumber when an old peer omits it (value-initialised, as BDE does).
+        (C, "element-added", f"{_name}.firstSyncPointAfterRolloverSequenceNumber"),
     }
 
 PAIR_3 = {
@@ -94,7 +95,8 @@ PAIR_4 = {
 }
 for _name in STATE_MESSAGES:
     PAIR_4 |= {
-        # primaryLeaseId inserted at position 1, required with no default...
+        # primaryLeaseId inserted at position 1, on the BER tag that latestSequenceNumber had
+        # (for JSON alone it would be fine: a missing primaryLeaseId reads as 0)...
         (C, "doc-changed", _name),
         (W, "element-added", f"{_name}.primaryLeaseId"),
         # ...so the two members after it shift to tags 2 and 3.
@@ -108,8 +110,8 @@ PAIR_5 = {
 }
 for _name in ("ReplicaDataRequest", "ReplicaDataResponse"):
     PAIR_5 |= {
-        # partitionId moves to the front, primaryLeaseId (required, no default) is inserted after
-        # it, replicaDataType moves from tag 0 to 2, the sequence numbers shift by one.
+        # partitionId moves to the front, primaryLeaseId is inserted after it (on tag 1, which
+        # was partitionId's), replicaDataType moves from tag 0 to 2, the sequence numbers shift.
         (C, "doc-changed", _name),
         (W, "element-reordered", f"{_name}.partitionId"),
         (W, "element-added", f"{_name}.primaryLeaseId"),
@@ -163,7 +165,10 @@ def test_encodings_named_for_the_wire_breaking_kinds() -> None:
     added = by_key[
         ("element-added", "PrimaryStateRequest.firstSyncPointAfterRolloverSequenceNumber")
     ]
-    assert added.encodings == (BER, JSON)
+    assert added.compat is C and added.encodings == ()
+    assert "all-default PartitionSequenceNumber" in added.reason
+    collides = by_key[("element-added", "QueueUnAssignmentAdvisory.sequenceNumber")]
+    assert collides.encodings == (BER,) and "carried primaryNodeId" in collides.reason
     assert "(id 2;" in added.detail
     moved = by_key[("selection-reordered", "ClusterMessage.queueUnassignedAdvisory")]
     assert moved.detail == "position (BER tag) 20 -> 19"
@@ -179,7 +184,9 @@ def test_reverse_direction_is_judged_too() -> None:
     # Going back from current to the 2026-06-05 revision: what was added is now removed.
     result = diff_files(CURRENT, FILES[4])
     by_key = {(c.kind, c.path): c.compat for c in result.changes}
-    assert by_key[("element-removed", "ReplicaDataRequest.primaryLeaseId")] is W  # required
+    # Old decoders read 0 for it (API-only), but partitionId moves back onto its tag (BER).
+    assert by_key[("element-removed", "ReplicaDataRequest.primaryLeaseId")] is A
+    assert by_key[("element-reordered", "ReplicaDataRequest.partitionId")] is W
     back = diff_files(FILES[1], FILES[0])
     assert [(c.kind, c.path, c.compat) for c in back.changes] == [
         ("element-removed", "StopRequest.version", A)  # defaulted: wire fine, field gone
