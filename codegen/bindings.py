@@ -37,8 +37,16 @@ BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 # How each XSD built-in is held in Python, and how BER tags it inside an array (balber's
 # universal tag numbers: BOOLEAN 1, INTEGER 2, OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 _BUILTIN_PY = {"int": "int", "boolean": "bool", "string": "str", "bytes": "bytes"}
-_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12}
-_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice"}
+# REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
+# an array tags as VisibleString 26.
+_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}
+# Local variable names of the generated per-type encoders/decoders: a field with one of these
+# names would silently overwrite them (e.g. an element `number` read back as a BER tag number).
+_DECODER_LOCALS = frozenset(
+    {"r", "end", "path", "cc", "number", "length", "inner_end", "items_end", "chosen", "absent"}
+    | {"item", "i", "d", "depth", "o", "x", "v", "out", "tag"}
+)
+_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 
 def snake(name: str) -> str:
@@ -195,6 +203,8 @@ class Bindings:
         body = (text or fallback).strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         if not body:
             return ""
+        if body.endswith('"'):  # would merge with the closing quotes (mqbcmd has one)
+            body = body[:-1] + '\\"'
         pad = " " * indent
         lines = body.splitlines()
         if len(lines) == 1:
@@ -222,6 +232,12 @@ class Bindings:
     def _check(self) -> None:
         for complex_type in self.schema.complex_types:
             names = [snake(e.name) for e in complex_type.elements]
+            shadowing = sorted(set(names) & _DECODER_LOCALS)
+            if shadowing:
+                raise SchemaError(
+                    f"{complex_type.name}: element name(s) {shadowing} would shadow the generated "
+                    "decoders' own variables"
+                )
             duplicates = {n for n in names if names.count(n) > 1}
             if duplicates:
                 raise SchemaError(f"{complex_type.name}: field names collide: {sorted(duplicates)}")
