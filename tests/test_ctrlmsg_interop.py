@@ -18,8 +18,7 @@ from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 
 pytest.importorskip("blazingmq")
 
-CLIENT = textwrap.dedent(
-    """
+CLIENT = textwrap.dedent("""
     import os, sys
     import blazingmq
 
@@ -27,8 +26,7 @@ CLIENT = textwrap.dedent(
     # Starting the session connects and negotiates; our server never answers, so this blocks
     # until the test kills us.
     blazingmq.Session(lambda event: None, broker=f"tcp://127.0.0.1:{sys.argv[1]}", timeout=30)
-    """
-)
+    """)
 
 
 async def _read_event(reader: asyncio.StreamReader) -> bytes:
@@ -76,7 +74,12 @@ async def test_official_sdk_client_identity(tmp_path: Path) -> None:
         await server.wait_closed()
 
     event = split_event(raw)
-    assert (event.type, event.type_specific, event.version, event.header_words) == (CONTROL, BER, 1, 2)
+    assert (event.type, event.type_specific, event.version, event.header_words) == (
+        CONTROL,
+        BER,
+        1,
+        2,
+    )
     msg = decode_ber(NegotiationMessage, event.payload)
     ci = msg.client_identity
     assert ci is not None and msg.selection == "client_identity"
