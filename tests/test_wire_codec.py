@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pybmq.codegen.layout import SPEC_NAME, Struct, load_spec
 from pybmq.errors import DecodeError, EncodeError
 from pybmq.framing import split_events

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pybmq.compression import decompress
 from pybmq.errors import EncodeError, ProtocolError
 from pybmq.events import (
