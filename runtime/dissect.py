@@ -122,16 +122,16 @@ def _data_messages(event: Event, payload_limit: int | None) -> list[Node]:
     data = event.data
     kind = "PUT" if event.type == EventType.PUT else "PUSH"
     struct = wire_layout.PutHeader if kind == "PUT" else wire_layout.PushHeader
-    iterate = iter_put if kind == "PUT" else iter_push
+    iterate: Any = iter_put if kind == "PUT" else iter_push
     nodes = []
     pos = event.header_size
     try:
-        messages = list(iterate(data))  # type: ignore[operator]
+        messages: list[Any] = list(iterate(data))
     except ProtocolError as exc:
         if "zlib" not in str(exc):
             raise
         # Show the wire bytes of a payload that does not inflate, and say so.
-        messages = list(iterate(data, decompress=False))  # type: ignore[operator]
+        messages = list(iterate(data, decompress=False))
         note = f"payload not decompressed: {exc.reason}"
     else:
         note = ""
