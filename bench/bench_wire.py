@@ -51,7 +51,7 @@ def run(quick: bool) -> list[Result]:
 
     def put_add() -> int:
         builder = PutEventBuilder()
-        for payload, guid in zip(payloads, guids):
+        for payload, guid in zip(payloads, guids, strict=True):
             builder.add(5, payload, guid=guid, properties=props, ack_requested=True)
         builder.finish()
         return n
@@ -60,7 +60,7 @@ def run(quick: bool) -> list[Result]:
         build = wire_layout.PutHeader.build
         parts = []
         props_crc = crc32c(area)
-        for payload, guid in zip(payloads, guids):
+        for payload, guid in zip(payloads, guids, strict=True):
             app = len(area) + len(payload)
             pad = PADDING[app & 3]
             header = build(
@@ -73,7 +73,7 @@ def run(quick: bool) -> list[Result]:
         return n
 
     push = PushEventBuilder()
-    for payload, guid in zip(payloads, guids):
+    for payload, guid in zip(payloads, guids, strict=True):
         push.add(5, guid, payload, properties=props)
     (push_event,) = push.finish()
 
