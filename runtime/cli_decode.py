@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -65,6 +66,16 @@ def _read(path: Path, as_hex: bool) -> bytes:
 
 
 def handler(args: argparse.Namespace) -> int:
+    try:
+        return _decode(args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error; silence the flush at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _decode(args: argparse.Namespace) -> int:
     data = _read(args.file, args.hex)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
     nodes = []
