@@ -23,7 +23,7 @@ from pybmq.events import (
     iter_reject,
 )
 from pybmq.framing import Event, Filler, event_type_name, iter_events
-from pybmq.generated import wire_layout
+from pybmq.generated import wire_codec, wire_layout
 from pybmq.generated.wire_codec import (
     CompressionAlgorithmType,
     EncodingType,
@@ -37,15 +37,22 @@ Node = dict[str, Any]
 __all__ = ["Node", "dissect", "dissect_event", "hexdump", "render_text"]
 
 
-def _fields(struct: Any, data: bytes, offset: int, size: int) -> dict[str, Any]:
-    """Parse ``size`` bytes at ``offset`` with a construct struct (short headers zero-extended)."""
+def _fields(
+    struct: Any, data: bytes, offset: int, size: int, bits: tuple[tuple[str, int, int], ...] = ()
+) -> dict[str, Any]:
+    """Parse ``size`` bytes at ``offset`` with a construct struct.
+
+    A header shorter than the struct (an older peer's, e.g. a 28-byte PushHeader) is
+    zero-extended for parsing, and the fields it does not hold (per ``bits``) are left out.
+    """
     full = struct.sizeof()
     raw = data[offset : offset + min(size, full)].ljust(full, b"\0")
     parsed = struct.parse(raw)
+    absent = {name for name, first, _ in bits if first >= size * 8}
     return {
         k: (v.hex() if isinstance(v, bytes) else v)
         for k, v in parsed.items()
-        if not k.startswith("_")
+        if not k.startswith("_") and k not in absent
     }
 
 
@@ -122,6 +129,7 @@ def _data_messages(event: Event, payload_limit: int | None) -> list[Node]:
     data = event.data
     kind = "PUT" if event.type == EventType.PUT else "PUSH"
     struct = wire_layout.PutHeader if kind == "PUT" else wire_layout.PushHeader
+    bits = wire_codec.PUT_HEADER_BITS if kind == "PUT" else wire_codec.PUSH_HEADER_BITS
     iterate: Any = iter_put if kind == "PUT" else iter_push
     nodes = []
     pos = event.header_size
@@ -136,7 +144,7 @@ def _data_messages(event: Event, payload_limit: int | None) -> list[Node]:
     else:
         note = ""
     for message in messages:
-        header = _fields(struct, data, pos, message.header_words * 4)
+        header = _fields(struct, data, pos, message.header_words * 4, bits)
         node = _message_node(kind, message, header, payload_limit)
         node["offset"] = event.offset + pos
         if note and message.compression:
