@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
     MSG_GROUP_ID_MAX_LENGTH,
     OPTION_HEADER,
+    PADDING,
     PROTOCOL_VERSION,
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
@@ -86,9 +87,8 @@ __all__ = [
 ]
 
 # -- padding -------------------------------------------------------------------------------------
-# bmqp_protocolutil.h calcNumWordsAndPadding: data is always followed by 1-4 bytes, each holding
-# the number of padding bytes, so that the total is word aligned (a full word when already aligned).
-PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
+# The rule is in the layout spec (``padding:``): 1-4 bytes, each holding the count, so that the
+# total is word aligned (a full word when the data already is). PADDING comes from the codec.
 
 
 def padding_for(length: int) -> bytes:
