@@ -189,8 +189,12 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def set(self, name: str, value: PropertyValue, ptype: int | None = None) -> None:
         """Set ``name``; the type is inferred when not given (int -> INT32, else INT64)."""
-        if not isinstance(name, str) or not name:
-            raise EncodeError(f"property name must be a non-empty str, got {name!r}")
+        if not isinstance(name, str) or not name or not (name[0].isascii() and name[0].isalnum()):
+            # bmqp_messageproperties.h isValidPropertyName: names starting otherwise are the
+            # broker's (system properties), never set by clients.
+            raise EncodeError(
+                f"property name must be a str starting with an ASCII letter or digit, got {name!r}"
+            )
         if len(name.encode(_ENCODING, _ERRORS)) > MAX_PROPERTY_NAME_LENGTH:
             raise EncodeError(f"property name longer than {MAX_PROPERTY_NAME_LENGTH} bytes")
         if ptype is None:
@@ -382,8 +386,6 @@ def decode_properties(
             name = bytes(area[start:vstart]).decode(_ENCODING, _ERRORS)
         except UnicodeDecodeError:  # pragma: no cover - surrogateescape accepts every byte
             raise fail("undecodable property name", start, "MessageProperty.name") from None
-        if not name:
-            raise fail("empty property name", at, "MessagePropertyHeader.propertyNameLength")
         if name in items:
             raise fail(f"duplicate property name {name!r}", start, "MessageProperty.name")
         fixed = _FIXED.get(ptype)
