@@ -202,3 +202,18 @@ def test_compression_is_payload_only_with_extended_properties() -> None:
     decoded = list(iter_put(event, verify_crc=True))
     assert [m.payload for m in decoded] == [payload, payload, b"short"]
     assert decoded[1].properties == props and not decoded[1].extended_properties
+
+
+def test_put_application_data_limit_is_upstreams() -> None:
+    from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
+
+    big = bytes(PUT_MAX_PAYLOAD_SIZE_SOFT + 1)
+    builder = PutEventBuilder()
+    with pytest.raises(EncodeError, match="application data"):
+        builder.add(1, big, correlation_id=1)
+    with pytest.raises(EncodeError, match="application data"):
+        builder.add_many(1, [big], [b"g" * 16])
+    # Compressible data is judged after compression, as upstream does.
+    builder.add(1, big, correlation_id=1, compression=CompressionAlgorithmType.ZLIB)
+    (event,) = builder.finish()
+    assert len(event) < 1 << 20
