@@ -217,3 +217,28 @@ def test_put_application_data_limit_is_upstreams() -> None:
     builder.add(1, big, correlation_id=1, compression=CompressionAlgorithmType.ZLIB)
     (event,) = builder.finish()
     assert len(event) < 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("name", "extended", "header_size"),
+    [
+        ("msg_props.bin", True, 6),
+        ("msg_props_old.bin", False, 6),
+        ("msg_props_long_headers.bin", True, 8),
+    ],
+)
+def test_property_area_vectors(
+    java_vectors: Path, name: str, extended: bool, header_size: int
+) -> None:
+    from pybmq.properties import MessageProperties
+
+    raw = (java_vectors / name).read_bytes()
+    props = MessageProperties.decode(raw, extended=extended)
+    assert props.typed_items() == [(n, t, v) for n, (t, v) in PROPS.items()]
+    assert props.encode(extended) == raw  # unmodified: the received bytes, as upstream
+    fresh = MessageProperties(PROPS)
+    assert fresh.encode(extended, header_size=header_size, property_header_size=header_size) == raw
+    # The other format holds the same properties in different bytes.
+    other = fresh.encode(not extended)
+    assert other != raw[: len(other)]
+    assert MessageProperties.decode(other, extended=not extended) == props
