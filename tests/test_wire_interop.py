@@ -76,7 +76,11 @@ CLIENT = textwrap.dedent(
 )
 
 
-def _broker_response(identity: ctrl.ClientIdentity) -> ctrl.NegotiationMessage:
+EXTENDED = "PROTOCOL_ENCODING:BER,JSON;MPS:MESSAGE_PROPERTIES_EX"
+OLD = "PROTOCOL_ENCODING:BER,JSON"
+
+
+def _broker_response(identity: ctrl.ClientIdentity, features: str) -> ctrl.NegotiationMessage:
     return ctrl.NegotiationMessage(
         broker_response=ctrl.BrokerResponse(
             result=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS, code=0, message=""),
@@ -91,7 +95,7 @@ def _broker_response(identity: ctrl.ClientIdentity) -> ctrl.NegotiationMessage:
                 pid=os.getpid(),
                 session_id=1,
                 host_name="localhost",
-                features="PROTOCOL_ENCODING:BER,JSON;MPS:MESSAGE_PROPERTIES_EX",
+                features=features,
                 cluster_name="wire-test",
                 cluster_node_id=-1,
                 sdk_language=ctrl.ClientLanguage.E_CPP,
@@ -132,7 +136,8 @@ def _answer(request: ctrl.ControlMessage) -> ctrl.ControlMessage | None:
 class FakeBroker:
     """Just enough broker for one producer session; records what it receives."""
 
-    def __init__(self) -> None:
+    def __init__(self, features: str = EXTENDED) -> None:
+        self.features = features
         self.identity: ctrl.ClientIdentity | None = None
         self.put_events: list[Event] = []
         self.got_puts = asyncio.Event()
@@ -153,7 +158,8 @@ class FakeBroker:
             encoding, nego = decode_control(event, ctrl.NegotiationMessage)
             assert isinstance(nego, ctrl.NegotiationMessage) and nego.client_identity is not None
             self.identity = nego.client_identity
-            return [encode_control(_broker_response(self.identity), EncodingType.JSON)]
+            response = _broker_response(self.identity, self.features)
+            return [encode_control(response, EncodingType.JSON)]
         if event.type == EventType.CONTROL:
             encoding, request = decode_control(event, ctrl.ControlMessage)
             assert isinstance(request, ctrl.ControlMessage)
@@ -192,8 +198,9 @@ def _reencode(messages: list[PutMessage]) -> bytes:
 
 @pytest.mark.interop
 @pytest.mark.timeout(90)
-async def test_official_sdk_puts_and_our_acks(tmp_path: Path) -> None:
-    broker = FakeBroker()
+@pytest.mark.parametrize("features", [EXTENDED, OLD], ids=["extended", "old-properties"])
+async def test_official_sdk_puts_and_our_acks(tmp_path: Path, features: str) -> None:
+    broker = FakeBroker(features)
     server = await asyncio.start_server(broker.serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     script = tmp_path / "sdk_producer.py"
@@ -223,14 +230,19 @@ async def test_official_sdk_puts_and_our_acks(tmp_path: Path) -> None:
     messages = [m for e in broker.put_events for m in iter_put(e, verify_crc=True)]
     assert [m.payload for m in messages] == [SMALL, LARGE]
     small, large = messages
-    # The SDK negotiated MPS:MESSAGE_PROPERTIES_EX: extended properties, announced by a non-zero
-    # schema id (the SDK numbers its property schemas: wire value = id << 1 | recycled).
-    assert small.extended_properties and small.compression == CompressionAlgorithmType.NONE
+    extended = features == EXTENDED
+    # With MPS:MESSAGE_PROPERTIES_EX the SDK sends extended properties, announced by a non-zero
+    # schema id (it numbers its property schemas: wire value = id << 1 | recycled); without it,
+    # the old format (schema id 0), and then compresses properties and payload together.
+    assert small.extended_properties == extended
+    assert small.compression == CompressionAlgorithmType.NONE
     assert small.properties is not None
     assert dict(small.properties) == {
         "encoding": 3, "source": "sdk", "flag": True, "big": 1 << 40, "raw": b"\x00\x01"
     }  # fmt: skip
-    assert large.compression == CompressionAlgorithmType.ZLIB and large.properties_area
+    assert large.compression == CompressionAlgorithmType.ZLIB
+    wire = [m for e in broker.put_events for m in iter_put(e, decompress=False)][1]
+    assert bool(wire.properties_area) == extended  # old format: properties inside the zlib data
     assert large.properties is not None and dict(large.properties) == {"kind": "large"}
     # GUIDs: version 1, the client id the SDK announced in its GuidInfo, counters in order.
     assert broker.identity is not None
