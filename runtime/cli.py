@@ -14,7 +14,11 @@ from pybmq import __version__
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
-SUBCOMMANDS: list[str] = ["pybmq.cli_decode"]
+SUBCOMMANDS: list[str] = [
+    "pybmq.cli_decode",
+    "pybmq.cli_schema_diff",
+    "pybmq.cli_schema_check",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
