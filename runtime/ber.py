@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError, UsageError
 
@@ -149,7 +149,7 @@ def enum_value(value: object, enum_cls: type[E], path: str) -> E:
     raise EncodeError(f"{path}: {value!r} is not a {enum_cls.__name__}")
 
 
-def check_list(value: object, path: str) -> list[object]:
+def check_list(value: object, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value

@@ -14,7 +14,7 @@ import contextlib
 import enum
 import json
 import math
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError
 
@@ -75,7 +75,7 @@ def enum_(value: object, enum_cls: type[E], path: str) -> str:
     return '"' + value.name + '"'
 
 
-def list_(value: object, path: str) -> list[object]:
+def list_(value: object, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value
