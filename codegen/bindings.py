@@ -184,7 +184,9 @@ class Bindings:
         return repr(identifier(0x80, constructed, number))
 
     def tag(self, element: Element) -> str:
-        return self.ctx_tag(element.id, self.kind(element) in ("sequence", "choice"))
+        # An array is one constructed element holding its items, whatever the item kind.
+        constructed = element.is_array or self.kind(element) in ("sequence", "choice")
+        return self.ctx_tag(element.id, constructed)
 
     def universal_tag(self, element: Element) -> str:
         kind = self.kind(element)

@@ -374,7 +374,7 @@ def _enc_StatValueDefinition(v: StatValueDefinition, out: bytearray, tag: bytes)
         _b.put_enum(out, b"\x81", v.type, StatValueType, "StatValueDefinition.type")
     items = _b.check_list(v.history_sizes, "StatValueDefinition.historySizes")
     if items or not absent or "historySizes" not in absent:
-        out += b"\x82" + b"\x80"
+        out += b"\xa2" + b"\x80"
         for item in items:
             _b.put_int(out, b"\x02", item, 0, 4294967295, "StatValueDefinition.historySizes")
         out += b"\x00\x00"
@@ -441,7 +441,7 @@ def _enc_StatValueUpdate(v: StatValueUpdate, out: bytearray, tag: bytes) -> None
         _b.put_int(out, b"\x80", v.field_mask, 0, 4294967295, "StatValueUpdate.fieldMask")
     items = _b.check_list(v.fields, "StatValueUpdate.fields")
     if items or not absent or "fields" not in absent:
-        out += b"\x81" + b"\x80"
+        out += b"\xa1" + b"\x80"
         for item in items:
             _b.put_int(
                 out,

@@ -362,7 +362,7 @@ def _enc_LogController(v: LogController, out: bytearray, tag: bytes) -> None:
         )
     items = _b.check_list(v.categories, "LogController.categories")
     if items or not absent or "categories" not in absent:
-        out += b"\x88" + b"\x80"
+        out += b"\xa8" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "LogController.categories")
         out += b"\x00\x00"
@@ -1160,7 +1160,7 @@ def _enc_StatPluginConfig(v: StatPluginConfig, out: bytearray, tag: bytes) -> No
         _b.put_str(out, b"\x85", v.namespace_prefix, "StatPluginConfig.namespacePrefix")
     items = _b.check_list(v.hosts, "StatPluginConfig.hosts")
     if items or not absent or "hosts" not in absent:
-        out += b"\x86" + b"\x80"
+        out += b"\xa6" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "StatPluginConfig.hosts")
         out += b"\x00\x00"
@@ -1963,13 +1963,13 @@ def _enc_Plugins(v: Plugins, out: bytearray, tag: bytes) -> None:
     absent = v._absent
     items = _b.check_list(v.libraries, "Plugins.libraries")
     if items or not absent or "libraries" not in absent:
-        out += b"\x80" + b"\x80"
+        out += b"\xa0" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "Plugins.libraries")
         out += b"\x00\x00"
     items = _b.check_list(v.enabled, "Plugins.enabled")
     if items or not absent or "enabled" not in absent:
-        out += b"\x81" + b"\x80"
+        out += b"\xa1" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "Plugins.enabled")
         out += b"\x00\x00"

@@ -3834,7 +3834,7 @@ def _enc_DomainInfo(v: DomainInfo, out: bytearray, tag: bytes) -> None:
         _enc_CapacityMeter(v.capacity_meter, out, b"\xa3")
     items = _b.check_list(v.queue_uris, "DomainInfo.queueUris")
     if items or not absent or "queueUris" not in absent:
-        out += b"\x84" + b"\x80"
+        out += b"\xa4" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "DomainInfo.queueUris")
         out += b"\x00\x00"
@@ -7065,7 +7065,7 @@ def _enc_ClusterNodeInfo(v: ClusterNodeInfo, out: bytearray, tag: bytes) -> None
         _b.put_enum(out, b"\x82", v.status, NodeStatus, "ClusterNodeInfo.status")
     items = _b.check_list(v.primary_for_partition_ids, "ClusterNodeInfo.primaryForPartitionIds")
     if items or not absent or "primaryForPartitionIds" not in absent:
-        out += b"\x83" + b"\x80"
+        out += b"\xa3" + b"\x80"
         for item in items:
             _b.put_int(
                 out,

@@ -464,7 +464,7 @@ def _enc_QueueModeFanout(v: QueueModeFanout, out: bytearray, tag: bytes) -> None
     absent = v._absent
     items = _b.check_list(v.app_i_ds, "QueueModeFanout.appIDs")
     if items or not absent or "appIDs" not in absent:
-        out += b"\x80" + b"\x80"
+        out += b"\xa0" + b"\x80"
         for item in items:
             _b.put_str(out, b"\x0c", item, "QueueModeFanout.appIDs")
         out += b"\x00\x00"
