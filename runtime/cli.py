@@ -17,6 +17,7 @@ from pybmq.errors import PybmqError
 SUBCOMMANDS: list[str] = [
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
+    "pybmq.cli_generate",
 ]
 
 
