@@ -9,15 +9,19 @@ bmqp_ctrlmsg: ``generate_bindings(xsd, module)`` works for any schema the loader
 from __future__ import annotations
 
 import base64
+import hashlib
 import keyword
+import os
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import black
 import jinja2
 from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
+from black import __version__ as BLACK_VERSION  # type: ignore[attr-defined]
 from pybmq.ber import identifier
 from pybmq.codegen.driver import Artifact
 from pybmq.codegen.model import (
@@ -32,6 +36,7 @@ from pybmq.codegen.xsd_loader import load_schema
 from pybmq.errors import SchemaError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+CACHE_DIR = Path(__file__).resolve().parent.parent / "build" / "codegen-cache"
 BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 
 # How each XSD built-in is held in Python, and how BER tags it inside an array (balber's
@@ -40,12 +45,6 @@ _BUILTIN_PY = {"int": "int", "boolean": "bool", "string": "str", "bytes": "bytes
 # REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
 # an array tags as VisibleString 26.
 _UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}
-# Local variable names of the generated per-type encoders/decoders: a field with one of these
-# names would silently overwrite them (e.g. an element `number` read back as a BER tag number).
-_DECODER_LOCALS = frozenset(
-    {"r", "end", "path", "cc", "number", "length", "inner_end", "items_end", "chosen", "absent"}
-    | {"item", "i", "d", "depth", "o", "x", "v", "out", "tag"}
-)
 _CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 
@@ -184,7 +183,7 @@ class Bindings:
         return repr(identifier(0x80, constructed, number))
 
     def tag(self, element: Element) -> str:
-        # An array is one constructed element holding its items, whatever the item kind.
+        """The element's context tag; arrays and complex values are constructed."""
         constructed = element.is_array or self.kind(element) in ("sequence", "choice")
         return self.ctx_tag(element.id, constructed)
 
@@ -224,6 +223,13 @@ class Bindings:
         kind = BUILTIN_KINDS[name]
         return {"boolean": "bool", "string": "str"}.get(kind, kind)
 
+    def selection_check(self, complex_type: ComplexType, obj: str) -> str:
+        """A boolean expression that is true when ``obj`` does not hold a valid selection."""
+        count = " + ".join(
+            f"({obj}.{snake(e.name)} is not None)" for e in self.selection_fields(complex_type)
+        )
+        return f"{count} != 1" if self.choice_required(complex_type) else f"{count} > 1"
+
     def selection_fields(self, complex_type: ComplexType) -> list[Element]:
         if complex_type.kind == "choice":
             return list(complex_type.elements)
@@ -234,12 +240,6 @@ class Bindings:
     def _check(self) -> None:
         for complex_type in self.schema.complex_types:
             names = [snake(e.name) for e in complex_type.elements]
-            shadowing = sorted(set(names) & _DECODER_LOCALS)
-            if shadowing:
-                raise SchemaError(
-                    f"{complex_type.name}: element name(s) {shadowing} would shadow the generated "
-                    "decoders' own variables"
-                )
             duplicates = {n for n in names if names.count(n) > 1}
             if duplicates:
                 raise SchemaError(f"{complex_type.name}: field names collide: {sorted(duplicates)}")
@@ -257,7 +257,8 @@ class Bindings:
                         f"{complex_type.name}.{element.name}: xs:{self.builtin_of(element)} "
                         "is not supported by the generated codecs yet"
                     )
-                if element.choice is not None and element.is_array:
+                selection = element.choice is not None or complex_type.kind == "choice"
+                if selection and element.is_array:
                     raise SchemaError(f"{complex_type.name}.{element.name}: array in a choice")
                 self.default_expr(element, complex_type)  # validates defaults
         for simple_type in self.schema.simple_types:
@@ -316,6 +317,30 @@ def _environment(bindings: Bindings) -> jinja2.Environment:
     return env
 
 
+@lru_cache(maxsize=32)
+def format_python(text: str, origin: str = "template") -> str:
+    """black-format generated code. black takes seconds on these files, so results are memoised
+    in-process and on disk (build/codegen-cache, keyed by black's version and the exact input)."""
+    key = hashlib.sha256(f"{BLACK_VERSION}|{BLACK_MODE}|{text}".encode()).hexdigest()
+    cached = CACHE_DIR / f"{key}.py"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    try:
+        formatted = black.format_str(text, mode=BLACK_MODE)
+    except InvalidInput as exc:  # a template bug: show where
+        raise SchemaError(f"{origin} rendered invalid Python: {exc}") from exc
+    try:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(formatted, encoding="utf-8")
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only tree just means no cache
+    return formatted
+
+
 def generate_bindings(
     xsd_path: Path, module: str, package: str = "pybmq.generated"
 ) -> list[Artifact]:
@@ -332,11 +357,7 @@ def generate_bindings(
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))
     for template, suffix in templates:
         text = env.get_template(template).render(source=xsd_path.name)
-        try:
-            text = black.format_str(text, mode=BLACK_MODE)
-        except InvalidInput as exc:  # a template bug: show where
-            raise SchemaError(f"{template} rendered invalid Python: {exc}") from exc
-        out.append(Artifact(f"{module}{suffix}.py", text))
+        out.append(Artifact(f"{module}{suffix}.py", format_python(text, template)))
     return out
 
 

@@ -138,7 +138,8 @@ class StatContextConfiguration:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StatContextConfiguration", True)
+        if (self.id is not None) + (self.name is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StatContextConfiguration", True)
 
     @property
     def selection(self) -> str | None:

@@ -85,83 +85,93 @@ def _enc_StatContextUpdate(v: StatContextUpdate, out: bytearray, tag: bytes) -> 
 
 def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatContextUpdate:
     r.enter(path)
-    id: int | None = None
-    flags: int | None = None
-    time_stamp: int | None = None
-    configuration: StatContextConfiguration | None = None
-    direct_values: list[StatValueUpdate] | None = None
-    expired_values: list[StatValueUpdate] | None = None
-    subcontexts: list[StatContextUpdate] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_id: int | None = None
+    f_flags: int | None = None
+    f_time_stamp: int | None = None
+    f_configuration: StatContextConfiguration | None = None
+    f_direct_values: list[StatValueUpdate] | None = None
+    f_expired_values: list[StatValueUpdate] | None = None
+    f_subcontexts: list[StatContextUpdate] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, -2147483648, 2147483647, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, -2147483648, 2147483647, path, "id")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "flags")
-            flags = r.read_int(length, 0, 4294967295, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
+            f_flags = r.read_int(length, 0, 4294967295, path, "flags")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "timeStamp")
-            time_stamp = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "timeStamp")
+            f_time_stamp = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "timeStamp"
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "configuration")
-            configuration = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "configuration")
+            f_configuration = _dec_child(
                 r, length, path + "." + "configuration", _dec_StatContextConfiguration
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "directValues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "directValues")
             items_end = r.child_end(length)
-            direct_values = [] if direct_values is None else direct_values
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "directValues")
-                direct_values.append(
+            f_direct_values = [] if f_direct_values is None else f_direct_values
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "directValues")
+                f_direct_values.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "directValues[%d]" % len(direct_values),
+                        path + "." + "directValues[%d]" % len(f_direct_values),
                         _dec_StatValueUpdate,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "expiredValues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "expiredValues")
             items_end = r.child_end(length)
-            expired_values = [] if expired_values is None else expired_values
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "expiredValues")
-                expired_values.append(
+            f_expired_values = [] if f_expired_values is None else f_expired_values
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "expiredValues")
+                f_expired_values.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "expiredValues[%d]" % len(expired_values),
+                        path + "." + "expiredValues[%d]" % len(f_expired_values),
                         _dec_StatValueUpdate,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "subcontexts")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subcontexts")
             items_end = r.child_end(length)
-            subcontexts = [] if subcontexts is None else subcontexts
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subcontexts")
-                subcontexts.append(
+            f_subcontexts = [] if f_subcontexts is None else f_subcontexts
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subcontexts")
+                f_subcontexts.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subcontexts[%d]" % len(subcontexts),
+                        path + "." + "subcontexts[%d]" % len(f_subcontexts),
                         _dec_StatContextUpdate,
                     )
                 )
@@ -171,32 +181,32 @@ def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatC
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if flags is None:
-        flags = 0
+    if f_flags is None:
+        f_flags = 0
         absent.append("flags")
-    if time_stamp is None:
-        time_stamp = 0
+    if f_time_stamp is None:
+        f_time_stamp = 0
         absent.append("timeStamp")
-    if direct_values is None:
-        direct_values = []
+    if f_direct_values is None:
+        f_direct_values = []
         absent.append("directValues")
-    if expired_values is None:
-        expired_values = []
+    if f_expired_values is None:
+        f_expired_values = []
         absent.append("expiredValues")
-    if subcontexts is None:
-        subcontexts = []
+    if f_subcontexts is None:
+        f_subcontexts = []
         absent.append("subcontexts")
     return StatContextUpdate(
-        id=id,
-        flags=flags,
-        time_stamp=time_stamp,
-        configuration=configuration,
-        direct_values=direct_values,
-        expired_values=expired_values,
-        subcontexts=subcontexts,
+        id=f_id,
+        flags=f_flags,
+        time_stamp=f_time_stamp,
+        configuration=f_configuration,
+        direct_values=f_direct_values,
+        expired_values=f_expired_values,
+        subcontexts=f_subcontexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -220,23 +230,25 @@ def _dec_StatContextUpdateList(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatContextUpdateList:
     r.enter(path)
-    contexts: list[StatContextUpdate] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_contexts: list[StatContextUpdate] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "contexts")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "contexts")
             items_end = r.child_end(length)
-            contexts = [] if contexts is None else contexts
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "contexts")
-                contexts.append(
+            f_contexts = [] if f_contexts is None else f_contexts
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "contexts")
+                f_contexts.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "contexts[%d]" % len(contexts),
+                        path + "." + "contexts[%d]" % len(f_contexts),
                         _dec_StatContextUpdate,
                     )
                 )
@@ -246,11 +258,11 @@ def _dec_StatContextUpdateList(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if contexts is None:
-        contexts = []
+    if f_contexts is None:
+        f_contexts = []
         absent.append("contexts")
     return StatContextUpdateList(
-        contexts=contexts,
+        contexts=f_contexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -258,7 +270,8 @@ def _dec_StatContextUpdateList(
 def _enc_StatContextConfiguration(v: StatContextConfiguration, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StatContextConfiguration):
         raise EncodeError(f"expected a StatContextConfiguration, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.id is not None) + (v.name is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -291,46 +304,55 @@ def _dec_StatContextConfiguration(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatContextConfiguration:
     r.enter(path)
-    flags: int | None = None
-    id: int | None = None
-    name: str | None = None
-    values: list[StatValueDefinition] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_flags: int | None = None
+    f_id: int | None = None
+    f_name: str | None = None
+    f_values: list[StatValueDefinition] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "flags")
-            flags = r.read_int(length, 0, 4294967295, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
+            f_flags = r.read_int(length, 0, 4294967295, path, "flags")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0x80, path, "id")
-                    id = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "id")
+                    if cc != 0x80:
+                        r.expect(cc, 0x80, path, "id")
+                    f_id = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "id")
 
                 elif number == 1:
-                    r.expect(cc, 0x80, path, "name")
-                    name = r.read_str(length, path, "name")
+                    if cc != 0x80:
+                        r.expect(cc, 0x80, path, "name")
+                    f_name = r.read_str(length, path, "name")
 
                 else:
                     r.skip(cc, length, path)
             r.close(inner_end, path)
         elif number == 2:
-            r.expect(cc, 0xA0, path, "values")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "values")
             items_end = r.child_end(length)
-            values = [] if values is None else values
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "values")
-                values.append(
+            f_values = [] if f_values is None else f_values
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "values")
+                f_values.append(
                     _dec_child(
-                        r, length, path + "." + "values[%d]" % len(values), _dec_StatValueDefinition
+                        r,
+                        length,
+                        path + "." + "values[%d]" % len(f_values),
+                        _dec_StatValueDefinition,
                     )
                 )
             r.close(items_end, path)
@@ -338,7 +360,7 @@ def _dec_StatContextConfiguration(
         else:
             r.skip(cc, length, path)
     r.leave()
-    chosen = (id is not None) + (name is not None)
+    chosen = (f_id is not None) + (f_name is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -347,17 +369,17 @@ def _dec_StatContextConfiguration(
             path=path,
         )
     absent: list[str] = []
-    if flags is None:
-        flags = 0
+    if f_flags is None:
+        f_flags = 0
         absent.append("flags")
-    if values is None:
-        values = []
+    if f_values is None:
+        f_values = []
         absent.append("values")
     return StatContextConfiguration(
-        flags=flags,
-        id=id,
-        name=name,
-        values=values,
+        flags=f_flags,
+        id=f_id,
+        name=f_name,
+        values=f_values,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -383,30 +405,36 @@ def _enc_StatValueDefinition(v: StatValueDefinition, out: bytearray, tag: bytes)
 
 def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> StatValueDefinition:
     r.enter(path)
-    name: str | None = None
-    type: StatValueType | None = None
-    history_sizes: list[int] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_type: StatValueType | None = None
+    f_history_sizes: list[int] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "type")
-            type = r.read_enum(length, StatValueType, path, "type")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "type")
+            f_type = r.read_enum(length, StatValueType, path, "type")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "historySizes")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "historySizes")
             items_end = r.child_end(length)
-            history_sizes = [] if history_sizes is None else history_sizes
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "historySizes")
-                history_sizes.append(
-                    r.read_int(length, 0, 4294967295, path, "historySizes[%d]" % len(history_sizes))
+            f_history_sizes = [] if f_history_sizes is None else f_history_sizes
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "historySizes")
+                f_history_sizes.append(
+                    r.read_int(
+                        length, 0, 4294967295, path, "historySizes[%d]" % len(f_history_sizes)
+                    )
                 )
             r.close(items_end, path)
 
@@ -414,19 +442,19 @@ def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> Sta
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if type is None:
-        type = StatValueType.E_CONTINUOUS
+    if f_type is None:
+        f_type = StatValueType.E_CONTINUOUS
         absent.append("type")
-    if history_sizes is None:
-        history_sizes = []
+    if f_history_sizes is None:
+        f_history_sizes = []
         absent.append("historySizes")
     return StatValueDefinition(
-        name=name,
-        type=type,
-        history_sizes=history_sizes,
+        name=f_name,
+        type=f_type,
+        history_sizes=f_history_sizes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -457,30 +485,33 @@ def _enc_StatValueUpdate(v: StatValueUpdate, out: bytearray, tag: bytes) -> None
 
 def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatValueUpdate:
     r.enter(path)
-    field_mask: int | None = None
-    fields: list[int] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_field_mask: int | None = None
+    f_fields: list[int] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "fieldMask")
-            field_mask = r.read_int(length, 0, 4294967295, path, "fieldMask")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "fieldMask")
+            f_field_mask = r.read_int(length, 0, 4294967295, path, "fieldMask")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "fields")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "fields")
             items_end = r.child_end(length)
-            fields = [] if fields is None else fields
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "fields")
-                fields.append(
+            f_fields = [] if f_fields is None else f_fields
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "fields")
+                f_fields.append(
                     r.read_int(
                         length,
                         -9223372036854775808,
                         9223372036854775807,
                         path,
-                        "fields[%d]" % len(fields),
+                        "fields[%d]" % len(f_fields),
                     )
                 )
             r.close(items_end, path)
@@ -489,15 +520,15 @@ def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatVal
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if field_mask is None:
-        field_mask = 0
+    if f_field_mask is None:
+        f_field_mask = 0
         absent.append("fieldMask")
-    if fields is None:
-        fields = []
+    if f_fields is None:
+        f_fields = []
         absent.append("fields")
     return StatValueUpdate(
-        field_mask=field_mask,
-        fields=fields,
+        field_mask=f_field_mask,
+        fields=f_fields,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

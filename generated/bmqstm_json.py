@@ -76,63 +76,63 @@ def _dec_StatContextUpdate(d: object, path: str, depth: int) -> StatContextUpdat
     absent: list[str] = []
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
+        f_id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
     x = o.get("flags")
     if x is None:
-        flags = 0
+        f_flags = 0
         absent.append("flags")
     else:
-        flags = _j.dec_int(x, 0, 4294967295, path, "flags")
+        f_flags = _j.dec_int(x, 0, 4294967295, path, "flags")
     x = o.get("timeStamp")
     if x is None:
-        time_stamp = 0
+        f_time_stamp = 0
         absent.append("timeStamp")
     else:
-        time_stamp = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "timeStamp")
+        f_time_stamp = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "timeStamp")
     x = o.get("configuration")
-    configuration = (
+    f_configuration = (
         None
         if x is None
         else _dec_StatContextConfiguration(x, path + "." + "configuration", depth + 1)
     )
     x = o.get("directValues")
-    direct_values: list[StatValueUpdate] = []
+    f_direct_values: list[StatValueUpdate] = []
     if x is None:
         absent.append("directValues")
     else:
         for i, item in enumerate(_j.arr(x, path, "directValues")):
-            direct_values.append(
+            f_direct_values.append(
                 _dec_StatValueUpdate(item, path + "." + "directValues[%d]" % i, depth + 1)
             )
     x = o.get("expiredValues")
-    expired_values: list[StatValueUpdate] = []
+    f_expired_values: list[StatValueUpdate] = []
     if x is None:
         absent.append("expiredValues")
     else:
         for i, item in enumerate(_j.arr(x, path, "expiredValues")):
-            expired_values.append(
+            f_expired_values.append(
                 _dec_StatValueUpdate(item, path + "." + "expiredValues[%d]" % i, depth + 1)
             )
     x = o.get("subcontexts")
-    subcontexts: list[StatContextUpdate] = []
+    f_subcontexts: list[StatContextUpdate] = []
     if x is None:
         absent.append("subcontexts")
     else:
         for i, item in enumerate(_j.arr(x, path, "subcontexts")):
-            subcontexts.append(
+            f_subcontexts.append(
                 _dec_StatContextUpdate(item, path + "." + "subcontexts[%d]" % i, depth + 1)
             )
     return StatContextUpdate(
-        id=id,
-        flags=flags,
-        time_stamp=time_stamp,
-        configuration=configuration,
-        direct_values=direct_values,
-        expired_values=expired_values,
-        subcontexts=subcontexts,
+        id=f_id,
+        flags=f_flags,
+        time_stamp=f_time_stamp,
+        configuration=f_configuration,
+        direct_values=f_direct_values,
+        expired_values=f_expired_values,
+        subcontexts=f_subcontexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -154,16 +154,16 @@ def _dec_StatContextUpdateList(d: object, path: str, depth: int) -> StatContextU
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("contexts")
-    contexts: list[StatContextUpdate] = []
+    f_contexts: list[StatContextUpdate] = []
     if x is None:
         absent.append("contexts")
     else:
         for i, item in enumerate(_j.arr(x, path, "contexts")):
-            contexts.append(
+            f_contexts.append(
                 _dec_StatContextUpdate(item, path + "." + "contexts[%d]" % i, depth + 1)
             )
     return StatContextUpdateList(
-        contexts=contexts,
+        contexts=f_contexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -171,7 +171,8 @@ def _dec_StatContextUpdateList(d: object, path: str, depth: int) -> StatContextU
 def _enc_StatContextConfiguration(v: StatContextConfiguration) -> str:
     if not isinstance(v, StatContextConfiguration):
         raise EncodeError(f"expected a StatContextConfiguration, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.id is not None) + (v.name is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if not absent or "flags" not in absent or v.flags != 0:
@@ -198,22 +199,26 @@ def _dec_StatContextConfiguration(d: object, path: str, depth: int) -> StatConte
     absent: list[str] = []
     x = o.get("flags")
     if x is None:
-        flags = 0
+        f_flags = 0
         absent.append("flags")
     else:
-        flags = _j.dec_int(x, 0, 4294967295, path, "flags")
+        f_flags = _j.dec_int(x, 0, 4294967295, path, "flags")
     x = o.get("id")
-    id = None if x is None else _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "id")
+    f_id = (
+        None if x is None else _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "id")
+    )
     x = o.get("name")
-    name = None if x is None else _j.dec_str(x, path, "name")
+    f_name = None if x is None else _j.dec_str(x, path, "name")
     x = o.get("values")
-    values: list[StatValueDefinition] = []
+    f_values: list[StatValueDefinition] = []
     if x is None:
         absent.append("values")
     else:
         for i, item in enumerate(_j.arr(x, path, "values")):
-            values.append(_dec_StatValueDefinition(item, path + "." + "values[%d]" % i, depth + 1))
-    chosen = (id is not None) + (name is not None)
+            f_values.append(
+                _dec_StatValueDefinition(item, path + "." + "values[%d]" % i, depth + 1)
+            )
+    chosen = (f_id is not None) + (f_name is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -221,10 +226,10 @@ def _dec_StatContextConfiguration(d: object, path: str, depth: int) -> StatConte
             path=path,
         )
     return StatContextConfiguration(
-        flags=flags,
-        id=id,
-        name=name,
-        values=values,
+        flags=f_flags,
+        id=f_id,
+        name=f_name,
+        values=f_values,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -255,27 +260,27 @@ def _dec_StatValueDefinition(d: object, path: str, depth: int) -> StatValueDefin
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("type")
     if x is None:
-        type = StatValueType.E_CONTINUOUS
+        f_type = StatValueType.E_CONTINUOUS
         absent.append("type")
     else:
-        type = _j.dec_enum(x, StatValueType, path, "type")
+        f_type = _j.dec_enum(x, StatValueType, path, "type")
     x = o.get("historySizes")
-    history_sizes: list[int] = []
+    f_history_sizes: list[int] = []
     if x is None:
         absent.append("historySizes")
     else:
         for i, item in enumerate(_j.arr(x, path, "historySizes")):
-            history_sizes.append(_j.dec_int(item, 0, 4294967295, path, "historySizes[%d]" % i))
+            f_history_sizes.append(_j.dec_int(item, 0, 4294967295, path, "historySizes[%d]" % i))
     return StatValueDefinition(
-        name=name,
-        type=type,
-        history_sizes=history_sizes,
+        name=f_name,
+        type=f_type,
+        history_sizes=f_history_sizes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -311,22 +316,22 @@ def _dec_StatValueUpdate(d: object, path: str, depth: int) -> StatValueUpdate:
     absent: list[str] = []
     x = o.get("fieldMask")
     if x is None:
-        field_mask = 0
+        f_field_mask = 0
         absent.append("fieldMask")
     else:
-        field_mask = _j.dec_int(x, 0, 4294967295, path, "fieldMask")
+        f_field_mask = _j.dec_int(x, 0, 4294967295, path, "fieldMask")
     x = o.get("fields")
-    fields: list[int] = []
+    f_fields: list[int] = []
     if x is None:
         absent.append("fields")
     else:
         for i, item in enumerate(_j.arr(x, path, "fields")):
-            fields.append(
+            f_fields.append(
                 _j.dec_int(item, -9223372036854775808, 9223372036854775807, path, "fields[%d]" % i)
             )
     return StatValueUpdate(
-        field_mask=field_mask,
-        fields=fields,
+        field_mask=f_field_mask,
+        fields=f_fields,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

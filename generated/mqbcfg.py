@@ -497,7 +497,8 @@ class AnonymousCredential:
     credential: Credential | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "AnonymousCredential", True)
+        if (self.disallow is not None) + (self.credential is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "AnonymousCredential", True)
 
     @property
     def selection(self) -> str | None:
@@ -619,7 +620,10 @@ class PluginSettingValue:
     string_val: str | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "PluginSettingValue", True)
+        if (self.bool_val is not None) + (self.int_val is not None) + (
+            self.long_val is not None
+        ) + (self.double_val is not None) + (self.string_val is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "PluginSettingValue", True)
 
     @property
     def selection(self) -> str | None:
@@ -1132,7 +1136,8 @@ class ClusterNodeConnection:
     tcp: TcpClusterNodeConnection | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterNodeConnection", True)
+        if (self.tcp is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterNodeConnection", True)
 
     @property
     def selection(self) -> str | None:

@@ -97,33 +97,35 @@ def _enc_Configuration(v: Configuration, out: bytearray, tag: bytes) -> None:
 
 def _dec_Configuration(r: _b.BerReader, end: int | None, path: str) -> Configuration:
     r.enter(path)
-    task_config: TaskConfig | None = None
-    app_config: AppConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_task_config: TaskConfig | None = None
+    f_app_config: AppConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "taskConfig")
-            task_config = _dec_child(r, length, path + "." + "taskConfig", _dec_TaskConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "taskConfig")
+            f_task_config = _dec_child(r, length, path + "." + "taskConfig", _dec_TaskConfig)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "appConfig")
-            app_config = _dec_child(r, length, path + "." + "appConfig", _dec_AppConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appConfig")
+            f_app_config = _dec_child(r, length, path + "." + "appConfig", _dec_AppConfig)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if task_config is None:
-        task_config = TaskConfig()
+    if f_task_config is None:
+        f_task_config = TaskConfig()
         absent.append("taskConfig")
-    if app_config is None:
-        app_config = AppConfig()
+    if f_app_config is None:
+        f_app_config = AppConfig()
         absent.append("appConfig")
     return Configuration(
-        task_config=task_config,
-        app_config=app_config,
+        task_config=f_task_config,
+        app_config=f_app_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -147,42 +149,49 @@ def _enc_TaskConfig(v: TaskConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_TaskConfig(r: _b.BerReader, end: int | None, path: str) -> TaskConfig:
     r.enter(path)
-    allocator_type: AllocatorType | None = None
-    allocation_limit: int | None = None
-    log_controller: LogController | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_allocator_type: AllocatorType | None = None
+    f_allocation_limit: int | None = None
+    f_log_controller: LogController | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "allocatorType")
-            allocator_type = r.read_enum(length, AllocatorType, path, "allocatorType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "allocatorType")
+            f_allocator_type = r.read_enum(length, AllocatorType, path, "allocatorType")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "allocationLimit")
-            allocation_limit = r.read_int(length, 0, 18446744073709551615, path, "allocationLimit")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "allocationLimit")
+            f_allocation_limit = r.read_int(
+                length, 0, 18446744073709551615, path, "allocationLimit"
+            )
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "logController")
-            log_controller = _dec_child(r, length, path + "." + "logController", _dec_LogController)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "logController")
+            f_log_controller = _dec_child(
+                r, length, path + "." + "logController", _dec_LogController
+            )
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if allocator_type is None:
-        allocator_type = AllocatorType.NEWDELETE
+    if f_allocator_type is None:
+        f_allocator_type = AllocatorType.NEWDELETE
         absent.append("allocatorType")
-    if allocation_limit is None:
-        allocation_limit = 0
+    if f_allocation_limit is None:
+        f_allocation_limit = 0
         absent.append("allocationLimit")
-    if log_controller is None:
-        log_controller = LogController()
+    if f_log_controller is None:
+        f_log_controller = LogController()
         absent.append("logController")
     return TaskConfig(
-        allocator_type=allocator_type,
-        allocation_limit=allocation_limit,
-        log_controller=log_controller,
+        allocator_type=f_allocator_type,
+        allocation_limit=f_allocation_limit,
+        log_controller=f_log_controller,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -206,51 +215,55 @@ def _enc_SyslogConfig(v: SyslogConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_SyslogConfig(r: _b.BerReader, end: int | None, path: str) -> SyslogConfig:
     r.enter(path)
-    enabled: bool | None = None
-    app_name: str | None = None
-    log_format: str | None = None
-    verbosity: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_enabled: bool | None = None
+    f_app_name: str | None = None
+    f_log_format: str | None = None
+    f_verbosity: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "enabled")
-            enabled = r.read_bool(length, path, "enabled")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "enabled")
+            f_enabled = r.read_bool(length, path, "enabled")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appName")
-            app_name = r.read_str(length, path, "appName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appName")
+            f_app_name = r.read_str(length, path, "appName")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "logFormat")
-            log_format = r.read_str(length, path, "logFormat")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "logFormat")
+            f_log_format = r.read_str(length, path, "logFormat")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "verbosity")
-            verbosity = r.read_str(length, path, "verbosity")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "verbosity")
+            f_verbosity = r.read_str(length, path, "verbosity")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if enabled is None:
-        enabled = False
+    if f_enabled is None:
+        f_enabled = False
         absent.append("enabled")
-    if app_name is None:
-        app_name = ""
+    if f_app_name is None:
+        f_app_name = ""
         absent.append("appName")
-    if log_format is None:
-        log_format = ""
+    if f_log_format is None:
+        f_log_format = ""
         absent.append("logFormat")
-    if verbosity is None:
-        verbosity = ""
+    if f_verbosity is None:
+        f_verbosity = ""
         absent.append("verbosity")
     return SyslogConfig(
-        enabled=enabled,
-        app_name=app_name,
-        log_format=log_format,
-        verbosity=verbosity,
+        enabled=f_enabled,
+        app_name=f_app_name,
+        log_format=f_log_format,
+        verbosity=f_verbosity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -279,44 +292,47 @@ def _enc_LogDumpConfig(v: LogDumpConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_LogDumpConfig(r: _b.BerReader, end: int | None, path: str) -> LogDumpConfig:
     r.enter(path)
-    record_buffer_size: int | None = None
-    recording_level: str | None = None
-    trigger_level: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_record_buffer_size: int | None = None
+    f_recording_level: str | None = None
+    f_trigger_level: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "recordBufferSize")
-            record_buffer_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "recordBufferSize")
+            f_record_buffer_size = r.read_int(
                 length, -2147483648, 2147483647, path, "recordBufferSize"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "recordingLevel")
-            recording_level = r.read_str(length, path, "recordingLevel")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "recordingLevel")
+            f_recording_level = r.read_str(length, path, "recordingLevel")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "triggerLevel")
-            trigger_level = r.read_str(length, path, "triggerLevel")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "triggerLevel")
+            f_trigger_level = r.read_str(length, path, "triggerLevel")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if record_buffer_size is None:
-        record_buffer_size = 32768
+    if f_record_buffer_size is None:
+        f_record_buffer_size = 32768
         absent.append("recordBufferSize")
-    if recording_level is None:
-        recording_level = "OFF"
+    if f_recording_level is None:
+        f_recording_level = "OFF"
         absent.append("recordingLevel")
-    if trigger_level is None:
-        trigger_level = "OFF"
+    if f_trigger_level is None:
+        f_trigger_level = "OFF"
         absent.append("triggerLevel")
     return LogDumpConfig(
-        record_buffer_size=record_buffer_size,
-        recording_level=recording_level,
-        trigger_level=trigger_level,
+        record_buffer_size=f_record_buffer_size,
+        recording_level=f_recording_level,
+        trigger_level=f_trigger_level,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -375,120 +391,134 @@ def _enc_LogController(v: LogController, out: bytearray, tag: bytes) -> None:
 
 def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogController:
     r.enter(path)
-    file_name: str | None = None
-    file_max_age_days: int | None = None
-    rotation_bytes: int | None = None
-    logfile_format: str | None = None
-    console_format: str | None = None
-    logging_verbosity: str | None = None
-    bsls_log_severity_threshold: str | None = None
-    console_severity_threshold: str | None = None
-    categories: list[str] | None = None
-    syslog: SyslogConfig | None = None
-    log_dump: LogDumpConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_file_name: str | None = None
+    f_file_max_age_days: int | None = None
+    f_rotation_bytes: int | None = None
+    f_logfile_format: str | None = None
+    f_console_format: str | None = None
+    f_logging_verbosity: str | None = None
+    f_bsls_log_severity_threshold: str | None = None
+    f_console_severity_threshold: str | None = None
+    f_categories: list[str] | None = None
+    f_syslog: SyslogConfig | None = None
+    f_log_dump: LogDumpConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "fileName")
-            file_name = r.read_str(length, path, "fileName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "fileName")
+            f_file_name = r.read_str(length, path, "fileName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "fileMaxAgeDays")
-            file_max_age_days = r.read_int(length, -2147483648, 2147483647, path, "fileMaxAgeDays")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "fileMaxAgeDays")
+            f_file_max_age_days = r.read_int(
+                length, -2147483648, 2147483647, path, "fileMaxAgeDays"
+            )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "rotationBytes")
-            rotation_bytes = r.read_int(length, -2147483648, 2147483647, path, "rotationBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rotationBytes")
+            f_rotation_bytes = r.read_int(length, -2147483648, 2147483647, path, "rotationBytes")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "logfileFormat")
-            logfile_format = r.read_str(length, path, "logfileFormat")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "logfileFormat")
+            f_logfile_format = r.read_str(length, path, "logfileFormat")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "consoleFormat")
-            console_format = r.read_str(length, path, "consoleFormat")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consoleFormat")
+            f_console_format = r.read_str(length, path, "consoleFormat")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "loggingVerbosity")
-            logging_verbosity = r.read_str(length, path, "loggingVerbosity")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "loggingVerbosity")
+            f_logging_verbosity = r.read_str(length, path, "loggingVerbosity")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "bslsLogSeverityThreshold")
-            bsls_log_severity_threshold = r.read_str(length, path, "bslsLogSeverityThreshold")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bslsLogSeverityThreshold")
+            f_bsls_log_severity_threshold = r.read_str(length, path, "bslsLogSeverityThreshold")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "consoleSeverityThreshold")
-            console_severity_threshold = r.read_str(length, path, "consoleSeverityThreshold")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consoleSeverityThreshold")
+            f_console_severity_threshold = r.read_str(length, path, "consoleSeverityThreshold")
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "categories")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "categories")
             items_end = r.child_end(length)
-            categories = [] if categories is None else categories
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "categories")
-                categories.append(r.read_str(length, path, "categories[%d]" % len(categories)))
+            f_categories = [] if f_categories is None else f_categories
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "categories")
+                f_categories.append(r.read_str(length, path, "categories[%d]" % len(f_categories)))
             r.close(items_end, path)
 
         elif number == 9:
-            r.expect(cc, 0xA0, path, "syslog")
-            syslog = _dec_child(r, length, path + "." + "syslog", _dec_SyslogConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "syslog")
+            f_syslog = _dec_child(r, length, path + "." + "syslog", _dec_SyslogConfig)
 
         elif number == 10:
-            r.expect(cc, 0xA0, path, "logDump")
-            log_dump = _dec_child(r, length, path + "." + "logDump", _dec_LogDumpConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "logDump")
+            f_log_dump = _dec_child(r, length, path + "." + "logDump", _dec_LogDumpConfig)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if file_name is None:
-        file_name = ""
+    if f_file_name is None:
+        f_file_name = ""
         absent.append("fileName")
-    if file_max_age_days is None:
-        file_max_age_days = 0
+    if f_file_max_age_days is None:
+        f_file_max_age_days = 0
         absent.append("fileMaxAgeDays")
-    if rotation_bytes is None:
-        rotation_bytes = 0
+    if f_rotation_bytes is None:
+        f_rotation_bytes = 0
         absent.append("rotationBytes")
-    if logfile_format is None:
-        logfile_format = ""
+    if f_logfile_format is None:
+        f_logfile_format = ""
         absent.append("logfileFormat")
-    if console_format is None:
-        console_format = ""
+    if f_console_format is None:
+        f_console_format = ""
         absent.append("consoleFormat")
-    if logging_verbosity is None:
-        logging_verbosity = ""
+    if f_logging_verbosity is None:
+        f_logging_verbosity = ""
         absent.append("loggingVerbosity")
-    if bsls_log_severity_threshold is None:
-        bsls_log_severity_threshold = "ERROR"
+    if f_bsls_log_severity_threshold is None:
+        f_bsls_log_severity_threshold = "ERROR"
         absent.append("bslsLogSeverityThreshold")
-    if console_severity_threshold is None:
-        console_severity_threshold = ""
+    if f_console_severity_threshold is None:
+        f_console_severity_threshold = ""
         absent.append("consoleSeverityThreshold")
-    if categories is None:
-        categories = []
+    if f_categories is None:
+        f_categories = []
         absent.append("categories")
-    if syslog is None:
-        syslog = SyslogConfig()
+    if f_syslog is None:
+        f_syslog = SyslogConfig()
         absent.append("syslog")
-    if log_dump is None:
-        log_dump = LogDumpConfig()
+    if f_log_dump is None:
+        f_log_dump = LogDumpConfig()
         absent.append("logDump")
     return LogController(
-        file_name=file_name,
-        file_max_age_days=file_max_age_days,
-        rotation_bytes=rotation_bytes,
-        logfile_format=logfile_format,
-        console_format=console_format,
-        logging_verbosity=logging_verbosity,
-        bsls_log_severity_threshold=bsls_log_severity_threshold,
-        console_severity_threshold=console_severity_threshold,
-        categories=categories,
-        syslog=syslog,
-        log_dump=log_dump,
+        file_name=f_file_name,
+        file_max_age_days=f_file_max_age_days,
+        rotation_bytes=f_rotation_bytes,
+        logfile_format=f_logfile_format,
+        console_format=f_console_format,
+        logging_verbosity=f_logging_verbosity,
+        bsls_log_severity_threshold=f_bsls_log_severity_threshold,
+        console_severity_threshold=f_console_severity_threshold,
+        categories=f_categories,
+        syslog=f_syslog,
+        log_dump=f_log_dump,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -576,215 +606,238 @@ def _enc_AppConfig(v: AppConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
     r.enter(path)
-    broker_instance_name: str | None = None
-    broker_version: int | None = None
-    config_version: int | None = None
-    etc_dir: str | None = None
-    host_name: str | None = None
-    host_tags: str | None = None
-    host_data_center: str | None = None
-    logs_observer_max_size: int | None = None
-    latency_monitor_domain: str | None = None
-    dispatcher_config: DispatcherConfig | None = None
-    stats: StatsConfig | None = None
-    network_interfaces: NetworkInterfaces | None = None
-    bmqconf_config: BmqconfConfig | None = None
-    plugins: Plugins | None = None
-    message_properties_v2: MessagePropertiesV2 | None = None
-    configure_stream: bool | None = None
-    advertise_subscriptions: bool | None = None
-    route_command_timeout_ms: int | None = None
-    authentication: AuthenticatorConfig | None = None
-    authorization: AuthorizerConfig | None = None
-    tls_config: TlsConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_broker_instance_name: str | None = None
+    f_broker_version: int | None = None
+    f_config_version: int | None = None
+    f_etc_dir: str | None = None
+    f_host_name: str | None = None
+    f_host_tags: str | None = None
+    f_host_data_center: str | None = None
+    f_logs_observer_max_size: int | None = None
+    f_latency_monitor_domain: str | None = None
+    f_dispatcher_config: DispatcherConfig | None = None
+    f_stats: StatsConfig | None = None
+    f_network_interfaces: NetworkInterfaces | None = None
+    f_bmqconf_config: BmqconfConfig | None = None
+    f_plugins: Plugins | None = None
+    f_message_properties_v2: MessagePropertiesV2 | None = None
+    f_configure_stream: bool | None = None
+    f_advertise_subscriptions: bool | None = None
+    f_route_command_timeout_ms: int | None = None
+    f_authentication: AuthenticatorConfig | None = None
+    f_authorization: AuthorizerConfig | None = None
+    f_tls_config: TlsConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "brokerInstanceName")
-            broker_instance_name = r.read_str(length, path, "brokerInstanceName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "brokerInstanceName")
+            f_broker_instance_name = r.read_str(length, path, "brokerInstanceName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "brokerVersion")
-            broker_version = r.read_int(length, -2147483648, 2147483647, path, "brokerVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "brokerVersion")
+            f_broker_version = r.read_int(length, -2147483648, 2147483647, path, "brokerVersion")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "configVersion")
-            config_version = r.read_int(length, -2147483648, 2147483647, path, "configVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "configVersion")
+            f_config_version = r.read_int(length, -2147483648, 2147483647, path, "configVersion")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "etcDir")
-            etc_dir = r.read_str(length, path, "etcDir")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "etcDir")
+            f_etc_dir = r.read_str(length, path, "etcDir")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "hostName")
-            host_name = r.read_str(length, path, "hostName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostName")
+            f_host_name = r.read_str(length, path, "hostName")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "hostTags")
-            host_tags = r.read_str(length, path, "hostTags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostTags")
+            f_host_tags = r.read_str(length, path, "hostTags")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "hostDataCenter")
-            host_data_center = r.read_str(length, path, "hostDataCenter")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostDataCenter")
+            f_host_data_center = r.read_str(length, path, "hostDataCenter")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "logsObserverMaxSize")
-            logs_observer_max_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "logsObserverMaxSize")
+            f_logs_observer_max_size = r.read_int(
                 length, -2147483648, 2147483647, path, "logsObserverMaxSize"
             )
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "latencyMonitorDomain")
-            latency_monitor_domain = r.read_str(length, path, "latencyMonitorDomain")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "latencyMonitorDomain")
+            f_latency_monitor_domain = r.read_str(length, path, "latencyMonitorDomain")
 
         elif number == 9:
-            r.expect(cc, 0xA0, path, "dispatcherConfig")
-            dispatcher_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "dispatcherConfig")
+            f_dispatcher_config = _dec_child(
                 r, length, path + "." + "dispatcherConfig", _dec_DispatcherConfig
             )
 
         elif number == 10:
-            r.expect(cc, 0xA0, path, "stats")
-            stats = _dec_child(r, length, path + "." + "stats", _dec_StatsConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "stats")
+            f_stats = _dec_child(r, length, path + "." + "stats", _dec_StatsConfig)
 
         elif number == 11:
-            r.expect(cc, 0xA0, path, "networkInterfaces")
-            network_interfaces = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "networkInterfaces")
+            f_network_interfaces = _dec_child(
                 r, length, path + "." + "networkInterfaces", _dec_NetworkInterfaces
             )
 
         elif number == 12:
-            r.expect(cc, 0xA0, path, "bmqconfConfig")
-            bmqconf_config = _dec_child(r, length, path + "." + "bmqconfConfig", _dec_BmqconfConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "bmqconfConfig")
+            f_bmqconf_config = _dec_child(
+                r, length, path + "." + "bmqconfConfig", _dec_BmqconfConfig
+            )
 
         elif number == 13:
-            r.expect(cc, 0xA0, path, "plugins")
-            plugins = _dec_child(r, length, path + "." + "plugins", _dec_Plugins)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "plugins")
+            f_plugins = _dec_child(r, length, path + "." + "plugins", _dec_Plugins)
 
         elif number == 14:
-            r.expect(cc, 0xA0, path, "messagePropertiesV2")
-            message_properties_v2 = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "messagePropertiesV2")
+            f_message_properties_v2 = _dec_child(
                 r, length, path + "." + "messagePropertiesV2", _dec_MessagePropertiesV2
             )
 
         elif number == 15:
-            r.expect(cc, 0x80, path, "configureStream")
-            configure_stream = r.read_bool(length, path, "configureStream")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "configureStream")
+            f_configure_stream = r.read_bool(length, path, "configureStream")
 
         elif number == 16:
-            r.expect(cc, 0x80, path, "advertiseSubscriptions")
-            advertise_subscriptions = r.read_bool(length, path, "advertiseSubscriptions")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "advertiseSubscriptions")
+            f_advertise_subscriptions = r.read_bool(length, path, "advertiseSubscriptions")
 
         elif number == 17:
-            r.expect(cc, 0x80, path, "routeCommandTimeoutMs")
-            route_command_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "routeCommandTimeoutMs")
+            f_route_command_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "routeCommandTimeoutMs"
             )
 
         elif number == 18:
-            r.expect(cc, 0xA0, path, "authentication")
-            authentication = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "authentication")
+            f_authentication = _dec_child(
                 r, length, path + "." + "authentication", _dec_AuthenticatorConfig
             )
 
         elif number == 19:
-            r.expect(cc, 0xA0, path, "authorization")
-            authorization = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "authorization")
+            f_authorization = _dec_child(
                 r, length, path + "." + "authorization", _dec_AuthorizerConfig
             )
 
         elif number == 20:
-            r.expect(cc, 0xA0, path, "tlsConfig")
-            tls_config = _dec_child(r, length, path + "." + "tlsConfig", _dec_TlsConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "tlsConfig")
+            f_tls_config = _dec_child(r, length, path + "." + "tlsConfig", _dec_TlsConfig)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if broker_instance_name is None:
-        broker_instance_name = ""
+    if f_broker_instance_name is None:
+        f_broker_instance_name = ""
         absent.append("brokerInstanceName")
-    if broker_version is None:
-        broker_version = 0
+    if f_broker_version is None:
+        f_broker_version = 0
         absent.append("brokerVersion")
-    if config_version is None:
-        config_version = 0
+    if f_config_version is None:
+        f_config_version = 0
         absent.append("configVersion")
-    if etc_dir is None:
-        etc_dir = ""
+    if f_etc_dir is None:
+        f_etc_dir = ""
         absent.append("etcDir")
-    if host_name is None:
-        host_name = ""
+    if f_host_name is None:
+        f_host_name = ""
         absent.append("hostName")
-    if host_tags is None:
-        host_tags = ""
+    if f_host_tags is None:
+        f_host_tags = ""
         absent.append("hostTags")
-    if host_data_center is None:
-        host_data_center = ""
+    if f_host_data_center is None:
+        f_host_data_center = ""
         absent.append("hostDataCenter")
-    if logs_observer_max_size is None:
-        logs_observer_max_size = 0
+    if f_logs_observer_max_size is None:
+        f_logs_observer_max_size = 0
         absent.append("logsObserverMaxSize")
-    if latency_monitor_domain is None:
-        latency_monitor_domain = "bmq.sys.latemon.latency"
+    if f_latency_monitor_domain is None:
+        f_latency_monitor_domain = "bmq.sys.latemon.latency"
         absent.append("latencyMonitorDomain")
-    if dispatcher_config is None:
-        dispatcher_config = DispatcherConfig()
+    if f_dispatcher_config is None:
+        f_dispatcher_config = DispatcherConfig()
         absent.append("dispatcherConfig")
-    if stats is None:
-        stats = StatsConfig()
+    if f_stats is None:
+        f_stats = StatsConfig()
         absent.append("stats")
-    if network_interfaces is None:
-        network_interfaces = NetworkInterfaces()
+    if f_network_interfaces is None:
+        f_network_interfaces = NetworkInterfaces()
         absent.append("networkInterfaces")
-    if bmqconf_config is None:
-        bmqconf_config = BmqconfConfig()
+    if f_bmqconf_config is None:
+        f_bmqconf_config = BmqconfConfig()
         absent.append("bmqconfConfig")
-    if plugins is None:
-        plugins = Plugins()
+    if f_plugins is None:
+        f_plugins = Plugins()
         absent.append("plugins")
-    if message_properties_v2 is None:
-        message_properties_v2 = MessagePropertiesV2()
+    if f_message_properties_v2 is None:
+        f_message_properties_v2 = MessagePropertiesV2()
         absent.append("messagePropertiesV2")
-    if configure_stream is None:
-        configure_stream = False
+    if f_configure_stream is None:
+        f_configure_stream = False
         absent.append("configureStream")
-    if advertise_subscriptions is None:
-        advertise_subscriptions = False
+    if f_advertise_subscriptions is None:
+        f_advertise_subscriptions = False
         absent.append("advertiseSubscriptions")
-    if route_command_timeout_ms is None:
-        route_command_timeout_ms = 3000
+    if f_route_command_timeout_ms is None:
+        f_route_command_timeout_ms = 3000
         absent.append("routeCommandTimeoutMs")
-    if authentication is None:
-        authentication = AuthenticatorConfig()
+    if f_authentication is None:
+        f_authentication = AuthenticatorConfig()
         absent.append("authentication")
-    if authorization is None:
-        authorization = AuthorizerConfig()
+    if f_authorization is None:
+        f_authorization = AuthorizerConfig()
         absent.append("authorization")
     return AppConfig(
-        broker_instance_name=broker_instance_name,
-        broker_version=broker_version,
-        config_version=config_version,
-        etc_dir=etc_dir,
-        host_name=host_name,
-        host_tags=host_tags,
-        host_data_center=host_data_center,
-        logs_observer_max_size=logs_observer_max_size,
-        latency_monitor_domain=latency_monitor_domain,
-        dispatcher_config=dispatcher_config,
-        stats=stats,
-        network_interfaces=network_interfaces,
-        bmqconf_config=bmqconf_config,
-        plugins=plugins,
-        message_properties_v2=message_properties_v2,
-        configure_stream=configure_stream,
-        advertise_subscriptions=advertise_subscriptions,
-        route_command_timeout_ms=route_command_timeout_ms,
-        authentication=authentication,
-        authorization=authorization,
-        tls_config=tls_config,
+        broker_instance_name=f_broker_instance_name,
+        broker_version=f_broker_version,
+        config_version=f_config_version,
+        etc_dir=f_etc_dir,
+        host_name=f_host_name,
+        host_tags=f_host_tags,
+        host_data_center=f_host_data_center,
+        logs_observer_max_size=f_logs_observer_max_size,
+        latency_monitor_domain=f_latency_monitor_domain,
+        dispatcher_config=f_dispatcher_config,
+        stats=f_stats,
+        network_interfaces=f_network_interfaces,
+        bmqconf_config=f_bmqconf_config,
+        plugins=f_plugins,
+        message_properties_v2=f_message_properties_v2,
+        configure_stream=f_configure_stream,
+        advertise_subscriptions=f_advertise_subscriptions,
+        route_command_timeout_ms=f_route_command_timeout_ms,
+        authentication=f_authentication,
+        authorization=f_authorization,
+        tls_config=f_tls_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -831,26 +884,29 @@ def _dec_DispatcherProcessorParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> DispatcherProcessorParameters:
     r.enter(path)
-    queue_size: int | None = None
-    queue_size_low_watermark: int | None = None
-    queue_size_high_watermark: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_size: int | None = None
+    f_queue_size_low_watermark: int | None = None
+    f_queue_size_high_watermark: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueSize")
-            queue_size = r.read_int(length, -2147483648, 2147483647, path, "queueSize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueSize")
+            f_queue_size = r.read_int(length, -2147483648, 2147483647, path, "queueSize")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "queueSizeLowWatermark")
-            queue_size_low_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueSizeLowWatermark")
+            f_queue_size_low_watermark = r.read_int(
                 length, -2147483648, 2147483647, path, "queueSizeLowWatermark"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "queueSizeHighWatermark")
-            queue_size_high_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueSizeHighWatermark")
+            f_queue_size_high_watermark = r.read_int(
                 length, -2147483648, 2147483647, path, "queueSizeHighWatermark"
             )
 
@@ -858,19 +914,19 @@ def _dec_DispatcherProcessorParameters(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_size is None:
-        queue_size = 0
+    if f_queue_size is None:
+        f_queue_size = 0
         absent.append("queueSize")
-    if queue_size_low_watermark is None:
-        queue_size_low_watermark = 0
+    if f_queue_size_low_watermark is None:
+        f_queue_size_low_watermark = 0
         absent.append("queueSizeLowWatermark")
-    if queue_size_high_watermark is None:
-        queue_size_high_watermark = 0
+    if f_queue_size_high_watermark is None:
+        f_queue_size_high_watermark = 0
         absent.append("queueSizeHighWatermark")
     return DispatcherProcessorParameters(
-        queue_size=queue_size,
-        queue_size_low_watermark=queue_size_low_watermark,
-        queue_size_high_watermark=queue_size_high_watermark,
+        queue_size=f_queue_size,
+        queue_size_low_watermark=f_queue_size_low_watermark,
+        queue_size_high_watermark=f_queue_size_high_watermark,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -905,19 +961,21 @@ def _dec_DispatcherProcessorConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> DispatcherProcessorConfig:
     r.enter(path)
-    num_processors: int | None = None
-    processor_config: DispatcherProcessorParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_processors: int | None = None
+    f_processor_config: DispatcherProcessorParameters | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numProcessors")
-            num_processors = r.read_int(length, -2147483648, 2147483647, path, "numProcessors")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numProcessors")
+            f_num_processors = r.read_int(length, -2147483648, 2147483647, path, "numProcessors")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "processorConfig")
-            processor_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "processorConfig")
+            f_processor_config = _dec_child(
                 r, length, path + "." + "processorConfig", _dec_DispatcherProcessorParameters
             )
 
@@ -925,15 +983,15 @@ def _dec_DispatcherProcessorConfig(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_processors is None:
-        num_processors = 0
+    if f_num_processors is None:
+        f_num_processors = 0
         absent.append("numProcessors")
-    if processor_config is None:
-        processor_config = DispatcherProcessorParameters()
+    if f_processor_config is None:
+        f_processor_config = DispatcherProcessorParameters()
         absent.append("processorConfig")
     return DispatcherProcessorConfig(
-        num_processors=num_processors,
-        processor_config=processor_config,
+        num_processors=f_num_processors,
+        processor_config=f_processor_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -973,38 +1031,43 @@ def _enc_DispatcherConfig(v: DispatcherConfig, out: bytearray, tag: bytes) -> No
 
 def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> DispatcherConfig:
     r.enter(path)
-    sessions: DispatcherProcessorConfig | None = None
-    queues: DispatcherProcessorConfig | None = None
-    clusters: DispatcherProcessorConfig | None = None
-    alarm_timeout_ms: int | None = None
-    warning_timeout_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_sessions: DispatcherProcessorConfig | None = None
+    f_queues: DispatcherProcessorConfig | None = None
+    f_clusters: DispatcherProcessorConfig | None = None
+    f_alarm_timeout_ms: int | None = None
+    f_warning_timeout_ms: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sessions")
-            sessions = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sessions")
+            f_sessions = _dec_child(
                 r, length, path + "." + "sessions", _dec_DispatcherProcessorConfig
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queues")
-            queues = _dec_child(r, length, path + "." + "queues", _dec_DispatcherProcessorConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
+            f_queues = _dec_child(r, length, path + "." + "queues", _dec_DispatcherProcessorConfig)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "clusters")
-            clusters = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusters")
+            f_clusters = _dec_child(
                 r, length, path + "." + "clusters", _dec_DispatcherProcessorConfig
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "alarmTimeoutMs")
-            alarm_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "alarmTimeoutMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "alarmTimeoutMs")
+            f_alarm_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "alarmTimeoutMs")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "warningTimeoutMs")
-            warning_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "warningTimeoutMs")
+            f_warning_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "warningTimeoutMs"
             )
 
@@ -1012,27 +1075,27 @@ def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> Dispat
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if sessions is None:
-        sessions = DispatcherProcessorConfig()
+    if f_sessions is None:
+        f_sessions = DispatcherProcessorConfig()
         absent.append("sessions")
-    if queues is None:
-        queues = DispatcherProcessorConfig()
+    if f_queues is None:
+        f_queues = DispatcherProcessorConfig()
         absent.append("queues")
-    if clusters is None:
-        clusters = DispatcherProcessorConfig()
+    if f_clusters is None:
+        f_clusters = DispatcherProcessorConfig()
         absent.append("clusters")
-    if alarm_timeout_ms is None:
-        alarm_timeout_ms = 180000
+    if f_alarm_timeout_ms is None:
+        f_alarm_timeout_ms = 180000
         absent.append("alarmTimeoutMs")
-    if warning_timeout_ms is None:
-        warning_timeout_ms = 10000
+    if f_warning_timeout_ms is None:
+        f_warning_timeout_ms = 10000
         absent.append("warningTimeoutMs")
     return DispatcherConfig(
-        sessions=sessions,
-        queues=queues,
-        clusters=clusters,
-        alarm_timeout_ms=alarm_timeout_ms,
-        warning_timeout_ms=warning_timeout_ms,
+        sessions=f_sessions,
+        queues=f_queues,
+        clusters=f_clusters,
+        alarm_timeout_ms=f_alarm_timeout_ms,
+        warning_timeout_ms=f_warning_timeout_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1065,54 +1128,61 @@ def _enc_StatsConfig(v: StatsConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_StatsConfig(r: _b.BerReader, end: int | None, path: str) -> StatsConfig:
     r.enter(path)
-    snapshot_interval: int | None = None
-    plugins: list[StatPluginConfig] | None = None
-    printer: StatsPrinterConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_snapshot_interval: int | None = None
+    f_plugins: list[StatPluginConfig] | None = None
+    f_printer: StatsPrinterConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "snapshotInterval")
-            snapshot_interval = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "snapshotInterval")
+            f_snapshot_interval = r.read_int(
                 length, -2147483648, 2147483647, path, "snapshotInterval"
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "plugins")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "plugins")
             items_end = r.child_end(length)
-            plugins = [] if plugins is None else plugins
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "plugins")
-                plugins.append(
+            f_plugins = [] if f_plugins is None else f_plugins
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "plugins")
+                f_plugins.append(
                     _dec_child(
-                        r, length, path + "." + "plugins[%d]" % len(plugins), _dec_StatPluginConfig
+                        r,
+                        length,
+                        path + "." + "plugins[%d]" % len(f_plugins),
+                        _dec_StatPluginConfig,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "printer")
-            printer = _dec_child(r, length, path + "." + "printer", _dec_StatsPrinterConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "printer")
+            f_printer = _dec_child(r, length, path + "." + "printer", _dec_StatsPrinterConfig)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if snapshot_interval is None:
-        snapshot_interval = 1
+    if f_snapshot_interval is None:
+        f_snapshot_interval = 1
         absent.append("snapshotInterval")
-    if plugins is None:
-        plugins = []
+    if f_plugins is None:
+        f_plugins = []
         absent.append("plugins")
-    if printer is None:
-        printer = StatsPrinterConfig()
+    if f_printer is None:
+        f_printer = StatsPrinterConfig()
         absent.append("printer")
     return StatsConfig(
-        snapshot_interval=snapshot_interval,
-        plugins=plugins,
-        printer=printer,
+        snapshot_interval=f_snapshot_interval,
+        plugins=f_plugins,
+        printer=f_printer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1173,64 +1243,76 @@ def _enc_StatPluginConfig(v: StatPluginConfig, out: bytearray, tag: bytes) -> No
 
 def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPluginConfig:
     r.enter(path)
-    name: str | None = None
-    queue_size: int | None = None
-    queue_high_watermark: int | None = None
-    queue_low_watermark: int | None = None
-    publish_interval: int | None = None
-    namespace_prefix: str | None = None
-    hosts: list[str] | None = None
-    instance_id: str | None = None
-    prometheus_specific: StatPluginConfigPrometheus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_queue_size: int | None = None
+    f_queue_high_watermark: int | None = None
+    f_queue_low_watermark: int | None = None
+    f_publish_interval: int | None = None
+    f_namespace_prefix: str | None = None
+    f_hosts: list[str] | None = None
+    f_instance_id: str | None = None
+    f_prometheus_specific: StatPluginConfigPrometheus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "queueSize")
-            queue_size = r.read_int(length, -2147483648, 2147483647, path, "queueSize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueSize")
+            f_queue_size = r.read_int(length, -2147483648, 2147483647, path, "queueSize")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "queueHighWatermark")
-            queue_high_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueHighWatermark")
+            f_queue_high_watermark = r.read_int(
                 length, -2147483648, 2147483647, path, "queueHighWatermark"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "queueLowWatermark")
-            queue_low_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueLowWatermark")
+            f_queue_low_watermark = r.read_int(
                 length, -2147483648, 2147483647, path, "queueLowWatermark"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "publishInterval")
-            publish_interval = r.read_int(length, -2147483648, 2147483647, path, "publishInterval")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "publishInterval")
+            f_publish_interval = r.read_int(
+                length, -2147483648, 2147483647, path, "publishInterval"
+            )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "namespacePrefix")
-            namespace_prefix = r.read_str(length, path, "namespacePrefix")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "namespacePrefix")
+            f_namespace_prefix = r.read_str(length, path, "namespacePrefix")
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "hosts")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "hosts")
             items_end = r.child_end(length)
-            hosts = [] if hosts is None else hosts
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "hosts")
-                hosts.append(r.read_str(length, path, "hosts[%d]" % len(hosts)))
+            f_hosts = [] if f_hosts is None else f_hosts
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "hosts")
+                f_hosts.append(r.read_str(length, path, "hosts[%d]" % len(f_hosts)))
             r.close(items_end, path)
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "instanceId")
-            instance_id = r.read_str(length, path, "instanceId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "instanceId")
+            f_instance_id = r.read_str(length, path, "instanceId")
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "prometheusSpecific")
-            prometheus_specific = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "prometheusSpecific")
+            f_prometheus_specific = _dec_child(
                 r, length, path + "." + "prometheusSpecific", _dec_StatPluginConfigPrometheus
             )
 
@@ -1238,40 +1320,40 @@ def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPl
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if queue_size is None:
-        queue_size = 10000
+    if f_queue_size is None:
+        f_queue_size = 10000
         absent.append("queueSize")
-    if queue_high_watermark is None:
-        queue_high_watermark = 5000
+    if f_queue_high_watermark is None:
+        f_queue_high_watermark = 5000
         absent.append("queueHighWatermark")
-    if queue_low_watermark is None:
-        queue_low_watermark = 1000
+    if f_queue_low_watermark is None:
+        f_queue_low_watermark = 1000
         absent.append("queueLowWatermark")
-    if publish_interval is None:
-        publish_interval = 30
+    if f_publish_interval is None:
+        f_publish_interval = 30
         absent.append("publishInterval")
-    if namespace_prefix is None:
-        namespace_prefix = ""
+    if f_namespace_prefix is None:
+        f_namespace_prefix = ""
         absent.append("namespacePrefix")
-    if hosts is None:
-        hosts = []
+    if f_hosts is None:
+        f_hosts = []
         absent.append("hosts")
-    if instance_id is None:
-        instance_id = ""
+    if f_instance_id is None:
+        f_instance_id = ""
         absent.append("instanceId")
     return StatPluginConfig(
-        name=name,
-        queue_size=queue_size,
-        queue_high_watermark=queue_high_watermark,
-        queue_low_watermark=queue_low_watermark,
-        publish_interval=publish_interval,
-        namespace_prefix=namespace_prefix,
-        hosts=hosts,
-        instance_id=instance_id,
-        prometheus_specific=prometheus_specific,
+        name=f_name,
+        queue_size=f_queue_size,
+        queue_high_watermark=f_queue_high_watermark,
+        queue_low_watermark=f_queue_low_watermark,
+        publish_interval=f_publish_interval,
+        namespace_prefix=f_namespace_prefix,
+        hosts=f_hosts,
+        instance_id=f_instance_id,
+        prometheus_specific=f_prometheus_specific,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1297,42 +1379,45 @@ def _dec_StatPluginConfigPrometheus(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatPluginConfigPrometheus:
     r.enter(path)
-    mode: ExportMode | None = None
-    host: str | None = None
-    port: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_mode: ExportMode | None = None
+    f_host: str | None = None
+    f_port: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "mode")
-            mode = r.read_enum(length, ExportMode, path, "mode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "mode")
+            f_mode = r.read_enum(length, ExportMode, path, "mode")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "host")
-            host = r.read_str(length, path, "host")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "host")
+            f_host = r.read_str(length, path, "host")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "port")
-            port = r.read_int(length, -2147483648, 2147483647, path, "port")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "port")
+            f_port = r.read_int(length, -2147483648, 2147483647, path, "port")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if mode is None:
-        mode = ExportMode.E_PULL
+    if f_mode is None:
+        f_mode = ExportMode.E_PULL
         absent.append("mode")
-    if host is None:
-        host = "localhost"
+    if f_host is None:
+        f_host = "localhost"
         absent.append("host")
-    if port is None:
-        port = 8080
+    if f_port is None:
+        f_port = 8080
         absent.append("port")
     return StatPluginConfigPrometheus(
-        mode=mode,
-        host=host,
-        port=port,
+        mode=f_mode,
+        host=f_host,
+        port=f_port,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1379,69 +1464,75 @@ def _enc_StatsPrinterConfig(v: StatsPrinterConfig, out: bytearray, tag: bytes) -
 
 def _dec_StatsPrinterConfig(r: _b.BerReader, end: int | None, path: str) -> StatsPrinterConfig:
     r.enter(path)
-    print_interval: int | None = None
-    file: str | None = None
-    max_age_days: int | None = None
-    rotate_bytes: int | None = None
-    rotate_days: int | None = None
-    encoding: StatsPrinterEncodingFormat | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_print_interval: int | None = None
+    f_file: str | None = None
+    f_max_age_days: int | None = None
+    f_rotate_bytes: int | None = None
+    f_rotate_days: int | None = None
+    f_encoding: StatsPrinterEncodingFormat | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "printInterval")
-            print_interval = r.read_int(length, -2147483648, 2147483647, path, "printInterval")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "printInterval")
+            f_print_interval = r.read_int(length, -2147483648, 2147483647, path, "printInterval")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "file")
-            file = r.read_str(length, path, "file")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "file")
+            f_file = r.read_str(length, path, "file")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "maxAgeDays")
-            max_age_days = r.read_int(length, -2147483648, 2147483647, path, "maxAgeDays")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxAgeDays")
+            f_max_age_days = r.read_int(length, -2147483648, 2147483647, path, "maxAgeDays")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "rotateBytes")
-            rotate_bytes = r.read_int(length, -2147483648, 2147483647, path, "rotateBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rotateBytes")
+            f_rotate_bytes = r.read_int(length, -2147483648, 2147483647, path, "rotateBytes")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "rotateDays")
-            rotate_days = r.read_int(length, -2147483648, 2147483647, path, "rotateDays")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rotateDays")
+            f_rotate_days = r.read_int(length, -2147483648, 2147483647, path, "rotateDays")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "encoding")
-            encoding = r.read_enum(length, StatsPrinterEncodingFormat, path, "encoding")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "encoding")
+            f_encoding = r.read_enum(length, StatsPrinterEncodingFormat, path, "encoding")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if print_interval is None:
-        print_interval = 60
+    if f_print_interval is None:
+        f_print_interval = 60
         absent.append("printInterval")
-    if file is None:
-        file = ""
+    if f_file is None:
+        f_file = ""
         absent.append("file")
-    if max_age_days is None:
-        max_age_days = 0
+    if f_max_age_days is None:
+        f_max_age_days = 0
         absent.append("maxAgeDays")
-    if rotate_bytes is None:
-        rotate_bytes = 268435456
+    if f_rotate_bytes is None:
+        f_rotate_bytes = 268435456
         absent.append("rotateBytes")
-    if rotate_days is None:
-        rotate_days = 1
+    if f_rotate_days is None:
+        f_rotate_days = 1
         absent.append("rotateDays")
-    if encoding is None:
-        encoding = StatsPrinterEncodingFormat.TABLE_AND_JSON
+    if f_encoding is None:
+        f_encoding = StatsPrinterEncodingFormat.TABLE_AND_JSON
         absent.append("encoding")
     return StatsPrinterConfig(
-        print_interval=print_interval,
-        file=file,
-        max_age_days=max_age_days,
-        rotate_bytes=rotate_bytes,
-        rotate_days=rotate_days,
-        encoding=encoding,
+        print_interval=f_print_interval,
+        file=f_file,
+        max_age_days=f_max_age_days,
+        rotate_bytes=f_rotate_bytes,
+        rotate_days=f_rotate_days,
+        encoding=f_encoding,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1461,19 +1552,21 @@ def _enc_NetworkInterfaces(v: NetworkInterfaces, out: bytearray, tag: bytes) -> 
 
 def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> NetworkInterfaces:
     r.enter(path)
-    heartbeats: Heartbeat | None = None
-    tcp_interface: TcpInterfaceConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_heartbeats: Heartbeat | None = None
+    f_tcp_interface: TcpInterfaceConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "heartbeats")
-            heartbeats = _dec_child(r, length, path + "." + "heartbeats", _dec_Heartbeat)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "heartbeats")
+            f_heartbeats = _dec_child(r, length, path + "." + "heartbeats", _dec_Heartbeat)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "tcpInterface")
-            tcp_interface = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "tcpInterface")
+            f_tcp_interface = _dec_child(
                 r, length, path + "." + "tcpInterface", _dec_TcpInterfaceConfig
             )
 
@@ -1481,12 +1574,12 @@ def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> Netwo
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if heartbeats is None:
-        heartbeats = Heartbeat()
+    if f_heartbeats is None:
+        f_heartbeats = Heartbeat()
         absent.append("heartbeats")
     return NetworkInterfaces(
-        heartbeats=heartbeats,
-        tcp_interface=tcp_interface,
+        heartbeats=f_heartbeats,
+        tcp_interface=f_tcp_interface,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1522,26 +1615,29 @@ def _enc_MessagePropertiesV2(v: MessagePropertiesV2, out: bytearray, tag: bytes)
 
 def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> MessagePropertiesV2:
     r.enter(path)
-    advertise_v2_support: bool | None = None
-    min_cpp_sdk_version: int | None = None
-    min_java_sdk_version: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_advertise_v2_support: bool | None = None
+    f_min_cpp_sdk_version: int | None = None
+    f_min_java_sdk_version: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "advertiseV2Support")
-            advertise_v2_support = r.read_bool(length, path, "advertiseV2Support")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "advertiseV2Support")
+            f_advertise_v2_support = r.read_bool(length, path, "advertiseV2Support")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "minCppSdkVersion")
-            min_cpp_sdk_version = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "minCppSdkVersion")
+            f_min_cpp_sdk_version = r.read_int(
                 length, -2147483648, 2147483647, path, "minCppSdkVersion"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "minJavaSdkVersion")
-            min_java_sdk_version = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "minJavaSdkVersion")
+            f_min_java_sdk_version = r.read_int(
                 length, -2147483648, 2147483647, path, "minJavaSdkVersion"
             )
 
@@ -1549,19 +1645,19 @@ def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> Mes
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if advertise_v2_support is None:
-        advertise_v2_support = True
+    if f_advertise_v2_support is None:
+        f_advertise_v2_support = True
         absent.append("advertiseV2Support")
-    if min_cpp_sdk_version is None:
-        min_cpp_sdk_version = 11207
+    if f_min_cpp_sdk_version is None:
+        f_min_cpp_sdk_version = 11207
         absent.append("minCppSdkVersion")
-    if min_java_sdk_version is None:
-        min_java_sdk_version = 10
+    if f_min_java_sdk_version is None:
+        f_min_java_sdk_version = 10
         absent.append("minJavaSdkVersion")
     return MessagePropertiesV2(
-        advertise_v2_support=advertise_v2_support,
-        min_cpp_sdk_version=min_cpp_sdk_version,
-        min_java_sdk_version=min_java_sdk_version,
+        advertise_v2_support=f_advertise_v2_support,
+        min_cpp_sdk_version=f_min_cpp_sdk_version,
+        min_java_sdk_version=f_min_java_sdk_version,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1589,53 +1685,57 @@ def _enc_Heartbeat(v: Heartbeat, out: bytearray, tag: bytes) -> None:
 
 def _dec_Heartbeat(r: _b.BerReader, end: int | None, path: str) -> Heartbeat:
     r.enter(path)
-    client: int | None = None
-    downstream_broker: int | None = None
-    upstream_broker: int | None = None
-    cluster_peer: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_client: int | None = None
+    f_downstream_broker: int | None = None
+    f_upstream_broker: int | None = None
+    f_cluster_peer: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "client")
-            client = r.read_int(length, -2147483648, 2147483647, path, "client")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "client")
+            f_client = r.read_int(length, -2147483648, 2147483647, path, "client")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "downstreamBroker")
-            downstream_broker = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "downstreamBroker")
+            f_downstream_broker = r.read_int(
                 length, -2147483648, 2147483647, path, "downstreamBroker"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "upstreamBroker")
-            upstream_broker = r.read_int(length, -2147483648, 2147483647, path, "upstreamBroker")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "upstreamBroker")
+            f_upstream_broker = r.read_int(length, -2147483648, 2147483647, path, "upstreamBroker")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "clusterPeer")
-            cluster_peer = r.read_int(length, -2147483648, 2147483647, path, "clusterPeer")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterPeer")
+            f_cluster_peer = r.read_int(length, -2147483648, 2147483647, path, "clusterPeer")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if client is None:
-        client = 0
+    if f_client is None:
+        f_client = 0
         absent.append("client")
-    if downstream_broker is None:
-        downstream_broker = 0
+    if f_downstream_broker is None:
+        f_downstream_broker = 0
         absent.append("downstreamBroker")
-    if upstream_broker is None:
-        upstream_broker = 0
+    if f_upstream_broker is None:
+        f_upstream_broker = 0
         absent.append("upstreamBroker")
-    if cluster_peer is None:
-        cluster_peer = 0
+    if f_cluster_peer is None:
+        f_cluster_peer = 0
         absent.append("clusterPeer")
     return Heartbeat(
-        client=client,
-        downstream_broker=downstream_broker,
-        upstream_broker=upstream_broker,
-        cluster_peer=cluster_peer,
+        client=f_client,
+        downstream_broker=f_downstream_broker,
+        upstream_broker=f_upstream_broker,
+        cluster_peer=f_cluster_peer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1719,78 +1819,89 @@ def _enc_TcpInterfaceConfig(v: TcpInterfaceConfig, out: bytearray, tag: bytes) -
 
 def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpInterfaceConfig:
     r.enter(path)
-    name: str | None = None
-    port: int | None = None
-    io_threads: int | None = None
-    max_connections: int | None = None
-    low_watermark: int | None = None
-    high_watermark: int | None = None
-    node_low_watermark: int | None = None
-    node_high_watermark: int | None = None
-    heartbeat_interval_ms: int | None = None
-    listeners: list[TcpInterfaceListener] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_port: int | None = None
+    f_io_threads: int | None = None
+    f_max_connections: int | None = None
+    f_low_watermark: int | None = None
+    f_high_watermark: int | None = None
+    f_node_low_watermark: int | None = None
+    f_node_high_watermark: int | None = None
+    f_heartbeat_interval_ms: int | None = None
+    f_listeners: list[TcpInterfaceListener] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "port")
-            port = r.read_int(length, -2147483648, 2147483647, path, "port")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "port")
+            f_port = r.read_int(length, -2147483648, 2147483647, path, "port")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "ioThreads")
-            io_threads = r.read_int(length, -2147483648, 2147483647, path, "ioThreads")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "ioThreads")
+            f_io_threads = r.read_int(length, -2147483648, 2147483647, path, "ioThreads")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "maxConnections")
-            max_connections = r.read_int(length, -2147483648, 2147483647, path, "maxConnections")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxConnections")
+            f_max_connections = r.read_int(length, -2147483648, 2147483647, path, "maxConnections")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "lowWatermark")
-            low_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lowWatermark")
+            f_low_watermark = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "lowWatermark"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "highWatermark")
-            high_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "highWatermark")
+            f_high_watermark = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "highWatermark"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "nodeLowWatermark")
-            node_low_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "nodeLowWatermark")
+            f_node_low_watermark = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "nodeLowWatermark"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "nodeHighWatermark")
-            node_high_watermark = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "nodeHighWatermark")
+            f_node_high_watermark = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "nodeHighWatermark"
             )
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "heartbeatIntervalMs")
-            heartbeat_interval_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatIntervalMs")
+            f_heartbeat_interval_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatIntervalMs"
             )
 
         elif number == 9:
-            r.expect(cc, 0xA0, path, "listeners")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "listeners")
             items_end = r.child_end(length)
-            listeners = [] if listeners is None else listeners
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "listeners")
-                listeners.append(
+            f_listeners = [] if f_listeners is None else f_listeners
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "listeners")
+                f_listeners.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "listeners[%d]" % len(listeners),
+                        path + "." + "listeners[%d]" % len(f_listeners),
                         _dec_TcpInterfaceListener,
                     )
                 )
@@ -1800,47 +1911,47 @@ def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpI
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if port is None:
-        port = 0
+    if f_port is None:
+        f_port = 0
         absent.append("port")
-    if io_threads is None:
-        io_threads = 0
+    if f_io_threads is None:
+        f_io_threads = 0
         absent.append("ioThreads")
-    if max_connections is None:
-        max_connections = 10000
+    if f_max_connections is None:
+        f_max_connections = 10000
         absent.append("maxConnections")
-    if low_watermark is None:
-        low_watermark = 0
+    if f_low_watermark is None:
+        f_low_watermark = 0
         absent.append("lowWatermark")
-    if high_watermark is None:
-        high_watermark = 0
+    if f_high_watermark is None:
+        f_high_watermark = 0
         absent.append("highWatermark")
-    if node_low_watermark is None:
-        node_low_watermark = 1024
+    if f_node_low_watermark is None:
+        f_node_low_watermark = 1024
         absent.append("nodeLowWatermark")
-    if node_high_watermark is None:
-        node_high_watermark = 2048
+    if f_node_high_watermark is None:
+        f_node_high_watermark = 2048
         absent.append("nodeHighWatermark")
-    if heartbeat_interval_ms is None:
-        heartbeat_interval_ms = 3000
+    if f_heartbeat_interval_ms is None:
+        f_heartbeat_interval_ms = 3000
         absent.append("heartbeatIntervalMs")
-    if listeners is None:
-        listeners = []
+    if f_listeners is None:
+        f_listeners = []
         absent.append("listeners")
     return TcpInterfaceConfig(
-        name=name,
-        port=port,
-        io_threads=io_threads,
-        max_connections=max_connections,
-        low_watermark=low_watermark,
-        high_watermark=high_watermark,
-        node_low_watermark=node_low_watermark,
-        node_high_watermark=node_high_watermark,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        listeners=listeners,
+        name=f_name,
+        port=f_port,
+        io_threads=f_io_threads,
+        max_connections=f_max_connections,
+        low_watermark=f_low_watermark,
+        high_watermark=f_high_watermark,
+        node_low_watermark=f_node_low_watermark,
+        node_high_watermark=f_node_high_watermark,
+        heartbeat_interval_ms=f_heartbeat_interval_ms,
+        listeners=f_listeners,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1864,51 +1975,55 @@ def _enc_TcpInterfaceListener(v: TcpInterfaceListener, out: bytearray, tag: byte
 
 def _dec_TcpInterfaceListener(r: _b.BerReader, end: int | None, path: str) -> TcpInterfaceListener:
     r.enter(path)
-    name: str | None = None
-    address: str | None = None
-    port: int | None = None
-    tls: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_address: str | None = None
+    f_port: int | None = None
+    f_tls: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "address")
-            address = r.read_str(length, path, "address")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "address")
+            f_address = r.read_str(length, path, "address")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "port")
-            port = r.read_int(length, -2147483648, 2147483647, path, "port")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "port")
+            f_port = r.read_int(length, -2147483648, 2147483647, path, "port")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "tls")
-            tls = r.read_bool(length, path, "tls")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "tls")
+            f_tls = r.read_bool(length, path, "tls")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if address is None:
-        address = "0.0.0.0"
+    if f_address is None:
+        f_address = "0.0.0.0"
         absent.append("address")
-    if port is None:
-        port = 0
+    if f_port is None:
+        f_port = 0
         absent.append("port")
-    if tls is None:
-        tls = False
+    if f_tls is None:
+        f_tls = False
         absent.append("tls")
     return TcpInterfaceListener(
-        name=name,
-        address=address,
-        port=port,
-        tls=tls,
+        name=f_name,
+        address=f_address,
+        port=f_port,
+        tls=f_tls,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1933,24 +2048,27 @@ def _enc_BmqconfConfig(v: BmqconfConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_BmqconfConfig(r: _b.BerReader, end: int | None, path: str) -> BmqconfConfig:
     r.enter(path)
-    cache_ttl_seconds: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_cache_ttl_seconds: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "cacheTTLSeconds")
-            cache_ttl_seconds = r.read_int(length, -2147483648, 2147483647, path, "cacheTTLSeconds")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "cacheTTLSeconds")
+            f_cache_ttl_seconds = r.read_int(
+                length, -2147483648, 2147483647, path, "cacheTTLSeconds"
+            )
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if cache_ttl_seconds is None:
-        cache_ttl_seconds = 0
+    if f_cache_ttl_seconds is None:
+        f_cache_ttl_seconds = 0
         absent.append("cacheTTLSeconds")
     return BmqconfConfig(
-        cache_ttl_seconds=cache_ttl_seconds,
+        cache_ttl_seconds=f_cache_ttl_seconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1978,45 +2096,49 @@ def _enc_Plugins(v: Plugins, out: bytearray, tag: bytes) -> None:
 
 def _dec_Plugins(r: _b.BerReader, end: int | None, path: str) -> Plugins:
     r.enter(path)
-    libraries: list[str] | None = None
-    enabled: list[str] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_libraries: list[str] | None = None
+    f_enabled: list[str] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "libraries")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "libraries")
             items_end = r.child_end(length)
-            libraries = [] if libraries is None else libraries
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "libraries")
-                libraries.append(r.read_str(length, path, "libraries[%d]" % len(libraries)))
+            f_libraries = [] if f_libraries is None else f_libraries
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "libraries")
+                f_libraries.append(r.read_str(length, path, "libraries[%d]" % len(f_libraries)))
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "enabled")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "enabled")
             items_end = r.child_end(length)
-            enabled = [] if enabled is None else enabled
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "enabled")
-                enabled.append(r.read_str(length, path, "enabled[%d]" % len(enabled)))
+            f_enabled = [] if f_enabled is None else f_enabled
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "enabled")
+                f_enabled.append(r.read_str(length, path, "enabled[%d]" % len(f_enabled)))
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if libraries is None:
-        libraries = []
+    if f_libraries is None:
+        f_libraries = []
         absent.append("libraries")
-    if enabled is None:
-        enabled = []
+    if f_enabled is None:
+        f_enabled = []
         absent.append("enabled")
     return Plugins(
-        libraries=libraries,
-        enabled=enabled,
+        libraries=f_libraries,
+        enabled=f_enabled,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2050,49 +2172,55 @@ def _enc_AuthenticatorConfig(v: AuthenticatorConfig, out: bytearray, tag: bytes)
 
 def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> AuthenticatorConfig:
     r.enter(path)
-    authenticators: list[AuthenticatorPluginConfig] | None = None
-    anonymous_credential: AnonymousCredential | None = None
-    min_threads: int | None = None
-    max_threads: int | None = None
-    credential_provider: CredentialProviderConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_authenticators: list[AuthenticatorPluginConfig] | None = None
+    f_anonymous_credential: AnonymousCredential | None = None
+    f_min_threads: int | None = None
+    f_max_threads: int | None = None
+    f_credential_provider: CredentialProviderConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "authenticators")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "authenticators")
             items_end = r.child_end(length)
-            authenticators = [] if authenticators is None else authenticators
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "authenticators")
-                authenticators.append(
+            f_authenticators = [] if f_authenticators is None else f_authenticators
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "authenticators")
+                f_authenticators.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "authenticators[%d]" % len(authenticators),
+                        path + "." + "authenticators[%d]" % len(f_authenticators),
                         _dec_AuthenticatorPluginConfig,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "anonymousCredential")
-            anonymous_credential = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "anonymousCredential")
+            f_anonymous_credential = _dec_child(
                 r, length, path + "." + "anonymousCredential", _dec_AnonymousCredential
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "minThreads")
-            min_threads = r.read_int(length, -2147483648, 2147483647, path, "minThreads")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "minThreads")
+            f_min_threads = r.read_int(length, -2147483648, 2147483647, path, "minThreads")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "maxThreads")
-            max_threads = r.read_int(length, -2147483648, 2147483647, path, "maxThreads")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxThreads")
+            f_max_threads = r.read_int(length, -2147483648, 2147483647, path, "maxThreads")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "credentialProvider")
-            credential_provider = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "credentialProvider")
+            f_credential_provider = _dec_child(
                 r, length, path + "." + "credentialProvider", _dec_CredentialProviderConfig
             )
 
@@ -2100,21 +2228,21 @@ def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> Aut
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if authenticators is None:
-        authenticators = []
+    if f_authenticators is None:
+        f_authenticators = []
         absent.append("authenticators")
-    if min_threads is None:
-        min_threads = 1
+    if f_min_threads is None:
+        f_min_threads = 1
         absent.append("minThreads")
-    if max_threads is None:
-        max_threads = 8
+    if f_max_threads is None:
+        f_max_threads = 8
         absent.append("maxThreads")
     return AuthenticatorConfig(
-        authenticators=authenticators,
-        anonymous_credential=anonymous_credential,
-        min_threads=min_threads,
-        max_threads=max_threads,
-        credential_provider=credential_provider,
+        authenticators=f_authenticators,
+        anonymous_credential=f_anonymous_credential,
+        min_threads=f_min_threads,
+        max_threads=f_max_threads,
+        credential_provider=f_credential_provider,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2122,7 +2250,8 @@ def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> Aut
 def _enc_AnonymousCredential(v: AnonymousCredential, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, AnonymousCredential):
         raise EncodeError(f"expected a AnonymousCredential, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.disallow is not None) + (v.credential is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.disallow is not None:
@@ -2134,31 +2263,33 @@ def _enc_AnonymousCredential(v: AnonymousCredential, out: bytearray, tag: bytes)
 
 def _dec_AnonymousCredential(r: _b.BerReader, end: int | None, path: str) -> AnonymousCredential:
     r.enter(path)
-    disallow: Disallow | None = None
-    credential: Credential | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_disallow: Disallow | None = None
+    f_credential: Credential | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "disallow")
-                disallow = _dec_child(r, length, path + "." + "disallow", _dec_Disallow)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "disallow")
+                f_disallow = _dec_child(r, length, path + "." + "disallow", _dec_Disallow)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "credential")
-                credential = _dec_child(r, length, path + "." + "credential", _dec_Credential)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "credential")
+                f_credential = _dec_child(r, length, path + "." + "credential", _dec_Credential)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (disallow is not None) + (credential is not None)
+    chosen = (f_disallow is not None) + (f_credential is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -2167,8 +2298,8 @@ def _dec_AnonymousCredential(r: _b.BerReader, end: int | None, path: str) -> Ano
             path=path,
         )
     return AnonymousCredential(
-        disallow=disallow,
-        credential=credential,
+        disallow=f_disallow,
+        credential=f_credential,
     )
 
 
@@ -2187,33 +2318,35 @@ def _enc_Credential(v: Credential, out: bytearray, tag: bytes) -> None:
 
 def _dec_Credential(r: _b.BerReader, end: int | None, path: str) -> Credential:
     r.enter(path)
-    mechanism: str | None = None
-    identity: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_mechanism: str | None = None
+    f_identity: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "mechanism")
-            mechanism = r.read_str(length, path, "mechanism")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "mechanism")
+            f_mechanism = r.read_str(length, path, "mechanism")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "identity")
-            identity = r.read_str(length, path, "identity")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "identity")
+            f_identity = r.read_str(length, path, "identity")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if mechanism is None:
-        mechanism = ""
+    if f_mechanism is None:
+        f_mechanism = ""
         absent.append("mechanism")
-    if identity is None:
-        identity = ""
+    if f_identity is None:
+        f_identity = ""
         absent.append("identity")
     return Credential(
-        mechanism=mechanism,
-        identity=identity,
+        mechanism=f_mechanism,
+        identity=f_identity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2229,8 +2362,8 @@ def _enc_Disallow(v: Disallow, out: bytearray, tag: bytes) -> None:
 
 def _dec_Disallow(r: _b.BerReader, end: int | None, path: str) -> Disallow:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -2265,28 +2398,31 @@ def _dec_AuthenticatorPluginConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticatorPluginConfig:
     r.enter(path)
-    name: str | None = None
-    settings: list[PluginSettingKeyValue] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_settings: list[PluginSettingKeyValue] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "settings")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "settings")
             items_end = r.child_end(length)
-            settings = [] if settings is None else settings
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "settings")
-                settings.append(
+            f_settings = [] if f_settings is None else f_settings
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "settings")
+                f_settings.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "settings[%d]" % len(settings),
+                        path + "." + "settings[%d]" % len(f_settings),
                         _dec_PluginSettingKeyValue,
                     )
                 )
@@ -2296,15 +2432,15 @@ def _dec_AuthenticatorPluginConfig(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if settings is None:
-        settings = []
+    if f_settings is None:
+        f_settings = []
         absent.append("settings")
     return AuthenticatorPluginConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2330,28 +2466,31 @@ def _dec_CredentialProviderConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> CredentialProviderConfig:
     r.enter(path)
-    name: str | None = None
-    settings: list[PluginSettingKeyValue] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_settings: list[PluginSettingKeyValue] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "settings")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "settings")
             items_end = r.child_end(length)
-            settings = [] if settings is None else settings
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "settings")
-                settings.append(
+            f_settings = [] if f_settings is None else f_settings
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "settings")
+                f_settings.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "settings[%d]" % len(settings),
+                        path + "." + "settings[%d]" % len(f_settings),
                         _dec_PluginSettingKeyValue,
                     )
                 )
@@ -2361,15 +2500,15 @@ def _dec_CredentialProviderConfig(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if settings is None:
-        settings = []
+    if f_settings is None:
+        f_settings = []
         absent.append("settings")
     return CredentialProviderConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2387,14 +2526,15 @@ def _enc_AuthorizerConfig(v: AuthorizerConfig, out: bytearray, tag: bytes) -> No
 
 def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> AuthorizerConfig:
     r.enter(path)
-    authorizer: AuthorizerPluginConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_authorizer: AuthorizerPluginConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "authorizer")
-            authorizer = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "authorizer")
+            f_authorizer = _dec_child(
                 r, length, path + "." + "authorizer", _dec_AuthorizerPluginConfig
             )
 
@@ -2403,7 +2543,7 @@ def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> Author
     r.leave()
     absent: list[str] = []
     return AuthorizerConfig(
-        authorizer=authorizer,
+        authorizer=f_authorizer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2429,28 +2569,31 @@ def _dec_AuthorizerPluginConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthorizerPluginConfig:
     r.enter(path)
-    name: str | None = None
-    settings: list[PluginSettingKeyValue] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_settings: list[PluginSettingKeyValue] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "settings")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "settings")
             items_end = r.child_end(length)
-            settings = [] if settings is None else settings
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "settings")
-                settings.append(
+            f_settings = [] if f_settings is None else f_settings
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "settings")
+                f_settings.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "settings[%d]" % len(settings),
+                        path + "." + "settings[%d]" % len(f_settings),
                         _dec_PluginSettingKeyValue,
                     )
                 )
@@ -2460,15 +2603,15 @@ def _dec_AuthorizerPluginConfig(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if settings is None:
-        settings = []
+    if f_settings is None:
+        f_settings = []
         absent.append("settings")
     return AuthorizerPluginConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2489,32 +2632,34 @@ def _dec_PluginSettingKeyValue(
     r: _b.BerReader, end: int | None, path: str
 ) -> PluginSettingKeyValue:
     r.enter(path)
-    key: str | None = None
-    value: PluginSettingValue | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_key: str | None = None
+    f_value: PluginSettingValue | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_str(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_str(length, path, "key")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "value")
-            value = _dec_child(r, length, path + "." + "value", _dec_PluginSettingValue)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "value")
+            f_value = _dec_child(r, length, path + "." + "value", _dec_PluginSettingValue)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if key is None:
-        key = ""
+    if f_key is None:
+        f_key = ""
         absent.append("key")
-    if value is None:
+    if f_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".value")
     return PluginSettingKeyValue(
-        key=key,
-        value=value,
+        key=f_key,
+        value=f_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2522,7 +2667,10 @@ def _dec_PluginSettingKeyValue(
 def _enc_PluginSettingValue(v: PluginSettingValue, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, PluginSettingValue):
         raise EncodeError(f"expected a PluginSettingValue, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.bool_val is not None) + (v.int_val is not None) + (v.long_val is not None) + (
+        v.double_val is not None
+    ) + (v.string_val is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.bool_val is not None:
@@ -2547,53 +2695,58 @@ def _enc_PluginSettingValue(v: PluginSettingValue, out: bytearray, tag: bytes) -
 
 def _dec_PluginSettingValue(r: _b.BerReader, end: int | None, path: str) -> PluginSettingValue:
     r.enter(path)
-    bool_val: bool | None = None
-    int_val: int | None = None
-    long_val: int | None = None
-    double_val: float | None = None
-    string_val: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_bool_val: bool | None = None
+    f_int_val: int | None = None
+    f_long_val: int | None = None
+    f_double_val: float | None = None
+    f_string_val: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0x80, path, "boolVal")
-                bool_val = r.read_bool(length, path, "boolVal")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "boolVal")
+                f_bool_val = r.read_bool(length, path, "boolVal")
 
             elif number == 1:
-                r.expect(cc, 0x80, path, "intVal")
-                int_val = r.read_int(length, -2147483648, 2147483647, path, "intVal")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "intVal")
+                f_int_val = r.read_int(length, -2147483648, 2147483647, path, "intVal")
 
             elif number == 2:
-                r.expect(cc, 0x80, path, "longVal")
-                long_val = r.read_int(
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "longVal")
+                f_long_val = r.read_int(
                     length, -9223372036854775808, 9223372036854775807, path, "longVal"
                 )
 
             elif number == 3:
-                r.expect(cc, 0x80, path, "doubleVal")
-                double_val = r.read_real(length, path, "doubleVal")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "doubleVal")
+                f_double_val = r.read_real(length, path, "doubleVal")
 
             elif number == 4:
-                r.expect(cc, 0x80, path, "stringVal")
-                string_val = r.read_str(length, path, "stringVal")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "stringVal")
+                f_string_val = r.read_str(length, path, "stringVal")
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (bool_val is not None)
-        + (int_val is not None)
-        + (long_val is not None)
-        + (double_val is not None)
-        + (string_val is not None)
+        (f_bool_val is not None)
+        + (f_int_val is not None)
+        + (f_long_val is not None)
+        + (f_double_val is not None)
+        + (f_string_val is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2603,11 +2756,11 @@ def _dec_PluginSettingValue(r: _b.BerReader, end: int | None, path: str) -> Plug
             path=path,
         )
     return PluginSettingValue(
-        bool_val=bool_val,
-        int_val=int_val,
-        long_val=long_val,
-        double_val=double_val,
-        string_val=string_val,
+        bool_val=f_bool_val,
+        int_val=f_int_val,
+        long_val=f_long_val,
+        double_val=f_double_val,
+        string_val=f_string_val,
     )
 
 
@@ -2630,51 +2783,55 @@ def _enc_TlsConfig(v: TlsConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_TlsConfig(r: _b.BerReader, end: int | None, path: str) -> TlsConfig:
     r.enter(path)
-    certificate_authority: str | None = None
-    certificate: str | None = None
-    key: str | None = None
-    versions: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_certificate_authority: str | None = None
+    f_certificate: str | None = None
+    f_key: str | None = None
+    f_versions: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "certificateAuthority")
-            certificate_authority = r.read_str(length, path, "certificateAuthority")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "certificateAuthority")
+            f_certificate_authority = r.read_str(length, path, "certificateAuthority")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "certificate")
-            certificate = r.read_str(length, path, "certificate")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "certificate")
+            f_certificate = r.read_str(length, path, "certificate")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_str(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_str(length, path, "key")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "versions")
-            versions = r.read_str(length, path, "versions")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "versions")
+            f_versions = r.read_str(length, path, "versions")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if certificate_authority is None:
-        certificate_authority = ""
+    if f_certificate_authority is None:
+        f_certificate_authority = ""
         absent.append("certificateAuthority")
-    if certificate is None:
-        certificate = ""
+    if f_certificate is None:
+        f_certificate = ""
         absent.append("certificate")
-    if key is None:
-        key = ""
+    if f_key is None:
+        f_key = ""
         absent.append("key")
-    if versions is None:
-        versions = "TLSv1.3"
+    if f_versions is None:
+        f_versions = "TLSv1.3"
         absent.append("versions")
     return TlsConfig(
-        certificate_authority=certificate_authority,
-        certificate=certificate,
-        key=key,
-        versions=versions,
+        certificate_authority=f_certificate_authority,
+        certificate=f_certificate,
+        key=f_key,
+        versions=f_versions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2694,33 +2851,35 @@ def _enc_ResolvedDomain(v: ResolvedDomain, out: bytearray, tag: bytes) -> None:
 
 def _dec_ResolvedDomain(r: _b.BerReader, end: int | None, path: str) -> ResolvedDomain:
     r.enter(path)
-    resolved_name: str | None = None
-    cluster_name: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_resolved_name: str | None = None
+    f_cluster_name: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "resolvedName")
-            resolved_name = r.read_str(length, path, "resolvedName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "resolvedName")
+            f_resolved_name = r.read_str(length, path, "resolvedName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if resolved_name is None:
-        resolved_name = ""
+    if f_resolved_name is None:
+        f_resolved_name = ""
         absent.append("resolvedName")
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
     return ResolvedDomain(
-        resolved_name=resolved_name,
-        cluster_name=cluster_name,
+        resolved_name=f_resolved_name,
+        cluster_name=f_cluster_name,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2754,59 +2913,65 @@ def _enc_ClustersDefinition(v: ClustersDefinition, out: bytearray, tag: bytes) -
 
 def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> ClustersDefinition:
     r.enter(path)
-    my_clusters: list[ClusterDefinition] | None = None
-    my_virtual_clusters: list[VirtualClusterInformation] | None = None
-    proxy_clusters: list[ClusterProxyDefinition] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_my_clusters: list[ClusterDefinition] | None = None
+    f_my_virtual_clusters: list[VirtualClusterInformation] | None = None
+    f_proxy_clusters: list[ClusterProxyDefinition] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "myClusters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "myClusters")
             items_end = r.child_end(length)
-            my_clusters = [] if my_clusters is None else my_clusters
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "myClusters")
-                my_clusters.append(
+            f_my_clusters = [] if f_my_clusters is None else f_my_clusters
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "myClusters")
+                f_my_clusters.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "myClusters[%d]" % len(my_clusters),
+                        path + "." + "myClusters[%d]" % len(f_my_clusters),
                         _dec_ClusterDefinition,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "myVirtualClusters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "myVirtualClusters")
             items_end = r.child_end(length)
-            my_virtual_clusters = [] if my_virtual_clusters is None else my_virtual_clusters
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "myVirtualClusters")
-                my_virtual_clusters.append(
+            f_my_virtual_clusters = [] if f_my_virtual_clusters is None else f_my_virtual_clusters
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "myVirtualClusters")
+                f_my_virtual_clusters.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "myVirtualClusters[%d]" % len(my_virtual_clusters),
+                        path + "." + "myVirtualClusters[%d]" % len(f_my_virtual_clusters),
                         _dec_VirtualClusterInformation,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "proxyClusters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "proxyClusters")
             items_end = r.child_end(length)
-            proxy_clusters = [] if proxy_clusters is None else proxy_clusters
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "proxyClusters")
-                proxy_clusters.append(
+            f_proxy_clusters = [] if f_proxy_clusters is None else f_proxy_clusters
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "proxyClusters")
+                f_proxy_clusters.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "proxyClusters[%d]" % len(proxy_clusters),
+                        path + "." + "proxyClusters[%d]" % len(f_proxy_clusters),
                         _dec_ClusterProxyDefinition,
                     )
                 )
@@ -2816,19 +2981,19 @@ def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> Clus
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if my_clusters is None:
-        my_clusters = []
+    if f_my_clusters is None:
+        f_my_clusters = []
         absent.append("myClusters")
-    if my_virtual_clusters is None:
-        my_virtual_clusters = []
+    if f_my_virtual_clusters is None:
+        f_my_virtual_clusters = []
         absent.append("myVirtualClusters")
-    if proxy_clusters is None:
-        proxy_clusters = []
+    if f_proxy_clusters is None:
+        f_proxy_clusters = []
         absent.append("proxyClusters")
     return ClustersDefinition(
-        my_clusters=my_clusters,
-        my_virtual_clusters=my_virtual_clusters,
-        proxy_clusters=proxy_clusters,
+        my_clusters=f_my_clusters,
+        my_virtual_clusters=f_my_virtual_clusters,
+        proxy_clusters=f_proxy_clusters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2859,33 +3024,35 @@ def _dec_VirtualClusterInformation(
     r: _b.BerReader, end: int | None, path: str
 ) -> VirtualClusterInformation:
     r.enter(path)
-    name: str | None = None
-    self_node_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_self_node_id: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "selfNodeId")
-            self_node_id = r.read_int(length, -2147483648, 2147483647, path, "selfNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "selfNodeId")
+            f_self_node_id = r.read_int(length, -2147483648, 2147483647, path, "selfNodeId")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if self_node_id is None:
-        self_node_id = 0
+    if f_self_node_id is None:
+        f_self_node_id = 0
         absent.append("selfNodeId")
     return VirtualClusterInformation(
-        name=name,
-        self_node_id=self_node_id,
+        name=f_name,
+        self_node_id=f_self_node_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2949,72 +3116,82 @@ def _enc_ClusterDefinition(v: ClusterDefinition, out: bytearray, tag: bytes) -> 
 
 def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> ClusterDefinition:
     r.enter(path)
-    name: str | None = None
-    nodes: list[ClusterNode] | None = None
-    partition_config: PartitionConfig | None = None
-    master_assignment: MasterAssignmentAlgorithm | None = None
-    elector: ElectorConfig | None = None
-    queue_operations: QueueOperationsConfig | None = None
-    cluster_attributes: ClusterAttributes | None = None
-    cluster_monitor_config: ClusterMonitorConfig | None = None
-    message_throttle_config: MessageThrottleConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_nodes: list[ClusterNode] | None = None
+    f_partition_config: PartitionConfig | None = None
+    f_master_assignment: MasterAssignmentAlgorithm | None = None
+    f_elector: ElectorConfig | None = None
+    f_queue_operations: QueueOperationsConfig | None = None
+    f_cluster_attributes: ClusterAttributes | None = None
+    f_cluster_monitor_config: ClusterMonitorConfig | None = None
+    f_message_throttle_config: MessageThrottleConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "nodes")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodes")
             items_end = r.child_end(length)
-            nodes = [] if nodes is None else nodes
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "nodes")
-                nodes.append(
-                    _dec_child(r, length, path + "." + "nodes[%d]" % len(nodes), _dec_ClusterNode)
+            f_nodes = [] if f_nodes is None else f_nodes
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "nodes")
+                f_nodes.append(
+                    _dec_child(r, length, path + "." + "nodes[%d]" % len(f_nodes), _dec_ClusterNode)
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "partitionConfig")
-            partition_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitionConfig")
+            f_partition_config = _dec_child(
                 r, length, path + "." + "partitionConfig", _dec_PartitionConfig
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "masterAssignment")
-            master_assignment = r.read_enum(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "masterAssignment")
+            f_master_assignment = r.read_enum(
                 length, MasterAssignmentAlgorithm, path, "masterAssignment"
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "elector")
-            elector = _dec_child(r, length, path + "." + "elector", _dec_ElectorConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "elector")
+            f_elector = _dec_child(r, length, path + "." + "elector", _dec_ElectorConfig)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "queueOperations")
-            queue_operations = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueOperations")
+            f_queue_operations = _dec_child(
                 r, length, path + "." + "queueOperations", _dec_QueueOperationsConfig
             )
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "clusterAttributes")
-            cluster_attributes = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterAttributes")
+            f_cluster_attributes = _dec_child(
                 r, length, path + "." + "clusterAttributes", _dec_ClusterAttributes
             )
 
         elif number == 7:
-            r.expect(cc, 0xA0, path, "clusterMonitorConfig")
-            cluster_monitor_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterMonitorConfig")
+            f_cluster_monitor_config = _dec_child(
                 r, length, path + "." + "clusterMonitorConfig", _dec_ClusterMonitorConfig
             )
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "messageThrottleConfig")
-            message_throttle_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "messageThrottleConfig")
+            f_message_throttle_config = _dec_child(
                 r, length, path + "." + "messageThrottleConfig", _dec_MessageThrottleConfig
             )
 
@@ -3022,43 +3199,43 @@ def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> Clust
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if nodes is None:
-        nodes = []
+    if f_nodes is None:
+        f_nodes = []
         absent.append("nodes")
-    if partition_config is None:
-        partition_config = PartitionConfig()
+    if f_partition_config is None:
+        f_partition_config = PartitionConfig()
         absent.append("partitionConfig")
-    if master_assignment is None:
-        master_assignment = MasterAssignmentAlgorithm.E_LEADER_IS_MASTER_ALL
+    if f_master_assignment is None:
+        f_master_assignment = MasterAssignmentAlgorithm.E_LEADER_IS_MASTER_ALL
         absent.append("masterAssignment")
-    if elector is None:
-        elector = ElectorConfig()
+    if f_elector is None:
+        f_elector = ElectorConfig()
         absent.append("elector")
-    if queue_operations is None:
-        queue_operations = QueueOperationsConfig()
+    if f_queue_operations is None:
+        f_queue_operations = QueueOperationsConfig()
         absent.append("queueOperations")
-    if cluster_attributes is None:
-        cluster_attributes = ClusterAttributes()
+    if f_cluster_attributes is None:
+        f_cluster_attributes = ClusterAttributes()
         absent.append("clusterAttributes")
-    if cluster_monitor_config is None:
-        cluster_monitor_config = ClusterMonitorConfig()
+    if f_cluster_monitor_config is None:
+        f_cluster_monitor_config = ClusterMonitorConfig()
         absent.append("clusterMonitorConfig")
-    if message_throttle_config is None:
-        message_throttle_config = MessageThrottleConfig()
+    if f_message_throttle_config is None:
+        f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
     return ClusterDefinition(
-        name=name,
-        nodes=nodes,
-        partition_config=partition_config,
-        master_assignment=master_assignment,
-        elector=elector,
-        queue_operations=queue_operations,
-        cluster_attributes=cluster_attributes,
-        cluster_monitor_config=cluster_monitor_config,
-        message_throttle_config=message_throttle_config,
+        name=f_name,
+        nodes=f_nodes,
+        partition_config=f_partition_config,
+        master_assignment=f_master_assignment,
+        elector=f_elector,
+        queue_operations=f_queue_operations,
+        cluster_attributes=f_cluster_attributes,
+        cluster_monitor_config=f_cluster_monitor_config,
+        message_throttle_config=f_message_throttle_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3102,46 +3279,52 @@ def _dec_ClusterProxyDefinition(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterProxyDefinition:
     r.enter(path)
-    name: str | None = None
-    nodes: list[ClusterNode] | None = None
-    queue_operations: QueueOperationsConfig | None = None
-    cluster_monitor_config: ClusterMonitorConfig | None = None
-    message_throttle_config: MessageThrottleConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_nodes: list[ClusterNode] | None = None
+    f_queue_operations: QueueOperationsConfig | None = None
+    f_cluster_monitor_config: ClusterMonitorConfig | None = None
+    f_message_throttle_config: MessageThrottleConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "nodes")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodes")
             items_end = r.child_end(length)
-            nodes = [] if nodes is None else nodes
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "nodes")
-                nodes.append(
-                    _dec_child(r, length, path + "." + "nodes[%d]" % len(nodes), _dec_ClusterNode)
+            f_nodes = [] if f_nodes is None else f_nodes
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "nodes")
+                f_nodes.append(
+                    _dec_child(r, length, path + "." + "nodes[%d]" % len(f_nodes), _dec_ClusterNode)
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "queueOperations")
-            queue_operations = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueOperations")
+            f_queue_operations = _dec_child(
                 r, length, path + "." + "queueOperations", _dec_QueueOperationsConfig
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "clusterMonitorConfig")
-            cluster_monitor_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterMonitorConfig")
+            f_cluster_monitor_config = _dec_child(
                 r, length, path + "." + "clusterMonitorConfig", _dec_ClusterMonitorConfig
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "messageThrottleConfig")
-            message_throttle_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "messageThrottleConfig")
+            f_message_throttle_config = _dec_child(
                 r, length, path + "." + "messageThrottleConfig", _dec_MessageThrottleConfig
             )
 
@@ -3149,27 +3332,27 @@ def _dec_ClusterProxyDefinition(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if nodes is None:
-        nodes = []
+    if f_nodes is None:
+        f_nodes = []
         absent.append("nodes")
-    if queue_operations is None:
-        queue_operations = QueueOperationsConfig()
+    if f_queue_operations is None:
+        f_queue_operations = QueueOperationsConfig()
         absent.append("queueOperations")
-    if cluster_monitor_config is None:
-        cluster_monitor_config = ClusterMonitorConfig()
+    if f_cluster_monitor_config is None:
+        f_cluster_monitor_config = ClusterMonitorConfig()
         absent.append("clusterMonitorConfig")
-    if message_throttle_config is None:
-        message_throttle_config = MessageThrottleConfig()
+    if f_message_throttle_config is None:
+        f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
     return ClusterProxyDefinition(
-        name=name,
-        nodes=nodes,
-        queue_operations=queue_operations,
-        cluster_monitor_config=cluster_monitor_config,
-        message_throttle_config=message_throttle_config,
+        name=f_name,
+        nodes=f_nodes,
+        queue_operations=f_queue_operations,
+        cluster_monitor_config=f_cluster_monitor_config,
+        message_throttle_config=f_message_throttle_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3246,131 +3429,145 @@ def _enc_PartitionConfig(v: PartitionConfig, out: bytearray, tag: bytes) -> None
 
 def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> PartitionConfig:
     r.enter(path)
-    num_partitions: int | None = None
-    location: str | None = None
-    archive_location: str | None = None
-    max_data_file_size: int | None = None
-    max_journal_file_size: int | None = None
-    max_qlist_file_size: int | None = None
-    max_csl_file_size: int | None = None
-    preallocate: bool | None = None
-    max_archived_file_sets: int | None = None
-    prefault_pages: bool | None = None
-    flush_at_shutdown: bool | None = None
-    sync_config: StorageSyncConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_partitions: int | None = None
+    f_location: str | None = None
+    f_archive_location: str | None = None
+    f_max_data_file_size: int | None = None
+    f_max_journal_file_size: int | None = None
+    f_max_qlist_file_size: int | None = None
+    f_max_csl_file_size: int | None = None
+    f_preallocate: bool | None = None
+    f_max_archived_file_sets: int | None = None
+    f_prefault_pages: bool | None = None
+    f_flush_at_shutdown: bool | None = None
+    f_sync_config: StorageSyncConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numPartitions")
-            num_partitions = r.read_int(length, -2147483648, 2147483647, path, "numPartitions")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numPartitions")
+            f_num_partitions = r.read_int(length, -2147483648, 2147483647, path, "numPartitions")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "location")
-            location = r.read_str(length, path, "location")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "location")
+            f_location = r.read_str(length, path, "location")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "archiveLocation")
-            archive_location = r.read_str(length, path, "archiveLocation")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "archiveLocation")
+            f_archive_location = r.read_str(length, path, "archiveLocation")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "maxDataFileSize")
-            max_data_file_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxDataFileSize")
+            f_max_data_file_size = r.read_int(
                 length, 0, 18446744073709551615, path, "maxDataFileSize"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "maxJournalFileSize")
-            max_journal_file_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxJournalFileSize")
+            f_max_journal_file_size = r.read_int(
                 length, 0, 18446744073709551615, path, "maxJournalFileSize"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "maxQlistFileSize")
-            max_qlist_file_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxQlistFileSize")
+            f_max_qlist_file_size = r.read_int(
                 length, 0, 18446744073709551615, path, "maxQlistFileSize"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "maxCSLFileSize")
-            max_csl_file_size = r.read_int(length, 0, 18446744073709551615, path, "maxCSLFileSize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxCSLFileSize")
+            f_max_csl_file_size = r.read_int(
+                length, 0, 18446744073709551615, path, "maxCSLFileSize"
+            )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "preallocate")
-            preallocate = r.read_bool(length, path, "preallocate")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "preallocate")
+            f_preallocate = r.read_bool(length, path, "preallocate")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "maxArchivedFileSets")
-            max_archived_file_sets = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxArchivedFileSets")
+            f_max_archived_file_sets = r.read_int(
                 length, -2147483648, 2147483647, path, "maxArchivedFileSets"
             )
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "prefaultPages")
-            prefault_pages = r.read_bool(length, path, "prefaultPages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "prefaultPages")
+            f_prefault_pages = r.read_bool(length, path, "prefaultPages")
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "flushAtShutdown")
-            flush_at_shutdown = r.read_bool(length, path, "flushAtShutdown")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flushAtShutdown")
+            f_flush_at_shutdown = r.read_bool(length, path, "flushAtShutdown")
 
         elif number == 11:
-            r.expect(cc, 0xA0, path, "syncConfig")
-            sync_config = _dec_child(r, length, path + "." + "syncConfig", _dec_StorageSyncConfig)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "syncConfig")
+            f_sync_config = _dec_child(r, length, path + "." + "syncConfig", _dec_StorageSyncConfig)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_partitions is None:
-        num_partitions = 0
+    if f_num_partitions is None:
+        f_num_partitions = 0
         absent.append("numPartitions")
-    if location is None:
-        location = ""
+    if f_location is None:
+        f_location = ""
         absent.append("location")
-    if archive_location is None:
-        archive_location = ""
+    if f_archive_location is None:
+        f_archive_location = ""
         absent.append("archiveLocation")
-    if max_data_file_size is None:
-        max_data_file_size = 0
+    if f_max_data_file_size is None:
+        f_max_data_file_size = 0
         absent.append("maxDataFileSize")
-    if max_journal_file_size is None:
-        max_journal_file_size = 0
+    if f_max_journal_file_size is None:
+        f_max_journal_file_size = 0
         absent.append("maxJournalFileSize")
-    if max_qlist_file_size is None:
-        max_qlist_file_size = 0
+    if f_max_qlist_file_size is None:
+        f_max_qlist_file_size = 0
         absent.append("maxQlistFileSize")
-    if max_csl_file_size is None:
-        max_csl_file_size = 67108864
+    if f_max_csl_file_size is None:
+        f_max_csl_file_size = 67108864
         absent.append("maxCSLFileSize")
-    if preallocate is None:
-        preallocate = False
+    if f_preallocate is None:
+        f_preallocate = False
         absent.append("preallocate")
-    if max_archived_file_sets is None:
-        max_archived_file_sets = 0
+    if f_max_archived_file_sets is None:
+        f_max_archived_file_sets = 0
         absent.append("maxArchivedFileSets")
-    if prefault_pages is None:
-        prefault_pages = False
+    if f_prefault_pages is None:
+        f_prefault_pages = False
         absent.append("prefaultPages")
-    if flush_at_shutdown is None:
-        flush_at_shutdown = True
+    if f_flush_at_shutdown is None:
+        f_flush_at_shutdown = True
         absent.append("flushAtShutdown")
-    if sync_config is None:
-        sync_config = StorageSyncConfig()
+    if f_sync_config is None:
+        f_sync_config = StorageSyncConfig()
         absent.append("syncConfig")
     return PartitionConfig(
-        num_partitions=num_partitions,
-        location=location,
-        archive_location=archive_location,
-        max_data_file_size=max_data_file_size,
-        max_journal_file_size=max_journal_file_size,
-        max_qlist_file_size=max_qlist_file_size,
-        max_csl_file_size=max_csl_file_size,
-        preallocate=preallocate,
-        max_archived_file_sets=max_archived_file_sets,
-        prefault_pages=prefault_pages,
-        flush_at_shutdown=flush_at_shutdown,
-        sync_config=sync_config,
+        num_partitions=f_num_partitions,
+        location=f_location,
+        archive_location=f_archive_location,
+        max_data_file_size=f_max_data_file_size,
+        max_journal_file_size=f_max_journal_file_size,
+        max_qlist_file_size=f_max_qlist_file_size,
+        max_csl_file_size=f_max_csl_file_size,
+        preallocate=f_preallocate,
+        max_archived_file_sets=f_max_archived_file_sets,
+        prefault_pages=f_prefault_pages,
+        flush_at_shutdown=f_flush_at_shutdown,
+        sync_config=f_sync_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3472,68 +3669,77 @@ def _enc_ElectorConfig(v: ElectorConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorConfig:
     r.enter(path)
-    initial_wait_timeout_ms: int | None = None
-    max_random_wait_timeout_ms: int | None = None
-    scouting_result_timeout_ms: int | None = None
-    election_result_timeout_ms: int | None = None
-    heartbeat_broadcast_period_ms: int | None = None
-    heartbeat_check_period_ms: int | None = None
-    heartbeat_miss_count: int | None = None
-    quorum: int | None = None
-    leader_sync_delay_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_initial_wait_timeout_ms: int | None = None
+    f_max_random_wait_timeout_ms: int | None = None
+    f_scouting_result_timeout_ms: int | None = None
+    f_election_result_timeout_ms: int | None = None
+    f_heartbeat_broadcast_period_ms: int | None = None
+    f_heartbeat_check_period_ms: int | None = None
+    f_heartbeat_miss_count: int | None = None
+    f_quorum: int | None = None
+    f_leader_sync_delay_ms: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "initialWaitTimeoutMs")
-            initial_wait_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "initialWaitTimeoutMs")
+            f_initial_wait_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "initialWaitTimeoutMs"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxRandomWaitTimeoutMs")
-            max_random_wait_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxRandomWaitTimeoutMs")
+            f_max_random_wait_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "maxRandomWaitTimeoutMs"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "scoutingResultTimeoutMs")
-            scouting_result_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "scoutingResultTimeoutMs")
+            f_scouting_result_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "scoutingResultTimeoutMs"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "electionResultTimeoutMs")
-            election_result_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "electionResultTimeoutMs")
+            f_election_result_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "electionResultTimeoutMs"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "heartbeatBroadcastPeriodMs")
-            heartbeat_broadcast_period_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatBroadcastPeriodMs")
+            f_heartbeat_broadcast_period_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatBroadcastPeriodMs"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "heartbeatCheckPeriodMs")
-            heartbeat_check_period_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatCheckPeriodMs")
+            f_heartbeat_check_period_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatCheckPeriodMs"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "heartbeatMissCount")
-            heartbeat_miss_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatMissCount")
+            f_heartbeat_miss_count = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatMissCount"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "quorum")
-            quorum = r.read_int(length, 0, 4294967295, path, "quorum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "quorum")
+            f_quorum = r.read_int(length, 0, 4294967295, path, "quorum")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "leaderSyncDelayMs")
-            leader_sync_delay_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "leaderSyncDelayMs")
+            f_leader_sync_delay_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "leaderSyncDelayMs"
             )
 
@@ -3541,43 +3747,43 @@ def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorCo
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if initial_wait_timeout_ms is None:
-        initial_wait_timeout_ms = 8000
+    if f_initial_wait_timeout_ms is None:
+        f_initial_wait_timeout_ms = 8000
         absent.append("initialWaitTimeoutMs")
-    if max_random_wait_timeout_ms is None:
-        max_random_wait_timeout_ms = 3000
+    if f_max_random_wait_timeout_ms is None:
+        f_max_random_wait_timeout_ms = 3000
         absent.append("maxRandomWaitTimeoutMs")
-    if scouting_result_timeout_ms is None:
-        scouting_result_timeout_ms = 4000
+    if f_scouting_result_timeout_ms is None:
+        f_scouting_result_timeout_ms = 4000
         absent.append("scoutingResultTimeoutMs")
-    if election_result_timeout_ms is None:
-        election_result_timeout_ms = 4000
+    if f_election_result_timeout_ms is None:
+        f_election_result_timeout_ms = 4000
         absent.append("electionResultTimeoutMs")
-    if heartbeat_broadcast_period_ms is None:
-        heartbeat_broadcast_period_ms = 2000
+    if f_heartbeat_broadcast_period_ms is None:
+        f_heartbeat_broadcast_period_ms = 2000
         absent.append("heartbeatBroadcastPeriodMs")
-    if heartbeat_check_period_ms is None:
-        heartbeat_check_period_ms = 1000
+    if f_heartbeat_check_period_ms is None:
+        f_heartbeat_check_period_ms = 1000
         absent.append("heartbeatCheckPeriodMs")
-    if heartbeat_miss_count is None:
-        heartbeat_miss_count = 10
+    if f_heartbeat_miss_count is None:
+        f_heartbeat_miss_count = 10
         absent.append("heartbeatMissCount")
-    if quorum is None:
-        quorum = 0
+    if f_quorum is None:
+        f_quorum = 0
         absent.append("quorum")
-    if leader_sync_delay_ms is None:
-        leader_sync_delay_ms = 80000
+    if f_leader_sync_delay_ms is None:
+        f_leader_sync_delay_ms = 80000
         absent.append("leaderSyncDelayMs")
     return ElectorConfig(
-        initial_wait_timeout_ms=initial_wait_timeout_ms,
-        max_random_wait_timeout_ms=max_random_wait_timeout_ms,
-        scouting_result_timeout_ms=scouting_result_timeout_ms,
-        election_result_timeout_ms=election_result_timeout_ms,
-        heartbeat_broadcast_period_ms=heartbeat_broadcast_period_ms,
-        heartbeat_check_period_ms=heartbeat_check_period_ms,
-        heartbeat_miss_count=heartbeat_miss_count,
-        quorum=quorum,
-        leader_sync_delay_ms=leader_sync_delay_ms,
+        initial_wait_timeout_ms=f_initial_wait_timeout_ms,
+        max_random_wait_timeout_ms=f_max_random_wait_timeout_ms,
+        scouting_result_timeout_ms=f_scouting_result_timeout_ms,
+        election_result_timeout_ms=f_election_result_timeout_ms,
+        heartbeat_broadcast_period_ms=f_heartbeat_broadcast_period_ms,
+        heartbeat_check_period_ms=f_heartbeat_check_period_ms,
+        heartbeat_miss_count=f_heartbeat_miss_count,
+        quorum=f_quorum,
+        leader_sync_delay_ms=f_leader_sync_delay_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3707,137 +3913,151 @@ def _dec_QueueOperationsConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueOperationsConfig:
     r.enter(path)
-    open_timeout_ms: int | None = None
-    configure_timeout_ms: int | None = None
-    close_timeout_ms: int | None = None
-    reopen_timeout_ms: int | None = None
-    reopen_retry_interval_ms: int | None = None
-    reopen_max_attempts: int | None = None
-    assignment_timeout_ms: int | None = None
-    keepalive_duration_ms: int | None = None
-    consumption_monitor_period_ms: int | None = None
-    stop_timeout_ms: int | None = None
-    shutdown_timeout_ms: int | None = None
-    ack_window_size: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_open_timeout_ms: int | None = None
+    f_configure_timeout_ms: int | None = None
+    f_close_timeout_ms: int | None = None
+    f_reopen_timeout_ms: int | None = None
+    f_reopen_retry_interval_ms: int | None = None
+    f_reopen_max_attempts: int | None = None
+    f_assignment_timeout_ms: int | None = None
+    f_keepalive_duration_ms: int | None = None
+    f_consumption_monitor_period_ms: int | None = None
+    f_stop_timeout_ms: int | None = None
+    f_shutdown_timeout_ms: int | None = None
+    f_ack_window_size: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "openTimeoutMs")
-            open_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "openTimeoutMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "openTimeoutMs")
+            f_open_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "openTimeoutMs")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "configureTimeoutMs")
-            configure_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "configureTimeoutMs")
+            f_configure_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "configureTimeoutMs"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "closeTimeoutMs")
-            close_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "closeTimeoutMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "closeTimeoutMs")
+            f_close_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "closeTimeoutMs")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "reopenTimeoutMs")
-            reopen_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "reopenTimeoutMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "reopenTimeoutMs")
+            f_reopen_timeout_ms = r.read_int(
+                length, -2147483648, 2147483647, path, "reopenTimeoutMs"
+            )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "reopenRetryIntervalMs")
-            reopen_retry_interval_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "reopenRetryIntervalMs")
+            f_reopen_retry_interval_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "reopenRetryIntervalMs"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "reopenMaxAttempts")
-            reopen_max_attempts = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "reopenMaxAttempts")
+            f_reopen_max_attempts = r.read_int(
                 length, -2147483648, 2147483647, path, "reopenMaxAttempts"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "assignmentTimeoutMs")
-            assignment_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "assignmentTimeoutMs")
+            f_assignment_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "assignmentTimeoutMs"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "keepaliveDurationMs")
-            keepalive_duration_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "keepaliveDurationMs")
+            f_keepalive_duration_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "keepaliveDurationMs"
             )
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "consumptionMonitorPeriodMs")
-            consumption_monitor_period_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumptionMonitorPeriodMs")
+            f_consumption_monitor_period_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "consumptionMonitorPeriodMs"
             )
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "stopTimeoutMs")
-            stop_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "stopTimeoutMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "stopTimeoutMs")
+            f_stop_timeout_ms = r.read_int(length, -2147483648, 2147483647, path, "stopTimeoutMs")
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "shutdownTimeoutMs")
-            shutdown_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "shutdownTimeoutMs")
+            f_shutdown_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "shutdownTimeoutMs"
             )
 
         elif number == 11:
-            r.expect(cc, 0x80, path, "ackWindowSize")
-            ack_window_size = r.read_int(length, -2147483648, 2147483647, path, "ackWindowSize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "ackWindowSize")
+            f_ack_window_size = r.read_int(length, -2147483648, 2147483647, path, "ackWindowSize")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if open_timeout_ms is None:
-        open_timeout_ms = 300000
+    if f_open_timeout_ms is None:
+        f_open_timeout_ms = 300000
         absent.append("openTimeoutMs")
-    if configure_timeout_ms is None:
-        configure_timeout_ms = 300000
+    if f_configure_timeout_ms is None:
+        f_configure_timeout_ms = 300000
         absent.append("configureTimeoutMs")
-    if close_timeout_ms is None:
-        close_timeout_ms = 300000
+    if f_close_timeout_ms is None:
+        f_close_timeout_ms = 300000
         absent.append("closeTimeoutMs")
-    if reopen_timeout_ms is None:
-        reopen_timeout_ms = 43200000
+    if f_reopen_timeout_ms is None:
+        f_reopen_timeout_ms = 43200000
         absent.append("reopenTimeoutMs")
-    if reopen_retry_interval_ms is None:
-        reopen_retry_interval_ms = 5000
+    if f_reopen_retry_interval_ms is None:
+        f_reopen_retry_interval_ms = 5000
         absent.append("reopenRetryIntervalMs")
-    if reopen_max_attempts is None:
-        reopen_max_attempts = 10
+    if f_reopen_max_attempts is None:
+        f_reopen_max_attempts = 10
         absent.append("reopenMaxAttempts")
-    if assignment_timeout_ms is None:
-        assignment_timeout_ms = 15000
+    if f_assignment_timeout_ms is None:
+        f_assignment_timeout_ms = 15000
         absent.append("assignmentTimeoutMs")
-    if keepalive_duration_ms is None:
-        keepalive_duration_ms = 1800000
+    if f_keepalive_duration_ms is None:
+        f_keepalive_duration_ms = 1800000
         absent.append("keepaliveDurationMs")
-    if consumption_monitor_period_ms is None:
-        consumption_monitor_period_ms = 30000
+    if f_consumption_monitor_period_ms is None:
+        f_consumption_monitor_period_ms = 30000
         absent.append("consumptionMonitorPeriodMs")
-    if stop_timeout_ms is None:
-        stop_timeout_ms = 10000
+    if f_stop_timeout_ms is None:
+        f_stop_timeout_ms = 10000
         absent.append("stopTimeoutMs")
-    if shutdown_timeout_ms is None:
-        shutdown_timeout_ms = 20000
+    if f_shutdown_timeout_ms is None:
+        f_shutdown_timeout_ms = 20000
         absent.append("shutdownTimeoutMs")
-    if ack_window_size is None:
-        ack_window_size = 500
+    if f_ack_window_size is None:
+        f_ack_window_size = 500
         absent.append("ackWindowSize")
     return QueueOperationsConfig(
-        open_timeout_ms=open_timeout_ms,
-        configure_timeout_ms=configure_timeout_ms,
-        close_timeout_ms=close_timeout_ms,
-        reopen_timeout_ms=reopen_timeout_ms,
-        reopen_retry_interval_ms=reopen_retry_interval_ms,
-        reopen_max_attempts=reopen_max_attempts,
-        assignment_timeout_ms=assignment_timeout_ms,
-        keepalive_duration_ms=keepalive_duration_ms,
-        consumption_monitor_period_ms=consumption_monitor_period_ms,
-        stop_timeout_ms=stop_timeout_ms,
-        shutdown_timeout_ms=shutdown_timeout_ms,
-        ack_window_size=ack_window_size,
+        open_timeout_ms=f_open_timeout_ms,
+        configure_timeout_ms=f_configure_timeout_ms,
+        close_timeout_ms=f_close_timeout_ms,
+        reopen_timeout_ms=f_reopen_timeout_ms,
+        reopen_retry_interval_ms=f_reopen_retry_interval_ms,
+        reopen_max_attempts=f_reopen_max_attempts,
+        assignment_timeout_ms=f_assignment_timeout_ms,
+        keepalive_duration_ms=f_keepalive_duration_ms,
+        consumption_monitor_period_ms=f_consumption_monitor_period_ms,
+        stop_timeout_ms=f_stop_timeout_ms,
+        shutdown_timeout_ms=f_shutdown_timeout_ms,
+        ack_window_size=f_ack_window_size,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3925,49 +4145,63 @@ def _enc_ClusterMonitorConfig(v: ClusterMonitorConfig, out: bytearray, tag: byte
 
 def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> ClusterMonitorConfig:
     r.enter(path)
-    max_time_leader: int | None = None
-    max_time_master: int | None = None
-    max_time_node: int | None = None
-    max_time_failover: int | None = None
-    threshold_leader: int | None = None
-    threshold_master: int | None = None
-    threshold_node: int | None = None
-    threshold_failover: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_max_time_leader: int | None = None
+    f_max_time_master: int | None = None
+    f_max_time_node: int | None = None
+    f_max_time_failover: int | None = None
+    f_threshold_leader: int | None = None
+    f_threshold_master: int | None = None
+    f_threshold_node: int | None = None
+    f_threshold_failover: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "maxTimeLeader")
-            max_time_leader = r.read_int(length, -2147483648, 2147483647, path, "maxTimeLeader")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxTimeLeader")
+            f_max_time_leader = r.read_int(length, -2147483648, 2147483647, path, "maxTimeLeader")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxTimeMaster")
-            max_time_master = r.read_int(length, -2147483648, 2147483647, path, "maxTimeMaster")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxTimeMaster")
+            f_max_time_master = r.read_int(length, -2147483648, 2147483647, path, "maxTimeMaster")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "maxTimeNode")
-            max_time_node = r.read_int(length, -2147483648, 2147483647, path, "maxTimeNode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxTimeNode")
+            f_max_time_node = r.read_int(length, -2147483648, 2147483647, path, "maxTimeNode")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "maxTimeFailover")
-            max_time_failover = r.read_int(length, -2147483648, 2147483647, path, "maxTimeFailover")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxTimeFailover")
+            f_max_time_failover = r.read_int(
+                length, -2147483648, 2147483647, path, "maxTimeFailover"
+            )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "thresholdLeader")
-            threshold_leader = r.read_int(length, -2147483648, 2147483647, path, "thresholdLeader")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "thresholdLeader")
+            f_threshold_leader = r.read_int(
+                length, -2147483648, 2147483647, path, "thresholdLeader"
+            )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "thresholdMaster")
-            threshold_master = r.read_int(length, -2147483648, 2147483647, path, "thresholdMaster")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "thresholdMaster")
+            f_threshold_master = r.read_int(
+                length, -2147483648, 2147483647, path, "thresholdMaster"
+            )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "thresholdNode")
-            threshold_node = r.read_int(length, -2147483648, 2147483647, path, "thresholdNode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "thresholdNode")
+            f_threshold_node = r.read_int(length, -2147483648, 2147483647, path, "thresholdNode")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "thresholdFailover")
-            threshold_failover = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "thresholdFailover")
+            f_threshold_failover = r.read_int(
                 length, -2147483648, 2147483647, path, "thresholdFailover"
             )
 
@@ -3975,39 +4209,39 @@ def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> Cl
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if max_time_leader is None:
-        max_time_leader = 60
+    if f_max_time_leader is None:
+        f_max_time_leader = 60
         absent.append("maxTimeLeader")
-    if max_time_master is None:
-        max_time_master = 120
+    if f_max_time_master is None:
+        f_max_time_master = 120
         absent.append("maxTimeMaster")
-    if max_time_node is None:
-        max_time_node = 120
+    if f_max_time_node is None:
+        f_max_time_node = 120
         absent.append("maxTimeNode")
-    if max_time_failover is None:
-        max_time_failover = 600
+    if f_max_time_failover is None:
+        f_max_time_failover = 600
         absent.append("maxTimeFailover")
-    if threshold_leader is None:
-        threshold_leader = 30
+    if f_threshold_leader is None:
+        f_threshold_leader = 30
         absent.append("thresholdLeader")
-    if threshold_master is None:
-        threshold_master = 60
+    if f_threshold_master is None:
+        f_threshold_master = 60
         absent.append("thresholdMaster")
-    if threshold_node is None:
-        threshold_node = 60
+    if f_threshold_node is None:
+        f_threshold_node = 60
         absent.append("thresholdNode")
-    if threshold_failover is None:
-        threshold_failover = 300
+    if f_threshold_failover is None:
+        f_threshold_failover = 300
         absent.append("thresholdFailover")
     return ClusterMonitorConfig(
-        max_time_leader=max_time_leader,
-        max_time_master=max_time_master,
-        max_time_node=max_time_node,
-        max_time_failover=max_time_failover,
-        threshold_leader=threshold_leader,
-        threshold_master=threshold_master,
-        threshold_node=threshold_node,
-        threshold_failover=threshold_failover,
+        max_time_leader=f_max_time_leader,
+        max_time_master=f_max_time_master,
+        max_time_node=f_max_time_node,
+        max_time_failover=f_max_time_failover,
+        threshold_leader=f_threshold_leader,
+        threshold_master=f_threshold_master,
+        threshold_node=f_threshold_node,
+        threshold_failover=f_threshold_failover,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4081,50 +4315,57 @@ def _enc_ClusterAttributes(v: ClusterAttributes, out: bytearray, tag: bytes) -> 
 
 def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> ClusterAttributes:
     r.enter(path)
-    is_csl_mode_enabled: bool | None = None
-    is_fsm_workflow: bool | None = None
-    does_fs_mwrite_qlist: bool | None = None
-    cluster_fsm_watchdog_timeout_sec: int | None = None
-    cluster_fsm_watchdog_num_retries: int | None = None
-    partition_fsm_watchdog_timeout_sec: int | None = None
-    partition_fsm_watchdog_num_retries: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_is_csl_mode_enabled: bool | None = None
+    f_is_fsm_workflow: bool | None = None
+    f_does_fs_mwrite_qlist: bool | None = None
+    f_cluster_fsm_watchdog_timeout_sec: int | None = None
+    f_cluster_fsm_watchdog_num_retries: int | None = None
+    f_partition_fsm_watchdog_timeout_sec: int | None = None
+    f_partition_fsm_watchdog_num_retries: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "isCSLModeEnabled")
-            is_csl_mode_enabled = r.read_bool(length, path, "isCSLModeEnabled")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isCSLModeEnabled")
+            f_is_csl_mode_enabled = r.read_bool(length, path, "isCSLModeEnabled")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isFSMWorkflow")
-            is_fsm_workflow = r.read_bool(length, path, "isFSMWorkflow")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isFSMWorkflow")
+            f_is_fsm_workflow = r.read_bool(length, path, "isFSMWorkflow")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "doesFSMwriteQLIST")
-            does_fs_mwrite_qlist = r.read_bool(length, path, "doesFSMwriteQLIST")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "doesFSMwriteQLIST")
+            f_does_fs_mwrite_qlist = r.read_bool(length, path, "doesFSMwriteQLIST")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "clusterFsmWatchdogTimeoutSec")
-            cluster_fsm_watchdog_timeout_sec = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterFsmWatchdogTimeoutSec")
+            f_cluster_fsm_watchdog_timeout_sec = r.read_int(
                 length, -2147483648, 2147483647, path, "clusterFsmWatchdogTimeoutSec"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "clusterFsmWatchdogNumRetries")
-            cluster_fsm_watchdog_num_retries = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterFsmWatchdogNumRetries")
+            f_cluster_fsm_watchdog_num_retries = r.read_int(
                 length, -2147483648, 2147483647, path, "clusterFsmWatchdogNumRetries"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "partitionFsmWatchdogTimeoutSec")
-            partition_fsm_watchdog_timeout_sec = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionFsmWatchdogTimeoutSec")
+            f_partition_fsm_watchdog_timeout_sec = r.read_int(
                 length, -2147483648, 2147483647, path, "partitionFsmWatchdogTimeoutSec"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "partitionFsmWatchdogNumRetries")
-            partition_fsm_watchdog_num_retries = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionFsmWatchdogNumRetries")
+            f_partition_fsm_watchdog_num_retries = r.read_int(
                 length, -2147483648, 2147483647, path, "partitionFsmWatchdogNumRetries"
             )
 
@@ -4132,35 +4373,35 @@ def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> Clust
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if is_csl_mode_enabled is None:
-        is_csl_mode_enabled = False
+    if f_is_csl_mode_enabled is None:
+        f_is_csl_mode_enabled = False
         absent.append("isCSLModeEnabled")
-    if is_fsm_workflow is None:
-        is_fsm_workflow = False
+    if f_is_fsm_workflow is None:
+        f_is_fsm_workflow = False
         absent.append("isFSMWorkflow")
-    if does_fs_mwrite_qlist is None:
-        does_fs_mwrite_qlist = True
+    if f_does_fs_mwrite_qlist is None:
+        f_does_fs_mwrite_qlist = True
         absent.append("doesFSMwriteQLIST")
-    if cluster_fsm_watchdog_timeout_sec is None:
-        cluster_fsm_watchdog_timeout_sec = 300
+    if f_cluster_fsm_watchdog_timeout_sec is None:
+        f_cluster_fsm_watchdog_timeout_sec = 300
         absent.append("clusterFsmWatchdogTimeoutSec")
-    if cluster_fsm_watchdog_num_retries is None:
-        cluster_fsm_watchdog_num_retries = 1
+    if f_cluster_fsm_watchdog_num_retries is None:
+        f_cluster_fsm_watchdog_num_retries = 1
         absent.append("clusterFsmWatchdogNumRetries")
-    if partition_fsm_watchdog_timeout_sec is None:
-        partition_fsm_watchdog_timeout_sec = 300
+    if f_partition_fsm_watchdog_timeout_sec is None:
+        f_partition_fsm_watchdog_timeout_sec = 300
         absent.append("partitionFsmWatchdogTimeoutSec")
-    if partition_fsm_watchdog_num_retries is None:
-        partition_fsm_watchdog_num_retries = 1
+    if f_partition_fsm_watchdog_num_retries is None:
+        f_partition_fsm_watchdog_num_retries = 1
         absent.append("partitionFsmWatchdogNumRetries")
     return ClusterAttributes(
-        is_csl_mode_enabled=is_csl_mode_enabled,
-        is_fsm_workflow=is_fsm_workflow,
-        does_fs_mwrite_qlist=does_fs_mwrite_qlist,
-        cluster_fsm_watchdog_timeout_sec=cluster_fsm_watchdog_timeout_sec,
-        cluster_fsm_watchdog_num_retries=cluster_fsm_watchdog_num_retries,
-        partition_fsm_watchdog_timeout_sec=partition_fsm_watchdog_timeout_sec,
-        partition_fsm_watchdog_num_retries=partition_fsm_watchdog_num_retries,
+        is_csl_mode_enabled=f_is_csl_mode_enabled,
+        is_fsm_workflow=f_is_fsm_workflow,
+        does_fs_mwrite_qlist=f_does_fs_mwrite_qlist,
+        cluster_fsm_watchdog_timeout_sec=f_cluster_fsm_watchdog_timeout_sec,
+        cluster_fsm_watchdog_num_retries=f_cluster_fsm_watchdog_num_retries,
+        partition_fsm_watchdog_timeout_sec=f_partition_fsm_watchdog_timeout_sec,
+        partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4192,51 +4433,55 @@ def _dec_MessageThrottleConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> MessageThrottleConfig:
     r.enter(path)
-    low_threshold: int | None = None
-    high_threshold: int | None = None
-    low_interval: int | None = None
-    high_interval: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_low_threshold: int | None = None
+    f_high_threshold: int | None = None
+    f_low_interval: int | None = None
+    f_high_interval: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "lowThreshold")
-            low_threshold = r.read_int(length, 0, 4294967295, path, "lowThreshold")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lowThreshold")
+            f_low_threshold = r.read_int(length, 0, 4294967295, path, "lowThreshold")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "highThreshold")
-            high_threshold = r.read_int(length, 0, 4294967295, path, "highThreshold")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "highThreshold")
+            f_high_threshold = r.read_int(length, 0, 4294967295, path, "highThreshold")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "lowInterval")
-            low_interval = r.read_int(length, 0, 4294967295, path, "lowInterval")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lowInterval")
+            f_low_interval = r.read_int(length, 0, 4294967295, path, "lowInterval")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "highInterval")
-            high_interval = r.read_int(length, 0, 4294967295, path, "highInterval")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "highInterval")
+            f_high_interval = r.read_int(length, 0, 4294967295, path, "highInterval")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if low_threshold is None:
-        low_threshold = 2
+    if f_low_threshold is None:
+        f_low_threshold = 2
         absent.append("lowThreshold")
-    if high_threshold is None:
-        high_threshold = 4
+    if f_high_threshold is None:
+        f_high_threshold = 4
         absent.append("highThreshold")
-    if low_interval is None:
-        low_interval = 1000
+    if f_low_interval is None:
+        f_low_interval = 1000
         absent.append("lowInterval")
-    if high_interval is None:
-        high_interval = 3000
+    if f_high_interval is None:
+        f_high_interval = 3000
         absent.append("highInterval")
     return MessageThrottleConfig(
-        low_threshold=low_threshold,
-        high_threshold=high_threshold,
-        low_interval=low_interval,
-        high_interval=high_interval,
+        low_threshold=f_low_threshold,
+        high_threshold=f_high_threshold,
+        low_interval=f_low_interval,
+        high_interval=f_high_interval,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4357,68 +4602,77 @@ def _enc_StorageSyncConfig(v: StorageSyncConfig, out: bytearray, tag: bytes) -> 
 
 def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> StorageSyncConfig:
     r.enter(path)
-    startup_recovery_max_duration_ms: int | None = None
-    max_attempts_storage_sync: int | None = None
-    storage_sync_req_timeout_ms: int | None = None
-    master_sync_max_duration_ms: int | None = None
-    partition_sync_state_req_timeout_ms: int | None = None
-    partition_sync_data_req_timeout_ms: int | None = None
-    startup_wait_duration_ms: int | None = None
-    file_chunk_size: int | None = None
-    partition_sync_event_size: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_startup_recovery_max_duration_ms: int | None = None
+    f_max_attempts_storage_sync: int | None = None
+    f_storage_sync_req_timeout_ms: int | None = None
+    f_master_sync_max_duration_ms: int | None = None
+    f_partition_sync_state_req_timeout_ms: int | None = None
+    f_partition_sync_data_req_timeout_ms: int | None = None
+    f_startup_wait_duration_ms: int | None = None
+    f_file_chunk_size: int | None = None
+    f_partition_sync_event_size: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "startupRecoveryMaxDurationMs")
-            startup_recovery_max_duration_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "startupRecoveryMaxDurationMs")
+            f_startup_recovery_max_duration_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "startupRecoveryMaxDurationMs"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxAttemptsStorageSync")
-            max_attempts_storage_sync = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxAttemptsStorageSync")
+            f_max_attempts_storage_sync = r.read_int(
                 length, -2147483648, 2147483647, path, "maxAttemptsStorageSync"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "storageSyncReqTimeoutMs")
-            storage_sync_req_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "storageSyncReqTimeoutMs")
+            f_storage_sync_req_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "storageSyncReqTimeoutMs"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "masterSyncMaxDurationMs")
-            master_sync_max_duration_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "masterSyncMaxDurationMs")
+            f_master_sync_max_duration_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "masterSyncMaxDurationMs"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "partitionSyncStateReqTimeoutMs")
-            partition_sync_state_req_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionSyncStateReqTimeoutMs")
+            f_partition_sync_state_req_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "partitionSyncStateReqTimeoutMs"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "partitionSyncDataReqTimeoutMs")
-            partition_sync_data_req_timeout_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionSyncDataReqTimeoutMs")
+            f_partition_sync_data_req_timeout_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "partitionSyncDataReqTimeoutMs"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "startupWaitDurationMs")
-            startup_wait_duration_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "startupWaitDurationMs")
+            f_startup_wait_duration_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "startupWaitDurationMs"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "fileChunkSize")
-            file_chunk_size = r.read_int(length, -2147483648, 2147483647, path, "fileChunkSize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "fileChunkSize")
+            f_file_chunk_size = r.read_int(length, -2147483648, 2147483647, path, "fileChunkSize")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "partitionSyncEventSize")
-            partition_sync_event_size = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionSyncEventSize")
+            f_partition_sync_event_size = r.read_int(
                 length, -2147483648, 2147483647, path, "partitionSyncEventSize"
             )
 
@@ -4426,43 +4680,43 @@ def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> Stora
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if startup_recovery_max_duration_ms is None:
-        startup_recovery_max_duration_ms = 1200000
+    if f_startup_recovery_max_duration_ms is None:
+        f_startup_recovery_max_duration_ms = 1200000
         absent.append("startupRecoveryMaxDurationMs")
-    if max_attempts_storage_sync is None:
-        max_attempts_storage_sync = 3
+    if f_max_attempts_storage_sync is None:
+        f_max_attempts_storage_sync = 3
         absent.append("maxAttemptsStorageSync")
-    if storage_sync_req_timeout_ms is None:
-        storage_sync_req_timeout_ms = 300000
+    if f_storage_sync_req_timeout_ms is None:
+        f_storage_sync_req_timeout_ms = 300000
         absent.append("storageSyncReqTimeoutMs")
-    if master_sync_max_duration_ms is None:
-        master_sync_max_duration_ms = 600000
+    if f_master_sync_max_duration_ms is None:
+        f_master_sync_max_duration_ms = 600000
         absent.append("masterSyncMaxDurationMs")
-    if partition_sync_state_req_timeout_ms is None:
-        partition_sync_state_req_timeout_ms = 120000
+    if f_partition_sync_state_req_timeout_ms is None:
+        f_partition_sync_state_req_timeout_ms = 120000
         absent.append("partitionSyncStateReqTimeoutMs")
-    if partition_sync_data_req_timeout_ms is None:
-        partition_sync_data_req_timeout_ms = 120000
+    if f_partition_sync_data_req_timeout_ms is None:
+        f_partition_sync_data_req_timeout_ms = 120000
         absent.append("partitionSyncDataReqTimeoutMs")
-    if startup_wait_duration_ms is None:
-        startup_wait_duration_ms = 60000
+    if f_startup_wait_duration_ms is None:
+        f_startup_wait_duration_ms = 60000
         absent.append("startupWaitDurationMs")
-    if file_chunk_size is None:
-        file_chunk_size = 4194304
+    if f_file_chunk_size is None:
+        f_file_chunk_size = 4194304
         absent.append("fileChunkSize")
-    if partition_sync_event_size is None:
-        partition_sync_event_size = 4194304
+    if f_partition_sync_event_size is None:
+        f_partition_sync_event_size = 4194304
         absent.append("partitionSyncEventSize")
     return StorageSyncConfig(
-        startup_recovery_max_duration_ms=startup_recovery_max_duration_ms,
-        max_attempts_storage_sync=max_attempts_storage_sync,
-        storage_sync_req_timeout_ms=storage_sync_req_timeout_ms,
-        master_sync_max_duration_ms=master_sync_max_duration_ms,
-        partition_sync_state_req_timeout_ms=partition_sync_state_req_timeout_ms,
-        partition_sync_data_req_timeout_ms=partition_sync_data_req_timeout_ms,
-        startup_wait_duration_ms=startup_wait_duration_ms,
-        file_chunk_size=file_chunk_size,
-        partition_sync_event_size=partition_sync_event_size,
+        startup_recovery_max_duration_ms=f_startup_recovery_max_duration_ms,
+        max_attempts_storage_sync=f_max_attempts_storage_sync,
+        storage_sync_req_timeout_ms=f_storage_sync_req_timeout_ms,
+        master_sync_max_duration_ms=f_master_sync_max_duration_ms,
+        partition_sync_state_req_timeout_ms=f_partition_sync_state_req_timeout_ms,
+        partition_sync_data_req_timeout_ms=f_partition_sync_data_req_timeout_ms,
+        startup_wait_duration_ms=f_startup_wait_duration_ms,
+        file_chunk_size=f_file_chunk_size,
+        partition_sync_event_size=f_partition_sync_event_size,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4485,50 +4739,56 @@ def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode:
     r.enter(path)
-    id: int | None = None
-    name: str | None = None
-    data_center: str | None = None
-    transport: ClusterNodeConnection | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_id: int | None = None
+    f_name: str | None = None
+    f_data_center: str | None = None
+    f_transport: ClusterNodeConnection | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, -2147483648, 2147483647, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, -2147483648, 2147483647, path, "id")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dataCenter")
-            data_center = r.read_str(length, path, "dataCenter")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dataCenter")
+            f_data_center = r.read_str(length, path, "dataCenter")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "transport")
-            transport = _dec_child(r, length, path + "." + "transport", _dec_ClusterNodeConnection)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "transport")
+            f_transport = _dec_child(
+                r, length, path + "." + "transport", _dec_ClusterNodeConnection
+            )
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if data_center is None:
-        data_center = ""
+    if f_data_center is None:
+        f_data_center = ""
         absent.append("dataCenter")
-    if transport is None:
+    if f_transport is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".transport")
     return ClusterNode(
-        id=id,
-        name=name,
-        data_center=data_center,
-        transport=transport,
+        id=f_id,
+        name=f_name,
+        data_center=f_data_center,
+        transport=f_transport,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4536,7 +4796,8 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
 def _enc_ClusterNodeConnection(v: ClusterNodeConnection, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterNodeConnection):
         raise EncodeError(f"expected a ClusterNodeConnection, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.tcp is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.tcp is not None:
@@ -4548,26 +4809,27 @@ def _dec_ClusterNodeConnection(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterNodeConnection:
     r.enter(path)
-    tcp: TcpClusterNodeConnection | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_tcp: TcpClusterNodeConnection | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "tcp")
-                tcp = _dec_child(r, length, path + "." + "tcp", _dec_TcpClusterNodeConnection)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tcp")
+                f_tcp = _dec_child(r, length, path + "." + "tcp", _dec_TcpClusterNodeConnection)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = tcp is not None
+    chosen = f_tcp is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -4576,7 +4838,7 @@ def _dec_ClusterNodeConnection(
             path=path,
         )
     return ClusterNodeConnection(
-        tcp=tcp,
+        tcp=f_tcp,
     )
 
 
@@ -4595,24 +4857,25 @@ def _dec_TcpClusterNodeConnection(
     r: _b.BerReader, end: int | None, path: str
 ) -> TcpClusterNodeConnection:
     r.enter(path)
-    endpoint: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_endpoint: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "endpoint")
-            endpoint = r.read_str(length, path, "endpoint")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "endpoint")
+            f_endpoint = r.read_str(length, path, "endpoint")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if endpoint is None:
-        endpoint = ""
+    if f_endpoint is None:
+        f_endpoint = ""
         absent.append("endpoint")
     return TcpClusterNodeConnection(
-        endpoint=endpoint,
+        endpoint=f_endpoint,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -90,19 +90,19 @@ def _dec_Configuration(d: object, path: str, depth: int) -> Configuration:
     absent: list[str] = []
     x = o.get("taskConfig")
     if x is None:
-        task_config = TaskConfig()
+        f_task_config = TaskConfig()
         absent.append("taskConfig")
     else:
-        task_config = _dec_TaskConfig(x, path + "." + "taskConfig", depth + 1)
+        f_task_config = _dec_TaskConfig(x, path + "." + "taskConfig", depth + 1)
     x = o.get("appConfig")
     if x is None:
-        app_config = AppConfig()
+        f_app_config = AppConfig()
         absent.append("appConfig")
     else:
-        app_config = _dec_AppConfig(x, path + "." + "appConfig", depth + 1)
+        f_app_config = _dec_AppConfig(x, path + "." + "appConfig", depth + 1)
     return Configuration(
-        task_config=task_config,
-        app_config=app_config,
+        task_config=f_task_config,
+        app_config=f_app_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -132,26 +132,26 @@ def _dec_TaskConfig(d: object, path: str, depth: int) -> TaskConfig:
     absent: list[str] = []
     x = o.get("allocatorType")
     if x is None:
-        allocator_type = AllocatorType.NEWDELETE
+        f_allocator_type = AllocatorType.NEWDELETE
         absent.append("allocatorType")
     else:
-        allocator_type = _j.dec_enum(x, AllocatorType, path, "allocatorType")
+        f_allocator_type = _j.dec_enum(x, AllocatorType, path, "allocatorType")
     x = o.get("allocationLimit")
     if x is None:
-        allocation_limit = 0
+        f_allocation_limit = 0
         absent.append("allocationLimit")
     else:
-        allocation_limit = _j.dec_int(x, 0, 18446744073709551615, path, "allocationLimit")
+        f_allocation_limit = _j.dec_int(x, 0, 18446744073709551615, path, "allocationLimit")
     x = o.get("logController")
     if x is None:
-        log_controller = LogController()
+        f_log_controller = LogController()
         absent.append("logController")
     else:
-        log_controller = _dec_LogController(x, path + "." + "logController", depth + 1)
+        f_log_controller = _dec_LogController(x, path + "." + "logController", depth + 1)
     return TaskConfig(
-        allocator_type=allocator_type,
-        allocation_limit=allocation_limit,
-        log_controller=log_controller,
+        allocator_type=f_allocator_type,
+        allocation_limit=f_allocation_limit,
+        log_controller=f_log_controller,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -177,33 +177,33 @@ def _dec_SyslogConfig(d: object, path: str, depth: int) -> SyslogConfig:
     absent: list[str] = []
     x = o.get("enabled")
     if x is None:
-        enabled = False
+        f_enabled = False
         absent.append("enabled")
     else:
-        enabled = _j.dec_bool(x, path, "enabled")
+        f_enabled = _j.dec_bool(x, path, "enabled")
     x = o.get("appName")
     if x is None:
-        app_name = ""
+        f_app_name = ""
         absent.append("appName")
     else:
-        app_name = _j.dec_str(x, path, "appName")
+        f_app_name = _j.dec_str(x, path, "appName")
     x = o.get("logFormat")
     if x is None:
-        log_format = ""
+        f_log_format = ""
         absent.append("logFormat")
     else:
-        log_format = _j.dec_str(x, path, "logFormat")
+        f_log_format = _j.dec_str(x, path, "logFormat")
     x = o.get("verbosity")
     if x is None:
-        verbosity = ""
+        f_verbosity = ""
         absent.append("verbosity")
     else:
-        verbosity = _j.dec_str(x, path, "verbosity")
+        f_verbosity = _j.dec_str(x, path, "verbosity")
     return SyslogConfig(
-        enabled=enabled,
-        app_name=app_name,
-        log_format=log_format,
-        verbosity=verbosity,
+        enabled=f_enabled,
+        app_name=f_app_name,
+        log_format=f_log_format,
+        verbosity=f_verbosity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -232,26 +232,26 @@ def _dec_LogDumpConfig(d: object, path: str, depth: int) -> LogDumpConfig:
     absent: list[str] = []
     x = o.get("recordBufferSize")
     if x is None:
-        record_buffer_size = 32768
+        f_record_buffer_size = 32768
         absent.append("recordBufferSize")
     else:
-        record_buffer_size = _j.dec_int(x, -2147483648, 2147483647, path, "recordBufferSize")
+        f_record_buffer_size = _j.dec_int(x, -2147483648, 2147483647, path, "recordBufferSize")
     x = o.get("recordingLevel")
     if x is None:
-        recording_level = "OFF"
+        f_recording_level = "OFF"
         absent.append("recordingLevel")
     else:
-        recording_level = _j.dec_str(x, path, "recordingLevel")
+        f_recording_level = _j.dec_str(x, path, "recordingLevel")
     x = o.get("triggerLevel")
     if x is None:
-        trigger_level = "OFF"
+        f_trigger_level = "OFF"
         absent.append("triggerLevel")
     else:
-        trigger_level = _j.dec_str(x, path, "triggerLevel")
+        f_trigger_level = _j.dec_str(x, path, "triggerLevel")
     return LogDumpConfig(
-        record_buffer_size=record_buffer_size,
-        recording_level=recording_level,
-        trigger_level=trigger_level,
+        record_buffer_size=f_record_buffer_size,
+        recording_level=f_recording_level,
+        trigger_level=f_trigger_level,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -314,83 +314,83 @@ def _dec_LogController(d: object, path: str, depth: int) -> LogController:
     absent: list[str] = []
     x = o.get("fileName")
     if x is None:
-        file_name = ""
+        f_file_name = ""
         absent.append("fileName")
     else:
-        file_name = _j.dec_str(x, path, "fileName")
+        f_file_name = _j.dec_str(x, path, "fileName")
     x = o.get("fileMaxAgeDays")
     if x is None:
-        file_max_age_days = 0
+        f_file_max_age_days = 0
         absent.append("fileMaxAgeDays")
     else:
-        file_max_age_days = _j.dec_int(x, -2147483648, 2147483647, path, "fileMaxAgeDays")
+        f_file_max_age_days = _j.dec_int(x, -2147483648, 2147483647, path, "fileMaxAgeDays")
     x = o.get("rotationBytes")
     if x is None:
-        rotation_bytes = 0
+        f_rotation_bytes = 0
         absent.append("rotationBytes")
     else:
-        rotation_bytes = _j.dec_int(x, -2147483648, 2147483647, path, "rotationBytes")
+        f_rotation_bytes = _j.dec_int(x, -2147483648, 2147483647, path, "rotationBytes")
     x = o.get("logfileFormat")
     if x is None:
-        logfile_format = ""
+        f_logfile_format = ""
         absent.append("logfileFormat")
     else:
-        logfile_format = _j.dec_str(x, path, "logfileFormat")
+        f_logfile_format = _j.dec_str(x, path, "logfileFormat")
     x = o.get("consoleFormat")
     if x is None:
-        console_format = ""
+        f_console_format = ""
         absent.append("consoleFormat")
     else:
-        console_format = _j.dec_str(x, path, "consoleFormat")
+        f_console_format = _j.dec_str(x, path, "consoleFormat")
     x = o.get("loggingVerbosity")
     if x is None:
-        logging_verbosity = ""
+        f_logging_verbosity = ""
         absent.append("loggingVerbosity")
     else:
-        logging_verbosity = _j.dec_str(x, path, "loggingVerbosity")
+        f_logging_verbosity = _j.dec_str(x, path, "loggingVerbosity")
     x = o.get("bslsLogSeverityThreshold")
     if x is None:
-        bsls_log_severity_threshold = "ERROR"
+        f_bsls_log_severity_threshold = "ERROR"
         absent.append("bslsLogSeverityThreshold")
     else:
-        bsls_log_severity_threshold = _j.dec_str(x, path, "bslsLogSeverityThreshold")
+        f_bsls_log_severity_threshold = _j.dec_str(x, path, "bslsLogSeverityThreshold")
     x = o.get("consoleSeverityThreshold")
     if x is None:
-        console_severity_threshold = ""
+        f_console_severity_threshold = ""
         absent.append("consoleSeverityThreshold")
     else:
-        console_severity_threshold = _j.dec_str(x, path, "consoleSeverityThreshold")
+        f_console_severity_threshold = _j.dec_str(x, path, "consoleSeverityThreshold")
     x = o.get("categories")
-    categories: list[str] = []
+    f_categories: list[str] = []
     if x is None:
         absent.append("categories")
     else:
         for i, item in enumerate(_j.arr(x, path, "categories")):
-            categories.append(_j.dec_str(item, path, "categories[%d]" % i))
+            f_categories.append(_j.dec_str(item, path, "categories[%d]" % i))
     x = o.get("syslog")
     if x is None:
-        syslog = SyslogConfig()
+        f_syslog = SyslogConfig()
         absent.append("syslog")
     else:
-        syslog = _dec_SyslogConfig(x, path + "." + "syslog", depth + 1)
+        f_syslog = _dec_SyslogConfig(x, path + "." + "syslog", depth + 1)
     x = o.get("logDump")
     if x is None:
-        log_dump = LogDumpConfig()
+        f_log_dump = LogDumpConfig()
         absent.append("logDump")
     else:
-        log_dump = _dec_LogDumpConfig(x, path + "." + "logDump", depth + 1)
+        f_log_dump = _dec_LogDumpConfig(x, path + "." + "logDump", depth + 1)
     return LogController(
-        file_name=file_name,
-        file_max_age_days=file_max_age_days,
-        rotation_bytes=rotation_bytes,
-        logfile_format=logfile_format,
-        console_format=console_format,
-        logging_verbosity=logging_verbosity,
-        bsls_log_severity_threshold=bsls_log_severity_threshold,
-        console_severity_threshold=console_severity_threshold,
-        categories=categories,
-        syslog=syslog,
-        log_dump=log_dump,
+        file_name=f_file_name,
+        file_max_age_days=f_file_max_age_days,
+        rotation_bytes=f_rotation_bytes,
+        logfile_format=f_logfile_format,
+        console_format=f_console_format,
+        logging_verbosity=f_logging_verbosity,
+        bsls_log_severity_threshold=f_bsls_log_severity_threshold,
+        console_severity_threshold=f_console_severity_threshold,
+        categories=f_categories,
+        syslog=f_syslog,
+        log_dump=f_log_dump,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -490,152 +490,156 @@ def _dec_AppConfig(d: object, path: str, depth: int) -> AppConfig:
     absent: list[str] = []
     x = o.get("brokerInstanceName")
     if x is None:
-        broker_instance_name = ""
+        f_broker_instance_name = ""
         absent.append("brokerInstanceName")
     else:
-        broker_instance_name = _j.dec_str(x, path, "brokerInstanceName")
+        f_broker_instance_name = _j.dec_str(x, path, "brokerInstanceName")
     x = o.get("brokerVersion")
     if x is None:
-        broker_version = 0
+        f_broker_version = 0
         absent.append("brokerVersion")
     else:
-        broker_version = _j.dec_int(x, -2147483648, 2147483647, path, "brokerVersion")
+        f_broker_version = _j.dec_int(x, -2147483648, 2147483647, path, "brokerVersion")
     x = o.get("configVersion")
     if x is None:
-        config_version = 0
+        f_config_version = 0
         absent.append("configVersion")
     else:
-        config_version = _j.dec_int(x, -2147483648, 2147483647, path, "configVersion")
+        f_config_version = _j.dec_int(x, -2147483648, 2147483647, path, "configVersion")
     x = o.get("etcDir")
     if x is None:
-        etc_dir = ""
+        f_etc_dir = ""
         absent.append("etcDir")
     else:
-        etc_dir = _j.dec_str(x, path, "etcDir")
+        f_etc_dir = _j.dec_str(x, path, "etcDir")
     x = o.get("hostName")
     if x is None:
-        host_name = ""
+        f_host_name = ""
         absent.append("hostName")
     else:
-        host_name = _j.dec_str(x, path, "hostName")
+        f_host_name = _j.dec_str(x, path, "hostName")
     x = o.get("hostTags")
     if x is None:
-        host_tags = ""
+        f_host_tags = ""
         absent.append("hostTags")
     else:
-        host_tags = _j.dec_str(x, path, "hostTags")
+        f_host_tags = _j.dec_str(x, path, "hostTags")
     x = o.get("hostDataCenter")
     if x is None:
-        host_data_center = ""
+        f_host_data_center = ""
         absent.append("hostDataCenter")
     else:
-        host_data_center = _j.dec_str(x, path, "hostDataCenter")
+        f_host_data_center = _j.dec_str(x, path, "hostDataCenter")
     x = o.get("logsObserverMaxSize")
     if x is None:
-        logs_observer_max_size = 0
+        f_logs_observer_max_size = 0
         absent.append("logsObserverMaxSize")
     else:
-        logs_observer_max_size = _j.dec_int(x, -2147483648, 2147483647, path, "logsObserverMaxSize")
+        f_logs_observer_max_size = _j.dec_int(
+            x, -2147483648, 2147483647, path, "logsObserverMaxSize"
+        )
     x = o.get("latencyMonitorDomain")
     if x is None:
-        latency_monitor_domain = "bmq.sys.latemon.latency"
+        f_latency_monitor_domain = "bmq.sys.latemon.latency"
         absent.append("latencyMonitorDomain")
     else:
-        latency_monitor_domain = _j.dec_str(x, path, "latencyMonitorDomain")
+        f_latency_monitor_domain = _j.dec_str(x, path, "latencyMonitorDomain")
     x = o.get("dispatcherConfig")
     if x is None:
-        dispatcher_config = DispatcherConfig()
+        f_dispatcher_config = DispatcherConfig()
         absent.append("dispatcherConfig")
     else:
-        dispatcher_config = _dec_DispatcherConfig(x, path + "." + "dispatcherConfig", depth + 1)
+        f_dispatcher_config = _dec_DispatcherConfig(x, path + "." + "dispatcherConfig", depth + 1)
     x = o.get("stats")
     if x is None:
-        stats = StatsConfig()
+        f_stats = StatsConfig()
         absent.append("stats")
     else:
-        stats = _dec_StatsConfig(x, path + "." + "stats", depth + 1)
+        f_stats = _dec_StatsConfig(x, path + "." + "stats", depth + 1)
     x = o.get("networkInterfaces")
     if x is None:
-        network_interfaces = NetworkInterfaces()
+        f_network_interfaces = NetworkInterfaces()
         absent.append("networkInterfaces")
     else:
-        network_interfaces = _dec_NetworkInterfaces(x, path + "." + "networkInterfaces", depth + 1)
+        f_network_interfaces = _dec_NetworkInterfaces(
+            x, path + "." + "networkInterfaces", depth + 1
+        )
     x = o.get("bmqconfConfig")
     if x is None:
-        bmqconf_config = BmqconfConfig()
+        f_bmqconf_config = BmqconfConfig()
         absent.append("bmqconfConfig")
     else:
-        bmqconf_config = _dec_BmqconfConfig(x, path + "." + "bmqconfConfig", depth + 1)
+        f_bmqconf_config = _dec_BmqconfConfig(x, path + "." + "bmqconfConfig", depth + 1)
     x = o.get("plugins")
     if x is None:
-        plugins = Plugins()
+        f_plugins = Plugins()
         absent.append("plugins")
     else:
-        plugins = _dec_Plugins(x, path + "." + "plugins", depth + 1)
+        f_plugins = _dec_Plugins(x, path + "." + "plugins", depth + 1)
     x = o.get("messagePropertiesV2")
     if x is None:
-        message_properties_v2 = MessagePropertiesV2()
+        f_message_properties_v2 = MessagePropertiesV2()
         absent.append("messagePropertiesV2")
     else:
-        message_properties_v2 = _dec_MessagePropertiesV2(
+        f_message_properties_v2 = _dec_MessagePropertiesV2(
             x, path + "." + "messagePropertiesV2", depth + 1
         )
     x = o.get("configureStream")
     if x is None:
-        configure_stream = False
+        f_configure_stream = False
         absent.append("configureStream")
     else:
-        configure_stream = _j.dec_bool(x, path, "configureStream")
+        f_configure_stream = _j.dec_bool(x, path, "configureStream")
     x = o.get("advertiseSubscriptions")
     if x is None:
-        advertise_subscriptions = False
+        f_advertise_subscriptions = False
         absent.append("advertiseSubscriptions")
     else:
-        advertise_subscriptions = _j.dec_bool(x, path, "advertiseSubscriptions")
+        f_advertise_subscriptions = _j.dec_bool(x, path, "advertiseSubscriptions")
     x = o.get("routeCommandTimeoutMs")
     if x is None:
-        route_command_timeout_ms = 3000
+        f_route_command_timeout_ms = 3000
         absent.append("routeCommandTimeoutMs")
     else:
-        route_command_timeout_ms = _j.dec_int(
+        f_route_command_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "routeCommandTimeoutMs"
         )
     x = o.get("authentication")
     if x is None:
-        authentication = AuthenticatorConfig()
+        f_authentication = AuthenticatorConfig()
         absent.append("authentication")
     else:
-        authentication = _dec_AuthenticatorConfig(x, path + "." + "authentication", depth + 1)
+        f_authentication = _dec_AuthenticatorConfig(x, path + "." + "authentication", depth + 1)
     x = o.get("authorization")
     if x is None:
-        authorization = AuthorizerConfig()
+        f_authorization = AuthorizerConfig()
         absent.append("authorization")
     else:
-        authorization = _dec_AuthorizerConfig(x, path + "." + "authorization", depth + 1)
+        f_authorization = _dec_AuthorizerConfig(x, path + "." + "authorization", depth + 1)
     x = o.get("tlsConfig")
-    tls_config = None if x is None else _dec_TlsConfig(x, path + "." + "tlsConfig", depth + 1)
+    f_tls_config = None if x is None else _dec_TlsConfig(x, path + "." + "tlsConfig", depth + 1)
     return AppConfig(
-        broker_instance_name=broker_instance_name,
-        broker_version=broker_version,
-        config_version=config_version,
-        etc_dir=etc_dir,
-        host_name=host_name,
-        host_tags=host_tags,
-        host_data_center=host_data_center,
-        logs_observer_max_size=logs_observer_max_size,
-        latency_monitor_domain=latency_monitor_domain,
-        dispatcher_config=dispatcher_config,
-        stats=stats,
-        network_interfaces=network_interfaces,
-        bmqconf_config=bmqconf_config,
-        plugins=plugins,
-        message_properties_v2=message_properties_v2,
-        configure_stream=configure_stream,
-        advertise_subscriptions=advertise_subscriptions,
-        route_command_timeout_ms=route_command_timeout_ms,
-        authentication=authentication,
-        authorization=authorization,
-        tls_config=tls_config,
+        broker_instance_name=f_broker_instance_name,
+        broker_version=f_broker_version,
+        config_version=f_config_version,
+        etc_dir=f_etc_dir,
+        host_name=f_host_name,
+        host_tags=f_host_tags,
+        host_data_center=f_host_data_center,
+        logs_observer_max_size=f_logs_observer_max_size,
+        latency_monitor_domain=f_latency_monitor_domain,
+        dispatcher_config=f_dispatcher_config,
+        stats=f_stats,
+        network_interfaces=f_network_interfaces,
+        bmqconf_config=f_bmqconf_config,
+        plugins=f_plugins,
+        message_properties_v2=f_message_properties_v2,
+        configure_stream=f_configure_stream,
+        advertise_subscriptions=f_advertise_subscriptions,
+        route_command_timeout_ms=f_route_command_timeout_ms,
+        authentication=f_authentication,
+        authorization=f_authorization,
+        tls_config=f_tls_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -682,30 +686,30 @@ def _dec_DispatcherProcessorParameters(
     absent: list[str] = []
     x = o.get("queueSize")
     if x is None:
-        queue_size = 0
+        f_queue_size = 0
         absent.append("queueSize")
     else:
-        queue_size = _j.dec_int(x, -2147483648, 2147483647, path, "queueSize")
+        f_queue_size = _j.dec_int(x, -2147483648, 2147483647, path, "queueSize")
     x = o.get("queueSizeLowWatermark")
     if x is None:
-        queue_size_low_watermark = 0
+        f_queue_size_low_watermark = 0
         absent.append("queueSizeLowWatermark")
     else:
-        queue_size_low_watermark = _j.dec_int(
+        f_queue_size_low_watermark = _j.dec_int(
             x, -2147483648, 2147483647, path, "queueSizeLowWatermark"
         )
     x = o.get("queueSizeHighWatermark")
     if x is None:
-        queue_size_high_watermark = 0
+        f_queue_size_high_watermark = 0
         absent.append("queueSizeHighWatermark")
     else:
-        queue_size_high_watermark = _j.dec_int(
+        f_queue_size_high_watermark = _j.dec_int(
             x, -2147483648, 2147483647, path, "queueSizeHighWatermark"
         )
     return DispatcherProcessorParameters(
-        queue_size=queue_size,
-        queue_size_low_watermark=queue_size_low_watermark,
-        queue_size_high_watermark=queue_size_high_watermark,
+        queue_size=f_queue_size,
+        queue_size_low_watermark=f_queue_size_low_watermark,
+        queue_size_high_watermark=f_queue_size_high_watermark,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -736,21 +740,21 @@ def _dec_DispatcherProcessorConfig(d: object, path: str, depth: int) -> Dispatch
     absent: list[str] = []
     x = o.get("numProcessors")
     if x is None:
-        num_processors = 0
+        f_num_processors = 0
         absent.append("numProcessors")
     else:
-        num_processors = _j.dec_int(x, -2147483648, 2147483647, path, "numProcessors")
+        f_num_processors = _j.dec_int(x, -2147483648, 2147483647, path, "numProcessors")
     x = o.get("processorConfig")
     if x is None:
-        processor_config = DispatcherProcessorParameters()
+        f_processor_config = DispatcherProcessorParameters()
         absent.append("processorConfig")
     else:
-        processor_config = _dec_DispatcherProcessorParameters(
+        f_processor_config = _dec_DispatcherProcessorParameters(
             x, path + "." + "processorConfig", depth + 1
         )
     return DispatcherProcessorConfig(
-        num_processors=num_processors,
-        processor_config=processor_config,
+        num_processors=f_num_processors,
+        processor_config=f_processor_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -788,40 +792,40 @@ def _dec_DispatcherConfig(d: object, path: str, depth: int) -> DispatcherConfig:
     absent: list[str] = []
     x = o.get("sessions")
     if x is None:
-        sessions = DispatcherProcessorConfig()
+        f_sessions = DispatcherProcessorConfig()
         absent.append("sessions")
     else:
-        sessions = _dec_DispatcherProcessorConfig(x, path + "." + "sessions", depth + 1)
+        f_sessions = _dec_DispatcherProcessorConfig(x, path + "." + "sessions", depth + 1)
     x = o.get("queues")
     if x is None:
-        queues = DispatcherProcessorConfig()
+        f_queues = DispatcherProcessorConfig()
         absent.append("queues")
     else:
-        queues = _dec_DispatcherProcessorConfig(x, path + "." + "queues", depth + 1)
+        f_queues = _dec_DispatcherProcessorConfig(x, path + "." + "queues", depth + 1)
     x = o.get("clusters")
     if x is None:
-        clusters = DispatcherProcessorConfig()
+        f_clusters = DispatcherProcessorConfig()
         absent.append("clusters")
     else:
-        clusters = _dec_DispatcherProcessorConfig(x, path + "." + "clusters", depth + 1)
+        f_clusters = _dec_DispatcherProcessorConfig(x, path + "." + "clusters", depth + 1)
     x = o.get("alarmTimeoutMs")
     if x is None:
-        alarm_timeout_ms = 180000
+        f_alarm_timeout_ms = 180000
         absent.append("alarmTimeoutMs")
     else:
-        alarm_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "alarmTimeoutMs")
+        f_alarm_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "alarmTimeoutMs")
     x = o.get("warningTimeoutMs")
     if x is None:
-        warning_timeout_ms = 10000
+        f_warning_timeout_ms = 10000
         absent.append("warningTimeoutMs")
     else:
-        warning_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "warningTimeoutMs")
+        f_warning_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "warningTimeoutMs")
     return DispatcherConfig(
-        sessions=sessions,
-        queues=queues,
-        clusters=clusters,
-        alarm_timeout_ms=alarm_timeout_ms,
-        warning_timeout_ms=warning_timeout_ms,
+        sessions=f_sessions,
+        queues=f_queues,
+        clusters=f_clusters,
+        alarm_timeout_ms=f_alarm_timeout_ms,
+        warning_timeout_ms=f_warning_timeout_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -849,27 +853,27 @@ def _dec_StatsConfig(d: object, path: str, depth: int) -> StatsConfig:
     absent: list[str] = []
     x = o.get("snapshotInterval")
     if x is None:
-        snapshot_interval = 1
+        f_snapshot_interval = 1
         absent.append("snapshotInterval")
     else:
-        snapshot_interval = _j.dec_int(x, -2147483648, 2147483647, path, "snapshotInterval")
+        f_snapshot_interval = _j.dec_int(x, -2147483648, 2147483647, path, "snapshotInterval")
     x = o.get("plugins")
-    plugins: list[StatPluginConfig] = []
+    f_plugins: list[StatPluginConfig] = []
     if x is None:
         absent.append("plugins")
     else:
         for i, item in enumerate(_j.arr(x, path, "plugins")):
-            plugins.append(_dec_StatPluginConfig(item, path + "." + "plugins[%d]" % i, depth + 1))
+            f_plugins.append(_dec_StatPluginConfig(item, path + "." + "plugins[%d]" % i, depth + 1))
     x = o.get("printer")
     if x is None:
-        printer = StatsPrinterConfig()
+        f_printer = StatsPrinterConfig()
         absent.append("printer")
     else:
-        printer = _dec_StatsPrinterConfig(x, path + "." + "printer", depth + 1)
+        f_printer = _dec_StatsPrinterConfig(x, path + "." + "printer", depth + 1)
     return StatsConfig(
-        snapshot_interval=snapshot_interval,
-        plugins=plugins,
-        printer=printer,
+        snapshot_interval=f_snapshot_interval,
+        plugins=f_plugins,
+        printer=f_printer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -933,69 +937,69 @@ def _dec_StatPluginConfig(d: object, path: str, depth: int) -> StatPluginConfig:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("queueSize")
     if x is None:
-        queue_size = 10000
+        f_queue_size = 10000
         absent.append("queueSize")
     else:
-        queue_size = _j.dec_int(x, -2147483648, 2147483647, path, "queueSize")
+        f_queue_size = _j.dec_int(x, -2147483648, 2147483647, path, "queueSize")
     x = o.get("queueHighWatermark")
     if x is None:
-        queue_high_watermark = 5000
+        f_queue_high_watermark = 5000
         absent.append("queueHighWatermark")
     else:
-        queue_high_watermark = _j.dec_int(x, -2147483648, 2147483647, path, "queueHighWatermark")
+        f_queue_high_watermark = _j.dec_int(x, -2147483648, 2147483647, path, "queueHighWatermark")
     x = o.get("queueLowWatermark")
     if x is None:
-        queue_low_watermark = 1000
+        f_queue_low_watermark = 1000
         absent.append("queueLowWatermark")
     else:
-        queue_low_watermark = _j.dec_int(x, -2147483648, 2147483647, path, "queueLowWatermark")
+        f_queue_low_watermark = _j.dec_int(x, -2147483648, 2147483647, path, "queueLowWatermark")
     x = o.get("publishInterval")
     if x is None:
-        publish_interval = 30
+        f_publish_interval = 30
         absent.append("publishInterval")
     else:
-        publish_interval = _j.dec_int(x, -2147483648, 2147483647, path, "publishInterval")
+        f_publish_interval = _j.dec_int(x, -2147483648, 2147483647, path, "publishInterval")
     x = o.get("namespacePrefix")
     if x is None:
-        namespace_prefix = ""
+        f_namespace_prefix = ""
         absent.append("namespacePrefix")
     else:
-        namespace_prefix = _j.dec_str(x, path, "namespacePrefix")
+        f_namespace_prefix = _j.dec_str(x, path, "namespacePrefix")
     x = o.get("hosts")
-    hosts: list[str] = []
+    f_hosts: list[str] = []
     if x is None:
         absent.append("hosts")
     else:
         for i, item in enumerate(_j.arr(x, path, "hosts")):
-            hosts.append(_j.dec_str(item, path, "hosts[%d]" % i))
+            f_hosts.append(_j.dec_str(item, path, "hosts[%d]" % i))
     x = o.get("instanceId")
     if x is None:
-        instance_id = ""
+        f_instance_id = ""
         absent.append("instanceId")
     else:
-        instance_id = _j.dec_str(x, path, "instanceId")
+        f_instance_id = _j.dec_str(x, path, "instanceId")
     x = o.get("prometheusSpecific")
-    prometheus_specific = (
+    f_prometheus_specific = (
         None
         if x is None
         else _dec_StatPluginConfigPrometheus(x, path + "." + "prometheusSpecific", depth + 1)
     )
     return StatPluginConfig(
-        name=name,
-        queue_size=queue_size,
-        queue_high_watermark=queue_high_watermark,
-        queue_low_watermark=queue_low_watermark,
-        publish_interval=publish_interval,
-        namespace_prefix=namespace_prefix,
-        hosts=hosts,
-        instance_id=instance_id,
-        prometheus_specific=prometheus_specific,
+        name=f_name,
+        queue_size=f_queue_size,
+        queue_high_watermark=f_queue_high_watermark,
+        queue_low_watermark=f_queue_low_watermark,
+        publish_interval=f_publish_interval,
+        namespace_prefix=f_namespace_prefix,
+        hosts=f_hosts,
+        instance_id=f_instance_id,
+        prometheus_specific=f_prometheus_specific,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1021,26 +1025,26 @@ def _dec_StatPluginConfigPrometheus(d: object, path: str, depth: int) -> StatPlu
     absent: list[str] = []
     x = o.get("mode")
     if x is None:
-        mode = ExportMode.E_PULL
+        f_mode = ExportMode.E_PULL
         absent.append("mode")
     else:
-        mode = _j.dec_enum(x, ExportMode, path, "mode")
+        f_mode = _j.dec_enum(x, ExportMode, path, "mode")
     x = o.get("host")
     if x is None:
-        host = "localhost"
+        f_host = "localhost"
         absent.append("host")
     else:
-        host = _j.dec_str(x, path, "host")
+        f_host = _j.dec_str(x, path, "host")
     x = o.get("port")
     if x is None:
-        port = 8080
+        f_port = 8080
         absent.append("port")
     else:
-        port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
+        f_port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
     return StatPluginConfigPrometheus(
-        mode=mode,
-        host=host,
-        port=port,
+        mode=f_mode,
+        host=f_host,
+        port=f_port,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1089,47 +1093,47 @@ def _dec_StatsPrinterConfig(d: object, path: str, depth: int) -> StatsPrinterCon
     absent: list[str] = []
     x = o.get("printInterval")
     if x is None:
-        print_interval = 60
+        f_print_interval = 60
         absent.append("printInterval")
     else:
-        print_interval = _j.dec_int(x, -2147483648, 2147483647, path, "printInterval")
+        f_print_interval = _j.dec_int(x, -2147483648, 2147483647, path, "printInterval")
     x = o.get("file")
     if x is None:
-        file = ""
+        f_file = ""
         absent.append("file")
     else:
-        file = _j.dec_str(x, path, "file")
+        f_file = _j.dec_str(x, path, "file")
     x = o.get("maxAgeDays")
     if x is None:
-        max_age_days = 0
+        f_max_age_days = 0
         absent.append("maxAgeDays")
     else:
-        max_age_days = _j.dec_int(x, -2147483648, 2147483647, path, "maxAgeDays")
+        f_max_age_days = _j.dec_int(x, -2147483648, 2147483647, path, "maxAgeDays")
     x = o.get("rotateBytes")
     if x is None:
-        rotate_bytes = 268435456
+        f_rotate_bytes = 268435456
         absent.append("rotateBytes")
     else:
-        rotate_bytes = _j.dec_int(x, -2147483648, 2147483647, path, "rotateBytes")
+        f_rotate_bytes = _j.dec_int(x, -2147483648, 2147483647, path, "rotateBytes")
     x = o.get("rotateDays")
     if x is None:
-        rotate_days = 1
+        f_rotate_days = 1
         absent.append("rotateDays")
     else:
-        rotate_days = _j.dec_int(x, -2147483648, 2147483647, path, "rotateDays")
+        f_rotate_days = _j.dec_int(x, -2147483648, 2147483647, path, "rotateDays")
     x = o.get("encoding")
     if x is None:
-        encoding = StatsPrinterEncodingFormat.TABLE_AND_JSON
+        f_encoding = StatsPrinterEncodingFormat.TABLE_AND_JSON
         absent.append("encoding")
     else:
-        encoding = _j.dec_enum(x, StatsPrinterEncodingFormat, path, "encoding")
+        f_encoding = _j.dec_enum(x, StatsPrinterEncodingFormat, path, "encoding")
     return StatsPrinterConfig(
-        print_interval=print_interval,
-        file=file,
-        max_age_days=max_age_days,
-        rotate_bytes=rotate_bytes,
-        rotate_days=rotate_days,
-        encoding=encoding,
+        print_interval=f_print_interval,
+        file=f_file,
+        max_age_days=f_max_age_days,
+        rotate_bytes=f_rotate_bytes,
+        rotate_days=f_rotate_days,
+        encoding=f_encoding,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1151,17 +1155,17 @@ def _dec_NetworkInterfaces(d: object, path: str, depth: int) -> NetworkInterface
     absent: list[str] = []
     x = o.get("heartbeats")
     if x is None:
-        heartbeats = Heartbeat()
+        f_heartbeats = Heartbeat()
         absent.append("heartbeats")
     else:
-        heartbeats = _dec_Heartbeat(x, path + "." + "heartbeats", depth + 1)
+        f_heartbeats = _dec_Heartbeat(x, path + "." + "heartbeats", depth + 1)
     x = o.get("tcpInterface")
-    tcp_interface = (
+    f_tcp_interface = (
         None if x is None else _dec_TcpInterfaceConfig(x, path + "." + "tcpInterface", depth + 1)
     )
     return NetworkInterfaces(
-        heartbeats=heartbeats,
-        tcp_interface=tcp_interface,
+        heartbeats=f_heartbeats,
+        tcp_interface=f_tcp_interface,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1204,26 +1208,26 @@ def _dec_MessagePropertiesV2(d: object, path: str, depth: int) -> MessagePropert
     absent: list[str] = []
     x = o.get("advertiseV2Support")
     if x is None:
-        advertise_v2_support = True
+        f_advertise_v2_support = True
         absent.append("advertiseV2Support")
     else:
-        advertise_v2_support = _j.dec_bool(x, path, "advertiseV2Support")
+        f_advertise_v2_support = _j.dec_bool(x, path, "advertiseV2Support")
     x = o.get("minCppSdkVersion")
     if x is None:
-        min_cpp_sdk_version = 11207
+        f_min_cpp_sdk_version = 11207
         absent.append("minCppSdkVersion")
     else:
-        min_cpp_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "minCppSdkVersion")
+        f_min_cpp_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "minCppSdkVersion")
     x = o.get("minJavaSdkVersion")
     if x is None:
-        min_java_sdk_version = 10
+        f_min_java_sdk_version = 10
         absent.append("minJavaSdkVersion")
     else:
-        min_java_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "minJavaSdkVersion")
+        f_min_java_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "minJavaSdkVersion")
     return MessagePropertiesV2(
-        advertise_v2_support=advertise_v2_support,
-        min_cpp_sdk_version=min_cpp_sdk_version,
-        min_java_sdk_version=min_java_sdk_version,
+        advertise_v2_support=f_advertise_v2_support,
+        min_cpp_sdk_version=f_min_cpp_sdk_version,
+        min_java_sdk_version=f_min_java_sdk_version,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1258,33 +1262,33 @@ def _dec_Heartbeat(d: object, path: str, depth: int) -> Heartbeat:
     absent: list[str] = []
     x = o.get("client")
     if x is None:
-        client = 0
+        f_client = 0
         absent.append("client")
     else:
-        client = _j.dec_int(x, -2147483648, 2147483647, path, "client")
+        f_client = _j.dec_int(x, -2147483648, 2147483647, path, "client")
     x = o.get("downstreamBroker")
     if x is None:
-        downstream_broker = 0
+        f_downstream_broker = 0
         absent.append("downstreamBroker")
     else:
-        downstream_broker = _j.dec_int(x, -2147483648, 2147483647, path, "downstreamBroker")
+        f_downstream_broker = _j.dec_int(x, -2147483648, 2147483647, path, "downstreamBroker")
     x = o.get("upstreamBroker")
     if x is None:
-        upstream_broker = 0
+        f_upstream_broker = 0
         absent.append("upstreamBroker")
     else:
-        upstream_broker = _j.dec_int(x, -2147483648, 2147483647, path, "upstreamBroker")
+        f_upstream_broker = _j.dec_int(x, -2147483648, 2147483647, path, "upstreamBroker")
     x = o.get("clusterPeer")
     if x is None:
-        cluster_peer = 0
+        f_cluster_peer = 0
         absent.append("clusterPeer")
     else:
-        cluster_peer = _j.dec_int(x, -2147483648, 2147483647, path, "clusterPeer")
+        f_cluster_peer = _j.dec_int(x, -2147483648, 2147483647, path, "clusterPeer")
     return Heartbeat(
-        client=client,
-        downstream_broker=downstream_broker,
-        upstream_broker=upstream_broker,
-        cluster_peer=cluster_peer,
+        client=f_client,
+        downstream_broker=f_downstream_broker,
+        upstream_broker=f_upstream_broker,
+        cluster_peer=f_cluster_peer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1373,86 +1377,88 @@ def _dec_TcpInterfaceConfig(d: object, path: str, depth: int) -> TcpInterfaceCon
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("port")
     if x is None:
-        port = 0
+        f_port = 0
         absent.append("port")
     else:
-        port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
+        f_port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
     x = o.get("ioThreads")
     if x is None:
-        io_threads = 0
+        f_io_threads = 0
         absent.append("ioThreads")
     else:
-        io_threads = _j.dec_int(x, -2147483648, 2147483647, path, "ioThreads")
+        f_io_threads = _j.dec_int(x, -2147483648, 2147483647, path, "ioThreads")
     x = o.get("maxConnections")
     if x is None:
-        max_connections = 10000
+        f_max_connections = 10000
         absent.append("maxConnections")
     else:
-        max_connections = _j.dec_int(x, -2147483648, 2147483647, path, "maxConnections")
+        f_max_connections = _j.dec_int(x, -2147483648, 2147483647, path, "maxConnections")
     x = o.get("lowWatermark")
     if x is None:
-        low_watermark = 0
+        f_low_watermark = 0
         absent.append("lowWatermark")
     else:
-        low_watermark = _j.dec_int(
+        f_low_watermark = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "lowWatermark"
         )
     x = o.get("highWatermark")
     if x is None:
-        high_watermark = 0
+        f_high_watermark = 0
         absent.append("highWatermark")
     else:
-        high_watermark = _j.dec_int(
+        f_high_watermark = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "highWatermark"
         )
     x = o.get("nodeLowWatermark")
     if x is None:
-        node_low_watermark = 1024
+        f_node_low_watermark = 1024
         absent.append("nodeLowWatermark")
     else:
-        node_low_watermark = _j.dec_int(
+        f_node_low_watermark = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "nodeLowWatermark"
         )
     x = o.get("nodeHighWatermark")
     if x is None:
-        node_high_watermark = 2048
+        f_node_high_watermark = 2048
         absent.append("nodeHighWatermark")
     else:
-        node_high_watermark = _j.dec_int(
+        f_node_high_watermark = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "nodeHighWatermark"
         )
     x = o.get("heartbeatIntervalMs")
     if x is None:
-        heartbeat_interval_ms = 3000
+        f_heartbeat_interval_ms = 3000
         absent.append("heartbeatIntervalMs")
     else:
-        heartbeat_interval_ms = _j.dec_int(x, -2147483648, 2147483647, path, "heartbeatIntervalMs")
+        f_heartbeat_interval_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "heartbeatIntervalMs"
+        )
     x = o.get("listeners")
-    listeners: list[TcpInterfaceListener] = []
+    f_listeners: list[TcpInterfaceListener] = []
     if x is None:
         absent.append("listeners")
     else:
         for i, item in enumerate(_j.arr(x, path, "listeners")):
-            listeners.append(
+            f_listeners.append(
                 _dec_TcpInterfaceListener(item, path + "." + "listeners[%d]" % i, depth + 1)
             )
     return TcpInterfaceConfig(
-        name=name,
-        port=port,
-        io_threads=io_threads,
-        max_connections=max_connections,
-        low_watermark=low_watermark,
-        high_watermark=high_watermark,
-        node_low_watermark=node_low_watermark,
-        node_high_watermark=node_high_watermark,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        listeners=listeners,
+        name=f_name,
+        port=f_port,
+        io_threads=f_io_threads,
+        max_connections=f_max_connections,
+        low_watermark=f_low_watermark,
+        high_watermark=f_high_watermark,
+        node_low_watermark=f_node_low_watermark,
+        node_high_watermark=f_node_high_watermark,
+        heartbeat_interval_ms=f_heartbeat_interval_ms,
+        listeners=f_listeners,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1480,33 +1486,33 @@ def _dec_TcpInterfaceListener(d: object, path: str, depth: int) -> TcpInterfaceL
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("address")
     if x is None:
-        address = "0.0.0.0"
+        f_address = "0.0.0.0"
         absent.append("address")
     else:
-        address = _j.dec_str(x, path, "address")
+        f_address = _j.dec_str(x, path, "address")
     x = o.get("port")
     if x is None:
-        port = 0
+        f_port = 0
         absent.append("port")
     else:
-        port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
+        f_port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
     x = o.get("tls")
     if x is None:
-        tls = False
+        f_tls = False
         absent.append("tls")
     else:
-        tls = _j.dec_bool(x, path, "tls")
+        f_tls = _j.dec_bool(x, path, "tls")
     return TcpInterfaceListener(
-        name=name,
-        address=address,
-        port=port,
-        tls=tls,
+        name=f_name,
+        address=f_address,
+        port=f_port,
+        tls=f_tls,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1529,12 +1535,12 @@ def _dec_BmqconfConfig(d: object, path: str, depth: int) -> BmqconfConfig:
     absent: list[str] = []
     x = o.get("cacheTTLSeconds")
     if x is None:
-        cache_ttl_seconds = 0
+        f_cache_ttl_seconds = 0
         absent.append("cacheTTLSeconds")
     else:
-        cache_ttl_seconds = _j.dec_int(x, -2147483648, 2147483647, path, "cacheTTLSeconds")
+        f_cache_ttl_seconds = _j.dec_int(x, -2147483648, 2147483647, path, "cacheTTLSeconds")
     return BmqconfConfig(
-        cache_ttl_seconds=cache_ttl_seconds,
+        cache_ttl_seconds=f_cache_ttl_seconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1561,22 +1567,22 @@ def _dec_Plugins(d: object, path: str, depth: int) -> Plugins:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("libraries")
-    libraries: list[str] = []
+    f_libraries: list[str] = []
     if x is None:
         absent.append("libraries")
     else:
         for i, item in enumerate(_j.arr(x, path, "libraries")):
-            libraries.append(_j.dec_str(item, path, "libraries[%d]" % i))
+            f_libraries.append(_j.dec_str(item, path, "libraries[%d]" % i))
     x = o.get("enabled")
-    enabled: list[str] = []
+    f_enabled: list[str] = []
     if x is None:
         absent.append("enabled")
     else:
         for i, item in enumerate(_j.arr(x, path, "enabled")):
-            enabled.append(_j.dec_str(item, path, "enabled[%d]" % i))
+            f_enabled.append(_j.dec_str(item, path, "enabled[%d]" % i))
     return Plugins(
-        libraries=libraries,
-        enabled=enabled,
+        libraries=f_libraries,
+        enabled=f_enabled,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1614,46 +1620,46 @@ def _dec_AuthenticatorConfig(d: object, path: str, depth: int) -> AuthenticatorC
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("authenticators")
-    authenticators: list[AuthenticatorPluginConfig] = []
+    f_authenticators: list[AuthenticatorPluginConfig] = []
     if x is None:
         absent.append("authenticators")
     else:
         for i, item in enumerate(_j.arr(x, path, "authenticators")):
-            authenticators.append(
+            f_authenticators.append(
                 _dec_AuthenticatorPluginConfig(
                     item, path + "." + "authenticators[%d]" % i, depth + 1
                 )
             )
     x = o.get("anonymousCredential")
-    anonymous_credential = (
+    f_anonymous_credential = (
         None
         if x is None
         else _dec_AnonymousCredential(x, path + "." + "anonymousCredential", depth + 1)
     )
     x = o.get("minThreads")
     if x is None:
-        min_threads = 1
+        f_min_threads = 1
         absent.append("minThreads")
     else:
-        min_threads = _j.dec_int(x, -2147483648, 2147483647, path, "minThreads")
+        f_min_threads = _j.dec_int(x, -2147483648, 2147483647, path, "minThreads")
     x = o.get("maxThreads")
     if x is None:
-        max_threads = 8
+        f_max_threads = 8
         absent.append("maxThreads")
     else:
-        max_threads = _j.dec_int(x, -2147483648, 2147483647, path, "maxThreads")
+        f_max_threads = _j.dec_int(x, -2147483648, 2147483647, path, "maxThreads")
     x = o.get("credentialProvider")
-    credential_provider = (
+    f_credential_provider = (
         None
         if x is None
         else _dec_CredentialProviderConfig(x, path + "." + "credentialProvider", depth + 1)
     )
     return AuthenticatorConfig(
-        authenticators=authenticators,
-        anonymous_credential=anonymous_credential,
-        min_threads=min_threads,
-        max_threads=max_threads,
-        credential_provider=credential_provider,
+        authenticators=f_authenticators,
+        anonymous_credential=f_anonymous_credential,
+        min_threads=f_min_threads,
+        max_threads=f_max_threads,
+        credential_provider=f_credential_provider,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1661,7 +1667,8 @@ def _dec_AuthenticatorConfig(d: object, path: str, depth: int) -> AuthenticatorC
 def _enc_AnonymousCredential(v: AnonymousCredential) -> str:
     if not isinstance(v, AnonymousCredential):
         raise EncodeError(f"expected a AnonymousCredential, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.disallow is not None) + (v.credential is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.disallow is not None:
         out.append('"disallow":' + _enc_Disallow(v.disallow))
@@ -1673,10 +1680,10 @@ def _enc_AnonymousCredential(v: AnonymousCredential) -> str:
 def _dec_AnonymousCredential(d: object, path: str, depth: int) -> AnonymousCredential:
     o = _j.obj(d, path, depth)
     x = o.get("disallow")
-    disallow = None if x is None else _dec_Disallow(x, path + "." + "disallow", depth + 1)
+    f_disallow = None if x is None else _dec_Disallow(x, path + "." + "disallow", depth + 1)
     x = o.get("credential")
-    credential = None if x is None else _dec_Credential(x, path + "." + "credential", depth + 1)
-    chosen = (disallow is not None) + (credential is not None)
+    f_credential = None if x is None else _dec_Credential(x, path + "." + "credential", depth + 1)
+    chosen = (f_disallow is not None) + (f_credential is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -1684,8 +1691,8 @@ def _dec_AnonymousCredential(d: object, path: str, depth: int) -> AnonymousCrede
             path=path,
         )
     return AnonymousCredential(
-        disallow=disallow,
-        credential=credential,
+        disallow=f_disallow,
+        credential=f_credential,
     )
 
 
@@ -1706,19 +1713,19 @@ def _dec_Credential(d: object, path: str, depth: int) -> Credential:
     absent: list[str] = []
     x = o.get("mechanism")
     if x is None:
-        mechanism = ""
+        f_mechanism = ""
         absent.append("mechanism")
     else:
-        mechanism = _j.dec_str(x, path, "mechanism")
+        f_mechanism = _j.dec_str(x, path, "mechanism")
     x = o.get("identity")
     if x is None:
-        identity = ""
+        f_identity = ""
         absent.append("identity")
     else:
-        identity = _j.dec_str(x, path, "identity")
+        f_identity = _j.dec_str(x, path, "identity")
     return Credential(
-        mechanism=mechanism,
-        identity=identity,
+        mechanism=f_mechanism,
+        identity=f_identity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1759,22 +1766,22 @@ def _dec_AuthenticatorPluginConfig(d: object, path: str, depth: int) -> Authenti
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("settings")
-    settings: list[PluginSettingKeyValue] = []
+    f_settings: list[PluginSettingKeyValue] = []
     if x is None:
         absent.append("settings")
     else:
         for i, item in enumerate(_j.arr(x, path, "settings")):
-            settings.append(
+            f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
     return AuthenticatorPluginConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1799,22 +1806,22 @@ def _dec_CredentialProviderConfig(d: object, path: str, depth: int) -> Credentia
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("settings")
-    settings: list[PluginSettingKeyValue] = []
+    f_settings: list[PluginSettingKeyValue] = []
     if x is None:
         absent.append("settings")
     else:
         for i, item in enumerate(_j.arr(x, path, "settings")):
-            settings.append(
+            f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
     return CredentialProviderConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1833,11 +1840,11 @@ def _dec_AuthorizerConfig(d: object, path: str, depth: int) -> AuthorizerConfig:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("authorizer")
-    authorizer = (
+    f_authorizer = (
         None if x is None else _dec_AuthorizerPluginConfig(x, path + "." + "authorizer", depth + 1)
     )
     return AuthorizerConfig(
-        authorizer=authorizer,
+        authorizer=f_authorizer,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1862,22 +1869,22 @@ def _dec_AuthorizerPluginConfig(d: object, path: str, depth: int) -> AuthorizerP
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("settings")
-    settings: list[PluginSettingKeyValue] = []
+    f_settings: list[PluginSettingKeyValue] = []
     if x is None:
         absent.append("settings")
     else:
         for i, item in enumerate(_j.arr(x, path, "settings")):
-            settings.append(
+            f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
     return AuthorizerPluginConfig(
-        name=name,
-        settings=settings,
+        name=f_name,
+        settings=f_settings,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1898,17 +1905,17 @@ def _dec_PluginSettingKeyValue(d: object, path: str, depth: int) -> PluginSettin
     absent: list[str] = []
     x = o.get("key")
     if x is None:
-        key = ""
+        f_key = ""
         absent.append("key")
     else:
-        key = _j.dec_str(x, path, "key")
+        f_key = _j.dec_str(x, path, "key")
     x = o.get("value")
     if x is None:
         raise DecodeError("missing required element", path=path + ".value")
-    value = _dec_PluginSettingValue(x, path + "." + "value", depth + 1)
+    f_value = _dec_PluginSettingValue(x, path + "." + "value", depth + 1)
     return PluginSettingKeyValue(
-        key=key,
-        value=value,
+        key=f_key,
+        value=f_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1916,7 +1923,10 @@ def _dec_PluginSettingKeyValue(d: object, path: str, depth: int) -> PluginSettin
 def _enc_PluginSettingValue(v: PluginSettingValue) -> str:
     if not isinstance(v, PluginSettingValue):
         raise EncodeError(f"expected a PluginSettingValue, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.bool_val is not None) + (v.int_val is not None) + (v.long_val is not None) + (
+        v.double_val is not None
+    ) + (v.string_val is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.bool_val is not None:
         out.append('"boolVal":' + _j.bool_(v.bool_val, "PluginSettingValue.boolVal"))
@@ -1941,25 +1951,25 @@ def _enc_PluginSettingValue(v: PluginSettingValue) -> str:
 def _dec_PluginSettingValue(d: object, path: str, depth: int) -> PluginSettingValue:
     o = _j.obj(d, path, depth)
     x = o.get("boolVal")
-    bool_val = None if x is None else _j.dec_bool(x, path, "boolVal")
+    f_bool_val = None if x is None else _j.dec_bool(x, path, "boolVal")
     x = o.get("intVal")
-    int_val = None if x is None else _j.dec_int(x, -2147483648, 2147483647, path, "intVal")
+    f_int_val = None if x is None else _j.dec_int(x, -2147483648, 2147483647, path, "intVal")
     x = o.get("longVal")
-    long_val = (
+    f_long_val = (
         None
         if x is None
         else _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "longVal")
     )
     x = o.get("doubleVal")
-    double_val = None if x is None else _j.dec_float(x, path, "doubleVal")
+    f_double_val = None if x is None else _j.dec_float(x, path, "doubleVal")
     x = o.get("stringVal")
-    string_val = None if x is None else _j.dec_str(x, path, "stringVal")
+    f_string_val = None if x is None else _j.dec_str(x, path, "stringVal")
     chosen = (
-        (bool_val is not None)
-        + (int_val is not None)
-        + (long_val is not None)
-        + (double_val is not None)
-        + (string_val is not None)
+        (f_bool_val is not None)
+        + (f_int_val is not None)
+        + (f_long_val is not None)
+        + (f_double_val is not None)
+        + (f_string_val is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1968,11 +1978,11 @@ def _dec_PluginSettingValue(d: object, path: str, depth: int) -> PluginSettingVa
             path=path,
         )
     return PluginSettingValue(
-        bool_val=bool_val,
-        int_val=int_val,
-        long_val=long_val,
-        double_val=double_val,
-        string_val=string_val,
+        bool_val=f_bool_val,
+        int_val=f_int_val,
+        long_val=f_long_val,
+        double_val=f_double_val,
+        string_val=f_string_val,
     )
 
 
@@ -2000,33 +2010,33 @@ def _dec_TlsConfig(d: object, path: str, depth: int) -> TlsConfig:
     absent: list[str] = []
     x = o.get("certificateAuthority")
     if x is None:
-        certificate_authority = ""
+        f_certificate_authority = ""
         absent.append("certificateAuthority")
     else:
-        certificate_authority = _j.dec_str(x, path, "certificateAuthority")
+        f_certificate_authority = _j.dec_str(x, path, "certificateAuthority")
     x = o.get("certificate")
     if x is None:
-        certificate = ""
+        f_certificate = ""
         absent.append("certificate")
     else:
-        certificate = _j.dec_str(x, path, "certificate")
+        f_certificate = _j.dec_str(x, path, "certificate")
     x = o.get("key")
     if x is None:
-        key = ""
+        f_key = ""
         absent.append("key")
     else:
-        key = _j.dec_str(x, path, "key")
+        f_key = _j.dec_str(x, path, "key")
     x = o.get("versions")
     if x is None:
-        versions = "TLSv1.3"
+        f_versions = "TLSv1.3"
         absent.append("versions")
     else:
-        versions = _j.dec_str(x, path, "versions")
+        f_versions = _j.dec_str(x, path, "versions")
     return TlsConfig(
-        certificate_authority=certificate_authority,
-        certificate=certificate,
-        key=key,
-        versions=versions,
+        certificate_authority=f_certificate_authority,
+        certificate=f_certificate,
+        key=f_key,
+        versions=f_versions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2048,19 +2058,19 @@ def _dec_ResolvedDomain(d: object, path: str, depth: int) -> ResolvedDomain:
     absent: list[str] = []
     x = o.get("resolvedName")
     if x is None:
-        resolved_name = ""
+        f_resolved_name = ""
         absent.append("resolvedName")
     else:
-        resolved_name = _j.dec_str(x, path, "resolvedName")
+        f_resolved_name = _j.dec_str(x, path, "resolvedName")
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     return ResolvedDomain(
-        resolved_name=resolved_name,
-        cluster_name=cluster_name,
+        resolved_name=f_resolved_name,
+        cluster_name=f_cluster_name,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2096,38 +2106,38 @@ def _dec_ClustersDefinition(d: object, path: str, depth: int) -> ClustersDefinit
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("myClusters")
-    my_clusters: list[ClusterDefinition] = []
+    f_my_clusters: list[ClusterDefinition] = []
     if x is None:
         absent.append("myClusters")
     else:
         for i, item in enumerate(_j.arr(x, path, "myClusters")):
-            my_clusters.append(
+            f_my_clusters.append(
                 _dec_ClusterDefinition(item, path + "." + "myClusters[%d]" % i, depth + 1)
             )
     x = o.get("myVirtualClusters")
-    my_virtual_clusters: list[VirtualClusterInformation] = []
+    f_my_virtual_clusters: list[VirtualClusterInformation] = []
     if x is None:
         absent.append("myVirtualClusters")
     else:
         for i, item in enumerate(_j.arr(x, path, "myVirtualClusters")):
-            my_virtual_clusters.append(
+            f_my_virtual_clusters.append(
                 _dec_VirtualClusterInformation(
                     item, path + "." + "myVirtualClusters[%d]" % i, depth + 1
                 )
             )
     x = o.get("proxyClusters")
-    proxy_clusters: list[ClusterProxyDefinition] = []
+    f_proxy_clusters: list[ClusterProxyDefinition] = []
     if x is None:
         absent.append("proxyClusters")
     else:
         for i, item in enumerate(_j.arr(x, path, "proxyClusters")):
-            proxy_clusters.append(
+            f_proxy_clusters.append(
                 _dec_ClusterProxyDefinition(item, path + "." + "proxyClusters[%d]" % i, depth + 1)
             )
     return ClustersDefinition(
-        my_clusters=my_clusters,
-        my_virtual_clusters=my_virtual_clusters,
-        proxy_clusters=proxy_clusters,
+        my_clusters=f_my_clusters,
+        my_virtual_clusters=f_my_virtual_clusters,
+        proxy_clusters=f_proxy_clusters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2154,19 +2164,19 @@ def _dec_VirtualClusterInformation(d: object, path: str, depth: int) -> VirtualC
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("selfNodeId")
     if x is None:
-        self_node_id = 0
+        f_self_node_id = 0
         absent.append("selfNodeId")
     else:
-        self_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "selfNodeId")
+        f_self_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "selfNodeId")
     return VirtualClusterInformation(
-        name=name,
-        self_node_id=self_node_id,
+        name=f_name,
+        self_node_id=f_self_node_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2230,73 +2240,77 @@ def _dec_ClusterDefinition(d: object, path: str, depth: int) -> ClusterDefinitio
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("nodes")
-    nodes: list[ClusterNode] = []
+    f_nodes: list[ClusterNode] = []
     if x is None:
         absent.append("nodes")
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
-            nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
+            f_nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
     x = o.get("partitionConfig")
     if x is None:
-        partition_config = PartitionConfig()
+        f_partition_config = PartitionConfig()
         absent.append("partitionConfig")
     else:
-        partition_config = _dec_PartitionConfig(x, path + "." + "partitionConfig", depth + 1)
+        f_partition_config = _dec_PartitionConfig(x, path + "." + "partitionConfig", depth + 1)
     x = o.get("masterAssignment")
     if x is None:
-        master_assignment = MasterAssignmentAlgorithm.E_LEADER_IS_MASTER_ALL
+        f_master_assignment = MasterAssignmentAlgorithm.E_LEADER_IS_MASTER_ALL
         absent.append("masterAssignment")
     else:
-        master_assignment = _j.dec_enum(x, MasterAssignmentAlgorithm, path, "masterAssignment")
+        f_master_assignment = _j.dec_enum(x, MasterAssignmentAlgorithm, path, "masterAssignment")
     x = o.get("elector")
     if x is None:
-        elector = ElectorConfig()
+        f_elector = ElectorConfig()
         absent.append("elector")
     else:
-        elector = _dec_ElectorConfig(x, path + "." + "elector", depth + 1)
+        f_elector = _dec_ElectorConfig(x, path + "." + "elector", depth + 1)
     x = o.get("queueOperations")
     if x is None:
-        queue_operations = QueueOperationsConfig()
+        f_queue_operations = QueueOperationsConfig()
         absent.append("queueOperations")
     else:
-        queue_operations = _dec_QueueOperationsConfig(x, path + "." + "queueOperations", depth + 1)
+        f_queue_operations = _dec_QueueOperationsConfig(
+            x, path + "." + "queueOperations", depth + 1
+        )
     x = o.get("clusterAttributes")
     if x is None:
-        cluster_attributes = ClusterAttributes()
+        f_cluster_attributes = ClusterAttributes()
         absent.append("clusterAttributes")
     else:
-        cluster_attributes = _dec_ClusterAttributes(x, path + "." + "clusterAttributes", depth + 1)
+        f_cluster_attributes = _dec_ClusterAttributes(
+            x, path + "." + "clusterAttributes", depth + 1
+        )
     x = o.get("clusterMonitorConfig")
     if x is None:
-        cluster_monitor_config = ClusterMonitorConfig()
+        f_cluster_monitor_config = ClusterMonitorConfig()
         absent.append("clusterMonitorConfig")
     else:
-        cluster_monitor_config = _dec_ClusterMonitorConfig(
+        f_cluster_monitor_config = _dec_ClusterMonitorConfig(
             x, path + "." + "clusterMonitorConfig", depth + 1
         )
     x = o.get("messageThrottleConfig")
     if x is None:
-        message_throttle_config = MessageThrottleConfig()
+        f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
     else:
-        message_throttle_config = _dec_MessageThrottleConfig(
+        f_message_throttle_config = _dec_MessageThrottleConfig(
             x, path + "." + "messageThrottleConfig", depth + 1
         )
     return ClusterDefinition(
-        name=name,
-        nodes=nodes,
-        partition_config=partition_config,
-        master_assignment=master_assignment,
-        elector=elector,
-        queue_operations=queue_operations,
-        cluster_attributes=cluster_attributes,
-        cluster_monitor_config=cluster_monitor_config,
-        message_throttle_config=message_throttle_config,
+        name=f_name,
+        nodes=f_nodes,
+        partition_config=f_partition_config,
+        master_assignment=f_master_assignment,
+        elector=f_elector,
+        queue_operations=f_queue_operations,
+        cluster_attributes=f_cluster_attributes,
+        cluster_monitor_config=f_cluster_monitor_config,
+        message_throttle_config=f_message_throttle_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2339,45 +2353,47 @@ def _dec_ClusterProxyDefinition(d: object, path: str, depth: int) -> ClusterProx
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("nodes")
-    nodes: list[ClusterNode] = []
+    f_nodes: list[ClusterNode] = []
     if x is None:
         absent.append("nodes")
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
-            nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
+            f_nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
     x = o.get("queueOperations")
     if x is None:
-        queue_operations = QueueOperationsConfig()
+        f_queue_operations = QueueOperationsConfig()
         absent.append("queueOperations")
     else:
-        queue_operations = _dec_QueueOperationsConfig(x, path + "." + "queueOperations", depth + 1)
+        f_queue_operations = _dec_QueueOperationsConfig(
+            x, path + "." + "queueOperations", depth + 1
+        )
     x = o.get("clusterMonitorConfig")
     if x is None:
-        cluster_monitor_config = ClusterMonitorConfig()
+        f_cluster_monitor_config = ClusterMonitorConfig()
         absent.append("clusterMonitorConfig")
     else:
-        cluster_monitor_config = _dec_ClusterMonitorConfig(
+        f_cluster_monitor_config = _dec_ClusterMonitorConfig(
             x, path + "." + "clusterMonitorConfig", depth + 1
         )
     x = o.get("messageThrottleConfig")
     if x is None:
-        message_throttle_config = MessageThrottleConfig()
+        f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
     else:
-        message_throttle_config = _dec_MessageThrottleConfig(
+        f_message_throttle_config = _dec_MessageThrottleConfig(
             x, path + "." + "messageThrottleConfig", depth + 1
         )
     return ClusterProxyDefinition(
-        name=name,
-        nodes=nodes,
-        queue_operations=queue_operations,
-        cluster_monitor_config=cluster_monitor_config,
-        message_throttle_config=message_throttle_config,
+        name=f_name,
+        nodes=f_nodes,
+        queue_operations=f_queue_operations,
+        cluster_monitor_config=f_cluster_monitor_config,
+        message_throttle_config=f_message_throttle_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2457,89 +2473,91 @@ def _dec_PartitionConfig(d: object, path: str, depth: int) -> PartitionConfig:
     absent: list[str] = []
     x = o.get("numPartitions")
     if x is None:
-        num_partitions = 0
+        f_num_partitions = 0
         absent.append("numPartitions")
     else:
-        num_partitions = _j.dec_int(x, -2147483648, 2147483647, path, "numPartitions")
+        f_num_partitions = _j.dec_int(x, -2147483648, 2147483647, path, "numPartitions")
     x = o.get("location")
     if x is None:
-        location = ""
+        f_location = ""
         absent.append("location")
     else:
-        location = _j.dec_str(x, path, "location")
+        f_location = _j.dec_str(x, path, "location")
     x = o.get("archiveLocation")
     if x is None:
-        archive_location = ""
+        f_archive_location = ""
         absent.append("archiveLocation")
     else:
-        archive_location = _j.dec_str(x, path, "archiveLocation")
+        f_archive_location = _j.dec_str(x, path, "archiveLocation")
     x = o.get("maxDataFileSize")
     if x is None:
-        max_data_file_size = 0
+        f_max_data_file_size = 0
         absent.append("maxDataFileSize")
     else:
-        max_data_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxDataFileSize")
+        f_max_data_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxDataFileSize")
     x = o.get("maxJournalFileSize")
     if x is None:
-        max_journal_file_size = 0
+        f_max_journal_file_size = 0
         absent.append("maxJournalFileSize")
     else:
-        max_journal_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxJournalFileSize")
+        f_max_journal_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxJournalFileSize")
     x = o.get("maxQlistFileSize")
     if x is None:
-        max_qlist_file_size = 0
+        f_max_qlist_file_size = 0
         absent.append("maxQlistFileSize")
     else:
-        max_qlist_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxQlistFileSize")
+        f_max_qlist_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxQlistFileSize")
     x = o.get("maxCSLFileSize")
     if x is None:
-        max_csl_file_size = 67108864
+        f_max_csl_file_size = 67108864
         absent.append("maxCSLFileSize")
     else:
-        max_csl_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxCSLFileSize")
+        f_max_csl_file_size = _j.dec_int(x, 0, 18446744073709551615, path, "maxCSLFileSize")
     x = o.get("preallocate")
     if x is None:
-        preallocate = False
+        f_preallocate = False
         absent.append("preallocate")
     else:
-        preallocate = _j.dec_bool(x, path, "preallocate")
+        f_preallocate = _j.dec_bool(x, path, "preallocate")
     x = o.get("maxArchivedFileSets")
     if x is None:
-        max_archived_file_sets = 0
+        f_max_archived_file_sets = 0
         absent.append("maxArchivedFileSets")
     else:
-        max_archived_file_sets = _j.dec_int(x, -2147483648, 2147483647, path, "maxArchivedFileSets")
+        f_max_archived_file_sets = _j.dec_int(
+            x, -2147483648, 2147483647, path, "maxArchivedFileSets"
+        )
     x = o.get("prefaultPages")
     if x is None:
-        prefault_pages = False
+        f_prefault_pages = False
         absent.append("prefaultPages")
     else:
-        prefault_pages = _j.dec_bool(x, path, "prefaultPages")
+        f_prefault_pages = _j.dec_bool(x, path, "prefaultPages")
     x = o.get("flushAtShutdown")
     if x is None:
-        flush_at_shutdown = True
+        f_flush_at_shutdown = True
         absent.append("flushAtShutdown")
     else:
-        flush_at_shutdown = _j.dec_bool(x, path, "flushAtShutdown")
+        f_flush_at_shutdown = _j.dec_bool(x, path, "flushAtShutdown")
     x = o.get("syncConfig")
     if x is None:
-        sync_config = StorageSyncConfig()
+        f_sync_config = StorageSyncConfig()
         absent.append("syncConfig")
     else:
-        sync_config = _dec_StorageSyncConfig(x, path + "." + "syncConfig", depth + 1)
+        f_sync_config = _dec_StorageSyncConfig(x, path + "." + "syncConfig", depth + 1)
     return PartitionConfig(
-        num_partitions=num_partitions,
-        location=location,
-        archive_location=archive_location,
-        max_data_file_size=max_data_file_size,
-        max_journal_file_size=max_journal_file_size,
-        max_qlist_file_size=max_qlist_file_size,
-        max_csl_file_size=max_csl_file_size,
-        preallocate=preallocate,
-        max_archived_file_sets=max_archived_file_sets,
-        prefault_pages=prefault_pages,
-        flush_at_shutdown=flush_at_shutdown,
-        sync_config=sync_config,
+        num_partitions=f_num_partitions,
+        location=f_location,
+        archive_location=f_archive_location,
+        max_data_file_size=f_max_data_file_size,
+        max_journal_file_size=f_max_journal_file_size,
+        max_qlist_file_size=f_max_qlist_file_size,
+        max_csl_file_size=f_max_csl_file_size,
+        preallocate=f_preallocate,
+        max_archived_file_sets=f_max_archived_file_sets,
+        prefault_pages=f_prefault_pages,
+        flush_at_shutdown=f_flush_at_shutdown,
+        sync_config=f_sync_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2645,80 +2663,80 @@ def _dec_ElectorConfig(d: object, path: str, depth: int) -> ElectorConfig:
     absent: list[str] = []
     x = o.get("initialWaitTimeoutMs")
     if x is None:
-        initial_wait_timeout_ms = 8000
+        f_initial_wait_timeout_ms = 8000
         absent.append("initialWaitTimeoutMs")
     else:
-        initial_wait_timeout_ms = _j.dec_int(
+        f_initial_wait_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "initialWaitTimeoutMs"
         )
     x = o.get("maxRandomWaitTimeoutMs")
     if x is None:
-        max_random_wait_timeout_ms = 3000
+        f_max_random_wait_timeout_ms = 3000
         absent.append("maxRandomWaitTimeoutMs")
     else:
-        max_random_wait_timeout_ms = _j.dec_int(
+        f_max_random_wait_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "maxRandomWaitTimeoutMs"
         )
     x = o.get("scoutingResultTimeoutMs")
     if x is None:
-        scouting_result_timeout_ms = 4000
+        f_scouting_result_timeout_ms = 4000
         absent.append("scoutingResultTimeoutMs")
     else:
-        scouting_result_timeout_ms = _j.dec_int(
+        f_scouting_result_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "scoutingResultTimeoutMs"
         )
     x = o.get("electionResultTimeoutMs")
     if x is None:
-        election_result_timeout_ms = 4000
+        f_election_result_timeout_ms = 4000
         absent.append("electionResultTimeoutMs")
     else:
-        election_result_timeout_ms = _j.dec_int(
+        f_election_result_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "electionResultTimeoutMs"
         )
     x = o.get("heartbeatBroadcastPeriodMs")
     if x is None:
-        heartbeat_broadcast_period_ms = 2000
+        f_heartbeat_broadcast_period_ms = 2000
         absent.append("heartbeatBroadcastPeriodMs")
     else:
-        heartbeat_broadcast_period_ms = _j.dec_int(
+        f_heartbeat_broadcast_period_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "heartbeatBroadcastPeriodMs"
         )
     x = o.get("heartbeatCheckPeriodMs")
     if x is None:
-        heartbeat_check_period_ms = 1000
+        f_heartbeat_check_period_ms = 1000
         absent.append("heartbeatCheckPeriodMs")
     else:
-        heartbeat_check_period_ms = _j.dec_int(
+        f_heartbeat_check_period_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "heartbeatCheckPeriodMs"
         )
     x = o.get("heartbeatMissCount")
     if x is None:
-        heartbeat_miss_count = 10
+        f_heartbeat_miss_count = 10
         absent.append("heartbeatMissCount")
     else:
-        heartbeat_miss_count = _j.dec_int(x, -2147483648, 2147483647, path, "heartbeatMissCount")
+        f_heartbeat_miss_count = _j.dec_int(x, -2147483648, 2147483647, path, "heartbeatMissCount")
     x = o.get("quorum")
     if x is None:
-        quorum = 0
+        f_quorum = 0
         absent.append("quorum")
     else:
-        quorum = _j.dec_int(x, 0, 4294967295, path, "quorum")
+        f_quorum = _j.dec_int(x, 0, 4294967295, path, "quorum")
     x = o.get("leaderSyncDelayMs")
     if x is None:
-        leader_sync_delay_ms = 80000
+        f_leader_sync_delay_ms = 80000
         absent.append("leaderSyncDelayMs")
     else:
-        leader_sync_delay_ms = _j.dec_int(x, -2147483648, 2147483647, path, "leaderSyncDelayMs")
+        f_leader_sync_delay_ms = _j.dec_int(x, -2147483648, 2147483647, path, "leaderSyncDelayMs")
     return ElectorConfig(
-        initial_wait_timeout_ms=initial_wait_timeout_ms,
-        max_random_wait_timeout_ms=max_random_wait_timeout_ms,
-        scouting_result_timeout_ms=scouting_result_timeout_ms,
-        election_result_timeout_ms=election_result_timeout_ms,
-        heartbeat_broadcast_period_ms=heartbeat_broadcast_period_ms,
-        heartbeat_check_period_ms=heartbeat_check_period_ms,
-        heartbeat_miss_count=heartbeat_miss_count,
-        quorum=quorum,
-        leader_sync_delay_ms=leader_sync_delay_ms,
+        initial_wait_timeout_ms=f_initial_wait_timeout_ms,
+        max_random_wait_timeout_ms=f_max_random_wait_timeout_ms,
+        scouting_result_timeout_ms=f_scouting_result_timeout_ms,
+        election_result_timeout_ms=f_election_result_timeout_ms,
+        heartbeat_broadcast_period_ms=f_heartbeat_broadcast_period_ms,
+        heartbeat_check_period_ms=f_heartbeat_check_period_ms,
+        heartbeat_miss_count=f_heartbeat_miss_count,
+        quorum=f_quorum,
+        leader_sync_delay_ms=f_leader_sync_delay_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2848,93 +2866,97 @@ def _dec_QueueOperationsConfig(d: object, path: str, depth: int) -> QueueOperati
     absent: list[str] = []
     x = o.get("openTimeoutMs")
     if x is None:
-        open_timeout_ms = 300000
+        f_open_timeout_ms = 300000
         absent.append("openTimeoutMs")
     else:
-        open_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "openTimeoutMs")
+        f_open_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "openTimeoutMs")
     x = o.get("configureTimeoutMs")
     if x is None:
-        configure_timeout_ms = 300000
+        f_configure_timeout_ms = 300000
         absent.append("configureTimeoutMs")
     else:
-        configure_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "configureTimeoutMs")
+        f_configure_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "configureTimeoutMs")
     x = o.get("closeTimeoutMs")
     if x is None:
-        close_timeout_ms = 300000
+        f_close_timeout_ms = 300000
         absent.append("closeTimeoutMs")
     else:
-        close_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "closeTimeoutMs")
+        f_close_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "closeTimeoutMs")
     x = o.get("reopenTimeoutMs")
     if x is None:
-        reopen_timeout_ms = 43200000
+        f_reopen_timeout_ms = 43200000
         absent.append("reopenTimeoutMs")
     else:
-        reopen_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "reopenTimeoutMs")
+        f_reopen_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "reopenTimeoutMs")
     x = o.get("reopenRetryIntervalMs")
     if x is None:
-        reopen_retry_interval_ms = 5000
+        f_reopen_retry_interval_ms = 5000
         absent.append("reopenRetryIntervalMs")
     else:
-        reopen_retry_interval_ms = _j.dec_int(
+        f_reopen_retry_interval_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "reopenRetryIntervalMs"
         )
     x = o.get("reopenMaxAttempts")
     if x is None:
-        reopen_max_attempts = 10
+        f_reopen_max_attempts = 10
         absent.append("reopenMaxAttempts")
     else:
-        reopen_max_attempts = _j.dec_int(x, -2147483648, 2147483647, path, "reopenMaxAttempts")
+        f_reopen_max_attempts = _j.dec_int(x, -2147483648, 2147483647, path, "reopenMaxAttempts")
     x = o.get("assignmentTimeoutMs")
     if x is None:
-        assignment_timeout_ms = 15000
+        f_assignment_timeout_ms = 15000
         absent.append("assignmentTimeoutMs")
     else:
-        assignment_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "assignmentTimeoutMs")
+        f_assignment_timeout_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "assignmentTimeoutMs"
+        )
     x = o.get("keepaliveDurationMs")
     if x is None:
-        keepalive_duration_ms = 1800000
+        f_keepalive_duration_ms = 1800000
         absent.append("keepaliveDurationMs")
     else:
-        keepalive_duration_ms = _j.dec_int(x, -2147483648, 2147483647, path, "keepaliveDurationMs")
+        f_keepalive_duration_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "keepaliveDurationMs"
+        )
     x = o.get("consumptionMonitorPeriodMs")
     if x is None:
-        consumption_monitor_period_ms = 30000
+        f_consumption_monitor_period_ms = 30000
         absent.append("consumptionMonitorPeriodMs")
     else:
-        consumption_monitor_period_ms = _j.dec_int(
+        f_consumption_monitor_period_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumptionMonitorPeriodMs"
         )
     x = o.get("stopTimeoutMs")
     if x is None:
-        stop_timeout_ms = 10000
+        f_stop_timeout_ms = 10000
         absent.append("stopTimeoutMs")
     else:
-        stop_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "stopTimeoutMs")
+        f_stop_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "stopTimeoutMs")
     x = o.get("shutdownTimeoutMs")
     if x is None:
-        shutdown_timeout_ms = 20000
+        f_shutdown_timeout_ms = 20000
         absent.append("shutdownTimeoutMs")
     else:
-        shutdown_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "shutdownTimeoutMs")
+        f_shutdown_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "shutdownTimeoutMs")
     x = o.get("ackWindowSize")
     if x is None:
-        ack_window_size = 500
+        f_ack_window_size = 500
         absent.append("ackWindowSize")
     else:
-        ack_window_size = _j.dec_int(x, -2147483648, 2147483647, path, "ackWindowSize")
+        f_ack_window_size = _j.dec_int(x, -2147483648, 2147483647, path, "ackWindowSize")
     return QueueOperationsConfig(
-        open_timeout_ms=open_timeout_ms,
-        configure_timeout_ms=configure_timeout_ms,
-        close_timeout_ms=close_timeout_ms,
-        reopen_timeout_ms=reopen_timeout_ms,
-        reopen_retry_interval_ms=reopen_retry_interval_ms,
-        reopen_max_attempts=reopen_max_attempts,
-        assignment_timeout_ms=assignment_timeout_ms,
-        keepalive_duration_ms=keepalive_duration_ms,
-        consumption_monitor_period_ms=consumption_monitor_period_ms,
-        stop_timeout_ms=stop_timeout_ms,
-        shutdown_timeout_ms=shutdown_timeout_ms,
-        ack_window_size=ack_window_size,
+        open_timeout_ms=f_open_timeout_ms,
+        configure_timeout_ms=f_configure_timeout_ms,
+        close_timeout_ms=f_close_timeout_ms,
+        reopen_timeout_ms=f_reopen_timeout_ms,
+        reopen_retry_interval_ms=f_reopen_retry_interval_ms,
+        reopen_max_attempts=f_reopen_max_attempts,
+        assignment_timeout_ms=f_assignment_timeout_ms,
+        keepalive_duration_ms=f_keepalive_duration_ms,
+        consumption_monitor_period_ms=f_consumption_monitor_period_ms,
+        stop_timeout_ms=f_stop_timeout_ms,
+        shutdown_timeout_ms=f_shutdown_timeout_ms,
+        ack_window_size=f_ack_window_size,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3009,61 +3031,61 @@ def _dec_ClusterMonitorConfig(d: object, path: str, depth: int) -> ClusterMonito
     absent: list[str] = []
     x = o.get("maxTimeLeader")
     if x is None:
-        max_time_leader = 60
+        f_max_time_leader = 60
         absent.append("maxTimeLeader")
     else:
-        max_time_leader = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeLeader")
+        f_max_time_leader = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeLeader")
     x = o.get("maxTimeMaster")
     if x is None:
-        max_time_master = 120
+        f_max_time_master = 120
         absent.append("maxTimeMaster")
     else:
-        max_time_master = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeMaster")
+        f_max_time_master = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeMaster")
     x = o.get("maxTimeNode")
     if x is None:
-        max_time_node = 120
+        f_max_time_node = 120
         absent.append("maxTimeNode")
     else:
-        max_time_node = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeNode")
+        f_max_time_node = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeNode")
     x = o.get("maxTimeFailover")
     if x is None:
-        max_time_failover = 600
+        f_max_time_failover = 600
         absent.append("maxTimeFailover")
     else:
-        max_time_failover = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeFailover")
+        f_max_time_failover = _j.dec_int(x, -2147483648, 2147483647, path, "maxTimeFailover")
     x = o.get("thresholdLeader")
     if x is None:
-        threshold_leader = 30
+        f_threshold_leader = 30
         absent.append("thresholdLeader")
     else:
-        threshold_leader = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdLeader")
+        f_threshold_leader = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdLeader")
     x = o.get("thresholdMaster")
     if x is None:
-        threshold_master = 60
+        f_threshold_master = 60
         absent.append("thresholdMaster")
     else:
-        threshold_master = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdMaster")
+        f_threshold_master = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdMaster")
     x = o.get("thresholdNode")
     if x is None:
-        threshold_node = 60
+        f_threshold_node = 60
         absent.append("thresholdNode")
     else:
-        threshold_node = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdNode")
+        f_threshold_node = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdNode")
     x = o.get("thresholdFailover")
     if x is None:
-        threshold_failover = 300
+        f_threshold_failover = 300
         absent.append("thresholdFailover")
     else:
-        threshold_failover = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdFailover")
+        f_threshold_failover = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdFailover")
     return ClusterMonitorConfig(
-        max_time_leader=max_time_leader,
-        max_time_master=max_time_master,
-        max_time_node=max_time_node,
-        max_time_failover=max_time_failover,
-        threshold_leader=threshold_leader,
-        threshold_master=threshold_master,
-        threshold_node=threshold_node,
-        threshold_failover=threshold_failover,
+        max_time_leader=f_max_time_leader,
+        max_time_master=f_max_time_master,
+        max_time_node=f_max_time_node,
+        max_time_failover=f_max_time_failover,
+        threshold_leader=f_threshold_leader,
+        threshold_master=f_threshold_master,
+        threshold_node=f_threshold_node,
+        threshold_failover=f_threshold_failover,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3151,62 +3173,62 @@ def _dec_ClusterAttributes(d: object, path: str, depth: int) -> ClusterAttribute
     absent: list[str] = []
     x = o.get("isCSLModeEnabled")
     if x is None:
-        is_csl_mode_enabled = False
+        f_is_csl_mode_enabled = False
         absent.append("isCSLModeEnabled")
     else:
-        is_csl_mode_enabled = _j.dec_bool(x, path, "isCSLModeEnabled")
+        f_is_csl_mode_enabled = _j.dec_bool(x, path, "isCSLModeEnabled")
     x = o.get("isFSMWorkflow")
     if x is None:
-        is_fsm_workflow = False
+        f_is_fsm_workflow = False
         absent.append("isFSMWorkflow")
     else:
-        is_fsm_workflow = _j.dec_bool(x, path, "isFSMWorkflow")
+        f_is_fsm_workflow = _j.dec_bool(x, path, "isFSMWorkflow")
     x = o.get("doesFSMwriteQLIST")
     if x is None:
-        does_fs_mwrite_qlist = True
+        f_does_fs_mwrite_qlist = True
         absent.append("doesFSMwriteQLIST")
     else:
-        does_fs_mwrite_qlist = _j.dec_bool(x, path, "doesFSMwriteQLIST")
+        f_does_fs_mwrite_qlist = _j.dec_bool(x, path, "doesFSMwriteQLIST")
     x = o.get("clusterFsmWatchdogTimeoutSec")
     if x is None:
-        cluster_fsm_watchdog_timeout_sec = 300
+        f_cluster_fsm_watchdog_timeout_sec = 300
         absent.append("clusterFsmWatchdogTimeoutSec")
     else:
-        cluster_fsm_watchdog_timeout_sec = _j.dec_int(
+        f_cluster_fsm_watchdog_timeout_sec = _j.dec_int(
             x, -2147483648, 2147483647, path, "clusterFsmWatchdogTimeoutSec"
         )
     x = o.get("clusterFsmWatchdogNumRetries")
     if x is None:
-        cluster_fsm_watchdog_num_retries = 1
+        f_cluster_fsm_watchdog_num_retries = 1
         absent.append("clusterFsmWatchdogNumRetries")
     else:
-        cluster_fsm_watchdog_num_retries = _j.dec_int(
+        f_cluster_fsm_watchdog_num_retries = _j.dec_int(
             x, -2147483648, 2147483647, path, "clusterFsmWatchdogNumRetries"
         )
     x = o.get("partitionFsmWatchdogTimeoutSec")
     if x is None:
-        partition_fsm_watchdog_timeout_sec = 300
+        f_partition_fsm_watchdog_timeout_sec = 300
         absent.append("partitionFsmWatchdogTimeoutSec")
     else:
-        partition_fsm_watchdog_timeout_sec = _j.dec_int(
+        f_partition_fsm_watchdog_timeout_sec = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionFsmWatchdogTimeoutSec"
         )
     x = o.get("partitionFsmWatchdogNumRetries")
     if x is None:
-        partition_fsm_watchdog_num_retries = 1
+        f_partition_fsm_watchdog_num_retries = 1
         absent.append("partitionFsmWatchdogNumRetries")
     else:
-        partition_fsm_watchdog_num_retries = _j.dec_int(
+        f_partition_fsm_watchdog_num_retries = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionFsmWatchdogNumRetries"
         )
     return ClusterAttributes(
-        is_csl_mode_enabled=is_csl_mode_enabled,
-        is_fsm_workflow=is_fsm_workflow,
-        does_fs_mwrite_qlist=does_fs_mwrite_qlist,
-        cluster_fsm_watchdog_timeout_sec=cluster_fsm_watchdog_timeout_sec,
-        cluster_fsm_watchdog_num_retries=cluster_fsm_watchdog_num_retries,
-        partition_fsm_watchdog_timeout_sec=partition_fsm_watchdog_timeout_sec,
-        partition_fsm_watchdog_num_retries=partition_fsm_watchdog_num_retries,
+        is_csl_mode_enabled=f_is_csl_mode_enabled,
+        is_fsm_workflow=f_is_fsm_workflow,
+        does_fs_mwrite_qlist=f_does_fs_mwrite_qlist,
+        cluster_fsm_watchdog_timeout_sec=f_cluster_fsm_watchdog_timeout_sec,
+        cluster_fsm_watchdog_num_retries=f_cluster_fsm_watchdog_num_retries,
+        partition_fsm_watchdog_timeout_sec=f_partition_fsm_watchdog_timeout_sec,
+        partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3244,33 +3266,33 @@ def _dec_MessageThrottleConfig(d: object, path: str, depth: int) -> MessageThrot
     absent: list[str] = []
     x = o.get("lowThreshold")
     if x is None:
-        low_threshold = 2
+        f_low_threshold = 2
         absent.append("lowThreshold")
     else:
-        low_threshold = _j.dec_int(x, 0, 4294967295, path, "lowThreshold")
+        f_low_threshold = _j.dec_int(x, 0, 4294967295, path, "lowThreshold")
     x = o.get("highThreshold")
     if x is None:
-        high_threshold = 4
+        f_high_threshold = 4
         absent.append("highThreshold")
     else:
-        high_threshold = _j.dec_int(x, 0, 4294967295, path, "highThreshold")
+        f_high_threshold = _j.dec_int(x, 0, 4294967295, path, "highThreshold")
     x = o.get("lowInterval")
     if x is None:
-        low_interval = 1000
+        f_low_interval = 1000
         absent.append("lowInterval")
     else:
-        low_interval = _j.dec_int(x, 0, 4294967295, path, "lowInterval")
+        f_low_interval = _j.dec_int(x, 0, 4294967295, path, "lowInterval")
     x = o.get("highInterval")
     if x is None:
-        high_interval = 3000
+        f_high_interval = 3000
         absent.append("highInterval")
     else:
-        high_interval = _j.dec_int(x, 0, 4294967295, path, "highInterval")
+        f_high_interval = _j.dec_int(x, 0, 4294967295, path, "highInterval")
     return MessageThrottleConfig(
-        low_threshold=low_threshold,
-        high_threshold=high_threshold,
-        low_interval=low_interval,
-        high_interval=high_interval,
+        low_threshold=f_low_threshold,
+        high_threshold=f_high_threshold,
+        low_interval=f_low_interval,
+        high_interval=f_high_interval,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3397,84 +3419,84 @@ def _dec_StorageSyncConfig(d: object, path: str, depth: int) -> StorageSyncConfi
     absent: list[str] = []
     x = o.get("startupRecoveryMaxDurationMs")
     if x is None:
-        startup_recovery_max_duration_ms = 1200000
+        f_startup_recovery_max_duration_ms = 1200000
         absent.append("startupRecoveryMaxDurationMs")
     else:
-        startup_recovery_max_duration_ms = _j.dec_int(
+        f_startup_recovery_max_duration_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "startupRecoveryMaxDurationMs"
         )
     x = o.get("maxAttemptsStorageSync")
     if x is None:
-        max_attempts_storage_sync = 3
+        f_max_attempts_storage_sync = 3
         absent.append("maxAttemptsStorageSync")
     else:
-        max_attempts_storage_sync = _j.dec_int(
+        f_max_attempts_storage_sync = _j.dec_int(
             x, -2147483648, 2147483647, path, "maxAttemptsStorageSync"
         )
     x = o.get("storageSyncReqTimeoutMs")
     if x is None:
-        storage_sync_req_timeout_ms = 300000
+        f_storage_sync_req_timeout_ms = 300000
         absent.append("storageSyncReqTimeoutMs")
     else:
-        storage_sync_req_timeout_ms = _j.dec_int(
+        f_storage_sync_req_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "storageSyncReqTimeoutMs"
         )
     x = o.get("masterSyncMaxDurationMs")
     if x is None:
-        master_sync_max_duration_ms = 600000
+        f_master_sync_max_duration_ms = 600000
         absent.append("masterSyncMaxDurationMs")
     else:
-        master_sync_max_duration_ms = _j.dec_int(
+        f_master_sync_max_duration_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "masterSyncMaxDurationMs"
         )
     x = o.get("partitionSyncStateReqTimeoutMs")
     if x is None:
-        partition_sync_state_req_timeout_ms = 120000
+        f_partition_sync_state_req_timeout_ms = 120000
         absent.append("partitionSyncStateReqTimeoutMs")
     else:
-        partition_sync_state_req_timeout_ms = _j.dec_int(
+        f_partition_sync_state_req_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionSyncStateReqTimeoutMs"
         )
     x = o.get("partitionSyncDataReqTimeoutMs")
     if x is None:
-        partition_sync_data_req_timeout_ms = 120000
+        f_partition_sync_data_req_timeout_ms = 120000
         absent.append("partitionSyncDataReqTimeoutMs")
     else:
-        partition_sync_data_req_timeout_ms = _j.dec_int(
+        f_partition_sync_data_req_timeout_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionSyncDataReqTimeoutMs"
         )
     x = o.get("startupWaitDurationMs")
     if x is None:
-        startup_wait_duration_ms = 60000
+        f_startup_wait_duration_ms = 60000
         absent.append("startupWaitDurationMs")
     else:
-        startup_wait_duration_ms = _j.dec_int(
+        f_startup_wait_duration_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "startupWaitDurationMs"
         )
     x = o.get("fileChunkSize")
     if x is None:
-        file_chunk_size = 4194304
+        f_file_chunk_size = 4194304
         absent.append("fileChunkSize")
     else:
-        file_chunk_size = _j.dec_int(x, -2147483648, 2147483647, path, "fileChunkSize")
+        f_file_chunk_size = _j.dec_int(x, -2147483648, 2147483647, path, "fileChunkSize")
     x = o.get("partitionSyncEventSize")
     if x is None:
-        partition_sync_event_size = 4194304
+        f_partition_sync_event_size = 4194304
         absent.append("partitionSyncEventSize")
     else:
-        partition_sync_event_size = _j.dec_int(
+        f_partition_sync_event_size = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionSyncEventSize"
         )
     return StorageSyncConfig(
-        startup_recovery_max_duration_ms=startup_recovery_max_duration_ms,
-        max_attempts_storage_sync=max_attempts_storage_sync,
-        storage_sync_req_timeout_ms=storage_sync_req_timeout_ms,
-        master_sync_max_duration_ms=master_sync_max_duration_ms,
-        partition_sync_state_req_timeout_ms=partition_sync_state_req_timeout_ms,
-        partition_sync_data_req_timeout_ms=partition_sync_data_req_timeout_ms,
-        startup_wait_duration_ms=startup_wait_duration_ms,
-        file_chunk_size=file_chunk_size,
-        partition_sync_event_size=partition_sync_event_size,
+        startup_recovery_max_duration_ms=f_startup_recovery_max_duration_ms,
+        max_attempts_storage_sync=f_max_attempts_storage_sync,
+        storage_sync_req_timeout_ms=f_storage_sync_req_timeout_ms,
+        master_sync_max_duration_ms=f_master_sync_max_duration_ms,
+        partition_sync_state_req_timeout_ms=f_partition_sync_state_req_timeout_ms,
+        partition_sync_data_req_timeout_ms=f_partition_sync_data_req_timeout_ms,
+        startup_wait_duration_ms=f_startup_wait_duration_ms,
+        file_chunk_size=f_file_chunk_size,
+        partition_sync_event_size=f_partition_sync_event_size,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3499,31 +3521,31 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
     absent: list[str] = []
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
+        f_id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("dataCenter")
     if x is None:
-        data_center = ""
+        f_data_center = ""
         absent.append("dataCenter")
     else:
-        data_center = _j.dec_str(x, path, "dataCenter")
+        f_data_center = _j.dec_str(x, path, "dataCenter")
     x = o.get("transport")
     if x is None:
         raise DecodeError("missing required element", path=path + ".transport")
-    transport = _dec_ClusterNodeConnection(x, path + "." + "transport", depth + 1)
+    f_transport = _dec_ClusterNodeConnection(x, path + "." + "transport", depth + 1)
     return ClusterNode(
-        id=id,
-        name=name,
-        data_center=data_center,
-        transport=transport,
+        id=f_id,
+        name=f_name,
+        data_center=f_data_center,
+        transport=f_transport,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3531,7 +3553,8 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
 def _enc_ClusterNodeConnection(v: ClusterNodeConnection) -> str:
     if not isinstance(v, ClusterNodeConnection):
         raise EncodeError(f"expected a ClusterNodeConnection, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.tcp is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.tcp is not None:
         out.append('"tcp":' + _enc_TcpClusterNodeConnection(v.tcp))
@@ -3541,8 +3564,8 @@ def _enc_ClusterNodeConnection(v: ClusterNodeConnection) -> str:
 def _dec_ClusterNodeConnection(d: object, path: str, depth: int) -> ClusterNodeConnection:
     o = _j.obj(d, path, depth)
     x = o.get("tcp")
-    tcp = None if x is None else _dec_TcpClusterNodeConnection(x, path + "." + "tcp", depth + 1)
-    chosen = tcp is not None
+    f_tcp = None if x is None else _dec_TcpClusterNodeConnection(x, path + "." + "tcp", depth + 1)
+    chosen = f_tcp is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -3550,7 +3573,7 @@ def _dec_ClusterNodeConnection(d: object, path: str, depth: int) -> ClusterNodeC
             path=path,
         )
     return ClusterNodeConnection(
-        tcp=tcp,
+        tcp=f_tcp,
     )
 
 
@@ -3569,12 +3592,12 @@ def _dec_TcpClusterNodeConnection(d: object, path: str, depth: int) -> TcpCluste
     absent: list[str] = []
     x = o.get("endpoint")
     if x is None:
-        endpoint = ""
+        f_endpoint = ""
         absent.append("endpoint")
     else:
-        endpoint = _j.dec_str(x, path, "endpoint")
+        f_endpoint = _j.dec_str(x, path, "endpoint")
     return TcpClusterNodeConnection(
-        endpoint=endpoint,
+        endpoint=f_endpoint,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -263,7 +263,12 @@ class Command:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Command", True)
+        if (self.help is not None) + (self.domains is not None) + (
+            self.config_provider is not None
+        ) + (self.stat is not None) + (self.clusters is not None) + (
+            self.broker_config is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "Command", True)
 
     @property
     def selection(self) -> str | None:
@@ -339,7 +344,24 @@ class InternalResult:
     broker_config: BrokerConfig | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "InternalResult", True)
+        if (self.error is not None) + (self.success is not None) + (
+            self.domains_result is not None
+        ) + (self.clusters_result is not None) + (self.help is not None) + (
+            self.queue_internals is not None
+        ) + (
+            self.stat_result is not None
+        ) + (
+            self.cluster_list is not None
+        ) + (
+            self.cluster_queue_helper is not None
+        ) + (
+            self.cluster_storage_summary is not None
+        ) + (
+            self.cluster_domain_queue_statuses is not None
+        ) + (
+            self.broker_config is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "InternalResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -408,7 +430,48 @@ class Result:
     broker_config: BrokerConfig | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Result", True)
+        if (self.error is not None) + (self.success is not None) + (self.value is not None) + (
+            self.tunable is not None
+        ) + (self.tunables is not None) + (self.tunable_confirmation is not None) + (
+            self.help is not None
+        ) + (
+            self.domain_info is not None
+        ) + (
+            self.purged_queues is not None
+        ) + (
+            self.queue_internals is not None
+        ) + (
+            self.message_group_id_helper is not None
+        ) + (
+            self.queue_contents is not None
+        ) + (
+            self.message is not None
+        ) + (
+            self.stats is not None
+        ) + (
+            self.cluster_list is not None
+        ) + (
+            self.cluster_status is not None
+        ) + (
+            self.cluster_proxy_status is not None
+        ) + (
+            self.node_statuses is not None
+        ) + (
+            self.elector_info is not None
+        ) + (
+            self.partitions_info is not None
+        ) + (
+            self.cluster_queue_helper is not None
+        ) + (
+            self.storage_content is not None
+        ) + (
+            self.cluster_storage_summary is not None
+        ) + (
+            self.cluster_domain_queue_statuses is not None
+        ) + (
+            self.broker_config is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "Result", True)
 
     @property
     def selection(self) -> str | None:
@@ -430,7 +493,10 @@ class DomainsResult:
     domain_result: DomainResult | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainsResult", True)
+        if (self.success is not None) + (self.error is not None) + (
+            self.domain_result is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainsResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -456,7 +522,10 @@ class DomainResult:
     queue_result: QueueResult | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainResult", True)
+        if (self.success is not None) + (self.error is not None) + (
+            self.domain_info is not None
+        ) + (self.purged_queues is not None) + (self.queue_result is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -480,7 +549,10 @@ class ClustersResult:
     cluster_result: ClusterResult | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClustersResult", True)
+        if (self.error is not None) + (self.success is not None) + (
+            self.cluster_list is not None
+        ) + (self.cluster_result is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClustersResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -510,7 +582,14 @@ class ClusterResult:
     cluster_proxy_status: ClusterProxyStatus | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterResult", True)
+        if (self.error is not None) + (self.success is not None) + (
+            self.elector_result is not None
+        ) + (self.storage_result is not None) + (self.cluster_queue_helper is not None) + (
+            self.cluster_status is not None
+        ) + (
+            self.cluster_proxy_status is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -538,7 +617,12 @@ class StorageResult:
     purged_queues: PurgedQueues | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StorageResult", True)
+        if (self.success is not None) + (self.error is not None) + (
+            self.storage_content is not None
+        ) + (self.cluster_storage_summary is not None) + (self.replication_result is not None) + (
+            self.purged_queues is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "StorageResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -562,7 +646,10 @@ class ElectorResult:
     tunable_confirmation: TunableConfirmation | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ElectorResult", True)
+        if (self.error is not None) + (self.tunable is not None) + (self.tunables is not None) + (
+            self.tunable_confirmation is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ElectorResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -586,7 +673,10 @@ class ReplicationResult:
     tunable_confirmation: TunableConfirmation | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ReplicationResult", True)
+        if (self.error is not None) + (self.tunable is not None) + (self.tunables is not None) + (
+            self.tunable_confirmation is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ReplicationResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -612,7 +702,10 @@ class StatResult:
     tunable_confirmation: TunableConfirmation | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StatResult", True)
+        if (self.error is not None) + (self.stats is not None) + (self.tunable is not None) + (
+            self.tunables is not None
+        ) + (self.tunable_confirmation is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StatResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -636,7 +729,10 @@ class QueueResult:
     queue_internals: QueueInternals | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "QueueResult", True)
+        if (self.error is not None) + (self.purged_queues is not None) + (
+            self.queue_contents is not None
+        ) + (self.queue_internals is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "QueueResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -664,7 +760,8 @@ class PurgeQueueResult:
     queue: PurgedQueueDetails | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "PurgeQueueResult", True)
+        if (self.error is not None) + (self.queue is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "PurgeQueueResult", True)
 
     @property
     def selection(self) -> str | None:
@@ -731,7 +828,16 @@ class Value:
     the_string: str | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Value", True)
+        if (self.the_null is not None) + (self.the_bool is not None) + (
+            self.the_integer is not None
+        ) + (self.the_double is not None) + (self.the_date is not None) + (
+            self.the_time is not None
+        ) + (
+            self.the_datetime is not None
+        ) + (
+            self.the_string is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "Value", True)
 
     @property
     def selection(self) -> str | None:
@@ -773,7 +879,8 @@ class DomainCommand:
     queue: DomainQueue | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainCommand", True)
+        if (self.purge is not None) + (self.info is not None) + (self.queue is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -799,7 +906,10 @@ class ClusterCommand:
     state: ClusterStateCommand | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterCommand", True)
+        if (self.status is not None) + (self.queue_helper is not None) + (
+            self.force_gc_queues is not None
+        ) + (self.storage is not None) + (self.state is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -815,7 +925,8 @@ class ClusterStateCommand:
     elector: ElectorCommand | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterStateCommand", True)
+        if (self.elector is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterStateCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -841,7 +952,10 @@ class StorageCommand:
     replication: ReplicationCommand | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StorageCommand", True)
+        if (self.summary is not None) + (self.partition is not None) + (self.domain is not None) + (
+            self.queue is not None
+        ) + (self.replication is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StorageCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -861,7 +975,8 @@ class ClearCache:
     all: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClearCache", True)
+        if (self.domain is not None) + (self.all is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClearCache", True)
 
     @property
     def selection(self) -> str | None:
@@ -1137,7 +1252,8 @@ class QueueEngine:
     relay: RelayQueueEngine | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "QueueEngine", True)
+        if (self.fanout is not None) + (self.relay is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "QueueEngine", True)
 
     @property
     def selection(self) -> str | None:
@@ -1369,7 +1485,10 @@ class DomainsCommand:
     remove: DomainRemove | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainsCommand", True)
+        if (self.domain is not None) + (self.resolver is not None) + (
+            self.reconfigure is not None
+        ) + (self.remove is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainsCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1385,7 +1504,8 @@ class DomainResolverCommand:
     clear_cache: ClearCache | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainResolverCommand", True)
+        if (self.clear_cache is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainResolverCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1401,7 +1521,8 @@ class DomainReconfigure:
     domain: str | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainReconfigure", True)
+        if (self.domain is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainReconfigure", True)
 
     @property
     def selection(self) -> str | None:
@@ -1426,7 +1547,8 @@ class ConfigProviderCommand:
     clear_cache: ClearCache | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ConfigProviderCommand", True)
+        if (self.clear_cache is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ConfigProviderCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1450,7 +1572,10 @@ class StatCommand:
     list_tunables: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StatCommand", True)
+        if (self.show is not None) + (self.set_tunable is not None) + (
+            self.get_tunable is not None
+        ) + (self.list_tunables is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StatCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1466,7 +1591,8 @@ class BrokerConfigCommand:
     dump: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "BrokerConfigCommand", True)
+        if (self.dump is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "BrokerConfigCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1486,7 +1612,8 @@ class ClustersCommand:
     cluster: Cluster | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClustersCommand", True)
+        if (self.list is not None) + (self.cluster is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "ClustersCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1544,7 +1671,10 @@ class ElectorCommand:
     list_tunables: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ElectorCommand", True)
+        if (self.set_tunable is not None) + (self.get_tunable is not None) + (
+            self.list_tunables is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ElectorCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1566,7 +1696,10 @@ class ReplicationCommand:
     list_tunables: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ReplicationCommand", True)
+        if (self.set_tunable is not None) + (self.get_tunable is not None) + (
+            self.list_tunables is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ReplicationCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1665,7 +1798,10 @@ class Queue:
     uninitialized_queue: UninitializedQueue | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Queue", True)
+        if (self.local_queue is not None) + (self.remote_queue is not None) + (
+            self.uninitialized_queue is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "Queue", True)
 
     @property
     def selection(self) -> str | None:
@@ -1789,7 +1925,10 @@ class QueueCommand:
     messages: ListMessages | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "QueueCommand", True)
+        if (self.purge_app_id is not None) + (self.internals is not None) + (
+            self.messages is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "QueueCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1813,7 +1952,10 @@ class StoragePartitionCommand:
     rollover: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StoragePartitionCommand", True)
+        if (self.enable is not None) + (self.disable is not None) + (self.summary is not None) + (
+            self.rollover is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "StoragePartitionCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1833,7 +1975,8 @@ class StorageDomainCommand:
     purge: Void | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StorageDomainCommand", True)
+        if (self.queue_status is not None) + (self.purge is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StorageDomainCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1850,7 +1993,8 @@ class StorageQueueCommand:
     """The special value "*" indicates the entire queue."""
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StorageQueueCommand", True)
+        if (self.purge_app_id is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StorageQueueCommand", True)
 
     @property
     def selection(self) -> str | None:
@@ -1873,7 +2017,8 @@ class SetTunable:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "SetTunable", True)
+        if (self.all is not None) + (self.self is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "SetTunable", True)
 
     @property
     def selection(self) -> str | None:
@@ -1895,7 +2040,8 @@ class GetTunable:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "GetTunable", True)
+        if (self.all is not None) + (self.self is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "GetTunable", True)
 
     @property
     def selection(self) -> str | None:

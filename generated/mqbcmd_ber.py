@@ -161,7 +161,10 @@ def _dec_child(r: _b.BerReader, length: int | None, path: str, decode: Callable[
 def _enc_Command(v: Command, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Command):
         raise EncodeError(f"expected a Command, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.help is not None) + (v.domains is not None) + (v.config_provider is not None) + (
+        v.stat is not None
+    ) + (v.clusters is not None) + (v.broker_config is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -194,49 +197,58 @@ def _enc_Command(v: Command, out: bytearray, tag: bytes) -> None:
 
 def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
     r.enter(path)
-    help: HelpCommand | None = None
-    domains: DomainsCommand | None = None
-    config_provider: ConfigProviderCommand | None = None
-    stat: StatCommand | None = None
-    clusters: ClustersCommand | None = None
-    broker_config: BrokerConfigCommand | None = None
-    encoding: EncodingFormat | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_help: HelpCommand | None = None
+    f_domains: DomainsCommand | None = None
+    f_config_provider: ConfigProviderCommand | None = None
+    f_stat: StatCommand | None = None
+    f_clusters: ClustersCommand | None = None
+    f_broker_config: BrokerConfigCommand | None = None
+    f_encoding: EncodingFormat | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "help")
-                    help = _dec_child(r, length, path + "." + "help", _dec_HelpCommand)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "help")
+                    f_help = _dec_child(r, length, path + "." + "help", _dec_HelpCommand)
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "domains")
-                    domains = _dec_child(r, length, path + "." + "domains", _dec_DomainsCommand)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "domains")
+                    f_domains = _dec_child(r, length, path + "." + "domains", _dec_DomainsCommand)
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "configProvider")
-                    config_provider = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configProvider")
+                    f_config_provider = _dec_child(
                         r, length, path + "." + "configProvider", _dec_ConfigProviderCommand
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "stat")
-                    stat = _dec_child(r, length, path + "." + "stat", _dec_StatCommand)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stat")
+                    f_stat = _dec_child(r, length, path + "." + "stat", _dec_StatCommand)
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "clusters")
-                    clusters = _dec_child(r, length, path + "." + "clusters", _dec_ClustersCommand)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusters")
+                    f_clusters = _dec_child(
+                        r, length, path + "." + "clusters", _dec_ClustersCommand
+                    )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "brokerConfig")
-                    broker_config = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "brokerConfig")
+                    f_broker_config = _dec_child(
                         r, length, path + "." + "brokerConfig", _dec_BrokerConfigCommand
                     )
 
@@ -244,19 +256,20 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
                     r.skip(cc, length, path)
             r.close(inner_end, path)
         elif number == 1:
-            r.expect(cc, 0x80, path, "encoding")
-            encoding = r.read_enum(length, EncodingFormat, path, "encoding")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "encoding")
+            f_encoding = r.read_enum(length, EncodingFormat, path, "encoding")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     chosen = (
-        (help is not None)
-        + (domains is not None)
-        + (config_provider is not None)
-        + (stat is not None)
-        + (clusters is not None)
-        + (broker_config is not None)
+        (f_help is not None)
+        + (f_domains is not None)
+        + (f_config_provider is not None)
+        + (f_stat is not None)
+        + (f_clusters is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -266,17 +279,17 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
             path=path,
         )
     absent: list[str] = []
-    if encoding is None:
-        encoding = EncodingFormat.TEXT
+    if f_encoding is None:
+        f_encoding = EncodingFormat.TEXT
         absent.append("encoding")
     return Command(
-        help=help,
-        domains=domains,
-        config_provider=config_provider,
-        stat=stat,
-        clusters=clusters,
-        broker_config=broker_config,
-        encoding=encoding,
+        help=f_help,
+        domains=f_domains,
+        config_provider=f_config_provider,
+        stat=f_stat,
+        clusters=f_clusters,
+        broker_config=f_broker_config,
+        encoding=f_encoding,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -296,33 +309,35 @@ def _enc_RouteResponse(v: RouteResponse, out: bytearray, tag: bytes) -> None:
 
 def _dec_RouteResponse(r: _b.BerReader, end: int | None, path: str) -> RouteResponse:
     r.enter(path)
-    source_node_description: str | None = None
-    response: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_source_node_description: str | None = None
+    f_response: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "sourceNodeDescription")
-            source_node_description = r.read_str(length, path, "sourceNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sourceNodeDescription")
+            f_source_node_description = r.read_str(length, path, "sourceNodeDescription")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "response")
-            response = r.read_str(length, path, "response")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "response")
+            f_response = r.read_str(length, path, "response")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if source_node_description is None:
-        source_node_description = ""
+    if f_source_node_description is None:
+        f_source_node_description = ""
         absent.append("sourceNodeDescription")
-    if response is None:
-        response = ""
+    if f_response is None:
+        f_response = ""
         absent.append("response")
     return RouteResponse(
-        source_node_description=source_node_description,
-        response=response,
+        source_node_description=f_source_node_description,
+        response=f_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -344,21 +359,26 @@ def _enc_RouteResponseList(v: RouteResponseList, out: bytearray, tag: bytes) -> 
 
 def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> RouteResponseList:
     r.enter(path)
-    responses: list[RouteResponse] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_responses: list[RouteResponse] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "responses")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "responses")
             items_end = r.child_end(length)
-            responses = [] if responses is None else responses
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "responses")
-                responses.append(
+            f_responses = [] if f_responses is None else f_responses
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "responses")
+                f_responses.append(
                     _dec_child(
-                        r, length, path + "." + "responses[%d]" % len(responses), _dec_RouteResponse
+                        r,
+                        length,
+                        path + "." + "responses[%d]" % len(f_responses),
+                        _dec_RouteResponse,
                     )
                 )
             r.close(items_end, path)
@@ -367,11 +387,11 @@ def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> Route
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if responses is None:
-        responses = []
+    if f_responses is None:
+        f_responses = []
         absent.append("responses")
     return RouteResponseList(
-        responses=responses,
+        responses=f_responses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -392,32 +412,34 @@ def _enc_RouteResponseResult(v: RouteResponseResult, out: bytearray, tag: bytes)
 
 def _dec_RouteResponseResult(r: _b.BerReader, end: int | None, path: str) -> RouteResponseResult:
     r.enter(path)
-    source_node_description: str | None = None
-    result: Result | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_source_node_description: str | None = None
+    f_result: Result | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "sourceNodeDescription")
-            source_node_description = r.read_str(length, path, "sourceNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sourceNodeDescription")
+            f_source_node_description = r.read_str(length, path, "sourceNodeDescription")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "result")
-            result = _dec_child(r, length, path + "." + "result", _dec_Result)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "result")
+            f_result = _dec_child(r, length, path + "." + "result", _dec_Result)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if source_node_description is None:
-        source_node_description = ""
+    if f_source_node_description is None:
+        f_source_node_description = ""
         absent.append("sourceNodeDescription")
-    if result is None:
+    if f_result is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".result")
     return RouteResponseResult(
-        source_node_description=source_node_description,
-        result=result,
+        source_node_description=f_source_node_description,
+        result=f_result,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -441,23 +463,25 @@ def _dec_RouteResponseResultList(
     r: _b.BerReader, end: int | None, path: str
 ) -> RouteResponseResultList:
     r.enter(path)
-    responses: list[RouteResponseResult] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_responses: list[RouteResponseResult] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "responses")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "responses")
             items_end = r.child_end(length)
-            responses = [] if responses is None else responses
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "responses")
-                responses.append(
+            f_responses = [] if f_responses is None else f_responses
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "responses")
+                f_responses.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "responses[%d]" % len(responses),
+                        path + "." + "responses[%d]" % len(f_responses),
                         _dec_RouteResponseResult,
                     )
                 )
@@ -467,11 +491,11 @@ def _dec_RouteResponseResultList(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if responses is None:
-        responses = []
+    if f_responses is None:
+        f_responses = []
         absent.append("responses")
     return RouteResponseResultList(
-        responses=responses,
+        responses=f_responses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -479,7 +503,20 @@ def _dec_RouteResponseResultList(
 def _enc_InternalResult(v: InternalResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, InternalResult):
         raise EncodeError(f"expected a InternalResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.domains_result is not None) + (
+        v.clusters_result is not None
+    ) + (v.help is not None) + (v.queue_internals is not None) + (v.stat_result is not None) + (
+        v.cluster_list is not None
+    ) + (
+        v.cluster_queue_helper is not None
+    ) + (
+        v.cluster_storage_summary is not None
+    ) + (
+        v.cluster_domain_queue_statuses is not None
+    ) + (
+        v.broker_config is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -511,81 +548,92 @@ def _enc_InternalResult(v: InternalResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> InternalResult:
     r.enter(path)
-    error: Error | None = None
-    success: Void | None = None
-    domains_result: DomainsResult | None = None
-    clusters_result: ClustersResult | None = None
-    help: Help | None = None
-    queue_internals: QueueInternals | None = None
-    stat_result: StatResult | None = None
-    cluster_list: ClusterList | None = None
-    cluster_queue_helper: ClusterQueueHelper | None = None
-    cluster_storage_summary: ClusterStorageSummary | None = None
-    cluster_domain_queue_statuses: ClusterDomainQueueStatuses | None = None
-    broker_config: BrokerConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_success: Void | None = None
+    f_domains_result: DomainsResult | None = None
+    f_clusters_result: ClustersResult | None = None
+    f_help: Help | None = None
+    f_queue_internals: QueueInternals | None = None
+    f_stat_result: StatResult | None = None
+    f_cluster_list: ClusterList | None = None
+    f_cluster_queue_helper: ClusterQueueHelper | None = None
+    f_cluster_storage_summary: ClusterStorageSummary | None = None
+    f_cluster_domain_queue_statuses: ClusterDomainQueueStatuses | None = None
+    f_broker_config: BrokerConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "domainsResult")
-                domains_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domainsResult")
+                f_domains_result = _dec_child(
                     r, length, path + "." + "domainsResult", _dec_DomainsResult
                 )
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "clustersResult")
-                clusters_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clustersResult")
+                f_clusters_result = _dec_child(
                     r, length, path + "." + "clustersResult", _dec_ClustersResult
                 )
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "help")
-                help = _dec_child(r, length, path + "." + "help", _dec_Help)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "help")
+                f_help = _dec_child(r, length, path + "." + "help", _dec_Help)
 
             elif number == 5:
-                r.expect(cc, 0xA0, path, "queueInternals")
-                queue_internals = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueInternals")
+                f_queue_internals = _dec_child(
                     r, length, path + "." + "queueInternals", _dec_QueueInternals
                 )
 
             elif number == 6:
-                r.expect(cc, 0xA0, path, "statResult")
-                stat_result = _dec_child(r, length, path + "." + "statResult", _dec_StatResult)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "statResult")
+                f_stat_result = _dec_child(r, length, path + "." + "statResult", _dec_StatResult)
 
             elif number == 7:
-                r.expect(cc, 0xA0, path, "clusterList")
-                cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterList")
+                f_cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
 
             elif number == 8:
-                r.expect(cc, 0xA0, path, "clusterQueueHelper")
-                cluster_queue_helper = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterQueueHelper")
+                f_cluster_queue_helper = _dec_child(
                     r, length, path + "." + "clusterQueueHelper", _dec_ClusterQueueHelper
                 )
 
             elif number == 9:
-                r.expect(cc, 0xA0, path, "clusterStorageSummary")
-                cluster_storage_summary = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterStorageSummary")
+                f_cluster_storage_summary = _dec_child(
                     r, length, path + "." + "clusterStorageSummary", _dec_ClusterStorageSummary
                 )
 
             elif number == 10:
-                r.expect(cc, 0xA0, path, "clusterDomainQueueStatuses")
-                cluster_domain_queue_statuses = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterDomainQueueStatuses")
+                f_cluster_domain_queue_statuses = _dec_child(
                     r,
                     length,
                     path + "." + "clusterDomainQueueStatuses",
@@ -593,8 +641,9 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
                 )
 
             elif number == 11:
-                r.expect(cc, 0xA0, path, "brokerConfig")
-                broker_config = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "brokerConfig")
+                f_broker_config = _dec_child(
                     r, length, path + "." + "brokerConfig", _dec_BrokerConfig
                 )
 
@@ -603,18 +652,18 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (domains_result is not None)
-        + (clusters_result is not None)
-        + (help is not None)
-        + (queue_internals is not None)
-        + (stat_result is not None)
-        + (cluster_list is not None)
-        + (cluster_queue_helper is not None)
-        + (cluster_storage_summary is not None)
-        + (cluster_domain_queue_statuses is not None)
-        + (broker_config is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_domains_result is not None)
+        + (f_clusters_result is not None)
+        + (f_help is not None)
+        + (f_queue_internals is not None)
+        + (f_stat_result is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_cluster_domain_queue_statuses is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -624,25 +673,64 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
             path=path,
         )
     return InternalResult(
-        error=error,
-        success=success,
-        domains_result=domains_result,
-        clusters_result=clusters_result,
-        help=help,
-        queue_internals=queue_internals,
-        stat_result=stat_result,
-        cluster_list=cluster_list,
-        cluster_queue_helper=cluster_queue_helper,
-        cluster_storage_summary=cluster_storage_summary,
-        cluster_domain_queue_statuses=cluster_domain_queue_statuses,
-        broker_config=broker_config,
+        error=f_error,
+        success=f_success,
+        domains_result=f_domains_result,
+        clusters_result=f_clusters_result,
+        help=f_help,
+        queue_internals=f_queue_internals,
+        stat_result=f_stat_result,
+        cluster_list=f_cluster_list,
+        cluster_queue_helper=f_cluster_queue_helper,
+        cluster_storage_summary=f_cluster_storage_summary,
+        cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
+        broker_config=f_broker_config,
     )
 
 
 def _enc_Result(v: Result, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Result):
         raise EncodeError(f"expected a Result, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.value is not None) + (
+        v.tunable is not None
+    ) + (v.tunables is not None) + (v.tunable_confirmation is not None) + (v.help is not None) + (
+        v.domain_info is not None
+    ) + (
+        v.purged_queues is not None
+    ) + (
+        v.queue_internals is not None
+    ) + (
+        v.message_group_id_helper is not None
+    ) + (
+        v.queue_contents is not None
+    ) + (
+        v.message is not None
+    ) + (
+        v.stats is not None
+    ) + (
+        v.cluster_list is not None
+    ) + (
+        v.cluster_status is not None
+    ) + (
+        v.cluster_proxy_status is not None
+    ) + (
+        v.node_statuses is not None
+    ) + (
+        v.elector_info is not None
+    ) + (
+        v.partitions_info is not None
+    ) + (
+        v.cluster_queue_helper is not None
+    ) + (
+        v.storage_content is not None
+    ) + (
+        v.cluster_storage_summary is not None
+    ) + (
+        v.cluster_domain_queue_statuses is not None
+    ) + (
+        v.broker_config is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -700,160 +788,184 @@ def _enc_Result(v: Result, out: bytearray, tag: bytes) -> None:
 
 def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
     r.enter(path)
-    error: Error | None = None
-    success: Void | None = None
-    value: Value | None = None
-    tunable: Tunable | None = None
-    tunables: Tunables | None = None
-    tunable_confirmation: TunableConfirmation | None = None
-    help: Help | None = None
-    domain_info: DomainInfo | None = None
-    purged_queues: PurgedQueues | None = None
-    queue_internals: QueueInternals | None = None
-    message_group_id_helper: MessageGroupIdHelper | None = None
-    queue_contents: QueueContents | None = None
-    message: Message | None = None
-    stats: str | None = None
-    cluster_list: ClusterList | None = None
-    cluster_status: ClusterStatus | None = None
-    cluster_proxy_status: ClusterProxyStatus | None = None
-    node_statuses: NodeStatuses | None = None
-    elector_info: ElectorInfo | None = None
-    partitions_info: PartitionsInfo | None = None
-    cluster_queue_helper: ClusterQueueHelper | None = None
-    storage_content: StorageContent | None = None
-    cluster_storage_summary: ClusterStorageSummary | None = None
-    cluster_domain_queue_statuses: ClusterDomainQueueStatuses | None = None
-    broker_config: BrokerConfig | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_success: Void | None = None
+    f_value: Value | None = None
+    f_tunable: Tunable | None = None
+    f_tunables: Tunables | None = None
+    f_tunable_confirmation: TunableConfirmation | None = None
+    f_help: Help | None = None
+    f_domain_info: DomainInfo | None = None
+    f_purged_queues: PurgedQueues | None = None
+    f_queue_internals: QueueInternals | None = None
+    f_message_group_id_helper: MessageGroupIdHelper | None = None
+    f_queue_contents: QueueContents | None = None
+    f_message: Message | None = None
+    f_stats: str | None = None
+    f_cluster_list: ClusterList | None = None
+    f_cluster_status: ClusterStatus | None = None
+    f_cluster_proxy_status: ClusterProxyStatus | None = None
+    f_node_statuses: NodeStatuses | None = None
+    f_elector_info: ElectorInfo | None = None
+    f_partitions_info: PartitionsInfo | None = None
+    f_cluster_queue_helper: ClusterQueueHelper | None = None
+    f_storage_content: StorageContent | None = None
+    f_cluster_storage_summary: ClusterStorageSummary | None = None
+    f_cluster_domain_queue_statuses: ClusterDomainQueueStatuses | None = None
+    f_broker_config: BrokerConfig | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "value")
-                value = _dec_child(r, length, path + "." + "value", _dec_Value)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "value")
+                f_value = _dec_child(r, length, path + "." + "value", _dec_Value)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "tunable")
-                tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunable")
+                f_tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "tunables")
-                tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunables")
+                f_tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
 
             elif number == 5:
-                r.expect(cc, 0xA0, path, "tunableConfirmation")
-                tunable_confirmation = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunableConfirmation")
+                f_tunable_confirmation = _dec_child(
                     r, length, path + "." + "tunableConfirmation", _dec_TunableConfirmation
                 )
 
             elif number == 6:
-                r.expect(cc, 0xA0, path, "help")
-                help = _dec_child(r, length, path + "." + "help", _dec_Help)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "help")
+                f_help = _dec_child(r, length, path + "." + "help", _dec_Help)
 
             elif number == 7:
-                r.expect(cc, 0xA0, path, "domainInfo")
-                domain_info = _dec_child(r, length, path + "." + "domainInfo", _dec_DomainInfo)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domainInfo")
+                f_domain_info = _dec_child(r, length, path + "." + "domainInfo", _dec_DomainInfo)
 
             elif number == 8:
-                r.expect(cc, 0xA0, path, "purgedQueues")
-                purged_queues = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purgedQueues")
+                f_purged_queues = _dec_child(
                     r, length, path + "." + "purgedQueues", _dec_PurgedQueues
                 )
 
             elif number == 9:
-                r.expect(cc, 0xA0, path, "queueInternals")
-                queue_internals = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueInternals")
+                f_queue_internals = _dec_child(
                     r, length, path + "." + "queueInternals", _dec_QueueInternals
                 )
 
             elif number == 10:
-                r.expect(cc, 0xA0, path, "messageGroupIdHelper")
-                message_group_id_helper = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "messageGroupIdHelper")
+                f_message_group_id_helper = _dec_child(
                     r, length, path + "." + "messageGroupIdHelper", _dec_MessageGroupIdHelper
                 )
 
             elif number == 11:
-                r.expect(cc, 0xA0, path, "queueContents")
-                queue_contents = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueContents")
+                f_queue_contents = _dec_child(
                     r, length, path + "." + "queueContents", _dec_QueueContents
                 )
 
             elif number == 12:
-                r.expect(cc, 0xA0, path, "message")
-                message = _dec_child(r, length, path + "." + "message", _dec_Message)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "message")
+                f_message = _dec_child(r, length, path + "." + "message", _dec_Message)
 
             elif number == 13:
-                r.expect(cc, 0x80, path, "stats")
-                stats = r.read_str(length, path, "stats")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "stats")
+                f_stats = r.read_str(length, path, "stats")
 
             elif number == 14:
-                r.expect(cc, 0xA0, path, "clusterList")
-                cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterList")
+                f_cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
 
             elif number == 15:
-                r.expect(cc, 0xA0, path, "clusterStatus")
-                cluster_status = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterStatus")
+                f_cluster_status = _dec_child(
                     r, length, path + "." + "clusterStatus", _dec_ClusterStatus
                 )
 
             elif number == 16:
-                r.expect(cc, 0xA0, path, "clusterProxyStatus")
-                cluster_proxy_status = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterProxyStatus")
+                f_cluster_proxy_status = _dec_child(
                     r, length, path + "." + "clusterProxyStatus", _dec_ClusterProxyStatus
                 )
 
             elif number == 17:
-                r.expect(cc, 0xA0, path, "nodeStatuses")
-                node_statuses = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "nodeStatuses")
+                f_node_statuses = _dec_child(
                     r, length, path + "." + "nodeStatuses", _dec_NodeStatuses
                 )
 
             elif number == 18:
-                r.expect(cc, 0xA0, path, "electorInfo")
-                elector_info = _dec_child(r, length, path + "." + "electorInfo", _dec_ElectorInfo)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "electorInfo")
+                f_elector_info = _dec_child(r, length, path + "." + "electorInfo", _dec_ElectorInfo)
 
             elif number == 19:
-                r.expect(cc, 0xA0, path, "partitionsInfo")
-                partitions_info = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "partitionsInfo")
+                f_partitions_info = _dec_child(
                     r, length, path + "." + "partitionsInfo", _dec_PartitionsInfo
                 )
 
             elif number == 20:
-                r.expect(cc, 0xA0, path, "clusterQueueHelper")
-                cluster_queue_helper = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterQueueHelper")
+                f_cluster_queue_helper = _dec_child(
                     r, length, path + "." + "clusterQueueHelper", _dec_ClusterQueueHelper
                 )
 
             elif number == 21:
-                r.expect(cc, 0xA0, path, "storageContent")
-                storage_content = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "storageContent")
+                f_storage_content = _dec_child(
                     r, length, path + "." + "storageContent", _dec_StorageContent
                 )
 
             elif number == 22:
-                r.expect(cc, 0xA0, path, "clusterStorageSummary")
-                cluster_storage_summary = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterStorageSummary")
+                f_cluster_storage_summary = _dec_child(
                     r, length, path + "." + "clusterStorageSummary", _dec_ClusterStorageSummary
                 )
 
             elif number == 23:
-                r.expect(cc, 0xA0, path, "clusterDomainQueueStatuses")
-                cluster_domain_queue_statuses = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterDomainQueueStatuses")
+                f_cluster_domain_queue_statuses = _dec_child(
                     r,
                     length,
                     path + "." + "clusterDomainQueueStatuses",
@@ -861,8 +973,9 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
                 )
 
             elif number == 24:
-                r.expect(cc, 0xA0, path, "brokerConfig")
-                broker_config = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "brokerConfig")
+                f_broker_config = _dec_child(
                     r, length, path + "." + "brokerConfig", _dec_BrokerConfig
                 )
 
@@ -871,31 +984,31 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (value is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
-        + (help is not None)
-        + (domain_info is not None)
-        + (purged_queues is not None)
-        + (queue_internals is not None)
-        + (message_group_id_helper is not None)
-        + (queue_contents is not None)
-        + (message is not None)
-        + (stats is not None)
-        + (cluster_list is not None)
-        + (cluster_status is not None)
-        + (cluster_proxy_status is not None)
-        + (node_statuses is not None)
-        + (elector_info is not None)
-        + (partitions_info is not None)
-        + (cluster_queue_helper is not None)
-        + (storage_content is not None)
-        + (cluster_storage_summary is not None)
-        + (cluster_domain_queue_statuses is not None)
-        + (broker_config is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_value is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
+        + (f_help is not None)
+        + (f_domain_info is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_internals is not None)
+        + (f_message_group_id_helper is not None)
+        + (f_queue_contents is not None)
+        + (f_message is not None)
+        + (f_stats is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_status is not None)
+        + (f_cluster_proxy_status is not None)
+        + (f_node_statuses is not None)
+        + (f_elector_info is not None)
+        + (f_partitions_info is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_storage_content is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_cluster_domain_queue_statuses is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -905,38 +1018,39 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
             path=path,
         )
     return Result(
-        error=error,
-        success=success,
-        value=value,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
-        help=help,
-        domain_info=domain_info,
-        purged_queues=purged_queues,
-        queue_internals=queue_internals,
-        message_group_id_helper=message_group_id_helper,
-        queue_contents=queue_contents,
-        message=message,
-        stats=stats,
-        cluster_list=cluster_list,
-        cluster_status=cluster_status,
-        cluster_proxy_status=cluster_proxy_status,
-        node_statuses=node_statuses,
-        elector_info=elector_info,
-        partitions_info=partitions_info,
-        cluster_queue_helper=cluster_queue_helper,
-        storage_content=storage_content,
-        cluster_storage_summary=cluster_storage_summary,
-        cluster_domain_queue_statuses=cluster_domain_queue_statuses,
-        broker_config=broker_config,
+        error=f_error,
+        success=f_success,
+        value=f_value,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
+        help=f_help,
+        domain_info=f_domain_info,
+        purged_queues=f_purged_queues,
+        queue_internals=f_queue_internals,
+        message_group_id_helper=f_message_group_id_helper,
+        queue_contents=f_queue_contents,
+        message=f_message,
+        stats=f_stats,
+        cluster_list=f_cluster_list,
+        cluster_status=f_cluster_status,
+        cluster_proxy_status=f_cluster_proxy_status,
+        node_statuses=f_node_statuses,
+        elector_info=f_elector_info,
+        partitions_info=f_partitions_info,
+        cluster_queue_helper=f_cluster_queue_helper,
+        storage_content=f_storage_content,
+        cluster_storage_summary=f_cluster_storage_summary,
+        cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
+        broker_config=f_broker_config,
     )
 
 
 def _enc_DomainsResult(v: DomainsResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainsResult):
         raise EncodeError(f"expected a DomainsResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.domain_result is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.success is not None:
@@ -950,30 +1064,33 @@ def _enc_DomainsResult(v: DomainsResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsResult:
     r.enter(path)
-    success: Void | None = None
-    error: Error | None = None
-    domain_result: DomainResult | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_success: Void | None = None
+    f_error: Error | None = None
+    f_domain_result: DomainResult | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "domainResult")
-                domain_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domainResult")
+                f_domain_result = _dec_child(
                     r, length, path + "." + "domainResult", _dec_DomainResult
                 )
 
@@ -981,7 +1098,7 @@ def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsRe
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (success is not None) + (error is not None) + (domain_result is not None)
+    chosen = (f_success is not None) + (f_error is not None) + (f_domain_result is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -990,16 +1107,19 @@ def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsRe
             path=path,
         )
     return DomainsResult(
-        success=success,
-        error=error,
-        domain_result=domain_result,
+        success=f_success,
+        error=f_error,
+        domain_result=f_domain_result,
     )
 
 
 def _enc_DomainResult(v: DomainResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainResult):
         raise EncodeError(f"expected a DomainResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.domain_info is not None) + (
+        v.purged_queues is not None
+    ) + (v.queue_result is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.success is not None:
@@ -1017,53 +1137,58 @@ def _enc_DomainResult(v: DomainResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainResult(r: _b.BerReader, end: int | None, path: str) -> DomainResult:
     r.enter(path)
-    success: Void | None = None
-    error: Error | None = None
-    domain_info: DomainInfo | None = None
-    purged_queues: PurgedQueues | None = None
-    queue_result: QueueResult | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_success: Void | None = None
+    f_error: Error | None = None
+    f_domain_info: DomainInfo | None = None
+    f_purged_queues: PurgedQueues | None = None
+    f_queue_result: QueueResult | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "domainInfo")
-                domain_info = _dec_child(r, length, path + "." + "domainInfo", _dec_DomainInfo)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domainInfo")
+                f_domain_info = _dec_child(r, length, path + "." + "domainInfo", _dec_DomainInfo)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "purgedQueues")
-                purged_queues = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purgedQueues")
+                f_purged_queues = _dec_child(
                     r, length, path + "." + "purgedQueues", _dec_PurgedQueues
                 )
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "queueResult")
-                queue_result = _dec_child(r, length, path + "." + "queueResult", _dec_QueueResult)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueResult")
+                f_queue_result = _dec_child(r, length, path + "." + "queueResult", _dec_QueueResult)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (success is not None)
-        + (error is not None)
-        + (domain_info is not None)
-        + (purged_queues is not None)
-        + (queue_result is not None)
+        (f_success is not None)
+        + (f_error is not None)
+        + (f_domain_info is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_result is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1073,18 +1198,21 @@ def _dec_DomainResult(r: _b.BerReader, end: int | None, path: str) -> DomainResu
             path=path,
         )
     return DomainResult(
-        success=success,
-        error=error,
-        domain_info=domain_info,
-        purged_queues=purged_queues,
-        queue_result=queue_result,
+        success=f_success,
+        error=f_error,
+        domain_info=f_domain_info,
+        purged_queues=f_purged_queues,
+        queue_result=f_queue_result,
     )
 
 
 def _enc_ClustersResult(v: ClustersResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClustersResult):
         raise EncodeError(f"expected a ClustersResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.cluster_list is not None) + (
+        v.cluster_result is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1100,35 +1228,39 @@ def _enc_ClustersResult(v: ClustersResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> ClustersResult:
     r.enter(path)
-    error: Error | None = None
-    success: Void | None = None
-    cluster_list: ClusterList | None = None
-    cluster_result: ClusterResult | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_success: Void | None = None
+    f_cluster_list: ClusterList | None = None
+    f_cluster_result: ClusterResult | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "clusterList")
-                cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterList")
+                f_cluster_list = _dec_child(r, length, path + "." + "clusterList", _dec_ClusterList)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "clusterResult")
-                cluster_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterResult")
+                f_cluster_result = _dec_child(
                     r, length, path + "." + "clusterResult", _dec_ClusterResult
                 )
 
@@ -1137,10 +1269,10 @@ def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> Clusters
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (cluster_list is not None)
-        + (cluster_result is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_result is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1150,17 +1282,22 @@ def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> Clusters
             path=path,
         )
     return ClustersResult(
-        error=error,
-        success=success,
-        cluster_list=cluster_list,
-        cluster_result=cluster_result,
+        error=f_error,
+        success=f_success,
+        cluster_list=f_cluster_list,
+        cluster_result=f_cluster_result,
     )
 
 
 def _enc_ClusterResult(v: ClusterResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterResult):
         raise EncodeError(f"expected a ClusterResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.elector_result is not None) + (
+        v.storage_result is not None
+    ) + (v.cluster_queue_helper is not None) + (v.cluster_status is not None) + (
+        v.cluster_proxy_status is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1182,58 +1319,65 @@ def _enc_ClusterResult(v: ClusterResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterResult:
     r.enter(path)
-    error: Error | None = None
-    success: Void | None = None
-    elector_result: ElectorResult | None = None
-    storage_result: StorageResult | None = None
-    cluster_queue_helper: ClusterQueueHelper | None = None
-    cluster_status: ClusterStatus | None = None
-    cluster_proxy_status: ClusterProxyStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_success: Void | None = None
+    f_elector_result: ElectorResult | None = None
+    f_storage_result: StorageResult | None = None
+    f_cluster_queue_helper: ClusterQueueHelper | None = None
+    f_cluster_status: ClusterStatus | None = None
+    f_cluster_proxy_status: ClusterProxyStatus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "electorResult")
-                elector_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "electorResult")
+                f_elector_result = _dec_child(
                     r, length, path + "." + "electorResult", _dec_ElectorResult
                 )
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "storageResult")
-                storage_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "storageResult")
+                f_storage_result = _dec_child(
                     r, length, path + "." + "storageResult", _dec_StorageResult
                 )
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "clusterQueueHelper")
-                cluster_queue_helper = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterQueueHelper")
+                f_cluster_queue_helper = _dec_child(
                     r, length, path + "." + "clusterQueueHelper", _dec_ClusterQueueHelper
                 )
 
             elif number == 5:
-                r.expect(cc, 0xA0, path, "clusterStatus")
-                cluster_status = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterStatus")
+                f_cluster_status = _dec_child(
                     r, length, path + "." + "clusterStatus", _dec_ClusterStatus
                 )
 
             elif number == 6:
-                r.expect(cc, 0xA0, path, "clusterProxyStatus")
-                cluster_proxy_status = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterProxyStatus")
+                f_cluster_proxy_status = _dec_child(
                     r, length, path + "." + "clusterProxyStatus", _dec_ClusterProxyStatus
                 )
 
@@ -1242,13 +1386,13 @@ def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterRe
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (elector_result is not None)
-        + (storage_result is not None)
-        + (cluster_queue_helper is not None)
-        + (cluster_status is not None)
-        + (cluster_proxy_status is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_elector_result is not None)
+        + (f_storage_result is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_cluster_status is not None)
+        + (f_cluster_proxy_status is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1258,20 +1402,23 @@ def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterRe
             path=path,
         )
     return ClusterResult(
-        error=error,
-        success=success,
-        elector_result=elector_result,
-        storage_result=storage_result,
-        cluster_queue_helper=cluster_queue_helper,
-        cluster_status=cluster_status,
-        cluster_proxy_status=cluster_proxy_status,
+        error=f_error,
+        success=f_success,
+        elector_result=f_elector_result,
+        storage_result=f_storage_result,
+        cluster_queue_helper=f_cluster_queue_helper,
+        cluster_status=f_cluster_status,
+        cluster_proxy_status=f_cluster_proxy_status,
     )
 
 
 def _enc_StorageResult(v: StorageResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StorageResult):
         raise EncodeError(f"expected a StorageResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.storage_content is not None) + (
+        v.cluster_storage_summary is not None
+    ) + (v.replication_result is not None) + (v.purged_queues is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.success is not None:
@@ -1291,51 +1438,57 @@ def _enc_StorageResult(v: StorageResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageResult:
     r.enter(path)
-    success: Void | None = None
-    error: Error | None = None
-    storage_content: StorageContent | None = None
-    cluster_storage_summary: ClusterStorageSummary | None = None
-    replication_result: ReplicationResult | None = None
-    purged_queues: PurgedQueues | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_success: Void | None = None
+    f_error: Error | None = None
+    f_storage_content: StorageContent | None = None
+    f_cluster_storage_summary: ClusterStorageSummary | None = None
+    f_replication_result: ReplicationResult | None = None
+    f_purged_queues: PurgedQueues | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "success")
-                success = _dec_child(r, length, path + "." + "success", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "success")
+                f_success = _dec_child(r, length, path + "." + "success", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "storageContent")
-                storage_content = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "storageContent")
+                f_storage_content = _dec_child(
                     r, length, path + "." + "storageContent", _dec_StorageContent
                 )
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "clusterStorageSummary")
-                cluster_storage_summary = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clusterStorageSummary")
+                f_cluster_storage_summary = _dec_child(
                     r, length, path + "." + "clusterStorageSummary", _dec_ClusterStorageSummary
                 )
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "replicationResult")
-                replication_result = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "replicationResult")
+                f_replication_result = _dec_child(
                     r, length, path + "." + "replicationResult", _dec_ReplicationResult
                 )
 
             elif number == 5:
-                r.expect(cc, 0xA0, path, "purgedQueues")
-                purged_queues = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purgedQueues")
+                f_purged_queues = _dec_child(
                     r, length, path + "." + "purgedQueues", _dec_PurgedQueues
                 )
 
@@ -1344,12 +1497,12 @@ def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageRe
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (success is not None)
-        + (error is not None)
-        + (storage_content is not None)
-        + (cluster_storage_summary is not None)
-        + (replication_result is not None)
-        + (purged_queues is not None)
+        (f_success is not None)
+        + (f_error is not None)
+        + (f_storage_content is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_replication_result is not None)
+        + (f_purged_queues is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1359,19 +1512,22 @@ def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageRe
             path=path,
         )
     return StorageResult(
-        success=success,
-        error=error,
-        storage_content=storage_content,
-        cluster_storage_summary=cluster_storage_summary,
-        replication_result=replication_result,
-        purged_queues=purged_queues,
+        success=f_success,
+        error=f_error,
+        storage_content=f_storage_content,
+        cluster_storage_summary=f_cluster_storage_summary,
+        replication_result=f_replication_result,
+        purged_queues=f_purged_queues,
     )
 
 
 def _enc_ElectorResult(v: ElectorResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ElectorResult):
         raise EncodeError(f"expected a ElectorResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.tunable is not None) + (v.tunables is not None) + (
+        v.tunable_confirmation is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1387,35 +1543,39 @@ def _enc_ElectorResult(v: ElectorResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorResult:
     r.enter(path)
-    error: Error | None = None
-    tunable: Tunable | None = None
-    tunables: Tunables | None = None
-    tunable_confirmation: TunableConfirmation | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_tunable: Tunable | None = None
+    f_tunables: Tunables | None = None
+    f_tunable_confirmation: TunableConfirmation | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "tunable")
-                tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunable")
+                f_tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "tunables")
-                tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunables")
+                f_tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "tunableConfirmation")
-                tunable_confirmation = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunableConfirmation")
+                f_tunable_confirmation = _dec_child(
                     r, length, path + "." + "tunableConfirmation", _dec_TunableConfirmation
                 )
 
@@ -1424,10 +1584,10 @@ def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorRe
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1437,17 +1597,20 @@ def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorRe
             path=path,
         )
     return ElectorResult(
-        error=error,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_ReplicationResult(v: ReplicationResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ReplicationResult):
         raise EncodeError(f"expected a ReplicationResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.tunable is not None) + (v.tunables is not None) + (
+        v.tunable_confirmation is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1463,35 +1626,39 @@ def _enc_ReplicationResult(v: ReplicationResult, out: bytearray, tag: bytes) -> 
 
 def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> ReplicationResult:
     r.enter(path)
-    error: Error | None = None
-    tunable: Tunable | None = None
-    tunables: Tunables | None = None
-    tunable_confirmation: TunableConfirmation | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_tunable: Tunable | None = None
+    f_tunables: Tunables | None = None
+    f_tunable_confirmation: TunableConfirmation | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "tunable")
-                tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunable")
+                f_tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "tunables")
-                tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunables")
+                f_tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "tunableConfirmation")
-                tunable_confirmation = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunableConfirmation")
+                f_tunable_confirmation = _dec_child(
                     r, length, path + "." + "tunableConfirmation", _dec_TunableConfirmation
                 )
 
@@ -1500,10 +1667,10 @@ def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> Repli
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1513,17 +1680,20 @@ def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> Repli
             path=path,
         )
     return ReplicationResult(
-        error=error,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_StatResult(v: StatResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StatResult):
         raise EncodeError(f"expected a StatResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.stats is not None) + (v.tunable is not None) + (
+        v.tunables is not None
+    ) + (v.tunable_confirmation is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1541,40 +1711,45 @@ def _enc_StatResult(v: StatResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
     r.enter(path)
-    error: Error | None = None
-    stats: str | None = None
-    tunable: Tunable | None = None
-    tunables: Tunables | None = None
-    tunable_confirmation: TunableConfirmation | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_stats: str | None = None
+    f_tunable: Tunable | None = None
+    f_tunables: Tunables | None = None
+    f_tunable_confirmation: TunableConfirmation | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0x80, path, "stats")
-                stats = r.read_str(length, path, "stats")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "stats")
+                f_stats = r.read_str(length, path, "stats")
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "tunable")
-                tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunable")
+                f_tunable = _dec_child(r, length, path + "." + "tunable", _dec_Tunable)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "tunables")
-                tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunables")
+                f_tunables = _dec_child(r, length, path + "." + "tunables", _dec_Tunables)
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "tunableConfirmation")
-                tunable_confirmation = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "tunableConfirmation")
+                f_tunable_confirmation = _dec_child(
                     r, length, path + "." + "tunableConfirmation", _dec_TunableConfirmation
                 )
 
@@ -1583,11 +1758,11 @@ def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (stats is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_stats is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1597,18 +1772,21 @@ def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
             path=path,
         )
     return StatResult(
-        error=error,
-        stats=stats,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        stats=f_stats,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_QueueResult(v: QueueResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, QueueResult):
         raise EncodeError(f"expected a QueueResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.purged_queues is not None) + (v.queue_contents is not None) + (
+        v.queue_internals is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1624,39 +1802,43 @@ def _enc_QueueResult(v: QueueResult, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult:
     r.enter(path)
-    error: Error | None = None
-    purged_queues: PurgedQueues | None = None
-    queue_contents: QueueContents | None = None
-    queue_internals: QueueInternals | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_purged_queues: PurgedQueues | None = None
+    f_queue_contents: QueueContents | None = None
+    f_queue_internals: QueueInternals | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "purgedQueues")
-                purged_queues = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purgedQueues")
+                f_purged_queues = _dec_child(
                     r, length, path + "." + "purgedQueues", _dec_PurgedQueues
                 )
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "queueContents")
-                queue_contents = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueContents")
+                f_queue_contents = _dec_child(
                     r, length, path + "." + "queueContents", _dec_QueueContents
                 )
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "queueInternals")
-                queue_internals = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueInternals")
+                f_queue_internals = _dec_child(
                     r, length, path + "." + "queueInternals", _dec_QueueInternals
                 )
 
@@ -1665,10 +1847,10 @@ def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (error is not None)
-        + (purged_queues is not None)
-        + (queue_contents is not None)
-        + (queue_internals is not None)
+        (f_error is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_contents is not None)
+        + (f_queue_internals is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1678,10 +1860,10 @@ def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult
             path=path,
         )
     return QueueResult(
-        error=error,
-        purged_queues=purged_queues,
-        queue_contents=queue_contents,
-        queue_internals=queue_internals,
+        error=f_error,
+        purged_queues=f_purged_queues,
+        queue_contents=f_queue_contents,
+        queue_internals=f_queue_internals,
     )
 
 
@@ -1702,21 +1884,23 @@ def _enc_PurgedQueues(v: PurgedQueues, out: bytearray, tag: bytes) -> None:
 
 def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueues:
     r.enter(path)
-    queues: list[PurgeQueueResult] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queues: list[PurgeQueueResult] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
-            queues = [] if queues is None else queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
-                queues.append(
+            f_queues = [] if f_queues is None else f_queues
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
+                f_queues.append(
                     _dec_child(
-                        r, length, path + "." + "queues[%d]" % len(queues), _dec_PurgeQueueResult
+                        r, length, path + "." + "queues[%d]" % len(f_queues), _dec_PurgeQueueResult
                     )
                 )
             r.close(items_end, path)
@@ -1725,11 +1909,11 @@ def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueu
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queues is None:
-        queues = []
+    if f_queues is None:
+        f_queues = []
         absent.append("queues")
     return PurgedQueues(
-        queues=queues,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1737,7 +1921,8 @@ def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueu
 def _enc_PurgeQueueResult(v: PurgeQueueResult, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, PurgeQueueResult):
         raise EncodeError(f"expected a PurgeQueueResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.queue is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.error is not None:
@@ -1749,31 +1934,33 @@ def _enc_PurgeQueueResult(v: PurgeQueueResult, out: bytearray, tag: bytes) -> No
 
 def _dec_PurgeQueueResult(r: _b.BerReader, end: int | None, path: str) -> PurgeQueueResult:
     r.enter(path)
-    error: Error | None = None
-    queue: PurgedQueueDetails | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_error: Error | None = None
+    f_queue: PurgedQueueDetails | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "error")
-                error = _dec_child(r, length, path + "." + "error", _dec_Error)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "error")
+                f_error = _dec_child(r, length, path + "." + "error", _dec_Error)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "queue")
-                queue = _dec_child(r, length, path + "." + "queue", _dec_PurgedQueueDetails)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queue")
+                f_queue = _dec_child(r, length, path + "." + "queue", _dec_PurgedQueueDetails)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (error is not None) + (queue is not None)
+    chosen = (f_error is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -1782,8 +1969,8 @@ def _dec_PurgeQueueResult(r: _b.BerReader, end: int | None, path: str) -> PurgeQ
             path=path,
         )
     return PurgeQueueResult(
-        error=error,
-        queue=queue,
+        error=f_error,
+        queue=f_queue,
     )
 
 
@@ -1822,36 +2009,41 @@ def _enc_PurgedQueueDetails(v: PurgedQueueDetails, out: bytearray, tag: bytes) -
 
 def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> PurgedQueueDetails:
     r.enter(path)
-    queue_uri: str | None = None
-    app_id: str | None = None
-    app_key: str | None = None
-    num_messages_purged: int | None = None
-    num_bytes_purged: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_uri: str | None = None
+    f_app_id: str | None = None
+    f_app_key: str | None = None
+    f_num_messages_purged: int | None = None
+    f_num_bytes_purged: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
-            queue_uri = r.read_str(length, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
+            f_queue_uri = r.read_str(length, path, "queueUri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "appKey")
-            app_key = r.read_str(length, path, "appKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appKey")
+            f_app_key = r.read_str(length, path, "appKey")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "numMessagesPurged")
-            num_messages_purged = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessagesPurged")
+            f_num_messages_purged = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numMessagesPurged"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "numBytesPurged")
-            num_bytes_purged = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytesPurged")
+            f_num_bytes_purged = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numBytesPurged"
             )
 
@@ -1859,27 +2051,27 @@ def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> Purg
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_uri is None:
-        queue_uri = ""
+    if f_queue_uri is None:
+        f_queue_uri = ""
         absent.append("queueUri")
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if app_key is None:
-        app_key = ""
+    if f_app_key is None:
+        f_app_key = ""
         absent.append("appKey")
-    if num_messages_purged is None:
-        num_messages_purged = 0
+    if f_num_messages_purged is None:
+        f_num_messages_purged = 0
         absent.append("numMessagesPurged")
-    if num_bytes_purged is None:
-        num_bytes_purged = 0
+    if f_num_bytes_purged is None:
+        f_num_bytes_purged = 0
         absent.append("numBytesPurged")
     return PurgedQueueDetails(
-        queue_uri=queue_uri,
-        app_id=app_id,
-        app_key=app_key,
-        num_messages_purged=num_messages_purged,
-        num_bytes_purged=num_bytes_purged,
+        queue_uri=f_queue_uri,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages_purged=f_num_messages_purged,
+        num_bytes_purged=f_num_bytes_purged,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1895,8 +2087,8 @@ def _enc_Void(v: Void, out: bytearray, tag: bytes) -> None:
 
 def _dec_Void(r: _b.BerReader, end: int | None, path: str) -> Void:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -1921,24 +2113,25 @@ def _enc_Error(v: Error, out: bytearray, tag: bytes) -> None:
 
 def _dec_Error(r: _b.BerReader, end: int | None, path: str) -> Error:
     r.enter(path)
-    message: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_message: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "message")
-            message = r.read_str(length, path, "message")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "message")
+            f_message = r.read_str(length, path, "message")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if message is None:
-        message = ""
+    if f_message is None:
+        f_message = ""
         absent.append("message")
     return Error(
-        message=message,
+        message=f_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1956,24 +2149,25 @@ def _enc_HelpCommand(v: HelpCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand:
     r.enter(path)
-    plumbing: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_plumbing: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "plumbing")
-            plumbing = r.read_bool(length, path, "plumbing")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "plumbing")
+            f_plumbing = r.read_bool(length, path, "plumbing")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if plumbing is None:
-        plumbing = False
+    if f_plumbing is None:
+        f_plumbing = False
         absent.append("plumbing")
     return HelpCommand(
-        plumbing=plumbing,
+        plumbing=f_plumbing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1981,7 +2175,12 @@ def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand
 def _enc_Value(v: Value, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Value):
         raise EncodeError(f"expected a Value, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.the_null is not None) + (v.the_bool is not None) + (v.the_integer is not None) + (
+        v.the_double is not None
+    ) + (v.the_date is not None) + (v.the_time is not None) + (v.the_datetime is not None) + (
+        v.the_string is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.the_null is not None:
@@ -2012,71 +2211,79 @@ def _enc_Value(v: Value, out: bytearray, tag: bytes) -> None:
 
 def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
     r.enter(path)
-    the_null: Void | None = None
-    the_bool: bool | None = None
-    the_integer: int | None = None
-    the_double: float | None = None
-    the_date: str | None = None
-    the_time: str | None = None
-    the_datetime: str | None = None
-    the_string: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_the_null: Void | None = None
+    f_the_bool: bool | None = None
+    f_the_integer: int | None = None
+    f_the_double: float | None = None
+    f_the_date: str | None = None
+    f_the_time: str | None = None
+    f_the_datetime: str | None = None
+    f_the_string: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "theNull")
-                the_null = _dec_child(r, length, path + "." + "theNull", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "theNull")
+                f_the_null = _dec_child(r, length, path + "." + "theNull", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0x80, path, "theBool")
-                the_bool = r.read_bool(length, path, "theBool")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theBool")
+                f_the_bool = r.read_bool(length, path, "theBool")
 
             elif number == 2:
-                r.expect(cc, 0x80, path, "theInteger")
-                the_integer = r.read_int(
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theInteger")
+                f_the_integer = r.read_int(
                     length, -9223372036854775808, 9223372036854775807, path, "theInteger"
                 )
 
             elif number == 3:
-                r.expect(cc, 0x80, path, "theDouble")
-                the_double = r.read_real(length, path, "theDouble")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theDouble")
+                f_the_double = r.read_real(length, path, "theDouble")
 
             elif number == 4:
-                r.expect(cc, 0x80, path, "theDate")
-                the_date = r.read_str(length, path, "theDate")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theDate")
+                f_the_date = r.read_str(length, path, "theDate")
 
             elif number == 5:
-                r.expect(cc, 0x80, path, "theTime")
-                the_time = r.read_str(length, path, "theTime")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theTime")
+                f_the_time = r.read_str(length, path, "theTime")
 
             elif number == 6:
-                r.expect(cc, 0x80, path, "theDatetime")
-                the_datetime = r.read_str(length, path, "theDatetime")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theDatetime")
+                f_the_datetime = r.read_str(length, path, "theDatetime")
 
             elif number == 7:
-                r.expect(cc, 0x80, path, "theString")
-                the_string = r.read_str(length, path, "theString")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "theString")
+                f_the_string = r.read_str(length, path, "theString")
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (the_null is not None)
-        + (the_bool is not None)
-        + (the_integer is not None)
-        + (the_double is not None)
-        + (the_date is not None)
-        + (the_time is not None)
-        + (the_datetime is not None)
-        + (the_string is not None)
+        (f_the_null is not None)
+        + (f_the_bool is not None)
+        + (f_the_integer is not None)
+        + (f_the_double is not None)
+        + (f_the_date is not None)
+        + (f_the_time is not None)
+        + (f_the_datetime is not None)
+        + (f_the_string is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2086,14 +2293,14 @@ def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
             path=path,
         )
     return Value(
-        the_null=the_null,
-        the_bool=the_bool,
-        the_integer=the_integer,
-        the_double=the_double,
-        the_date=the_date,
-        the_time=the_time,
-        the_datetime=the_datetime,
-        the_string=the_string,
+        the_null=f_the_null,
+        the_bool=f_the_bool,
+        the_integer=f_the_integer,
+        the_double=f_the_double,
+        the_date=f_the_date,
+        the_time=f_the_time,
+        the_datetime=f_the_datetime,
+        the_string=f_the_string,
     )
 
 
@@ -2113,41 +2320,44 @@ def _enc_Tunable(v: Tunable, out: bytearray, tag: bytes) -> None:
 
 def _dec_Tunable(r: _b.BerReader, end: int | None, path: str) -> Tunable:
     r.enter(path)
-    name: str | None = None
-    value: Value | None = None
-    description: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_value: Value | None = None
+    f_description: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "value")
-            value = _dec_child(r, length, path + "." + "value", _dec_Value)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "value")
+            f_value = _dec_child(r, length, path + "." + "value", _dec_Value)
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "description")
-            description = r.read_str(length, path, "description")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "description")
+            f_description = r.read_str(length, path, "description")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if value is None:
+    if f_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".value")
-    if description is None:
-        description = ""
+    if f_description is None:
+        f_description = ""
         absent.append("description")
     return Tunable(
-        name=name,
-        value=value,
-        description=description,
+        name=f_name,
+        value=f_value,
+        description=f_description,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2167,40 +2377,43 @@ def _enc_TunableConfirmation(v: TunableConfirmation, out: bytearray, tag: bytes)
 
 def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> TunableConfirmation:
     r.enter(path)
-    name: str | None = None
-    old_value: Value | None = None
-    new_value: Value | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_old_value: Value | None = None
+    f_new_value: Value | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "oldValue")
-            old_value = _dec_child(r, length, path + "." + "oldValue", _dec_Value)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "oldValue")
+            f_old_value = _dec_child(r, length, path + "." + "oldValue", _dec_Value)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "newValue")
-            new_value = _dec_child(r, length, path + "." + "newValue", _dec_Value)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "newValue")
+            f_new_value = _dec_child(r, length, path + "." + "newValue", _dec_Value)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if old_value is None:
+    if f_old_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".oldValue")
-    if new_value is None:
+    if f_new_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".newValue")
     return TunableConfirmation(
-        name=name,
-        old_value=old_value,
-        new_value=new_value,
+        name=f_name,
+        old_value=f_old_value,
+        new_value=f_new_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2208,7 +2421,8 @@ def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> Tun
 def _enc_DomainCommand(v: DomainCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainCommand):
         raise EncodeError(f"expected a DomainCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge is not None) + (v.info is not None) + (v.queue is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.purge is not None:
@@ -2222,36 +2436,39 @@ def _enc_DomainCommand(v: DomainCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainCommand(r: _b.BerReader, end: int | None, path: str) -> DomainCommand:
     r.enter(path)
-    purge: Void | None = None
-    info: Void | None = None
-    queue: DomainQueue | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_purge: Void | None = None
+    f_info: Void | None = None
+    f_queue: DomainQueue | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "purge")
-                purge = _dec_child(r, length, path + "." + "purge", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purge")
+                f_purge = _dec_child(r, length, path + "." + "purge", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "info")
-                info = _dec_child(r, length, path + "." + "info", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "info")
+                f_info = _dec_child(r, length, path + "." + "info", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "queue")
-                queue = _dec_child(r, length, path + "." + "queue", _dec_DomainQueue)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queue")
+                f_queue = _dec_child(r, length, path + "." + "queue", _dec_DomainQueue)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (purge is not None) + (info is not None) + (queue is not None)
+    chosen = (f_purge is not None) + (f_info is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -2260,16 +2477,19 @@ def _dec_DomainCommand(r: _b.BerReader, end: int | None, path: str) -> DomainCom
             path=path,
         )
     return DomainCommand(
-        purge=purge,
-        info=info,
-        queue=queue,
+        purge=f_purge,
+        info=f_info,
+        queue=f_queue,
     )
 
 
 def _enc_ClusterCommand(v: ClusterCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterCommand):
         raise EncodeError(f"expected a ClusterCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.queue_helper is not None) + (v.force_gc_queues is not None) + (
+        v.storage is not None
+    ) + (v.state is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.status is not None:
@@ -2287,51 +2507,56 @@ def _enc_ClusterCommand(v: ClusterCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterCommand:
     r.enter(path)
-    status: Void | None = None
-    queue_helper: Void | None = None
-    force_gc_queues: Void | None = None
-    storage: StorageCommand | None = None
-    state: ClusterStateCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_status: Void | None = None
+    f_queue_helper: Void | None = None
+    f_force_gc_queues: Void | None = None
+    f_storage: StorageCommand | None = None
+    f_state: ClusterStateCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "status")
-                status = _dec_child(r, length, path + "." + "status", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "status")
+                f_status = _dec_child(r, length, path + "." + "status", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "queueHelper")
-                queue_helper = _dec_child(r, length, path + "." + "queueHelper", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueHelper")
+                f_queue_helper = _dec_child(r, length, path + "." + "queueHelper", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "forceGcQueues")
-                force_gc_queues = _dec_child(r, length, path + "." + "forceGcQueues", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "forceGcQueues")
+                f_force_gc_queues = _dec_child(r, length, path + "." + "forceGcQueues", _dec_Void)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "storage")
-                storage = _dec_child(r, length, path + "." + "storage", _dec_StorageCommand)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "storage")
+                f_storage = _dec_child(r, length, path + "." + "storage", _dec_StorageCommand)
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "state")
-                state = _dec_child(r, length, path + "." + "state", _dec_ClusterStateCommand)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "state")
+                f_state = _dec_child(r, length, path + "." + "state", _dec_ClusterStateCommand)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (status is not None)
-        + (queue_helper is not None)
-        + (force_gc_queues is not None)
-        + (storage is not None)
-        + (state is not None)
+        (f_status is not None)
+        + (f_queue_helper is not None)
+        + (f_force_gc_queues is not None)
+        + (f_storage is not None)
+        + (f_state is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2341,18 +2566,19 @@ def _dec_ClusterCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterC
             path=path,
         )
     return ClusterCommand(
-        status=status,
-        queue_helper=queue_helper,
-        force_gc_queues=force_gc_queues,
-        storage=storage,
-        state=state,
+        status=f_status,
+        queue_helper=f_queue_helper,
+        force_gc_queues=f_force_gc_queues,
+        storage=f_storage,
+        state=f_state,
     )
 
 
 def _enc_ClusterStateCommand(v: ClusterStateCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterStateCommand):
         raise EncodeError(f"expected a ClusterStateCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.elector is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.elector is not None:
@@ -2362,26 +2588,27 @@ def _enc_ClusterStateCommand(v: ClusterStateCommand, out: bytearray, tag: bytes)
 
 def _dec_ClusterStateCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterStateCommand:
     r.enter(path)
-    elector: ElectorCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_elector: ElectorCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "elector")
-                elector = _dec_child(r, length, path + "." + "elector", _dec_ElectorCommand)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "elector")
+                f_elector = _dec_child(r, length, path + "." + "elector", _dec_ElectorCommand)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = elector is not None
+    chosen = f_elector is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -2390,14 +2617,17 @@ def _dec_ClusterStateCommand(r: _b.BerReader, end: int | None, path: str) -> Clu
             path=path,
         )
     return ClusterStateCommand(
-        elector=elector,
+        elector=f_elector,
     )
 
 
 def _enc_StorageCommand(v: StorageCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StorageCommand):
         raise EncodeError(f"expected a StorageCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.summary is not None) + (v.partition is not None) + (v.domain is not None) + (
+        v.queue is not None
+    ) + (v.replication is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.summary is not None:
@@ -2415,40 +2645,45 @@ def _enc_StorageCommand(v: StorageCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageCommand:
     r.enter(path)
-    summary: Void | None = None
-    partition: StoragePartition | None = None
-    domain: StorageDomain | None = None
-    queue: StorageQueue | None = None
-    replication: ReplicationCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_summary: Void | None = None
+    f_partition: StoragePartition | None = None
+    f_domain: StorageDomain | None = None
+    f_queue: StorageQueue | None = None
+    f_replication: ReplicationCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "summary")
-                summary = _dec_child(r, length, path + "." + "summary", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "summary")
+                f_summary = _dec_child(r, length, path + "." + "summary", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "partition")
-                partition = _dec_child(r, length, path + "." + "partition", _dec_StoragePartition)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "partition")
+                f_partition = _dec_child(r, length, path + "." + "partition", _dec_StoragePartition)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "domain")
-                domain = _dec_child(r, length, path + "." + "domain", _dec_StorageDomain)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domain")
+                f_domain = _dec_child(r, length, path + "." + "domain", _dec_StorageDomain)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "queue")
-                queue = _dec_child(r, length, path + "." + "queue", _dec_StorageQueue)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queue")
+                f_queue = _dec_child(r, length, path + "." + "queue", _dec_StorageQueue)
 
             elif number == 4:
-                r.expect(cc, 0xA0, path, "replication")
-                replication = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "replication")
+                f_replication = _dec_child(
                     r, length, path + "." + "replication", _dec_ReplicationCommand
                 )
 
@@ -2457,11 +2692,11 @@ def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageC
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (summary is not None)
-        + (partition is not None)
-        + (domain is not None)
-        + (queue is not None)
-        + (replication is not None)
+        (f_summary is not None)
+        + (f_partition is not None)
+        + (f_domain is not None)
+        + (f_queue is not None)
+        + (f_replication is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2471,18 +2706,19 @@ def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageC
             path=path,
         )
     return StorageCommand(
-        summary=summary,
-        partition=partition,
-        domain=domain,
-        queue=queue,
-        replication=replication,
+        summary=f_summary,
+        partition=f_partition,
+        domain=f_domain,
+        queue=f_queue,
+        replication=f_replication,
     )
 
 
 def _enc_ClearCache(v: ClearCache, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClearCache):
         raise EncodeError(f"expected a ClearCache, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) + (v.all is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.domain is not None:
@@ -2494,31 +2730,33 @@ def _enc_ClearCache(v: ClearCache, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClearCache(r: _b.BerReader, end: int | None, path: str) -> ClearCache:
     r.enter(path)
-    domain: str | None = None
-    all: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_domain: str | None = None
+    f_all: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0x80, path, "domain")
-                domain = r.read_str(length, path, "domain")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "domain")
+                f_domain = r.read_str(length, path, "domain")
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "all")
-                all = _dec_child(r, length, path + "." + "all", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "all")
+                f_all = _dec_child(r, length, path + "." + "all", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (domain is not None) + (all is not None)
+    chosen = (f_domain is not None) + (f_all is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -2527,8 +2765,8 @@ def _dec_ClearCache(r: _b.BerReader, end: int | None, path: str) -> ClearCache:
             path=path,
         )
     return ClearCache(
-        domain=domain,
-        all=all,
+        domain=f_domain,
+        all=f_all,
     )
 
 
@@ -2549,20 +2787,24 @@ def _enc_Tunables(v: Tunables, out: bytearray, tag: bytes) -> None:
 
 def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
     r.enter(path)
-    tunables: list[Tunable] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_tunables: list[Tunable] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "tunables")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "tunables")
             items_end = r.child_end(length)
-            tunables = [] if tunables is None else tunables
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "tunables")
-                tunables.append(
-                    _dec_child(r, length, path + "." + "tunables[%d]" % len(tunables), _dec_Tunable)
+            f_tunables = [] if f_tunables is None else f_tunables
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "tunables")
+                f_tunables.append(
+                    _dec_child(
+                        r, length, path + "." + "tunables[%d]" % len(f_tunables), _dec_Tunable
+                    )
                 )
             r.close(items_end, path)
 
@@ -2570,11 +2812,11 @@ def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if tunables is None:
-        tunables = []
+    if f_tunables is None:
+        f_tunables = []
         absent.append("tunables")
     return Tunables(
-        tunables=tunables,
+        tunables=f_tunables,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2596,21 +2838,22 @@ def _dec_ClusterDomainQueueStatuses(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterDomainQueueStatuses:
     r.enter(path)
-    statuses: QueueStatuses | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_statuses: QueueStatuses | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "statuses")
-            statuses = _dec_child(r, length, path + "." + "statuses", _dec_QueueStatuses)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "statuses")
+            f_statuses = _dec_child(r, length, path + "." + "statuses", _dec_QueueStatuses)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
     return ClusterDomainQueueStatuses(
-        statuses=statuses,
+        statuses=f_statuses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2632,23 +2875,25 @@ def _enc_QueueStatuses(v: QueueStatuses, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStatuses:
     r.enter(path)
-    queue_statuses: list[StorageContent] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_statuses: list[StorageContent] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "queueStatuses")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueStatuses")
             items_end = r.child_end(length)
-            queue_statuses = [] if queue_statuses is None else queue_statuses
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queueStatuses")
-                queue_statuses.append(
+            f_queue_statuses = [] if f_queue_statuses is None else f_queue_statuses
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queueStatuses")
+                f_queue_statuses.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "queueStatuses[%d]" % len(queue_statuses),
+                        path + "." + "queueStatuses[%d]" % len(f_queue_statuses),
                         _dec_StorageContent,
                     )
                 )
@@ -2658,11 +2903,11 @@ def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStat
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_statuses is None:
-        queue_statuses = []
+    if f_queue_statuses is None:
+        f_queue_statuses = []
         absent.append("queueStatuses")
     return QueueStatuses(
-        queue_statuses=queue_statuses,
+        queue_statuses=f_queue_statuses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2697,26 +2942,32 @@ def _dec_ClusterStorageSummary(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterStorageSummary:
     r.enter(path)
-    cluster_file_store_location: str | None = None
-    file_stores: list[FileStore] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_cluster_file_store_location: str | None = None
+    f_file_stores: list[FileStore] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterFileStoreLocation")
-            cluster_file_store_location = r.read_str(length, path, "clusterFileStoreLocation")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterFileStoreLocation")
+            f_cluster_file_store_location = r.read_str(length, path, "clusterFileStoreLocation")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "fileStores")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "fileStores")
             items_end = r.child_end(length)
-            file_stores = [] if file_stores is None else file_stores
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "fileStores")
-                file_stores.append(
+            f_file_stores = [] if f_file_stores is None else f_file_stores
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "fileStores")
+                f_file_stores.append(
                     _dec_child(
-                        r, length, path + "." + "fileStores[%d]" % len(file_stores), _dec_FileStore
+                        r,
+                        length,
+                        path + "." + "fileStores[%d]" % len(f_file_stores),
+                        _dec_FileStore,
                     )
                 )
             r.close(items_end, path)
@@ -2725,15 +2976,15 @@ def _dec_ClusterStorageSummary(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if cluster_file_store_location is None:
-        cluster_file_store_location = ""
+    if f_cluster_file_store_location is None:
+        f_cluster_file_store_location = ""
         absent.append("clusterFileStoreLocation")
-    if file_stores is None:
-        file_stores = []
+    if f_file_stores is None:
+        f_file_stores = []
         absent.append("fileStores")
     return ClusterStorageSummary(
-        cluster_file_store_location=cluster_file_store_location,
-        file_stores=file_stores,
+        cluster_file_store_location=f_cluster_file_store_location,
+        file_stores=f_file_stores,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2804,82 +3055,94 @@ def _enc_FileStoreSummary(v: FileStoreSummary, out: bytearray, tag: bytes) -> No
 
 def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileStoreSummary:
     r.enter(path)
-    primary_node_description: str | None = None
-    primary_lease_id: int | None = None
-    sequence_num: int | None = None
-    is_available: bool | None = None
-    file_sets: list[FileSet] | None = None
-    active_file_set: ActiveFileSet | None = None
-    total_mapped_bytes: int | None = None
-    num_outstanding_records: int | None = None
-    num_unreceipted_messages: int | None = None
-    nagle_packet_count: int | None = None
-    storage_content: StorageContent | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_primary_node_description: str | None = None
+    f_primary_lease_id: int | None = None
+    f_sequence_num: int | None = None
+    f_is_available: bool | None = None
+    f_file_sets: list[FileSet] | None = None
+    f_active_file_set: ActiveFileSet | None = None
+    f_total_mapped_bytes: int | None = None
+    f_num_outstanding_records: int | None = None
+    f_num_unreceipted_messages: int | None = None
+    f_nagle_packet_count: int | None = None
+    f_storage_content: StorageContent | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "primaryNodeDescription")
-            primary_node_description = r.read_str(length, path, "primaryNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeDescription")
+            f_primary_node_description = r.read_str(length, path, "primaryNodeDescription")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "sequenceNum")
-            sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNum")
+            f_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "isAvailable")
-            is_available = r.read_bool(length, path, "isAvailable")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAvailable")
+            f_is_available = r.read_bool(length, path, "isAvailable")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "fileSets")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "fileSets")
             items_end = r.child_end(length)
-            file_sets = [] if file_sets is None else file_sets
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "fileSets")
-                file_sets.append(
+            f_file_sets = [] if f_file_sets is None else f_file_sets
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "fileSets")
+                f_file_sets.append(
                     _dec_child(
-                        r, length, path + "." + "fileSets[%d]" % len(file_sets), _dec_FileSet
+                        r, length, path + "." + "fileSets[%d]" % len(f_file_sets), _dec_FileSet
                     )
                 )
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "activeFileSet")
-            active_file_set = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "activeFileSet")
+            f_active_file_set = _dec_child(
                 r, length, path + "." + "activeFileSet", _dec_ActiveFileSet
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "totalMappedBytes")
-            total_mapped_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "totalMappedBytes")
+            f_total_mapped_bytes = r.read_int(
                 length, 0, 18446744073709551615, path, "totalMappedBytes"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "numOutstandingRecords")
-            num_outstanding_records = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numOutstandingRecords")
+            f_num_outstanding_records = r.read_int(
                 length, 0, 4294967295, path, "numOutstandingRecords"
             )
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "numUnreceiptedMessages")
-            num_unreceipted_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numUnreceiptedMessages")
+            f_num_unreceipted_messages = r.read_int(
                 length, 0, 4294967295, path, "numUnreceiptedMessages"
             )
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "naglePacketCount")
-            nagle_packet_count = r.read_int(length, 0, 4294967295, path, "naglePacketCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "naglePacketCount")
+            f_nagle_packet_count = r.read_int(length, 0, 4294967295, path, "naglePacketCount")
 
         elif number == 10:
-            r.expect(cc, 0xA0, path, "storageContent")
-            storage_content = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "storageContent")
+            f_storage_content = _dec_child(
                 r, length, path + "." + "storageContent", _dec_StorageContent
             )
 
@@ -2887,51 +3150,51 @@ def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileSt
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if primary_node_description is None:
-        primary_node_description = ""
+    if f_primary_node_description is None:
+        f_primary_node_description = ""
         absent.append("primaryNodeDescription")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if sequence_num is None:
-        sequence_num = 0
+    if f_sequence_num is None:
+        f_sequence_num = 0
         absent.append("sequenceNum")
-    if is_available is None:
-        is_available = False
+    if f_is_available is None:
+        f_is_available = False
         absent.append("isAvailable")
-    if file_sets is None:
-        file_sets = []
+    if f_file_sets is None:
+        f_file_sets = []
         absent.append("fileSets")
-    if active_file_set is None:
-        active_file_set = ActiveFileSet()
+    if f_active_file_set is None:
+        f_active_file_set = ActiveFileSet()
         absent.append("activeFileSet")
-    if total_mapped_bytes is None:
-        total_mapped_bytes = 0
+    if f_total_mapped_bytes is None:
+        f_total_mapped_bytes = 0
         absent.append("totalMappedBytes")
-    if num_outstanding_records is None:
-        num_outstanding_records = 0
+    if f_num_outstanding_records is None:
+        f_num_outstanding_records = 0
         absent.append("numOutstandingRecords")
-    if num_unreceipted_messages is None:
-        num_unreceipted_messages = 0
+    if f_num_unreceipted_messages is None:
+        f_num_unreceipted_messages = 0
         absent.append("numUnreceiptedMessages")
-    if nagle_packet_count is None:
-        nagle_packet_count = 0
+    if f_nagle_packet_count is None:
+        f_nagle_packet_count = 0
         absent.append("naglePacketCount")
-    if storage_content is None:
-        storage_content = StorageContent()
+    if f_storage_content is None:
+        f_storage_content = StorageContent()
         absent.append("storageContent")
     return FileStoreSummary(
-        primary_node_description=primary_node_description,
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        is_available=is_available,
-        file_sets=file_sets,
-        active_file_set=active_file_set,
-        total_mapped_bytes=total_mapped_bytes,
-        num_outstanding_records=num_outstanding_records,
-        num_unreceipted_messages=num_unreceipted_messages,
-        nagle_packet_count=nagle_packet_count,
-        storage_content=storage_content,
+        primary_node_description=f_primary_node_description,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        is_available=f_is_available,
+        file_sets=f_file_sets,
+        active_file_set=f_active_file_set,
+        total_mapped_bytes=f_total_mapped_bytes,
+        num_outstanding_records=f_num_outstanding_records,
+        num_unreceipted_messages=f_num_unreceipted_messages,
+        nagle_packet_count=f_nagle_packet_count,
+        storage_content=f_storage_content,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2957,24 +3220,27 @@ def _enc_FileInfo(v: FileInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
     r.enter(path)
-    position_bytes: int | None = None
-    size_bytes: int | None = None
-    outstanding_bytes: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_position_bytes: int | None = None
+    f_size_bytes: int | None = None
+    f_outstanding_bytes: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "positionBytes")
-            position_bytes = r.read_int(length, 0, 18446744073709551615, path, "positionBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "positionBytes")
+            f_position_bytes = r.read_int(length, 0, 18446744073709551615, path, "positionBytes")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sizeBytes")
-            size_bytes = r.read_int(length, 0, 18446744073709551615, path, "sizeBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sizeBytes")
+            f_size_bytes = r.read_int(length, 0, 18446744073709551615, path, "sizeBytes")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "outstandingBytes")
-            outstanding_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "outstandingBytes")
+            f_outstanding_bytes = r.read_int(
                 length, 0, 18446744073709551615, path, "outstandingBytes"
             )
 
@@ -2982,19 +3248,19 @@ def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if position_bytes is None:
-        position_bytes = 0
+    if f_position_bytes is None:
+        f_position_bytes = 0
         absent.append("positionBytes")
-    if size_bytes is None:
-        size_bytes = 0
+    if f_size_bytes is None:
+        f_size_bytes = 0
         absent.append("sizeBytes")
-    if outstanding_bytes is None:
-        outstanding_bytes = 0
+    if f_outstanding_bytes is None:
+        f_outstanding_bytes = 0
         absent.append("outstandingBytes")
     return FileInfo(
-        position_bytes=position_bytes,
-        size_bytes=size_bytes,
-        outstanding_bytes=outstanding_bytes,
+        position_bytes=f_position_bytes,
+        size_bytes=f_size_bytes,
+        outstanding_bytes=f_outstanding_bytes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3018,43 +3284,46 @@ def _enc_Help(v: Help, out: bytearray, tag: bytes) -> None:
 
 def _dec_Help(r: _b.BerReader, end: int | None, path: str) -> Help:
     r.enter(path)
-    commands: list[CommandSpec] | None = None
-    is_plumbing: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_commands: list[CommandSpec] | None = None
+    f_is_plumbing: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "commands")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "commands")
             items_end = r.child_end(length)
-            commands = [] if commands is None else commands
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "commands")
-                commands.append(
+            f_commands = [] if f_commands is None else f_commands
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "commands")
+                f_commands.append(
                     _dec_child(
-                        r, length, path + "." + "commands[%d]" % len(commands), _dec_CommandSpec
+                        r, length, path + "." + "commands[%d]" % len(f_commands), _dec_CommandSpec
                     )
                 )
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isPlumbing")
-            is_plumbing = r.read_bool(length, path, "isPlumbing")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isPlumbing")
+            f_is_plumbing = r.read_bool(length, path, "isPlumbing")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if commands is None:
-        commands = []
+    if f_commands is None:
+        f_commands = []
         absent.append("commands")
-    if is_plumbing is None:
-        is_plumbing = False
+    if f_is_plumbing is None:
+        f_is_plumbing = False
         absent.append("isPlumbing")
     return Help(
-        commands=commands,
-        is_plumbing=is_plumbing,
+        commands=f_commands,
+        is_plumbing=f_is_plumbing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3074,33 +3343,35 @@ def _enc_CommandSpec(v: CommandSpec, out: bytearray, tag: bytes) -> None:
 
 def _dec_CommandSpec(r: _b.BerReader, end: int | None, path: str) -> CommandSpec:
     r.enter(path)
-    command: str | None = None
-    description: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_command: str | None = None
+    f_description: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "command")
-            command = r.read_str(length, path, "command")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "command")
+            f_command = r.read_str(length, path, "command")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "description")
-            description = r.read_str(length, path, "description")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "description")
+            f_description = r.read_str(length, path, "description")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if command is None:
-        command = ""
+    if f_command is None:
+        f_command = ""
         absent.append("command")
-    if description is None:
-        description = ""
+    if f_description is None:
+        f_description = ""
         absent.append("description")
     return CommandSpec(
-        command=command,
-        description=description,
+        command=f_command,
+        description=f_description,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3138,56 +3409,65 @@ def _enc_ClusterStatus(v: ClusterStatus, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterStatus:
     r.enter(path)
-    name: str | None = None
-    description: str | None = None
-    self_node_description: str | None = None
-    is_healthy: bool | None = None
-    node_statuses: NodeStatuses | None = None
-    elector_info: ElectorInfo | None = None
-    partitions_info: PartitionsInfo | None = None
-    queues_info: StorageContent | None = None
-    cluster_storage_summary: ClusterStorageSummary | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_description: str | None = None
+    f_self_node_description: str | None = None
+    f_is_healthy: bool | None = None
+    f_node_statuses: NodeStatuses | None = None
+    f_elector_info: ElectorInfo | None = None
+    f_partitions_info: PartitionsInfo | None = None
+    f_queues_info: StorageContent | None = None
+    f_cluster_storage_summary: ClusterStorageSummary | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "description")
-            description = r.read_str(length, path, "description")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "description")
+            f_description = r.read_str(length, path, "description")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "selfNodeDescription")
-            self_node_description = r.read_str(length, path, "selfNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "selfNodeDescription")
+            f_self_node_description = r.read_str(length, path, "selfNodeDescription")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "isHealthy")
-            is_healthy = r.read_bool(length, path, "isHealthy")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isHealthy")
+            f_is_healthy = r.read_bool(length, path, "isHealthy")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "nodeStatuses")
-            node_statuses = _dec_child(r, length, path + "." + "nodeStatuses", _dec_NodeStatuses)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodeStatuses")
+            f_node_statuses = _dec_child(r, length, path + "." + "nodeStatuses", _dec_NodeStatuses)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "electorInfo")
-            elector_info = _dec_child(r, length, path + "." + "electorInfo", _dec_ElectorInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "electorInfo")
+            f_elector_info = _dec_child(r, length, path + "." + "electorInfo", _dec_ElectorInfo)
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "partitionsInfo")
-            partitions_info = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitionsInfo")
+            f_partitions_info = _dec_child(
                 r, length, path + "." + "partitionsInfo", _dec_PartitionsInfo
             )
 
         elif number == 7:
-            r.expect(cc, 0xA0, path, "queuesInfo")
-            queues_info = _dec_child(r, length, path + "." + "queuesInfo", _dec_StorageContent)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queuesInfo")
+            f_queues_info = _dec_child(r, length, path + "." + "queuesInfo", _dec_StorageContent)
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "clusterStorageSummary")
-            cluster_storage_summary = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterStorageSummary")
+            f_cluster_storage_summary = _dec_child(
                 r, length, path + "." + "clusterStorageSummary", _dec_ClusterStorageSummary
             )
 
@@ -3195,43 +3475,43 @@ def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterSt
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if description is None:
-        description = ""
+    if f_description is None:
+        f_description = ""
         absent.append("description")
-    if self_node_description is None:
-        self_node_description = ""
+    if f_self_node_description is None:
+        f_self_node_description = ""
         absent.append("selfNodeDescription")
-    if is_healthy is None:
-        is_healthy = False
+    if f_is_healthy is None:
+        f_is_healthy = False
         absent.append("isHealthy")
-    if node_statuses is None:
-        node_statuses = NodeStatuses()
+    if f_node_statuses is None:
+        f_node_statuses = NodeStatuses()
         absent.append("nodeStatuses")
-    if elector_info is None:
-        elector_info = ElectorInfo()
+    if f_elector_info is None:
+        f_elector_info = ElectorInfo()
         absent.append("electorInfo")
-    if partitions_info is None:
-        partitions_info = PartitionsInfo()
+    if f_partitions_info is None:
+        f_partitions_info = PartitionsInfo()
         absent.append("partitionsInfo")
-    if queues_info is None:
-        queues_info = StorageContent()
+    if f_queues_info is None:
+        f_queues_info = StorageContent()
         absent.append("queuesInfo")
-    if cluster_storage_summary is None:
-        cluster_storage_summary = ClusterStorageSummary()
+    if f_cluster_storage_summary is None:
+        f_cluster_storage_summary = ClusterStorageSummary()
         absent.append("clusterStorageSummary")
     return ClusterStatus(
-        name=name,
-        description=description,
-        self_node_description=self_node_description,
-        is_healthy=is_healthy,
-        node_statuses=node_statuses,
-        elector_info=elector_info,
-        partitions_info=partitions_info,
-        queues_info=queues_info,
-        cluster_storage_summary=cluster_storage_summary,
+        name=f_name,
+        description=f_description,
+        self_node_description=f_self_node_description,
+        is_healthy=f_is_healthy,
+        node_statuses=f_node_statuses,
+        elector_info=f_elector_info,
+        partitions_info=f_partitions_info,
+        queues_info=f_queues_info,
+        cluster_storage_summary=f_cluster_storage_summary,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3259,57 +3539,62 @@ def _enc_ClusterProxyStatus(v: ClusterProxyStatus, out: bytearray, tag: bytes) -
 
 def _dec_ClusterProxyStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterProxyStatus:
     r.enter(path)
-    description: str | None = None
-    active_node_description: str | None = None
-    is_healthy: bool | None = None
-    node_statuses: NodeStatuses | None = None
-    queues_info: StorageContent | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_description: str | None = None
+    f_active_node_description: str | None = None
+    f_is_healthy: bool | None = None
+    f_node_statuses: NodeStatuses | None = None
+    f_queues_info: StorageContent | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "description")
-            description = r.read_str(length, path, "description")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "description")
+            f_description = r.read_str(length, path, "description")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "activeNodeDescription")
-            active_node_description = r.read_str(length, path, "activeNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "activeNodeDescription")
+            f_active_node_description = r.read_str(length, path, "activeNodeDescription")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isHealthy")
-            is_healthy = r.read_bool(length, path, "isHealthy")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isHealthy")
+            f_is_healthy = r.read_bool(length, path, "isHealthy")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "nodeStatuses")
-            node_statuses = _dec_child(r, length, path + "." + "nodeStatuses", _dec_NodeStatuses)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodeStatuses")
+            f_node_statuses = _dec_child(r, length, path + "." + "nodeStatuses", _dec_NodeStatuses)
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "queuesInfo")
-            queues_info = _dec_child(r, length, path + "." + "queuesInfo", _dec_StorageContent)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queuesInfo")
+            f_queues_info = _dec_child(r, length, path + "." + "queuesInfo", _dec_StorageContent)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if description is None:
-        description = ""
+    if f_description is None:
+        f_description = ""
         absent.append("description")
-    if is_healthy is None:
-        is_healthy = False
+    if f_is_healthy is None:
+        f_is_healthy = False
         absent.append("isHealthy")
-    if node_statuses is None:
-        node_statuses = NodeStatuses()
+    if f_node_statuses is None:
+        f_node_statuses = NodeStatuses()
         absent.append("nodeStatuses")
-    if queues_info is None:
-        queues_info = StorageContent()
+    if f_queues_info is None:
+        f_queues_info = StorageContent()
         absent.append("queuesInfo")
     return ClusterProxyStatus(
-        description=description,
-        active_node_description=active_node_description,
-        is_healthy=is_healthy,
-        node_statuses=node_statuses,
-        queues_info=queues_info,
+        description=f_description,
+        active_node_description=f_active_node_description,
+        is_healthy=f_is_healthy,
+        node_statuses=f_node_statuses,
+        queues_info=f_queues_info,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3331,21 +3616,23 @@ def _enc_NodeStatuses(v: NodeStatuses, out: bytearray, tag: bytes) -> None:
 
 def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatuses:
     r.enter(path)
-    nodes: list[ClusterNodeInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_nodes: list[ClusterNodeInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "nodes")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodes")
             items_end = r.child_end(length)
-            nodes = [] if nodes is None else nodes
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "nodes")
-                nodes.append(
+            f_nodes = [] if f_nodes is None else f_nodes
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "nodes")
+                f_nodes.append(
                     _dec_child(
-                        r, length, path + "." + "nodes[%d]" % len(nodes), _dec_ClusterNodeInfo
+                        r, length, path + "." + "nodes[%d]" % len(f_nodes), _dec_ClusterNodeInfo
                     )
                 )
             r.close(items_end, path)
@@ -3354,11 +3641,11 @@ def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatus
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if nodes is None:
-        nodes = []
+    if f_nodes is None:
+        f_nodes = []
         absent.append("nodes")
     return NodeStatuses(
-        nodes=nodes,
+        nodes=f_nodes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3380,23 +3667,25 @@ def _enc_PartitionsInfo(v: PartitionsInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionsInfo:
     r.enter(path)
-    partitions: list[PartitionInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_partitions: list[PartitionInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "partitions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitions")
             items_end = r.child_end(length)
-            partitions = [] if partitions is None else partitions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "partitions")
-                partitions.append(
+            f_partitions = [] if f_partitions is None else f_partitions
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "partitions")
+                f_partitions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "partitions[%d]" % len(partitions),
+                        path + "." + "partitions[%d]" % len(f_partitions),
                         _dec_PartitionInfo,
                     )
                 )
@@ -3406,11 +3695,11 @@ def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> Partitio
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if partitions is None:
-        partitions = []
+    if f_partitions is None:
+        f_partitions = []
         absent.append("partitions")
     return PartitionsInfo(
-        partitions=partitions,
+        partitions=f_partitions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3438,53 +3727,57 @@ def _enc_ElectorInfo(v: ElectorInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_ElectorInfo(r: _b.BerReader, end: int | None, path: str) -> ElectorInfo:
     r.enter(path)
-    elector_state: ElectorState | None = None
-    leader_node: str | None = None
-    leader_message_sequence: LeaderMessageSequence | None = None
-    leader_status: LeaderStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_elector_state: ElectorState | None = None
+    f_leader_node: str | None = None
+    f_leader_message_sequence: LeaderMessageSequence | None = None
+    f_leader_status: LeaderStatus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "electorState")
-            elector_state = r.read_enum(length, ElectorState, path, "electorState")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "electorState")
+            f_elector_state = r.read_enum(length, ElectorState, path, "electorState")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "leaderNode")
-            leader_node = r.read_str(length, path, "leaderNode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "leaderNode")
+            f_leader_node = r.read_str(length, path, "leaderNode")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "leaderMessageSequence")
-            leader_message_sequence = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leaderMessageSequence")
+            f_leader_message_sequence = _dec_child(
                 r, length, path + "." + "leaderMessageSequence", _dec_LeaderMessageSequence
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "leaderStatus")
-            leader_status = r.read_enum(length, LeaderStatus, path, "leaderStatus")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "leaderStatus")
+            f_leader_status = r.read_enum(length, LeaderStatus, path, "leaderStatus")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if elector_state is None:
-        elector_state = ElectorState.DORMANT
+    if f_elector_state is None:
+        f_elector_state = ElectorState.DORMANT
         absent.append("electorState")
-    if leader_node is None:
-        leader_node = ""
+    if f_leader_node is None:
+        f_leader_node = ""
         absent.append("leaderNode")
-    if leader_message_sequence is None:
-        leader_message_sequence = LeaderMessageSequence()
+    if f_leader_message_sequence is None:
+        f_leader_message_sequence = LeaderMessageSequence()
         absent.append("leaderMessageSequence")
-    if leader_status is None:
-        leader_status = LeaderStatus.UNDEFINED
+    if f_leader_status is None:
+        f_leader_status = LeaderStatus.UNDEFINED
         absent.append("leaderStatus")
     return ElectorInfo(
-        elector_state=elector_state,
-        leader_node=leader_node,
-        leader_message_sequence=leader_message_sequence,
-        leader_status=leader_status,
+        elector_state=f_elector_state,
+        leader_node=f_leader_node,
+        leader_message_sequence=f_leader_message_sequence,
+        leader_status=f_leader_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3524,57 +3817,66 @@ def _enc_PartitionInfo(v: PartitionInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_PartitionInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionInfo:
     r.enter(path)
-    num_queues_mapped: int | None = None
-    num_active_queues: int | None = None
-    primary_node: str | None = None
-    primary_lease_id: int | None = None
-    primary_status: PrimaryStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_queues_mapped: int | None = None
+    f_num_active_queues: int | None = None
+    f_primary_node: str | None = None
+    f_primary_lease_id: int | None = None
+    f_primary_status: PrimaryStatus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numQueuesMapped")
-            num_queues_mapped = r.read_int(length, -2147483648, 2147483647, path, "numQueuesMapped")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numQueuesMapped")
+            f_num_queues_mapped = r.read_int(
+                length, -2147483648, 2147483647, path, "numQueuesMapped"
+            )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numActiveQueues")
-            num_active_queues = r.read_int(length, -2147483648, 2147483647, path, "numActiveQueues")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numActiveQueues")
+            f_num_active_queues = r.read_int(
+                length, -2147483648, 2147483647, path, "numActiveQueues"
+            )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "primaryNode")
-            primary_node = r.read_str(length, path, "primaryNode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNode")
+            f_primary_node = r.read_str(length, path, "primaryNode")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "primaryStatus")
-            primary_status = r.read_enum(length, PrimaryStatus, path, "primaryStatus")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryStatus")
+            f_primary_status = r.read_enum(length, PrimaryStatus, path, "primaryStatus")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_queues_mapped is None:
-        num_queues_mapped = 0
+    if f_num_queues_mapped is None:
+        f_num_queues_mapped = 0
         absent.append("numQueuesMapped")
-    if num_active_queues is None:
-        num_active_queues = 0
+    if f_num_active_queues is None:
+        f_num_active_queues = 0
         absent.append("numActiveQueues")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if primary_status is None:
-        primary_status = PrimaryStatus.UNDEFINED
+    if f_primary_status is None:
+        f_primary_status = PrimaryStatus.UNDEFINED
         absent.append("primaryStatus")
     return PartitionInfo(
-        num_queues_mapped=num_queues_mapped,
-        num_active_queues=num_active_queues,
-        primary_node=primary_node,
-        primary_lease_id=primary_lease_id,
-        primary_status=primary_status,
+        num_queues_mapped=f_num_queues_mapped,
+        num_active_queues=f_num_active_queues,
+        primary_node=f_primary_node,
+        primary_lease_id=f_primary_lease_id,
+        primary_status=f_primary_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3610,33 +3912,35 @@ def _dec_LeaderMessageSequence(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderMessageSequence:
     r.enter(path)
-    elector_term: int | None = None
-    sequence_number: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_elector_term: int | None = None
+    f_sequence_number: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "electorTerm")
-            elector_term = r.read_int(length, 0, 18446744073709551615, path, "electorTerm")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "electorTerm")
+            f_elector_term = r.read_int(length, 0, 18446744073709551615, path, "electorTerm")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNumber")
-            sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNumber")
+            f_sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if elector_term is None:
-        elector_term = 0
+    if f_elector_term is None:
+        f_elector_term = 0
         absent.append("electorTerm")
-    if sequence_number is None:
-        sequence_number = 0
+    if f_sequence_number is None:
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     return LeaderMessageSequence(
-        elector_term=elector_term,
-        sequence_number=sequence_number,
+        elector_term=f_elector_term,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3654,24 +3958,25 @@ def _enc_BrokerConfig(v: BrokerConfig, out: bytearray, tag: bytes) -> None:
 
 def _dec_BrokerConfig(r: _b.BerReader, end: int | None, path: str) -> BrokerConfig:
     r.enter(path)
-    as_json: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_as_json: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "asJSON")
-            as_json = r.read_str(length, path, "asJSON")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "asJSON")
+            f_as_json = r.read_str(length, path, "asJSON")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if as_json is None:
-        as_json = ""
+    if f_as_json is None:
+        f_as_json = ""
         absent.append("asJSON")
     return BrokerConfig(
-        as_json=as_json,
+        as_json=f_as_json,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3720,63 +4025,72 @@ def _enc_ClusterQueueHelper(v: ClusterQueueHelper, out: bytearray, tag: bytes) -
 
 def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> ClusterQueueHelper:
     r.enter(path)
-    cluster_name: str | None = None
-    locality: Locality | None = None
-    num_queues: int | None = None
-    num_queue_keys: int | None = None
-    num_pending_reopen_queue_requests: int | None = None
-    domains: list[ClusterDomain] | None = None
-    queues: list[ClusterQueue] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_cluster_name: str | None = None
+    f_locality: Locality | None = None
+    f_num_queues: int | None = None
+    f_num_queue_keys: int | None = None
+    f_num_pending_reopen_queue_requests: int | None = None
+    f_domains: list[ClusterDomain] | None = None
+    f_queues: list[ClusterQueue] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "locality")
-            locality = r.read_enum(length, Locality, path, "locality")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "locality")
+            f_locality = r.read_enum(length, Locality, path, "locality")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "numQueues")
-            num_queues = r.read_int(length, 0, 4294967295, path, "numQueues")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numQueues")
+            f_num_queues = r.read_int(length, 0, 4294967295, path, "numQueues")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "numQueueKeys")
-            num_queue_keys = r.read_int(length, 0, 4294967295, path, "numQueueKeys")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numQueueKeys")
+            f_num_queue_keys = r.read_int(length, 0, 4294967295, path, "numQueueKeys")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "numPendingReopenQueueRequests")
-            num_pending_reopen_queue_requests = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numPendingReopenQueueRequests")
+            f_num_pending_reopen_queue_requests = r.read_int(
                 length, 0, 4294967295, path, "numPendingReopenQueueRequests"
             )
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "domains")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "domains")
             items_end = r.child_end(length)
-            domains = [] if domains is None else domains
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "domains")
-                domains.append(
+            f_domains = [] if f_domains is None else f_domains
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "domains")
+                f_domains.append(
                     _dec_child(
-                        r, length, path + "." + "domains[%d]" % len(domains), _dec_ClusterDomain
+                        r, length, path + "." + "domains[%d]" % len(f_domains), _dec_ClusterDomain
                     )
                 )
             r.close(items_end, path)
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
-            queues = [] if queues is None else queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
-                queues.append(
+            f_queues = [] if f_queues is None else f_queues
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
+                f_queues.append(
                     _dec_child(
-                        r, length, path + "." + "queues[%d]" % len(queues), _dec_ClusterQueue
+                        r, length, path + "." + "queues[%d]" % len(f_queues), _dec_ClusterQueue
                     )
                 )
             r.close(items_end, path)
@@ -3785,35 +4099,35 @@ def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> Clus
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
-    if locality is None:
-        locality = Locality.remote
+    if f_locality is None:
+        f_locality = Locality.remote
         absent.append("locality")
-    if num_queues is None:
-        num_queues = 0
+    if f_num_queues is None:
+        f_num_queues = 0
         absent.append("numQueues")
-    if num_queue_keys is None:
-        num_queue_keys = 0
+    if f_num_queue_keys is None:
+        f_num_queue_keys = 0
         absent.append("numQueueKeys")
-    if num_pending_reopen_queue_requests is None:
-        num_pending_reopen_queue_requests = 0
+    if f_num_pending_reopen_queue_requests is None:
+        f_num_pending_reopen_queue_requests = 0
         absent.append("numPendingReopenQueueRequests")
-    if domains is None:
-        domains = []
+    if f_domains is None:
+        f_domains = []
         absent.append("domains")
-    if queues is None:
-        queues = []
+    if f_queues is None:
+        f_queues = []
         absent.append("queues")
     return ClusterQueueHelper(
-        cluster_name=cluster_name,
-        locality=locality,
-        num_queues=num_queues,
-        num_queue_keys=num_queue_keys,
-        num_pending_reopen_queue_requests=num_pending_reopen_queue_requests,
-        domains=domains,
-        queues=queues,
+        cluster_name=f_cluster_name,
+        locality=f_locality,
+        num_queues=f_num_queues,
+        num_queue_keys=f_num_queue_keys,
+        num_pending_reopen_queue_requests=f_num_pending_reopen_queue_requests,
+        domains=f_domains,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3845,45 +4159,54 @@ def _enc_DomainInfo(v: DomainInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
     r.enter(path)
-    name: str | None = None
-    config_json: str | None = None
-    cluster_name: str | None = None
-    capacity_meter: CapacityMeter | None = None
-    queue_uris: list[str] | None = None
-    storage_content: StorageContent | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_config_json: str | None = None
+    f_cluster_name: str | None = None
+    f_capacity_meter: CapacityMeter | None = None
+    f_queue_uris: list[str] | None = None
+    f_storage_content: StorageContent | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "configJson")
-            config_json = r.read_str(length, path, "configJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "configJson")
+            f_config_json = r.read_str(length, path, "configJson")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "capacityMeter")
-            capacity_meter = _dec_child(r, length, path + "." + "capacityMeter", _dec_CapacityMeter)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "capacityMeter")
+            f_capacity_meter = _dec_child(
+                r, length, path + "." + "capacityMeter", _dec_CapacityMeter
+            )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "queueUris")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueUris")
             items_end = r.child_end(length)
-            queue_uris = [] if queue_uris is None else queue_uris
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "queueUris")
-                queue_uris.append(r.read_str(length, path, "queueUris[%d]" % len(queue_uris)))
+            f_queue_uris = [] if f_queue_uris is None else f_queue_uris
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "queueUris")
+                f_queue_uris.append(r.read_str(length, path, "queueUris[%d]" % len(f_queue_uris)))
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "storageContent")
-            storage_content = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "storageContent")
+            f_storage_content = _dec_child(
                 r, length, path + "." + "storageContent", _dec_StorageContent
             )
 
@@ -3891,31 +4214,31 @@ def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if config_json is None:
-        config_json = ""
+    if f_config_json is None:
+        f_config_json = ""
         absent.append("configJson")
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
-    if capacity_meter is None:
-        capacity_meter = CapacityMeter()
+    if f_capacity_meter is None:
+        f_capacity_meter = CapacityMeter()
         absent.append("capacityMeter")
-    if queue_uris is None:
-        queue_uris = []
+    if f_queue_uris is None:
+        f_queue_uris = []
         absent.append("queueUris")
-    if storage_content is None:
-        storage_content = StorageContent()
+    if f_storage_content is None:
+        f_storage_content = StorageContent()
         absent.append("storageContent")
     return DomainInfo(
-        name=name,
-        config_json=config_json,
-        cluster_name=cluster_name,
-        capacity_meter=capacity_meter,
-        queue_uris=queue_uris,
-        storage_content=storage_content,
+        name=f_name,
+        config_json=f_config_json,
+        cluster_name=f_cluster_name,
+        capacity_meter=f_capacity_meter,
+        queue_uris=f_queue_uris,
+        storage_content=f_storage_content,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3937,23 +4260,25 @@ def _enc_StorageContent(v: StorageContent, out: bytearray, tag: bytes) -> None:
 
 def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageContent:
     r.enter(path)
-    storages: list[StorageQueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_storages: list[StorageQueueInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "storages")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "storages")
             items_end = r.child_end(length)
-            storages = [] if storages is None else storages
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "storages")
-                storages.append(
+            f_storages = [] if f_storages is None else f_storages
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "storages")
+                f_storages.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "storages[%d]" % len(storages),
+                        path + "." + "storages[%d]" % len(f_storages),
                         _dec_StorageQueueInfo,
                     )
                 )
@@ -3963,11 +4288,11 @@ def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageC
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if storages is None:
-        storages = []
+    if f_storages is None:
+        f_storages = []
         absent.append("storages")
     return StorageContent(
-        storages=storages,
+        storages=f_storages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4015,82 +4340,89 @@ def _enc_StorageQueueInfo(v: StorageQueueInfo, out: bytearray, tag: bytes) -> No
 
 def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> StorageQueueInfo:
     r.enter(path)
-    queue_uri: str | None = None
-    queue_key: str | None = None
-    partition_id: int | None = None
-    num_messages: int | None = None
-    num_bytes: int | None = None
-    is_persistent: bool | None = None
-    internal_queue_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_uri: str | None = None
+    f_queue_key: str | None = None
+    f_partition_id: int | None = None
+    f_num_messages: int | None = None
+    f_num_bytes: int | None = None
+    f_is_persistent: bool | None = None
+    f_internal_queue_id: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
-            queue_uri = r.read_str(length, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
+            f_queue_uri = r.read_str(length, path, "queueUri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "queueKey")
-            queue_key = r.read_str(length, path, "queueKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueKey")
+            f_queue_key = r.read_str(length, path, "queueKey")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numMessages"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "numBytes")
-            num_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytes")
+            f_num_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numBytes"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "isPersistent")
-            is_persistent = r.read_bool(length, path, "isPersistent")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isPersistent")
+            f_is_persistent = r.read_bool(length, path, "isPersistent")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "internalQueueId")
-            internal_queue_id = r.read_int(length, 0, 4294967295, path, "internalQueueId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "internalQueueId")
+            f_internal_queue_id = r.read_int(length, 0, 4294967295, path, "internalQueueId")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_uri is None:
-        queue_uri = ""
+    if f_queue_uri is None:
+        f_queue_uri = ""
         absent.append("queueUri")
-    if queue_key is None:
-        queue_key = ""
+    if f_queue_key is None:
+        f_queue_key = ""
         absent.append("queueKey")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
-    if num_bytes is None:
-        num_bytes = 0
+    if f_num_bytes is None:
+        f_num_bytes = 0
         absent.append("numBytes")
-    if is_persistent is None:
-        is_persistent = False
+    if f_is_persistent is None:
+        f_is_persistent = False
         absent.append("isPersistent")
-    if internal_queue_id is None:
-        internal_queue_id = 0
+    if f_internal_queue_id is None:
+        f_internal_queue_id = 0
         absent.append("internalQueueId")
     return StorageQueueInfo(
-        queue_uri=queue_uri,
-        queue_key=queue_key,
-        partition_id=partition_id,
-        num_messages=num_messages,
-        num_bytes=num_bytes,
-        is_persistent=is_persistent,
-        internal_queue_id=internal_queue_id,
+        queue_uri=f_queue_uri,
+        queue_key=f_queue_key,
+        partition_id=f_partition_id,
+        num_messages=f_num_messages,
+        num_bytes=f_num_bytes,
+        is_persistent=f_is_persistent,
+        internal_queue_id=f_internal_queue_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4109,32 +4441,34 @@ def _enc_QueueInternals(v: QueueInternals, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueInternals(r: _b.BerReader, end: int | None, path: str) -> QueueInternals:
     r.enter(path)
-    state: QueueState | None = None
-    queue: Queue | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_state: QueueState | None = None
+    f_queue: Queue | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "state")
-            state = _dec_child(r, length, path + "." + "state", _dec_QueueState)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "state")
+            f_state = _dec_child(r, length, path + "." + "state", _dec_QueueState)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queue")
-            queue = _dec_child(r, length, path + "." + "queue", _dec_Queue)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queue")
+            f_queue = _dec_child(r, length, path + "." + "queue", _dec_Queue)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if state is None:
-        state = QueueState()
+    if f_state is None:
+        f_state = QueueState()
         absent.append("state")
-    if queue is None:
+    if f_queue is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queue")
     return QueueInternals(
-        state=state,
-        queue=queue,
+        state=f_state,
+        queue=f_queue,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4195,86 +4529,96 @@ def _enc_RemoteQueue(v: RemoteQueue, out: bytearray, tag: bytes) -> None:
 
 def _dec_RemoteQueue(r: _b.BerReader, end: int | None, path: str) -> RemoteQueue:
     r.enter(path)
-    num_pending_puts: int | None = None
-    num_pending_confirms: int | None = None
-    is_push_expiration_timer_scheduled: bool | None = None
-    num_upstream_generation: int | None = None
-    streams: list[RemoteStreamInfo] | None = None
-    queue_engine: QueueEngine | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_pending_puts: int | None = None
+    f_num_pending_confirms: int | None = None
+    f_is_push_expiration_timer_scheduled: bool | None = None
+    f_num_upstream_generation: int | None = None
+    f_streams: list[RemoteStreamInfo] | None = None
+    f_queue_engine: QueueEngine | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numPendingPuts")
-            num_pending_puts = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numPendingPuts")
+            f_num_pending_puts = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numPendingPuts"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numPendingConfirms")
-            num_pending_confirms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numPendingConfirms")
+            f_num_pending_confirms = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numPendingConfirms"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isPushExpirationTimerScheduled")
-            is_push_expiration_timer_scheduled = r.read_bool(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isPushExpirationTimerScheduled")
+            f_is_push_expiration_timer_scheduled = r.read_bool(
                 length, path, "isPushExpirationTimerScheduled"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "numUpstreamGeneration")
-            num_upstream_generation = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numUpstreamGeneration")
+            f_num_upstream_generation = r.read_int(
                 length, 0, 4294967295, path, "numUpstreamGeneration"
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "streams")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "streams")
             items_end = r.child_end(length)
-            streams = [] if streams is None else streams
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "streams")
-                streams.append(
+            f_streams = [] if f_streams is None else f_streams
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "streams")
+                f_streams.append(
                     _dec_child(
-                        r, length, path + "." + "streams[%d]" % len(streams), _dec_RemoteStreamInfo
+                        r,
+                        length,
+                        path + "." + "streams[%d]" % len(f_streams),
+                        _dec_RemoteStreamInfo,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "queueEngine")
-            queue_engine = _dec_child(r, length, path + "." + "queueEngine", _dec_QueueEngine)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueEngine")
+            f_queue_engine = _dec_child(r, length, path + "." + "queueEngine", _dec_QueueEngine)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_pending_puts is None:
-        num_pending_puts = 0
+    if f_num_pending_puts is None:
+        f_num_pending_puts = 0
         absent.append("numPendingPuts")
-    if num_pending_confirms is None:
-        num_pending_confirms = 0
+    if f_num_pending_confirms is None:
+        f_num_pending_confirms = 0
         absent.append("numPendingConfirms")
-    if is_push_expiration_timer_scheduled is None:
-        is_push_expiration_timer_scheduled = False
+    if f_is_push_expiration_timer_scheduled is None:
+        f_is_push_expiration_timer_scheduled = False
         absent.append("isPushExpirationTimerScheduled")
-    if num_upstream_generation is None:
-        num_upstream_generation = 0
+    if f_num_upstream_generation is None:
+        f_num_upstream_generation = 0
         absent.append("numUpstreamGeneration")
-    if streams is None:
-        streams = []
+    if f_streams is None:
+        f_streams = []
         absent.append("streams")
-    if queue_engine is None:
+    if f_queue_engine is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queueEngine")
     return RemoteQueue(
-        num_pending_puts=num_pending_puts,
-        num_pending_confirms=num_pending_confirms,
-        is_push_expiration_timer_scheduled=is_push_expiration_timer_scheduled,
-        num_upstream_generation=num_upstream_generation,
-        streams=streams,
-        queue_engine=queue_engine,
+        num_pending_puts=f_num_pending_puts,
+        num_pending_confirms=f_num_pending_confirms,
+        is_push_expiration_timer_scheduled=f_is_push_expiration_timer_scheduled,
+        num_upstream_generation=f_num_upstream_generation,
+        streams=f_streams,
+        queue_engine=f_queue_engine,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4303,24 +4647,27 @@ def _enc_RemoteStreamInfo(v: RemoteStreamInfo, out: bytearray, tag: bytes) -> No
 
 def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> RemoteStreamInfo:
     r.enter(path)
-    id: int | None = None
-    state: str | None = None
-    gen_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_id: int | None = None
+    f_state: str | None = None
+    f_gen_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, -2147483648, 2147483647, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, -2147483648, 2147483647, path, "id")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "state")
-            state = r.read_str(length, path, "state")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "state")
+            f_state = r.read_str(length, path, "state")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "genCount")
-            gen_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "genCount")
+            f_gen_count = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "genCount"
             )
 
@@ -4328,19 +4675,19 @@ def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> Remote
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if state is None:
-        state = ""
+    if f_state is None:
+        f_state = ""
         absent.append("state")
-    if gen_count is None:
-        gen_count = 0
+    if f_gen_count is None:
+        f_gen_count = 0
         absent.append("genCount")
     return RemoteStreamInfo(
-        id=id,
-        state=state,
-        gen_count=gen_count,
+        id=f_id,
+        state=f_state,
+        gen_count=f_gen_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4357,23 +4704,24 @@ def _enc_LocalQueue(v: LocalQueue, out: bytearray, tag: bytes) -> None:
 
 def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
     r.enter(path)
-    queue_engine: QueueEngine | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_engine: QueueEngine | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "queueEngine")
-            queue_engine = _dec_child(r, length, path + "." + "queueEngine", _dec_QueueEngine)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueEngine")
+            f_queue_engine = _dec_child(r, length, path + "." + "queueEngine", _dec_QueueEngine)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_engine is None:
+    if f_queue_engine is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queueEngine")
     return LocalQueue(
-        queue_engine=queue_engine,
+        queue_engine=f_queue_engine,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4381,7 +4729,8 @@ def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
 def _enc_QueueEngine(v: QueueEngine, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, QueueEngine):
         raise EncodeError(f"expected a QueueEngine, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.fanout is not None) + (v.relay is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.fanout is not None:
@@ -4393,31 +4742,33 @@ def _enc_QueueEngine(v: QueueEngine, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueEngine(r: _b.BerReader, end: int | None, path: str) -> QueueEngine:
     r.enter(path)
-    fanout: FanoutQueueEngine | None = None
-    relay: RelayQueueEngine | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_fanout: FanoutQueueEngine | None = None
+    f_relay: RelayQueueEngine | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "fanout")
-                fanout = _dec_child(r, length, path + "." + "fanout", _dec_FanoutQueueEngine)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "fanout")
+                f_fanout = _dec_child(r, length, path + "." + "fanout", _dec_FanoutQueueEngine)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "relay")
-                relay = _dec_child(r, length, path + "." + "relay", _dec_RelayQueueEngine)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "relay")
+                f_relay = _dec_child(r, length, path + "." + "relay", _dec_RelayQueueEngine)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (fanout is not None) + (relay is not None)
+    chosen = (f_fanout is not None) + (f_relay is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -4426,8 +4777,8 @@ def _dec_QueueEngine(r: _b.BerReader, end: int | None, path: str) -> QueueEngine
             path=path,
         )
     return QueueEngine(
-        fanout=fanout,
-        relay=relay,
+        fanout=f_fanout,
+        relay=f_relay,
     )
 
 
@@ -4454,64 +4805,69 @@ def _enc_FanoutQueueEngine(v: FanoutQueueEngine, out: bytearray, tag: bytes) -> 
 
 def _dec_FanoutQueueEngine(r: _b.BerReader, end: int | None, path: str) -> FanoutQueueEngine:
     r.enter(path)
-    max_consumers: int | None = None
-    mode: str | None = None
-    consumer_states: list[ConsumerState] | None = None
-    routing: Routing | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_max_consumers: int | None = None
+    f_mode: str | None = None
+    f_consumer_states: list[ConsumerState] | None = None
+    f_routing: Routing | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "maxConsumers")
-            max_consumers = r.read_int(length, 0, 4294967295, path, "maxConsumers")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxConsumers")
+            f_max_consumers = r.read_int(length, 0, 4294967295, path, "maxConsumers")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "mode")
-            mode = r.read_str(length, path, "mode")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "mode")
+            f_mode = r.read_str(length, path, "mode")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "consumerStates")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consumerStates")
             items_end = r.child_end(length)
-            consumer_states = [] if consumer_states is None else consumer_states
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "consumerStates")
-                consumer_states.append(
+            f_consumer_states = [] if f_consumer_states is None else f_consumer_states
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "consumerStates")
+                f_consumer_states.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "consumerStates[%d]" % len(consumer_states),
+                        path + "." + "consumerStates[%d]" % len(f_consumer_states),
                         _dec_ConsumerState,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "Routing")
-            routing = _dec_child(r, length, path + "." + "Routing", _dec_Routing)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "Routing")
+            f_routing = _dec_child(r, length, path + "." + "Routing", _dec_Routing)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if max_consumers is None:
-        max_consumers = 0
+    if f_max_consumers is None:
+        f_max_consumers = 0
         absent.append("maxConsumers")
-    if mode is None:
-        mode = ""
+    if f_mode is None:
+        f_mode = ""
         absent.append("mode")
-    if consumer_states is None:
-        consumer_states = []
+    if f_consumer_states is None:
+        f_consumer_states = []
         absent.append("consumerStates")
-    if routing is None:
-        routing = Routing()
+    if f_routing is None:
+        f_routing = Routing()
         absent.append("Routing")
     return FanoutQueueEngine(
-        max_consumers=max_consumers,
-        mode=mode,
-        consumer_states=consumer_states,
-        routing=routing,
+        max_consumers=f_max_consumers,
+        mode=f_mode,
+        consumer_states=f_consumer_states,
+        routing=f_routing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4533,23 +4889,25 @@ def _enc_Routing(v: Routing, out: bytearray, tag: bytes) -> None:
 
 def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
     r.enter(path)
-    subscription_groups: list[SubscriptionGroup] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_subscription_groups: list[SubscriptionGroup] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "subscriptionGroups")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subscriptionGroups")
             items_end = r.child_end(length)
-            subscription_groups = [] if subscription_groups is None else subscription_groups
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subscriptionGroups")
-                subscription_groups.append(
+            f_subscription_groups = [] if f_subscription_groups is None else f_subscription_groups
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subscriptionGroups")
+                f_subscription_groups.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subscriptionGroups[%d]" % len(subscription_groups),
+                        path + "." + "subscriptionGroups[%d]" % len(f_subscription_groups),
                         _dec_SubscriptionGroup,
                     )
                 )
@@ -4559,11 +4917,11 @@ def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if subscription_groups is None:
-        subscription_groups = []
+    if f_subscription_groups is None:
+        f_subscription_groups = []
         absent.append("subscriptionGroups")
     return Routing(
-        subscription_groups=subscription_groups,
+        subscription_groups=f_subscription_groups,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4594,48 +4952,54 @@ def _enc_SubscriptionGroup(v: SubscriptionGroup, out: bytearray, tag: bytes) -> 
 
 def _dec_SubscriptionGroup(r: _b.BerReader, end: int | None, path: str) -> SubscriptionGroup:
     r.enter(path)
-    id: int | None = None
-    expression: str | None = None
-    upstream_sub_queue_id: int | None = None
-    priority_group: PriorityGroup | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_id: int | None = None
+    f_expression: str | None = None
+    f_upstream_sub_queue_id: int | None = None
+    f_priority_group: PriorityGroup | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, 0, 4294967295, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, 0, 4294967295, path, "id")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "expression")
-            expression = r.read_str(length, path, "expression")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "expression")
+            f_expression = r.read_str(length, path, "expression")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "upstreamSubQueueId")
-            upstream_sub_queue_id = r.read_int(length, 0, 4294967295, path, "upstreamSubQueueId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "upstreamSubQueueId")
+            f_upstream_sub_queue_id = r.read_int(length, 0, 4294967295, path, "upstreamSubQueueId")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "priorityGroup")
-            priority_group = _dec_child(r, length, path + "." + "priorityGroup", _dec_PriorityGroup)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "priorityGroup")
+            f_priority_group = _dec_child(
+                r, length, path + "." + "priorityGroup", _dec_PriorityGroup
+            )
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if expression is None:
-        expression = ""
+    if f_expression is None:
+        f_expression = ""
         absent.append("expression")
-    if upstream_sub_queue_id is None:
-        upstream_sub_queue_id = 0
+    if f_upstream_sub_queue_id is None:
+        f_upstream_sub_queue_id = 0
         absent.append("upstreamSubQueueId")
     return SubscriptionGroup(
-        id=id,
-        expression=expression,
-        upstream_sub_queue_id=upstream_sub_queue_id,
-        priority_group=priority_group,
+        id=f_id,
+        expression=f_expression,
+        upstream_sub_queue_id=f_upstream_sub_queue_id,
+        priority_group=f_priority_group,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4659,28 +5023,33 @@ def _enc_PriorityGroup(v: PriorityGroup, out: bytearray, tag: bytes) -> None:
 
 def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityGroup:
     r.enter(path)
-    id: int | None = None
-    highest_subscriptions: list[Subscription] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_id: int | None = None
+    f_highest_subscriptions: list[Subscription] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, 0, 4294967295, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, 0, 4294967295, path, "id")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "highestSubscriptions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "highestSubscriptions")
             items_end = r.child_end(length)
-            highest_subscriptions = [] if highest_subscriptions is None else highest_subscriptions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "highestSubscriptions")
-                highest_subscriptions.append(
+            f_highest_subscriptions = (
+                [] if f_highest_subscriptions is None else f_highest_subscriptions
+            )
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "highestSubscriptions")
+                f_highest_subscriptions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "highestSubscriptions[%d]" % len(highest_subscriptions),
+                        path + "." + "highestSubscriptions[%d]" % len(f_highest_subscriptions),
                         _dec_Subscription,
                     )
                 )
@@ -4690,15 +5059,15 @@ def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityG
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if highest_subscriptions is None:
-        highest_subscriptions = []
+    if f_highest_subscriptions is None:
+        f_highest_subscriptions = []
         absent.append("highestSubscriptions")
     return PriorityGroup(
-        id=id,
-        highest_subscriptions=highest_subscriptions,
+        id=f_id,
+        highest_subscriptions=f_highest_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4727,44 +5096,47 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
     r.enter(path)
-    downstream_subscription_id: int | None = None
-    consumer: ConsumerInfo | None = None
-    subscriber: Subscriber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_downstream_subscription_id: int | None = None
+    f_consumer: ConsumerInfo | None = None
+    f_subscriber: Subscriber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "downstreamSubscriptionId")
-            downstream_subscription_id = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "downstreamSubscriptionId")
+            f_downstream_subscription_id = r.read_int(
                 length, 0, 4294967295, path, "downstreamSubscriptionId"
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "consumer")
-            consumer = _dec_child(r, length, path + "." + "consumer", _dec_ConsumerInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consumer")
+            f_consumer = _dec_child(r, length, path + "." + "consumer", _dec_ConsumerInfo)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "subscriber")
-            subscriber = _dec_child(r, length, path + "." + "subscriber", _dec_Subscriber)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subscriber")
+            f_subscriber = _dec_child(r, length, path + "." + "subscriber", _dec_Subscriber)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if downstream_subscription_id is None:
-        downstream_subscription_id = 0
+    if f_downstream_subscription_id is None:
+        f_downstream_subscription_id = 0
         absent.append("downstreamSubscriptionId")
-    if consumer is None:
-        consumer = ConsumerInfo()
+    if f_consumer is None:
+        f_consumer = ConsumerInfo()
         absent.append("consumer")
-    if subscriber is None:
-        subscriber = Subscriber()
+    if f_subscriber is None:
+        f_subscriber = Subscriber()
         absent.append("subscriber")
     return Subscription(
-        downstream_subscription_id=downstream_subscription_id,
-        consumer=consumer,
-        subscriber=subscriber,
+        downstream_subscription_id=f_downstream_subscription_id,
+        consumer=f_consumer,
+        subscriber=f_subscriber,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4789,14 +5161,15 @@ def _enc_Subscriber(v: Subscriber, out: bytearray, tag: bytes) -> None:
 
 def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
     r.enter(path)
-    downstream_sub_queue_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_downstream_sub_queue_id: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "downstreamSubQueueId")
-            downstream_sub_queue_id = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "downstreamSubQueueId")
+            f_downstream_sub_queue_id = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "downstreamSubQueueId"
             )
 
@@ -4804,11 +5177,11 @@ def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if downstream_sub_queue_id is None:
-        downstream_sub_queue_id = 0
+    if f_downstream_sub_queue_id is None:
+        f_downstream_sub_queue_id = 0
         absent.append("downstreamSubQueueId")
     return Subscriber(
-        downstream_sub_queue_id=downstream_sub_queue_id,
+        downstream_sub_queue_id=f_downstream_sub_queue_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4860,35 +5233,39 @@ def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerInfo:
     r.enter(path)
-    max_unconfirmed_messages: int | None = None
-    max_unconfirmed_bytes: int | None = None
-    consumer_priority: int | None = None
-    consumer_priority_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_max_unconfirmed_messages: int | None = None
+    f_max_unconfirmed_bytes: int | None = None
+    f_consumer_priority: int | None = None
+    f_consumer_priority_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
-            max_unconfirmed_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
+            f_max_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
-            max_unconfirmed_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
+            f_max_unconfirmed_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "consumerPriority")
-            consumer_priority = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriority")
+            f_consumer_priority = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriority"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "consumerPriorityCount")
-            consumer_priority_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriorityCount")
+            f_consumer_priority_count = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriorityCount"
             )
 
@@ -4896,23 +5273,23 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if max_unconfirmed_messages is None:
-        max_unconfirmed_messages = 0
+    if f_max_unconfirmed_messages is None:
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
-    if max_unconfirmed_bytes is None:
-        max_unconfirmed_bytes = 0
+    if f_max_unconfirmed_bytes is None:
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
-    if consumer_priority is None:
-        consumer_priority = 0
+    if f_consumer_priority is None:
+        f_consumer_priority = 0
         absent.append("consumerPriority")
-    if consumer_priority_count is None:
-        consumer_priority_count = 0
+    if f_consumer_priority_count is None:
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     return ConsumerInfo(
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4934,23 +5311,25 @@ def _enc_RoundRobinRouter(v: RoundRobinRouter, out: bytearray, tag: bytes) -> No
 
 def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundRobinRouter:
     r.enter(path)
-    consumers: list[RouterConsumer] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_consumers: list[RouterConsumer] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "consumers")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consumers")
             items_end = r.child_end(length)
-            consumers = [] if consumers is None else consumers
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "consumers")
-                consumers.append(
+            f_consumers = [] if f_consumers is None else f_consumers
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "consumers")
+                f_consumers.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "consumers[%d]" % len(consumers),
+                        path + "." + "consumers[%d]" % len(f_consumers),
                         _dec_RouterConsumer,
                     )
                 )
@@ -4960,11 +5339,11 @@ def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundR
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if consumers is None:
-        consumers = []
+    if f_consumers is None:
+        f_consumers = []
         absent.append("consumers")
     return RoundRobinRouter(
-        consumers=consumers,
+        consumers=f_consumers,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5002,53 +5381,59 @@ def _enc_MessageGroupIdHelper(v: MessageGroupIdHelper, out: bytearray, tag: byte
 
 def _dec_MessageGroupIdHelper(r: _b.BerReader, end: int | None, path: str) -> MessageGroupIdHelper:
     r.enter(path)
-    timeout_nanoseconds: int | None = None
-    max_msg_group_ids: int | None = None
-    is_rebalance_on: bool | None = None
-    status: MessageGroupIdManagerIndex | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_timeout_nanoseconds: int | None = None
+    f_max_msg_group_ids: int | None = None
+    f_is_rebalance_on: bool | None = None
+    f_status: MessageGroupIdManagerIndex | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "timeoutNanoseconds")
-            timeout_nanoseconds = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "timeoutNanoseconds")
+            f_timeout_nanoseconds = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "timeoutNanoseconds"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxMsgGroupIds")
-            max_msg_group_ids = r.read_int(length, -2147483648, 2147483647, path, "maxMsgGroupIds")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxMsgGroupIds")
+            f_max_msg_group_ids = r.read_int(
+                length, -2147483648, 2147483647, path, "maxMsgGroupIds"
+            )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isRebalanceOn")
-            is_rebalance_on = r.read_bool(length, path, "isRebalanceOn")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isRebalanceOn")
+            f_is_rebalance_on = r.read_bool(length, path, "isRebalanceOn")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "status")
-            status = _dec_child(r, length, path + "." + "status", _dec_MessageGroupIdManagerIndex)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "status")
+            f_status = _dec_child(r, length, path + "." + "status", _dec_MessageGroupIdManagerIndex)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if timeout_nanoseconds is None:
-        timeout_nanoseconds = 0
+    if f_timeout_nanoseconds is None:
+        f_timeout_nanoseconds = 0
         absent.append("timeoutNanoseconds")
-    if max_msg_group_ids is None:
-        max_msg_group_ids = 0
+    if f_max_msg_group_ids is None:
+        f_max_msg_group_ids = 0
         absent.append("maxMsgGroupIds")
-    if is_rebalance_on is None:
-        is_rebalance_on = False
+    if f_is_rebalance_on is None:
+        f_is_rebalance_on = False
         absent.append("isRebalanceOn")
-    if status is None:
-        status = MessageGroupIdManagerIndex()
+    if f_status is None:
+        f_status = MessageGroupIdManagerIndex()
         absent.append("status")
     return MessageGroupIdHelper(
-        timeout_nanoseconds=timeout_nanoseconds,
-        max_msg_group_ids=max_msg_group_ids,
-        is_rebalance_on=is_rebalance_on,
-        status=status,
+        timeout_nanoseconds=f_timeout_nanoseconds,
+        max_msg_group_ids=f_max_msg_group_ids,
+        is_rebalance_on=f_is_rebalance_on,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5084,47 +5469,51 @@ def _dec_MessageGroupIdManagerIndex(
     r: _b.BerReader, end: int | None, path: str
 ) -> MessageGroupIdManagerIndex:
     r.enter(path)
-    least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] | None = None
-    num_msg_groups_per_client: list[ClientMsgGroupsCount] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] | None = None
+    f_num_msg_groups_per_client: list[ClientMsgGroupsCount] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "leastRecentlyUsedGroupIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leastRecentlyUsedGroupIds")
             items_end = r.child_end(length)
-            least_recently_used_group_ids = (
-                [] if least_recently_used_group_ids is None else least_recently_used_group_ids
+            f_least_recently_used_group_ids = (
+                [] if f_least_recently_used_group_ids is None else f_least_recently_used_group_ids
             )
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "leastRecentlyUsedGroupIds")
-                least_recently_used_group_ids.append(
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "leastRecentlyUsedGroupIds")
+                f_least_recently_used_group_ids.append(
                     _dec_child(
                         r,
                         length,
                         path
                         + "."
-                        + "leastRecentlyUsedGroupIds[%d]" % len(least_recently_used_group_ids),
+                        + "leastRecentlyUsedGroupIds[%d]" % len(f_least_recently_used_group_ids),
                         _dec_LeastRecentlyUsedGroupId,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "numMsgGroupsPerClient")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "numMsgGroupsPerClient")
             items_end = r.child_end(length)
-            num_msg_groups_per_client = (
-                [] if num_msg_groups_per_client is None else num_msg_groups_per_client
+            f_num_msg_groups_per_client = (
+                [] if f_num_msg_groups_per_client is None else f_num_msg_groups_per_client
             )
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "numMsgGroupsPerClient")
-                num_msg_groups_per_client.append(
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "numMsgGroupsPerClient")
+                f_num_msg_groups_per_client.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "numMsgGroupsPerClient[%d]" % len(num_msg_groups_per_client),
+                        path + "." + "numMsgGroupsPerClient[%d]" % len(f_num_msg_groups_per_client),
                         _dec_ClientMsgGroupsCount,
                     )
                 )
@@ -5134,15 +5523,15 @@ def _dec_MessageGroupIdManagerIndex(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if least_recently_used_group_ids is None:
-        least_recently_used_group_ids = []
+    if f_least_recently_used_group_ids is None:
+        f_least_recently_used_group_ids = []
         absent.append("leastRecentlyUsedGroupIds")
-    if num_msg_groups_per_client is None:
-        num_msg_groups_per_client = []
+    if f_num_msg_groups_per_client is None:
+        f_num_msg_groups_per_client = []
         absent.append("numMsgGroupsPerClient")
     return MessageGroupIdManagerIndex(
-        least_recently_used_group_ids=least_recently_used_group_ids,
-        num_msg_groups_per_client=num_msg_groups_per_client,
+        least_recently_used_group_ids=f_least_recently_used_group_ids,
+        num_msg_groups_per_client=f_num_msg_groups_per_client,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5166,51 +5555,55 @@ def _enc_RouterConsumer(v: RouterConsumer, out: bytearray, tag: bytes) -> None:
 
 def _dec_RouterConsumer(r: _b.BerReader, end: int | None, path: str) -> RouterConsumer:
     r.enter(path)
-    priority: int | None = None
-    queue_handle: QueueHandle | None = None
-    count: int | None = None
-    expression: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_priority: int | None = None
+    f_queue_handle: QueueHandle | None = None
+    f_count: int | None = None
+    f_expression: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "priority")
-            priority = r.read_int(length, -2147483648, 2147483647, path, "priority")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "priority")
+            f_priority = r.read_int(length, -2147483648, 2147483647, path, "priority")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queueHandle")
-            queue_handle = _dec_child(r, length, path + "." + "queueHandle", _dec_QueueHandle)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueHandle")
+            f_queue_handle = _dec_child(r, length, path + "." + "queueHandle", _dec_QueueHandle)
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "count")
-            count = r.read_int(length, 0, 4294967295, path, "count")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "count")
+            f_count = r.read_int(length, 0, 4294967295, path, "count")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "expression")
-            expression = r.read_str(length, path, "expression")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "expression")
+            f_expression = r.read_str(length, path, "expression")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if priority is None:
-        priority = 0
+    if f_priority is None:
+        f_priority = 0
         absent.append("priority")
-    if queue_handle is None:
-        queue_handle = QueueHandle()
+    if f_queue_handle is None:
+        f_queue_handle = QueueHandle()
         absent.append("queueHandle")
-    if count is None:
-        count = 0
+    if f_count is None:
+        f_count = 0
         absent.append("count")
-    if expression is None:
-        expression = ""
+    if f_expression is None:
+        f_expression = ""
         absent.append("expression")
     return RouterConsumer(
-        priority=priority,
-        queue_handle=queue_handle,
-        count=count,
-        expression=expression,
+        priority=f_priority,
+        queue_handle=f_queue_handle,
+        count=f_count,
+        expression=f_expression,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5242,74 +5635,80 @@ def _enc_RelayQueueEngine(v: RelayQueueEngine, out: bytearray, tag: bytes) -> No
 
 def _dec_RelayQueueEngine(r: _b.BerReader, end: int | None, path: str) -> RelayQueueEngine:
     r.enter(path)
-    num_substreams: int | None = None
-    sub_streams: list[RelayQueueEngineSubStream] | None = None
-    app_states: list[AppState] | None = None
-    routing: Routing | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_substreams: int | None = None
+    f_sub_streams: list[RelayQueueEngineSubStream] | None = None
+    f_app_states: list[AppState] | None = None
+    f_routing: Routing | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numSubstreams")
-            num_substreams = r.read_int(length, 0, 4294967295, path, "numSubstreams")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numSubstreams")
+            f_num_substreams = r.read_int(length, 0, 4294967295, path, "numSubstreams")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "subStreams")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subStreams")
             items_end = r.child_end(length)
-            sub_streams = [] if sub_streams is None else sub_streams
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subStreams")
-                sub_streams.append(
+            f_sub_streams = [] if f_sub_streams is None else f_sub_streams
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subStreams")
+                f_sub_streams.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subStreams[%d]" % len(sub_streams),
+                        path + "." + "subStreams[%d]" % len(f_sub_streams),
                         _dec_RelayQueueEngineSubStream,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "appStates")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appStates")
             items_end = r.child_end(length)
-            app_states = [] if app_states is None else app_states
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "appStates")
-                app_states.append(
+            f_app_states = [] if f_app_states is None else f_app_states
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "appStates")
+                f_app_states.append(
                     _dec_child(
-                        r, length, path + "." + "appStates[%d]" % len(app_states), _dec_AppState
+                        r, length, path + "." + "appStates[%d]" % len(f_app_states), _dec_AppState
                     )
                 )
             r.close(items_end, path)
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "Routing")
-            routing = _dec_child(r, length, path + "." + "Routing", _dec_Routing)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "Routing")
+            f_routing = _dec_child(r, length, path + "." + "Routing", _dec_Routing)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_substreams is None:
-        num_substreams = 0
+    if f_num_substreams is None:
+        f_num_substreams = 0
         absent.append("numSubstreams")
-    if sub_streams is None:
-        sub_streams = []
+    if f_sub_streams is None:
+        f_sub_streams = []
         absent.append("subStreams")
-    if app_states is None:
-        app_states = []
+    if f_app_states is None:
+        f_app_states = []
         absent.append("appStates")
-    if routing is None:
-        routing = Routing()
+    if f_routing is None:
+        f_routing = Routing()
         absent.append("Routing")
     return RelayQueueEngine(
-        num_substreams=num_substreams,
-        sub_streams=sub_streams,
-        app_states=app_states,
-        routing=routing,
+        num_substreams=f_num_substreams,
+        sub_streams=f_sub_streams,
+        app_states=f_app_states,
+        routing=f_routing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5337,42 +5736,45 @@ def _dec_RelayQueueEngineSubStream(
     r: _b.BerReader, end: int | None, path: str
 ) -> RelayQueueEngineSubStream:
     r.enter(path)
-    app_id: str | None = None
-    app_key: str | None = None
-    num_messages: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_app_key: str | None = None
+    f_num_messages: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appKey")
-            app_key = r.read_str(length, path, "appKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appKey")
+            f_app_key = r.read_str(length, path, "appKey")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if app_key is None:
-        app_key = ""
+    if f_app_key is None:
+        f_app_key = ""
         absent.append("appKey")
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
     return RelayQueueEngineSubStream(
-        app_id=app_id,
-        app_key=app_key,
-        num_messages=num_messages,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages=f_num_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5410,61 +5812,73 @@ def _enc_QueueState(v: QueueState, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
     r.enter(path)
-    uri: str | None = None
-    handle_parameters_json: str | None = None
-    stream_parameters_json: str | None = None
-    id: int | None = None
-    key: str | None = None
-    partition_id: int | None = None
-    storage: QueueStorage | None = None
-    capacity_meter: CapacityMeter | None = None
-    handles: list[QueueHandle] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_uri: str | None = None
+    f_handle_parameters_json: str | None = None
+    f_stream_parameters_json: str | None = None
+    f_id: int | None = None
+    f_key: str | None = None
+    f_partition_id: int | None = None
+    f_storage: QueueStorage | None = None
+    f_capacity_meter: CapacityMeter | None = None
+    f_handles: list[QueueHandle] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
-            uri = r.read_str(length, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
+            f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "handleParametersJson")
-            handle_parameters_json = r.read_str(length, path, "handleParametersJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "handleParametersJson")
+            f_handle_parameters_json = r.read_str(length, path, "handleParametersJson")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "streamParametersJson")
-            stream_parameters_json = r.read_str(length, path, "streamParametersJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "streamParametersJson")
+            f_stream_parameters_json = r.read_str(length, path, "streamParametersJson")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, 0, 4294967295, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, 0, 4294967295, path, "id")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_str(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_str(length, path, "key")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "storage")
-            storage = _dec_child(r, length, path + "." + "storage", _dec_QueueStorage)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "storage")
+            f_storage = _dec_child(r, length, path + "." + "storage", _dec_QueueStorage)
 
         elif number == 7:
-            r.expect(cc, 0xA0, path, "capacityMeter")
-            capacity_meter = _dec_child(r, length, path + "." + "capacityMeter", _dec_CapacityMeter)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "capacityMeter")
+            f_capacity_meter = _dec_child(
+                r, length, path + "." + "capacityMeter", _dec_CapacityMeter
+            )
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "handles")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "handles")
             items_end = r.child_end(length)
-            handles = [] if handles is None else handles
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "handles")
-                handles.append(
+            f_handles = [] if f_handles is None else f_handles
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "handles")
+                f_handles.append(
                     _dec_child(
-                        r, length, path + "." + "handles[%d]" % len(handles), _dec_QueueHandle
+                        r, length, path + "." + "handles[%d]" % len(f_handles), _dec_QueueHandle
                     )
                 )
             r.close(items_end, path)
@@ -5473,37 +5887,37 @@ def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if uri is None:
-        uri = ""
+    if f_uri is None:
+        f_uri = ""
         absent.append("uri")
-    if handle_parameters_json is None:
-        handle_parameters_json = ""
+    if f_handle_parameters_json is None:
+        f_handle_parameters_json = ""
         absent.append("handleParametersJson")
-    if stream_parameters_json is None:
-        stream_parameters_json = ""
+    if f_stream_parameters_json is None:
+        f_stream_parameters_json = ""
         absent.append("streamParametersJson")
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if key is None:
-        key = ""
+    if f_key is None:
+        f_key = ""
         absent.append("key")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if handles is None:
-        handles = []
+    if f_handles is None:
+        f_handles = []
         absent.append("handles")
     return QueueState(
-        uri=uri,
-        handle_parameters_json=handle_parameters_json,
-        stream_parameters_json=stream_parameters_json,
-        id=id,
-        key=key,
-        partition_id=partition_id,
-        storage=storage,
-        capacity_meter=capacity_meter,
-        handles=handles,
+        uri=f_uri,
+        handle_parameters_json=f_handle_parameters_json,
+        stream_parameters_json=f_stream_parameters_json,
+        id=f_id,
+        key=f_key,
+        partition_id=f_partition_id,
+        storage=f_storage,
+        capacity_meter=f_capacity_meter,
+        handles=f_handles,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5579,105 +5993,114 @@ def _enc_CapacityMeter(v: CapacityMeter, out: bytearray, tag: bytes) -> None:
 
 def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityMeter:
     r.enter(path)
-    name: str | None = None
-    is_disabled: bool | None = None
-    num_messages: int | None = None
-    message_capacity: int | None = None
-    num_messages_reserved: int | None = None
-    num_bytes: int | None = None
-    byte_capacity: int | None = None
-    num_bytes_reserved: int | None = None
-    parent: CapacityMeter | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_is_disabled: bool | None = None
+    f_num_messages: int | None = None
+    f_message_capacity: int | None = None
+    f_num_messages_reserved: int | None = None
+    f_num_bytes: int | None = None
+    f_byte_capacity: int | None = None
+    f_num_bytes_reserved: int | None = None
+    f_parent: CapacityMeter | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isDisabled")
-            is_disabled = r.read_bool(length, path, "isDisabled")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isDisabled")
+            f_is_disabled = r.read_bool(length, path, "isDisabled")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numMessages"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "messageCapacity")
-            message_capacity = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messageCapacity")
+            f_message_capacity = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "messageCapacity"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "numMessagesReserved")
-            num_messages_reserved = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessagesReserved")
+            f_num_messages_reserved = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numMessagesReserved"
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "numBytes")
-            num_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytes")
+            f_num_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numBytes"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "byteCapacity")
-            byte_capacity = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "byteCapacity")
+            f_byte_capacity = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "byteCapacity"
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "numBytesReserved")
-            num_bytes_reserved = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytesReserved")
+            f_num_bytes_reserved = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numBytesReserved"
             )
 
         elif number == 8:
-            r.expect(cc, 0xA0, path, "parent")
-            parent = _dec_child(r, length, path + "." + "parent", _dec_CapacityMeter)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "parent")
+            f_parent = _dec_child(r, length, path + "." + "parent", _dec_CapacityMeter)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if is_disabled is None:
-        is_disabled = False
+    if f_is_disabled is None:
+        f_is_disabled = False
         absent.append("isDisabled")
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
-    if message_capacity is None:
-        message_capacity = 0
+    if f_message_capacity is None:
+        f_message_capacity = 0
         absent.append("messageCapacity")
-    if num_messages_reserved is None:
-        num_messages_reserved = 0
+    if f_num_messages_reserved is None:
+        f_num_messages_reserved = 0
         absent.append("numMessagesReserved")
-    if num_bytes is None:
-        num_bytes = 0
+    if f_num_bytes is None:
+        f_num_bytes = 0
         absent.append("numBytes")
-    if byte_capacity is None:
-        byte_capacity = 0
+    if f_byte_capacity is None:
+        f_byte_capacity = 0
         absent.append("byteCapacity")
-    if num_bytes_reserved is None:
-        num_bytes_reserved = 0
+    if f_num_bytes_reserved is None:
+        f_num_bytes_reserved = 0
         absent.append("numBytesReserved")
     return CapacityMeter(
-        name=name,
-        is_disabled=is_disabled,
-        num_messages=num_messages,
-        message_capacity=message_capacity,
-        num_messages_reserved=num_messages_reserved,
-        num_bytes=num_bytes,
-        byte_capacity=byte_capacity,
-        num_bytes_reserved=num_bytes_reserved,
-        parent=parent,
+        name=f_name,
+        is_disabled=f_is_disabled,
+        num_messages=f_num_messages,
+        message_capacity=f_message_capacity,
+        num_messages_reserved=f_num_messages_reserved,
+        num_bytes=f_num_bytes,
+        byte_capacity=f_byte_capacity,
+        num_bytes_reserved=f_num_bytes_reserved,
+        parent=f_parent,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5705,38 +6128,43 @@ def _enc_QueueHandle(v: QueueHandle, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle:
     r.enter(path)
-    client_description: str | None = None
-    parameters_json: str | None = None
-    is_client_cluster_member: bool | None = None
-    sub_streams: list[QueueHandleSubStream] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_client_description: str | None = None
+    f_parameters_json: str | None = None
+    f_is_client_cluster_member: bool | None = None
+    f_sub_streams: list[QueueHandleSubStream] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clientDescription")
-            client_description = r.read_str(length, path, "clientDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientDescription")
+            f_client_description = r.read_str(length, path, "clientDescription")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "parametersJson")
-            parameters_json = r.read_str(length, path, "parametersJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "parametersJson")
+            f_parameters_json = r.read_str(length, path, "parametersJson")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isClientClusterMember")
-            is_client_cluster_member = r.read_bool(length, path, "isClientClusterMember")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isClientClusterMember")
+            f_is_client_cluster_member = r.read_bool(length, path, "isClientClusterMember")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "subStreams")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subStreams")
             items_end = r.child_end(length)
-            sub_streams = [] if sub_streams is None else sub_streams
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subStreams")
-                sub_streams.append(
+            f_sub_streams = [] if f_sub_streams is None else f_sub_streams
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subStreams")
+                f_sub_streams.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subStreams[%d]" % len(sub_streams),
+                        path + "." + "subStreams[%d]" % len(f_sub_streams),
                         _dec_QueueHandleSubStream,
                     )
                 )
@@ -5746,23 +6174,23 @@ def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if client_description is None:
-        client_description = ""
+    if f_client_description is None:
+        f_client_description = ""
         absent.append("clientDescription")
-    if parameters_json is None:
-        parameters_json = ""
+    if f_parameters_json is None:
+        f_parameters_json = ""
         absent.append("parametersJson")
-    if is_client_cluster_member is None:
-        is_client_cluster_member = False
+    if f_is_client_cluster_member is None:
+        f_is_client_cluster_member = False
         absent.append("isClientClusterMember")
-    if sub_streams is None:
-        sub_streams = []
+    if f_sub_streams is None:
+        f_sub_streams = []
         absent.append("subStreams")
     return QueueHandle(
-        client_description=client_description,
-        parameters_json=parameters_json,
-        is_client_cluster_member=is_client_cluster_member,
-        sub_streams=sub_streams,
+        client_description=f_client_description,
+        parameters_json=f_parameters_json,
+        is_client_cluster_member=f_is_client_cluster_member,
+        sub_streams=f_sub_streams,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5884,44 +6312,49 @@ def _enc_ResourceUsageMonitor(v: ResourceUsageMonitor, out: bytearray, tag: byte
 
 def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> ResourceUsageMonitor:
     r.enter(path)
-    state: ResourceUsageMonitorState | None = None
-    messages_state: ResourceUsageMonitorState | None = None
-    num_messages: int | None = None
-    messages_low_watermark_ratio: int | None = None
-    messages_high_watermark_ratio: int | None = None
-    messages_capacity: int | None = None
-    bytes_state: ResourceUsageMonitorState | None = None
-    num_bytes: int | None = None
-    bytes_low_watermark_ratio: int | None = None
-    bytes_high_watermark_ratio: int | None = None
-    bytes_capacity: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_state: ResourceUsageMonitorState | None = None
+    f_messages_state: ResourceUsageMonitorState | None = None
+    f_num_messages: int | None = None
+    f_messages_low_watermark_ratio: int | None = None
+    f_messages_high_watermark_ratio: int | None = None
+    f_messages_capacity: int | None = None
+    f_bytes_state: ResourceUsageMonitorState | None = None
+    f_num_bytes: int | None = None
+    f_bytes_low_watermark_ratio: int | None = None
+    f_bytes_high_watermark_ratio: int | None = None
+    f_bytes_capacity: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "state")
-            state = r.read_enum(length, ResourceUsageMonitorState, path, "state")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "state")
+            f_state = r.read_enum(length, ResourceUsageMonitorState, path, "state")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "messagesState")
-            messages_state = r.read_enum(length, ResourceUsageMonitorState, path, "messagesState")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messagesState")
+            f_messages_state = r.read_enum(length, ResourceUsageMonitorState, path, "messagesState")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numMessages"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "messagesLowWatermarkRatio")
-            messages_low_watermark_ratio = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messagesLowWatermarkRatio")
+            f_messages_low_watermark_ratio = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "messagesLowWatermarkRatio"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "messagesHighWatermarkRatio")
-            messages_high_watermark_ratio = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messagesHighWatermarkRatio")
+            f_messages_high_watermark_ratio = r.read_int(
                 length,
                 -9223372036854775808,
                 9223372036854775807,
@@ -5930,36 +6363,42 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "messagesCapacity")
-            messages_capacity = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messagesCapacity")
+            f_messages_capacity = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "messagesCapacity"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "bytesState")
-            bytes_state = r.read_enum(length, ResourceUsageMonitorState, path, "bytesState")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytesState")
+            f_bytes_state = r.read_enum(length, ResourceUsageMonitorState, path, "bytesState")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "numBytes")
-            num_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytes")
+            f_num_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numBytes"
             )
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "bytesLowWatermarkRatio")
-            bytes_low_watermark_ratio = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytesLowWatermarkRatio")
+            f_bytes_low_watermark_ratio = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "bytesLowWatermarkRatio"
             )
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "bytesHighWatermarkRatio")
-            bytes_high_watermark_ratio = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytesHighWatermarkRatio")
+            f_bytes_high_watermark_ratio = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "bytesHighWatermarkRatio"
             )
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "bytesCapacity")
-            bytes_capacity = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytesCapacity")
+            f_bytes_capacity = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "bytesCapacity"
             )
 
@@ -5967,51 +6406,51 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if state is None:
-        state = ResourceUsageMonitorState.STATE_NORMAL
+    if f_state is None:
+        f_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("state")
-    if messages_state is None:
-        messages_state = ResourceUsageMonitorState.STATE_NORMAL
+    if f_messages_state is None:
+        f_messages_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("messagesState")
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
-    if messages_low_watermark_ratio is None:
-        messages_low_watermark_ratio = 0
+    if f_messages_low_watermark_ratio is None:
+        f_messages_low_watermark_ratio = 0
         absent.append("messagesLowWatermarkRatio")
-    if messages_high_watermark_ratio is None:
-        messages_high_watermark_ratio = 0
+    if f_messages_high_watermark_ratio is None:
+        f_messages_high_watermark_ratio = 0
         absent.append("messagesHighWatermarkRatio")
-    if messages_capacity is None:
-        messages_capacity = 0
+    if f_messages_capacity is None:
+        f_messages_capacity = 0
         absent.append("messagesCapacity")
-    if bytes_state is None:
-        bytes_state = ResourceUsageMonitorState.STATE_NORMAL
+    if f_bytes_state is None:
+        f_bytes_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("bytesState")
-    if num_bytes is None:
-        num_bytes = 0
+    if f_num_bytes is None:
+        f_num_bytes = 0
         absent.append("numBytes")
-    if bytes_low_watermark_ratio is None:
-        bytes_low_watermark_ratio = 0
+    if f_bytes_low_watermark_ratio is None:
+        f_bytes_low_watermark_ratio = 0
         absent.append("bytesLowWatermarkRatio")
-    if bytes_high_watermark_ratio is None:
-        bytes_high_watermark_ratio = 0
+    if f_bytes_high_watermark_ratio is None:
+        f_bytes_high_watermark_ratio = 0
         absent.append("bytesHighWatermarkRatio")
-    if bytes_capacity is None:
-        bytes_capacity = 0
+    if f_bytes_capacity is None:
+        f_bytes_capacity = 0
         absent.append("bytesCapacity")
     return ResourceUsageMonitor(
-        state=state,
-        messages_state=messages_state,
-        num_messages=num_messages,
-        messages_low_watermark_ratio=messages_low_watermark_ratio,
-        messages_high_watermark_ratio=messages_high_watermark_ratio,
-        messages_capacity=messages_capacity,
-        bytes_state=bytes_state,
-        num_bytes=num_bytes,
-        bytes_low_watermark_ratio=bytes_low_watermark_ratio,
-        bytes_high_watermark_ratio=bytes_high_watermark_ratio,
-        bytes_capacity=bytes_capacity,
+        state=f_state,
+        messages_state=f_messages_state,
+        num_messages=f_num_messages,
+        messages_low_watermark_ratio=f_messages_low_watermark_ratio,
+        messages_high_watermark_ratio=f_messages_high_watermark_ratio,
+        messages_capacity=f_messages_capacity,
+        bytes_state=f_bytes_state,
+        num_bytes=f_num_bytes,
+        bytes_low_watermark_ratio=f_bytes_low_watermark_ratio,
+        bytes_high_watermark_ratio=f_bytes_high_watermark_ratio,
+        bytes_capacity=f_bytes_capacity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6051,32 +6490,38 @@ def _enc_QueueContents(v: QueueContents, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueContents:
     r.enter(path)
-    messages: list[Message] | None = None
-    offset: int | None = None
-    total_queue_messages: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_messages: list[Message] | None = None
+    f_offset: int | None = None
+    f_total_queue_messages: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "messages")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "messages")
             items_end = r.child_end(length)
-            messages = [] if messages is None else messages
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "messages")
-                messages.append(
-                    _dec_child(r, length, path + "." + "messages[%d]" % len(messages), _dec_Message)
+            f_messages = [] if f_messages is None else f_messages
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "messages")
+                f_messages.append(
+                    _dec_child(
+                        r, length, path + "." + "messages[%d]" % len(f_messages), _dec_Message
+                    )
                 )
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "offset")
-            offset = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "offset")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "offset")
+            f_offset = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "offset")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "totalQueueMessages")
-            total_queue_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "totalQueueMessages")
+            f_total_queue_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "totalQueueMessages"
             )
 
@@ -6084,19 +6529,19 @@ def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueCont
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if messages is None:
-        messages = []
+    if f_messages is None:
+        f_messages = []
         absent.append("messages")
-    if offset is None:
-        offset = 0
+    if f_offset is None:
+        f_offset = 0
         absent.append("offset")
-    if total_queue_messages is None:
-        total_queue_messages = 0
+    if f_total_queue_messages is None:
+        f_total_queue_messages = 0
         absent.append("totalQueueMessages")
     return QueueContents(
-        messages=messages,
-        offset=offset,
-        total_queue_messages=total_queue_messages,
+        messages=f_messages,
+        offset=f_offset,
+        total_queue_messages=f_total_queue_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6118,21 +6563,23 @@ def _enc_ClusterList(v: ClusterList, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList:
     r.enter(path)
-    clusters: list[ClusterInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_clusters: list[ClusterInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "clusters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusters")
             items_end = r.child_end(length)
-            clusters = [] if clusters is None else clusters
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "clusters")
-                clusters.append(
+            f_clusters = [] if f_clusters is None else f_clusters
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "clusters")
+                f_clusters.append(
                     _dec_child(
-                        r, length, path + "." + "clusters[%d]" % len(clusters), _dec_ClusterInfo
+                        r, length, path + "." + "clusters[%d]" % len(f_clusters), _dec_ClusterInfo
                     )
                 )
             r.close(items_end, path)
@@ -6141,11 +6588,11 @@ def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if clusters is None:
-        clusters = []
+    if f_clusters is None:
+        f_clusters = []
         absent.append("clusters")
     return ClusterList(
-        clusters=clusters,
+        clusters=f_clusters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6153,7 +6600,10 @@ def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList
 def _enc_DomainsCommand(v: DomainsCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainsCommand):
         raise EncodeError(f"expected a DomainsCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) + (v.resolver is not None) + (v.reconfigure is not None) + (
+        v.remove is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.domain is not None:
@@ -6169,49 +6619,53 @@ def _enc_DomainsCommand(v: DomainsCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainsCommand(r: _b.BerReader, end: int | None, path: str) -> DomainsCommand:
     r.enter(path)
-    domain: Domain | None = None
-    resolver: DomainResolverCommand | None = None
-    reconfigure: DomainReconfigure | None = None
-    remove: DomainRemove | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_domain: Domain | None = None
+    f_resolver: DomainResolverCommand | None = None
+    f_reconfigure: DomainReconfigure | None = None
+    f_remove: DomainRemove | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "domain")
-                domain = _dec_child(r, length, path + "." + "domain", _dec_Domain)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "domain")
+                f_domain = _dec_child(r, length, path + "." + "domain", _dec_Domain)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "resolver")
-                resolver = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "resolver")
+                f_resolver = _dec_child(
                     r, length, path + "." + "resolver", _dec_DomainResolverCommand
                 )
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "reconfigure")
-                reconfigure = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "reconfigure")
+                f_reconfigure = _dec_child(
                     r, length, path + "." + "reconfigure", _dec_DomainReconfigure
                 )
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "remove")
-                remove = _dec_child(r, length, path + "." + "remove", _dec_DomainRemove)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "remove")
+                f_remove = _dec_child(r, length, path + "." + "remove", _dec_DomainRemove)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (domain is not None)
-        + (resolver is not None)
-        + (reconfigure is not None)
-        + (remove is not None)
+        (f_domain is not None)
+        + (f_resolver is not None)
+        + (f_reconfigure is not None)
+        + (f_remove is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6221,17 +6675,18 @@ def _dec_DomainsCommand(r: _b.BerReader, end: int | None, path: str) -> DomainsC
             path=path,
         )
     return DomainsCommand(
-        domain=domain,
-        resolver=resolver,
-        reconfigure=reconfigure,
-        remove=remove,
+        domain=f_domain,
+        resolver=f_resolver,
+        reconfigure=f_reconfigure,
+        remove=f_remove,
     )
 
 
 def _enc_DomainResolverCommand(v: DomainResolverCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainResolverCommand):
         raise EncodeError(f"expected a DomainResolverCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.clear_cache is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.clear_cache is not None:
@@ -6243,26 +6698,27 @@ def _dec_DomainResolverCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> DomainResolverCommand:
     r.enter(path)
-    clear_cache: ClearCache | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_clear_cache: ClearCache | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "clearCache")
-                clear_cache = _dec_child(r, length, path + "." + "clearCache", _dec_ClearCache)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clearCache")
+                f_clear_cache = _dec_child(r, length, path + "." + "clearCache", _dec_ClearCache)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = clear_cache is not None
+    chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -6271,14 +6727,15 @@ def _dec_DomainResolverCommand(
             path=path,
         )
     return DomainResolverCommand(
-        clear_cache=clear_cache,
+        clear_cache=f_clear_cache,
     )
 
 
 def _enc_DomainReconfigure(v: DomainReconfigure, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainReconfigure):
         raise EncodeError(f"expected a DomainReconfigure, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.domain is not None:
@@ -6288,26 +6745,27 @@ def _enc_DomainReconfigure(v: DomainReconfigure, out: bytearray, tag: bytes) -> 
 
 def _dec_DomainReconfigure(r: _b.BerReader, end: int | None, path: str) -> DomainReconfigure:
     r.enter(path)
-    domain: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_domain: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0x80, path, "domain")
-                domain = r.read_str(length, path, "domain")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "domain")
+                f_domain = r.read_str(length, path, "domain")
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = domain is not None
+    chosen = f_domain is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -6316,7 +6774,7 @@ def _dec_DomainReconfigure(r: _b.BerReader, end: int | None, path: str) -> Domai
             path=path,
         )
     return DomainReconfigure(
-        domain=domain,
+        domain=f_domain,
     )
 
 
@@ -6335,30 +6793,32 @@ def _enc_DomainRemove(v: DomainRemove, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemove:
     r.enter(path)
-    domain: str | None = None
-    finalize: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_domain: str | None = None
+    f_finalize: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "domain")
-            domain = r.read_str(length, path, "domain")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "domain")
+            f_domain = r.read_str(length, path, "domain")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "finalize")
-            finalize = r.read_bool(length, path, "finalize")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "finalize")
+            f_finalize = r.read_bool(length, path, "finalize")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if domain is None:
-        domain = ""
+    if f_domain is None:
+        f_domain = ""
         absent.append("domain")
     return DomainRemove(
-        domain=domain,
-        finalize=finalize,
+        domain=f_domain,
+        finalize=f_finalize,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6366,7 +6826,8 @@ def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemo
 def _enc_ConfigProviderCommand(v: ConfigProviderCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ConfigProviderCommand):
         raise EncodeError(f"expected a ConfigProviderCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.clear_cache is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.clear_cache is not None:
@@ -6378,26 +6839,27 @@ def _dec_ConfigProviderCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigProviderCommand:
     r.enter(path)
-    clear_cache: ClearCache | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_clear_cache: ClearCache | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "clearCache")
-                clear_cache = _dec_child(r, length, path + "." + "clearCache", _dec_ClearCache)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clearCache")
+                f_clear_cache = _dec_child(r, length, path + "." + "clearCache", _dec_ClearCache)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = clear_cache is not None
+    chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -6406,14 +6868,17 @@ def _dec_ConfigProviderCommand(
             path=path,
         )
     return ConfigProviderCommand(
-        clear_cache=clear_cache,
+        clear_cache=f_clear_cache,
     )
 
 
 def _enc_StatCommand(v: StatCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StatCommand):
         raise EncodeError(f"expected a StatCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.show is not None) + (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.show is not None:
@@ -6429,45 +6894,49 @@ def _enc_StatCommand(v: StatCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_StatCommand(r: _b.BerReader, end: int | None, path: str) -> StatCommand:
     r.enter(path)
-    show: Void | None = None
-    set_tunable: SetTunable | None = None
-    get_tunable: str | None = None
-    list_tunables: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_show: Void | None = None
+    f_set_tunable: SetTunable | None = None
+    f_get_tunable: str | None = None
+    f_list_tunables: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "show")
-                show = _dec_child(r, length, path + "." + "show", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "show")
+                f_show = _dec_child(r, length, path + "." + "show", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "setTunable")
-                set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "setTunable")
+                f_set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
 
             elif number == 2:
-                r.expect(cc, 0x80, path, "getTunable")
-                get_tunable = r.read_str(length, path, "getTunable")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "getTunable")
+                f_get_tunable = r.read_str(length, path, "getTunable")
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "listTunables")
-                list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "listTunables")
+                f_list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (show is not None)
-        + (set_tunable is not None)
-        + (get_tunable is not None)
-        + (list_tunables is not None)
+        (f_show is not None)
+        + (f_set_tunable is not None)
+        + (f_get_tunable is not None)
+        + (f_list_tunables is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6477,17 +6946,18 @@ def _dec_StatCommand(r: _b.BerReader, end: int | None, path: str) -> StatCommand
             path=path,
         )
     return StatCommand(
-        show=show,
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        show=f_show,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
 def _enc_BrokerConfigCommand(v: BrokerConfigCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, BrokerConfigCommand):
         raise EncodeError(f"expected a BrokerConfigCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.dump is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.dump is not None:
@@ -6497,26 +6967,27 @@ def _enc_BrokerConfigCommand(v: BrokerConfigCommand, out: bytearray, tag: bytes)
 
 def _dec_BrokerConfigCommand(r: _b.BerReader, end: int | None, path: str) -> BrokerConfigCommand:
     r.enter(path)
-    dump: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_dump: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "dump")
-                dump = _dec_child(r, length, path + "." + "dump", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "dump")
+                f_dump = _dec_child(r, length, path + "." + "dump", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = dump is not None
+    chosen = f_dump is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -6525,14 +6996,15 @@ def _dec_BrokerConfigCommand(r: _b.BerReader, end: int | None, path: str) -> Bro
             path=path,
         )
     return BrokerConfigCommand(
-        dump=dump,
+        dump=f_dump,
     )
 
 
 def _enc_ClustersCommand(v: ClustersCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClustersCommand):
         raise EncodeError(f"expected a ClustersCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.list is not None) + (v.cluster is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.list is not None:
@@ -6544,31 +7016,33 @@ def _enc_ClustersCommand(v: ClustersCommand, out: bytearray, tag: bytes) -> None
 
 def _dec_ClustersCommand(r: _b.BerReader, end: int | None, path: str) -> ClustersCommand:
     r.enter(path)
-    list: Void | None = None
-    cluster: Cluster | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_list: Void | None = None
+    f_cluster: Cluster | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "list")
-                list = _dec_child(r, length, path + "." + "list", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "list")
+                f_list = _dec_child(r, length, path + "." + "list", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "cluster")
-                cluster = _dec_child(r, length, path + "." + "cluster", _dec_Cluster)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "cluster")
+                f_cluster = _dec_child(r, length, path + "." + "cluster", _dec_Cluster)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (list is not None) + (cluster is not None)
+    chosen = (f_list is not None) + (f_cluster is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -6577,8 +7051,8 @@ def _dec_ClustersCommand(r: _b.BerReader, end: int | None, path: str) -> Cluster
             path=path,
         )
     return ClustersCommand(
-        list=list,
-        cluster=cluster,
+        list=f_list,
+        cluster=f_cluster,
     )
 
 
@@ -6596,32 +7070,34 @@ def _enc_DomainQueue(v: DomainQueue, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainQueue(r: _b.BerReader, end: int | None, path: str) -> DomainQueue:
     r.enter(path)
-    name: str | None = None
-    command: QueueCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_command: QueueCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_QueueCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_QueueCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return DomainQueue(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6642,32 +7118,34 @@ def _enc_StoragePartition(v: StoragePartition, out: bytearray, tag: bytes) -> No
 
 def _dec_StoragePartition(r: _b.BerReader, end: int | None, path: str) -> StoragePartition:
     r.enter(path)
-    partition_id: int | None = None
-    command: StoragePartitionCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_partition_id: int | None = None
+    f_command: StoragePartitionCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_StoragePartitionCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_StoragePartitionCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return StoragePartition(
-        partition_id=partition_id,
-        command=command,
+        partition_id=f_partition_id,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6686,32 +7164,34 @@ def _enc_StorageDomain(v: StorageDomain, out: bytearray, tag: bytes) -> None:
 
 def _dec_StorageDomain(r: _b.BerReader, end: int | None, path: str) -> StorageDomain:
     r.enter(path)
-    name: str | None = None
-    command: StorageDomainCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_command: StorageDomainCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_StorageDomainCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_StorageDomainCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return StorageDomain(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6730,32 +7210,34 @@ def _enc_StorageQueue(v: StorageQueue, out: bytearray, tag: bytes) -> None:
 
 def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQueue:
     r.enter(path)
-    canonical_uri: str | None = None
-    command: StorageQueueCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_canonical_uri: str | None = None
+    f_command: StorageQueueCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "canonicalUri")
-            canonical_uri = r.read_str(length, path, "canonicalUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "canonicalUri")
+            f_canonical_uri = r.read_str(length, path, "canonicalUri")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_StorageQueueCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_StorageQueueCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if canonical_uri is None:
-        canonical_uri = ""
+    if f_canonical_uri is None:
+        f_canonical_uri = ""
         absent.append("canonicalUri")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return StorageQueue(
-        canonical_uri=canonical_uri,
-        command=command,
+        canonical_uri=f_canonical_uri,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6763,7 +7245,10 @@ def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQue
 def _enc_ElectorCommand(v: ElectorCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ElectorCommand):
         raise EncodeError(f"expected a ElectorCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.set_tunable is not None:
@@ -6777,36 +7262,41 @@ def _enc_ElectorCommand(v: ElectorCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_ElectorCommand(r: _b.BerReader, end: int | None, path: str) -> ElectorCommand:
     r.enter(path)
-    set_tunable: SetTunable | None = None
-    get_tunable: GetTunable | None = None
-    list_tunables: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_set_tunable: SetTunable | None = None
+    f_get_tunable: GetTunable | None = None
+    f_list_tunables: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "setTunable")
-                set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "setTunable")
+                f_set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "getTunable")
-                get_tunable = _dec_child(r, length, path + "." + "getTunable", _dec_GetTunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "getTunable")
+                f_get_tunable = _dec_child(r, length, path + "." + "getTunable", _dec_GetTunable)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "listTunables")
-                list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "listTunables")
+                f_list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (set_tunable is not None) + (get_tunable is not None) + (list_tunables is not None)
+    chosen = (
+        (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
+    )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -6815,16 +7305,19 @@ def _dec_ElectorCommand(r: _b.BerReader, end: int | None, path: str) -> ElectorC
             path=path,
         )
     return ElectorCommand(
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
 def _enc_ReplicationCommand(v: ReplicationCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ReplicationCommand):
         raise EncodeError(f"expected a ReplicationCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.set_tunable is not None:
@@ -6838,36 +7331,41 @@ def _enc_ReplicationCommand(v: ReplicationCommand, out: bytearray, tag: bytes) -
 
 def _dec_ReplicationCommand(r: _b.BerReader, end: int | None, path: str) -> ReplicationCommand:
     r.enter(path)
-    set_tunable: SetTunable | None = None
-    get_tunable: GetTunable | None = None
-    list_tunables: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_set_tunable: SetTunable | None = None
+    f_get_tunable: GetTunable | None = None
+    f_list_tunables: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "setTunable")
-                set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "setTunable")
+                f_set_tunable = _dec_child(r, length, path + "." + "setTunable", _dec_SetTunable)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "getTunable")
-                get_tunable = _dec_child(r, length, path + "." + "getTunable", _dec_GetTunable)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "getTunable")
+                f_get_tunable = _dec_child(r, length, path + "." + "getTunable", _dec_GetTunable)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "listTunables")
-                list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "listTunables")
+                f_list_tunables = _dec_child(r, length, path + "." + "listTunables", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (set_tunable is not None) + (get_tunable is not None) + (list_tunables is not None)
+    chosen = (
+        (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
+    )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -6876,9 +7374,9 @@ def _dec_ReplicationCommand(r: _b.BerReader, end: int | None, path: str) -> Repl
             path=path,
         )
     return ReplicationCommand(
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
@@ -6899,42 +7397,45 @@ def _enc_FileStore(v: FileStore, out: bytearray, tag: bytes) -> None:
 
 def _dec_FileStore(r: _b.BerReader, end: int | None, path: str) -> FileStore:
     r.enter(path)
-    partition_id: int | None = None
-    state: FileStoreState | None = None
-    summary: FileStoreSummary | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_partition_id: int | None = None
+    f_state: FileStoreState | None = None
+    f_summary: FileStoreSummary | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "state")
-            state = r.read_enum(length, FileStoreState, path, "state")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "state")
+            f_state = r.read_enum(length, FileStoreState, path, "state")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "summary")
-            summary = _dec_child(r, length, path + "." + "summary", _dec_FileStoreSummary)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "summary")
+            f_summary = _dec_child(r, length, path + "." + "summary", _dec_FileStoreSummary)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if state is None:
-        state = FileStoreState.open
+    if f_state is None:
+        f_state = FileStoreState.open
         absent.append("state")
-    if summary is None:
-        summary = FileStoreSummary()
+    if f_summary is None:
+        f_summary = FileStoreSummary()
         absent.append("summary")
     return FileStore(
-        partition_id=partition_id,
-        state=state,
-        summary=summary,
+        partition_id=f_partition_id,
+        state=f_state,
+        summary=f_summary,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6961,19 +7462,21 @@ def _enc_FileSet(v: FileSet, out: bytearray, tag: bytes) -> None:
 
 def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
     r.enter(path)
-    data_file_name: str | None = None
-    aliased_blob_buffer_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_data_file_name: str | None = None
+    f_aliased_blob_buffer_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "dataFileName")
-            data_file_name = r.read_str(length, path, "dataFileName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dataFileName")
+            f_data_file_name = r.read_str(length, path, "dataFileName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "aliasedBlobBufferCount")
-            aliased_blob_buffer_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "aliasedBlobBufferCount")
+            f_aliased_blob_buffer_count = r.read_int(
                 length, 0, 18446744073709551615, path, "aliasedBlobBufferCount"
             )
 
@@ -6981,15 +7484,15 @@ def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if data_file_name is None:
-        data_file_name = ""
+    if f_data_file_name is None:
+        f_data_file_name = ""
         absent.append("dataFileName")
-    if aliased_blob_buffer_count is None:
-        aliased_blob_buffer_count = 0
+    if f_aliased_blob_buffer_count is None:
+        f_aliased_blob_buffer_count = 0
         absent.append("aliasedBlobBufferCount")
     return FileSet(
-        data_file_name=data_file_name,
-        aliased_blob_buffer_count=aliased_blob_buffer_count,
+        data_file_name=f_data_file_name,
+        aliased_blob_buffer_count=f_aliased_blob_buffer_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7011,42 +7514,45 @@ def _enc_ActiveFileSet(v: ActiveFileSet, out: bytearray, tag: bytes) -> None:
 
 def _dec_ActiveFileSet(r: _b.BerReader, end: int | None, path: str) -> ActiveFileSet:
     r.enter(path)
-    data_file: FileInfo | None = None
-    journal_file: FileInfo | None = None
-    qlist_file: FileInfo | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_data_file: FileInfo | None = None
+    f_journal_file: FileInfo | None = None
+    f_qlist_file: FileInfo | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "dataFile")
-            data_file = _dec_child(r, length, path + "." + "dataFile", _dec_FileInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "dataFile")
+            f_data_file = _dec_child(r, length, path + "." + "dataFile", _dec_FileInfo)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "journalFile")
-            journal_file = _dec_child(r, length, path + "." + "journalFile", _dec_FileInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "journalFile")
+            f_journal_file = _dec_child(r, length, path + "." + "journalFile", _dec_FileInfo)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "qlistFile")
-            qlist_file = _dec_child(r, length, path + "." + "qlistFile", _dec_FileInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "qlistFile")
+            f_qlist_file = _dec_child(r, length, path + "." + "qlistFile", _dec_FileInfo)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if data_file is None:
-        data_file = FileInfo()
+    if f_data_file is None:
+        f_data_file = FileInfo()
         absent.append("dataFile")
-    if journal_file is None:
-        journal_file = FileInfo()
+    if f_journal_file is None:
+        f_journal_file = FileInfo()
         absent.append("journalFile")
-    if qlist_file is None:
-        qlist_file = FileInfo()
+    if f_qlist_file is None:
+        f_qlist_file = FileInfo()
         absent.append("qlistFile")
     return ActiveFileSet(
-        data_file=data_file,
-        journal_file=journal_file,
-        qlist_file=qlist_file,
+        data_file=f_data_file,
+        journal_file=f_journal_file,
+        qlist_file=f_qlist_file,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7081,42 +7587,47 @@ def _enc_ClusterNodeInfo(v: ClusterNodeInfo, out: bytearray, tag: bytes) -> None
 
 def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterNodeInfo:
     r.enter(path)
-    description: str | None = None
-    is_available: bool | None = None
-    status: NodeStatus | None = None
-    primary_for_partition_ids: list[int] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_description: str | None = None
+    f_is_available: bool | None = None
+    f_status: NodeStatus | None = None
+    f_primary_for_partition_ids: list[int] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "description")
-            description = r.read_str(length, path, "description")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "description")
+            f_description = r.read_str(length, path, "description")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isAvailable")
-            is_available = r.read_bool(length, path, "isAvailable")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAvailable")
+            f_is_available = r.read_bool(length, path, "isAvailable")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "status")
-            status = r.read_enum(length, NodeStatus, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
+            f_status = r.read_enum(length, NodeStatus, path, "status")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "primaryForPartitionIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "primaryForPartitionIds")
             items_end = r.child_end(length)
-            primary_for_partition_ids = (
-                [] if primary_for_partition_ids is None else primary_for_partition_ids
+            f_primary_for_partition_ids = (
+                [] if f_primary_for_partition_ids is None else f_primary_for_partition_ids
             )
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "primaryForPartitionIds")
-                primary_for_partition_ids.append(
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "primaryForPartitionIds")
+                f_primary_for_partition_ids.append(
                     r.read_int(
                         length,
                         -2147483648,
                         2147483647,
                         path,
-                        "primaryForPartitionIds[%d]" % len(primary_for_partition_ids),
+                        "primaryForPartitionIds[%d]" % len(f_primary_for_partition_ids),
                     )
                 )
             r.close(items_end, path)
@@ -7125,20 +7636,20 @@ def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> Cluster
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if description is None:
-        description = ""
+    if f_description is None:
+        f_description = ""
         absent.append("description")
-    if status is None:
-        status = NodeStatus.E_UNKNOWN
+    if f_status is None:
+        f_status = NodeStatus.E_UNKNOWN
         absent.append("status")
-    if primary_for_partition_ids is None:
-        primary_for_partition_ids = []
+    if f_primary_for_partition_ids is None:
+        f_primary_for_partition_ids = []
         absent.append("primaryForPartitionIds")
     return ClusterNodeInfo(
-        description=description,
-        is_available=is_available,
-        status=status,
-        primary_for_partition_ids=primary_for_partition_ids,
+        description=f_description,
+        is_available=f_is_available,
+        status=f_status,
+        primary_for_partition_ids=f_primary_for_partition_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7162,42 +7673,45 @@ def _enc_ClusterDomain(v: ClusterDomain, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterDomain(r: _b.BerReader, end: int | None, path: str) -> ClusterDomain:
     r.enter(path)
-    name: str | None = None
-    num_assigned_queues: int | None = None
-    loaded: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_num_assigned_queues: int | None = None
+    f_loaded: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numAssignedQueues")
-            num_assigned_queues = r.read_int(length, 0, 4294967295, path, "numAssignedQueues")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numAssignedQueues")
+            f_num_assigned_queues = r.read_int(length, 0, 4294967295, path, "numAssignedQueues")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "loaded")
-            loaded = r.read_bool(length, path, "loaded")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "loaded")
+            f_loaded = r.read_bool(length, path, "loaded")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if num_assigned_queues is None:
-        num_assigned_queues = 0
+    if f_num_assigned_queues is None:
+        f_num_assigned_queues = 0
         absent.append("numAssignedQueues")
-    if loaded is None:
-        loaded = False
+    if f_loaded is None:
+        f_loaded = False
         absent.append("loaded")
     return ClusterDomain(
-        name=name,
-        num_assigned_queues=num_assigned_queues,
-        loaded=loaded,
+        name=f_name,
+        num_assigned_queues=f_num_assigned_queues,
+        loaded=f_loaded,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7252,78 +7766,95 @@ def _enc_ClusterQueue(v: ClusterQueue, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQueue:
     r.enter(path)
-    uri: str | None = None
-    num_in_flight_contexts: int | None = None
-    is_assigned: bool | None = None
-    is_primary_available: bool | None = None
-    id: int | None = None
-    sub_ids: list[SubId] | None = None
-    partition_id: int | None = None
-    primary_node_description: str | None = None
-    key: str | None = None
-    is_created: bool | None = None
-    contexts: list[Context] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_uri: str | None = None
+    f_num_in_flight_contexts: int | None = None
+    f_is_assigned: bool | None = None
+    f_is_primary_available: bool | None = None
+    f_id: int | None = None
+    f_sub_ids: list[SubId] | None = None
+    f_partition_id: int | None = None
+    f_primary_node_description: str | None = None
+    f_key: str | None = None
+    f_is_created: bool | None = None
+    f_contexts: list[Context] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
-            uri = r.read_str(length, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
+            f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numInFlightContexts")
-            num_in_flight_contexts = r.read_int(length, 0, 4294967295, path, "numInFlightContexts")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numInFlightContexts")
+            f_num_in_flight_contexts = r.read_int(
+                length, 0, 4294967295, path, "numInFlightContexts"
+            )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isAssigned")
-            is_assigned = r.read_bool(length, path, "isAssigned")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAssigned")
+            f_is_assigned = r.read_bool(length, path, "isAssigned")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "isPrimaryAvailable")
-            is_primary_available = r.read_bool(length, path, "isPrimaryAvailable")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isPrimaryAvailable")
+            f_is_primary_available = r.read_bool(length, path, "isPrimaryAvailable")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "id")
-            id = r.read_int(length, 0, 4294967295, path, "id")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "id")
+            f_id = r.read_int(length, 0, 4294967295, path, "id")
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "subIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subIds")
             items_end = r.child_end(length)
-            sub_ids = [] if sub_ids is None else sub_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subIds")
-                sub_ids.append(
-                    _dec_child(r, length, path + "." + "subIds[%d]" % len(sub_ids), _dec_SubId)
+            f_sub_ids = [] if f_sub_ids is None else f_sub_ids
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subIds")
+                f_sub_ids.append(
+                    _dec_child(r, length, path + "." + "subIds[%d]" % len(f_sub_ids), _dec_SubId)
                 )
             r.close(items_end, path)
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "primaryNodeDescription")
-            primary_node_description = r.read_str(length, path, "primaryNodeDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeDescription")
+            f_primary_node_description = r.read_str(length, path, "primaryNodeDescription")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_str(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_str(length, path, "key")
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "isCreated")
-            is_created = r.read_bool(length, path, "isCreated")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isCreated")
+            f_is_created = r.read_bool(length, path, "isCreated")
 
         elif number == 10:
-            r.expect(cc, 0xA0, path, "contexts")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "contexts")
             items_end = r.child_end(length)
-            contexts = [] if contexts is None else contexts
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "contexts")
-                contexts.append(
-                    _dec_child(r, length, path + "." + "contexts[%d]" % len(contexts), _dec_Context)
+            f_contexts = [] if f_contexts is None else f_contexts
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "contexts")
+                f_contexts.append(
+                    _dec_child(
+                        r, length, path + "." + "contexts[%d]" % len(f_contexts), _dec_Context
+                    )
                 )
             r.close(items_end, path)
 
@@ -7331,48 +7862,48 @@ def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQue
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if uri is None:
-        uri = ""
+    if f_uri is None:
+        f_uri = ""
         absent.append("uri")
-    if num_in_flight_contexts is None:
-        num_in_flight_contexts = 0
+    if f_num_in_flight_contexts is None:
+        f_num_in_flight_contexts = 0
         absent.append("numInFlightContexts")
-    if is_assigned is None:
-        is_assigned = False
+    if f_is_assigned is None:
+        f_is_assigned = False
         absent.append("isAssigned")
-    if is_primary_available is None:
-        is_primary_available = False
+    if f_is_primary_available is None:
+        f_is_primary_available = False
         absent.append("isPrimaryAvailable")
-    if id is None:
-        id = 0
+    if f_id is None:
+        f_id = 0
         absent.append("id")
-    if sub_ids is None:
-        sub_ids = []
+    if f_sub_ids is None:
+        f_sub_ids = []
         absent.append("subIds")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if key is None:
-        key = ""
+    if f_key is None:
+        f_key = ""
         absent.append("key")
-    if is_created is None:
-        is_created = False
+    if f_is_created is None:
+        f_is_created = False
         absent.append("isCreated")
-    if contexts is None:
-        contexts = []
+    if f_contexts is None:
+        f_contexts = []
         absent.append("contexts")
     return ClusterQueue(
-        uri=uri,
-        num_in_flight_contexts=num_in_flight_contexts,
-        is_assigned=is_assigned,
-        is_primary_available=is_primary_available,
-        id=id,
-        sub_ids=sub_ids,
-        partition_id=partition_id,
-        primary_node_description=primary_node_description,
-        key=key,
-        is_created=is_created,
-        contexts=contexts,
+        uri=f_uri,
+        num_in_flight_contexts=f_num_in_flight_contexts,
+        is_assigned=f_is_assigned,
+        is_primary_available=f_is_primary_available,
+        id=f_id,
+        sub_ids=f_sub_ids,
+        partition_id=f_partition_id,
+        primary_node_description=f_primary_node_description,
+        key=f_key,
+        is_created=f_is_created,
+        contexts=f_contexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7392,33 +7923,35 @@ def _enc_SubId(v: SubId, out: bytearray, tag: bytes) -> None:
 
 def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
     r.enter(path)
-    sub_id: int | None = None
-    app_id: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_sub_id: int | None = None
+    f_app_id: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "subId")
-            sub_id = r.read_int(length, 0, 4294967295, path, "subId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "subId")
+            f_sub_id = r.read_int(length, 0, 4294967295, path, "subId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if sub_id is None:
-        sub_id = 0
+    if f_sub_id is None:
+        f_sub_id = 0
         absent.append("subId")
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
     return SubId(
-        sub_id=sub_id,
-        app_id=app_id,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7426,7 +7959,10 @@ def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
 def _enc_Queue(v: Queue, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Queue):
         raise EncodeError(f"expected a Queue, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.local_queue is not None) + (v.remote_queue is not None) + (
+        v.uninitialized_queue is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.local_queue is not None:
@@ -7440,30 +7976,33 @@ def _enc_Queue(v: Queue, out: bytearray, tag: bytes) -> None:
 
 def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
     r.enter(path)
-    local_queue: LocalQueue | None = None
-    remote_queue: RemoteQueue | None = None
-    uninitialized_queue: UninitializedQueue | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_local_queue: LocalQueue | None = None
+    f_remote_queue: RemoteQueue | None = None
+    f_uninitialized_queue: UninitializedQueue | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "localQueue")
-                local_queue = _dec_child(r, length, path + "." + "localQueue", _dec_LocalQueue)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "localQueue")
+                f_local_queue = _dec_child(r, length, path + "." + "localQueue", _dec_LocalQueue)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "remoteQueue")
-                remote_queue = _dec_child(r, length, path + "." + "remoteQueue", _dec_RemoteQueue)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "remoteQueue")
+                f_remote_queue = _dec_child(r, length, path + "." + "remoteQueue", _dec_RemoteQueue)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "uninitializedQueue")
-                uninitialized_queue = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "uninitializedQueue")
+                f_uninitialized_queue = _dec_child(
                     r, length, path + "." + "uninitializedQueue", _dec_UninitializedQueue
                 )
 
@@ -7472,7 +8011,9 @@ def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (local_queue is not None) + (remote_queue is not None) + (uninitialized_queue is not None)
+        (f_local_queue is not None)
+        + (f_remote_queue is not None)
+        + (f_uninitialized_queue is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -7482,9 +8023,9 @@ def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
             path=path,
         )
     return Queue(
-        local_queue=local_queue,
-        remote_queue=remote_queue,
-        uninitialized_queue=uninitialized_queue,
+        local_queue=f_local_queue,
+        remote_queue=f_remote_queue,
+        uninitialized_queue=f_uninitialized_queue,
     )
 
 
@@ -7507,48 +8048,52 @@ def _enc_ConsumerState(v: ConsumerState, out: bytearray, tag: bytes) -> None:
 
 def _dec_ConsumerState(r: _b.BerReader, end: int | None, path: str) -> ConsumerState:
     r.enter(path)
-    app_id: str | None = None
-    status: ConsumerStatus | None = None
-    is_at_end_of_storage: bool | None = None
-    app_state: AppState | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_status: ConsumerStatus | None = None
+    f_is_at_end_of_storage: bool | None = None
+    f_app_state: AppState | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "status")
-            status = r.read_enum(length, ConsumerStatus, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
+            f_status = r.read_enum(length, ConsumerStatus, path, "status")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "isAtEndOfStorage")
-            is_at_end_of_storage = r.read_bool(length, path, "isAtEndOfStorage")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAtEndOfStorage")
+            f_is_at_end_of_storage = r.read_bool(length, path, "isAtEndOfStorage")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "appState")
-            app_state = _dec_child(r, length, path + "." + "appState", _dec_AppState)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appState")
+            f_app_state = _dec_child(r, length, path + "." + "appState", _dec_AppState)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if status is None:
-        status = ConsumerStatus.alive
+    if f_status is None:
+        f_status = ConsumerStatus.alive
         absent.append("status")
-    if app_state is None:
-        app_state = AppState()
+    if f_app_state is None:
+        f_app_state = AppState()
         absent.append("appState")
     return ConsumerState(
-        app_id=app_id,
-        status=status,
-        is_at_end_of_storage=is_at_end_of_storage,
-        app_state=app_state,
+        app_id=f_app_id,
+        status=f_status,
+        is_at_end_of_storage=f_is_at_end_of_storage,
+        app_state=f_app_state,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7579,31 +8124,35 @@ def _enc_AppState(v: AppState, out: bytearray, tag: bytes) -> None:
 
 def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
     r.enter(path)
-    app_id: str | None = None
-    num_consumers: int | None = None
-    redelivery_list_length: int | None = None
-    round_robin_router: RoundRobinRouter | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_num_consumers: int | None = None
+    f_redelivery_list_length: int | None = None
+    f_round_robin_router: RoundRobinRouter | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numConsumers")
-            num_consumers = r.read_int(length, 0, 4294967295, path, "numConsumers")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numConsumers")
+            f_num_consumers = r.read_int(length, 0, 4294967295, path, "numConsumers")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "redeliveryListLength")
-            redelivery_list_length = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "redeliveryListLength")
+            f_redelivery_list_length = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "redeliveryListLength"
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "roundRobinRouter")
-            round_robin_router = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "roundRobinRouter")
+            f_round_robin_router = _dec_child(
                 r, length, path + "." + "roundRobinRouter", _dec_RoundRobinRouter
             )
 
@@ -7611,23 +8160,23 @@ def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if num_consumers is None:
-        num_consumers = 0
+    if f_num_consumers is None:
+        f_num_consumers = 0
         absent.append("numConsumers")
-    if redelivery_list_length is None:
-        redelivery_list_length = 0
+    if f_redelivery_list_length is None:
+        f_redelivery_list_length = 0
         absent.append("redeliveryListLength")
-    if round_robin_router is None:
-        round_robin_router = RoundRobinRouter()
+    if f_round_robin_router is None:
+        f_round_robin_router = RoundRobinRouter()
         absent.append("roundRobinRouter")
     return AppState(
-        app_id=app_id,
-        num_consumers=num_consumers,
-        redelivery_list_length=redelivery_list_length,
-        round_robin_router=round_robin_router,
+        app_id=f_app_id,
+        num_consumers=f_num_consumers,
+        redelivery_list_length=f_redelivery_list_length,
+        round_robin_router=f_round_robin_router,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7658,24 +8207,27 @@ def _dec_LeastRecentlyUsedGroupId(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeastRecentlyUsedGroupId:
     r.enter(path)
-    client_description: str | None = None
-    msg_group_id: str | None = None
-    last_seen_delta_nanoseconds: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_client_description: str | None = None
+    f_msg_group_id: str | None = None
+    f_last_seen_delta_nanoseconds: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clientDescription")
-            client_description = r.read_str(length, path, "clientDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientDescription")
+            f_client_description = r.read_str(length, path, "clientDescription")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "msgGroupId")
-            msg_group_id = r.read_str(length, path, "msgGroupId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "msgGroupId")
+            f_msg_group_id = r.read_str(length, path, "msgGroupId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "lastSeenDeltaNanoseconds")
-            last_seen_delta_nanoseconds = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lastSeenDeltaNanoseconds")
+            f_last_seen_delta_nanoseconds = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "lastSeenDeltaNanoseconds"
             )
 
@@ -7683,19 +8235,19 @@ def _dec_LeastRecentlyUsedGroupId(
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if client_description is None:
-        client_description = ""
+    if f_client_description is None:
+        f_client_description = ""
         absent.append("clientDescription")
-    if msg_group_id is None:
-        msg_group_id = ""
+    if f_msg_group_id is None:
+        f_msg_group_id = ""
         absent.append("msgGroupId")
-    if last_seen_delta_nanoseconds is None:
-        last_seen_delta_nanoseconds = 0
+    if f_last_seen_delta_nanoseconds is None:
+        f_last_seen_delta_nanoseconds = 0
         absent.append("lastSeenDeltaNanoseconds")
     return LeastRecentlyUsedGroupId(
-        client_description=client_description,
-        msg_group_id=msg_group_id,
-        last_seen_delta_nanoseconds=last_seen_delta_nanoseconds,
+        client_description=f_client_description,
+        msg_group_id=f_msg_group_id,
+        last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7717,33 +8269,35 @@ def _enc_ClientMsgGroupsCount(v: ClientMsgGroupsCount, out: bytearray, tag: byte
 
 def _dec_ClientMsgGroupsCount(r: _b.BerReader, end: int | None, path: str) -> ClientMsgGroupsCount:
     r.enter(path)
-    client_description: str | None = None
-    num_msg_group_ids: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_client_description: str | None = None
+    f_num_msg_group_ids: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clientDescription")
-            client_description = r.read_str(length, path, "clientDescription")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientDescription")
+            f_client_description = r.read_str(length, path, "clientDescription")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numMsgGroupIds")
-            num_msg_group_ids = r.read_int(length, 0, 4294967295, path, "numMsgGroupIds")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMsgGroupIds")
+            f_num_msg_group_ids = r.read_int(length, 0, 4294967295, path, "numMsgGroupIds")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if client_description is None:
-        client_description = ""
+    if f_client_description is None:
+        f_client_description = ""
         absent.append("clientDescription")
-    if num_msg_group_ids is None:
-        num_msg_group_ids = 0
+    if f_num_msg_group_ids is None:
+        f_num_msg_group_ids = 0
         absent.append("numMsgGroupIds")
     return ClientMsgGroupsCount(
-        client_description=client_description,
-        num_msg_group_ids=num_msg_group_ids,
+        client_description=f_client_description,
+        num_msg_group_ids=f_num_msg_group_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7769,33 +8323,37 @@ def _enc_QueueStorage(v: QueueStorage, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStorage:
     r.enter(path)
-    num_messages: int | None = None
-    num_bytes: int | None = None
-    virtual_storages: list[VirtualStorage] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_num_messages: int | None = None
+    f_num_bytes: int | None = None
+    f_virtual_storages: list[VirtualStorage] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "numBytes")
-            num_bytes = r.read_int(length, 0, 4294967295, path, "numBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numBytes")
+            f_num_bytes = r.read_int(length, 0, 4294967295, path, "numBytes")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "virtualStorages")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "virtualStorages")
             items_end = r.child_end(length)
-            virtual_storages = [] if virtual_storages is None else virtual_storages
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "virtualStorages")
-                virtual_storages.append(
+            f_virtual_storages = [] if f_virtual_storages is None else f_virtual_storages
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "virtualStorages")
+                f_virtual_storages.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "virtualStorages[%d]" % len(virtual_storages),
+                        path + "." + "virtualStorages[%d]" % len(f_virtual_storages),
                         _dec_VirtualStorage,
                     )
                 )
@@ -7805,19 +8363,19 @@ def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStora
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
-    if num_bytes is None:
-        num_bytes = 0
+    if f_num_bytes is None:
+        f_num_bytes = 0
         absent.append("numBytes")
-    if virtual_storages is None:
-        virtual_storages = []
+    if f_virtual_storages is None:
+        f_virtual_storages = []
         absent.append("virtualStorages")
     return QueueStorage(
-        num_messages=num_messages,
-        num_bytes=num_bytes,
-        virtual_storages=virtual_storages,
+        num_messages=f_num_messages,
+        num_bytes=f_num_bytes,
+        virtual_storages=f_virtual_storages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7854,47 +8412,55 @@ def _enc_QueueHandleSubStream(v: QueueHandleSubStream, out: bytearray, tag: byte
 
 def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> QueueHandleSubStream:
     r.enter(path)
-    sub_id: int | None = None
-    app_id: str | None = None
-    parameters_json: str | None = None
-    unconfirmed_monitors: list[ResourceUsageMonitor] | None = None
-    num_unconfirmed_messages: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_sub_id: int | None = None
+    f_app_id: str | None = None
+    f_parameters_json: str | None = None
+    f_unconfirmed_monitors: list[ResourceUsageMonitor] | None = None
+    f_num_unconfirmed_messages: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "subId")
-            sub_id = r.read_int(length, 0, 4294967295, path, "subId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "subId")
+            f_sub_id = r.read_int(length, 0, 4294967295, path, "subId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "parametersJson")
-            parameters_json = r.read_str(length, path, "parametersJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "parametersJson")
+            f_parameters_json = r.read_str(length, path, "parametersJson")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "unconfirmedMonitors")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "unconfirmedMonitors")
             items_end = r.child_end(length)
-            unconfirmed_monitors = [] if unconfirmed_monitors is None else unconfirmed_monitors
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "unconfirmedMonitors")
-                unconfirmed_monitors.append(
+            f_unconfirmed_monitors = (
+                [] if f_unconfirmed_monitors is None else f_unconfirmed_monitors
+            )
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "unconfirmedMonitors")
+                f_unconfirmed_monitors.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "unconfirmedMonitors[%d]" % len(unconfirmed_monitors),
+                        path + "." + "unconfirmedMonitors[%d]" % len(f_unconfirmed_monitors),
                         _dec_ResourceUsageMonitor,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "numUnconfirmedMessages")
-            num_unconfirmed_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numUnconfirmedMessages")
+            f_num_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "numUnconfirmedMessages"
             )
 
@@ -7902,21 +8468,21 @@ def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> Qu
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if sub_id is None:
-        sub_id = 0
+    if f_sub_id is None:
+        f_sub_id = 0
         absent.append("subId")
-    if parameters_json is None:
-        parameters_json = ""
+    if f_parameters_json is None:
+        f_parameters_json = ""
         absent.append("parametersJson")
-    if unconfirmed_monitors is None:
-        unconfirmed_monitors = []
+    if f_unconfirmed_monitors is None:
+        f_unconfirmed_monitors = []
         absent.append("unconfirmedMonitors")
     return QueueHandleSubStream(
-        sub_id=sub_id,
-        app_id=app_id,
-        parameters_json=parameters_json,
-        unconfirmed_monitors=unconfirmed_monitors,
-        num_unconfirmed_messages=num_unconfirmed_messages,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
+        parameters_json=f_parameters_json,
+        unconfirmed_monitors=f_unconfirmed_monitors,
+        num_unconfirmed_messages=f_num_unconfirmed_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -7945,44 +8511,47 @@ def _enc_Message(v: Message, out: bytearray, tag: bytes) -> None:
 
 def _dec_Message(r: _b.BerReader, end: int | None, path: str) -> Message:
     r.enter(path)
-    guid: str | None = None
-    size_bytes: int | None = None
-    arrival_timestamp: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_guid: str | None = None
+    f_size_bytes: int | None = None
+    f_arrival_timestamp: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "guid")
-            guid = r.read_str(length, path, "guid")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "guid")
+            f_guid = r.read_str(length, path, "guid")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sizeBytes")
-            size_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sizeBytes")
+            f_size_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "sizeBytes"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "arrivalTimestamp")
-            arrival_timestamp = r.read_str(length, path, "arrivalTimestamp")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "arrivalTimestamp")
+            f_arrival_timestamp = r.read_str(length, path, "arrivalTimestamp")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if guid is None:
-        guid = ""
+    if f_guid is None:
+        f_guid = ""
         absent.append("guid")
-    if size_bytes is None:
-        size_bytes = 0
+    if f_size_bytes is None:
+        f_size_bytes = 0
         absent.append("sizeBytes")
-    if arrival_timestamp is None:
-        arrival_timestamp = ""
+    if f_arrival_timestamp is None:
+        f_arrival_timestamp = ""
         absent.append("arrivalTimestamp")
     return Message(
-        guid=guid,
-        size_bytes=size_bytes,
-        arrival_timestamp=arrival_timestamp,
+        guid=f_guid,
+        size_bytes=f_size_bytes,
+        arrival_timestamp=f_arrival_timestamp,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8008,30 +8577,34 @@ def _enc_ClusterInfo(v: ClusterInfo, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo:
     r.enter(path)
-    locality: Locality | None = None
-    name: str | None = None
-    nodes: list[ClusterNode] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_locality: Locality | None = None
+    f_name: str | None = None
+    f_nodes: list[ClusterNode] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "locality")
-            locality = r.read_enum(length, Locality, path, "locality")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "locality")
+            f_locality = r.read_enum(length, Locality, path, "locality")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "nodes")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "nodes")
             items_end = r.child_end(length)
-            nodes = [] if nodes is None else nodes
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "nodes")
-                nodes.append(
-                    _dec_child(r, length, path + "." + "nodes[%d]" % len(nodes), _dec_ClusterNode)
+            f_nodes = [] if f_nodes is None else f_nodes
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "nodes")
+                f_nodes.append(
+                    _dec_child(r, length, path + "." + "nodes[%d]" % len(f_nodes), _dec_ClusterNode)
                 )
             r.close(items_end, path)
 
@@ -8039,19 +8612,19 @@ def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if locality is None:
-        locality = Locality.remote
+    if f_locality is None:
+        f_locality = Locality.remote
         absent.append("locality")
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if nodes is None:
-        nodes = []
+    if f_nodes is None:
+        f_nodes = []
         absent.append("nodes")
     return ClusterInfo(
-        locality=locality,
-        name=name,
-        nodes=nodes,
+        locality=f_locality,
+        name=f_name,
+        nodes=f_nodes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8070,32 +8643,34 @@ def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
 
 def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
     r.enter(path)
-    name: str | None = None
-    command: DomainCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_command: DomainCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_DomainCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_DomainCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return Domain(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8114,32 +8689,34 @@ def _enc_Cluster(v: Cluster, out: bytearray, tag: bytes) -> None:
 
 def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
     r.enter(path)
-    name: str | None = None
-    command: ClusterCommand | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_command: ClusterCommand | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "command")
-            command = _dec_child(r, length, path + "." + "command", _dec_ClusterCommand)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "command")
+            f_command = _dec_child(r, length, path + "." + "command", _dec_ClusterCommand)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if command is None:
+    if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
     return Cluster(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8147,7 +8724,8 @@ def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
 def _enc_QueueCommand(v: QueueCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, QueueCommand):
         raise EncodeError(f"expected a QueueCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge_app_id is not None) + (v.internals is not None) + (v.messages is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.purge_app_id is not None:
@@ -8161,36 +8739,39 @@ def _enc_QueueCommand(v: QueueCommand, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueCommand(r: _b.BerReader, end: int | None, path: str) -> QueueCommand:
     r.enter(path)
-    purge_app_id: str | None = None
-    internals: Void | None = None
-    messages: ListMessages | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_purge_app_id: str | None = None
+    f_internals: Void | None = None
+    f_messages: ListMessages | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0x80, path, "purgeAppId")
-                purge_app_id = r.read_str(length, path, "purgeAppId")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "purgeAppId")
+                f_purge_app_id = r.read_str(length, path, "purgeAppId")
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "internals")
-                internals = _dec_child(r, length, path + "." + "internals", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "internals")
+                f_internals = _dec_child(r, length, path + "." + "internals", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "messages")
-                messages = _dec_child(r, length, path + "." + "messages", _dec_ListMessages)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "messages")
+                f_messages = _dec_child(r, length, path + "." + "messages", _dec_ListMessages)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (purge_app_id is not None) + (internals is not None) + (messages is not None)
+    chosen = (f_purge_app_id is not None) + (f_internals is not None) + (f_messages is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -8199,16 +8780,19 @@ def _dec_QueueCommand(r: _b.BerReader, end: int | None, path: str) -> QueueComma
             path=path,
         )
     return QueueCommand(
-        purge_app_id=purge_app_id,
-        internals=internals,
-        messages=messages,
+        purge_app_id=f_purge_app_id,
+        internals=f_internals,
+        messages=f_messages,
     )
 
 
 def _enc_StoragePartitionCommand(v: StoragePartitionCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StoragePartitionCommand):
         raise EncodeError(f"expected a StoragePartitionCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.enable is not None) + (v.disable is not None) + (v.summary is not None) + (
+        v.rollover is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.enable is not None:
@@ -8226,45 +8810,49 @@ def _dec_StoragePartitionCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> StoragePartitionCommand:
     r.enter(path)
-    enable: Void | None = None
-    disable: Void | None = None
-    summary: Void | None = None
-    rollover: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_enable: Void | None = None
+    f_disable: Void | None = None
+    f_summary: Void | None = None
+    f_rollover: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "enable")
-                enable = _dec_child(r, length, path + "." + "enable", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "enable")
+                f_enable = _dec_child(r, length, path + "." + "enable", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "disable")
-                disable = _dec_child(r, length, path + "." + "disable", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "disable")
+                f_disable = _dec_child(r, length, path + "." + "disable", _dec_Void)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "summary")
-                summary = _dec_child(r, length, path + "." + "summary", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "summary")
+                f_summary = _dec_child(r, length, path + "." + "summary", _dec_Void)
 
             elif number == 3:
-                r.expect(cc, 0xA0, path, "rollover")
-                rollover = _dec_child(r, length, path + "." + "rollover", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "rollover")
+                f_rollover = _dec_child(r, length, path + "." + "rollover", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
     chosen = (
-        (enable is not None)
-        + (disable is not None)
-        + (summary is not None)
-        + (rollover is not None)
+        (f_enable is not None)
+        + (f_disable is not None)
+        + (f_summary is not None)
+        + (f_rollover is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -8274,17 +8862,18 @@ def _dec_StoragePartitionCommand(
             path=path,
         )
     return StoragePartitionCommand(
-        enable=enable,
-        disable=disable,
-        summary=summary,
-        rollover=rollover,
+        enable=f_enable,
+        disable=f_disable,
+        summary=f_summary,
+        rollover=f_rollover,
     )
 
 
 def _enc_StorageDomainCommand(v: StorageDomainCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StorageDomainCommand):
         raise EncodeError(f"expected a StorageDomainCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.queue_status is not None) + (v.purge is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.queue_status is not None:
@@ -8296,31 +8885,33 @@ def _enc_StorageDomainCommand(v: StorageDomainCommand, out: bytearray, tag: byte
 
 def _dec_StorageDomainCommand(r: _b.BerReader, end: int | None, path: str) -> StorageDomainCommand:
     r.enter(path)
-    queue_status: Void | None = None
-    purge: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_status: Void | None = None
+    f_purge: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "queueStatus")
-                queue_status = _dec_child(r, length, path + "." + "queueStatus", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "queueStatus")
+                f_queue_status = _dec_child(r, length, path + "." + "queueStatus", _dec_Void)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "purge")
-                purge = _dec_child(r, length, path + "." + "purge", _dec_Void)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "purge")
+                f_purge = _dec_child(r, length, path + "." + "purge", _dec_Void)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (queue_status is not None) + (purge is not None)
+    chosen = (f_queue_status is not None) + (f_purge is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -8329,15 +8920,16 @@ def _dec_StorageDomainCommand(r: _b.BerReader, end: int | None, path: str) -> St
             path=path,
         )
     return StorageDomainCommand(
-        queue_status=queue_status,
-        purge=purge,
+        queue_status=f_queue_status,
+        purge=f_purge,
     )
 
 
 def _enc_StorageQueueCommand(v: StorageQueueCommand, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StorageQueueCommand):
         raise EncodeError(f"expected a StorageQueueCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge_app_id is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.purge_app_id is not None:
@@ -8347,26 +8939,27 @@ def _enc_StorageQueueCommand(v: StorageQueueCommand, out: bytearray, tag: bytes)
 
 def _dec_StorageQueueCommand(r: _b.BerReader, end: int | None, path: str) -> StorageQueueCommand:
     r.enter(path)
-    purge_app_id: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_purge_app_id: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0x80, path, "purgeAppId")
-                purge_app_id = r.read_str(length, path, "purgeAppId")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "purgeAppId")
+                f_purge_app_id = r.read_str(length, path, "purgeAppId")
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = purge_app_id is not None
+    chosen = f_purge_app_id is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -8375,14 +8968,15 @@ def _dec_StorageQueueCommand(r: _b.BerReader, end: int | None, path: str) -> Sto
             path=path,
         )
     return StorageQueueCommand(
-        purge_app_id=purge_app_id,
+        purge_app_id=f_purge_app_id,
     )
 
 
 def _enc_SetTunable(v: SetTunable, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, SetTunable):
         raise EncodeError(f"expected a SetTunable, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.all is not None) + (v.self is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -8401,36 +8995,41 @@ def _enc_SetTunable(v: SetTunable, out: bytearray, tag: bytes) -> None:
 
 def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
     r.enter(path)
-    name: str | None = None
-    value: Value | None = None
-    all: Void | None = None
-    self: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_value: Value | None = None
+    f_all: Void | None = None
+    f_self: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "value")
-            value = _dec_child(r, length, path + "." + "value", _dec_Value)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "value")
+            f_value = _dec_child(r, length, path + "." + "value", _dec_Value)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "all")
-                    all = _dec_child(r, length, path + "." + "all", _dec_Void)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "all")
+                    f_all = _dec_child(r, length, path + "." + "all", _dec_Void)
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "self")
-                    self = _dec_child(r, length, path + "." + "self", _dec_Void)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "self")
+                    f_self = _dec_child(r, length, path + "." + "self", _dec_Void)
 
                 else:
                     r.skip(cc, length, path)
@@ -8438,7 +9037,7 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
         else:
             r.skip(cc, length, path)
     r.leave()
-    chosen = (all is not None) + (self is not None)
+    chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -8447,16 +9046,16 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
             path=path,
         )
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if value is None:
+    if f_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".value")
     return SetTunable(
-        name=name,
-        value=value,
-        all=all,
-        self=self,
+        name=f_name,
+        value=f_value,
+        all=f_all,
+        self=f_self,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8464,7 +9063,8 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
 def _enc_GetTunable(v: GetTunable, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, GetTunable):
         raise EncodeError(f"expected a GetTunable, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.all is not None) + (v.self is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -8482,31 +9082,35 @@ def _enc_GetTunable(v: GetTunable, out: bytearray, tag: bytes) -> None:
 
 def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
     r.enter(path)
-    name: str | None = None
-    all: Void | None = None
-    self: Void | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_all: Void | None = None
+    f_self: Void | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "all")
-                    all = _dec_child(r, length, path + "." + "all", _dec_Void)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "all")
+                    f_all = _dec_child(r, length, path + "." + "all", _dec_Void)
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "self")
-                    self = _dec_child(r, length, path + "." + "self", _dec_Void)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "self")
+                    f_self = _dec_child(r, length, path + "." + "self", _dec_Void)
 
                 else:
                     r.skip(cc, length, path)
@@ -8514,7 +9118,7 @@ def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
         else:
             r.skip(cc, length, path)
     r.leave()
-    chosen = (all is not None) + (self is not None)
+    chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -8523,13 +9127,13 @@ def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
             path=path,
         )
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
     return GetTunable(
-        name=name,
-        all=all,
-        self=self,
+        name=f_name,
+        all=f_all,
+        self=f_self,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8553,24 +9157,25 @@ def _enc_Context(v: Context, out: bytearray, tag: bytes) -> None:
 
 def _dec_Context(r: _b.BerReader, end: int | None, path: str) -> Context:
     r.enter(path)
-    queue_handle_parameters_json: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_queue_handle_parameters_json: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueHandleParametersJson")
-            queue_handle_parameters_json = r.read_str(length, path, "queueHandleParametersJson")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueHandleParametersJson")
+            f_queue_handle_parameters_json = r.read_str(length, path, "queueHandleParametersJson")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if queue_handle_parameters_json is None:
-        queue_handle_parameters_json = ""
+    if f_queue_handle_parameters_json is None:
+        f_queue_handle_parameters_json = ""
         absent.append("queueHandleParametersJson")
     return Context(
-        queue_handle_parameters_json=queue_handle_parameters_json,
+        queue_handle_parameters_json=f_queue_handle_parameters_json,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8586,8 +9191,8 @@ def _enc_UninitializedQueue(v: UninitializedQueue, out: bytearray, tag: bytes) -
 
 def _dec_UninitializedQueue(r: _b.BerReader, end: int | None, path: str) -> UninitializedQueue:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -8616,42 +9221,45 @@ def _enc_VirtualStorage(v: VirtualStorage, out: bytearray, tag: bytes) -> None:
 
 def _dec_VirtualStorage(r: _b.BerReader, end: int | None, path: str) -> VirtualStorage:
     r.enter(path)
-    app_id: str | None = None
-    app_key: str | None = None
-    num_messages: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_app_key: str | None = None
+    f_num_messages: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appKey")
-            app_key = r.read_str(length, path, "appKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appKey")
+            f_app_key = r.read_str(length, path, "appKey")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "numMessages")
-            num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "numMessages")
+            f_num_messages = r.read_int(length, 0, 4294967295, path, "numMessages")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if app_key is None:
-        app_key = ""
+    if f_app_key is None:
+        f_app_key = ""
         absent.append("appKey")
-    if num_messages is None:
-        num_messages = 0
+    if f_num_messages is None:
+        f_num_messages = 0
         absent.append("numMessages")
     return VirtualStorage(
-        app_id=app_id,
-        app_key=app_key,
-        num_messages=num_messages,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages=f_num_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8673,42 +9281,45 @@ def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
 
 def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode:
     r.enter(path)
-    host_name: str | None = None
-    node_id: int | None = None
-    data_center: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_host_name: str | None = None
+    f_node_id: int | None = None
+    f_data_center: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "hostName")
-            host_name = r.read_str(length, path, "hostName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostName")
+            f_host_name = r.read_str(length, path, "hostName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "nodeId")
-            node_id = r.read_int(length, -2147483648, 2147483647, path, "nodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "nodeId")
+            f_node_id = r.read_int(length, -2147483648, 2147483647, path, "nodeId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dataCenter")
-            data_center = r.read_str(length, path, "dataCenter")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dataCenter")
+            f_data_center = r.read_str(length, path, "dataCenter")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if host_name is None:
-        host_name = ""
+    if f_host_name is None:
+        f_host_name = ""
         absent.append("hostName")
-    if node_id is None:
-        node_id = 0
+    if f_node_id is None:
+        f_node_id = 0
         absent.append("nodeId")
-    if data_center is None:
-        data_center = ""
+    if f_data_center is None:
+        f_data_center = ""
         absent.append("dataCenter")
     return ClusterNode(
-        host_name=host_name,
-        node_id=node_id,
-        data_center=data_center,
+        host_name=f_host_name,
+        node_id=f_node_id,
+        data_center=f_data_center,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -8730,39 +9341,42 @@ def _enc_ListMessages(v: ListMessages, out: bytearray, tag: bytes) -> None:
 
 def _dec_ListMessages(r: _b.BerReader, end: int | None, path: str) -> ListMessages:
     r.enter(path)
-    app_id: str | None = None
-    offset: int | None = None
-    count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_offset: int | None = None
+    f_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "offset")
-            offset = r.read_int(length, -2147483648, 2147483647, path, "offset")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "offset")
+            f_offset = r.read_int(length, -2147483648, 2147483647, path, "offset")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "count")
-            count = r.read_int(length, -2147483648, 2147483647, path, "count")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "count")
+            f_count = r.read_int(length, -2147483648, 2147483647, path, "count")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if offset is None:
-        offset = 0
+    if f_offset is None:
+        f_offset = 0
         absent.append("offset")
-    if count is None:
-        count = 0
+    if f_count is None:
+        f_count = 0
         absent.append("count")
     return ListMessages(
-        app_id=app_id,
-        offset=offset,
-        count=count,
+        app_id=f_app_id,
+        offset=f_offset,
+        count=f_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -152,7 +152,10 @@ _NO_ABSENT: frozenset[str] = frozenset()
 def _enc_Command(v: Command) -> str:
     if not isinstance(v, Command):
         raise EncodeError(f"expected a Command, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.help is not None) + (v.domains is not None) + (v.config_provider is not None) + (
+        v.stat is not None
+    ) + (v.clusters is not None) + (v.broker_config is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.help is not None:
@@ -176,36 +179,36 @@ def _dec_Command(d: object, path: str, depth: int) -> Command:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("help")
-    help = None if x is None else _dec_HelpCommand(x, path + "." + "help", depth + 1)
+    f_help = None if x is None else _dec_HelpCommand(x, path + "." + "help", depth + 1)
     x = o.get("domains")
-    domains = None if x is None else _dec_DomainsCommand(x, path + "." + "domains", depth + 1)
+    f_domains = None if x is None else _dec_DomainsCommand(x, path + "." + "domains", depth + 1)
     x = o.get("configProvider")
-    config_provider = (
+    f_config_provider = (
         None
         if x is None
         else _dec_ConfigProviderCommand(x, path + "." + "configProvider", depth + 1)
     )
     x = o.get("stat")
-    stat = None if x is None else _dec_StatCommand(x, path + "." + "stat", depth + 1)
+    f_stat = None if x is None else _dec_StatCommand(x, path + "." + "stat", depth + 1)
     x = o.get("clusters")
-    clusters = None if x is None else _dec_ClustersCommand(x, path + "." + "clusters", depth + 1)
+    f_clusters = None if x is None else _dec_ClustersCommand(x, path + "." + "clusters", depth + 1)
     x = o.get("brokerConfig")
-    broker_config = (
+    f_broker_config = (
         None if x is None else _dec_BrokerConfigCommand(x, path + "." + "brokerConfig", depth + 1)
     )
     x = o.get("encoding")
     if x is None:
-        encoding = EncodingFormat.TEXT
+        f_encoding = EncodingFormat.TEXT
         absent.append("encoding")
     else:
-        encoding = _j.dec_enum(x, EncodingFormat, path, "encoding")
+        f_encoding = _j.dec_enum(x, EncodingFormat, path, "encoding")
     chosen = (
-        (help is not None)
-        + (domains is not None)
-        + (config_provider is not None)
-        + (stat is not None)
-        + (clusters is not None)
-        + (broker_config is not None)
+        (f_help is not None)
+        + (f_domains is not None)
+        + (f_config_provider is not None)
+        + (f_stat is not None)
+        + (f_clusters is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -214,13 +217,13 @@ def _dec_Command(d: object, path: str, depth: int) -> Command:
             path=path,
         )
     return Command(
-        help=help,
-        domains=domains,
-        config_provider=config_provider,
-        stat=stat,
-        clusters=clusters,
-        broker_config=broker_config,
-        encoding=encoding,
+        help=f_help,
+        domains=f_domains,
+        config_provider=f_config_provider,
+        stat=f_stat,
+        clusters=f_clusters,
+        broker_config=f_broker_config,
+        encoding=f_encoding,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -245,19 +248,19 @@ def _dec_RouteResponse(d: object, path: str, depth: int) -> RouteResponse:
     absent: list[str] = []
     x = o.get("sourceNodeDescription")
     if x is None:
-        source_node_description = ""
+        f_source_node_description = ""
         absent.append("sourceNodeDescription")
     else:
-        source_node_description = _j.dec_str(x, path, "sourceNodeDescription")
+        f_source_node_description = _j.dec_str(x, path, "sourceNodeDescription")
     x = o.get("response")
     if x is None:
-        response = ""
+        f_response = ""
         absent.append("response")
     else:
-        response = _j.dec_str(x, path, "response")
+        f_response = _j.dec_str(x, path, "response")
     return RouteResponse(
-        source_node_description=source_node_description,
-        response=response,
+        source_node_description=f_source_node_description,
+        response=f_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -277,14 +280,16 @@ def _dec_RouteResponseList(d: object, path: str, depth: int) -> RouteResponseLis
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("responses")
-    responses: list[RouteResponse] = []
+    f_responses: list[RouteResponse] = []
     if x is None:
         absent.append("responses")
     else:
         for i, item in enumerate(_j.arr(x, path, "responses")):
-            responses.append(_dec_RouteResponse(item, path + "." + "responses[%d]" % i, depth + 1))
+            f_responses.append(
+                _dec_RouteResponse(item, path + "." + "responses[%d]" % i, depth + 1)
+            )
     return RouteResponseList(
-        responses=responses,
+        responses=f_responses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -308,17 +313,17 @@ def _dec_RouteResponseResult(d: object, path: str, depth: int) -> RouteResponseR
     absent: list[str] = []
     x = o.get("sourceNodeDescription")
     if x is None:
-        source_node_description = ""
+        f_source_node_description = ""
         absent.append("sourceNodeDescription")
     else:
-        source_node_description = _j.dec_str(x, path, "sourceNodeDescription")
+        f_source_node_description = _j.dec_str(x, path, "sourceNodeDescription")
     x = o.get("result")
     if x is None:
         raise DecodeError("missing required element", path=path + ".result")
-    result = _dec_Result(x, path + "." + "result", depth + 1)
+    f_result = _dec_Result(x, path + "." + "result", depth + 1)
     return RouteResponseResult(
-        source_node_description=source_node_description,
-        result=result,
+        source_node_description=f_source_node_description,
+        result=f_result,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -340,16 +345,16 @@ def _dec_RouteResponseResultList(d: object, path: str, depth: int) -> RouteRespo
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("responses")
-    responses: list[RouteResponseResult] = []
+    f_responses: list[RouteResponseResult] = []
     if x is None:
         absent.append("responses")
     else:
         for i, item in enumerate(_j.arr(x, path, "responses")):
-            responses.append(
+            f_responses.append(
                 _dec_RouteResponseResult(item, path + "." + "responses[%d]" % i, depth + 1)
             )
     return RouteResponseResultList(
-        responses=responses,
+        responses=f_responses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -357,7 +362,20 @@ def _dec_RouteResponseResultList(d: object, path: str, depth: int) -> RouteRespo
 def _enc_InternalResult(v: InternalResult) -> str:
     if not isinstance(v, InternalResult):
         raise EncodeError(f"expected a InternalResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.domains_result is not None) + (
+        v.clusters_result is not None
+    ) + (v.help is not None) + (v.queue_internals is not None) + (v.stat_result is not None) + (
+        v.cluster_list is not None
+    ) + (
+        v.cluster_queue_helper is not None
+    ) + (
+        v.cluster_storage_summary is not None
+    ) + (
+        v.cluster_domain_queue_statuses is not None
+    ) + (
+        v.broker_config is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -394,41 +412,43 @@ def _enc_InternalResult(v: InternalResult) -> str:
 def _dec_InternalResult(d: object, path: str, depth: int) -> InternalResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("domainsResult")
-    domains_result = (
+    f_domains_result = (
         None if x is None else _dec_DomainsResult(x, path + "." + "domainsResult", depth + 1)
     )
     x = o.get("clustersResult")
-    clusters_result = (
+    f_clusters_result = (
         None if x is None else _dec_ClustersResult(x, path + "." + "clustersResult", depth + 1)
     )
     x = o.get("help")
-    help = None if x is None else _dec_Help(x, path + "." + "help", depth + 1)
+    f_help = None if x is None else _dec_Help(x, path + "." + "help", depth + 1)
     x = o.get("queueInternals")
-    queue_internals = (
+    f_queue_internals = (
         None if x is None else _dec_QueueInternals(x, path + "." + "queueInternals", depth + 1)
     )
     x = o.get("statResult")
-    stat_result = None if x is None else _dec_StatResult(x, path + "." + "statResult", depth + 1)
+    f_stat_result = None if x is None else _dec_StatResult(x, path + "." + "statResult", depth + 1)
     x = o.get("clusterList")
-    cluster_list = None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    f_cluster_list = (
+        None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    )
     x = o.get("clusterQueueHelper")
-    cluster_queue_helper = (
+    f_cluster_queue_helper = (
         None
         if x is None
         else _dec_ClusterQueueHelper(x, path + "." + "clusterQueueHelper", depth + 1)
     )
     x = o.get("clusterStorageSummary")
-    cluster_storage_summary = (
+    f_cluster_storage_summary = (
         None
         if x is None
         else _dec_ClusterStorageSummary(x, path + "." + "clusterStorageSummary", depth + 1)
     )
     x = o.get("clusterDomainQueueStatuses")
-    cluster_domain_queue_statuses = (
+    f_cluster_domain_queue_statuses = (
         None
         if x is None
         else _dec_ClusterDomainQueueStatuses(
@@ -436,22 +456,22 @@ def _dec_InternalResult(d: object, path: str, depth: int) -> InternalResult:
         )
     )
     x = o.get("brokerConfig")
-    broker_config = (
+    f_broker_config = (
         None if x is None else _dec_BrokerConfig(x, path + "." + "brokerConfig", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (domains_result is not None)
-        + (clusters_result is not None)
-        + (help is not None)
-        + (queue_internals is not None)
-        + (stat_result is not None)
-        + (cluster_list is not None)
-        + (cluster_queue_helper is not None)
-        + (cluster_storage_summary is not None)
-        + (cluster_domain_queue_statuses is not None)
-        + (broker_config is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_domains_result is not None)
+        + (f_clusters_result is not None)
+        + (f_help is not None)
+        + (f_queue_internals is not None)
+        + (f_stat_result is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_cluster_domain_queue_statuses is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -460,25 +480,64 @@ def _dec_InternalResult(d: object, path: str, depth: int) -> InternalResult:
             path=path,
         )
     return InternalResult(
-        error=error,
-        success=success,
-        domains_result=domains_result,
-        clusters_result=clusters_result,
-        help=help,
-        queue_internals=queue_internals,
-        stat_result=stat_result,
-        cluster_list=cluster_list,
-        cluster_queue_helper=cluster_queue_helper,
-        cluster_storage_summary=cluster_storage_summary,
-        cluster_domain_queue_statuses=cluster_domain_queue_statuses,
-        broker_config=broker_config,
+        error=f_error,
+        success=f_success,
+        domains_result=f_domains_result,
+        clusters_result=f_clusters_result,
+        help=f_help,
+        queue_internals=f_queue_internals,
+        stat_result=f_stat_result,
+        cluster_list=f_cluster_list,
+        cluster_queue_helper=f_cluster_queue_helper,
+        cluster_storage_summary=f_cluster_storage_summary,
+        cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
+        broker_config=f_broker_config,
     )
 
 
 def _enc_Result(v: Result) -> str:
     if not isinstance(v, Result):
         raise EncodeError(f"expected a Result, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.value is not None) + (
+        v.tunable is not None
+    ) + (v.tunables is not None) + (v.tunable_confirmation is not None) + (v.help is not None) + (
+        v.domain_info is not None
+    ) + (
+        v.purged_queues is not None
+    ) + (
+        v.queue_internals is not None
+    ) + (
+        v.message_group_id_helper is not None
+    ) + (
+        v.queue_contents is not None
+    ) + (
+        v.message is not None
+    ) + (
+        v.stats is not None
+    ) + (
+        v.cluster_list is not None
+    ) + (
+        v.cluster_status is not None
+    ) + (
+        v.cluster_proxy_status is not None
+    ) + (
+        v.node_statuses is not None
+    ) + (
+        v.elector_info is not None
+    ) + (
+        v.partitions_info is not None
+    ) + (
+        v.cluster_queue_helper is not None
+    ) + (
+        v.storage_content is not None
+    ) + (
+        v.cluster_storage_summary is not None
+    ) + (
+        v.cluster_domain_queue_statuses is not None
+    ) + (
+        v.broker_config is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -541,87 +600,91 @@ def _enc_Result(v: Result) -> str:
 def _dec_Result(d: object, path: str, depth: int) -> Result:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("value")
-    value = None if x is None else _dec_Value(x, path + "." + "value", depth + 1)
+    f_value = None if x is None else _dec_Value(x, path + "." + "value", depth + 1)
     x = o.get("tunable")
-    tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
+    f_tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
     x = o.get("tunables")
-    tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
+    f_tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
     x = o.get("tunableConfirmation")
-    tunable_confirmation = (
+    f_tunable_confirmation = (
         None
         if x is None
         else _dec_TunableConfirmation(x, path + "." + "tunableConfirmation", depth + 1)
     )
     x = o.get("help")
-    help = None if x is None else _dec_Help(x, path + "." + "help", depth + 1)
+    f_help = None if x is None else _dec_Help(x, path + "." + "help", depth + 1)
     x = o.get("domainInfo")
-    domain_info = None if x is None else _dec_DomainInfo(x, path + "." + "domainInfo", depth + 1)
+    f_domain_info = None if x is None else _dec_DomainInfo(x, path + "." + "domainInfo", depth + 1)
     x = o.get("purgedQueues")
-    purged_queues = (
+    f_purged_queues = (
         None if x is None else _dec_PurgedQueues(x, path + "." + "purgedQueues", depth + 1)
     )
     x = o.get("queueInternals")
-    queue_internals = (
+    f_queue_internals = (
         None if x is None else _dec_QueueInternals(x, path + "." + "queueInternals", depth + 1)
     )
     x = o.get("messageGroupIdHelper")
-    message_group_id_helper = (
+    f_message_group_id_helper = (
         None
         if x is None
         else _dec_MessageGroupIdHelper(x, path + "." + "messageGroupIdHelper", depth + 1)
     )
     x = o.get("queueContents")
-    queue_contents = (
+    f_queue_contents = (
         None if x is None else _dec_QueueContents(x, path + "." + "queueContents", depth + 1)
     )
     x = o.get("message")
-    message = None if x is None else _dec_Message(x, path + "." + "message", depth + 1)
+    f_message = None if x is None else _dec_Message(x, path + "." + "message", depth + 1)
     x = o.get("stats")
-    stats = None if x is None else _j.dec_str(x, path, "stats")
+    f_stats = None if x is None else _j.dec_str(x, path, "stats")
     x = o.get("clusterList")
-    cluster_list = None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    f_cluster_list = (
+        None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    )
     x = o.get("clusterStatus")
-    cluster_status = (
+    f_cluster_status = (
         None if x is None else _dec_ClusterStatus(x, path + "." + "clusterStatus", depth + 1)
     )
     x = o.get("clusterProxyStatus")
-    cluster_proxy_status = (
+    f_cluster_proxy_status = (
         None
         if x is None
         else _dec_ClusterProxyStatus(x, path + "." + "clusterProxyStatus", depth + 1)
     )
     x = o.get("nodeStatuses")
-    node_statuses = (
+    f_node_statuses = (
         None if x is None else _dec_NodeStatuses(x, path + "." + "nodeStatuses", depth + 1)
     )
     x = o.get("electorInfo")
-    elector_info = None if x is None else _dec_ElectorInfo(x, path + "." + "electorInfo", depth + 1)
+    f_elector_info = (
+        None if x is None else _dec_ElectorInfo(x, path + "." + "electorInfo", depth + 1)
+    )
     x = o.get("partitionsInfo")
-    partitions_info = (
+    f_partitions_info = (
         None if x is None else _dec_PartitionsInfo(x, path + "." + "partitionsInfo", depth + 1)
     )
     x = o.get("clusterQueueHelper")
-    cluster_queue_helper = (
+    f_cluster_queue_helper = (
         None
         if x is None
         else _dec_ClusterQueueHelper(x, path + "." + "clusterQueueHelper", depth + 1)
     )
     x = o.get("storageContent")
-    storage_content = (
+    f_storage_content = (
         None if x is None else _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
     )
     x = o.get("clusterStorageSummary")
-    cluster_storage_summary = (
+    f_cluster_storage_summary = (
         None
         if x is None
         else _dec_ClusterStorageSummary(x, path + "." + "clusterStorageSummary", depth + 1)
     )
     x = o.get("clusterDomainQueueStatuses")
-    cluster_domain_queue_statuses = (
+    f_cluster_domain_queue_statuses = (
         None
         if x is None
         else _dec_ClusterDomainQueueStatuses(
@@ -629,35 +692,35 @@ def _dec_Result(d: object, path: str, depth: int) -> Result:
         )
     )
     x = o.get("brokerConfig")
-    broker_config = (
+    f_broker_config = (
         None if x is None else _dec_BrokerConfig(x, path + "." + "brokerConfig", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (value is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
-        + (help is not None)
-        + (domain_info is not None)
-        + (purged_queues is not None)
-        + (queue_internals is not None)
-        + (message_group_id_helper is not None)
-        + (queue_contents is not None)
-        + (message is not None)
-        + (stats is not None)
-        + (cluster_list is not None)
-        + (cluster_status is not None)
-        + (cluster_proxy_status is not None)
-        + (node_statuses is not None)
-        + (elector_info is not None)
-        + (partitions_info is not None)
-        + (cluster_queue_helper is not None)
-        + (storage_content is not None)
-        + (cluster_storage_summary is not None)
-        + (cluster_domain_queue_statuses is not None)
-        + (broker_config is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_value is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
+        + (f_help is not None)
+        + (f_domain_info is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_internals is not None)
+        + (f_message_group_id_helper is not None)
+        + (f_queue_contents is not None)
+        + (f_message is not None)
+        + (f_stats is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_status is not None)
+        + (f_cluster_proxy_status is not None)
+        + (f_node_statuses is not None)
+        + (f_elector_info is not None)
+        + (f_partitions_info is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_storage_content is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_cluster_domain_queue_statuses is not None)
+        + (f_broker_config is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -666,38 +729,39 @@ def _dec_Result(d: object, path: str, depth: int) -> Result:
             path=path,
         )
     return Result(
-        error=error,
-        success=success,
-        value=value,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
-        help=help,
-        domain_info=domain_info,
-        purged_queues=purged_queues,
-        queue_internals=queue_internals,
-        message_group_id_helper=message_group_id_helper,
-        queue_contents=queue_contents,
-        message=message,
-        stats=stats,
-        cluster_list=cluster_list,
-        cluster_status=cluster_status,
-        cluster_proxy_status=cluster_proxy_status,
-        node_statuses=node_statuses,
-        elector_info=elector_info,
-        partitions_info=partitions_info,
-        cluster_queue_helper=cluster_queue_helper,
-        storage_content=storage_content,
-        cluster_storage_summary=cluster_storage_summary,
-        cluster_domain_queue_statuses=cluster_domain_queue_statuses,
-        broker_config=broker_config,
+        error=f_error,
+        success=f_success,
+        value=f_value,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
+        help=f_help,
+        domain_info=f_domain_info,
+        purged_queues=f_purged_queues,
+        queue_internals=f_queue_internals,
+        message_group_id_helper=f_message_group_id_helper,
+        queue_contents=f_queue_contents,
+        message=f_message,
+        stats=f_stats,
+        cluster_list=f_cluster_list,
+        cluster_status=f_cluster_status,
+        cluster_proxy_status=f_cluster_proxy_status,
+        node_statuses=f_node_statuses,
+        elector_info=f_elector_info,
+        partitions_info=f_partitions_info,
+        cluster_queue_helper=f_cluster_queue_helper,
+        storage_content=f_storage_content,
+        cluster_storage_summary=f_cluster_storage_summary,
+        cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
+        broker_config=f_broker_config,
     )
 
 
 def _enc_DomainsResult(v: DomainsResult) -> str:
     if not isinstance(v, DomainsResult):
         raise EncodeError(f"expected a DomainsResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.domain_result is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.success is not None:
         out.append('"success":' + _enc_Void(v.success))
@@ -711,14 +775,14 @@ def _enc_DomainsResult(v: DomainsResult) -> str:
 def _dec_DomainsResult(d: object, path: str, depth: int) -> DomainsResult:
     o = _j.obj(d, path, depth)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("domainResult")
-    domain_result = (
+    f_domain_result = (
         None if x is None else _dec_DomainResult(x, path + "." + "domainResult", depth + 1)
     )
-    chosen = (success is not None) + (error is not None) + (domain_result is not None)
+    chosen = (f_success is not None) + (f_error is not None) + (f_domain_result is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -726,16 +790,19 @@ def _dec_DomainsResult(d: object, path: str, depth: int) -> DomainsResult:
             path=path,
         )
     return DomainsResult(
-        success=success,
-        error=error,
-        domain_result=domain_result,
+        success=f_success,
+        error=f_error,
+        domain_result=f_domain_result,
     )
 
 
 def _enc_DomainResult(v: DomainResult) -> str:
     if not isinstance(v, DomainResult):
         raise EncodeError(f"expected a DomainResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.domain_info is not None) + (
+        v.purged_queues is not None
+    ) + (v.queue_result is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.success is not None:
         out.append('"success":' + _enc_Void(v.success))
@@ -753,23 +820,25 @@ def _enc_DomainResult(v: DomainResult) -> str:
 def _dec_DomainResult(d: object, path: str, depth: int) -> DomainResult:
     o = _j.obj(d, path, depth)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("domainInfo")
-    domain_info = None if x is None else _dec_DomainInfo(x, path + "." + "domainInfo", depth + 1)
+    f_domain_info = None if x is None else _dec_DomainInfo(x, path + "." + "domainInfo", depth + 1)
     x = o.get("purgedQueues")
-    purged_queues = (
+    f_purged_queues = (
         None if x is None else _dec_PurgedQueues(x, path + "." + "purgedQueues", depth + 1)
     )
     x = o.get("queueResult")
-    queue_result = None if x is None else _dec_QueueResult(x, path + "." + "queueResult", depth + 1)
+    f_queue_result = (
+        None if x is None else _dec_QueueResult(x, path + "." + "queueResult", depth + 1)
+    )
     chosen = (
-        (success is not None)
-        + (error is not None)
-        + (domain_info is not None)
-        + (purged_queues is not None)
-        + (queue_result is not None)
+        (f_success is not None)
+        + (f_error is not None)
+        + (f_domain_info is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_result is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -778,18 +847,21 @@ def _dec_DomainResult(d: object, path: str, depth: int) -> DomainResult:
             path=path,
         )
     return DomainResult(
-        success=success,
-        error=error,
-        domain_info=domain_info,
-        purged_queues=purged_queues,
-        queue_result=queue_result,
+        success=f_success,
+        error=f_error,
+        domain_info=f_domain_info,
+        purged_queues=f_purged_queues,
+        queue_result=f_queue_result,
     )
 
 
 def _enc_ClustersResult(v: ClustersResult) -> str:
     if not isinstance(v, ClustersResult):
         raise EncodeError(f"expected a ClustersResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.cluster_list is not None) + (
+        v.cluster_result is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -805,20 +877,22 @@ def _enc_ClustersResult(v: ClustersResult) -> str:
 def _dec_ClustersResult(d: object, path: str, depth: int) -> ClustersResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("clusterList")
-    cluster_list = None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    f_cluster_list = (
+        None if x is None else _dec_ClusterList(x, path + "." + "clusterList", depth + 1)
+    )
     x = o.get("clusterResult")
-    cluster_result = (
+    f_cluster_result = (
         None if x is None else _dec_ClusterResult(x, path + "." + "clusterResult", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (cluster_list is not None)
-        + (cluster_result is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_cluster_list is not None)
+        + (f_cluster_result is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -827,17 +901,22 @@ def _dec_ClustersResult(d: object, path: str, depth: int) -> ClustersResult:
             path=path,
         )
     return ClustersResult(
-        error=error,
-        success=success,
-        cluster_list=cluster_list,
-        cluster_result=cluster_result,
+        error=f_error,
+        success=f_success,
+        cluster_list=f_cluster_list,
+        cluster_result=f_cluster_result,
     )
 
 
 def _enc_ClusterResult(v: ClusterResult) -> str:
     if not isinstance(v, ClusterResult):
         raise EncodeError(f"expected a ClusterResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.success is not None) + (v.elector_result is not None) + (
+        v.storage_result is not None
+    ) + (v.cluster_queue_helper is not None) + (v.cluster_status is not None) + (
+        v.cluster_proxy_status is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -859,41 +938,41 @@ def _enc_ClusterResult(v: ClusterResult) -> str:
 def _dec_ClusterResult(d: object, path: str, depth: int) -> ClusterResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("electorResult")
-    elector_result = (
+    f_elector_result = (
         None if x is None else _dec_ElectorResult(x, path + "." + "electorResult", depth + 1)
     )
     x = o.get("storageResult")
-    storage_result = (
+    f_storage_result = (
         None if x is None else _dec_StorageResult(x, path + "." + "storageResult", depth + 1)
     )
     x = o.get("clusterQueueHelper")
-    cluster_queue_helper = (
+    f_cluster_queue_helper = (
         None
         if x is None
         else _dec_ClusterQueueHelper(x, path + "." + "clusterQueueHelper", depth + 1)
     )
     x = o.get("clusterStatus")
-    cluster_status = (
+    f_cluster_status = (
         None if x is None else _dec_ClusterStatus(x, path + "." + "clusterStatus", depth + 1)
     )
     x = o.get("clusterProxyStatus")
-    cluster_proxy_status = (
+    f_cluster_proxy_status = (
         None
         if x is None
         else _dec_ClusterProxyStatus(x, path + "." + "clusterProxyStatus", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (success is not None)
-        + (elector_result is not None)
-        + (storage_result is not None)
-        + (cluster_queue_helper is not None)
-        + (cluster_status is not None)
-        + (cluster_proxy_status is not None)
+        (f_error is not None)
+        + (f_success is not None)
+        + (f_elector_result is not None)
+        + (f_storage_result is not None)
+        + (f_cluster_queue_helper is not None)
+        + (f_cluster_status is not None)
+        + (f_cluster_proxy_status is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -902,20 +981,23 @@ def _dec_ClusterResult(d: object, path: str, depth: int) -> ClusterResult:
             path=path,
         )
     return ClusterResult(
-        error=error,
-        success=success,
-        elector_result=elector_result,
-        storage_result=storage_result,
-        cluster_queue_helper=cluster_queue_helper,
-        cluster_status=cluster_status,
-        cluster_proxy_status=cluster_proxy_status,
+        error=f_error,
+        success=f_success,
+        elector_result=f_elector_result,
+        storage_result=f_storage_result,
+        cluster_queue_helper=f_cluster_queue_helper,
+        cluster_status=f_cluster_status,
+        cluster_proxy_status=f_cluster_proxy_status,
     )
 
 
 def _enc_StorageResult(v: StorageResult) -> str:
     if not isinstance(v, StorageResult):
         raise EncodeError(f"expected a StorageResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.success is not None) + (v.error is not None) + (v.storage_content is not None) + (
+        v.cluster_storage_summary is not None
+    ) + (v.replication_result is not None) + (v.purged_queues is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.success is not None:
         out.append('"success":' + _enc_Void(v.success))
@@ -937,36 +1019,36 @@ def _enc_StorageResult(v: StorageResult) -> str:
 def _dec_StorageResult(d: object, path: str, depth: int) -> StorageResult:
     o = _j.obj(d, path, depth)
     x = o.get("success")
-    success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
+    f_success = None if x is None else _dec_Void(x, path + "." + "success", depth + 1)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("storageContent")
-    storage_content = (
+    f_storage_content = (
         None if x is None else _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
     )
     x = o.get("clusterStorageSummary")
-    cluster_storage_summary = (
+    f_cluster_storage_summary = (
         None
         if x is None
         else _dec_ClusterStorageSummary(x, path + "." + "clusterStorageSummary", depth + 1)
     )
     x = o.get("replicationResult")
-    replication_result = (
+    f_replication_result = (
         None
         if x is None
         else _dec_ReplicationResult(x, path + "." + "replicationResult", depth + 1)
     )
     x = o.get("purgedQueues")
-    purged_queues = (
+    f_purged_queues = (
         None if x is None else _dec_PurgedQueues(x, path + "." + "purgedQueues", depth + 1)
     )
     chosen = (
-        (success is not None)
-        + (error is not None)
-        + (storage_content is not None)
-        + (cluster_storage_summary is not None)
-        + (replication_result is not None)
-        + (purged_queues is not None)
+        (f_success is not None)
+        + (f_error is not None)
+        + (f_storage_content is not None)
+        + (f_cluster_storage_summary is not None)
+        + (f_replication_result is not None)
+        + (f_purged_queues is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -975,19 +1057,22 @@ def _dec_StorageResult(d: object, path: str, depth: int) -> StorageResult:
             path=path,
         )
     return StorageResult(
-        success=success,
-        error=error,
-        storage_content=storage_content,
-        cluster_storage_summary=cluster_storage_summary,
-        replication_result=replication_result,
-        purged_queues=purged_queues,
+        success=f_success,
+        error=f_error,
+        storage_content=f_storage_content,
+        cluster_storage_summary=f_cluster_storage_summary,
+        replication_result=f_replication_result,
+        purged_queues=f_purged_queues,
     )
 
 
 def _enc_ElectorResult(v: ElectorResult) -> str:
     if not isinstance(v, ElectorResult):
         raise EncodeError(f"expected a ElectorResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.tunable is not None) + (v.tunables is not None) + (
+        v.tunable_confirmation is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -1003,22 +1088,22 @@ def _enc_ElectorResult(v: ElectorResult) -> str:
 def _dec_ElectorResult(d: object, path: str, depth: int) -> ElectorResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("tunable")
-    tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
+    f_tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
     x = o.get("tunables")
-    tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
+    f_tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
     x = o.get("tunableConfirmation")
-    tunable_confirmation = (
+    f_tunable_confirmation = (
         None
         if x is None
         else _dec_TunableConfirmation(x, path + "." + "tunableConfirmation", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1027,17 +1112,20 @@ def _dec_ElectorResult(d: object, path: str, depth: int) -> ElectorResult:
             path=path,
         )
     return ElectorResult(
-        error=error,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_ReplicationResult(v: ReplicationResult) -> str:
     if not isinstance(v, ReplicationResult):
         raise EncodeError(f"expected a ReplicationResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.tunable is not None) + (v.tunables is not None) + (
+        v.tunable_confirmation is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -1053,22 +1141,22 @@ def _enc_ReplicationResult(v: ReplicationResult) -> str:
 def _dec_ReplicationResult(d: object, path: str, depth: int) -> ReplicationResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("tunable")
-    tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
+    f_tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
     x = o.get("tunables")
-    tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
+    f_tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
     x = o.get("tunableConfirmation")
-    tunable_confirmation = (
+    f_tunable_confirmation = (
         None
         if x is None
         else _dec_TunableConfirmation(x, path + "." + "tunableConfirmation", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1077,17 +1165,20 @@ def _dec_ReplicationResult(d: object, path: str, depth: int) -> ReplicationResul
             path=path,
         )
     return ReplicationResult(
-        error=error,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_StatResult(v: StatResult) -> str:
     if not isinstance(v, StatResult):
         raise EncodeError(f"expected a StatResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.stats is not None) + (v.tunable is not None) + (
+        v.tunables is not None
+    ) + (v.tunable_confirmation is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -1105,25 +1196,25 @@ def _enc_StatResult(v: StatResult) -> str:
 def _dec_StatResult(d: object, path: str, depth: int) -> StatResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("stats")
-    stats = None if x is None else _j.dec_str(x, path, "stats")
+    f_stats = None if x is None else _j.dec_str(x, path, "stats")
     x = o.get("tunable")
-    tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
+    f_tunable = None if x is None else _dec_Tunable(x, path + "." + "tunable", depth + 1)
     x = o.get("tunables")
-    tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
+    f_tunables = None if x is None else _dec_Tunables(x, path + "." + "tunables", depth + 1)
     x = o.get("tunableConfirmation")
-    tunable_confirmation = (
+    f_tunable_confirmation = (
         None
         if x is None
         else _dec_TunableConfirmation(x, path + "." + "tunableConfirmation", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (stats is not None)
-        + (tunable is not None)
-        + (tunables is not None)
-        + (tunable_confirmation is not None)
+        (f_error is not None)
+        + (f_stats is not None)
+        + (f_tunable is not None)
+        + (f_tunables is not None)
+        + (f_tunable_confirmation is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1132,18 +1223,21 @@ def _dec_StatResult(d: object, path: str, depth: int) -> StatResult:
             path=path,
         )
     return StatResult(
-        error=error,
-        stats=stats,
-        tunable=tunable,
-        tunables=tunables,
-        tunable_confirmation=tunable_confirmation,
+        error=f_error,
+        stats=f_stats,
+        tunable=f_tunable,
+        tunables=f_tunables,
+        tunable_confirmation=f_tunable_confirmation,
     )
 
 
 def _enc_QueueResult(v: QueueResult) -> str:
     if not isinstance(v, QueueResult):
         raise EncodeError(f"expected a QueueResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.purged_queues is not None) + (v.queue_contents is not None) + (
+        v.queue_internals is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -1159,24 +1253,24 @@ def _enc_QueueResult(v: QueueResult) -> str:
 def _dec_QueueResult(d: object, path: str, depth: int) -> QueueResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("purgedQueues")
-    purged_queues = (
+    f_purged_queues = (
         None if x is None else _dec_PurgedQueues(x, path + "." + "purgedQueues", depth + 1)
     )
     x = o.get("queueContents")
-    queue_contents = (
+    f_queue_contents = (
         None if x is None else _dec_QueueContents(x, path + "." + "queueContents", depth + 1)
     )
     x = o.get("queueInternals")
-    queue_internals = (
+    f_queue_internals = (
         None if x is None else _dec_QueueInternals(x, path + "." + "queueInternals", depth + 1)
     )
     chosen = (
-        (error is not None)
-        + (purged_queues is not None)
-        + (queue_contents is not None)
-        + (queue_internals is not None)
+        (f_error is not None)
+        + (f_purged_queues is not None)
+        + (f_queue_contents is not None)
+        + (f_queue_internals is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1185,10 +1279,10 @@ def _dec_QueueResult(d: object, path: str, depth: int) -> QueueResult:
             path=path,
         )
     return QueueResult(
-        error=error,
-        purged_queues=purged_queues,
-        queue_contents=queue_contents,
-        queue_internals=queue_internals,
+        error=f_error,
+        purged_queues=f_purged_queues,
+        queue_contents=f_queue_contents,
+        queue_internals=f_queue_internals,
     )
 
 
@@ -1207,14 +1301,14 @@ def _dec_PurgedQueues(d: object, path: str, depth: int) -> PurgedQueues:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("queues")
-    queues: list[PurgeQueueResult] = []
+    f_queues: list[PurgeQueueResult] = []
     if x is None:
         absent.append("queues")
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
-            queues.append(_dec_PurgeQueueResult(item, path + "." + "queues[%d]" % i, depth + 1))
+            f_queues.append(_dec_PurgeQueueResult(item, path + "." + "queues[%d]" % i, depth + 1))
     return PurgedQueues(
-        queues=queues,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1222,7 +1316,8 @@ def _dec_PurgedQueues(d: object, path: str, depth: int) -> PurgedQueues:
 def _enc_PurgeQueueResult(v: PurgeQueueResult) -> str:
     if not isinstance(v, PurgeQueueResult):
         raise EncodeError(f"expected a PurgeQueueResult, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.error is not None) + (v.queue is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.error is not None:
         out.append('"error":' + _enc_Error(v.error))
@@ -1234,10 +1329,10 @@ def _enc_PurgeQueueResult(v: PurgeQueueResult) -> str:
 def _dec_PurgeQueueResult(d: object, path: str, depth: int) -> PurgeQueueResult:
     o = _j.obj(d, path, depth)
     x = o.get("error")
-    error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
+    f_error = None if x is None else _dec_Error(x, path + "." + "error", depth + 1)
     x = o.get("queue")
-    queue = None if x is None else _dec_PurgedQueueDetails(x, path + "." + "queue", depth + 1)
-    chosen = (error is not None) + (queue is not None)
+    f_queue = None if x is None else _dec_PurgedQueueDetails(x, path + "." + "queue", depth + 1)
+    chosen = (f_error is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -1245,8 +1340,8 @@ def _dec_PurgeQueueResult(d: object, path: str, depth: int) -> PurgeQueueResult:
             path=path,
         )
     return PurgeQueueResult(
-        error=error,
-        queue=queue,
+        error=f_error,
+        queue=f_queue,
     )
 
 
@@ -1289,44 +1384,44 @@ def _dec_PurgedQueueDetails(d: object, path: str, depth: int) -> PurgedQueueDeta
     absent: list[str] = []
     x = o.get("queueUri")
     if x is None:
-        queue_uri = ""
+        f_queue_uri = ""
         absent.append("queueUri")
     else:
-        queue_uri = _j.dec_str(x, path, "queueUri")
+        f_queue_uri = _j.dec_str(x, path, "queueUri")
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("appKey")
     if x is None:
-        app_key = ""
+        f_app_key = ""
         absent.append("appKey")
     else:
-        app_key = _j.dec_str(x, path, "appKey")
+        f_app_key = _j.dec_str(x, path, "appKey")
     x = o.get("numMessagesPurged")
     if x is None:
-        num_messages_purged = 0
+        f_num_messages_purged = 0
         absent.append("numMessagesPurged")
     else:
-        num_messages_purged = _j.dec_int(
+        f_num_messages_purged = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numMessagesPurged"
         )
     x = o.get("numBytesPurged")
     if x is None:
-        num_bytes_purged = 0
+        f_num_bytes_purged = 0
         absent.append("numBytesPurged")
     else:
-        num_bytes_purged = _j.dec_int(
+        f_num_bytes_purged = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numBytesPurged"
         )
     return PurgedQueueDetails(
-        queue_uri=queue_uri,
-        app_id=app_id,
-        app_key=app_key,
-        num_messages_purged=num_messages_purged,
-        num_bytes_purged=num_bytes_purged,
+        queue_uri=f_queue_uri,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages_purged=f_num_messages_purged,
+        num_bytes_purged=f_num_bytes_purged,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1362,12 +1457,12 @@ def _dec_Error(d: object, path: str, depth: int) -> Error:
     absent: list[str] = []
     x = o.get("message")
     if x is None:
-        message = ""
+        f_message = ""
         absent.append("message")
     else:
-        message = _j.dec_str(x, path, "message")
+        f_message = _j.dec_str(x, path, "message")
     return Error(
-        message=message,
+        message=f_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1387,12 +1482,12 @@ def _dec_HelpCommand(d: object, path: str, depth: int) -> HelpCommand:
     absent: list[str] = []
     x = o.get("plumbing")
     if x is None:
-        plumbing = False
+        f_plumbing = False
         absent.append("plumbing")
     else:
-        plumbing = _j.dec_bool(x, path, "plumbing")
+        f_plumbing = _j.dec_bool(x, path, "plumbing")
     return HelpCommand(
-        plumbing=plumbing,
+        plumbing=f_plumbing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1400,7 +1495,12 @@ def _dec_HelpCommand(d: object, path: str, depth: int) -> HelpCommand:
 def _enc_Value(v: Value) -> str:
     if not isinstance(v, Value):
         raise EncodeError(f"expected a Value, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.the_null is not None) + (v.the_bool is not None) + (v.the_integer is not None) + (
+        v.the_double is not None
+    ) + (v.the_date is not None) + (v.the_time is not None) + (v.the_datetime is not None) + (
+        v.the_string is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.the_null is not None:
         out.append('"theNull":' + _enc_Void(v.the_null))
@@ -1427,34 +1527,34 @@ def _enc_Value(v: Value) -> str:
 def _dec_Value(d: object, path: str, depth: int) -> Value:
     o = _j.obj(d, path, depth)
     x = o.get("theNull")
-    the_null = None if x is None else _dec_Void(x, path + "." + "theNull", depth + 1)
+    f_the_null = None if x is None else _dec_Void(x, path + "." + "theNull", depth + 1)
     x = o.get("theBool")
-    the_bool = None if x is None else _j.dec_bool(x, path, "theBool")
+    f_the_bool = None if x is None else _j.dec_bool(x, path, "theBool")
     x = o.get("theInteger")
-    the_integer = (
+    f_the_integer = (
         None
         if x is None
         else _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "theInteger")
     )
     x = o.get("theDouble")
-    the_double = None if x is None else _j.dec_float(x, path, "theDouble")
+    f_the_double = None if x is None else _j.dec_float(x, path, "theDouble")
     x = o.get("theDate")
-    the_date = None if x is None else _j.dec_str(x, path, "theDate")
+    f_the_date = None if x is None else _j.dec_str(x, path, "theDate")
     x = o.get("theTime")
-    the_time = None if x is None else _j.dec_str(x, path, "theTime")
+    f_the_time = None if x is None else _j.dec_str(x, path, "theTime")
     x = o.get("theDatetime")
-    the_datetime = None if x is None else _j.dec_str(x, path, "theDatetime")
+    f_the_datetime = None if x is None else _j.dec_str(x, path, "theDatetime")
     x = o.get("theString")
-    the_string = None if x is None else _j.dec_str(x, path, "theString")
+    f_the_string = None if x is None else _j.dec_str(x, path, "theString")
     chosen = (
-        (the_null is not None)
-        + (the_bool is not None)
-        + (the_integer is not None)
-        + (the_double is not None)
-        + (the_date is not None)
-        + (the_time is not None)
-        + (the_datetime is not None)
-        + (the_string is not None)
+        (f_the_null is not None)
+        + (f_the_bool is not None)
+        + (f_the_integer is not None)
+        + (f_the_double is not None)
+        + (f_the_date is not None)
+        + (f_the_time is not None)
+        + (f_the_datetime is not None)
+        + (f_the_string is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1463,14 +1563,14 @@ def _dec_Value(d: object, path: str, depth: int) -> Value:
             path=path,
         )
     return Value(
-        the_null=the_null,
-        the_bool=the_bool,
-        the_integer=the_integer,
-        the_double=the_double,
-        the_date=the_date,
-        the_time=the_time,
-        the_datetime=the_datetime,
-        the_string=the_string,
+        the_null=f_the_null,
+        the_bool=f_the_bool,
+        the_integer=f_the_integer,
+        the_double=f_the_double,
+        the_date=f_the_date,
+        the_time=f_the_time,
+        the_datetime=f_the_datetime,
+        the_string=f_the_string,
     )
 
 
@@ -1492,24 +1592,24 @@ def _dec_Tunable(d: object, path: str, depth: int) -> Tunable:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("value")
     if x is None:
         raise DecodeError("missing required element", path=path + ".value")
-    value = _dec_Value(x, path + "." + "value", depth + 1)
+    f_value = _dec_Value(x, path + "." + "value", depth + 1)
     x = o.get("description")
     if x is None:
-        description = ""
+        f_description = ""
         absent.append("description")
     else:
-        description = _j.dec_str(x, path, "description")
+        f_description = _j.dec_str(x, path, "description")
     return Tunable(
-        name=name,
-        value=value,
-        description=description,
+        name=f_name,
+        value=f_value,
+        description=f_description,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1531,22 +1631,22 @@ def _dec_TunableConfirmation(d: object, path: str, depth: int) -> TunableConfirm
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("oldValue")
     if x is None:
         raise DecodeError("missing required element", path=path + ".oldValue")
-    old_value = _dec_Value(x, path + "." + "oldValue", depth + 1)
+    f_old_value = _dec_Value(x, path + "." + "oldValue", depth + 1)
     x = o.get("newValue")
     if x is None:
         raise DecodeError("missing required element", path=path + ".newValue")
-    new_value = _dec_Value(x, path + "." + "newValue", depth + 1)
+    f_new_value = _dec_Value(x, path + "." + "newValue", depth + 1)
     return TunableConfirmation(
-        name=name,
-        old_value=old_value,
-        new_value=new_value,
+        name=f_name,
+        old_value=f_old_value,
+        new_value=f_new_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1554,7 +1654,8 @@ def _dec_TunableConfirmation(d: object, path: str, depth: int) -> TunableConfirm
 def _enc_DomainCommand(v: DomainCommand) -> str:
     if not isinstance(v, DomainCommand):
         raise EncodeError(f"expected a DomainCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge is not None) + (v.info is not None) + (v.queue is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.purge is not None:
         out.append('"purge":' + _enc_Void(v.purge))
@@ -1568,12 +1669,12 @@ def _enc_DomainCommand(v: DomainCommand) -> str:
 def _dec_DomainCommand(d: object, path: str, depth: int) -> DomainCommand:
     o = _j.obj(d, path, depth)
     x = o.get("purge")
-    purge = None if x is None else _dec_Void(x, path + "." + "purge", depth + 1)
+    f_purge = None if x is None else _dec_Void(x, path + "." + "purge", depth + 1)
     x = o.get("info")
-    info = None if x is None else _dec_Void(x, path + "." + "info", depth + 1)
+    f_info = None if x is None else _dec_Void(x, path + "." + "info", depth + 1)
     x = o.get("queue")
-    queue = None if x is None else _dec_DomainQueue(x, path + "." + "queue", depth + 1)
-    chosen = (purge is not None) + (info is not None) + (queue is not None)
+    f_queue = None if x is None else _dec_DomainQueue(x, path + "." + "queue", depth + 1)
+    chosen = (f_purge is not None) + (f_info is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -1581,16 +1682,19 @@ def _dec_DomainCommand(d: object, path: str, depth: int) -> DomainCommand:
             path=path,
         )
     return DomainCommand(
-        purge=purge,
-        info=info,
-        queue=queue,
+        purge=f_purge,
+        info=f_info,
+        queue=f_queue,
     )
 
 
 def _enc_ClusterCommand(v: ClusterCommand) -> str:
     if not isinstance(v, ClusterCommand):
         raise EncodeError(f"expected a ClusterCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.queue_helper is not None) + (v.force_gc_queues is not None) + (
+        v.storage is not None
+    ) + (v.state is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.status is not None:
         out.append('"status":' + _enc_Void(v.status))
@@ -1608,21 +1712,21 @@ def _enc_ClusterCommand(v: ClusterCommand) -> str:
 def _dec_ClusterCommand(d: object, path: str, depth: int) -> ClusterCommand:
     o = _j.obj(d, path, depth)
     x = o.get("status")
-    status = None if x is None else _dec_Void(x, path + "." + "status", depth + 1)
+    f_status = None if x is None else _dec_Void(x, path + "." + "status", depth + 1)
     x = o.get("queueHelper")
-    queue_helper = None if x is None else _dec_Void(x, path + "." + "queueHelper", depth + 1)
+    f_queue_helper = None if x is None else _dec_Void(x, path + "." + "queueHelper", depth + 1)
     x = o.get("forceGcQueues")
-    force_gc_queues = None if x is None else _dec_Void(x, path + "." + "forceGcQueues", depth + 1)
+    f_force_gc_queues = None if x is None else _dec_Void(x, path + "." + "forceGcQueues", depth + 1)
     x = o.get("storage")
-    storage = None if x is None else _dec_StorageCommand(x, path + "." + "storage", depth + 1)
+    f_storage = None if x is None else _dec_StorageCommand(x, path + "." + "storage", depth + 1)
     x = o.get("state")
-    state = None if x is None else _dec_ClusterStateCommand(x, path + "." + "state", depth + 1)
+    f_state = None if x is None else _dec_ClusterStateCommand(x, path + "." + "state", depth + 1)
     chosen = (
-        (status is not None)
-        + (queue_helper is not None)
-        + (force_gc_queues is not None)
-        + (storage is not None)
-        + (state is not None)
+        (f_status is not None)
+        + (f_queue_helper is not None)
+        + (f_force_gc_queues is not None)
+        + (f_storage is not None)
+        + (f_state is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1631,18 +1735,19 @@ def _dec_ClusterCommand(d: object, path: str, depth: int) -> ClusterCommand:
             path=path,
         )
     return ClusterCommand(
-        status=status,
-        queue_helper=queue_helper,
-        force_gc_queues=force_gc_queues,
-        storage=storage,
-        state=state,
+        status=f_status,
+        queue_helper=f_queue_helper,
+        force_gc_queues=f_force_gc_queues,
+        storage=f_storage,
+        state=f_state,
     )
 
 
 def _enc_ClusterStateCommand(v: ClusterStateCommand) -> str:
     if not isinstance(v, ClusterStateCommand):
         raise EncodeError(f"expected a ClusterStateCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.elector is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.elector is not None:
         out.append('"elector":' + _enc_ElectorCommand(v.elector))
@@ -1652,8 +1757,8 @@ def _enc_ClusterStateCommand(v: ClusterStateCommand) -> str:
 def _dec_ClusterStateCommand(d: object, path: str, depth: int) -> ClusterStateCommand:
     o = _j.obj(d, path, depth)
     x = o.get("elector")
-    elector = None if x is None else _dec_ElectorCommand(x, path + "." + "elector", depth + 1)
-    chosen = elector is not None
+    f_elector = None if x is None else _dec_ElectorCommand(x, path + "." + "elector", depth + 1)
+    chosen = f_elector is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -1661,14 +1766,17 @@ def _dec_ClusterStateCommand(d: object, path: str, depth: int) -> ClusterStateCo
             path=path,
         )
     return ClusterStateCommand(
-        elector=elector,
+        elector=f_elector,
     )
 
 
 def _enc_StorageCommand(v: StorageCommand) -> str:
     if not isinstance(v, StorageCommand):
         raise EncodeError(f"expected a StorageCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.summary is not None) + (v.partition is not None) + (v.domain is not None) + (
+        v.queue is not None
+    ) + (v.replication is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.summary is not None:
         out.append('"summary":' + _enc_Void(v.summary))
@@ -1686,23 +1794,25 @@ def _enc_StorageCommand(v: StorageCommand) -> str:
 def _dec_StorageCommand(d: object, path: str, depth: int) -> StorageCommand:
     o = _j.obj(d, path, depth)
     x = o.get("summary")
-    summary = None if x is None else _dec_Void(x, path + "." + "summary", depth + 1)
+    f_summary = None if x is None else _dec_Void(x, path + "." + "summary", depth + 1)
     x = o.get("partition")
-    partition = None if x is None else _dec_StoragePartition(x, path + "." + "partition", depth + 1)
+    f_partition = (
+        None if x is None else _dec_StoragePartition(x, path + "." + "partition", depth + 1)
+    )
     x = o.get("domain")
-    domain = None if x is None else _dec_StorageDomain(x, path + "." + "domain", depth + 1)
+    f_domain = None if x is None else _dec_StorageDomain(x, path + "." + "domain", depth + 1)
     x = o.get("queue")
-    queue = None if x is None else _dec_StorageQueue(x, path + "." + "queue", depth + 1)
+    f_queue = None if x is None else _dec_StorageQueue(x, path + "." + "queue", depth + 1)
     x = o.get("replication")
-    replication = (
+    f_replication = (
         None if x is None else _dec_ReplicationCommand(x, path + "." + "replication", depth + 1)
     )
     chosen = (
-        (summary is not None)
-        + (partition is not None)
-        + (domain is not None)
-        + (queue is not None)
-        + (replication is not None)
+        (f_summary is not None)
+        + (f_partition is not None)
+        + (f_domain is not None)
+        + (f_queue is not None)
+        + (f_replication is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1711,18 +1821,19 @@ def _dec_StorageCommand(d: object, path: str, depth: int) -> StorageCommand:
             path=path,
         )
     return StorageCommand(
-        summary=summary,
-        partition=partition,
-        domain=domain,
-        queue=queue,
-        replication=replication,
+        summary=f_summary,
+        partition=f_partition,
+        domain=f_domain,
+        queue=f_queue,
+        replication=f_replication,
     )
 
 
 def _enc_ClearCache(v: ClearCache) -> str:
     if not isinstance(v, ClearCache):
         raise EncodeError(f"expected a ClearCache, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) + (v.all is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.domain is not None:
         out.append('"domain":' + _j.str_(v.domain, "ClearCache.domain"))
@@ -1734,10 +1845,10 @@ def _enc_ClearCache(v: ClearCache) -> str:
 def _dec_ClearCache(d: object, path: str, depth: int) -> ClearCache:
     o = _j.obj(d, path, depth)
     x = o.get("domain")
-    domain = None if x is None else _j.dec_str(x, path, "domain")
+    f_domain = None if x is None else _j.dec_str(x, path, "domain")
     x = o.get("all")
-    all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
-    chosen = (domain is not None) + (all is not None)
+    f_all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
+    chosen = (f_domain is not None) + (f_all is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -1745,8 +1856,8 @@ def _dec_ClearCache(d: object, path: str, depth: int) -> ClearCache:
             path=path,
         )
     return ClearCache(
-        domain=domain,
-        all=all,
+        domain=f_domain,
+        all=f_all,
     )
 
 
@@ -1765,14 +1876,14 @@ def _dec_Tunables(d: object, path: str, depth: int) -> Tunables:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("tunables")
-    tunables: list[Tunable] = []
+    f_tunables: list[Tunable] = []
     if x is None:
         absent.append("tunables")
     else:
         for i, item in enumerate(_j.arr(x, path, "tunables")):
-            tunables.append(_dec_Tunable(item, path + "." + "tunables[%d]" % i, depth + 1))
+            f_tunables.append(_dec_Tunable(item, path + "." + "tunables[%d]" % i, depth + 1))
     return Tunables(
-        tunables=tunables,
+        tunables=f_tunables,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1791,9 +1902,9 @@ def _dec_ClusterDomainQueueStatuses(d: object, path: str, depth: int) -> Cluster
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("statuses")
-    statuses = None if x is None else _dec_QueueStatuses(x, path + "." + "statuses", depth + 1)
+    f_statuses = None if x is None else _dec_QueueStatuses(x, path + "." + "statuses", depth + 1)
     return ClusterDomainQueueStatuses(
-        statuses=statuses,
+        statuses=f_statuses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1815,16 +1926,16 @@ def _dec_QueueStatuses(d: object, path: str, depth: int) -> QueueStatuses:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("queueStatuses")
-    queue_statuses: list[StorageContent] = []
+    f_queue_statuses: list[StorageContent] = []
     if x is None:
         absent.append("queueStatuses")
     else:
         for i, item in enumerate(_j.arr(x, path, "queueStatuses")):
-            queue_statuses.append(
+            f_queue_statuses.append(
                 _dec_StorageContent(item, path + "." + "queueStatuses[%d]" % i, depth + 1)
             )
     return QueueStatuses(
-        queue_statuses=queue_statuses,
+        queue_statuses=f_queue_statuses,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1856,20 +1967,20 @@ def _dec_ClusterStorageSummary(d: object, path: str, depth: int) -> ClusterStora
     absent: list[str] = []
     x = o.get("clusterFileStoreLocation")
     if x is None:
-        cluster_file_store_location = ""
+        f_cluster_file_store_location = ""
         absent.append("clusterFileStoreLocation")
     else:
-        cluster_file_store_location = _j.dec_str(x, path, "clusterFileStoreLocation")
+        f_cluster_file_store_location = _j.dec_str(x, path, "clusterFileStoreLocation")
     x = o.get("fileStores")
-    file_stores: list[FileStore] = []
+    f_file_stores: list[FileStore] = []
     if x is None:
         absent.append("fileStores")
     else:
         for i, item in enumerate(_j.arr(x, path, "fileStores")):
-            file_stores.append(_dec_FileStore(item, path + "." + "fileStores[%d]" % i, depth + 1))
+            f_file_stores.append(_dec_FileStore(item, path + "." + "fileStores[%d]" % i, depth + 1))
     return ClusterStorageSummary(
-        cluster_file_store_location=cluster_file_store_location,
-        file_stores=file_stores,
+        cluster_file_store_location=f_cluster_file_store_location,
+        file_stores=f_file_stores,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1937,83 +2048,83 @@ def _dec_FileStoreSummary(d: object, path: str, depth: int) -> FileStoreSummary:
     absent: list[str] = []
     x = o.get("primaryNodeDescription")
     if x is None:
-        primary_node_description = ""
+        f_primary_node_description = ""
         absent.append("primaryNodeDescription")
     else:
-        primary_node_description = _j.dec_str(x, path, "primaryNodeDescription")
+        f_primary_node_description = _j.dec_str(x, path, "primaryNodeDescription")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("sequenceNum")
     if x is None:
-        sequence_num = 0
+        f_sequence_num = 0
         absent.append("sequenceNum")
     else:
-        sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
+        f_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
     x = o.get("isAvailable")
     if x is None:
-        is_available = False
+        f_is_available = False
         absent.append("isAvailable")
     else:
-        is_available = _j.dec_bool(x, path, "isAvailable")
+        f_is_available = _j.dec_bool(x, path, "isAvailable")
     x = o.get("fileSets")
-    file_sets: list[FileSet] = []
+    f_file_sets: list[FileSet] = []
     if x is None:
         absent.append("fileSets")
     else:
         for i, item in enumerate(_j.arr(x, path, "fileSets")):
-            file_sets.append(_dec_FileSet(item, path + "." + "fileSets[%d]" % i, depth + 1))
+            f_file_sets.append(_dec_FileSet(item, path + "." + "fileSets[%d]" % i, depth + 1))
     x = o.get("activeFileSet")
     if x is None:
-        active_file_set = ActiveFileSet()
+        f_active_file_set = ActiveFileSet()
         absent.append("activeFileSet")
     else:
-        active_file_set = _dec_ActiveFileSet(x, path + "." + "activeFileSet", depth + 1)
+        f_active_file_set = _dec_ActiveFileSet(x, path + "." + "activeFileSet", depth + 1)
     x = o.get("totalMappedBytes")
     if x is None:
-        total_mapped_bytes = 0
+        f_total_mapped_bytes = 0
         absent.append("totalMappedBytes")
     else:
-        total_mapped_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "totalMappedBytes")
+        f_total_mapped_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "totalMappedBytes")
     x = o.get("numOutstandingRecords")
     if x is None:
-        num_outstanding_records = 0
+        f_num_outstanding_records = 0
         absent.append("numOutstandingRecords")
     else:
-        num_outstanding_records = _j.dec_int(x, 0, 4294967295, path, "numOutstandingRecords")
+        f_num_outstanding_records = _j.dec_int(x, 0, 4294967295, path, "numOutstandingRecords")
     x = o.get("numUnreceiptedMessages")
     if x is None:
-        num_unreceipted_messages = 0
+        f_num_unreceipted_messages = 0
         absent.append("numUnreceiptedMessages")
     else:
-        num_unreceipted_messages = _j.dec_int(x, 0, 4294967295, path, "numUnreceiptedMessages")
+        f_num_unreceipted_messages = _j.dec_int(x, 0, 4294967295, path, "numUnreceiptedMessages")
     x = o.get("naglePacketCount")
     if x is None:
-        nagle_packet_count = 0
+        f_nagle_packet_count = 0
         absent.append("naglePacketCount")
     else:
-        nagle_packet_count = _j.dec_int(x, 0, 4294967295, path, "naglePacketCount")
+        f_nagle_packet_count = _j.dec_int(x, 0, 4294967295, path, "naglePacketCount")
     x = o.get("storageContent")
     if x is None:
-        storage_content = StorageContent()
+        f_storage_content = StorageContent()
         absent.append("storageContent")
     else:
-        storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
+        f_storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
     return FileStoreSummary(
-        primary_node_description=primary_node_description,
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        is_available=is_available,
-        file_sets=file_sets,
-        active_file_set=active_file_set,
-        total_mapped_bytes=total_mapped_bytes,
-        num_outstanding_records=num_outstanding_records,
-        num_unreceipted_messages=num_unreceipted_messages,
-        nagle_packet_count=nagle_packet_count,
-        storage_content=storage_content,
+        primary_node_description=f_primary_node_description,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        is_available=f_is_available,
+        file_sets=f_file_sets,
+        active_file_set=f_active_file_set,
+        total_mapped_bytes=f_total_mapped_bytes,
+        num_outstanding_records=f_num_outstanding_records,
+        num_unreceipted_messages=f_num_unreceipted_messages,
+        nagle_packet_count=f_nagle_packet_count,
+        storage_content=f_storage_content,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2045,26 +2156,26 @@ def _dec_FileInfo(d: object, path: str, depth: int) -> FileInfo:
     absent: list[str] = []
     x = o.get("positionBytes")
     if x is None:
-        position_bytes = 0
+        f_position_bytes = 0
         absent.append("positionBytes")
     else:
-        position_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "positionBytes")
+        f_position_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "positionBytes")
     x = o.get("sizeBytes")
     if x is None:
-        size_bytes = 0
+        f_size_bytes = 0
         absent.append("sizeBytes")
     else:
-        size_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "sizeBytes")
+        f_size_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "sizeBytes")
     x = o.get("outstandingBytes")
     if x is None:
-        outstanding_bytes = 0
+        f_outstanding_bytes = 0
         absent.append("outstandingBytes")
     else:
-        outstanding_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "outstandingBytes")
+        f_outstanding_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "outstandingBytes")
     return FileInfo(
-        position_bytes=position_bytes,
-        size_bytes=size_bytes,
-        outstanding_bytes=outstanding_bytes,
+        position_bytes=f_position_bytes,
+        size_bytes=f_size_bytes,
+        outstanding_bytes=f_outstanding_bytes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2086,21 +2197,21 @@ def _dec_Help(d: object, path: str, depth: int) -> Help:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("commands")
-    commands: list[CommandSpec] = []
+    f_commands: list[CommandSpec] = []
     if x is None:
         absent.append("commands")
     else:
         for i, item in enumerate(_j.arr(x, path, "commands")):
-            commands.append(_dec_CommandSpec(item, path + "." + "commands[%d]" % i, depth + 1))
+            f_commands.append(_dec_CommandSpec(item, path + "." + "commands[%d]" % i, depth + 1))
     x = o.get("isPlumbing")
     if x is None:
-        is_plumbing = False
+        f_is_plumbing = False
         absent.append("isPlumbing")
     else:
-        is_plumbing = _j.dec_bool(x, path, "isPlumbing")
+        f_is_plumbing = _j.dec_bool(x, path, "isPlumbing")
     return Help(
-        commands=commands,
-        is_plumbing=is_plumbing,
+        commands=f_commands,
+        is_plumbing=f_is_plumbing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2122,19 +2233,19 @@ def _dec_CommandSpec(d: object, path: str, depth: int) -> CommandSpec:
     absent: list[str] = []
     x = o.get("command")
     if x is None:
-        command = ""
+        f_command = ""
         absent.append("command")
     else:
-        command = _j.dec_str(x, path, "command")
+        f_command = _j.dec_str(x, path, "command")
     x = o.get("description")
     if x is None:
-        description = ""
+        f_description = ""
         absent.append("description")
     else:
-        description = _j.dec_str(x, path, "description")
+        f_description = _j.dec_str(x, path, "description")
     return CommandSpec(
-        command=command,
-        description=description,
+        command=f_command,
+        description=f_description,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2179,70 +2290,70 @@ def _dec_ClusterStatus(d: object, path: str, depth: int) -> ClusterStatus:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("description")
     if x is None:
-        description = ""
+        f_description = ""
         absent.append("description")
     else:
-        description = _j.dec_str(x, path, "description")
+        f_description = _j.dec_str(x, path, "description")
     x = o.get("selfNodeDescription")
     if x is None:
-        self_node_description = ""
+        f_self_node_description = ""
         absent.append("selfNodeDescription")
     else:
-        self_node_description = _j.dec_str(x, path, "selfNodeDescription")
+        f_self_node_description = _j.dec_str(x, path, "selfNodeDescription")
     x = o.get("isHealthy")
     if x is None:
-        is_healthy = False
+        f_is_healthy = False
         absent.append("isHealthy")
     else:
-        is_healthy = _j.dec_bool(x, path, "isHealthy")
+        f_is_healthy = _j.dec_bool(x, path, "isHealthy")
     x = o.get("nodeStatuses")
     if x is None:
-        node_statuses = NodeStatuses()
+        f_node_statuses = NodeStatuses()
         absent.append("nodeStatuses")
     else:
-        node_statuses = _dec_NodeStatuses(x, path + "." + "nodeStatuses", depth + 1)
+        f_node_statuses = _dec_NodeStatuses(x, path + "." + "nodeStatuses", depth + 1)
     x = o.get("electorInfo")
     if x is None:
-        elector_info = ElectorInfo()
+        f_elector_info = ElectorInfo()
         absent.append("electorInfo")
     else:
-        elector_info = _dec_ElectorInfo(x, path + "." + "electorInfo", depth + 1)
+        f_elector_info = _dec_ElectorInfo(x, path + "." + "electorInfo", depth + 1)
     x = o.get("partitionsInfo")
     if x is None:
-        partitions_info = PartitionsInfo()
+        f_partitions_info = PartitionsInfo()
         absent.append("partitionsInfo")
     else:
-        partitions_info = _dec_PartitionsInfo(x, path + "." + "partitionsInfo", depth + 1)
+        f_partitions_info = _dec_PartitionsInfo(x, path + "." + "partitionsInfo", depth + 1)
     x = o.get("queuesInfo")
     if x is None:
-        queues_info = StorageContent()
+        f_queues_info = StorageContent()
         absent.append("queuesInfo")
     else:
-        queues_info = _dec_StorageContent(x, path + "." + "queuesInfo", depth + 1)
+        f_queues_info = _dec_StorageContent(x, path + "." + "queuesInfo", depth + 1)
     x = o.get("clusterStorageSummary")
     if x is None:
-        cluster_storage_summary = ClusterStorageSummary()
+        f_cluster_storage_summary = ClusterStorageSummary()
         absent.append("clusterStorageSummary")
     else:
-        cluster_storage_summary = _dec_ClusterStorageSummary(
+        f_cluster_storage_summary = _dec_ClusterStorageSummary(
             x, path + "." + "clusterStorageSummary", depth + 1
         )
     return ClusterStatus(
-        name=name,
-        description=description,
-        self_node_description=self_node_description,
-        is_healthy=is_healthy,
-        node_statuses=node_statuses,
-        elector_info=elector_info,
-        partitions_info=partitions_info,
-        queues_info=queues_info,
-        cluster_storage_summary=cluster_storage_summary,
+        name=f_name,
+        description=f_description,
+        self_node_description=f_self_node_description,
+        is_healthy=f_is_healthy,
+        node_statuses=f_node_statuses,
+        elector_info=f_elector_info,
+        partitions_info=f_partitions_info,
+        queues_info=f_queues_info,
+        cluster_storage_summary=f_cluster_storage_summary,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2273,36 +2384,36 @@ def _dec_ClusterProxyStatus(d: object, path: str, depth: int) -> ClusterProxySta
     absent: list[str] = []
     x = o.get("description")
     if x is None:
-        description = ""
+        f_description = ""
         absent.append("description")
     else:
-        description = _j.dec_str(x, path, "description")
+        f_description = _j.dec_str(x, path, "description")
     x = o.get("activeNodeDescription")
-    active_node_description = None if x is None else _j.dec_str(x, path, "activeNodeDescription")
+    f_active_node_description = None if x is None else _j.dec_str(x, path, "activeNodeDescription")
     x = o.get("isHealthy")
     if x is None:
-        is_healthy = False
+        f_is_healthy = False
         absent.append("isHealthy")
     else:
-        is_healthy = _j.dec_bool(x, path, "isHealthy")
+        f_is_healthy = _j.dec_bool(x, path, "isHealthy")
     x = o.get("nodeStatuses")
     if x is None:
-        node_statuses = NodeStatuses()
+        f_node_statuses = NodeStatuses()
         absent.append("nodeStatuses")
     else:
-        node_statuses = _dec_NodeStatuses(x, path + "." + "nodeStatuses", depth + 1)
+        f_node_statuses = _dec_NodeStatuses(x, path + "." + "nodeStatuses", depth + 1)
     x = o.get("queuesInfo")
     if x is None:
-        queues_info = StorageContent()
+        f_queues_info = StorageContent()
         absent.append("queuesInfo")
     else:
-        queues_info = _dec_StorageContent(x, path + "." + "queuesInfo", depth + 1)
+        f_queues_info = _dec_StorageContent(x, path + "." + "queuesInfo", depth + 1)
     return ClusterProxyStatus(
-        description=description,
-        active_node_description=active_node_description,
-        is_healthy=is_healthy,
-        node_statuses=node_statuses,
-        queues_info=queues_info,
+        description=f_description,
+        active_node_description=f_active_node_description,
+        is_healthy=f_is_healthy,
+        node_statuses=f_node_statuses,
+        queues_info=f_queues_info,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2322,14 +2433,14 @@ def _dec_NodeStatuses(d: object, path: str, depth: int) -> NodeStatuses:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("nodes")
-    nodes: list[ClusterNodeInfo] = []
+    f_nodes: list[ClusterNodeInfo] = []
     if x is None:
         absent.append("nodes")
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
-            nodes.append(_dec_ClusterNodeInfo(item, path + "." + "nodes[%d]" % i, depth + 1))
+            f_nodes.append(_dec_ClusterNodeInfo(item, path + "." + "nodes[%d]" % i, depth + 1))
     return NodeStatuses(
-        nodes=nodes,
+        nodes=f_nodes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2349,16 +2460,16 @@ def _dec_PartitionsInfo(d: object, path: str, depth: int) -> PartitionsInfo:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("partitions")
-    partitions: list[PartitionInfo] = []
+    f_partitions: list[PartitionInfo] = []
     if x is None:
         absent.append("partitions")
     else:
         for i, item in enumerate(_j.arr(x, path, "partitions")):
-            partitions.append(
+            f_partitions.append(
                 _dec_PartitionInfo(item, path + "." + "partitions[%d]" % i, depth + 1)
             )
     return PartitionsInfo(
-        partitions=partitions,
+        partitions=f_partitions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2394,35 +2505,35 @@ def _dec_ElectorInfo(d: object, path: str, depth: int) -> ElectorInfo:
     absent: list[str] = []
     x = o.get("electorState")
     if x is None:
-        elector_state = ElectorState.DORMANT
+        f_elector_state = ElectorState.DORMANT
         absent.append("electorState")
     else:
-        elector_state = _j.dec_enum(x, ElectorState, path, "electorState")
+        f_elector_state = _j.dec_enum(x, ElectorState, path, "electorState")
     x = o.get("leaderNode")
     if x is None:
-        leader_node = ""
+        f_leader_node = ""
         absent.append("leaderNode")
     else:
-        leader_node = _j.dec_str(x, path, "leaderNode")
+        f_leader_node = _j.dec_str(x, path, "leaderNode")
     x = o.get("leaderMessageSequence")
     if x is None:
-        leader_message_sequence = LeaderMessageSequence()
+        f_leader_message_sequence = LeaderMessageSequence()
         absent.append("leaderMessageSequence")
     else:
-        leader_message_sequence = _dec_LeaderMessageSequence(
+        f_leader_message_sequence = _dec_LeaderMessageSequence(
             x, path + "." + "leaderMessageSequence", depth + 1
         )
     x = o.get("leaderStatus")
     if x is None:
-        leader_status = LeaderStatus.UNDEFINED
+        f_leader_status = LeaderStatus.UNDEFINED
         absent.append("leaderStatus")
     else:
-        leader_status = _j.dec_enum(x, LeaderStatus, path, "leaderStatus")
+        f_leader_status = _j.dec_enum(x, LeaderStatus, path, "leaderStatus")
     return ElectorInfo(
-        elector_state=elector_state,
-        leader_node=leader_node,
-        leader_message_sequence=leader_message_sequence,
-        leader_status=leader_status,
+        elector_state=f_elector_state,
+        leader_node=f_leader_node,
+        leader_message_sequence=f_leader_message_sequence,
+        leader_status=f_leader_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2462,36 +2573,36 @@ def _dec_PartitionInfo(d: object, path: str, depth: int) -> PartitionInfo:
     absent: list[str] = []
     x = o.get("numQueuesMapped")
     if x is None:
-        num_queues_mapped = 0
+        f_num_queues_mapped = 0
         absent.append("numQueuesMapped")
     else:
-        num_queues_mapped = _j.dec_int(x, -2147483648, 2147483647, path, "numQueuesMapped")
+        f_num_queues_mapped = _j.dec_int(x, -2147483648, 2147483647, path, "numQueuesMapped")
     x = o.get("numActiveQueues")
     if x is None:
-        num_active_queues = 0
+        f_num_active_queues = 0
         absent.append("numActiveQueues")
     else:
-        num_active_queues = _j.dec_int(x, -2147483648, 2147483647, path, "numActiveQueues")
+        f_num_active_queues = _j.dec_int(x, -2147483648, 2147483647, path, "numActiveQueues")
     x = o.get("primaryNode")
-    primary_node = None if x is None else _j.dec_str(x, path, "primaryNode")
+    f_primary_node = None if x is None else _j.dec_str(x, path, "primaryNode")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("primaryStatus")
     if x is None:
-        primary_status = PrimaryStatus.UNDEFINED
+        f_primary_status = PrimaryStatus.UNDEFINED
         absent.append("primaryStatus")
     else:
-        primary_status = _j.dec_enum(x, PrimaryStatus, path, "primaryStatus")
+        f_primary_status = _j.dec_enum(x, PrimaryStatus, path, "primaryStatus")
     return PartitionInfo(
-        num_queues_mapped=num_queues_mapped,
-        num_active_queues=num_active_queues,
-        primary_node=primary_node,
-        primary_lease_id=primary_lease_id,
-        primary_status=primary_status,
+        num_queues_mapped=f_num_queues_mapped,
+        num_active_queues=f_num_active_queues,
+        primary_node=f_primary_node,
+        primary_lease_id=f_primary_lease_id,
+        primary_status=f_primary_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2521,19 +2632,19 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
     absent: list[str] = []
     x = o.get("electorTerm")
     if x is None:
-        elector_term = 0
+        f_elector_term = 0
         absent.append("electorTerm")
     else:
-        elector_term = _j.dec_int(x, 0, 18446744073709551615, path, "electorTerm")
+        f_elector_term = _j.dec_int(x, 0, 18446744073709551615, path, "electorTerm")
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = 0
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     else:
-        sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
+        f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
     return LeaderMessageSequence(
-        elector_term=elector_term,
-        sequence_number=sequence_number,
+        elector_term=f_elector_term,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2553,12 +2664,12 @@ def _dec_BrokerConfig(d: object, path: str, depth: int) -> BrokerConfig:
     absent: list[str] = []
     x = o.get("asJSON")
     if x is None:
-        as_json = ""
+        f_as_json = ""
         absent.append("asJSON")
     else:
-        as_json = _j.dec_str(x, path, "asJSON")
+        f_as_json = _j.dec_str(x, path, "asJSON")
     return BrokerConfig(
-        as_json=as_json,
+        as_json=f_as_json,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2609,58 +2720,58 @@ def _dec_ClusterQueueHelper(d: object, path: str, depth: int) -> ClusterQueueHel
     absent: list[str] = []
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     x = o.get("locality")
     if x is None:
-        locality = Locality.remote
+        f_locality = Locality.remote
         absent.append("locality")
     else:
-        locality = _j.dec_enum(x, Locality, path, "locality")
+        f_locality = _j.dec_enum(x, Locality, path, "locality")
     x = o.get("numQueues")
     if x is None:
-        num_queues = 0
+        f_num_queues = 0
         absent.append("numQueues")
     else:
-        num_queues = _j.dec_int(x, 0, 4294967295, path, "numQueues")
+        f_num_queues = _j.dec_int(x, 0, 4294967295, path, "numQueues")
     x = o.get("numQueueKeys")
     if x is None:
-        num_queue_keys = 0
+        f_num_queue_keys = 0
         absent.append("numQueueKeys")
     else:
-        num_queue_keys = _j.dec_int(x, 0, 4294967295, path, "numQueueKeys")
+        f_num_queue_keys = _j.dec_int(x, 0, 4294967295, path, "numQueueKeys")
     x = o.get("numPendingReopenQueueRequests")
     if x is None:
-        num_pending_reopen_queue_requests = 0
+        f_num_pending_reopen_queue_requests = 0
         absent.append("numPendingReopenQueueRequests")
     else:
-        num_pending_reopen_queue_requests = _j.dec_int(
+        f_num_pending_reopen_queue_requests = _j.dec_int(
             x, 0, 4294967295, path, "numPendingReopenQueueRequests"
         )
     x = o.get("domains")
-    domains: list[ClusterDomain] = []
+    f_domains: list[ClusterDomain] = []
     if x is None:
         absent.append("domains")
     else:
         for i, item in enumerate(_j.arr(x, path, "domains")):
-            domains.append(_dec_ClusterDomain(item, path + "." + "domains[%d]" % i, depth + 1))
+            f_domains.append(_dec_ClusterDomain(item, path + "." + "domains[%d]" % i, depth + 1))
     x = o.get("queues")
-    queues: list[ClusterQueue] = []
+    f_queues: list[ClusterQueue] = []
     if x is None:
         absent.append("queues")
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
-            queues.append(_dec_ClusterQueue(item, path + "." + "queues[%d]" % i, depth + 1))
+            f_queues.append(_dec_ClusterQueue(item, path + "." + "queues[%d]" % i, depth + 1))
     return ClusterQueueHelper(
-        cluster_name=cluster_name,
-        locality=locality,
-        num_queues=num_queues,
-        num_queue_keys=num_queue_keys,
-        num_pending_reopen_queue_requests=num_pending_reopen_queue_requests,
-        domains=domains,
-        queues=queues,
+        cluster_name=f_cluster_name,
+        locality=f_locality,
+        num_queues=f_num_queues,
+        num_queue_keys=f_num_queue_keys,
+        num_pending_reopen_queue_requests=f_num_pending_reopen_queue_requests,
+        domains=f_domains,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2695,48 +2806,48 @@ def _dec_DomainInfo(d: object, path: str, depth: int) -> DomainInfo:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("configJson")
     if x is None:
-        config_json = ""
+        f_config_json = ""
         absent.append("configJson")
     else:
-        config_json = _j.dec_str(x, path, "configJson")
+        f_config_json = _j.dec_str(x, path, "configJson")
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     x = o.get("capacityMeter")
     if x is None:
-        capacity_meter = CapacityMeter()
+        f_capacity_meter = CapacityMeter()
         absent.append("capacityMeter")
     else:
-        capacity_meter = _dec_CapacityMeter(x, path + "." + "capacityMeter", depth + 1)
+        f_capacity_meter = _dec_CapacityMeter(x, path + "." + "capacityMeter", depth + 1)
     x = o.get("queueUris")
-    queue_uris: list[str] = []
+    f_queue_uris: list[str] = []
     if x is None:
         absent.append("queueUris")
     else:
         for i, item in enumerate(_j.arr(x, path, "queueUris")):
-            queue_uris.append(_j.dec_str(item, path, "queueUris[%d]" % i))
+            f_queue_uris.append(_j.dec_str(item, path, "queueUris[%d]" % i))
     x = o.get("storageContent")
     if x is None:
-        storage_content = StorageContent()
+        f_storage_content = StorageContent()
         absent.append("storageContent")
     else:
-        storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
+        f_storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
     return DomainInfo(
-        name=name,
-        config_json=config_json,
-        cluster_name=cluster_name,
-        capacity_meter=capacity_meter,
-        queue_uris=queue_uris,
-        storage_content=storage_content,
+        name=f_name,
+        config_json=f_config_json,
+        cluster_name=f_cluster_name,
+        capacity_meter=f_capacity_meter,
+        queue_uris=f_queue_uris,
+        storage_content=f_storage_content,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2756,14 +2867,16 @@ def _dec_StorageContent(d: object, path: str, depth: int) -> StorageContent:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("storages")
-    storages: list[StorageQueueInfo] = []
+    f_storages: list[StorageQueueInfo] = []
     if x is None:
         absent.append("storages")
     else:
         for i, item in enumerate(_j.arr(x, path, "storages")):
-            storages.append(_dec_StorageQueueInfo(item, path + "." + "storages[%d]" % i, depth + 1))
+            f_storages.append(
+                _dec_StorageQueueInfo(item, path + "." + "storages[%d]" % i, depth + 1)
+            )
     return StorageContent(
-        storages=storages,
+        storages=f_storages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2814,54 +2927,56 @@ def _dec_StorageQueueInfo(d: object, path: str, depth: int) -> StorageQueueInfo:
     absent: list[str] = []
     x = o.get("queueUri")
     if x is None:
-        queue_uri = ""
+        f_queue_uri = ""
         absent.append("queueUri")
     else:
-        queue_uri = _j.dec_str(x, path, "queueUri")
+        f_queue_uri = _j.dec_str(x, path, "queueUri")
     x = o.get("queueKey")
     if x is None:
-        queue_key = ""
+        f_queue_key = ""
         absent.append("queueKey")
     else:
-        queue_key = _j.dec_str(x, path, "queueKey")
+        f_queue_key = _j.dec_str(x, path, "queueKey")
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numMessages")
+        f_num_messages = _j.dec_int(
+            x, -9223372036854775808, 9223372036854775807, path, "numMessages"
+        )
     x = o.get("numBytes")
     if x is None:
-        num_bytes = 0
+        f_num_bytes = 0
         absent.append("numBytes")
     else:
-        num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
+        f_num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
     x = o.get("isPersistent")
     if x is None:
-        is_persistent = False
+        f_is_persistent = False
         absent.append("isPersistent")
     else:
-        is_persistent = _j.dec_bool(x, path, "isPersistent")
+        f_is_persistent = _j.dec_bool(x, path, "isPersistent")
     x = o.get("internalQueueId")
     if x is None:
-        internal_queue_id = 0
+        f_internal_queue_id = 0
         absent.append("internalQueueId")
     else:
-        internal_queue_id = _j.dec_int(x, 0, 4294967295, path, "internalQueueId")
+        f_internal_queue_id = _j.dec_int(x, 0, 4294967295, path, "internalQueueId")
     return StorageQueueInfo(
-        queue_uri=queue_uri,
-        queue_key=queue_key,
-        partition_id=partition_id,
-        num_messages=num_messages,
-        num_bytes=num_bytes,
-        is_persistent=is_persistent,
-        internal_queue_id=internal_queue_id,
+        queue_uri=f_queue_uri,
+        queue_key=f_queue_key,
+        partition_id=f_partition_id,
+        num_messages=f_num_messages,
+        num_bytes=f_num_bytes,
+        is_persistent=f_is_persistent,
+        internal_queue_id=f_internal_queue_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2882,17 +2997,17 @@ def _dec_QueueInternals(d: object, path: str, depth: int) -> QueueInternals:
     absent: list[str] = []
     x = o.get("state")
     if x is None:
-        state = QueueState()
+        f_state = QueueState()
         absent.append("state")
     else:
-        state = _dec_QueueState(x, path + "." + "state", depth + 1)
+        f_state = _dec_QueueState(x, path + "." + "state", depth + 1)
     x = o.get("queue")
     if x is None:
         raise DecodeError("missing required element", path=path + ".queue")
-    queue = _dec_Queue(x, path + "." + "queue", depth + 1)
+    f_queue = _dec_Queue(x, path + "." + "queue", depth + 1)
     return QueueInternals(
-        state=state,
-        queue=queue,
+        state=f_state,
+        queue=f_queue,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2950,50 +3065,52 @@ def _dec_RemoteQueue(d: object, path: str, depth: int) -> RemoteQueue:
     absent: list[str] = []
     x = o.get("numPendingPuts")
     if x is None:
-        num_pending_puts = 0
+        f_num_pending_puts = 0
         absent.append("numPendingPuts")
     else:
-        num_pending_puts = _j.dec_int(
+        f_num_pending_puts = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numPendingPuts"
         )
     x = o.get("numPendingConfirms")
     if x is None:
-        num_pending_confirms = 0
+        f_num_pending_confirms = 0
         absent.append("numPendingConfirms")
     else:
-        num_pending_confirms = _j.dec_int(
+        f_num_pending_confirms = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numPendingConfirms"
         )
     x = o.get("isPushExpirationTimerScheduled")
     if x is None:
-        is_push_expiration_timer_scheduled = False
+        f_is_push_expiration_timer_scheduled = False
         absent.append("isPushExpirationTimerScheduled")
     else:
-        is_push_expiration_timer_scheduled = _j.dec_bool(x, path, "isPushExpirationTimerScheduled")
+        f_is_push_expiration_timer_scheduled = _j.dec_bool(
+            x, path, "isPushExpirationTimerScheduled"
+        )
     x = o.get("numUpstreamGeneration")
     if x is None:
-        num_upstream_generation = 0
+        f_num_upstream_generation = 0
         absent.append("numUpstreamGeneration")
     else:
-        num_upstream_generation = _j.dec_int(x, 0, 4294967295, path, "numUpstreamGeneration")
+        f_num_upstream_generation = _j.dec_int(x, 0, 4294967295, path, "numUpstreamGeneration")
     x = o.get("streams")
-    streams: list[RemoteStreamInfo] = []
+    f_streams: list[RemoteStreamInfo] = []
     if x is None:
         absent.append("streams")
     else:
         for i, item in enumerate(_j.arr(x, path, "streams")):
-            streams.append(_dec_RemoteStreamInfo(item, path + "." + "streams[%d]" % i, depth + 1))
+            f_streams.append(_dec_RemoteStreamInfo(item, path + "." + "streams[%d]" % i, depth + 1))
     x = o.get("queueEngine")
     if x is None:
         raise DecodeError("missing required element", path=path + ".queueEngine")
-    queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
+    f_queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
     return RemoteQueue(
-        num_pending_puts=num_pending_puts,
-        num_pending_confirms=num_pending_confirms,
-        is_push_expiration_timer_scheduled=is_push_expiration_timer_scheduled,
-        num_upstream_generation=num_upstream_generation,
-        streams=streams,
-        queue_engine=queue_engine,
+        num_pending_puts=f_num_pending_puts,
+        num_pending_confirms=f_num_pending_confirms,
+        is_push_expiration_timer_scheduled=f_is_push_expiration_timer_scheduled,
+        num_upstream_generation=f_num_upstream_generation,
+        streams=f_streams,
+        queue_engine=f_queue_engine,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3022,26 +3139,26 @@ def _dec_RemoteStreamInfo(d: object, path: str, depth: int) -> RemoteStreamInfo:
     absent: list[str] = []
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
+        f_id = _j.dec_int(x, -2147483648, 2147483647, path, "id")
     x = o.get("state")
     if x is None:
-        state = ""
+        f_state = ""
         absent.append("state")
     else:
-        state = _j.dec_str(x, path, "state")
+        f_state = _j.dec_str(x, path, "state")
     x = o.get("genCount")
     if x is None:
-        gen_count = 0
+        f_gen_count = 0
         absent.append("genCount")
     else:
-        gen_count = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "genCount")
+        f_gen_count = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "genCount")
     return RemoteStreamInfo(
-        id=id,
-        state=state,
-        gen_count=gen_count,
+        id=f_id,
+        state=f_state,
+        gen_count=f_gen_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3061,9 +3178,9 @@ def _dec_LocalQueue(d: object, path: str, depth: int) -> LocalQueue:
     x = o.get("queueEngine")
     if x is None:
         raise DecodeError("missing required element", path=path + ".queueEngine")
-    queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
+    f_queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
     return LocalQueue(
-        queue_engine=queue_engine,
+        queue_engine=f_queue_engine,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3071,7 +3188,8 @@ def _dec_LocalQueue(d: object, path: str, depth: int) -> LocalQueue:
 def _enc_QueueEngine(v: QueueEngine) -> str:
     if not isinstance(v, QueueEngine):
         raise EncodeError(f"expected a QueueEngine, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.fanout is not None) + (v.relay is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.fanout is not None:
         out.append('"fanout":' + _enc_FanoutQueueEngine(v.fanout))
@@ -3083,10 +3201,10 @@ def _enc_QueueEngine(v: QueueEngine) -> str:
 def _dec_QueueEngine(d: object, path: str, depth: int) -> QueueEngine:
     o = _j.obj(d, path, depth)
     x = o.get("fanout")
-    fanout = None if x is None else _dec_FanoutQueueEngine(x, path + "." + "fanout", depth + 1)
+    f_fanout = None if x is None else _dec_FanoutQueueEngine(x, path + "." + "fanout", depth + 1)
     x = o.get("relay")
-    relay = None if x is None else _dec_RelayQueueEngine(x, path + "." + "relay", depth + 1)
-    chosen = (fanout is not None) + (relay is not None)
+    f_relay = None if x is None else _dec_RelayQueueEngine(x, path + "." + "relay", depth + 1)
+    chosen = (f_fanout is not None) + (f_relay is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -3094,8 +3212,8 @@ def _dec_QueueEngine(d: object, path: str, depth: int) -> QueueEngine:
             path=path,
         )
     return QueueEngine(
-        fanout=fanout,
-        relay=relay,
+        fanout=f_fanout,
+        relay=f_relay,
     )
 
 
@@ -3126,36 +3244,36 @@ def _dec_FanoutQueueEngine(d: object, path: str, depth: int) -> FanoutQueueEngin
     absent: list[str] = []
     x = o.get("maxConsumers")
     if x is None:
-        max_consumers = 0
+        f_max_consumers = 0
         absent.append("maxConsumers")
     else:
-        max_consumers = _j.dec_int(x, 0, 4294967295, path, "maxConsumers")
+        f_max_consumers = _j.dec_int(x, 0, 4294967295, path, "maxConsumers")
     x = o.get("mode")
     if x is None:
-        mode = ""
+        f_mode = ""
         absent.append("mode")
     else:
-        mode = _j.dec_str(x, path, "mode")
+        f_mode = _j.dec_str(x, path, "mode")
     x = o.get("consumerStates")
-    consumer_states: list[ConsumerState] = []
+    f_consumer_states: list[ConsumerState] = []
     if x is None:
         absent.append("consumerStates")
     else:
         for i, item in enumerate(_j.arr(x, path, "consumerStates")):
-            consumer_states.append(
+            f_consumer_states.append(
                 _dec_ConsumerState(item, path + "." + "consumerStates[%d]" % i, depth + 1)
             )
     x = o.get("Routing")
     if x is None:
-        routing = Routing()
+        f_routing = Routing()
         absent.append("Routing")
     else:
-        routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
+        f_routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
     return FanoutQueueEngine(
-        max_consumers=max_consumers,
-        mode=mode,
-        consumer_states=consumer_states,
-        routing=routing,
+        max_consumers=f_max_consumers,
+        mode=f_mode,
+        consumer_states=f_consumer_states,
+        routing=f_routing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3179,16 +3297,16 @@ def _dec_Routing(d: object, path: str, depth: int) -> Routing:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("subscriptionGroups")
-    subscription_groups: list[SubscriptionGroup] = []
+    f_subscription_groups: list[SubscriptionGroup] = []
     if x is None:
         absent.append("subscriptionGroups")
     else:
         for i, item in enumerate(_j.arr(x, path, "subscriptionGroups")):
-            subscription_groups.append(
+            f_subscription_groups.append(
                 _dec_SubscriptionGroup(item, path + "." + "subscriptionGroups[%d]" % i, depth + 1)
             )
     return Routing(
-        subscription_groups=subscription_groups,
+        subscription_groups=f_subscription_groups,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3219,31 +3337,31 @@ def _dec_SubscriptionGroup(d: object, path: str, depth: int) -> SubscriptionGrou
     absent: list[str] = []
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, 0, 4294967295, path, "id")
+        f_id = _j.dec_int(x, 0, 4294967295, path, "id")
     x = o.get("expression")
     if x is None:
-        expression = ""
+        f_expression = ""
         absent.append("expression")
     else:
-        expression = _j.dec_str(x, path, "expression")
+        f_expression = _j.dec_str(x, path, "expression")
     x = o.get("upstreamSubQueueId")
     if x is None:
-        upstream_sub_queue_id = 0
+        f_upstream_sub_queue_id = 0
         absent.append("upstreamSubQueueId")
     else:
-        upstream_sub_queue_id = _j.dec_int(x, 0, 4294967295, path, "upstreamSubQueueId")
+        f_upstream_sub_queue_id = _j.dec_int(x, 0, 4294967295, path, "upstreamSubQueueId")
     x = o.get("priorityGroup")
-    priority_group = (
+    f_priority_group = (
         None if x is None else _dec_PriorityGroup(x, path + "." + "priorityGroup", depth + 1)
     )
     return SubscriptionGroup(
-        id=id,
-        expression=expression,
-        upstream_sub_queue_id=upstream_sub_queue_id,
-        priority_group=priority_group,
+        id=f_id,
+        expression=f_expression,
+        upstream_sub_queue_id=f_upstream_sub_queue_id,
+        priority_group=f_priority_group,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3268,22 +3386,22 @@ def _dec_PriorityGroup(d: object, path: str, depth: int) -> PriorityGroup:
     absent: list[str] = []
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, 0, 4294967295, path, "id")
+        f_id = _j.dec_int(x, 0, 4294967295, path, "id")
     x = o.get("highestSubscriptions")
-    highest_subscriptions: list[Subscription] = []
+    f_highest_subscriptions: list[Subscription] = []
     if x is None:
         absent.append("highestSubscriptions")
     else:
         for i, item in enumerate(_j.arr(x, path, "highestSubscriptions")):
-            highest_subscriptions.append(
+            f_highest_subscriptions.append(
                 _dec_Subscription(item, path + "." + "highestSubscriptions[%d]" % i, depth + 1)
             )
     return PriorityGroup(
-        id=id,
-        highest_subscriptions=highest_subscriptions,
+        id=f_id,
+        highest_subscriptions=f_highest_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3312,26 +3430,28 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
     absent: list[str] = []
     x = o.get("downstreamSubscriptionId")
     if x is None:
-        downstream_subscription_id = 0
+        f_downstream_subscription_id = 0
         absent.append("downstreamSubscriptionId")
     else:
-        downstream_subscription_id = _j.dec_int(x, 0, 4294967295, path, "downstreamSubscriptionId")
+        f_downstream_subscription_id = _j.dec_int(
+            x, 0, 4294967295, path, "downstreamSubscriptionId"
+        )
     x = o.get("consumer")
     if x is None:
-        consumer = ConsumerInfo()
+        f_consumer = ConsumerInfo()
         absent.append("consumer")
     else:
-        consumer = _dec_ConsumerInfo(x, path + "." + "consumer", depth + 1)
+        f_consumer = _dec_ConsumerInfo(x, path + "." + "consumer", depth + 1)
     x = o.get("subscriber")
     if x is None:
-        subscriber = Subscriber()
+        f_subscriber = Subscriber()
         absent.append("subscriber")
     else:
-        subscriber = _dec_Subscriber(x, path + "." + "subscriber", depth + 1)
+        f_subscriber = _dec_Subscriber(x, path + "." + "subscriber", depth + 1)
     return Subscription(
-        downstream_subscription_id=downstream_subscription_id,
-        consumer=consumer,
-        subscriber=subscriber,
+        downstream_subscription_id=f_downstream_subscription_id,
+        consumer=f_consumer,
+        subscriber=f_subscriber,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3359,14 +3479,14 @@ def _dec_Subscriber(d: object, path: str, depth: int) -> Subscriber:
     absent: list[str] = []
     x = o.get("downstreamSubQueueId")
     if x is None:
-        downstream_sub_queue_id = 0
+        f_downstream_sub_queue_id = 0
         absent.append("downstreamSubQueueId")
     else:
-        downstream_sub_queue_id = _j.dec_int(
+        f_downstream_sub_queue_id = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "downstreamSubQueueId"
         )
     return Subscriber(
-        downstream_sub_queue_id=downstream_sub_queue_id,
+        downstream_sub_queue_id=f_downstream_sub_queue_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3419,39 +3539,39 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
     absent: list[str] = []
     x = o.get("maxUnconfirmedMessages")
     if x is None:
-        max_unconfirmed_messages = 0
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
     else:
-        max_unconfirmed_messages = _j.dec_int(
+        f_max_unconfirmed_messages = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
         )
     x = o.get("maxUnconfirmedBytes")
     if x is None:
-        max_unconfirmed_bytes = 0
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
     else:
-        max_unconfirmed_bytes = _j.dec_int(
+        f_max_unconfirmed_bytes = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
         )
     x = o.get("consumerPriority")
     if x is None:
-        consumer_priority = 0
+        f_consumer_priority = 0
         absent.append("consumerPriority")
     else:
-        consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
+        f_consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
     x = o.get("consumerPriorityCount")
     if x is None:
-        consumer_priority_count = 0
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     else:
-        consumer_priority_count = _j.dec_int(
+        f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
     return ConsumerInfo(
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3471,14 +3591,16 @@ def _dec_RoundRobinRouter(d: object, path: str, depth: int) -> RoundRobinRouter:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("consumers")
-    consumers: list[RouterConsumer] = []
+    f_consumers: list[RouterConsumer] = []
     if x is None:
         absent.append("consumers")
     else:
         for i, item in enumerate(_j.arr(x, path, "consumers")):
-            consumers.append(_dec_RouterConsumer(item, path + "." + "consumers[%d]" % i, depth + 1))
+            f_consumers.append(
+                _dec_RouterConsumer(item, path + "." + "consumers[%d]" % i, depth + 1)
+            )
     return RoundRobinRouter(
-        consumers=consumers,
+        consumers=f_consumers,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3519,35 +3641,35 @@ def _dec_MessageGroupIdHelper(d: object, path: str, depth: int) -> MessageGroupI
     absent: list[str] = []
     x = o.get("timeoutNanoseconds")
     if x is None:
-        timeout_nanoseconds = 0
+        f_timeout_nanoseconds = 0
         absent.append("timeoutNanoseconds")
     else:
-        timeout_nanoseconds = _j.dec_int(
+        f_timeout_nanoseconds = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "timeoutNanoseconds"
         )
     x = o.get("maxMsgGroupIds")
     if x is None:
-        max_msg_group_ids = 0
+        f_max_msg_group_ids = 0
         absent.append("maxMsgGroupIds")
     else:
-        max_msg_group_ids = _j.dec_int(x, -2147483648, 2147483647, path, "maxMsgGroupIds")
+        f_max_msg_group_ids = _j.dec_int(x, -2147483648, 2147483647, path, "maxMsgGroupIds")
     x = o.get("isRebalanceOn")
     if x is None:
-        is_rebalance_on = False
+        f_is_rebalance_on = False
         absent.append("isRebalanceOn")
     else:
-        is_rebalance_on = _j.dec_bool(x, path, "isRebalanceOn")
+        f_is_rebalance_on = _j.dec_bool(x, path, "isRebalanceOn")
     x = o.get("status")
     if x is None:
-        status = MessageGroupIdManagerIndex()
+        f_status = MessageGroupIdManagerIndex()
         absent.append("status")
     else:
-        status = _dec_MessageGroupIdManagerIndex(x, path + "." + "status", depth + 1)
+        f_status = _dec_MessageGroupIdManagerIndex(x, path + "." + "status", depth + 1)
     return MessageGroupIdHelper(
-        timeout_nanoseconds=timeout_nanoseconds,
-        max_msg_group_ids=max_msg_group_ids,
-        is_rebalance_on=is_rebalance_on,
-        status=status,
+        timeout_nanoseconds=f_timeout_nanoseconds,
+        max_msg_group_ids=f_max_msg_group_ids,
+        is_rebalance_on=f_is_rebalance_on,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3582,30 +3704,30 @@ def _dec_MessageGroupIdManagerIndex(d: object, path: str, depth: int) -> Message
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("leastRecentlyUsedGroupIds")
-    least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] = []
+    f_least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] = []
     if x is None:
         absent.append("leastRecentlyUsedGroupIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "leastRecentlyUsedGroupIds")):
-            least_recently_used_group_ids.append(
+            f_least_recently_used_group_ids.append(
                 _dec_LeastRecentlyUsedGroupId(
                     item, path + "." + "leastRecentlyUsedGroupIds[%d]" % i, depth + 1
                 )
             )
     x = o.get("numMsgGroupsPerClient")
-    num_msg_groups_per_client: list[ClientMsgGroupsCount] = []
+    f_num_msg_groups_per_client: list[ClientMsgGroupsCount] = []
     if x is None:
         absent.append("numMsgGroupsPerClient")
     else:
         for i, item in enumerate(_j.arr(x, path, "numMsgGroupsPerClient")):
-            num_msg_groups_per_client.append(
+            f_num_msg_groups_per_client.append(
                 _dec_ClientMsgGroupsCount(
                     item, path + "." + "numMsgGroupsPerClient[%d]" % i, depth + 1
                 )
             )
     return MessageGroupIdManagerIndex(
-        least_recently_used_group_ids=least_recently_used_group_ids,
-        num_msg_groups_per_client=num_msg_groups_per_client,
+        least_recently_used_group_ids=f_least_recently_used_group_ids,
+        num_msg_groups_per_client=f_num_msg_groups_per_client,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3633,33 +3755,33 @@ def _dec_RouterConsumer(d: object, path: str, depth: int) -> RouterConsumer:
     absent: list[str] = []
     x = o.get("priority")
     if x is None:
-        priority = 0
+        f_priority = 0
         absent.append("priority")
     else:
-        priority = _j.dec_int(x, -2147483648, 2147483647, path, "priority")
+        f_priority = _j.dec_int(x, -2147483648, 2147483647, path, "priority")
     x = o.get("queueHandle")
     if x is None:
-        queue_handle = QueueHandle()
+        f_queue_handle = QueueHandle()
         absent.append("queueHandle")
     else:
-        queue_handle = _dec_QueueHandle(x, path + "." + "queueHandle", depth + 1)
+        f_queue_handle = _dec_QueueHandle(x, path + "." + "queueHandle", depth + 1)
     x = o.get("count")
     if x is None:
-        count = 0
+        f_count = 0
         absent.append("count")
     else:
-        count = _j.dec_int(x, 0, 4294967295, path, "count")
+        f_count = _j.dec_int(x, 0, 4294967295, path, "count")
     x = o.get("expression")
     if x is None:
-        expression = ""
+        f_expression = ""
         absent.append("expression")
     else:
-        expression = _j.dec_str(x, path, "expression")
+        f_expression = _j.dec_str(x, path, "expression")
     return RouterConsumer(
-        priority=priority,
-        queue_handle=queue_handle,
-        count=count,
-        expression=expression,
+        priority=f_priority,
+        queue_handle=f_queue_handle,
+        count=f_count,
+        expression=f_expression,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3694,37 +3816,37 @@ def _dec_RelayQueueEngine(d: object, path: str, depth: int) -> RelayQueueEngine:
     absent: list[str] = []
     x = o.get("numSubstreams")
     if x is None:
-        num_substreams = 0
+        f_num_substreams = 0
         absent.append("numSubstreams")
     else:
-        num_substreams = _j.dec_int(x, 0, 4294967295, path, "numSubstreams")
+        f_num_substreams = _j.dec_int(x, 0, 4294967295, path, "numSubstreams")
     x = o.get("subStreams")
-    sub_streams: list[RelayQueueEngineSubStream] = []
+    f_sub_streams: list[RelayQueueEngineSubStream] = []
     if x is None:
         absent.append("subStreams")
     else:
         for i, item in enumerate(_j.arr(x, path, "subStreams")):
-            sub_streams.append(
+            f_sub_streams.append(
                 _dec_RelayQueueEngineSubStream(item, path + "." + "subStreams[%d]" % i, depth + 1)
             )
     x = o.get("appStates")
-    app_states: list[AppState] = []
+    f_app_states: list[AppState] = []
     if x is None:
         absent.append("appStates")
     else:
         for i, item in enumerate(_j.arr(x, path, "appStates")):
-            app_states.append(_dec_AppState(item, path + "." + "appStates[%d]" % i, depth + 1))
+            f_app_states.append(_dec_AppState(item, path + "." + "appStates[%d]" % i, depth + 1))
     x = o.get("Routing")
     if x is None:
-        routing = Routing()
+        f_routing = Routing()
         absent.append("Routing")
     else:
-        routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
+        f_routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
     return RelayQueueEngine(
-        num_substreams=num_substreams,
-        sub_streams=sub_streams,
-        app_states=app_states,
-        routing=routing,
+        num_substreams=f_num_substreams,
+        sub_streams=f_sub_streams,
+        app_states=f_app_states,
+        routing=f_routing,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3751,26 +3873,26 @@ def _dec_RelayQueueEngineSubStream(d: object, path: str, depth: int) -> RelayQue
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("appKey")
     if x is None:
-        app_key = ""
+        f_app_key = ""
         absent.append("appKey")
     else:
-        app_key = _j.dec_str(x, path, "appKey")
+        f_app_key = _j.dec_str(x, path, "appKey")
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
+        f_num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
     return RelayQueueEngineSubStream(
-        app_id=app_id,
-        app_key=app_key,
-        num_messages=num_messages,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages=f_num_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3816,63 +3938,63 @@ def _dec_QueueState(d: object, path: str, depth: int) -> QueueState:
     absent: list[str] = []
     x = o.get("uri")
     if x is None:
-        uri = ""
+        f_uri = ""
         absent.append("uri")
     else:
-        uri = _j.dec_str(x, path, "uri")
+        f_uri = _j.dec_str(x, path, "uri")
     x = o.get("handleParametersJson")
     if x is None:
-        handle_parameters_json = ""
+        f_handle_parameters_json = ""
         absent.append("handleParametersJson")
     else:
-        handle_parameters_json = _j.dec_str(x, path, "handleParametersJson")
+        f_handle_parameters_json = _j.dec_str(x, path, "handleParametersJson")
     x = o.get("streamParametersJson")
     if x is None:
-        stream_parameters_json = ""
+        f_stream_parameters_json = ""
         absent.append("streamParametersJson")
     else:
-        stream_parameters_json = _j.dec_str(x, path, "streamParametersJson")
+        f_stream_parameters_json = _j.dec_str(x, path, "streamParametersJson")
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, 0, 4294967295, path, "id")
+        f_id = _j.dec_int(x, 0, 4294967295, path, "id")
     x = o.get("key")
     if x is None:
-        key = ""
+        f_key = ""
         absent.append("key")
     else:
-        key = _j.dec_str(x, path, "key")
+        f_key = _j.dec_str(x, path, "key")
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("storage")
-    storage = None if x is None else _dec_QueueStorage(x, path + "." + "storage", depth + 1)
+    f_storage = None if x is None else _dec_QueueStorage(x, path + "." + "storage", depth + 1)
     x = o.get("capacityMeter")
-    capacity_meter = (
+    f_capacity_meter = (
         None if x is None else _dec_CapacityMeter(x, path + "." + "capacityMeter", depth + 1)
     )
     x = o.get("handles")
-    handles: list[QueueHandle] = []
+    f_handles: list[QueueHandle] = []
     if x is None:
         absent.append("handles")
     else:
         for i, item in enumerate(_j.arr(x, path, "handles")):
-            handles.append(_dec_QueueHandle(item, path + "." + "handles[%d]" % i, depth + 1))
+            f_handles.append(_dec_QueueHandle(item, path + "." + "handles[%d]" % i, depth + 1))
     return QueueState(
-        uri=uri,
-        handle_parameters_json=handle_parameters_json,
-        stream_parameters_json=stream_parameters_json,
-        id=id,
-        key=key,
-        partition_id=partition_id,
-        storage=storage,
-        capacity_meter=capacity_meter,
-        handles=handles,
+        uri=f_uri,
+        handle_parameters_json=f_handle_parameters_json,
+        stream_parameters_json=f_stream_parameters_json,
+        id=f_id,
+        key=f_key,
+        partition_id=f_partition_id,
+        storage=f_storage,
+        capacity_meter=f_capacity_meter,
+        handles=f_handles,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3953,72 +4075,74 @@ def _dec_CapacityMeter(d: object, path: str, depth: int) -> CapacityMeter:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("isDisabled")
     if x is None:
-        is_disabled = False
+        f_is_disabled = False
         absent.append("isDisabled")
     else:
-        is_disabled = _j.dec_bool(x, path, "isDisabled")
+        f_is_disabled = _j.dec_bool(x, path, "isDisabled")
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numMessages")
+        f_num_messages = _j.dec_int(
+            x, -9223372036854775808, 9223372036854775807, path, "numMessages"
+        )
     x = o.get("messageCapacity")
     if x is None:
-        message_capacity = 0
+        f_message_capacity = 0
         absent.append("messageCapacity")
     else:
-        message_capacity = _j.dec_int(
+        f_message_capacity = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "messageCapacity"
         )
     x = o.get("numMessagesReserved")
     if x is None:
-        num_messages_reserved = 0
+        f_num_messages_reserved = 0
         absent.append("numMessagesReserved")
     else:
-        num_messages_reserved = _j.dec_int(
+        f_num_messages_reserved = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numMessagesReserved"
         )
     x = o.get("numBytes")
     if x is None:
-        num_bytes = 0
+        f_num_bytes = 0
         absent.append("numBytes")
     else:
-        num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
+        f_num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
     x = o.get("byteCapacity")
     if x is None:
-        byte_capacity = 0
+        f_byte_capacity = 0
         absent.append("byteCapacity")
     else:
-        byte_capacity = _j.dec_int(
+        f_byte_capacity = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "byteCapacity"
         )
     x = o.get("numBytesReserved")
     if x is None:
-        num_bytes_reserved = 0
+        f_num_bytes_reserved = 0
         absent.append("numBytesReserved")
     else:
-        num_bytes_reserved = _j.dec_int(
+        f_num_bytes_reserved = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numBytesReserved"
         )
     x = o.get("parent")
-    parent = None if x is None else _dec_CapacityMeter(x, path + "." + "parent", depth + 1)
+    f_parent = None if x is None else _dec_CapacityMeter(x, path + "." + "parent", depth + 1)
     return CapacityMeter(
-        name=name,
-        is_disabled=is_disabled,
-        num_messages=num_messages,
-        message_capacity=message_capacity,
-        num_messages_reserved=num_messages_reserved,
-        num_bytes=num_bytes,
-        byte_capacity=byte_capacity,
-        num_bytes_reserved=num_bytes_reserved,
-        parent=parent,
+        name=f_name,
+        is_disabled=f_is_disabled,
+        num_messages=f_num_messages,
+        message_capacity=f_message_capacity,
+        num_messages_reserved=f_num_messages_reserved,
+        num_bytes=f_num_bytes,
+        byte_capacity=f_byte_capacity,
+        num_bytes_reserved=f_num_bytes_reserved,
+        parent=f_parent,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4052,36 +4176,36 @@ def _dec_QueueHandle(d: object, path: str, depth: int) -> QueueHandle:
     absent: list[str] = []
     x = o.get("clientDescription")
     if x is None:
-        client_description = ""
+        f_client_description = ""
         absent.append("clientDescription")
     else:
-        client_description = _j.dec_str(x, path, "clientDescription")
+        f_client_description = _j.dec_str(x, path, "clientDescription")
     x = o.get("parametersJson")
     if x is None:
-        parameters_json = ""
+        f_parameters_json = ""
         absent.append("parametersJson")
     else:
-        parameters_json = _j.dec_str(x, path, "parametersJson")
+        f_parameters_json = _j.dec_str(x, path, "parametersJson")
     x = o.get("isClientClusterMember")
     if x is None:
-        is_client_cluster_member = False
+        f_is_client_cluster_member = False
         absent.append("isClientClusterMember")
     else:
-        is_client_cluster_member = _j.dec_bool(x, path, "isClientClusterMember")
+        f_is_client_cluster_member = _j.dec_bool(x, path, "isClientClusterMember")
     x = o.get("subStreams")
-    sub_streams: list[QueueHandleSubStream] = []
+    f_sub_streams: list[QueueHandleSubStream] = []
     if x is None:
         absent.append("subStreams")
     else:
         for i, item in enumerate(_j.arr(x, path, "subStreams")):
-            sub_streams.append(
+            f_sub_streams.append(
                 _dec_QueueHandleSubStream(item, path + "." + "subStreams[%d]" % i, depth + 1)
             )
     return QueueHandle(
-        client_description=client_description,
-        parameters_json=parameters_json,
-        is_client_cluster_member=is_client_cluster_member,
-        sub_streams=sub_streams,
+        client_description=f_client_description,
+        parameters_json=f_parameters_json,
+        is_client_cluster_member=f_is_client_cluster_member,
+        sub_streams=f_sub_streams,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4211,94 +4335,96 @@ def _dec_ResourceUsageMonitor(d: object, path: str, depth: int) -> ResourceUsage
     absent: list[str] = []
     x = o.get("state")
     if x is None:
-        state = ResourceUsageMonitorState.STATE_NORMAL
+        f_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("state")
     else:
-        state = _j.dec_enum(x, ResourceUsageMonitorState, path, "state")
+        f_state = _j.dec_enum(x, ResourceUsageMonitorState, path, "state")
     x = o.get("messagesState")
     if x is None:
-        messages_state = ResourceUsageMonitorState.STATE_NORMAL
+        f_messages_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("messagesState")
     else:
-        messages_state = _j.dec_enum(x, ResourceUsageMonitorState, path, "messagesState")
+        f_messages_state = _j.dec_enum(x, ResourceUsageMonitorState, path, "messagesState")
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numMessages")
+        f_num_messages = _j.dec_int(
+            x, -9223372036854775808, 9223372036854775807, path, "numMessages"
+        )
     x = o.get("messagesLowWatermarkRatio")
     if x is None:
-        messages_low_watermark_ratio = 0
+        f_messages_low_watermark_ratio = 0
         absent.append("messagesLowWatermarkRatio")
     else:
-        messages_low_watermark_ratio = _j.dec_int(
+        f_messages_low_watermark_ratio = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "messagesLowWatermarkRatio"
         )
     x = o.get("messagesHighWatermarkRatio")
     if x is None:
-        messages_high_watermark_ratio = 0
+        f_messages_high_watermark_ratio = 0
         absent.append("messagesHighWatermarkRatio")
     else:
-        messages_high_watermark_ratio = _j.dec_int(
+        f_messages_high_watermark_ratio = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "messagesHighWatermarkRatio"
         )
     x = o.get("messagesCapacity")
     if x is None:
-        messages_capacity = 0
+        f_messages_capacity = 0
         absent.append("messagesCapacity")
     else:
-        messages_capacity = _j.dec_int(
+        f_messages_capacity = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "messagesCapacity"
         )
     x = o.get("bytesState")
     if x is None:
-        bytes_state = ResourceUsageMonitorState.STATE_NORMAL
+        f_bytes_state = ResourceUsageMonitorState.STATE_NORMAL
         absent.append("bytesState")
     else:
-        bytes_state = _j.dec_enum(x, ResourceUsageMonitorState, path, "bytesState")
+        f_bytes_state = _j.dec_enum(x, ResourceUsageMonitorState, path, "bytesState")
     x = o.get("numBytes")
     if x is None:
-        num_bytes = 0
+        f_num_bytes = 0
         absent.append("numBytes")
     else:
-        num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
+        f_num_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "numBytes")
     x = o.get("bytesLowWatermarkRatio")
     if x is None:
-        bytes_low_watermark_ratio = 0
+        f_bytes_low_watermark_ratio = 0
         absent.append("bytesLowWatermarkRatio")
     else:
-        bytes_low_watermark_ratio = _j.dec_int(
+        f_bytes_low_watermark_ratio = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "bytesLowWatermarkRatio"
         )
     x = o.get("bytesHighWatermarkRatio")
     if x is None:
-        bytes_high_watermark_ratio = 0
+        f_bytes_high_watermark_ratio = 0
         absent.append("bytesHighWatermarkRatio")
     else:
-        bytes_high_watermark_ratio = _j.dec_int(
+        f_bytes_high_watermark_ratio = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "bytesHighWatermarkRatio"
         )
     x = o.get("bytesCapacity")
     if x is None:
-        bytes_capacity = 0
+        f_bytes_capacity = 0
         absent.append("bytesCapacity")
     else:
-        bytes_capacity = _j.dec_int(
+        f_bytes_capacity = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "bytesCapacity"
         )
     return ResourceUsageMonitor(
-        state=state,
-        messages_state=messages_state,
-        num_messages=num_messages,
-        messages_low_watermark_ratio=messages_low_watermark_ratio,
-        messages_high_watermark_ratio=messages_high_watermark_ratio,
-        messages_capacity=messages_capacity,
-        bytes_state=bytes_state,
-        num_bytes=num_bytes,
-        bytes_low_watermark_ratio=bytes_low_watermark_ratio,
-        bytes_high_watermark_ratio=bytes_high_watermark_ratio,
-        bytes_capacity=bytes_capacity,
+        state=f_state,
+        messages_state=f_messages_state,
+        num_messages=f_num_messages,
+        messages_low_watermark_ratio=f_messages_low_watermark_ratio,
+        messages_high_watermark_ratio=f_messages_high_watermark_ratio,
+        messages_capacity=f_messages_capacity,
+        bytes_state=f_bytes_state,
+        num_bytes=f_num_bytes,
+        bytes_low_watermark_ratio=f_bytes_low_watermark_ratio,
+        bytes_high_watermark_ratio=f_bytes_high_watermark_ratio,
+        bytes_capacity=f_bytes_capacity,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4333,30 +4459,30 @@ def _dec_QueueContents(d: object, path: str, depth: int) -> QueueContents:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("messages")
-    messages: list[Message] = []
+    f_messages: list[Message] = []
     if x is None:
         absent.append("messages")
     else:
         for i, item in enumerate(_j.arr(x, path, "messages")):
-            messages.append(_dec_Message(item, path + "." + "messages[%d]" % i, depth + 1))
+            f_messages.append(_dec_Message(item, path + "." + "messages[%d]" % i, depth + 1))
     x = o.get("offset")
     if x is None:
-        offset = 0
+        f_offset = 0
         absent.append("offset")
     else:
-        offset = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "offset")
+        f_offset = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "offset")
     x = o.get("totalQueueMessages")
     if x is None:
-        total_queue_messages = 0
+        f_total_queue_messages = 0
         absent.append("totalQueueMessages")
     else:
-        total_queue_messages = _j.dec_int(
+        f_total_queue_messages = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "totalQueueMessages"
         )
     return QueueContents(
-        messages=messages,
-        offset=offset,
-        total_queue_messages=total_queue_messages,
+        messages=f_messages,
+        offset=f_offset,
+        total_queue_messages=f_total_queue_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4376,14 +4502,14 @@ def _dec_ClusterList(d: object, path: str, depth: int) -> ClusterList:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("clusters")
-    clusters: list[ClusterInfo] = []
+    f_clusters: list[ClusterInfo] = []
     if x is None:
         absent.append("clusters")
     else:
         for i, item in enumerate(_j.arr(x, path, "clusters")):
-            clusters.append(_dec_ClusterInfo(item, path + "." + "clusters[%d]" % i, depth + 1))
+            f_clusters.append(_dec_ClusterInfo(item, path + "." + "clusters[%d]" % i, depth + 1))
     return ClusterList(
-        clusters=clusters,
+        clusters=f_clusters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4391,7 +4517,10 @@ def _dec_ClusterList(d: object, path: str, depth: int) -> ClusterList:
 def _enc_DomainsCommand(v: DomainsCommand) -> str:
     if not isinstance(v, DomainsCommand):
         raise EncodeError(f"expected a DomainsCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) + (v.resolver is not None) + (v.reconfigure is not None) + (
+        v.remove is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.domain is not None:
         out.append('"domain":' + _enc_Domain(v.domain))
@@ -4407,22 +4536,22 @@ def _enc_DomainsCommand(v: DomainsCommand) -> str:
 def _dec_DomainsCommand(d: object, path: str, depth: int) -> DomainsCommand:
     o = _j.obj(d, path, depth)
     x = o.get("domain")
-    domain = None if x is None else _dec_Domain(x, path + "." + "domain", depth + 1)
+    f_domain = None if x is None else _dec_Domain(x, path + "." + "domain", depth + 1)
     x = o.get("resolver")
-    resolver = (
+    f_resolver = (
         None if x is None else _dec_DomainResolverCommand(x, path + "." + "resolver", depth + 1)
     )
     x = o.get("reconfigure")
-    reconfigure = (
+    f_reconfigure = (
         None if x is None else _dec_DomainReconfigure(x, path + "." + "reconfigure", depth + 1)
     )
     x = o.get("remove")
-    remove = None if x is None else _dec_DomainRemove(x, path + "." + "remove", depth + 1)
+    f_remove = None if x is None else _dec_DomainRemove(x, path + "." + "remove", depth + 1)
     chosen = (
-        (domain is not None)
-        + (resolver is not None)
-        + (reconfigure is not None)
-        + (remove is not None)
+        (f_domain is not None)
+        + (f_resolver is not None)
+        + (f_reconfigure is not None)
+        + (f_remove is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4431,17 +4560,18 @@ def _dec_DomainsCommand(d: object, path: str, depth: int) -> DomainsCommand:
             path=path,
         )
     return DomainsCommand(
-        domain=domain,
-        resolver=resolver,
-        reconfigure=reconfigure,
-        remove=remove,
+        domain=f_domain,
+        resolver=f_resolver,
+        reconfigure=f_reconfigure,
+        remove=f_remove,
     )
 
 
 def _enc_DomainResolverCommand(v: DomainResolverCommand) -> str:
     if not isinstance(v, DomainResolverCommand):
         raise EncodeError(f"expected a DomainResolverCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.clear_cache is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.clear_cache is not None:
         out.append('"clearCache":' + _enc_ClearCache(v.clear_cache))
@@ -4451,8 +4581,8 @@ def _enc_DomainResolverCommand(v: DomainResolverCommand) -> str:
 def _dec_DomainResolverCommand(d: object, path: str, depth: int) -> DomainResolverCommand:
     o = _j.obj(d, path, depth)
     x = o.get("clearCache")
-    clear_cache = None if x is None else _dec_ClearCache(x, path + "." + "clearCache", depth + 1)
-    chosen = clear_cache is not None
+    f_clear_cache = None if x is None else _dec_ClearCache(x, path + "." + "clearCache", depth + 1)
+    chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -4460,14 +4590,15 @@ def _dec_DomainResolverCommand(d: object, path: str, depth: int) -> DomainResolv
             path=path,
         )
     return DomainResolverCommand(
-        clear_cache=clear_cache,
+        clear_cache=f_clear_cache,
     )
 
 
 def _enc_DomainReconfigure(v: DomainReconfigure) -> str:
     if not isinstance(v, DomainReconfigure):
         raise EncodeError(f"expected a DomainReconfigure, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.domain is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.domain is not None:
         out.append('"domain":' + _j.str_(v.domain, "DomainReconfigure.domain"))
@@ -4477,8 +4608,8 @@ def _enc_DomainReconfigure(v: DomainReconfigure) -> str:
 def _dec_DomainReconfigure(d: object, path: str, depth: int) -> DomainReconfigure:
     o = _j.obj(d, path, depth)
     x = o.get("domain")
-    domain = None if x is None else _j.dec_str(x, path, "domain")
-    chosen = domain is not None
+    f_domain = None if x is None else _j.dec_str(x, path, "domain")
+    chosen = f_domain is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -4486,7 +4617,7 @@ def _dec_DomainReconfigure(d: object, path: str, depth: int) -> DomainReconfigur
             path=path,
         )
     return DomainReconfigure(
-        domain=domain,
+        domain=f_domain,
     )
 
 
@@ -4507,15 +4638,15 @@ def _dec_DomainRemove(d: object, path: str, depth: int) -> DomainRemove:
     absent: list[str] = []
     x = o.get("domain")
     if x is None:
-        domain = ""
+        f_domain = ""
         absent.append("domain")
     else:
-        domain = _j.dec_str(x, path, "domain")
+        f_domain = _j.dec_str(x, path, "domain")
     x = o.get("finalize")
-    finalize = None if x is None else _j.dec_bool(x, path, "finalize")
+    f_finalize = None if x is None else _j.dec_bool(x, path, "finalize")
     return DomainRemove(
-        domain=domain,
-        finalize=finalize,
+        domain=f_domain,
+        finalize=f_finalize,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4523,7 +4654,8 @@ def _dec_DomainRemove(d: object, path: str, depth: int) -> DomainRemove:
 def _enc_ConfigProviderCommand(v: ConfigProviderCommand) -> str:
     if not isinstance(v, ConfigProviderCommand):
         raise EncodeError(f"expected a ConfigProviderCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.clear_cache is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.clear_cache is not None:
         out.append('"clearCache":' + _enc_ClearCache(v.clear_cache))
@@ -4533,8 +4665,8 @@ def _enc_ConfigProviderCommand(v: ConfigProviderCommand) -> str:
 def _dec_ConfigProviderCommand(d: object, path: str, depth: int) -> ConfigProviderCommand:
     o = _j.obj(d, path, depth)
     x = o.get("clearCache")
-    clear_cache = None if x is None else _dec_ClearCache(x, path + "." + "clearCache", depth + 1)
-    chosen = clear_cache is not None
+    f_clear_cache = None if x is None else _dec_ClearCache(x, path + "." + "clearCache", depth + 1)
+    chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -4542,14 +4674,17 @@ def _dec_ConfigProviderCommand(d: object, path: str, depth: int) -> ConfigProvid
             path=path,
         )
     return ConfigProviderCommand(
-        clear_cache=clear_cache,
+        clear_cache=f_clear_cache,
     )
 
 
 def _enc_StatCommand(v: StatCommand) -> str:
     if not isinstance(v, StatCommand):
         raise EncodeError(f"expected a StatCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.show is not None) + (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.show is not None:
         out.append('"show":' + _enc_Void(v.show))
@@ -4565,18 +4700,18 @@ def _enc_StatCommand(v: StatCommand) -> str:
 def _dec_StatCommand(d: object, path: str, depth: int) -> StatCommand:
     o = _j.obj(d, path, depth)
     x = o.get("show")
-    show = None if x is None else _dec_Void(x, path + "." + "show", depth + 1)
+    f_show = None if x is None else _dec_Void(x, path + "." + "show", depth + 1)
     x = o.get("setTunable")
-    set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
+    f_set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
     x = o.get("getTunable")
-    get_tunable = None if x is None else _j.dec_str(x, path, "getTunable")
+    f_get_tunable = None if x is None else _j.dec_str(x, path, "getTunable")
     x = o.get("listTunables")
-    list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
+    f_list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
     chosen = (
-        (show is not None)
-        + (set_tunable is not None)
-        + (get_tunable is not None)
-        + (list_tunables is not None)
+        (f_show is not None)
+        + (f_set_tunable is not None)
+        + (f_get_tunable is not None)
+        + (f_list_tunables is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4585,17 +4720,18 @@ def _dec_StatCommand(d: object, path: str, depth: int) -> StatCommand:
             path=path,
         )
     return StatCommand(
-        show=show,
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        show=f_show,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
 def _enc_BrokerConfigCommand(v: BrokerConfigCommand) -> str:
     if not isinstance(v, BrokerConfigCommand):
         raise EncodeError(f"expected a BrokerConfigCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.dump is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.dump is not None:
         out.append('"dump":' + _enc_Void(v.dump))
@@ -4605,8 +4741,8 @@ def _enc_BrokerConfigCommand(v: BrokerConfigCommand) -> str:
 def _dec_BrokerConfigCommand(d: object, path: str, depth: int) -> BrokerConfigCommand:
     o = _j.obj(d, path, depth)
     x = o.get("dump")
-    dump = None if x is None else _dec_Void(x, path + "." + "dump", depth + 1)
-    chosen = dump is not None
+    f_dump = None if x is None else _dec_Void(x, path + "." + "dump", depth + 1)
+    chosen = f_dump is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -4614,14 +4750,15 @@ def _dec_BrokerConfigCommand(d: object, path: str, depth: int) -> BrokerConfigCo
             path=path,
         )
     return BrokerConfigCommand(
-        dump=dump,
+        dump=f_dump,
     )
 
 
 def _enc_ClustersCommand(v: ClustersCommand) -> str:
     if not isinstance(v, ClustersCommand):
         raise EncodeError(f"expected a ClustersCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.list is not None) + (v.cluster is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.list is not None:
         out.append('"list":' + _enc_Void(v.list))
@@ -4633,10 +4770,10 @@ def _enc_ClustersCommand(v: ClustersCommand) -> str:
 def _dec_ClustersCommand(d: object, path: str, depth: int) -> ClustersCommand:
     o = _j.obj(d, path, depth)
     x = o.get("list")
-    list = None if x is None else _dec_Void(x, path + "." + "list", depth + 1)
+    f_list = None if x is None else _dec_Void(x, path + "." + "list", depth + 1)
     x = o.get("cluster")
-    cluster = None if x is None else _dec_Cluster(x, path + "." + "cluster", depth + 1)
-    chosen = (list is not None) + (cluster is not None)
+    f_cluster = None if x is None else _dec_Cluster(x, path + "." + "cluster", depth + 1)
+    chosen = (f_list is not None) + (f_cluster is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -4644,8 +4781,8 @@ def _dec_ClustersCommand(d: object, path: str, depth: int) -> ClustersCommand:
             path=path,
         )
     return ClustersCommand(
-        list=list,
-        cluster=cluster,
+        list=f_list,
+        cluster=f_cluster,
     )
 
 
@@ -4665,17 +4802,17 @@ def _dec_DomainQueue(d: object, path: str, depth: int) -> DomainQueue:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_QueueCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_QueueCommand(x, path + "." + "command", depth + 1)
     return DomainQueue(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4699,17 +4836,17 @@ def _dec_StoragePartition(d: object, path: str, depth: int) -> StoragePartition:
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_StoragePartitionCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_StoragePartitionCommand(x, path + "." + "command", depth + 1)
     return StoragePartition(
-        partition_id=partition_id,
-        command=command,
+        partition_id=f_partition_id,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4730,17 +4867,17 @@ def _dec_StorageDomain(d: object, path: str, depth: int) -> StorageDomain:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_StorageDomainCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_StorageDomainCommand(x, path + "." + "command", depth + 1)
     return StorageDomain(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4761,17 +4898,17 @@ def _dec_StorageQueue(d: object, path: str, depth: int) -> StorageQueue:
     absent: list[str] = []
     x = o.get("canonicalUri")
     if x is None:
-        canonical_uri = ""
+        f_canonical_uri = ""
         absent.append("canonicalUri")
     else:
-        canonical_uri = _j.dec_str(x, path, "canonicalUri")
+        f_canonical_uri = _j.dec_str(x, path, "canonicalUri")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_StorageQueueCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_StorageQueueCommand(x, path + "." + "command", depth + 1)
     return StorageQueue(
-        canonical_uri=canonical_uri,
-        command=command,
+        canonical_uri=f_canonical_uri,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4779,7 +4916,10 @@ def _dec_StorageQueue(d: object, path: str, depth: int) -> StorageQueue:
 def _enc_ElectorCommand(v: ElectorCommand) -> str:
     if not isinstance(v, ElectorCommand):
         raise EncodeError(f"expected a ElectorCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.set_tunable is not None:
         out.append('"setTunable":' + _enc_SetTunable(v.set_tunable))
@@ -4793,12 +4933,14 @@ def _enc_ElectorCommand(v: ElectorCommand) -> str:
 def _dec_ElectorCommand(d: object, path: str, depth: int) -> ElectorCommand:
     o = _j.obj(d, path, depth)
     x = o.get("setTunable")
-    set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
+    f_set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
     x = o.get("getTunable")
-    get_tunable = None if x is None else _dec_GetTunable(x, path + "." + "getTunable", depth + 1)
+    f_get_tunable = None if x is None else _dec_GetTunable(x, path + "." + "getTunable", depth + 1)
     x = o.get("listTunables")
-    list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
-    chosen = (set_tunable is not None) + (get_tunable is not None) + (list_tunables is not None)
+    f_list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
+    chosen = (
+        (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
+    )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -4806,16 +4948,19 @@ def _dec_ElectorCommand(d: object, path: str, depth: int) -> ElectorCommand:
             path=path,
         )
     return ElectorCommand(
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
 def _enc_ReplicationCommand(v: ReplicationCommand) -> str:
     if not isinstance(v, ReplicationCommand):
         raise EncodeError(f"expected a ReplicationCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.set_tunable is not None) + (v.get_tunable is not None) + (
+        v.list_tunables is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.set_tunable is not None:
         out.append('"setTunable":' + _enc_SetTunable(v.set_tunable))
@@ -4829,12 +4974,14 @@ def _enc_ReplicationCommand(v: ReplicationCommand) -> str:
 def _dec_ReplicationCommand(d: object, path: str, depth: int) -> ReplicationCommand:
     o = _j.obj(d, path, depth)
     x = o.get("setTunable")
-    set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
+    f_set_tunable = None if x is None else _dec_SetTunable(x, path + "." + "setTunable", depth + 1)
     x = o.get("getTunable")
-    get_tunable = None if x is None else _dec_GetTunable(x, path + "." + "getTunable", depth + 1)
+    f_get_tunable = None if x is None else _dec_GetTunable(x, path + "." + "getTunable", depth + 1)
     x = o.get("listTunables")
-    list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
-    chosen = (set_tunable is not None) + (get_tunable is not None) + (list_tunables is not None)
+    f_list_tunables = None if x is None else _dec_Void(x, path + "." + "listTunables", depth + 1)
+    chosen = (
+        (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
+    )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -4842,9 +4989,9 @@ def _dec_ReplicationCommand(d: object, path: str, depth: int) -> ReplicationComm
             path=path,
         )
     return ReplicationCommand(
-        set_tunable=set_tunable,
-        get_tunable=get_tunable,
-        list_tunables=list_tunables,
+        set_tunable=f_set_tunable,
+        get_tunable=f_get_tunable,
+        list_tunables=f_list_tunables,
     )
 
 
@@ -4870,26 +5017,26 @@ def _dec_FileStore(d: object, path: str, depth: int) -> FileStore:
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("state")
     if x is None:
-        state = FileStoreState.open
+        f_state = FileStoreState.open
         absent.append("state")
     else:
-        state = _j.dec_enum(x, FileStoreState, path, "state")
+        f_state = _j.dec_enum(x, FileStoreState, path, "state")
     x = o.get("summary")
     if x is None:
-        summary = FileStoreSummary()
+        f_summary = FileStoreSummary()
         absent.append("summary")
     else:
-        summary = _dec_FileStoreSummary(x, path + "." + "summary", depth + 1)
+        f_summary = _dec_FileStoreSummary(x, path + "." + "summary", depth + 1)
     return FileStore(
-        partition_id=partition_id,
-        state=state,
-        summary=summary,
+        partition_id=f_partition_id,
+        state=f_state,
+        summary=f_summary,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4919,21 +5066,21 @@ def _dec_FileSet(d: object, path: str, depth: int) -> FileSet:
     absent: list[str] = []
     x = o.get("dataFileName")
     if x is None:
-        data_file_name = ""
+        f_data_file_name = ""
         absent.append("dataFileName")
     else:
-        data_file_name = _j.dec_str(x, path, "dataFileName")
+        f_data_file_name = _j.dec_str(x, path, "dataFileName")
     x = o.get("aliasedBlobBufferCount")
     if x is None:
-        aliased_blob_buffer_count = 0
+        f_aliased_blob_buffer_count = 0
         absent.append("aliasedBlobBufferCount")
     else:
-        aliased_blob_buffer_count = _j.dec_int(
+        f_aliased_blob_buffer_count = _j.dec_int(
             x, 0, 18446744073709551615, path, "aliasedBlobBufferCount"
         )
     return FileSet(
-        data_file_name=data_file_name,
-        aliased_blob_buffer_count=aliased_blob_buffer_count,
+        data_file_name=f_data_file_name,
+        aliased_blob_buffer_count=f_aliased_blob_buffer_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4957,26 +5104,26 @@ def _dec_ActiveFileSet(d: object, path: str, depth: int) -> ActiveFileSet:
     absent: list[str] = []
     x = o.get("dataFile")
     if x is None:
-        data_file = FileInfo()
+        f_data_file = FileInfo()
         absent.append("dataFile")
     else:
-        data_file = _dec_FileInfo(x, path + "." + "dataFile", depth + 1)
+        f_data_file = _dec_FileInfo(x, path + "." + "dataFile", depth + 1)
     x = o.get("journalFile")
     if x is None:
-        journal_file = FileInfo()
+        f_journal_file = FileInfo()
         absent.append("journalFile")
     else:
-        journal_file = _dec_FileInfo(x, path + "." + "journalFile", depth + 1)
+        f_journal_file = _dec_FileInfo(x, path + "." + "journalFile", depth + 1)
     x = o.get("qlistFile")
     if x is None:
-        qlist_file = FileInfo()
+        f_qlist_file = FileInfo()
         absent.append("qlistFile")
     else:
-        qlist_file = _dec_FileInfo(x, path + "." + "qlistFile", depth + 1)
+        f_qlist_file = _dec_FileInfo(x, path + "." + "qlistFile", depth + 1)
     return ActiveFileSet(
-        data_file=data_file,
-        journal_file=journal_file,
-        qlist_file=qlist_file,
+        data_file=f_data_file,
+        journal_file=f_journal_file,
+        qlist_file=f_qlist_file,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5012,32 +5159,32 @@ def _dec_ClusterNodeInfo(d: object, path: str, depth: int) -> ClusterNodeInfo:
     absent: list[str] = []
     x = o.get("description")
     if x is None:
-        description = ""
+        f_description = ""
         absent.append("description")
     else:
-        description = _j.dec_str(x, path, "description")
+        f_description = _j.dec_str(x, path, "description")
     x = o.get("isAvailable")
-    is_available = None if x is None else _j.dec_bool(x, path, "isAvailable")
+    f_is_available = None if x is None else _j.dec_bool(x, path, "isAvailable")
     x = o.get("status")
     if x is None:
-        status = NodeStatus.E_UNKNOWN
+        f_status = NodeStatus.E_UNKNOWN
         absent.append("status")
     else:
-        status = _j.dec_enum(x, NodeStatus, path, "status")
+        f_status = _j.dec_enum(x, NodeStatus, path, "status")
     x = o.get("primaryForPartitionIds")
-    primary_for_partition_ids: list[int] = []
+    f_primary_for_partition_ids: list[int] = []
     if x is None:
         absent.append("primaryForPartitionIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "primaryForPartitionIds")):
-            primary_for_partition_ids.append(
+            f_primary_for_partition_ids.append(
                 _j.dec_int(item, -2147483648, 2147483647, path, "primaryForPartitionIds[%d]" % i)
             )
     return ClusterNodeInfo(
-        description=description,
-        is_available=is_available,
-        status=status,
-        primary_for_partition_ids=primary_for_partition_ids,
+        description=f_description,
+        is_available=f_is_available,
+        status=f_status,
+        primary_for_partition_ids=f_primary_for_partition_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5064,26 +5211,26 @@ def _dec_ClusterDomain(d: object, path: str, depth: int) -> ClusterDomain:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("numAssignedQueues")
     if x is None:
-        num_assigned_queues = 0
+        f_num_assigned_queues = 0
         absent.append("numAssignedQueues")
     else:
-        num_assigned_queues = _j.dec_int(x, 0, 4294967295, path, "numAssignedQueues")
+        f_num_assigned_queues = _j.dec_int(x, 0, 4294967295, path, "numAssignedQueues")
     x = o.get("loaded")
     if x is None:
-        loaded = False
+        f_loaded = False
         absent.append("loaded")
     else:
-        loaded = _j.dec_bool(x, path, "loaded")
+        f_loaded = _j.dec_bool(x, path, "loaded")
     return ClusterDomain(
-        name=name,
-        num_assigned_queues=num_assigned_queues,
-        loaded=loaded,
+        name=f_name,
+        num_assigned_queues=f_num_assigned_queues,
+        loaded=f_loaded,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5137,80 +5284,82 @@ def _dec_ClusterQueue(d: object, path: str, depth: int) -> ClusterQueue:
     absent: list[str] = []
     x = o.get("uri")
     if x is None:
-        uri = ""
+        f_uri = ""
         absent.append("uri")
     else:
-        uri = _j.dec_str(x, path, "uri")
+        f_uri = _j.dec_str(x, path, "uri")
     x = o.get("numInFlightContexts")
     if x is None:
-        num_in_flight_contexts = 0
+        f_num_in_flight_contexts = 0
         absent.append("numInFlightContexts")
     else:
-        num_in_flight_contexts = _j.dec_int(x, 0, 4294967295, path, "numInFlightContexts")
+        f_num_in_flight_contexts = _j.dec_int(x, 0, 4294967295, path, "numInFlightContexts")
     x = o.get("isAssigned")
     if x is None:
-        is_assigned = False
+        f_is_assigned = False
         absent.append("isAssigned")
     else:
-        is_assigned = _j.dec_bool(x, path, "isAssigned")
+        f_is_assigned = _j.dec_bool(x, path, "isAssigned")
     x = o.get("isPrimaryAvailable")
     if x is None:
-        is_primary_available = False
+        f_is_primary_available = False
         absent.append("isPrimaryAvailable")
     else:
-        is_primary_available = _j.dec_bool(x, path, "isPrimaryAvailable")
+        f_is_primary_available = _j.dec_bool(x, path, "isPrimaryAvailable")
     x = o.get("id")
     if x is None:
-        id = 0
+        f_id = 0
         absent.append("id")
     else:
-        id = _j.dec_int(x, 0, 4294967295, path, "id")
+        f_id = _j.dec_int(x, 0, 4294967295, path, "id")
     x = o.get("subIds")
-    sub_ids: list[SubId] = []
+    f_sub_ids: list[SubId] = []
     if x is None:
         absent.append("subIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "subIds")):
-            sub_ids.append(_dec_SubId(item, path + "." + "subIds[%d]" % i, depth + 1))
+            f_sub_ids.append(_dec_SubId(item, path + "." + "subIds[%d]" % i, depth + 1))
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryNodeDescription")
-    primary_node_description = None if x is None else _j.dec_str(x, path, "primaryNodeDescription")
+    f_primary_node_description = (
+        None if x is None else _j.dec_str(x, path, "primaryNodeDescription")
+    )
     x = o.get("key")
     if x is None:
-        key = ""
+        f_key = ""
         absent.append("key")
     else:
-        key = _j.dec_str(x, path, "key")
+        f_key = _j.dec_str(x, path, "key")
     x = o.get("isCreated")
     if x is None:
-        is_created = False
+        f_is_created = False
         absent.append("isCreated")
     else:
-        is_created = _j.dec_bool(x, path, "isCreated")
+        f_is_created = _j.dec_bool(x, path, "isCreated")
     x = o.get("contexts")
-    contexts: list[Context] = []
+    f_contexts: list[Context] = []
     if x is None:
         absent.append("contexts")
     else:
         for i, item in enumerate(_j.arr(x, path, "contexts")):
-            contexts.append(_dec_Context(item, path + "." + "contexts[%d]" % i, depth + 1))
+            f_contexts.append(_dec_Context(item, path + "." + "contexts[%d]" % i, depth + 1))
     return ClusterQueue(
-        uri=uri,
-        num_in_flight_contexts=num_in_flight_contexts,
-        is_assigned=is_assigned,
-        is_primary_available=is_primary_available,
-        id=id,
-        sub_ids=sub_ids,
-        partition_id=partition_id,
-        primary_node_description=primary_node_description,
-        key=key,
-        is_created=is_created,
-        contexts=contexts,
+        uri=f_uri,
+        num_in_flight_contexts=f_num_in_flight_contexts,
+        is_assigned=f_is_assigned,
+        is_primary_available=f_is_primary_available,
+        id=f_id,
+        sub_ids=f_sub_ids,
+        partition_id=f_partition_id,
+        primary_node_description=f_primary_node_description,
+        key=f_key,
+        is_created=f_is_created,
+        contexts=f_contexts,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5232,19 +5381,19 @@ def _dec_SubId(d: object, path: str, depth: int) -> SubId:
     absent: list[str] = []
     x = o.get("subId")
     if x is None:
-        sub_id = 0
+        f_sub_id = 0
         absent.append("subId")
     else:
-        sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
+        f_sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     return SubId(
-        sub_id=sub_id,
-        app_id=app_id,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5252,7 +5401,10 @@ def _dec_SubId(d: object, path: str, depth: int) -> SubId:
 def _enc_Queue(v: Queue) -> str:
     if not isinstance(v, Queue):
         raise EncodeError(f"expected a Queue, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.local_queue is not None) + (v.remote_queue is not None) + (
+        v.uninitialized_queue is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.local_queue is not None:
         out.append('"localQueue":' + _enc_LocalQueue(v.local_queue))
@@ -5266,17 +5418,21 @@ def _enc_Queue(v: Queue) -> str:
 def _dec_Queue(d: object, path: str, depth: int) -> Queue:
     o = _j.obj(d, path, depth)
     x = o.get("localQueue")
-    local_queue = None if x is None else _dec_LocalQueue(x, path + "." + "localQueue", depth + 1)
+    f_local_queue = None if x is None else _dec_LocalQueue(x, path + "." + "localQueue", depth + 1)
     x = o.get("remoteQueue")
-    remote_queue = None if x is None else _dec_RemoteQueue(x, path + "." + "remoteQueue", depth + 1)
+    f_remote_queue = (
+        None if x is None else _dec_RemoteQueue(x, path + "." + "remoteQueue", depth + 1)
+    )
     x = o.get("uninitializedQueue")
-    uninitialized_queue = (
+    f_uninitialized_queue = (
         None
         if x is None
         else _dec_UninitializedQueue(x, path + "." + "uninitializedQueue", depth + 1)
     )
     chosen = (
-        (local_queue is not None) + (remote_queue is not None) + (uninitialized_queue is not None)
+        (f_local_queue is not None)
+        + (f_remote_queue is not None)
+        + (f_uninitialized_queue is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -5285,9 +5441,9 @@ def _dec_Queue(d: object, path: str, depth: int) -> Queue:
             path=path,
         )
     return Queue(
-        local_queue=local_queue,
-        remote_queue=remote_queue,
-        uninitialized_queue=uninitialized_queue,
+        local_queue=f_local_queue,
+        remote_queue=f_remote_queue,
+        uninitialized_queue=f_uninitialized_queue,
     )
 
 
@@ -5315,29 +5471,29 @@ def _dec_ConsumerState(d: object, path: str, depth: int) -> ConsumerState:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("status")
     if x is None:
-        status = ConsumerStatus.alive
+        f_status = ConsumerStatus.alive
         absent.append("status")
     else:
-        status = _j.dec_enum(x, ConsumerStatus, path, "status")
+        f_status = _j.dec_enum(x, ConsumerStatus, path, "status")
     x = o.get("isAtEndOfStorage")
-    is_at_end_of_storage = None if x is None else _j.dec_bool(x, path, "isAtEndOfStorage")
+    f_is_at_end_of_storage = None if x is None else _j.dec_bool(x, path, "isAtEndOfStorage")
     x = o.get("appState")
     if x is None:
-        app_state = AppState()
+        f_app_state = AppState()
         absent.append("appState")
     else:
-        app_state = _dec_AppState(x, path + "." + "appState", depth + 1)
+        f_app_state = _dec_AppState(x, path + "." + "appState", depth + 1)
     return ConsumerState(
-        app_id=app_id,
-        status=status,
-        is_at_end_of_storage=is_at_end_of_storage,
-        app_state=app_state,
+        app_id=f_app_id,
+        status=f_status,
+        is_at_end_of_storage=f_is_at_end_of_storage,
+        app_state=f_app_state,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5373,35 +5529,35 @@ def _dec_AppState(d: object, path: str, depth: int) -> AppState:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("numConsumers")
     if x is None:
-        num_consumers = 0
+        f_num_consumers = 0
         absent.append("numConsumers")
     else:
-        num_consumers = _j.dec_int(x, 0, 4294967295, path, "numConsumers")
+        f_num_consumers = _j.dec_int(x, 0, 4294967295, path, "numConsumers")
     x = o.get("redeliveryListLength")
     if x is None:
-        redelivery_list_length = 0
+        f_redelivery_list_length = 0
         absent.append("redeliveryListLength")
     else:
-        redelivery_list_length = _j.dec_int(
+        f_redelivery_list_length = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "redeliveryListLength"
         )
     x = o.get("roundRobinRouter")
     if x is None:
-        round_robin_router = RoundRobinRouter()
+        f_round_robin_router = RoundRobinRouter()
         absent.append("roundRobinRouter")
     else:
-        round_robin_router = _dec_RoundRobinRouter(x, path + "." + "roundRobinRouter", depth + 1)
+        f_round_robin_router = _dec_RoundRobinRouter(x, path + "." + "roundRobinRouter", depth + 1)
     return AppState(
-        app_id=app_id,
-        num_consumers=num_consumers,
-        redelivery_list_length=redelivery_list_length,
-        round_robin_router=round_robin_router,
+        app_id=f_app_id,
+        num_consumers=f_num_consumers,
+        redelivery_list_length=f_redelivery_list_length,
+        round_robin_router=f_round_robin_router,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5436,28 +5592,28 @@ def _dec_LeastRecentlyUsedGroupId(d: object, path: str, depth: int) -> LeastRece
     absent: list[str] = []
     x = o.get("clientDescription")
     if x is None:
-        client_description = ""
+        f_client_description = ""
         absent.append("clientDescription")
     else:
-        client_description = _j.dec_str(x, path, "clientDescription")
+        f_client_description = _j.dec_str(x, path, "clientDescription")
     x = o.get("msgGroupId")
     if x is None:
-        msg_group_id = ""
+        f_msg_group_id = ""
         absent.append("msgGroupId")
     else:
-        msg_group_id = _j.dec_str(x, path, "msgGroupId")
+        f_msg_group_id = _j.dec_str(x, path, "msgGroupId")
     x = o.get("lastSeenDeltaNanoseconds")
     if x is None:
-        last_seen_delta_nanoseconds = 0
+        f_last_seen_delta_nanoseconds = 0
         absent.append("lastSeenDeltaNanoseconds")
     else:
-        last_seen_delta_nanoseconds = _j.dec_int(
+        f_last_seen_delta_nanoseconds = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "lastSeenDeltaNanoseconds"
         )
     return LeastRecentlyUsedGroupId(
-        client_description=client_description,
-        msg_group_id=msg_group_id,
-        last_seen_delta_nanoseconds=last_seen_delta_nanoseconds,
+        client_description=f_client_description,
+        msg_group_id=f_msg_group_id,
+        last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5485,19 +5641,19 @@ def _dec_ClientMsgGroupsCount(d: object, path: str, depth: int) -> ClientMsgGrou
     absent: list[str] = []
     x = o.get("clientDescription")
     if x is None:
-        client_description = ""
+        f_client_description = ""
         absent.append("clientDescription")
     else:
-        client_description = _j.dec_str(x, path, "clientDescription")
+        f_client_description = _j.dec_str(x, path, "clientDescription")
     x = o.get("numMsgGroupIds")
     if x is None:
-        num_msg_group_ids = 0
+        f_num_msg_group_ids = 0
         absent.append("numMsgGroupIds")
     else:
-        num_msg_group_ids = _j.dec_int(x, 0, 4294967295, path, "numMsgGroupIds")
+        f_num_msg_group_ids = _j.dec_int(x, 0, 4294967295, path, "numMsgGroupIds")
     return ClientMsgGroupsCount(
-        client_description=client_description,
-        num_msg_group_ids=num_msg_group_ids,
+        client_description=f_client_description,
+        num_msg_group_ids=f_num_msg_group_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5526,29 +5682,29 @@ def _dec_QueueStorage(d: object, path: str, depth: int) -> QueueStorage:
     absent: list[str] = []
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
+        f_num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
     x = o.get("numBytes")
     if x is None:
-        num_bytes = 0
+        f_num_bytes = 0
         absent.append("numBytes")
     else:
-        num_bytes = _j.dec_int(x, 0, 4294967295, path, "numBytes")
+        f_num_bytes = _j.dec_int(x, 0, 4294967295, path, "numBytes")
     x = o.get("virtualStorages")
-    virtual_storages: list[VirtualStorage] = []
+    f_virtual_storages: list[VirtualStorage] = []
     if x is None:
         absent.append("virtualStorages")
     else:
         for i, item in enumerate(_j.arr(x, path, "virtualStorages")):
-            virtual_storages.append(
+            f_virtual_storages.append(
                 _dec_VirtualStorage(item, path + "." + "virtualStorages[%d]" % i, depth + 1)
             )
     return QueueStorage(
-        num_messages=num_messages,
-        num_bytes=num_bytes,
-        virtual_storages=virtual_storages,
+        num_messages=f_num_messages,
+        num_bytes=f_num_bytes,
+        virtual_storages=f_virtual_storages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5591,31 +5747,31 @@ def _dec_QueueHandleSubStream(d: object, path: str, depth: int) -> QueueHandleSu
     absent: list[str] = []
     x = o.get("subId")
     if x is None:
-        sub_id = 0
+        f_sub_id = 0
         absent.append("subId")
     else:
-        sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
+        f_sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
     x = o.get("appId")
-    app_id = None if x is None else _j.dec_str(x, path, "appId")
+    f_app_id = None if x is None else _j.dec_str(x, path, "appId")
     x = o.get("parametersJson")
     if x is None:
-        parameters_json = ""
+        f_parameters_json = ""
         absent.append("parametersJson")
     else:
-        parameters_json = _j.dec_str(x, path, "parametersJson")
+        f_parameters_json = _j.dec_str(x, path, "parametersJson")
     x = o.get("unconfirmedMonitors")
-    unconfirmed_monitors: list[ResourceUsageMonitor] = []
+    f_unconfirmed_monitors: list[ResourceUsageMonitor] = []
     if x is None:
         absent.append("unconfirmedMonitors")
     else:
         for i, item in enumerate(_j.arr(x, path, "unconfirmedMonitors")):
-            unconfirmed_monitors.append(
+            f_unconfirmed_monitors.append(
                 _dec_ResourceUsageMonitor(
                     item, path + "." + "unconfirmedMonitors[%d]" % i, depth + 1
                 )
             )
     x = o.get("numUnconfirmedMessages")
-    num_unconfirmed_messages = (
+    f_num_unconfirmed_messages = (
         None
         if x is None
         else _j.dec_int(
@@ -5623,11 +5779,11 @@ def _dec_QueueHandleSubStream(d: object, path: str, depth: int) -> QueueHandleSu
         )
     )
     return QueueHandleSubStream(
-        sub_id=sub_id,
-        app_id=app_id,
-        parameters_json=parameters_json,
-        unconfirmed_monitors=unconfirmed_monitors,
-        num_unconfirmed_messages=num_unconfirmed_messages,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
+        parameters_json=f_parameters_json,
+        unconfirmed_monitors=f_unconfirmed_monitors,
+        num_unconfirmed_messages=f_num_unconfirmed_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5654,26 +5810,26 @@ def _dec_Message(d: object, path: str, depth: int) -> Message:
     absent: list[str] = []
     x = o.get("guid")
     if x is None:
-        guid = ""
+        f_guid = ""
         absent.append("guid")
     else:
-        guid = _j.dec_str(x, path, "guid")
+        f_guid = _j.dec_str(x, path, "guid")
     x = o.get("sizeBytes")
     if x is None:
-        size_bytes = 0
+        f_size_bytes = 0
         absent.append("sizeBytes")
     else:
-        size_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "sizeBytes")
+        f_size_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "sizeBytes")
     x = o.get("arrivalTimestamp")
     if x is None:
-        arrival_timestamp = ""
+        f_arrival_timestamp = ""
         absent.append("arrivalTimestamp")
     else:
-        arrival_timestamp = _j.dec_str(x, path, "arrivalTimestamp")
+        f_arrival_timestamp = _j.dec_str(x, path, "arrivalTimestamp")
     return Message(
-        guid=guid,
-        size_bytes=size_bytes,
-        arrival_timestamp=arrival_timestamp,
+        guid=f_guid,
+        size_bytes=f_size_bytes,
+        arrival_timestamp=f_arrival_timestamp,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5698,27 +5854,27 @@ def _dec_ClusterInfo(d: object, path: str, depth: int) -> ClusterInfo:
     absent: list[str] = []
     x = o.get("locality")
     if x is None:
-        locality = Locality.remote
+        f_locality = Locality.remote
         absent.append("locality")
     else:
-        locality = _j.dec_enum(x, Locality, path, "locality")
+        f_locality = _j.dec_enum(x, Locality, path, "locality")
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("nodes")
-    nodes: list[ClusterNode] = []
+    f_nodes: list[ClusterNode] = []
     if x is None:
         absent.append("nodes")
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
-            nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
+            f_nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
     return ClusterInfo(
-        locality=locality,
-        name=name,
-        nodes=nodes,
+        locality=f_locality,
+        name=f_name,
+        nodes=f_nodes,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5739,17 +5895,17 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_DomainCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_DomainCommand(x, path + "." + "command", depth + 1)
     return Domain(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5770,17 +5926,17 @@ def _dec_Cluster(d: object, path: str, depth: int) -> Cluster:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("command")
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
-    command = _dec_ClusterCommand(x, path + "." + "command", depth + 1)
+    f_command = _dec_ClusterCommand(x, path + "." + "command", depth + 1)
     return Cluster(
-        name=name,
-        command=command,
+        name=f_name,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5788,7 +5944,8 @@ def _dec_Cluster(d: object, path: str, depth: int) -> Cluster:
 def _enc_QueueCommand(v: QueueCommand) -> str:
     if not isinstance(v, QueueCommand):
         raise EncodeError(f"expected a QueueCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge_app_id is not None) + (v.internals is not None) + (v.messages is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.purge_app_id is not None:
         out.append('"purgeAppId":' + _j.str_(v.purge_app_id, "QueueCommand.purgeAppId"))
@@ -5802,12 +5959,12 @@ def _enc_QueueCommand(v: QueueCommand) -> str:
 def _dec_QueueCommand(d: object, path: str, depth: int) -> QueueCommand:
     o = _j.obj(d, path, depth)
     x = o.get("purgeAppId")
-    purge_app_id = None if x is None else _j.dec_str(x, path, "purgeAppId")
+    f_purge_app_id = None if x is None else _j.dec_str(x, path, "purgeAppId")
     x = o.get("internals")
-    internals = None if x is None else _dec_Void(x, path + "." + "internals", depth + 1)
+    f_internals = None if x is None else _dec_Void(x, path + "." + "internals", depth + 1)
     x = o.get("messages")
-    messages = None if x is None else _dec_ListMessages(x, path + "." + "messages", depth + 1)
-    chosen = (purge_app_id is not None) + (internals is not None) + (messages is not None)
+    f_messages = None if x is None else _dec_ListMessages(x, path + "." + "messages", depth + 1)
+    chosen = (f_purge_app_id is not None) + (f_internals is not None) + (f_messages is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -5815,16 +5972,19 @@ def _dec_QueueCommand(d: object, path: str, depth: int) -> QueueCommand:
             path=path,
         )
     return QueueCommand(
-        purge_app_id=purge_app_id,
-        internals=internals,
-        messages=messages,
+        purge_app_id=f_purge_app_id,
+        internals=f_internals,
+        messages=f_messages,
     )
 
 
 def _enc_StoragePartitionCommand(v: StoragePartitionCommand) -> str:
     if not isinstance(v, StoragePartitionCommand):
         raise EncodeError(f"expected a StoragePartitionCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.enable is not None) + (v.disable is not None) + (v.summary is not None) + (
+        v.rollover is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.enable is not None:
         out.append('"enable":' + _enc_Void(v.enable))
@@ -5840,18 +6000,18 @@ def _enc_StoragePartitionCommand(v: StoragePartitionCommand) -> str:
 def _dec_StoragePartitionCommand(d: object, path: str, depth: int) -> StoragePartitionCommand:
     o = _j.obj(d, path, depth)
     x = o.get("enable")
-    enable = None if x is None else _dec_Void(x, path + "." + "enable", depth + 1)
+    f_enable = None if x is None else _dec_Void(x, path + "." + "enable", depth + 1)
     x = o.get("disable")
-    disable = None if x is None else _dec_Void(x, path + "." + "disable", depth + 1)
+    f_disable = None if x is None else _dec_Void(x, path + "." + "disable", depth + 1)
     x = o.get("summary")
-    summary = None if x is None else _dec_Void(x, path + "." + "summary", depth + 1)
+    f_summary = None if x is None else _dec_Void(x, path + "." + "summary", depth + 1)
     x = o.get("rollover")
-    rollover = None if x is None else _dec_Void(x, path + "." + "rollover", depth + 1)
+    f_rollover = None if x is None else _dec_Void(x, path + "." + "rollover", depth + 1)
     chosen = (
-        (enable is not None)
-        + (disable is not None)
-        + (summary is not None)
-        + (rollover is not None)
+        (f_enable is not None)
+        + (f_disable is not None)
+        + (f_summary is not None)
+        + (f_rollover is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -5860,17 +6020,18 @@ def _dec_StoragePartitionCommand(d: object, path: str, depth: int) -> StoragePar
             path=path,
         )
     return StoragePartitionCommand(
-        enable=enable,
-        disable=disable,
-        summary=summary,
-        rollover=rollover,
+        enable=f_enable,
+        disable=f_disable,
+        summary=f_summary,
+        rollover=f_rollover,
     )
 
 
 def _enc_StorageDomainCommand(v: StorageDomainCommand) -> str:
     if not isinstance(v, StorageDomainCommand):
         raise EncodeError(f"expected a StorageDomainCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.queue_status is not None) + (v.purge is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.queue_status is not None:
         out.append('"queueStatus":' + _enc_Void(v.queue_status))
@@ -5882,10 +6043,10 @@ def _enc_StorageDomainCommand(v: StorageDomainCommand) -> str:
 def _dec_StorageDomainCommand(d: object, path: str, depth: int) -> StorageDomainCommand:
     o = _j.obj(d, path, depth)
     x = o.get("queueStatus")
-    queue_status = None if x is None else _dec_Void(x, path + "." + "queueStatus", depth + 1)
+    f_queue_status = None if x is None else _dec_Void(x, path + "." + "queueStatus", depth + 1)
     x = o.get("purge")
-    purge = None if x is None else _dec_Void(x, path + "." + "purge", depth + 1)
-    chosen = (queue_status is not None) + (purge is not None)
+    f_purge = None if x is None else _dec_Void(x, path + "." + "purge", depth + 1)
+    chosen = (f_queue_status is not None) + (f_purge is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -5893,15 +6054,16 @@ def _dec_StorageDomainCommand(d: object, path: str, depth: int) -> StorageDomain
             path=path,
         )
     return StorageDomainCommand(
-        queue_status=queue_status,
-        purge=purge,
+        queue_status=f_queue_status,
+        purge=f_purge,
     )
 
 
 def _enc_StorageQueueCommand(v: StorageQueueCommand) -> str:
     if not isinstance(v, StorageQueueCommand):
         raise EncodeError(f"expected a StorageQueueCommand, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.purge_app_id is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.purge_app_id is not None:
         out.append('"purgeAppId":' + _j.str_(v.purge_app_id, "StorageQueueCommand.purgeAppId"))
@@ -5911,8 +6073,8 @@ def _enc_StorageQueueCommand(v: StorageQueueCommand) -> str:
 def _dec_StorageQueueCommand(d: object, path: str, depth: int) -> StorageQueueCommand:
     o = _j.obj(d, path, depth)
     x = o.get("purgeAppId")
-    purge_app_id = None if x is None else _j.dec_str(x, path, "purgeAppId")
-    chosen = purge_app_id is not None
+    f_purge_app_id = None if x is None else _j.dec_str(x, path, "purgeAppId")
+    chosen = f_purge_app_id is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -5920,14 +6082,15 @@ def _dec_StorageQueueCommand(d: object, path: str, depth: int) -> StorageQueueCo
             path=path,
         )
     return StorageQueueCommand(
-        purge_app_id=purge_app_id,
+        purge_app_id=f_purge_app_id,
     )
 
 
 def _enc_SetTunable(v: SetTunable) -> str:
     if not isinstance(v, SetTunable):
         raise EncodeError(f"expected a SetTunable, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.all is not None) + (v.self is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if not absent or "name" not in absent or v.name != "":
@@ -5945,19 +6108,19 @@ def _dec_SetTunable(d: object, path: str, depth: int) -> SetTunable:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("value")
     if x is None:
         raise DecodeError("missing required element", path=path + ".value")
-    value = _dec_Value(x, path + "." + "value", depth + 1)
+    f_value = _dec_Value(x, path + "." + "value", depth + 1)
     x = o.get("all")
-    all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
+    f_all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
     x = o.get("self")
-    self = None if x is None else _dec_Void(x, path + "." + "self", depth + 1)
-    chosen = (all is not None) + (self is not None)
+    f_self = None if x is None else _dec_Void(x, path + "." + "self", depth + 1)
+    chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -5965,10 +6128,10 @@ def _dec_SetTunable(d: object, path: str, depth: int) -> SetTunable:
             path=path,
         )
     return SetTunable(
-        name=name,
-        value=value,
-        all=all,
-        self=self,
+        name=f_name,
+        value=f_value,
+        all=f_all,
+        self=f_self,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5976,7 +6139,8 @@ def _dec_SetTunable(d: object, path: str, depth: int) -> SetTunable:
 def _enc_GetTunable(v: GetTunable) -> str:
     if not isinstance(v, GetTunable):
         raise EncodeError(f"expected a GetTunable, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.all is not None) + (v.self is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if not absent or "name" not in absent or v.name != "":
@@ -5993,15 +6157,15 @@ def _dec_GetTunable(d: object, path: str, depth: int) -> GetTunable:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("all")
-    all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
+    f_all = None if x is None else _dec_Void(x, path + "." + "all", depth + 1)
     x = o.get("self")
-    self = None if x is None else _dec_Void(x, path + "." + "self", depth + 1)
-    chosen = (all is not None) + (self is not None)
+    f_self = None if x is None else _dec_Void(x, path + "." + "self", depth + 1)
+    chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -6009,9 +6173,9 @@ def _dec_GetTunable(d: object, path: str, depth: int) -> GetTunable:
             path=path,
         )
     return GetTunable(
-        name=name,
-        all=all,
-        self=self,
+        name=f_name,
+        all=f_all,
+        self=f_self,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6038,12 +6202,12 @@ def _dec_Context(d: object, path: str, depth: int) -> Context:
     absent: list[str] = []
     x = o.get("queueHandleParametersJson")
     if x is None:
-        queue_handle_parameters_json = ""
+        f_queue_handle_parameters_json = ""
         absent.append("queueHandleParametersJson")
     else:
-        queue_handle_parameters_json = _j.dec_str(x, path, "queueHandleParametersJson")
+        f_queue_handle_parameters_json = _j.dec_str(x, path, "queueHandleParametersJson")
     return Context(
-        queue_handle_parameters_json=queue_handle_parameters_json,
+        queue_handle_parameters_json=f_queue_handle_parameters_json,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6085,26 +6249,26 @@ def _dec_VirtualStorage(d: object, path: str, depth: int) -> VirtualStorage:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("appKey")
     if x is None:
-        app_key = ""
+        f_app_key = ""
         absent.append("appKey")
     else:
-        app_key = _j.dec_str(x, path, "appKey")
+        f_app_key = _j.dec_str(x, path, "appKey")
     x = o.get("numMessages")
     if x is None:
-        num_messages = 0
+        f_num_messages = 0
         absent.append("numMessages")
     else:
-        num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
+        f_num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
     return VirtualStorage(
-        app_id=app_id,
-        app_key=app_key,
-        num_messages=num_messages,
+        app_id=f_app_id,
+        app_key=f_app_key,
+        num_messages=f_num_messages,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6128,26 +6292,26 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
     absent: list[str] = []
     x = o.get("hostName")
     if x is None:
-        host_name = ""
+        f_host_name = ""
         absent.append("hostName")
     else:
-        host_name = _j.dec_str(x, path, "hostName")
+        f_host_name = _j.dec_str(x, path, "hostName")
     x = o.get("nodeId")
     if x is None:
-        node_id = 0
+        f_node_id = 0
         absent.append("nodeId")
     else:
-        node_id = _j.dec_int(x, -2147483648, 2147483647, path, "nodeId")
+        f_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "nodeId")
     x = o.get("dataCenter")
     if x is None:
-        data_center = ""
+        f_data_center = ""
         absent.append("dataCenter")
     else:
-        data_center = _j.dec_str(x, path, "dataCenter")
+        f_data_center = _j.dec_str(x, path, "dataCenter")
     return ClusterNode(
-        host_name=host_name,
-        node_id=node_id,
-        data_center=data_center,
+        host_name=f_host_name,
+        node_id=f_node_id,
+        data_center=f_data_center,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6170,23 +6334,23 @@ def _dec_ListMessages(d: object, path: str, depth: int) -> ListMessages:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("appId")
-    app_id = None if x is None else _j.dec_str(x, path, "appId")
+    f_app_id = None if x is None else _j.dec_str(x, path, "appId")
     x = o.get("offset")
     if x is None:
-        offset = 0
+        f_offset = 0
         absent.append("offset")
     else:
-        offset = _j.dec_int(x, -2147483648, 2147483647, path, "offset")
+        f_offset = _j.dec_int(x, -2147483648, 2147483647, path, "offset")
     x = o.get("count")
     if x is None:
-        count = 0
+        f_count = 0
         absent.append("count")
     else:
-        count = _j.dec_int(x, -2147483648, 2147483647, path, "count")
+        f_count = _j.dec_int(x, -2147483648, 2147483647, path, "count")
     return ListMessages(
-        app_id=app_id,
-        offset=offset,
-        count=count,
+        app_id=f_app_id,
+        offset=f_offset,
+        count=f_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -180,7 +180,10 @@ class QueueMode:
     broadcast: QueueModeBroadcast | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "QueueMode", True)
+        if (self.fanout is not None) + (self.priority is not None) + (
+            self.broadcast is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "QueueMode", True)
 
     @property
     def selection(self) -> str | None:
@@ -232,7 +235,8 @@ class Consistency:
     strong: QueueConsistencyStrong | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Consistency", True)
+        if (self.eventual is not None) + (self.strong is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "Consistency", True)
 
     @property
     def selection(self) -> str | None:
@@ -315,7 +319,8 @@ class Storage:
     file_backed: FileBackedStorage | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "Storage", True)
+        if (self.in_memory is not None) + (self.file_backed is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "Storage", True)
 
     @property
     def selection(self) -> str | None:
@@ -369,7 +374,8 @@ class DomainVariant:
     redirect: str | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "DomainVariant", True)
+        if (self.definition is not None) + (self.redirect is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "DomainVariant", True)
 
     @property
     def selection(self) -> str | None:

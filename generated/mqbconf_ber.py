@@ -72,53 +72,57 @@ def _enc_Limits(v: Limits, out: bytearray, tag: bytes) -> None:
 
 def _dec_Limits(r: _b.BerReader, end: int | None, path: str) -> Limits:
     r.enter(path)
-    messages: int | None = None
-    messages_watermark_ratio: float | None = None
-    bytes: int | None = None
-    bytes_watermark_ratio: float | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_messages: int | None = None
+    f_messages_watermark_ratio: float | None = None
+    f_bytes: int | None = None
+    f_bytes_watermark_ratio: float | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "messages")
-            messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messages")
+            f_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "messages"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "messagesWatermarkRatio")
-            messages_watermark_ratio = r.read_real(length, path, "messagesWatermarkRatio")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messagesWatermarkRatio")
+            f_messages_watermark_ratio = r.read_real(length, path, "messagesWatermarkRatio")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "bytes")
-            bytes = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "bytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytes")
+            f_bytes = r.read_int(length, -9223372036854775808, 9223372036854775807, path, "bytes")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "bytesWatermarkRatio")
-            bytes_watermark_ratio = r.read_real(length, path, "bytesWatermarkRatio")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "bytesWatermarkRatio")
+            f_bytes_watermark_ratio = r.read_real(length, path, "bytesWatermarkRatio")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if messages is None:
-        messages = 0
+    if f_messages is None:
+        f_messages = 0
         absent.append("messages")
-    if messages_watermark_ratio is None:
-        messages_watermark_ratio = 0.8
+    if f_messages_watermark_ratio is None:
+        f_messages_watermark_ratio = 0.8
         absent.append("messagesWatermarkRatio")
-    if bytes is None:
-        bytes = 0
+    if f_bytes is None:
+        f_bytes = 0
         absent.append("bytes")
-    if bytes_watermark_ratio is None:
-        bytes_watermark_ratio = 0.8
+    if f_bytes_watermark_ratio is None:
+        f_bytes_watermark_ratio = 0.8
         absent.append("bytesWatermarkRatio")
     return Limits(
-        messages=messages,
-        messages_watermark_ratio=messages_watermark_ratio,
-        bytes=bytes,
-        bytes_watermark_ratio=bytes_watermark_ratio,
+        messages=f_messages,
+        messages_watermark_ratio=f_messages_watermark_ratio,
+        bytes=f_bytes,
+        bytes_watermark_ratio=f_bytes_watermark_ratio,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -182,91 +186,105 @@ def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
 
 def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
     r.enter(path)
-    name: str | None = None
-    mode: QueueMode | None = None
-    storage: StorageDefinition | None = None
-    max_consumers: int | None = None
-    max_producers: int | None = None
-    max_queues: int | None = None
-    msg_group_id_config: MsgGroupIdConfig | None = None
-    max_idle_time: int | None = None
-    message_ttl: int | None = None
-    max_delivery_attempts: int | None = None
-    deduplication_time_ms: int | None = None
-    consistency: Consistency | None = None
-    subscriptions: list[Subscription] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_name: str | None = None
+    f_mode: QueueMode | None = None
+    f_storage: StorageDefinition | None = None
+    f_max_consumers: int | None = None
+    f_max_producers: int | None = None
+    f_max_queues: int | None = None
+    f_msg_group_id_config: MsgGroupIdConfig | None = None
+    f_max_idle_time: int | None = None
+    f_message_ttl: int | None = None
+    f_max_delivery_attempts: int | None = None
+    f_deduplication_time_ms: int | None = None
+    f_consistency: Consistency | None = None
+    f_subscriptions: list[Subscription] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "name")
-            name = r.read_str(length, path, "name")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "name")
+            f_name = r.read_str(length, path, "name")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "mode")
-            mode = _dec_child(r, length, path + "." + "mode", _dec_QueueMode)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "mode")
+            f_mode = _dec_child(r, length, path + "." + "mode", _dec_QueueMode)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "storage")
-            storage = _dec_child(r, length, path + "." + "storage", _dec_StorageDefinition)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "storage")
+            f_storage = _dec_child(r, length, path + "." + "storage", _dec_StorageDefinition)
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "maxConsumers")
-            max_consumers = r.read_int(length, -2147483648, 2147483647, path, "maxConsumers")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxConsumers")
+            f_max_consumers = r.read_int(length, -2147483648, 2147483647, path, "maxConsumers")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "maxProducers")
-            max_producers = r.read_int(length, -2147483648, 2147483647, path, "maxProducers")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxProducers")
+            f_max_producers = r.read_int(length, -2147483648, 2147483647, path, "maxProducers")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "maxQueues")
-            max_queues = r.read_int(length, -2147483648, 2147483647, path, "maxQueues")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxQueues")
+            f_max_queues = r.read_int(length, -2147483648, 2147483647, path, "maxQueues")
 
         elif number == 6:
-            r.expect(cc, 0xA0, path, "msgGroupIdConfig")
-            msg_group_id_config = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "msgGroupIdConfig")
+            f_msg_group_id_config = _dec_child(
                 r, length, path + "." + "msgGroupIdConfig", _dec_MsgGroupIdConfig
             )
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "maxIdleTime")
-            max_idle_time = r.read_int(length, -2147483648, 2147483647, path, "maxIdleTime")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxIdleTime")
+            f_max_idle_time = r.read_int(length, -2147483648, 2147483647, path, "maxIdleTime")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "messageTtl")
-            message_ttl = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "messageTtl")
+            f_message_ttl = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "messageTtl"
             )
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "maxDeliveryAttempts")
-            max_delivery_attempts = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxDeliveryAttempts")
+            f_max_delivery_attempts = r.read_int(
                 length, -2147483648, 2147483647, path, "maxDeliveryAttempts"
             )
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "deduplicationTimeMs")
-            deduplication_time_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "deduplicationTimeMs")
+            f_deduplication_time_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "deduplicationTimeMs"
             )
 
         elif number == 11:
-            r.expect(cc, 0xA0, path, "consistency")
-            consistency = _dec_child(r, length, path + "." + "consistency", _dec_Consistency)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consistency")
+            f_consistency = _dec_child(r, length, path + "." + "consistency", _dec_Consistency)
 
         elif number == 12:
-            r.expect(cc, 0xA0, path, "subscriptions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subscriptions")
             items_end = r.child_end(length)
-            subscriptions = [] if subscriptions is None else subscriptions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subscriptions")
-                subscriptions.append(
+            f_subscriptions = [] if f_subscriptions is None else f_subscriptions
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subscriptions")
+                f_subscriptions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subscriptions[%d]" % len(subscriptions),
+                        path + "." + "subscriptions[%d]" % len(f_subscriptions),
                         _dec_Subscription,
                     )
                 )
@@ -276,53 +294,53 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if name is None:
-        name = ""
+    if f_name is None:
+        f_name = ""
         absent.append("name")
-    if mode is None:
+    if f_mode is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".mode")
-    if storage is None:
+    if f_storage is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".storage")
-    if max_consumers is None:
-        max_consumers = 0
+    if f_max_consumers is None:
+        f_max_consumers = 0
         absent.append("maxConsumers")
-    if max_producers is None:
-        max_producers = 0
+    if f_max_producers is None:
+        f_max_producers = 0
         absent.append("maxProducers")
-    if max_queues is None:
-        max_queues = 0
+    if f_max_queues is None:
+        f_max_queues = 0
         absent.append("maxQueues")
-    if max_idle_time is None:
-        max_idle_time = 0
+    if f_max_idle_time is None:
+        f_max_idle_time = 0
         absent.append("maxIdleTime")
-    if message_ttl is None:
-        message_ttl = 0
+    if f_message_ttl is None:
+        f_message_ttl = 0
         absent.append("messageTtl")
-    if max_delivery_attempts is None:
-        max_delivery_attempts = 0
+    if f_max_delivery_attempts is None:
+        f_max_delivery_attempts = 0
         absent.append("maxDeliveryAttempts")
-    if deduplication_time_ms is None:
-        deduplication_time_ms = 300000
+    if f_deduplication_time_ms is None:
+        f_deduplication_time_ms = 300000
         absent.append("deduplicationTimeMs")
-    if consistency is None:
+    if f_consistency is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".consistency")
-    if subscriptions is None:
-        subscriptions = []
+    if f_subscriptions is None:
+        f_subscriptions = []
         absent.append("subscriptions")
     return Domain(
-        name=name,
-        mode=mode,
-        storage=storage,
-        max_consumers=max_consumers,
-        max_producers=max_producers,
-        max_queues=max_queues,
-        msg_group_id_config=msg_group_id_config,
-        max_idle_time=max_idle_time,
-        message_ttl=message_ttl,
-        max_delivery_attempts=max_delivery_attempts,
-        deduplication_time_ms=deduplication_time_ms,
-        consistency=consistency,
-        subscriptions=subscriptions,
+        name=f_name,
+        mode=f_mode,
+        storage=f_storage,
+        max_consumers=f_max_consumers,
+        max_producers=f_max_producers,
+        max_queues=f_max_queues,
+        msg_group_id_config=f_msg_group_id_config,
+        max_idle_time=f_max_idle_time,
+        message_ttl=f_message_ttl,
+        max_delivery_attempts=f_max_delivery_attempts,
+        deduplication_time_ms=f_deduplication_time_ms,
+        consistency=f_consistency,
+        subscriptions=f_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -353,24 +371,27 @@ def _enc_MsgGroupIdConfig(v: MsgGroupIdConfig, out: bytearray, tag: bytes) -> No
 
 def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGroupIdConfig:
     r.enter(path)
-    rebalance: bool | None = None
-    max_groups: int | None = None
-    ttl_seconds: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_rebalance: bool | None = None
+    f_max_groups: int | None = None
+    f_ttl_seconds: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "rebalance")
-            rebalance = r.read_bool(length, path, "rebalance")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rebalance")
+            f_rebalance = r.read_bool(length, path, "rebalance")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxGroups")
-            max_groups = r.read_int(length, -2147483648, 2147483647, path, "maxGroups")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxGroups")
+            f_max_groups = r.read_int(length, -2147483648, 2147483647, path, "maxGroups")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "ttlSeconds")
-            ttl_seconds = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "ttlSeconds")
+            f_ttl_seconds = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "ttlSeconds"
             )
 
@@ -378,19 +399,19 @@ def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGro
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if rebalance is None:
-        rebalance = False
+    if f_rebalance is None:
+        f_rebalance = False
         absent.append("rebalance")
-    if max_groups is None:
-        max_groups = 2147483647
+    if f_max_groups is None:
+        f_max_groups = 2147483647
         absent.append("maxGroups")
-    if ttl_seconds is None:
-        ttl_seconds = 0
+    if f_ttl_seconds is None:
+        f_ttl_seconds = 0
         absent.append("ttlSeconds")
     return MsgGroupIdConfig(
-        rebalance=rebalance,
-        max_groups=max_groups,
-        ttl_seconds=ttl_seconds,
+        rebalance=f_rebalance,
+        max_groups=f_max_groups,
+        ttl_seconds=f_ttl_seconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -398,7 +419,8 @@ def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGro
 def _enc_QueueMode(v: QueueMode, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, QueueMode):
         raise EncodeError(f"expected a QueueMode, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.fanout is not None) + (v.priority is not None) + (v.broadcast is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.fanout is not None:
@@ -412,36 +434,41 @@ def _enc_QueueMode(v: QueueMode, out: bytearray, tag: bytes) -> None:
 
 def _dec_QueueMode(r: _b.BerReader, end: int | None, path: str) -> QueueMode:
     r.enter(path)
-    fanout: QueueModeFanout | None = None
-    priority: QueueModePriority | None = None
-    broadcast: QueueModeBroadcast | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_fanout: QueueModeFanout | None = None
+    f_priority: QueueModePriority | None = None
+    f_broadcast: QueueModeBroadcast | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "fanout")
-                fanout = _dec_child(r, length, path + "." + "fanout", _dec_QueueModeFanout)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "fanout")
+                f_fanout = _dec_child(r, length, path + "." + "fanout", _dec_QueueModeFanout)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "priority")
-                priority = _dec_child(r, length, path + "." + "priority", _dec_QueueModePriority)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "priority")
+                f_priority = _dec_child(r, length, path + "." + "priority", _dec_QueueModePriority)
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "broadcast")
-                broadcast = _dec_child(r, length, path + "." + "broadcast", _dec_QueueModeBroadcast)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "broadcast")
+                f_broadcast = _dec_child(
+                    r, length, path + "." + "broadcast", _dec_QueueModeBroadcast
+                )
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (fanout is not None) + (priority is not None) + (broadcast is not None)
+    chosen = (f_fanout is not None) + (f_priority is not None) + (f_broadcast is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -450,9 +477,9 @@ def _dec_QueueMode(r: _b.BerReader, end: int | None, path: str) -> QueueMode:
             path=path,
         )
     return QueueMode(
-        fanout=fanout,
-        priority=priority,
-        broadcast=broadcast,
+        fanout=f_fanout,
+        priority=f_priority,
+        broadcast=f_broadcast,
     )
 
 
@@ -475,39 +502,42 @@ def _enc_QueueModeFanout(v: QueueModeFanout, out: bytearray, tag: bytes) -> None
 
 def _dec_QueueModeFanout(r: _b.BerReader, end: int | None, path: str) -> QueueModeFanout:
     r.enter(path)
-    app_i_ds: list[str] | None = None
-    publish_app_id_metrics: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_i_ds: list[str] | None = None
+    f_publish_app_id_metrics: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "appIDs")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appIDs")
             items_end = r.child_end(length)
-            app_i_ds = [] if app_i_ds is None else app_i_ds
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x0, path, "appIDs")
-                app_i_ds.append(r.read_str(length, path, "appIDs[%d]" % len(app_i_ds)))
+            f_app_i_ds = [] if f_app_i_ds is None else f_app_i_ds
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x0:
+                    r.expect(cc, 0x0, path, "appIDs")
+                f_app_i_ds.append(r.read_str(length, path, "appIDs[%d]" % len(f_app_i_ds)))
             r.close(items_end, path)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "publishAppIdMetrics")
-            publish_app_id_metrics = r.read_bool(length, path, "publishAppIdMetrics")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "publishAppIdMetrics")
+            f_publish_app_id_metrics = r.read_bool(length, path, "publishAppIdMetrics")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_i_ds is None:
-        app_i_ds = []
+    if f_app_i_ds is None:
+        f_app_i_ds = []
         absent.append("appIDs")
-    if publish_app_id_metrics is None:
-        publish_app_id_metrics = True
+    if f_publish_app_id_metrics is None:
+        f_publish_app_id_metrics = True
         absent.append("publishAppIdMetrics")
     return QueueModeFanout(
-        app_i_ds=app_i_ds,
-        publish_app_id_metrics=publish_app_id_metrics,
+        app_i_ds=f_app_i_ds,
+        publish_app_id_metrics=f_publish_app_id_metrics,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -523,8 +553,8 @@ def _enc_QueueModePriority(v: QueueModePriority, out: bytearray, tag: bytes) -> 
 
 def _dec_QueueModePriority(r: _b.BerReader, end: int | None, path: str) -> QueueModePriority:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -547,8 +577,8 @@ def _enc_QueueModeBroadcast(v: QueueModeBroadcast, out: bytearray, tag: bytes) -
 
 def _dec_QueueModeBroadcast(r: _b.BerReader, end: int | None, path: str) -> QueueModeBroadcast:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -563,7 +593,8 @@ def _dec_QueueModeBroadcast(r: _b.BerReader, end: int | None, path: str) -> Queu
 def _enc_Consistency(v: Consistency, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Consistency):
         raise EncodeError(f"expected a Consistency, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.eventual is not None) + (v.strong is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.eventual is not None:
@@ -575,33 +606,35 @@ def _enc_Consistency(v: Consistency, out: bytearray, tag: bytes) -> None:
 
 def _dec_Consistency(r: _b.BerReader, end: int | None, path: str) -> Consistency:
     r.enter(path)
-    eventual: QueueConsistencyEventual | None = None
-    strong: QueueConsistencyStrong | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_eventual: QueueConsistencyEventual | None = None
+    f_strong: QueueConsistencyStrong | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "eventual")
-                eventual = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "eventual")
+                f_eventual = _dec_child(
                     r, length, path + "." + "eventual", _dec_QueueConsistencyEventual
                 )
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "strong")
-                strong = _dec_child(r, length, path + "." + "strong", _dec_QueueConsistencyStrong)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "strong")
+                f_strong = _dec_child(r, length, path + "." + "strong", _dec_QueueConsistencyStrong)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (eventual is not None) + (strong is not None)
+    chosen = (f_eventual is not None) + (f_strong is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -610,8 +643,8 @@ def _dec_Consistency(r: _b.BerReader, end: int | None, path: str) -> Consistency
             path=path,
         )
     return Consistency(
-        eventual=eventual,
-        strong=strong,
+        eventual=f_eventual,
+        strong=f_strong,
     )
 
 
@@ -628,8 +661,8 @@ def _dec_QueueConsistencyEventual(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueConsistencyEventual:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -654,8 +687,8 @@ def _dec_QueueConsistencyStrong(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueConsistencyStrong:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -682,33 +715,35 @@ def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
 
 def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
     r.enter(path)
-    version: ExpressionVersion | None = None
-    text: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_version: ExpressionVersion | None = None
+    f_text: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "version")
-            version = r.read_enum(length, ExpressionVersion, path, "version")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "version")
+            f_version = r.read_enum(length, ExpressionVersion, path, "version")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "text")
-            text = r.read_str(length, path, "text")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "text")
+            f_text = r.read_str(length, path, "text")
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if version is None:
-        version = ExpressionVersion.E_UNDEFINED
+    if f_version is None:
+        f_version = ExpressionVersion.E_UNDEFINED
         absent.append("version")
-    if text is None:
-        text = ""
+    if f_text is None:
+        f_text = ""
         absent.append("text")
     return Expression(
-        version=version,
-        text=text,
+        version=f_version,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -728,33 +763,35 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
     r.enter(path)
-    app_id: str | None = None
-    expression: Expression | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_app_id: str | None = None
+    f_expression: Expression | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "expression")
-            expression = _dec_child(r, length, path + "." + "expression", _dec_Expression)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "expression")
+            f_expression = _dec_child(r, length, path + "." + "expression", _dec_Expression)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if expression is None:
-        expression = Expression()
+    if f_expression is None:
+        f_expression = Expression()
         absent.append("expression")
     return Subscription(
-        app_id=app_id,
-        expression=expression,
+        app_id=f_app_id,
+        expression=f_expression,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -775,41 +812,44 @@ def _enc_StorageDefinition(v: StorageDefinition, out: bytearray, tag: bytes) -> 
 
 def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> StorageDefinition:
     r.enter(path)
-    domain_limits: Limits | None = None
-    queue_limits: Limits | None = None
-    config: Storage | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_domain_limits: Limits | None = None
+    f_queue_limits: Limits | None = None
+    f_config: Storage | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "domainLimits")
-            domain_limits = _dec_child(r, length, path + "." + "domainLimits", _dec_Limits)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "domainLimits")
+            f_domain_limits = _dec_child(r, length, path + "." + "domainLimits", _dec_Limits)
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queueLimits")
-            queue_limits = _dec_child(r, length, path + "." + "queueLimits", _dec_Limits)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueLimits")
+            f_queue_limits = _dec_child(r, length, path + "." + "queueLimits", _dec_Limits)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "config")
-            config = _dec_child(r, length, path + "." + "config", _dec_Storage)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "config")
+            f_config = _dec_child(r, length, path + "." + "config", _dec_Storage)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if domain_limits is None:
-        domain_limits = Limits()
+    if f_domain_limits is None:
+        f_domain_limits = Limits()
         absent.append("domainLimits")
-    if queue_limits is None:
-        queue_limits = Limits()
+    if f_queue_limits is None:
+        f_queue_limits = Limits()
         absent.append("queueLimits")
-    if config is None:
+    if f_config is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".config")
     return StorageDefinition(
-        domain_limits=domain_limits,
-        queue_limits=queue_limits,
-        config=config,
+        domain_limits=f_domain_limits,
+        queue_limits=f_queue_limits,
+        config=f_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -817,7 +857,8 @@ def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> Stora
 def _enc_Storage(v: Storage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, Storage):
         raise EncodeError(f"expected a Storage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.in_memory is not None) + (v.file_backed is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.in_memory is not None:
@@ -829,25 +870,27 @@ def _enc_Storage(v: Storage, out: bytearray, tag: bytes) -> None:
 
 def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
     r.enter(path)
-    in_memory: InMemoryStorage | None = None
-    file_backed: FileBackedStorage | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_in_memory: InMemoryStorage | None = None
+    f_file_backed: FileBackedStorage | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "inMemory")
-                in_memory = _dec_child(r, length, path + "." + "inMemory", _dec_InMemoryStorage)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "inMemory")
+                f_in_memory = _dec_child(r, length, path + "." + "inMemory", _dec_InMemoryStorage)
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "fileBacked")
-                file_backed = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "fileBacked")
+                f_file_backed = _dec_child(
                     r, length, path + "." + "fileBacked", _dec_FileBackedStorage
                 )
 
@@ -855,7 +898,7 @@ def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (in_memory is not None) + (file_backed is not None)
+    chosen = (f_in_memory is not None) + (f_file_backed is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -864,8 +907,8 @@ def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
             path=path,
         )
     return Storage(
-        in_memory=in_memory,
-        file_backed=file_backed,
+        in_memory=f_in_memory,
+        file_backed=f_file_backed,
     )
 
 
@@ -880,8 +923,8 @@ def _enc_InMemoryStorage(v: InMemoryStorage, out: bytearray, tag: bytes) -> None
 
 def _dec_InMemoryStorage(r: _b.BerReader, end: int | None, path: str) -> InMemoryStorage:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -904,8 +947,8 @@ def _enc_FileBackedStorage(v: FileBackedStorage, out: bytearray, tag: bytes) -> 
 
 def _dec_FileBackedStorage(r: _b.BerReader, end: int | None, path: str) -> FileBackedStorage:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -931,32 +974,34 @@ def _enc_DomainDefinition(v: DomainDefinition, out: bytearray, tag: bytes) -> No
 
 def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> DomainDefinition:
     r.enter(path)
-    location: str | None = None
-    parameters: Domain | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_location: str | None = None
+    f_parameters: Domain | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "location")
-            location = r.read_str(length, path, "location")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "location")
+            f_location = r.read_str(length, path, "location")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "parameters")
-            parameters = _dec_child(r, length, path + "." + "parameters", _dec_Domain)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "parameters")
+            f_parameters = _dec_child(r, length, path + "." + "parameters", _dec_Domain)
 
         else:
             r.skip(cc, length, path)
     r.leave()
     absent: list[str] = []
-    if location is None:
-        location = ""
+    if f_location is None:
+        f_location = ""
         absent.append("location")
-    if parameters is None:
+    if f_parameters is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".parameters")
     return DomainDefinition(
-        location=location,
-        parameters=parameters,
+        location=f_location,
+        parameters=f_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -964,7 +1009,8 @@ def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> Domain
 def _enc_DomainVariant(v: DomainVariant, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, DomainVariant):
         raise EncodeError(f"expected a DomainVariant, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.definition is not None) + (v.redirect is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.definition is not None:
@@ -976,31 +1022,35 @@ def _enc_DomainVariant(v: DomainVariant, out: bytearray, tag: bytes) -> None:
 
 def _dec_DomainVariant(r: _b.BerReader, end: int | None, path: str) -> DomainVariant:
     r.enter(path)
-    definition: DomainDefinition | None = None
-    redirect: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    f_definition: DomainDefinition | None = None
+    f_redirect: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "definition")
-                definition = _dec_child(r, length, path + "." + "definition", _dec_DomainDefinition)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "definition")
+                f_definition = _dec_child(
+                    r, length, path + "." + "definition", _dec_DomainDefinition
+                )
 
             elif number == 1:
-                r.expect(cc, 0x80, path, "redirect")
-                redirect = r.read_str(length, path, "redirect")
+                if cc != 0x80:
+                    r.expect(cc, 0x80, path, "redirect")
+                f_redirect = r.read_str(length, path, "redirect")
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
     r.leave()
-    chosen = (definition is not None) + (redirect is not None)
+    chosen = (f_definition is not None) + (f_redirect is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -1009,8 +1059,8 @@ def _dec_DomainVariant(r: _b.BerReader, end: int | None, path: str) -> DomainVar
             path=path,
         )
     return DomainVariant(
-        definition=definition,
-        redirect=redirect,
+        definition=f_definition,
+        redirect=f_redirect,
     )
 
 

@@ -74,33 +74,33 @@ def _dec_Limits(d: object, path: str, depth: int) -> Limits:
     absent: list[str] = []
     x = o.get("messages")
     if x is None:
-        messages = 0
+        f_messages = 0
         absent.append("messages")
     else:
-        messages = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "messages")
+        f_messages = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "messages")
     x = o.get("messagesWatermarkRatio")
     if x is None:
-        messages_watermark_ratio = 0.8
+        f_messages_watermark_ratio = 0.8
         absent.append("messagesWatermarkRatio")
     else:
-        messages_watermark_ratio = _j.dec_float(x, path, "messagesWatermarkRatio")
+        f_messages_watermark_ratio = _j.dec_float(x, path, "messagesWatermarkRatio")
     x = o.get("bytes")
     if x is None:
-        bytes = 0
+        f_bytes = 0
         absent.append("bytes")
     else:
-        bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "bytes")
+        f_bytes = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "bytes")
     x = o.get("bytesWatermarkRatio")
     if x is None:
-        bytes_watermark_ratio = 0.8
+        f_bytes_watermark_ratio = 0.8
         absent.append("bytesWatermarkRatio")
     else:
-        bytes_watermark_ratio = _j.dec_float(x, path, "bytesWatermarkRatio")
+        f_bytes_watermark_ratio = _j.dec_float(x, path, "bytesWatermarkRatio")
     return Limits(
-        messages=messages,
-        messages_watermark_ratio=messages_watermark_ratio,
-        bytes=bytes,
-        bytes_watermark_ratio=bytes_watermark_ratio,
+        messages=f_messages,
+        messages_watermark_ratio=f_messages_watermark_ratio,
+        bytes=f_bytes,
+        bytes_watermark_ratio=f_bytes_watermark_ratio,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -168,91 +168,95 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
     absent: list[str] = []
     x = o.get("name")
     if x is None:
-        name = ""
+        f_name = ""
         absent.append("name")
     else:
-        name = _j.dec_str(x, path, "name")
+        f_name = _j.dec_str(x, path, "name")
     x = o.get("mode")
     if x is None:
         raise DecodeError("missing required element", path=path + ".mode")
-    mode = _dec_QueueMode(x, path + "." + "mode", depth + 1)
+    f_mode = _dec_QueueMode(x, path + "." + "mode", depth + 1)
     x = o.get("storage")
     if x is None:
         raise DecodeError("missing required element", path=path + ".storage")
-    storage = _dec_StorageDefinition(x, path + "." + "storage", depth + 1)
+    f_storage = _dec_StorageDefinition(x, path + "." + "storage", depth + 1)
     x = o.get("maxConsumers")
     if x is None:
-        max_consumers = 0
+        f_max_consumers = 0
         absent.append("maxConsumers")
     else:
-        max_consumers = _j.dec_int(x, -2147483648, 2147483647, path, "maxConsumers")
+        f_max_consumers = _j.dec_int(x, -2147483648, 2147483647, path, "maxConsumers")
     x = o.get("maxProducers")
     if x is None:
-        max_producers = 0
+        f_max_producers = 0
         absent.append("maxProducers")
     else:
-        max_producers = _j.dec_int(x, -2147483648, 2147483647, path, "maxProducers")
+        f_max_producers = _j.dec_int(x, -2147483648, 2147483647, path, "maxProducers")
     x = o.get("maxQueues")
     if x is None:
-        max_queues = 0
+        f_max_queues = 0
         absent.append("maxQueues")
     else:
-        max_queues = _j.dec_int(x, -2147483648, 2147483647, path, "maxQueues")
+        f_max_queues = _j.dec_int(x, -2147483648, 2147483647, path, "maxQueues")
     x = o.get("msgGroupIdConfig")
-    msg_group_id_config = (
+    f_msg_group_id_config = (
         None if x is None else _dec_MsgGroupIdConfig(x, path + "." + "msgGroupIdConfig", depth + 1)
     )
     x = o.get("maxIdleTime")
     if x is None:
-        max_idle_time = 0
+        f_max_idle_time = 0
         absent.append("maxIdleTime")
     else:
-        max_idle_time = _j.dec_int(x, -2147483648, 2147483647, path, "maxIdleTime")
+        f_max_idle_time = _j.dec_int(x, -2147483648, 2147483647, path, "maxIdleTime")
     x = o.get("messageTtl")
     if x is None:
-        message_ttl = 0
+        f_message_ttl = 0
         absent.append("messageTtl")
     else:
-        message_ttl = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "messageTtl")
+        f_message_ttl = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "messageTtl")
     x = o.get("maxDeliveryAttempts")
     if x is None:
-        max_delivery_attempts = 0
+        f_max_delivery_attempts = 0
         absent.append("maxDeliveryAttempts")
     else:
-        max_delivery_attempts = _j.dec_int(x, -2147483648, 2147483647, path, "maxDeliveryAttempts")
+        f_max_delivery_attempts = _j.dec_int(
+            x, -2147483648, 2147483647, path, "maxDeliveryAttempts"
+        )
     x = o.get("deduplicationTimeMs")
     if x is None:
-        deduplication_time_ms = 300000
+        f_deduplication_time_ms = 300000
         absent.append("deduplicationTimeMs")
     else:
-        deduplication_time_ms = _j.dec_int(x, -2147483648, 2147483647, path, "deduplicationTimeMs")
+        f_deduplication_time_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "deduplicationTimeMs"
+        )
     x = o.get("consistency")
     if x is None:
         raise DecodeError("missing required element", path=path + ".consistency")
-    consistency = _dec_Consistency(x, path + "." + "consistency", depth + 1)
+    f_consistency = _dec_Consistency(x, path + "." + "consistency", depth + 1)
     x = o.get("subscriptions")
-    subscriptions: list[Subscription] = []
+    f_subscriptions: list[Subscription] = []
     if x is None:
         absent.append("subscriptions")
     else:
         for i, item in enumerate(_j.arr(x, path, "subscriptions")):
-            subscriptions.append(
+            f_subscriptions.append(
                 _dec_Subscription(item, path + "." + "subscriptions[%d]" % i, depth + 1)
             )
     return Domain(
-        name=name,
-        mode=mode,
-        storage=storage,
-        max_consumers=max_consumers,
-        max_producers=max_producers,
-        max_queues=max_queues,
-        msg_group_id_config=msg_group_id_config,
-        max_idle_time=max_idle_time,
-        message_ttl=message_ttl,
-        max_delivery_attempts=max_delivery_attempts,
-        deduplication_time_ms=deduplication_time_ms,
-        consistency=consistency,
-        subscriptions=subscriptions,
+        name=f_name,
+        mode=f_mode,
+        storage=f_storage,
+        max_consumers=f_max_consumers,
+        max_producers=f_max_producers,
+        max_queues=f_max_queues,
+        msg_group_id_config=f_msg_group_id_config,
+        max_idle_time=f_max_idle_time,
+        message_ttl=f_message_ttl,
+        max_delivery_attempts=f_max_delivery_attempts,
+        deduplication_time_ms=f_deduplication_time_ms,
+        consistency=f_consistency,
+        subscriptions=f_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -287,26 +291,26 @@ def _dec_MsgGroupIdConfig(d: object, path: str, depth: int) -> MsgGroupIdConfig:
     absent: list[str] = []
     x = o.get("rebalance")
     if x is None:
-        rebalance = False
+        f_rebalance = False
         absent.append("rebalance")
     else:
-        rebalance = _j.dec_bool(x, path, "rebalance")
+        f_rebalance = _j.dec_bool(x, path, "rebalance")
     x = o.get("maxGroups")
     if x is None:
-        max_groups = 2147483647
+        f_max_groups = 2147483647
         absent.append("maxGroups")
     else:
-        max_groups = _j.dec_int(x, -2147483648, 2147483647, path, "maxGroups")
+        f_max_groups = _j.dec_int(x, -2147483648, 2147483647, path, "maxGroups")
     x = o.get("ttlSeconds")
     if x is None:
-        ttl_seconds = 0
+        f_ttl_seconds = 0
         absent.append("ttlSeconds")
     else:
-        ttl_seconds = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "ttlSeconds")
+        f_ttl_seconds = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "ttlSeconds")
     return MsgGroupIdConfig(
-        rebalance=rebalance,
-        max_groups=max_groups,
-        ttl_seconds=ttl_seconds,
+        rebalance=f_rebalance,
+        max_groups=f_max_groups,
+        ttl_seconds=f_ttl_seconds,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -314,7 +318,8 @@ def _dec_MsgGroupIdConfig(d: object, path: str, depth: int) -> MsgGroupIdConfig:
 def _enc_QueueMode(v: QueueMode) -> str:
     if not isinstance(v, QueueMode):
         raise EncodeError(f"expected a QueueMode, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.fanout is not None) + (v.priority is not None) + (v.broadcast is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.fanout is not None:
         out.append('"fanout":' + _enc_QueueModeFanout(v.fanout))
@@ -328,14 +333,16 @@ def _enc_QueueMode(v: QueueMode) -> str:
 def _dec_QueueMode(d: object, path: str, depth: int) -> QueueMode:
     o = _j.obj(d, path, depth)
     x = o.get("fanout")
-    fanout = None if x is None else _dec_QueueModeFanout(x, path + "." + "fanout", depth + 1)
+    f_fanout = None if x is None else _dec_QueueModeFanout(x, path + "." + "fanout", depth + 1)
     x = o.get("priority")
-    priority = None if x is None else _dec_QueueModePriority(x, path + "." + "priority", depth + 1)
+    f_priority = (
+        None if x is None else _dec_QueueModePriority(x, path + "." + "priority", depth + 1)
+    )
     x = o.get("broadcast")
-    broadcast = (
+    f_broadcast = (
         None if x is None else _dec_QueueModeBroadcast(x, path + "." + "broadcast", depth + 1)
     )
-    chosen = (fanout is not None) + (priority is not None) + (broadcast is not None)
+    chosen = (f_fanout is not None) + (f_priority is not None) + (f_broadcast is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 3 selections, found {chosen}"
@@ -343,9 +350,9 @@ def _dec_QueueMode(d: object, path: str, depth: int) -> QueueMode:
             path=path,
         )
     return QueueMode(
-        fanout=fanout,
-        priority=priority,
-        broadcast=broadcast,
+        fanout=f_fanout,
+        priority=f_priority,
+        broadcast=f_broadcast,
     )
 
 
@@ -373,21 +380,21 @@ def _dec_QueueModeFanout(d: object, path: str, depth: int) -> QueueModeFanout:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("appIDs")
-    app_i_ds: list[str] = []
+    f_app_i_ds: list[str] = []
     if x is None:
         absent.append("appIDs")
     else:
         for i, item in enumerate(_j.arr(x, path, "appIDs")):
-            app_i_ds.append(_j.dec_str(item, path, "appIDs[%d]" % i))
+            f_app_i_ds.append(_j.dec_str(item, path, "appIDs[%d]" % i))
     x = o.get("publishAppIdMetrics")
     if x is None:
-        publish_app_id_metrics = True
+        f_publish_app_id_metrics = True
         absent.append("publishAppIdMetrics")
     else:
-        publish_app_id_metrics = _j.dec_bool(x, path, "publishAppIdMetrics")
+        f_publish_app_id_metrics = _j.dec_bool(x, path, "publishAppIdMetrics")
     return QueueModeFanout(
-        app_i_ds=app_i_ds,
-        publish_app_id_metrics=publish_app_id_metrics,
+        app_i_ds=f_app_i_ds,
+        publish_app_id_metrics=f_publish_app_id_metrics,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -427,7 +434,8 @@ def _dec_QueueModeBroadcast(d: object, path: str, depth: int) -> QueueModeBroadc
 def _enc_Consistency(v: Consistency) -> str:
     if not isinstance(v, Consistency):
         raise EncodeError(f"expected a Consistency, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.eventual is not None) + (v.strong is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.eventual is not None:
         out.append('"eventual":' + _enc_QueueConsistencyEventual(v.eventual))
@@ -439,12 +447,14 @@ def _enc_Consistency(v: Consistency) -> str:
 def _dec_Consistency(d: object, path: str, depth: int) -> Consistency:
     o = _j.obj(d, path, depth)
     x = o.get("eventual")
-    eventual = (
+    f_eventual = (
         None if x is None else _dec_QueueConsistencyEventual(x, path + "." + "eventual", depth + 1)
     )
     x = o.get("strong")
-    strong = None if x is None else _dec_QueueConsistencyStrong(x, path + "." + "strong", depth + 1)
-    chosen = (eventual is not None) + (strong is not None)
+    f_strong = (
+        None if x is None else _dec_QueueConsistencyStrong(x, path + "." + "strong", depth + 1)
+    )
+    chosen = (f_eventual is not None) + (f_strong is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -452,8 +462,8 @@ def _dec_Consistency(d: object, path: str, depth: int) -> Consistency:
             path=path,
         )
     return Consistency(
-        eventual=eventual,
-        strong=strong,
+        eventual=f_eventual,
+        strong=f_strong,
     )
 
 
@@ -506,19 +516,19 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
     absent: list[str] = []
     x = o.get("version")
     if x is None:
-        version = ExpressionVersion.E_UNDEFINED
+        f_version = ExpressionVersion.E_UNDEFINED
         absent.append("version")
     else:
-        version = _j.dec_enum(x, ExpressionVersion, path, "version")
+        f_version = _j.dec_enum(x, ExpressionVersion, path, "version")
     x = o.get("text")
     if x is None:
-        text = ""
+        f_text = ""
         absent.append("text")
     else:
-        text = _j.dec_str(x, path, "text")
+        f_text = _j.dec_str(x, path, "text")
     return Expression(
-        version=version,
-        text=text,
+        version=f_version,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -540,19 +550,19 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("expression")
     if x is None:
-        expression = Expression()
+        f_expression = Expression()
         absent.append("expression")
     else:
-        expression = _dec_Expression(x, path + "." + "expression", depth + 1)
+        f_expression = _dec_Expression(x, path + "." + "expression", depth + 1)
     return Subscription(
-        app_id=app_id,
-        expression=expression,
+        app_id=f_app_id,
+        expression=f_expression,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -575,24 +585,24 @@ def _dec_StorageDefinition(d: object, path: str, depth: int) -> StorageDefinitio
     absent: list[str] = []
     x = o.get("domainLimits")
     if x is None:
-        domain_limits = Limits()
+        f_domain_limits = Limits()
         absent.append("domainLimits")
     else:
-        domain_limits = _dec_Limits(x, path + "." + "domainLimits", depth + 1)
+        f_domain_limits = _dec_Limits(x, path + "." + "domainLimits", depth + 1)
     x = o.get("queueLimits")
     if x is None:
-        queue_limits = Limits()
+        f_queue_limits = Limits()
         absent.append("queueLimits")
     else:
-        queue_limits = _dec_Limits(x, path + "." + "queueLimits", depth + 1)
+        f_queue_limits = _dec_Limits(x, path + "." + "queueLimits", depth + 1)
     x = o.get("config")
     if x is None:
         raise DecodeError("missing required element", path=path + ".config")
-    config = _dec_Storage(x, path + "." + "config", depth + 1)
+    f_config = _dec_Storage(x, path + "." + "config", depth + 1)
     return StorageDefinition(
-        domain_limits=domain_limits,
-        queue_limits=queue_limits,
-        config=config,
+        domain_limits=f_domain_limits,
+        queue_limits=f_queue_limits,
+        config=f_config,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -600,7 +610,8 @@ def _dec_StorageDefinition(d: object, path: str, depth: int) -> StorageDefinitio
 def _enc_Storage(v: Storage) -> str:
     if not isinstance(v, Storage):
         raise EncodeError(f"expected a Storage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.in_memory is not None) + (v.file_backed is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.in_memory is not None:
         out.append('"inMemory":' + _enc_InMemoryStorage(v.in_memory))
@@ -612,12 +623,12 @@ def _enc_Storage(v: Storage) -> str:
 def _dec_Storage(d: object, path: str, depth: int) -> Storage:
     o = _j.obj(d, path, depth)
     x = o.get("inMemory")
-    in_memory = None if x is None else _dec_InMemoryStorage(x, path + "." + "inMemory", depth + 1)
+    f_in_memory = None if x is None else _dec_InMemoryStorage(x, path + "." + "inMemory", depth + 1)
     x = o.get("fileBacked")
-    file_backed = (
+    f_file_backed = (
         None if x is None else _dec_FileBackedStorage(x, path + "." + "fileBacked", depth + 1)
     )
-    chosen = (in_memory is not None) + (file_backed is not None)
+    chosen = (f_in_memory is not None) + (f_file_backed is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -625,8 +636,8 @@ def _dec_Storage(d: object, path: str, depth: int) -> Storage:
             path=path,
         )
     return Storage(
-        in_memory=in_memory,
-        file_backed=file_backed,
+        in_memory=f_in_memory,
+        file_backed=f_file_backed,
     )
 
 
@@ -678,17 +689,17 @@ def _dec_DomainDefinition(d: object, path: str, depth: int) -> DomainDefinition:
     absent: list[str] = []
     x = o.get("location")
     if x is None:
-        location = ""
+        f_location = ""
         absent.append("location")
     else:
-        location = _j.dec_str(x, path, "location")
+        f_location = _j.dec_str(x, path, "location")
     x = o.get("parameters")
     if x is None:
         raise DecodeError("missing required element", path=path + ".parameters")
-    parameters = _dec_Domain(x, path + "." + "parameters", depth + 1)
+    f_parameters = _dec_Domain(x, path + "." + "parameters", depth + 1)
     return DomainDefinition(
-        location=location,
-        parameters=parameters,
+        location=f_location,
+        parameters=f_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -696,7 +707,8 @@ def _dec_DomainDefinition(d: object, path: str, depth: int) -> DomainDefinition:
 def _enc_DomainVariant(v: DomainVariant) -> str:
     if not isinstance(v, DomainVariant):
         raise EncodeError(f"expected a DomainVariant, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.definition is not None) + (v.redirect is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.definition is not None:
         out.append('"definition":' + _enc_DomainDefinition(v.definition))
@@ -708,12 +720,12 @@ def _enc_DomainVariant(v: DomainVariant) -> str:
 def _dec_DomainVariant(d: object, path: str, depth: int) -> DomainVariant:
     o = _j.obj(d, path, depth)
     x = o.get("definition")
-    definition = (
+    f_definition = (
         None if x is None else _dec_DomainDefinition(x, path + "." + "definition", depth + 1)
     )
     x = o.get("redirect")
-    redirect = None if x is None else _j.dec_str(x, path, "redirect")
-    chosen = (definition is not None) + (redirect is not None)
+    f_redirect = None if x is None else _j.dec_str(x, path, "redirect")
+    chosen = (f_definition is not None) + (f_redirect is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -721,8 +733,8 @@ def _dec_DomainVariant(d: object, path: str, depth: int) -> DomainVariant:
             path=path,
         )
     return DomainVariant(
-        definition=definition,
-        redirect=redirect,
+        definition=f_definition,
+        redirect=f_redirect,
     )
 
 

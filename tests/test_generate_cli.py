@@ -103,10 +103,8 @@ def test_generate_into_a_package_with_an_explicit_module_name(importable: Path) 
     package_dir = importable / "root" / "acme"
     package_dir.mkdir(parents=True)
     (package_dir / "__init__.py").write_text("")
-    status = main(
-        ["generate", "--xsd", str(xsd), "--out", str(package_dir), "--module", "orders"]
-        + ["--package", "acme"]
-    )
+    args = ["--xsd", str(xsd), "--out", str(package_dir), "--module", "orders", "--package", "acme"]
+    status = main(["generate", *args])
     assert status == 0
     sys.path.insert(0, str(importable / "root"))
     types = importlib.import_module("acme.orders")
@@ -124,7 +122,29 @@ def test_generate_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["generate", "--xsd", str(xsd), "--out", str(out), "--module", "not-a-name"]) == 2
     assert "module name" in capsys.readouterr().err
     bad = tmp_path / "bad.xsd"
-    bad.write_text(SCHEMA.format(package="p").replace("name='cancel'", "name='length'"))
+    bad.write_text(SCHEMA.format(package="p").replace("<sequence>", "<all>", 1))
     assert main(["generate", "--xsd", str(bad), "--out", str(out)]) == 2
-    assert "shadow" in capsys.readouterr().err
+    assert "bad.xsd" in capsys.readouterr().err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_element_names_that_match_decoder_variables(importable: Path) -> None:
+    # `length`, `number`, `path`... are also names the generated decoders use internally.
+    xsd = importable / "orders.xsd"
+    names = SCHEMA.format(package="orders_v2").replace("name='cancel'", "name='length'")
+    xsd.write_text(names.replace("name='venue'", "name='number'"))
+    out = importable / "out"
+    assert main(["generate", "--xsd", str(xsd), "--out", str(out)]) == 0
+    sys.path.insert(0, str(out))
+    types = importlib.import_module("orders_v2")
+    codec_ber = importlib.import_module("orders_v2_ber")
+    codec_json = importlib.import_module("orders_v2_json")
+    value = types.Envelope(order=types.Order(order_id=1, price=0.5, number="XPAR"))
+    for codec, enc, dec in (
+        (codec_ber, "encode_ber", "decode_ber"),
+        (codec_json, "encode_json", "decode_json"),
+    ):
+        back = getattr(codec, dec)(types.Envelope, getattr(codec, enc)(value))
+        assert back == value and back.order.number == "XPAR"
+    value = types.Envelope(length=3)
+    assert codec_ber.decode_ber(types.Envelope, codec_ber.encode_ber(value)).length == 3
