@@ -15,6 +15,7 @@ from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
 SUBCOMMANDS: list[str] = [
+    "pybmq.cli_decode",
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
     "pybmq.cli_generate",
