@@ -475,3 +475,17 @@ def test_cli_on_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert run(capsys, str(LAYOUT), str(new))[0] == 0
     status, out, _ = run(capsys, str(LAYOUT), str(new), "--fail-on", "api")
     assert status == 1 and "api-breaking" in out
+
+
+def test_layout_padding_and_event_descriptions(tmp_path: Path) -> None:
+    def padding(spec):  # type: ignore[no-untyped-def]
+        spec["padding"]["word"] = 8
+        spec["padding"]["max"] = 8
+
+    found = layout_changes(tmp_path, padding)
+    assert found == [(W, "padding-changed", "<padding>")]
+
+    def describe(spec):  # type: ignore[no-untyped-def]
+        spec["events"]["ACK"] = "AckHeader, then AckMessage entries (reworded)"
+
+    assert layout_changes(tmp_path, describe) == [(C, "doc-changed", "<events>.ACK")]
