@@ -458,6 +458,24 @@ class _XsdDiffer:
                 self.member_added(owner, element, old, choice=choice)
             else:
                 self.same_member(owner, before, element, choice=choice)
+        self.order_only(owner, old, new, what)
+
+    def order_only(
+        self, owner: str, old: Sequence[Element], new: Sequence[Element], what: str
+    ) -> None:
+        """Members listed in another order while every id stays: nothing observable changes."""
+        common = [e.name for e in old if any(n.name == e.name for n in new)]
+        order = [e.name for e in new if e.name in common]
+        same_ids = all(o.id == n.id for o in old for n in new if o.name == n.name)
+        if common != order and same_ids:
+            self.add(
+                f"{what}-reordered",
+                owner,
+                f"{what}s listed in another order, every bdem:id kept",
+                Compat.COMPATIBLE,
+                "BER tags are the unchanged ids, JSON uses names, and the generated classes "
+                "take keyword arguments only",
+            )
 
     def member_removed(self, owner: str, element: Element, *, choice: bool) -> None:
         path = f"{owner}.{element.name}"

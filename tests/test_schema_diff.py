@@ -489,3 +489,13 @@ def test_layout_padding_and_event_descriptions(tmp_path: Path) -> None:
         spec["events"]["ACK"] = "AckHeader, then AckMessage entries (reworded)"
 
     assert layout_changes(tmp_path, describe) == [(C, "doc-changed", "<events>.ACK")]
+
+
+def test_order_change_with_explicit_ids_is_compatible(tmp_path: Path) -> None:
+    first = "<element name='id' type='int' bdem:id='1'/>"
+    second = "<element name='label' type='string' default='none' bdem:id='2'/>"
+    old = write(tmp_path / "old.xsd", Msg=msg(first, second))
+    new = write(tmp_path / "new.xsd", Msg=msg(second, first))
+    assert [(c.compat, c.kind, c.path) for c in diff_files(old, new).changes] == [
+        (C, "element-reordered", "Msg")
+    ]
