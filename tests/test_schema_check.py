@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from pybmq.cli import main
-from pybmq.codegen.schemacheck import check, gated_files
+from pybmq.codegen.schemacheck import check
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_SCHEMA = TESTS_DIR.parent / "schema"
