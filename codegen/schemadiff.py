@@ -680,8 +680,21 @@ class _XsdDiffer:
     # -- type references -------------------------------------------------------------------------
 
     def type_changed(self, path: str, old: TypeRef, new: TypeRef, kind: str) -> None:
-        if old.builtin and new.builtin:
-            self.builtin_changed(path, kind, old, new)
+        # A non-enum simple type travels (and is held in Python) as its base built-in.
+        old_base, new_base = _scalar(self.old, old), _scalar(self.new, new)
+        if old_base is not None and new_base is not None:
+            if old_base != new_base:
+                self.builtin_changed(path, kind, old_base, new_base)
+                return
+            if old != new:
+                self.add(
+                    kind,
+                    path,
+                    f"type {old} -> {new} (both {old_base})",
+                    Compat.COMPATIBLE,
+                    "the same built-in underneath: same encoding, same Python type (facets are "
+                    "not enforced by the decoders)",
+                )
             return
         if not old.builtin and not new.builtin and self.same_shape(old, new):
             self.add(
@@ -794,6 +807,16 @@ def _element_shape(schema: Schema, element: Element, seen: set[str]) -> object:
         element.default,
         _shape(schema, element.type, seen),
     )
+
+
+def _scalar(schema: Schema, ref: TypeRef) -> TypeRef | None:
+    """The built-in a reference travels as: itself, or a non-enum simple type's base; else None."""
+    if ref.builtin:
+        return ref
+    target = schema.type(ref.name)
+    if isinstance(target, SimpleType) and not target.is_enum:
+        return _scalar(schema, target.base)
+    return None
 
 
 def _types(schema: Schema) -> dict[str, SimpleType | ComplexType]:

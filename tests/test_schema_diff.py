@@ -499,3 +499,14 @@ def test_order_change_with_explicit_ids_is_compatible(tmp_path: Path) -> None:
     assert [(c.compat, c.kind, c.path) for c in diff_files(old, new).changes] == [
         (C, "element-reordered", "Msg")
     ]
+
+
+def test_restricted_simple_type_travels_as_its_base(tmp_path: Path) -> None:
+    # Name is a restriction of string: string <-> Name changes neither bytes nor Python type.
+    as_name = "<element name='label' type='tns:Name' default='none'/>"
+    assert changes(tmp_path, Msg=msg(ID, as_name, NOTE)) == [
+        (C, "element-type-changed", "Msg.label")
+    ]
+    as_color = "<element name='label' type='tns:Color' default='RED'/>"
+    found = changes(tmp_path, Msg=msg(ID, as_color, NOTE))
+    assert (W, "element-type-changed", "Msg.label") in found  # an enumeration is another encoding
