@@ -136,3 +136,15 @@ def test_setup_problems(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "allowed-changes.yaml").write_text("allowed: []\n")
     status, out = gate(capsys, repo)
     assert status == 1 and "no baseline folder" in out
+
+
+def test_verbose_lists_the_passing_changes_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = tmp_path / "schema"
+    (schema / "baseline").mkdir(parents=True)
+    shutil.copyfile(HISTORY / "2023-07-11_fae9e586a.xsd", schema / "baseline" / "bmqp_ctrlmsg.xsd")
+    shutil.copyfile(HISTORY / "2024-09-19_9075a4bdc.xsd", schema / "bmqp_ctrlmsg.xsd")
+    status, out = gate(capsys, schema, "--verbose")
+    assert status == 0
+    assert "compatible StopRequest.version (element-added" in out
