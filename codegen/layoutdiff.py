@@ -66,6 +66,8 @@ def diff_layouts(
     differ.constants(old.constants, new.constants)
     differ.enums({e.name: e for e in old.enums}, {e.name: e for e in new.enums})
     differ.structs({s.name: s for s in old.structs}, {s.name: s for s in new.structs})
+    differ.padding(old.padding, new.padding)
+    differ.event_bodies(old.events, new.events)
     result.changes.extend(differ.out)
     return result
 
@@ -126,6 +128,30 @@ class _LayoutDiffer:
                     Compat.WIRE,
                     "protocol constants are limits and codes both peers must agree on",
                     wire=True,
+                )
+
+    # -- padding and event bodies ------------------------------------------------------------------
+
+    def padding(self, old: list[bytes], new: list[bytes]) -> None:
+        if old != new:
+            self.add(
+                "padding-changed",
+                "<padding>",
+                f"{[p.hex() for p in old]} -> {[p.hex() for p in new]}",
+                Compat.WIRE,
+                "peers find the end of the data by its padding: a different rule misplaces it",
+                wire=True,
+            )
+
+    def event_bodies(self, old: dict[str, str], new: dict[str, str]) -> None:
+        for name in sorted(old.keys() | new.keys()):
+            if old.get(name) != new.get(name):
+                self.add(
+                    "doc-changed",
+                    f"<events>.{name}",
+                    "event body description changed",
+                    Compat.COMPATIBLE,
+                    "descriptions of event bodies reach neither the wire nor the API",
                 )
 
     # -- enums and flags -------------------------------------------------------------------------

@@ -458,6 +458,24 @@ class _XsdDiffer:
                 self.member_added(owner, element, old, choice=choice)
             else:
                 self.same_member(owner, before, element, choice=choice)
+        self.order_only(owner, old, new, what)
+
+    def order_only(
+        self, owner: str, old: Sequence[Element], new: Sequence[Element], what: str
+    ) -> None:
+        """Members listed in another order while every id stays: nothing observable changes."""
+        common = [e.name for e in old if any(n.name == e.name for n in new)]
+        order = [e.name for e in new if e.name in common]
+        same_ids = all(o.id == n.id for o in old for n in new if o.name == n.name)
+        if common != order and same_ids:
+            self.add(
+                f"{what}-reordered",
+                owner,
+                f"{what}s listed in another order, every bdem:id kept",
+                Compat.COMPATIBLE,
+                "BER tags are the unchanged ids, JSON uses names, and the generated classes "
+                "take keyword arguments only",
+            )
 
     def member_removed(self, owner: str, element: Element, *, choice: bool) -> None:
         path = f"{owner}.{element.name}"
@@ -662,8 +680,21 @@ class _XsdDiffer:
     # -- type references -------------------------------------------------------------------------
 
     def type_changed(self, path: str, old: TypeRef, new: TypeRef, kind: str) -> None:
-        if old.builtin and new.builtin:
-            self.builtin_changed(path, kind, old, new)
+        # A non-enum simple type travels (and is held in Python) as its base built-in.
+        old_base, new_base = _scalar(self.old, old), _scalar(self.new, new)
+        if old_base is not None and new_base is not None:
+            if old_base != new_base:
+                self.builtin_changed(path, kind, old_base, new_base)
+                return
+            if old != new:
+                self.add(
+                    kind,
+                    path,
+                    f"type {old} -> {new} (both {old_base})",
+                    Compat.COMPATIBLE,
+                    "the same built-in underneath: same encoding, same Python type (facets are "
+                    "not enforced by the decoders)",
+                )
             return
         if not old.builtin and not new.builtin and self.same_shape(old, new):
             self.add(
@@ -776,6 +807,16 @@ def _element_shape(schema: Schema, element: Element, seen: set[str]) -> object:
         element.default,
         _shape(schema, element.type, seen),
     )
+
+
+def _scalar(schema: Schema, ref: TypeRef) -> TypeRef | None:
+    """The built-in a reference travels as: itself, or a non-enum simple type's base; else None."""
+    if ref.builtin:
+        return ref
+    target = schema.type(ref.name)
+    if isinstance(target, SimpleType) and not target.is_enum:
+        return _scalar(schema, target.base)
+    return None
 
 
 def _types(schema: Schema) -> dict[str, SimpleType | ComplexType]:

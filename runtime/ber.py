@@ -97,13 +97,15 @@ def put_bytes(out: bytearray, ident: bytes, value: object, path: str) -> None:
 
 
 def real_content(value: float) -> bytes:
-    """X.690 8.5 REAL content: binary, base 2, mantissa odd (the canonical form); 0 is empty.
+    """X.690 8.5 REAL content as balber writes it (``BerUtil_FloatingPointImpUtil``).
 
-    Special values use the one-octet forms of X.690 8.5.9: 0x40 +inf, 0x41 -inf, 0x42 NaN,
-    0x43 minus zero.
+    Binary, base 2, scale 0, the mantissa shifted until odd; exponent and mantissa each in the
+    fewest two's-complement octets (so a mantissa whose top bit is set gets a 00 prefix, which
+    balber's signed read relies on). 0.0 and -0.0 are empty content; 0x40 +inf, 0x41 -inf,
+    0x42 NaN.
     """
     if value == 0.0:
-        return b"\x43" if math.copysign(1.0, value) < 0 else b""
+        return b""
     if math.isnan(value):
         return b"\x42"
     if math.isinf(value):
@@ -120,8 +122,7 @@ def real_content(value: float) -> bytes:
     else:
         head = bytes([0x80 | (len(exp_octets) - 1)])
     first = head[0] | (0x40 if value < 0 else 0)
-    body = mantissa.to_bytes((mantissa.bit_length() + 7) // 8, "big")
-    return bytes([first]) + head[1:] + exp_octets + body
+    return bytes([first]) + head[1:] + exp_octets + int_content(mantissa)
 
 
 def put_real(out: bytearray, ident: bytes, value: object, path: str) -> None:

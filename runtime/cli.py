@@ -18,6 +18,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli_decode",
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
+    "pybmq.cli_generate",
 ]
 
 

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from pybmq.codegen.schemacheck import check, update_baseline
+from pybmq.codegen.schemadiff import Compat
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,6 +24,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--schema-dir", type=Path, default=Path("schema"))
     parser.add_argument("--baseline-dir", type=Path, help="default: SCHEMA_DIR/baseline")
     parser.add_argument("--allow-list", type=Path, help="default: SCHEMA_DIR/allowed-changes.yaml")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also list the compatible and api changes"
+    )
     parser.add_argument(
         "--update-baseline",
         action="store_true",
@@ -40,6 +44,12 @@ def handler(args: argparse.Namespace) -> int:
     for name, diff in result.diffs.items():
         counts = ", ".join(f"{n} {label}" for label, n in diff.counts().items() if n)
         print(f"{name}: {counts or 'unchanged'}")
+        if args.verbose:
+            for change in diff.changes:
+                if change.compat < Compat.WIRE:
+                    print(
+                        f"  {change.compat.label:<8} {change.path} ({change.kind}, {change.detail})"
+                    )
     for name, change, allowance in result.allowed:
         print(f"  allowed  {name}: {change.path} ({change.kind}): {allowance.reason}")
     for name, change in result.blocking:

@@ -475,3 +475,38 @@ def test_cli_on_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert run(capsys, str(LAYOUT), str(new))[0] == 0
     status, out, _ = run(capsys, str(LAYOUT), str(new), "--fail-on", "api")
     assert status == 1 and "api-breaking" in out
+
+
+def test_layout_padding_and_event_descriptions(tmp_path: Path) -> None:
+    def padding(spec):  # type: ignore[no-untyped-def]
+        spec["padding"]["word"] = 8
+        spec["padding"]["max"] = 8
+
+    found = layout_changes(tmp_path, padding)
+    assert found == [(W, "padding-changed", "<padding>")]
+
+    def describe(spec):  # type: ignore[no-untyped-def]
+        spec["events"]["ACK"] = "AckHeader, then AckMessage entries (reworded)"
+
+    assert layout_changes(tmp_path, describe) == [(C, "doc-changed", "<events>.ACK")]
+
+
+def test_order_change_with_explicit_ids_is_compatible(tmp_path: Path) -> None:
+    first = "<element name='id' type='int' bdem:id='1'/>"
+    second = "<element name='label' type='string' default='none' bdem:id='2'/>"
+    old = write(tmp_path / "old.xsd", Msg=msg(first, second))
+    new = write(tmp_path / "new.xsd", Msg=msg(second, first))
+    assert [(c.compat, c.kind, c.path) for c in diff_files(old, new).changes] == [
+        (C, "element-reordered", "Msg")
+    ]
+
+
+def test_restricted_simple_type_travels_as_its_base(tmp_path: Path) -> None:
+    # Name is a restriction of string: string <-> Name changes neither bytes nor Python type.
+    as_name = "<element name='label' type='tns:Name' default='none'/>"
+    assert changes(tmp_path, Msg=msg(ID, as_name, NOTE)) == [
+        (C, "element-type-changed", "Msg.label")
+    ]
+    as_color = "<element name='label' type='tns:Color' default='RED'/>"
+    found = changes(tmp_path, Msg=msg(ID, as_color, NOTE))
+    assert (W, "element-type-changed", "Msg.label") in found  # an enumeration is another encoding
