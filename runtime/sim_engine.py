@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import crc32c
 from pybmq import __version__
 from pybmq.errors import ProtocolError, PybmqError
 from pybmq.events import (
@@ -39,8 +38,7 @@ from pybmq.sim_dataplane import (
     ConfirmRecord,
     PushItem,
     PutRecord,
-    ack_event,
-    properties_problem,
+    ack_events,
     push_events,
     read_confirm_event,
     read_put_event,
@@ -202,6 +200,7 @@ class ClientSession:
         self.state = SessionState.NEGOTIATING
         self.close_reason: str | None = None
         self.client_identity: ctrl.ClientIdentity | None = None
+        self.extended_properties = False  # the client reads MESSAGE_PROPERTIES_EX
         self.handles: dict[int, QueueHandle] = {}
         self._reader = EventReader()
         self._out: list[bytes] = []
@@ -312,6 +311,7 @@ class ClientSession:
                 path="NegotiationMessage",
             )
         self.client_identity = identity
+        self.extended_properties = _has_feature(identity.features, "MPS", "MESSAGE_PROPERTIES_EX")
         problem = None
         if identity.protocol_version != PROTOCOL_VERSION:
             problem = ("E_NOT_SUPPORTED", f"unsupported protocol version {identity.protocol_version}")
@@ -538,7 +538,14 @@ class ClientSession:
             if status == AckStatus.SUCCESS:
                 assert queue is not None
                 deliveries = queue.post(
-                    StoredMessage(put.guid, put.app_data, put.has_properties, put.compression, put.schema_id)
+                    StoredMessage(
+                        put.guid,
+                        put.properties_area,
+                        put.payload,
+                        put.has_properties,
+                        put.compression,
+                        put.schema_id,
+                    )
                 )
                 self.broker._dispatch(deliveries)
             uri = queue.uri if queue is not None else ""
@@ -555,7 +562,14 @@ class ClientSession:
         handle = self.handles.get(put.queue_id)
 
         def nack(why: str) -> tuple[int, SimQueue | None]:
-            log.warning("session %d: NACK %s (queue id %d): %s", self.session_id, put.guid.hex(), put.queue_id, why)
+            log.warning(
+                "session %d: NACK message %d, GUID %s, queue id %d: %s",
+                self.session_id,
+                put.index,
+                put.guid.hex(),
+                put.queue_id,
+                why,
+            )
             return AckStatus.UNKNOWN, handle.queue if handle else None
 
         if handle is None:
@@ -564,18 +578,9 @@ class ClientSession:
             return nack("queue not opened for writing")
         if handle.final_close_received:
             return nack("queue already closed")
-        if not any(put.guid):
-            return nack("unset GUID")
-        if put.options:
-            return nack("PUT options are not supported")
-        if crc32c.crc32c(put.app_data) != put.crc32c:
-            return nack(f"CRC32C mismatch (header {put.crc32c:#010x}, computed {crc32c.crc32c(put.app_data):#010x})")
-        if put.has_properties:
-            problem = properties_problem(put.app_data)
-            if problem:
-                return nack(problem)
-        elif not put.app_data:
-            return nack("empty payload")
+        problem = put.problem()
+        if problem:
+            return nack(problem)
         return AckStatus.SUCCESS, handle.queue
 
     def _confirm(self, event: Event) -> None:
@@ -585,7 +590,7 @@ class ClientSession:
 
     def _confirm_one(self, record: ConfirmRecord, event: Event) -> None:
         handle = self.handles.get(record.queue_id)
-        where = event.offset + record.offset
+        where = event.offset
         if handle is None or not handle.readable:
             raise ProtocolError(
                 f"CONFIRM for queue id {record.queue_id}, which is not open for reading",
@@ -623,10 +628,12 @@ class ClientSession:
                 consumer.queue_id,
                 consumer.sub_queue_id,
                 message.guid,
-                message.app_data,
+                message.properties_area,
+                message.payload,
                 message.has_properties,
                 message.compression,
                 message.schema_id,
+                old_properties=not self.extended_properties,
             )
         )
         self.broker._mark(self)
@@ -635,7 +642,7 @@ class ClientSession:
 
     def _flush_data_plane(self) -> None:
         if self._acks:
-            self._out.append(ack_event(self._acks))
+            self._out.extend(ack_events(self._acks))
             self._acks = []
         if self._pushes:
             self._out.extend(push_events(self._pushes))
@@ -674,6 +681,15 @@ _REQUESTS: dict[str, Callable[[ClientSession, Any], ctrl.ControlMessage]] = {
     "close_queue": ClientSession._close_queue,
     "disconnect": ClientSession._disconnect,
 }
+
+
+def _has_feature(features: str, field: str, value: str) -> bool:
+    """Whether ``features`` ("A:x,y;B:z") lists ``value`` under ``field``."""
+    for part in features.split(";"):
+        name, _, values = part.partition(":")
+        if name.strip() == field and value in (v.strip() for v in values.split(",")):
+            return True
+    return False
 
 
 def _decode_control(event: Event, cls: type[T]) -> tuple[T, EncodingType]:
