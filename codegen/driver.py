@@ -34,7 +34,9 @@ Generator = Callable[[Path], Iterable[Artifact]]
 
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
-    generators: list[tuple[str, Generator]] = []
+    from pybmq.codegen.layout import generate_layout
+
+    generators: list[tuple[str, Generator]] = [("binary layout", generate_layout)]
     return generators
 
 
