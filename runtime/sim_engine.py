@@ -61,6 +61,7 @@ T = TypeVar("T")
 FLAG_ADMIN, FLAG_READ, FLAG_WRITE, FLAG_ACK = 1, 2, 4, 8
 KNOWN_QUEUE_FLAGS = FLAG_ADMIN | FLAG_READ | FLAG_WRITE | FLAG_ACK
 PROTOCOL_VERSION = 1
+RESERVED_QUEUE_ID = 2**32 - 10  # bmqp::QueueId::k_RESERVED_QUEUE_ID: qIds from here up are reserved
 BROKER_VERSION = 999999  # what a broker built from source reports
 
 
@@ -201,7 +202,9 @@ class ClientSession:
         self.close_reason: str | None = None
         self.client_identity: ctrl.ClientIdentity | None = None
         self.extended_properties = False  # the client reads MESSAGE_PROPERTIES_EX
-        self.handles: dict[int, QueueHandle] = {}
+        # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
+        # fan-out queue under one qId, each with its own subId.
+        self.handles: dict[tuple[int, int], QueueHandle] = {}
         self._reader = EventReader()
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
@@ -385,8 +388,6 @@ class ClientSession:
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")
-        if params.q_id in self.handles:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id} is already in use")
         flags = params.flags
         if flags & ~KNOWN_QUEUE_FLAGS or flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
@@ -397,23 +398,35 @@ class ClientSession:
                 f"counts read={params.read_count} write={params.write_count} admin={params.admin_count} "
                 f"do not match flags {flags:#x}",
             )
+        if params.q_id >= RESERVED_QUEUE_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id} is in the reserved range")
         info = params.sub_id_info
-        app_id = info.app_id if info is not None else DEFAULT_APP_ID
+        # The appId comes from subIdInfo (as for a broker); a ?id= in the URI must agree with it.
+        app_id = info.app_id if info is not None else (uri.app_id or DEFAULT_APP_ID)
         sub_id = info.sub_id if info is not None else 0
-        if (uri.app_id or DEFAULT_APP_ID) != app_id:
+        if uri.app_id is not None and uri.app_id != app_id:
             raise RequestRefused("E_INVALID_ARGUMENT", f"subIdInfo appId {app_id!r} does not match URI {uri.text!r}")
+        if (app_id == DEFAULT_APP_ID) != (sub_id == 0):
+            raise RequestRefused("E_INVALID_ARGUMENT", f"subId {sub_id} with appId {app_id!r}")
+        if writable and app_id != DEFAULT_APP_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", "an appId may not be given when opening for writing")
         if mode is RoutingMode.FANOUT:
             if readable and app_id not in FANOUT_APP_IDS:
                 raise RequestRefused(
                     "E_INVALID_ARGUMENT",
                     f"fan-out queue {uri.canonical} has appIds {', '.join(FANOUT_APP_IDS)}; got {app_id!r}",
                 )
-            if writable and not readable and uri.app_id:
-                raise RequestRefused("E_INVALID_ARGUMENT", "a producer opens a fan-out queue without ?id=")
-        elif uri.app_id is not None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {uri.app_id!r}")
+        elif app_id != DEFAULT_APP_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}")
+        if (params.q_id, sub_id) in self.handles:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open")
+        for (q_id, _), other in self.handles.items():
+            if q_id == params.q_id and other.queue.uri != uri.canonical:
+                raise RequestRefused(
+                    "E_INVALID_ARGUMENT", f"queue id {q_id} is already in use for {other.queue.uri}"
+                )
         queue = self.broker.store.get_or_create(uri.canonical, mode)
-        self.handles[params.q_id] = QueueHandle(
+        self.handles[(params.q_id, sub_id)] = QueueHandle(
             params.q_id, uri, queue, app_id, sub_id, params, readable, writable
         )
         log.info("session %d: opened %s as queue id %d (flags %#x)", self.session_id, uri.text, params.q_id, flags)
@@ -425,24 +438,21 @@ class ClientSession:
             )
         )
 
-    def _handle_for_configure(self, q_id: int) -> QueueHandle:
-        handle = self.handles.get(q_id)
-        if handle is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"configure of unknown queue id {q_id}")
-        if handle.final_close_received:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"configure of closed queue id {q_id}")
-        return handle
+    def _handle_for_configure(self, q_id: int, app_id: str, sub_id: int | None) -> QueueHandle:
+        """The handle a configure request names: by subId (old style) or by appId (new style)."""
+        for (handle_q_id, handle_sub_id), handle in self.handles.items():
+            if handle_q_id == q_id and handle.app_id == app_id and sub_id in (None, handle_sub_id):
+                return handle
+        raise RequestRefused(
+            "E_INVALID_ARGUMENT", f"configure of queue id {q_id}, appId {app_id!r}, which is not open"
+        )
 
     def _configure_queue_stream(self, request: ctrl.ConfigureQueueStream) -> ctrl.ControlMessage:
-        handle = self._handle_for_configure(request.q_id)
         params = request.stream_parameters
         info = params.sub_id_info
-        if info is not None and (info.app_id != handle.app_id or info.sub_id != handle.sub_id):
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT",
-                f"subIdInfo ({info.sub_id}, {info.app_id!r}) does not match the open "
-                f"({handle.sub_id}, {handle.app_id!r})",
-            )
+        handle = self._handle_for_configure(
+            request.q_id, info.app_id if info else DEFAULT_APP_ID, info.sub_id if info else 0
+        )
         if handle.readable:
             self._set_consumer(
                 handle,
@@ -454,12 +464,8 @@ class ClientSession:
         return ctrl.ControlMessage(configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request))
 
     def _configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
-        handle = self._handle_for_configure(request.q_id)
         params = request.stream_parameters
-        if params.app_id != handle.app_id:
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT", f"appId {params.app_id!r} does not match the open ({handle.app_id!r})"
-            )
+        handle = self._handle_for_configure(request.q_id, params.app_id, None)
         if len(params.subscriptions) > 1:
             raise RequestRefused("E_NOT_SUPPORTED", "the simulator serves one subscription per queue handle")
         if handle.readable:
@@ -496,15 +502,16 @@ class ClientSession:
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
-        handle = self.handles.get(params.q_id)
+        key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
+        handle = self.handles.get(key)
         if handle is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"close of unknown queue id {params.q_id}")
+            raise RequestRefused("E_INVALID_ARGUMENT", f"close of queue id {key[0]}, subId {key[1]}, which is not open")
         if params.uri != handle.parameters.uri:
             raise RequestRefused(
                 "E_INVALID_ARGUMENT", f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}"
             )
         self._release(handle)
-        del self.handles[params.q_id]
+        del self.handles[key]
         log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id)
         return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
 
@@ -559,7 +566,7 @@ class ClientSession:
 
     def _accept_put(self, put: PutRecord) -> tuple[int, SimQueue | None]:
         """The ACK status for ``put`` (a NACK names no queue when the id is unknown)."""
-        handle = self.handles.get(put.queue_id)
+        handle = self.handles.get((put.queue_id, 0))  # writers always use the default subId
 
         def nack(why: str) -> tuple[int, SimQueue | None]:
             log.warning(
@@ -589,33 +596,34 @@ class ClientSession:
         self.broker._dispatch(self._deliverable())
 
     def _confirm_one(self, record: ConfirmRecord, event: Event) -> None:
-        handle = self.handles.get(record.queue_id)
         where = event.offset
+        handle = self.handles.get((record.queue_id, record.sub_queue_id))
+        if handle is None:  # the id a PUSH carried may also be the subscription id
+            for (q_id, _), candidate in self.handles.items():
+                consumer = candidate.consumer
+                if q_id == record.queue_id and consumer and consumer.sub_queue_id == record.sub_queue_id:
+                    handle = candidate
+                    break
         if handle is None or not handle.readable:
             raise ProtocolError(
-                f"CONFIRM for queue id {record.queue_id}, which is not open for reading",
+                f"CONFIRM #{record.index} for queue id {record.queue_id}, subQueueId "
+                f"{record.sub_queue_id}, which is not open for reading",
                 offset=where,
                 path="ConfirmMessage.queueId",
             )
         consumer = handle.consumer
         if consumer is None:
             raise ProtocolError(
-                f"CONFIRM for queue id {record.queue_id}, which has no configured consumer",
+                f"CONFIRM #{record.index} for queue id {record.queue_id}, which has no configured consumer",
                 offset=where,
                 path="ConfirmMessage.queueId",
-            )
-        if record.sub_queue_id not in (handle.sub_id, consumer.sub_queue_id):
-            raise ProtocolError(
-                f"CONFIRM with subQueueId {record.sub_queue_id} for queue id {record.queue_id} "
-                f"(expected {handle.sub_id})",
-                offset=where,
-                path="ConfirmMessage.subQueueId",
             )
         if handle.queue.mode is RoutingMode.BROADCAST:
             return  # at most once: nothing is kept to confirm
         if not consumer.confirm(record.guid):
             raise ProtocolError(
-                f"CONFIRM of GUID {record.guid.hex()} which is not unconfirmed on queue id {record.queue_id}",
+                f"CONFIRM #{record.index} of GUID {record.guid.hex()}, which is not an unconfirmed "
+                f"message of queue id {record.queue_id}",
                 offset=where,
                 path="ConfirmMessage.messageGUID",
             )
