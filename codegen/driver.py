@@ -34,7 +34,8 @@ Generator = Callable[[Path], Iterable[Artifact]]
 
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
-    from pybmq.codegen.bindings import generate_ctrlmsg  # late: bindings imports Artifact
+    # Late imports: the generators import Artifact from this module.
+    from pybmq.codegen.bindings import generate_ctrlmsg
     from pybmq.codegen.layout import generate_layout
 
     generators: list[tuple[str, Generator]] = [

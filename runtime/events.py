@@ -72,7 +72,9 @@ __all__ = [
     "RejectEventBuilder",
     "RejectMessage",
     "SubQueueInfo",
+    "decode_control",
     "decode_control_event",
+    "encode_control",
     "encode_control_event",
     "iter_ack",
     "iter_confirm",
@@ -187,6 +189,51 @@ def decode_control_event(
         ) from None
     end = hsize + unpadded_length(data, hsize, length, "ControlEvent.padding")
     return encoding, bytes(data[hsize:end])
+
+
+def encode_control(message: object, encoding: int = EncodingType.JSON) -> bytes:
+    """A CONTROL event carrying ``message`` (a generated ControlMessage or NegotiationMessage)."""
+    if encoding == EncodingType.JSON:
+        from pybmq.generated.bmqp_ctrlmsg_json import encode_json
+
+        return encode_control_event(encode_json(message), EncodingType.JSON)
+    if encoding == EncodingType.BER:
+        from pybmq.generated.bmqp_ctrlmsg_ber import encode_ber
+
+        return encode_control_event(encode_ber(message), EncodingType.BER)
+    raise EncodeError(f"unknown control encoding {encoding!r}")
+
+
+def decode_control(
+    event: Event | bytes | bytearray | memoryview, cls: type | None = None
+) -> tuple[EncodingType, object]:
+    """(encoding, message) of a CONTROL event.
+
+    Without ``cls`` the payload is read as a ControlMessage, else as a NegotiationMessage (the
+    first exchange of a session); the two never both decode on the vectors we hold, but a
+    session that knows which one it expects should say so.
+    """
+    from pybmq.generated import bmqp_ctrlmsg, bmqp_ctrlmsg_ber, bmqp_ctrlmsg_json
+
+    encoding, payload = decode_control_event(event)
+    decode = (
+        bmqp_ctrlmsg_json.decode_json
+        if encoding == EncodingType.JSON
+        else bmqp_ctrlmsg_ber.decode_ber
+    )
+    candidates = (
+        [cls]
+        if cls is not None
+        else [bmqp_ctrlmsg.ControlMessage, bmqp_ctrlmsg.NegotiationMessage]
+    )
+    first_error: ProtocolError | None = None
+    for candidate in candidates:
+        try:
+            return encoding, decode(candidate, payload)
+        except ProtocolError as exc:
+            first_error = first_error or exc
+    assert first_error is not None
+    raise first_error
 
 
 # -- heartbeats ----------------------------------------------------------------------------------

@@ -168,3 +168,22 @@ def test_arbitrary_bytes_into_the_reader_raise_only_protocol_error(data: bytes, 
         pass
     with contextlib.suppress(ProtocolError):
         split_events(data)
+
+
+def test_control_helpers_decode_and_reencode_every_control_vector(java_vectors: Path) -> None:
+    from pybmq.events import decode_control, encode_control
+    from pybmq.generated.bmqp_ctrlmsg import ControlMessage, NegotiationMessage
+
+    kinds = set()
+    for path in event_vectors(java_vectors):
+        for event in split_events(path.read_bytes())[0]:
+            if event.type != EventType.CONTROL:
+                continue
+            encoding, message = decode_control(event)
+            kinds.add(type(message))
+            again = encode_control(message, encoding)
+            assert decode_control(again) == (encoding, message)
+            if encoding == EncodingType.JSON:
+                # Compact JSON has one form, so it re-encodes byte for byte (BER has several).
+                assert again == event.data, path.name
+    assert kinds == {ControlMessage, NegotiationMessage}
