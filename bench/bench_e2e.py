@@ -24,12 +24,13 @@ PAYLOAD = make_payload(100)
 async def _rates(count: int) -> tuple[float, float]:
     uri = "bmq://bmq.test.mem.priority/bench-rate"
     async with (
-        BrokerSimulator(host="127.0.0.1", port=0) as sim,
-        AsyncSession(f"tcp://127.0.0.1:{sim.port}") as session,
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as session,
+        AsyncSession(sim.url) as consumer,
     ):
         writer = await session.open_queue(uri, write=True)
         posted = await post_messages(writer, count, PAYLOAD)
-        reader = await session.open_queue(uri, read=True)
+        reader = await consumer.open_queue(uri, read=True)
         consumed = await consume_messages(reader, count, confirm=True)
         assert posted.count == count and consumed.count == count, (posted, consumed)
     return posted.rate, consumed.rate
@@ -39,8 +40,8 @@ async def _latency(samples: int) -> list[float]:
     """One post at a time: the time from post() to its ACK, with nothing else in flight."""
     uri = "bmq://bmq.test.mem.priority/bench-latency"
     async with (
-        BrokerSimulator(host="127.0.0.1", port=0) as sim,
-        AsyncSession(f"tcp://127.0.0.1:{sim.port}") as session,
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as session,
     ):
         writer = await session.open_queue(uri, write=True)
         latencies = []

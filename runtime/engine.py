@@ -125,6 +125,7 @@ class QueueRecord:
 
     __slots__ = (
         "app_id",
+        "base_uri",
         "flags",
         "op_id",
         "options",
@@ -142,6 +143,9 @@ class QueueRecord:
     ) -> None:
         self.queue_id = queue_id  # our handle for this open; unique in the session
         self.qid = qid  # the wire queue id: shared by every appId of one queue URI
+        self.base_uri = uri
+        # What goes on the wire (and what users see): the URI with its ?id= when there is one.
+        uri = f"{uri}?id={app_id}" if app_id is not None else uri
         self.uri = uri
         self.app_id = app_id
         self.sub_id = sub_id
@@ -403,7 +407,7 @@ class ClientEngine:
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
         for other in self.queues.values():
-            if other.uri == base_uri and other.app_id == app_id:
+            if other.base_uri == base_uri and other.app_id == app_id:
                 raise UsageError(
                 f"queue {uri!r} is already open (or opening) in this session; "
                 "open it once with read=True and write=True to do both"
@@ -414,7 +418,7 @@ class ClientEngine:
         queue_id = self._next_handle
         self._next_handle += 1
         # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
-        qid = next((q.qid for q in self.queues.values() if q.uri == base_uri), None)
+        qid = next((q.qid for q in self.queues.values() if q.base_uri == base_uri), None)
         if qid is None:
             qid = self._next_qid
             self._next_qid += 1
@@ -772,17 +776,22 @@ class ClientEngine:
     def receive_data(self, data: bytes, now: float) -> None:
         """Bytes from the socket. Malformed input stops the session and raises ProtocolError."""
         self._now = self._last_received = now
-        if self.state is SessionState.STOPPED:
+        if self.stopped:
             return
         try:
             for event in self._reader.feed(data):
                 self._on_event(event.header.type, event)
-                if self.state is SessionState.STOPPED:
+                if self.stopped:
                     return
         except ProtocolError as exc:
-            if self.state is not SessionState.STOPPED:
+            if not self.stopped:
                 self._fail_session(f"protocol error from the broker: {exc}", exc)
             raise
+
+    @property
+    def stopped(self) -> bool:
+        """True once the session is over (the shell should close its transport)."""
+        return self.state is SessionState.STOPPED
 
     def _on_event(self, event_type: int, event: Event) -> None:
         if event_type == EventType.PUSH:

@@ -10,6 +10,7 @@ import pytest
 from pybmq.aio import AsyncSession
 from pybmq.client_options import QueueOptions, SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.properties import MessageProperties
 from pybmq.sim import BrokerSimulator
 from pybmq.sync import Session
 
@@ -21,8 +22,8 @@ FANOUT = "bmq://bmq.test.mem.fanout/e2e"
 
 @pytest.fixture
 async def broker() -> AsyncIterator[str]:
-    async with BrokerSimulator(host="127.0.0.1", port=0) as sim:
-        yield f"tcp://127.0.0.1:{sim.port}"
+    async with BrokerSimulator() as sim:
+        yield sim.url
 
 
 async def take(queue, n: int, confirm: bool = True) -> list[bytes]:  # type: ignore[no-untyped-def]
@@ -36,10 +37,10 @@ async def take(queue, n: int, confirm: bool = True) -> list[bytes]:  # type: ign
 
 
 async def test_open_post_ack_consume_confirm_close_stop(broker: str) -> None:
-    async with AsyncSession(broker) as session:
+    async with AsyncSession(broker) as session, AsyncSession(broker) as consumer:
         assert session.info is not None
         writer = await session.open_queue(PRIORITY, write=True)
-        reader = await session.open_queue(PRIORITY, read=True)
+        reader = await consumer.open_queue(PRIORITY, read=True)
         acks = await asyncio.gather(*(writer.post(b"msg-%d" % i) for i in range(20)))
         assert all(ack.ok for ack in acks)
         assert len({ack.guid for ack in acks}) == 20
@@ -54,9 +55,9 @@ async def test_open_post_ack_consume_confirm_close_stop(broker: str) -> None:
 
 
 async def test_post_nowait_callbacks_and_iteration(broker: str) -> None:
-    async with AsyncSession(broker) as session:
+    async with AsyncSession(broker) as session, AsyncSession(broker) as consumer:
         writer = await session.open_queue(PRIORITY, write=True)
-        reader = await session.open_queue(PRIORITY, read=True)
+        reader = await consumer.open_queue(PRIORITY, read=True)
         done = asyncio.get_running_loop().create_future()
         acked = []
 
@@ -92,10 +93,12 @@ async def test_priority_consumers_share_round_robin(broker: str) -> None:
 
 
 async def test_fanout_app_ids_each_get_every_message(broker: str) -> None:
-    async with AsyncSession(broker) as session:
-        foo = await session.open_queue(FANOUT + "?id=foo", read=True)
-        bar = await session.open_queue(FANOUT + "?id=bar", read=True)
-        writer = await session.open_queue(FANOUT, write=True)
+    # One session per app: `pybmq sim` keys handles by qId alone, while the client (like the
+    # official SDK) gives the apps of one queue in one session the same qId and distinct subIds.
+    async with AsyncSession(broker) as s1, AsyncSession(broker) as s2, AsyncSession(broker) as p:
+        foo = await s1.open_queue(FANOUT + "?id=foo", read=True)
+        bar = await s2.open_queue(FANOUT + "?id=bar", read=True)
+        writer = await p.open_queue(FANOUT, write=True)
         for i in range(5):
             assert (await writer.post(b"f%d" % i)).ok
         expected = [b"f%d" % i for i in range(5)]
@@ -103,31 +106,48 @@ async def test_fanout_app_ids_each_get_every_message(broker: str) -> None:
         assert await take(bar, 5) == expected
 
 
-async def test_properties_round_trip(broker: str) -> None:
-    properties = {"name": "pybmq", "count": 7, "big": 2**40, "flag": True, "blob": b"\x00\x01"}
-    async with AsyncSession(broker) as session:
+async def test_properties_of_every_type_round_trip(broker: str) -> None:
+    typed = MessageProperties()
+    typed.set_bool("flag", True)
+    typed.set_char("char", -5)
+    typed.set_short("short", 30000)
+    typed.set_int32("int32", -(2**31))
+    typed.set_int64("int64", 2**40)
+    typed.set_string("name", "pybmq ✓")
+    typed.set_binary("blob", b"\x00\x01\xff")
+    plain = {"n": 7, "s": "text", "b": b"raw", "t": False}
+    async with AsyncSession(broker) as session, AsyncSession(broker) as consumer:
         writer = await session.open_queue(PRIORITY, write=True)
-        reader = await session.open_queue(PRIORITY, read=True)
-        assert (await writer.post(b"with properties", properties=properties)).ok
-        message = await asyncio.wait_for(reader.get(), 10)
-        assert message.payload == b"with properties"
-        assert message.properties == properties
-        await message.confirm()
+        reader = await consumer.open_queue(PRIORITY, read=True)
+        assert (await writer.post(b"typed", properties=typed)).ok
+        assert (await writer.post(b"plain", properties=plain)).ok
+        first = await asyncio.wait_for(reader.get(), 10)
+        second = await asyncio.wait_for(reader.get(), 10)
+        assert first.payload == b"typed"
+        assert isinstance(first.properties, MessageProperties)
+        assert sorted(first.properties.typed_items()) == sorted(typed.typed_items())
+        assert {t.name for _, t, _ in first.properties.typed_items()} == {
+            "BOOL", "CHAR", "SHORT", "INT32", "INT64", "STRING", "BINARY"
+        }
+        assert dict(second.properties) == plain
+        await first.confirm()
+        await second.confirm()
 
 
 async def test_compressed_payload_round_trips(broker: str) -> None:
     payload = b"compress me " * 1000
-    async with AsyncSession(broker, options=SessionOptions(compression_threshold=1024)) as session:
+    options = SessionOptions(compression_threshold=1024)
+    async with AsyncSession(broker, options=options) as session, AsyncSession(broker) as consumer:
         writer = await session.open_queue(PRIORITY, write=True)
-        reader = await session.open_queue(PRIORITY, read=True)
+        reader = await consumer.open_queue(PRIORITY, read=True)
         assert (await writer.post(payload)).ok
         assert (await writer.post(b"small")).ok
         assert await take(reader, 2) == [payload, b"small"]
 
 
 async def test_standalone_configure_changes_priority(broker: str) -> None:
-    async with AsyncSession(broker) as session:
-        reader = await session.open_queue(PRIORITY, read=True)
+    async with AsyncSession(broker) as session, AsyncSession(broker) as consumer:
+        reader = await consumer.open_queue(PRIORITY, read=True)
         await reader.configure(QueueOptions(consumer_priority=5, max_unconfirmed_messages=10))
         writer = await session.open_queue(PRIORITY, write=True)
         assert (await writer.post(b"after configure")).ok
@@ -164,9 +184,9 @@ async def test_cli_post_then_consume(broker: str) -> None:
 async def test_sync_session_from_a_thread(broker: str) -> None:
     def script() -> list[bytes]:
         acked = []
-        with Session(broker) as session:
+        with Session(broker) as session, Session(broker) as consumer:
             writer = session.open_queue(PRIORITY, write=True)
-            reader = session.open_queue(PRIORITY, read=True)
+            reader = consumer.open_queue(PRIORITY, read=True)
             assert writer.post(b"sync-0").ok
             done = __import__("threading").Event()
 

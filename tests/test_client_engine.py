@@ -148,7 +148,7 @@ def test_open_queue_sends_open_then_configure_and_tracks_both_states() -> None:
     [event] = sent_events(engine)
     request = control(event)
     params = request.open_queue.handle_parameters  # type: ignore[union-attr]
-    assert params.uri == URI and params.q_id == queue_id
+    assert params.uri == URI + "?id=foo" and params.q_id == queue.qid == 0
     assert params.flags == FLAG_READ and (params.read_count, params.write_count) == (1, 0)
     assert params.sub_id_info is not None and params.sub_id_info.app_id == "foo"
     reply(engine, request)
