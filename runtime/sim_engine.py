@@ -131,6 +131,7 @@ class QueueHandle:
 class BrokerStats:
     sessions: int = 0
     puts: int = 0
+    compressed_puts: int = 0
     acks: int = 0
     nacks: int = 0
     pushes: int = 0
@@ -541,6 +542,7 @@ class ClientSession:
         stats = self.broker.stats
         for put in read_put_event(event):
             stats.puts += 1
+            stats.compressed_puts += put.compression != 0
             status, queue = self._accept_put(put)
             if status == AckStatus.SUCCESS:
                 assert queue is not None

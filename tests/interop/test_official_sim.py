@@ -24,9 +24,11 @@ ALL_TYPES: dict[str, dict[str, Any]] = {
 
 
 def messages(count: int, size: int = 100, properties: bool = True) -> list[dict[str, Any]]:
+    """``count`` distinct messages; with ``properties``, every property type plus a sequence number."""
     out = []
+    tag = "p" if properties else "n"
     for i in range(count):
-        payload = (f"message {i} ".encode() * size)[:size]
+        payload = (f"{tag}{size}-message {i} ".encode() * size)[:size]
         props = dict(ALL_TYPES, seq={"type": "INT32", "value": i}) if properties else {}
         out.append({"payload": payload.hex(), "properties": props})
     return out
