@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     MAX_PROPERTY_VALUE_LENGTH,
     MESSAGE_PROPERTIES_HEADER,
     MESSAGE_PROPERTY_HEADER,
+    PADDING,
     PropertyType,
 )
 
@@ -35,12 +36,14 @@ __all__ = ["MessageProperties", "PropertyType", "PropertyValue", "decode_propert
 
 PropertyValue = bool | int | str | bytes
 
+# Plain ints on the decode path: IntEnum attribute access costs several times an int compare.
+_BOOL, _STRING, _BINARY = int(PropertyType.BOOL), int(PropertyType.STRING), int(PropertyType.BINARY)
 _FIXED: dict[int, struct.Struct] = {
-    PropertyType.BOOL: struct.Struct(">?"),
-    PropertyType.CHAR: struct.Struct(">b"),
-    PropertyType.SHORT: struct.Struct(">h"),
-    PropertyType.INT32: struct.Struct(">i"),
-    PropertyType.INT64: struct.Struct(">q"),
+    int(PropertyType.BOOL): struct.Struct(">?"),
+    int(PropertyType.CHAR): struct.Struct(">b"),
+    int(PropertyType.SHORT): struct.Struct(">h"),
+    int(PropertyType.INT32): struct.Struct(">i"),
+    int(PropertyType.INT64): struct.Struct(">q"),
 }
 _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.CHAR: (-(1 << 7), 1 << 7),
@@ -48,7 +51,6 @@ _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.INT32: (-(1 << 31), 1 << 31),
     PropertyType.INT64: (-(1 << 63), 1 << 63),
 }
-_PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
@@ -187,8 +189,12 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def set(self, name: str, value: PropertyValue, ptype: int | None = None) -> None:
         """Set ``name``; the type is inferred when not given (int -> INT32, else INT64)."""
-        if not isinstance(name, str) or not name:
-            raise EncodeError(f"property name must be a non-empty str, got {name!r}")
+        if not isinstance(name, str) or not name or not (name[0].isascii() and name[0].isalnum()):
+            # bmqp_messageproperties.h isValidPropertyName: names starting otherwise are the
+            # broker's (system properties), never set by clients.
+            raise EncodeError(
+                f"property name must be a str starting with an ASCII letter or digit, got {name!r}"
+            )
         if len(name.encode(_ENCODING, _ERRORS)) > MAX_PROPERTY_NAME_LENGTH:
             raise EncodeError(f"property name longer than {MAX_PROPERTY_NAME_LENGTH} bytes")
         if ptype is None:
@@ -286,7 +292,7 @@ def encode_properties(
     total = header_size + len(items) * property_header_size + offset
     if total > MAX_PROPERTIES_AREA_LENGTH:
         raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
-    pad = _PADDING[total & 3]
+    pad = PADDING[total & 3]
     words = (total + len(pad)) >> 2
     header = MESSAGE_PROPERTIES_HEADER.pack(
         ((property_header_size // 2) << 3) | (header_size // 2),
@@ -355,7 +361,7 @@ def decode_properties(
         at = header_size + i * mph_size
         hi, lo, nlen = MESSAGE_PROPERTY_HEADER.unpack_from(area, at)
         ptype = (hi >> 10) & 0x1F
-        if not PropertyType.BOOL <= ptype <= PropertyType.BINARY:
+        if not _BOOL <= ptype <= _BINARY:
             raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
         heads.append((at, ptype, ((hi & 0x3FF) << 16) | lo, nlen & 0xFFF))
     items: dict[str, tuple[int, PropertyValue]] = {}
@@ -380,8 +386,6 @@ def decode_properties(
             name = bytes(area[start:vstart]).decode(_ENCODING, _ERRORS)
         except UnicodeDecodeError:  # pragma: no cover - surrogateescape accepts every byte
             raise fail("undecodable property name", start, "MessageProperty.name") from None
-        if not name:
-            raise fail("empty property name", at, "MessagePropertyHeader.propertyNameLength")
         if name in items:
             raise fail(f"duplicate property name {name!r}", start, "MessageProperty.name")
         fixed = _FIXED.get(ptype)
@@ -393,7 +397,7 @@ def decode_properties(
                     "MessagePropertyHeader.propertyValueLength",
                 )
             value: PropertyValue = fixed.unpack_from(area, vstart)[0]
-        elif ptype == PropertyType.STRING:
+        elif ptype == _STRING:
             value = bytes(area[vstart:vend]).decode(_ENCODING, _ERRORS)
         else:
             value = bytes(area[vstart:vend])
