@@ -54,8 +54,8 @@ from pybmq.fsm import (
     step,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
-from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
+from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber
+from pybmq.generated.bmqp_ctrlmsg_json import decode_json
 from pybmq.generated.wire_codec import CompressionAlgorithmType, EncodingType, EventType
 from pybmq.guid import MessageGuidGenerator
 from pybmq.properties import MessageProperties
@@ -176,13 +176,12 @@ ControlT = TypeVar("ControlT", ctrl.ControlMessage, ctrl.NegotiationMessage)
 
 def encode_control(message: ctrl.ControlMessage | ctrl.NegotiationMessage, encoding: str) -> bytes:
     """A CONTROL event carrying ``message`` in ``encoding`` ("JSON" or "BER")."""
-    if encoding == "JSON":
-        return wire.encode_control_event(encode_json(message), EncodingType.JSON)
-    return wire.encode_control_event(encode_ber(message), EncodingType.BER)
+    return wire.encode_control(message, EncodingType[encoding])
 
 
 def decode_control(event: Event, cls: type[ControlT]) -> tuple[ControlT, str]:
-    """The message in a CONTROL event, in whichever encoding the peer chose, and that encoding."""
+    """The message in a CONTROL event, in whichever encoding the peer chose, and that encoding
+    (typed: the caller says which message it expects)."""
     encoding, payload = wire.decode_control_event(event)
     if encoding == EncodingType.JSON:
         return decode_json(cls, payload), "JSON"
