@@ -247,3 +247,54 @@ async def test_ack_timeout_gives_a_local_nack() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_backpressure_while_the_broker_does_not_read() -> None:
+    """Over the write high-water mark, drain() (and so post()) waits until the socket drains."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    resume = asyncio.Event()
+
+    async def stalled_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(65536):
+            for event in framer.feed(data):
+                if not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    request = decode_control(event, ctrl.ControlMessage)[0]
+                    writer.write(reply_bytes(request))
+                    if request.open_queue is not None:
+                        await resume.wait()  # stop reading: the client's buffers fill up
+        writer.close()
+
+    server = await asyncio.start_server(stalled_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        session = AsyncSession(f"tcp://127.0.0.1:{port}", write_high_water=64 * 1024)
+        await session.start()
+        writer = await session.open_queue(PRIORITY, write=True, ack=False)
+        payload = b"x" * 16384
+        for _ in range(10_000):  # bounded: ~160 MB would overflow any loopback buffer
+            writer.post_nowait(payload)
+            await asyncio.sleep(0)
+            if not session.writable:
+                break
+        assert not session.writable
+        drained = asyncio.ensure_future(session.drain())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not drained.done()
+        resume.set()
+        await asyncio.wait_for(drained, 20)
+        assert session.writable
+        await asyncio.wait_for(session.stop(), 20)
+    finally:
+        server.close()
+        await server.wait_closed()
