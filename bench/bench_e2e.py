@@ -118,13 +118,16 @@ def _engine_rates(count: int) -> list[Result]:
     reader, rq = _started_engine(read=True)
     pushes = PushEventBuilder()
     rqid = reader.queues[rq].qid
-    for put in iter_put(put_bytes):
-        pushes.add(rqid, put.guid, put.payload)
+    for put_event in EventReader().feed(put_bytes):
+        for put in iter_put(put_event):
+            pushes.add(rqid, put.guid, put.payload)
     push_events = pushes.finish()
     start = time.perf_counter()
     for event in push_events:
         reader.receive_data(event, 0.0)
-    for received in reader.next_events():
+    received_events = reader.next_events()
+    assert len(received_events) == count
+    for received in received_events:
         assert isinstance(received, MessageReceived)
         reader.confirm(received.message.queue_id, received.message.guid)
     reader.data_to_send()

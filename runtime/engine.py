@@ -589,6 +589,8 @@ class ClientEngine:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
         if not payload:
             raise UsageError("cannot post an empty payload")
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
         if properties:
             props = (
                 properties

@@ -298,3 +298,32 @@ async def test_backpressure_while_the_broker_does_not_read() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_sync_session_on_message_runs_on_one_dispatcher_thread(broker: str) -> None:
+    import threading
+
+    def script() -> tuple[list[bytes], set[str]]:
+        got: list[bytes] = []
+        threads: set[str] = set()
+        done = threading.Event()
+        with Session(broker) as producer, Session(broker) as consumer:
+            holder: dict[str, object] = {}
+
+            def on_message(message) -> None:  # type: ignore[no-untyped-def]
+                threads.add(threading.current_thread().name)
+                got.append(message.payload)
+                holder["queue"].confirm(message)  # type: ignore[attr-defined]
+                if len(got) == 20:
+                    done.set()
+
+            holder["queue"] = consumer.open_queue(PRIORITY, read=True, on_message=on_message)
+            writer = producer.open_queue(PRIORITY, write=True)
+            for i in range(20):
+                writer.post_async(b"cb-%d" % i)
+            assert done.wait(10)
+        return got, threads
+
+    got, threads = await asyncio.to_thread(script)
+    assert got == [b"cb-%d" % i for i in range(20)]
+    assert threads == {"pybmq-dispatch"}

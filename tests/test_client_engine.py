@@ -265,6 +265,10 @@ def test_post_validation() -> None:
     writer = open_queue(engine, URI.replace("q1", "q2"), write=True)
     with pytest.raises(UsageError, match="empty payload"):
         engine.post(writer, b"", 0.0)
+    with pytest.raises(UsageError, match="must be bytes"):
+        engine.post(writer, "text", 0.0)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="no property type"):
+        engine.post(writer, b"x", 0.0, properties={"bad": 1.5})
     with pytest.raises(UsageError, match="write=True"):
         engine.post(reader, b"x", 0.0)
     with pytest.raises(UsageError, match="not open"):
