@@ -809,45 +809,38 @@ class ClientEngine:
             raise ProtocolError(f"unexpected event type {event_type} for a client", offset=0)
 
     def _on_ack(self, event: Event) -> None:
-        for ack in wire.iter_ack(event):
-            pending = self._unacked.pop(ack.guid, None)
+        pop = self._unacked.pop
+        queues = self.queues
+        append = self._events.append
+        status_of = AckStatus.from_wire
+        for _reserved, status, correlation_id, guid, _qid in wire.iter_ack(event):
+            pending = pop(guid, None)
             if pending is None:
-                log.info("ACK for unknown or expired GUID %s dropped", ack.guid.hex())
+                log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
                 continue
-            queue = self.queues.get(pending.queue_id)
-            result = Ack(
-                ack.guid,
-                queue.uri if queue else "",
-                AckStatus.from_wire(ack.status),
-                correlation_id=ack.correlation_id,
-            )
-            self._events.append(AckReceived(result, pending.context))
+            queue = queues.get(pending.queue_id)
+            uri = queue.uri if queue is not None else ""
+            append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
         routes = self._routes
-        events = self._events
+        append = self._events.append
+        default_ids = (0,)
         for push in wire.iter_push(event):
             qid = push.queue_id
             infos = push.sub_queue_infos
-            ids = [info.sub_queue_id for info in infos] if infos else (0,)
+            ids = [info.sub_queue_id for info in infos] if infos else default_ids
             for stream_id in ids:
                 handle = routes.get((qid, stream_id))
                 queue = queues.get(handle) if handle is not None else None
-                if queue is None or not queue.readable:
+                if queue is None or not queue.flags & FLAG_READ:
                     raise ProtocolError(
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
-                if queue.state is QueueState.CLOSED:
-                    log.info("PUSH for closed queue %r dropped", queue.uri)
-                    continue
                 properties = push.properties if push.properties_area else None
-                events.append(
-                    MessageReceived(
-                        Message(queue.queue_id, push.guid, push.payload, properties)
-                    )
-                )
+                append(MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties)))
 
     def _on_control(self, event: Event) -> None:
         if self.state is SessionState.NEGOTIATING:
