@@ -84,6 +84,7 @@ class _Req:
     CONFIGURE = "configureStream"
     CONFIGURE_CLOSE = "configureStream (close)"
     CLOSE = "closeQueue"
+    CLOSE_ABANDONED = "closeQueue (after a late open)"
     DISCONNECT = "disconnect"
 
 
@@ -94,6 +95,7 @@ _EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
     _Req.CONFIGURE: _CONFIGURE_RESPONSES,
     _Req.CONFIGURE_CLOSE: _CONFIGURE_RESPONSES,
     _Req.CLOSE: ("close_queue_response",),
+    _Req.CLOSE_ABANDONED: ("close_queue_response",),
     _Req.DISCONNECT: ("disconnect_response",),
 }
 # A broker listing this feature takes ConfigureStream (subscriptions); older ones only
@@ -236,6 +238,8 @@ class ClientEngine:
         self._disconnect_sent = False
         self._negotiation_deadline = 0.0
         self._extra_stop_ops: list[int] = []
+        # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
+        self._abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
         # Subscription ids sent in a ConfigureStream, applied to the queue once it is answered.
         self._pending_subscriptions: dict[int, tuple[list[int], QueueOptions]] = {}
 
@@ -364,6 +368,7 @@ class ClientEngine:
             if request.op_id is not None and request.op_id != self._stop_op:
                 self._complete(request.op_id, SessionStoppedError(f"{reason} ({request.kind})"))
         self._requests.clear()
+        self._abandoned_opens.clear()
         for queue in self.queues.values():
             if queue.op_id is not None:
                 self._complete(queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})"))
@@ -721,6 +726,10 @@ class ClientEngine:
                 return
             if request.deadline <= now and rid in self._requests:
                 del self._requests[rid]
+                if request.kind == _Req.OPEN and request.queue_id in self.queues:
+                    # If the broker opens it after all, its late response gets a CloseQueue.
+                    abandoned = self.queues[request.queue_id]
+                    self._abandoned_opens[rid] = self._handle_parameters(abandoned)
                 self._on_request_failed(
                     request, RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
                 )
@@ -853,6 +862,15 @@ class ClientEngine:
             return
         request = self._requests.pop(rid, None)
         if request is None:
+            abandoned = self._abandoned_opens.pop(rid, None)
+            if abandoned is not None and message.selection == "open_queue_response":
+                log.warning("late open of %s (rId %s): closing it again", abandoned.uri, rid)
+                if self.state in (SessionState.STARTED, SessionState.STOPPING):
+                    close = ctrl.CloseQueue(handle_parameters=abandoned, is_final=True)
+                    self._request(
+                        ctrl.ControlMessage(close_queue=close), _Req.CLOSE_ABANDONED, None, None
+                    )
+                return
             log.warning("late or unknown response (rId %s, %s) dropped", rid, message.selection)
             return
         if message.selection == "status":
@@ -927,6 +945,9 @@ class ClientEngine:
         if kind == _Req.DISCONNECT:
             self._finish_stop("stopped")
             return
+        if kind == _Req.CLOSE_ABANDONED:
+            self._maybe_disconnect()
+            return
         queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
         if queue is None:
             log.warning("response to %s for a queue no longer known dropped", kind)
@@ -969,6 +990,7 @@ class ClientEngine:
             return
         queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
         if queue is None:
+            self._maybe_disconnect()
             return
         if kind == _Req.OPEN:
             queue.step(QueueInput.OPEN_FAILED)

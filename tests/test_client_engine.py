@@ -188,7 +188,19 @@ def test_request_timeout_then_late_response_is_dropped(caplog: pytest.LogCapture
     with caplog.at_level(logging.WARNING, logger="pybmq.engine"):
         reply(engine, request, 31.0)
     assert engine.next_events() == []
+    assert "late open" in caplog.text
+    # The broker opened it after all: the engine detaches again, for nobody's operation.
+    [event] = [e for e in sent_events(engine) if e.header.type == EventType.CONTROL]
+    close = control(event)
+    assert close.close_queue is not None and close.close_queue.is_final
+    assert close.close_queue.handle_parameters.uri == URI
+    reply(engine, close, 31.5)
+    assert engine.next_events() == []
+    # Any other late or unknown response is only logged.
+    with caplog.at_level(logging.WARNING, logger="pybmq.engine"):
+        reply(engine, close, 32.0)
     assert "late or unknown response" in caplog.text
+    assert engine.data_to_send() == b""
 
 
 def test_broker_failure_status_fails_the_operation() -> None:
