@@ -103,6 +103,17 @@ class Struct:
         )
 
     @property
+    def bit_layout(self) -> list[tuple[str, int, int]]:
+        """(name, first bit, width) of every field, counting bits from the struct's start."""
+        out = []
+        base = 0
+        for unit in self.units:
+            for f in unit.fields:
+                out.append((f.name, base + unit.size * 8 - f.shift - f.width, f.width))
+            base += unit.size * 8
+        return out
+
+    @property
     def fields(self) -> list[BitField]:
         return [f for u in self.units for f in u.fields]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from crc32c import crc32c as _crc32c
@@ -815,8 +815,8 @@ class PutEventBuilder(_MessageEventBuilder):
     def add_many(
         self,
         queue_id: int,
-        payloads: Iterable[bytes],
-        guids: Iterable[bytes],
+        payloads: Sequence[bytes],
+        guids: Sequence[bytes],
         *,
         properties: MessageProperties | None = None,
         ack_requested: bool = True,
@@ -826,6 +826,8 @@ class PutEventBuilder(_MessageEventBuilder):
 
         The properties are encoded (and their CRC32-C computed) once for the whole batch.
         """
+        if len(payloads) != len(guids):
+            raise UsageError(f"{len(payloads)} payloads but {len(guids)} guids")
         props = (
             properties.encode(extended_properties)
             if properties is not None and len(properties)
@@ -844,7 +846,7 @@ class PutEventBuilder(_MessageEventBuilder):
         w1 = 9  # header words; no options, no compression
         max_size = self.max_event_size
         parts = self._parts
-        for payload, guid in zip(payloads, guids, strict=False):
+        for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
             app_len = plen + len(payload)
             pad = pads[app_len & 3]
             size = 36 + app_len + len(pad)

@@ -35,12 +35,14 @@ __all__ = ["MessageProperties", "PropertyType", "PropertyValue", "decode_propert
 
 PropertyValue = bool | int | str | bytes
 
+# Plain ints on the decode path: IntEnum attribute access costs several times an int compare.
+_BOOL, _STRING, _BINARY = int(PropertyType.BOOL), int(PropertyType.STRING), int(PropertyType.BINARY)
 _FIXED: dict[int, struct.Struct] = {
-    PropertyType.BOOL: struct.Struct(">?"),
-    PropertyType.CHAR: struct.Struct(">b"),
-    PropertyType.SHORT: struct.Struct(">h"),
-    PropertyType.INT32: struct.Struct(">i"),
-    PropertyType.INT64: struct.Struct(">q"),
+    int(PropertyType.BOOL): struct.Struct(">?"),
+    int(PropertyType.CHAR): struct.Struct(">b"),
+    int(PropertyType.SHORT): struct.Struct(">h"),
+    int(PropertyType.INT32): struct.Struct(">i"),
+    int(PropertyType.INT64): struct.Struct(">q"),
 }
 _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.CHAR: (-(1 << 7), 1 << 7),
@@ -355,7 +357,7 @@ def decode_properties(
         at = header_size + i * mph_size
         hi, lo, nlen = MESSAGE_PROPERTY_HEADER.unpack_from(area, at)
         ptype = (hi >> 10) & 0x1F
-        if not PropertyType.BOOL <= ptype <= PropertyType.BINARY:
+        if not _BOOL <= ptype <= _BINARY:
             raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
         heads.append((at, ptype, ((hi & 0x3FF) << 16) | lo, nlen & 0xFFF))
     items: dict[str, tuple[int, PropertyValue]] = {}
@@ -393,7 +395,7 @@ def decode_properties(
                     "MessagePropertyHeader.propertyValueLength",
                 )
             value: PropertyValue = fixed.unpack_from(area, vstart)[0]
-        elif ptype == PropertyType.STRING:
+        elif ptype == _STRING:
             value = bytes(area[vstart:vend]).decode(_ENCODING, _ERRORS)
         else:
             value = bytes(area[vstart:vend])
