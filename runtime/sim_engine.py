@@ -35,11 +35,13 @@ from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
 from pybmq.generated.wire_codec import AckStatus, EncodingType, EventType
 from pybmq.sim_dataplane import (
+    ACK_REQUESTED,
+    MESSAGE_PROPERTIES,
     ConfirmRecord,
     PushItem,
-    PutRecord,
     ack_events,
     push_events,
+    put_problem,
     read_confirm_event,
     read_put_event,
 )
@@ -124,13 +126,13 @@ class QueueHandle:
     readable: bool
     writable: bool
     consumer: Consumer | None = None
-    final_close_received: bool = False
 
 
 @dataclass
 class BrokerStats:
     sessions: int = 0
     puts: int = 0
+    compressed_puts: int = 0
     acks: int = 0
     nacks: int = 0
     pushes: int = 0
@@ -494,11 +496,12 @@ class ClientSession:
         consumer = handle.consumer
         if consumer is None:
             consumer = handle.consumer = Consumer(self, handle.queue_id, sub_queue_id)
-            stream.consumers.append(consumer)
+            stream.attach(consumer)
         consumer.sub_queue_id = sub_queue_id
         consumer.priority = priority
         consumer.max_messages = max(messages, 0)
         consumer.max_bytes = max(size, 0)
+        stream.changed()
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -538,57 +541,57 @@ class ClientSession:
     # -- data plane --------------------------------------------------------------------------
 
     def _put(self, event: Event) -> None:
-        stats = self.broker.stats
+        """Store each message and queue its ACK; NACK what a broker refuses. The hot path."""
+        broker = self.broker
+        stats = broker.stats
+        hooks = broker.hooks if type(broker.hooks) is not BrokerHooks else None
+        acks = self._acks
+        handles = self.handles
+        dispatch = broker._dispatch
         for put in read_put_event(event):
             stats.puts += 1
-            status, queue = self._accept_put(put)
-            if status == AckStatus.SUCCESS:
-                assert queue is not None
-                deliveries = queue.post(
-                    StoredMessage(
-                        put.guid,
-                        put.properties_area,
-                        put.payload,
-                        put.has_properties,
-                        put.compression,
-                        put.schema_id,
-                    )
+            flags = put.flags
+            if put.compression:
+                stats.compressed_puts += 1
+            handle = handles.get((put.queue_id, 0))  # writers always use the default subId
+            if handle is None:
+                problem: str | None = "unknown queue id"
+            elif not handle.writable:
+                problem = "queue not opened for writing"
+            else:
+                problem = put_problem(put)
+            status: int = AckStatus.SUCCESS
+            if problem is None:
+                assert handle is not None
+                message = StoredMessage(
+                    put.guid,
+                    put.properties_area,
+                    put.payload,
+                    bool(flags & MESSAGE_PROPERTIES),
+                    put.compression,
+                    put.schema_id,
                 )
-                self.broker._dispatch(deliveries)
-            uri = queue.uri if queue is not None else ""
-            status = self.broker.hooks.ack_status(self, uri, put.guid, status)
+                deliveries = handle.queue.post(message)
+                if deliveries:
+                    dispatch(deliveries)
+            else:
+                status = AckStatus.UNKNOWN
+                log.warning(
+                    "session %d: NACK GUID %s, queue id %d: %s",
+                    self.session_id,
+                    put.guid.hex(),
+                    put.queue_id,
+                    problem,
+                )
+            if hooks is not None:
+                uri = handle.queue.uri if handle is not None else ""
+                status = hooks.ack_status(self, uri, put.guid, status)
             if status != AckStatus.SUCCESS:
                 stats.nacks += 1
-                self._acks.append((status, put.guid, put.queue_id))
-            elif put.ack_requested:
+                acks.append((status, put.guid, put.queue_id))
+            elif flags & ACK_REQUESTED:
                 stats.acks += 1
-                self._acks.append((status, put.guid, put.queue_id))
-
-    def _accept_put(self, put: PutRecord) -> tuple[int, SimQueue | None]:
-        """The ACK status for ``put`` (a NACK names no queue when the id is unknown)."""
-        handle = self.handles.get((put.queue_id, 0))  # writers always use the default subId
-
-        def nack(why: str) -> tuple[int, SimQueue | None]:
-            log.warning(
-                "session %d: NACK message %d, GUID %s, queue id %d: %s",
-                self.session_id,
-                put.index,
-                put.guid.hex(),
-                put.queue_id,
-                why,
-            )
-            return AckStatus.UNKNOWN, handle.queue if handle else None
-
-        if handle is None:
-            return nack("unknown queue id")
-        if not handle.writable:
-            return nack("queue not opened for writing")
-        if handle.final_close_received:
-            return nack("queue already closed")
-        problem = put.problem()
-        if problem:
-            return nack(problem)
-        return AckStatus.SUCCESS, handle.queue
+                acks.append((status, put.guid, put.queue_id))
 
     def _confirm(self, event: Event) -> None:
         for record in read_confirm_event(event):
@@ -641,7 +644,7 @@ class ClientSession:
                 message.has_properties,
                 message.compression,
                 message.schema_id,
-                old_properties=not self.extended_properties,
+                not self.extended_properties,
             )
         )
         self.broker._mark(self)
