@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import Result, best_seconds
 from pybmq.generated.bmqp_ctrlmsg import (
     ControlMessage,
     NegotiationMessage,
@@ -20,6 +19,8 @@ from pybmq.generated.bmqp_ctrlmsg import (
 )
 from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
+
+from bench.common import Result, best_seconds
 
 CAPTURE = (
     Path(__file__).resolve().parent.parent
