@@ -327,3 +327,49 @@ async def test_sync_session_on_message_runs_on_one_dispatcher_thread(broker: str
     got, threads = await asyncio.to_thread(script)
     assert got == [b"cb-%d" % i for i in range(20)]
     assert threads == {"pybmq-dispatch"}
+
+
+async def test_broker_going_away_fails_everything_pending() -> None:
+    """The broker stops mid-session: a waiting post, a waiting get and new calls all fail clearly."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    got_put = asyncio.Event()
+
+    async def vanishing_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(65536):
+            for event in framer.feed(data):
+                if event.header.type == EventType.PUT:
+                    got_put.set()
+                    writer.transport.abort()  # hang up without a word
+                    return
+                if not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    writer.write(reply_bytes(decode_control(event, ctrl.ControlMessage)[0]))
+
+    server = await asyncio.start_server(vanishing_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        session = AsyncSession(f"tcp://127.0.0.1:{port}")
+        await session.start()
+        queue = await session.open_queue(PRIORITY, read=True, write=True)
+        waiting_get = asyncio.ensure_future(queue.get())
+        with pytest.raises(SessionStoppedError, match="post not acknowledged"):
+            await asyncio.wait_for(queue.post(b"lost"), 10)
+        assert got_put.is_set()
+        with pytest.raises(SessionStoppedError):
+            await asyncio.wait_for(waiting_get, 10)
+        with pytest.raises(SessionStoppedError):
+            await session.open_queue(PRIORITY + "-2", read=True)
+        assert "connection" in (session.stop_reason or "")
+        await session.stop()  # idempotent after a loss
+    finally:
+        server.close()
+        await server.wait_closed()
