@@ -332,7 +332,28 @@ class ControlMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+        if (self.status is not None) + (self.disconnect is not None) + (
+            self.disconnect_response is not None
+        ) + (self.admin_command is not None) + (self.admin_command_response is not None) + (
+            self.cluster_message is not None
+        ) + (
+            self.open_queue is not None
+        ) + (
+            self.open_queue_response is not None
+        ) + (
+            self.close_queue is not None
+        ) + (
+            self.close_queue_response is not None
+        ) + (
+            self.configure_queue_stream is not None
+        ) + (
+            self.configure_queue_stream_response is not None
+        ) + (
+            self.configure_stream is not None
+        ) + (
+            self.configure_stream_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ControlMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -733,7 +754,60 @@ class ClusterMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+        if (self.partition_primary_advisory is not None) + (self.leader_advisory is not None) + (
+            self.queue_assignment_advisory is not None
+        ) + (self.node_status_advisory is not None) + (self.leader_sync_state_query is not None) + (
+            self.leader_sync_state_query_response is not None
+        ) + (
+            self.leader_sync_data_query is not None
+        ) + (
+            self.leader_sync_data_query_response is not None
+        ) + (
+            self.queue_assignment_request is not None
+        ) + (
+            self.storage_sync_request is not None
+        ) + (
+            self.storage_sync_response is not None
+        ) + (
+            self.partition_sync_state_query is not None
+        ) + (
+            self.partition_sync_state_query_response is not None
+        ) + (
+            self.partition_sync_data_query is not None
+        ) + (
+            self.partition_sync_data_query_response is not None
+        ) + (
+            self.partition_sync_data_query_status is not None
+        ) + (
+            self.primary_status_advisory is not None
+        ) + (
+            self.cluster_sync_request is not None
+        ) + (
+            self.cluster_sync_response is not None
+        ) + (
+            self.queue_unassigned_advisory is not None
+        ) + (
+            self.queue_un_assignment_advisory is not None
+        ) + (
+            self.leader_advisory_ack is not None
+        ) + (
+            self.leader_advisory_commit is not None
+        ) + (
+            self.state_notification is not None
+        ) + (
+            self.stop_request is not None
+        ) + (
+            self.stop_response is not None
+        ) + (
+            self.queue_unassignment_request is not None
+        ) + (
+            self.queue_update_advisory is not None
+        ) + (
+            self.cluster_state_fsm_message is not None
+        ) + (
+            self.partition_message is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -768,7 +842,14 @@ class ClusterStateFSMMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+        if (self.follower_lsn_request is not None) + (self.follower_lsn_response is not None) + (
+            self.registration_request is not None
+        ) + (self.registration_response is not None) + (
+            self.follower_cluster_state_request is not None
+        ) + (
+            self.follower_cluster_state_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -867,7 +948,12 @@ class PartitionMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+        if (self.replica_state_request is not None) + (self.replica_state_response is not None) + (
+            self.primary_state_request is not None
+        ) + (self.primary_state_response is not None) + (self.replica_data_request is not None) + (
+            self.replica_data_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -1200,7 +1286,8 @@ class StateNotification:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StateNotification", True)
+        if (self.leader_passive is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StateNotification", True)
 
     @property
     def selection(self) -> str | None:
@@ -1515,7 +1602,16 @@ class ElectorMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+        if (self.election_proposal is not None) + (self.election_response is not None) + (
+            self.leader_heartbeat is not None
+        ) + (self.elector_node_status is not None) + (self.heartbeat_response is not None) + (
+            self.scouting_request is not None
+        ) + (
+            self.scouting_response is not None
+        ) + (
+            self.leadership_cession_notification is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -1638,7 +1734,10 @@ class NegotiationMessage:
     place_holder: DummyType | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+        if (self.client_identity is not None) + (self.broker_response is not None) + (
+            self.place_holder is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
 
     @property
     def selection(self) -> str | None:
@@ -1763,7 +1862,10 @@ class AuthenticationMessage:
     authentication_response: AuthenticationResponse | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+        if (self.authentication_request is not None) + (
+            self.authentication_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
 
     @property
     def selection(self) -> str | None:

@@ -152,20 +152,23 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
     f_category: StatusCategory | None = None
     f_code: int | None = None
     f_message: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "category")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "category")
             f_category = r.read_enum(length, StatusCategory, path, "category")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "code")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "code")
             f_code = r.read_int(length, -2147483648, 2147483647, path, "code")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "message")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "message")
             f_message = r.read_str(length, path, "message")
 
         else:
@@ -192,7 +195,26 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
 def _enc_ControlMessage(v: ControlMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ControlMessage):
         raise EncodeError(f"expected a ControlMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.disconnect is not None) + (v.disconnect_response is not None) + (
+        v.admin_command is not None
+    ) + (v.admin_command_response is not None) + (v.cluster_message is not None) + (
+        v.open_queue is not None
+    ) + (
+        v.open_queue_response is not None
+    ) + (
+        v.close_queue is not None
+    ) + (
+        v.close_queue_response is not None
+    ) + (
+        v.configure_queue_stream is not None
+    ) + (
+        v.configure_queue_stream_response is not None
+    ) + (
+        v.configure_stream is not None
+    ) + (
+        v.configure_stream_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -264,83 +286,97 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
     f_configure_queue_stream_response: ConfigureQueueStreamResponse | None = None
     f_configure_stream: ConfigureStream | None = None
     f_configure_stream_response: ConfigureStreamResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "rId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rId")
             f_r_id = r.read_int(length, -2147483648, 2147483647, path, "rId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "status")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "status")
                     f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "disconnect")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "disconnect")
                     f_disconnect = _dec_child(r, length, path + "." + "disconnect", _dec_Disconnect)
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "disconnectResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "disconnectResponse")
                     f_disconnect_response = _dec_child(
                         r, length, path + "." + "disconnectResponse", _dec_DisconnectResponse
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "adminCommand")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "adminCommand")
                     f_admin_command = _dec_child(
                         r, length, path + "." + "adminCommand", _dec_AdminCommand
                     )
 
                 elif number == 8:
-                    r.expect(cc, 0xA0, path, "adminCommandResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "adminCommandResponse")
                     f_admin_command_response = _dec_child(
                         r, length, path + "." + "adminCommandResponse", _dec_AdminCommandResponse
                     )
 
                 elif number == 9:
-                    r.expect(cc, 0xA0, path, "clusterMessage")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterMessage")
                     f_cluster_message = _dec_child(
                         r, length, path + "." + "clusterMessage", _dec_ClusterMessage
                     )
 
                 elif number == 10:
-                    r.expect(cc, 0xA0, path, "openQueue")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "openQueue")
                     f_open_queue = _dec_child(r, length, path + "." + "openQueue", _dec_OpenQueue)
 
                 elif number == 11:
-                    r.expect(cc, 0xA0, path, "openQueueResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "openQueueResponse")
                     f_open_queue_response = _dec_child(
                         r, length, path + "." + "openQueueResponse", _dec_OpenQueueResponse
                     )
 
                 elif number == 12:
-                    r.expect(cc, 0xA0, path, "closeQueue")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "closeQueue")
                     f_close_queue = _dec_child(
                         r, length, path + "." + "closeQueue", _dec_CloseQueue
                     )
 
                 elif number == 13:
-                    r.expect(cc, 0xA0, path, "closeQueueResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "closeQueueResponse")
                     f_close_queue_response = _dec_child(
                         r, length, path + "." + "closeQueueResponse", _dec_CloseQueueResponse
                     )
 
                 elif number == 14:
-                    r.expect(cc, 0xA0, path, "configureQueueStream")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureQueueStream")
                     f_configure_queue_stream = _dec_child(
                         r, length, path + "." + "configureQueueStream", _dec_ConfigureQueueStream
                     )
 
                 elif number == 15:
-                    r.expect(cc, 0xA0, path, "configureQueueStreamResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureQueueStreamResponse")
                     f_configure_queue_stream_response = _dec_child(
                         r,
                         length,
@@ -349,13 +385,15 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
                     )
 
                 elif number == 16:
-                    r.expect(cc, 0xA0, path, "configureStream")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureStream")
                     f_configure_stream = _dec_child(
                         r, length, path + "." + "configureStream", _dec_ConfigureStream
                     )
 
                 elif number == 17:
-                    r.expect(cc, 0xA0, path, "configureStreamResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureStreamResponse")
                     f_configure_stream_response = _dec_child(
                         r,
                         length,
@@ -424,8 +462,8 @@ def _enc_Disconnect(v: Disconnect, out: bytearray, tag: bytes) -> None:
 
 def _dec_Disconnect(r: _b.BerReader, end: int | None, path: str) -> Disconnect:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -448,8 +486,8 @@ def _enc_DisconnectResponse(v: DisconnectResponse, out: bytearray, tag: bytes) -
 
 def _dec_DisconnectResponse(r: _b.BerReader, end: int | None, path: str) -> DisconnectResponse:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -475,12 +513,13 @@ def _enc_AdminCommand(v: AdminCommand, out: bytearray, tag: bytes) -> None:
 def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminCommand:
     r.enter(path)
     f_command: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "command")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "command")
             f_command = r.read_str(length, path, "command")
 
         else:
@@ -510,12 +549,13 @@ def _enc_AdminCommandResponse(v: AdminCommandResponse, out: bytearray, tag: byte
 def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> AdminCommandResponse:
     r.enter(path)
     f_text: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "text")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "text")
             f_text = r.read_str(length, path, "text")
 
         else:
@@ -549,12 +589,13 @@ def _enc_OpenQueue(v: OpenQueue, out: bytearray, tag: bytes) -> None:
 def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
     r.enter(path)
     f_handle_parameters: QueueHandleParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "handleParameters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "handleParameters")
             f_handle_parameters = _dec_child(
                 r, length, path + "." + "handleParameters", _dec_QueueHandleParameters
             )
@@ -603,24 +644,27 @@ def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQ
     f_original_request: OpenQueue | None = None
     f_routing_configuration: RoutingConfiguration | None = None
     f_deduplication_time_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "originalRequest")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "originalRequest")
             f_original_request = _dec_child(
                 r, length, path + "." + "originalRequest", _dec_OpenQueue
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "routingConfiguration")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "routingConfiguration")
             f_routing_configuration = _dec_child(
                 r, length, path + "." + "routingConfiguration", _dec_RoutingConfiguration
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "deduplicationTimeMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "deduplicationTimeMs")
             f_deduplication_time_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "deduplicationTimeMs"
             )
@@ -667,16 +711,18 @@ def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> Co
     r.enter(path)
     f_q_id: int | None = None
     f_stream_parameters: QueueStreamParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
             f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "streamParameters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "streamParameters")
             f_stream_parameters = _dec_child(
                 r, length, path + "." + "streamParameters", _dec_QueueStreamParameters
             )
@@ -716,12 +762,13 @@ def _dec_ConfigureQueueStreamResponse(
 ) -> ConfigureQueueStreamResponse:
     r.enter(path)
     f_request: ConfigureQueueStream | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "request")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "request")
             f_request = _dec_child(r, length, path + "." + "request", _dec_ConfigureQueueStream)
 
         else:
@@ -758,18 +805,20 @@ def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
     r.enter(path)
     f_handle_parameters: QueueHandleParameters | None = None
     f_is_final: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "handleParameters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "handleParameters")
             f_handle_parameters = _dec_child(
                 r, length, path + "." + "handleParameters", _dec_QueueHandleParameters
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isFinal")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isFinal")
             f_is_final = r.read_bool(length, path, "isFinal")
 
         else:
@@ -800,8 +849,8 @@ def _enc_CloseQueueResponse(v: CloseQueueResponse, out: bytearray, tag: bytes) -
 
 def _dec_CloseQueueResponse(r: _b.BerReader, end: int | None, path: str) -> CloseQueueResponse:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -830,16 +879,18 @@ def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> Configu
     r.enter(path)
     f_q_id: int | None = None
     f_stream_parameters: StreamParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
             f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "streamParameters")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "streamParameters")
             f_stream_parameters = _dec_child(
                 r, length, path + "." + "streamParameters", _dec_StreamParameters
             )
@@ -877,12 +928,13 @@ def _dec_ConfigureStreamResponse(
 ) -> ConfigureStreamResponse:
     r.enter(path)
     f_request: ConfigureStream | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "request")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "request")
             f_request = _dec_child(r, length, path + "." + "request", _dec_ConfigureStream)
 
         else:
@@ -938,36 +990,43 @@ def _dec_QueueHandleParameters(
     f_read_count: int | None = None
     f_write_count: int | None = None
     f_admin_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
             f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
             f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "subIdInfo")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subIdInfo")
             f_sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
             f_flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "readCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "readCount")
             f_read_count = r.read_int(length, -2147483648, 2147483647, path, "readCount")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "writeCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "writeCount")
             f_write_count = r.read_int(length, -2147483648, 2147483647, path, "writeCount")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "adminCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "adminCount")
             f_admin_count = r.read_int(length, -2147483648, 2147483647, path, "adminCount")
 
         else:
@@ -1060,34 +1119,39 @@ def _dec_QueueStreamParameters(
     f_max_unconfirmed_bytes: int | None = None
     f_consumer_priority: int | None = None
     f_consumer_priority_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "subIdInfo")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subIdInfo")
             f_sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
             f_max_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
             f_max_unconfirmed_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "consumerPriority")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriority")
             f_consumer_priority = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriority"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "consumerPriorityCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriorityCount")
             f_consumer_priority_count = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriorityCount"
             )
@@ -1135,16 +1199,18 @@ def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueue
     r.enter(path)
     f_sub_id: int | None = None
     f_app_id: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "subId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "subId")
             f_sub_id = r.read_int(length, 0, 4294967295, path, "subId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
             f_app_id = r.read_str(length, path, "appId")
 
         else:
@@ -1185,21 +1251,24 @@ def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> Stream
     r.enter(path)
     f_app_id: str | None = None
     f_subscriptions: list[Subscription] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
             f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "subscriptions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subscriptions")
             items_end = r.child_end(length)
             f_subscriptions = [] if f_subscriptions is None else f_subscriptions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subscriptions")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subscriptions")
                 f_subscriptions.append(
                     _dec_child(
                         r,
@@ -1244,16 +1313,18 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
     r.enter(path)
     f_version: ExpressionVersion | None = None
     f_text: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "version")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "version")
             f_version = r.read_enum(length, ExpressionVersion, path, "version")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "text")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "text")
             f_text = r.read_str(length, path, "text")
 
         else:
@@ -1324,30 +1395,34 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
     f_max_unconfirmed_bytes: int | None = None
     f_consumer_priority: int | None = None
     f_consumer_priority_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
             f_max_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
             f_max_unconfirmed_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "consumerPriority")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriority")
             f_consumer_priority = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriority"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "consumerPriorityCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriorityCount")
             f_consumer_priority_count = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriorityCount"
             )
@@ -1401,25 +1476,29 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
     f_s_id: int | None = None
     f_expression: Expression | None = None
     f_consumers: list[ConsumerInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "sId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sId")
             f_s_id = r.read_int(length, 0, 4294967295, path, "sId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "expression")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "expression")
             f_expression = _dec_child(r, length, path + "." + "expression", _dec_Expression)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "consumers")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consumers")
             items_end = r.child_end(length)
             f_consumers = [] if f_consumers is None else f_consumers
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "consumers")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "consumers")
                 f_consumers.append(
                     _dec_child(
                         r,
@@ -1465,12 +1544,13 @@ def _enc_RoutingConfiguration(v: RoutingConfiguration, out: bytearray, tag: byte
 def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> RoutingConfiguration:
     r.enter(path)
     f_flags: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
             f_flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
 
         else:
@@ -1489,7 +1569,60 @@ def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> Ro
 def _enc_ClusterMessage(v: ClusterMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterMessage):
         raise EncodeError(f"expected a ClusterMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.partition_primary_advisory is not None) + (v.leader_advisory is not None) + (
+        v.queue_assignment_advisory is not None
+    ) + (v.node_status_advisory is not None) + (v.leader_sync_state_query is not None) + (
+        v.leader_sync_state_query_response is not None
+    ) + (
+        v.leader_sync_data_query is not None
+    ) + (
+        v.leader_sync_data_query_response is not None
+    ) + (
+        v.queue_assignment_request is not None
+    ) + (
+        v.storage_sync_request is not None
+    ) + (
+        v.storage_sync_response is not None
+    ) + (
+        v.partition_sync_state_query is not None
+    ) + (
+        v.partition_sync_state_query_response is not None
+    ) + (
+        v.partition_sync_data_query is not None
+    ) + (
+        v.partition_sync_data_query_response is not None
+    ) + (
+        v.partition_sync_data_query_status is not None
+    ) + (
+        v.primary_status_advisory is not None
+    ) + (
+        v.cluster_sync_request is not None
+    ) + (
+        v.cluster_sync_response is not None
+    ) + (
+        v.queue_unassigned_advisory is not None
+    ) + (
+        v.queue_un_assignment_advisory is not None
+    ) + (
+        v.leader_advisory_ack is not None
+    ) + (
+        v.leader_advisory_commit is not None
+    ) + (
+        v.state_notification is not None
+    ) + (
+        v.stop_request is not None
+    ) + (
+        v.stop_response is not None
+    ) + (
+        v.queue_unassignment_request is not None
+    ) + (
+        v.queue_update_advisory is not None
+    ) + (
+        v.cluster_state_fsm_message is not None
+    ) + (
+        v.partition_message is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -1624,19 +1757,21 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
     f_queue_update_advisory: QueueUpdateAdvisory | None = None
     f_cluster_state_fsm_message: ClusterStateFSMMessage | None = None
     f_partition_message: PartitionMessage | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "partitionPrimaryAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionPrimaryAdvisory")
                     f_partition_primary_advisory = _dec_child(
                         r,
                         length,
@@ -1645,13 +1780,15 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "leaderAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisory")
                     f_leader_advisory = _dec_child(
                         r, length, path + "." + "leaderAdvisory", _dec_LeaderAdvisory
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "queueAssignmentAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueAssignmentAdvisory")
                     f_queue_assignment_advisory = _dec_child(
                         r,
                         length,
@@ -1660,19 +1797,22 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "nodeStatusAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "nodeStatusAdvisory")
                     f_node_status_advisory = _dec_child(
                         r, length, path + "." + "nodeStatusAdvisory", _dec_NodeStatusAdvisory
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "leaderSyncStateQuery")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncStateQuery")
                     f_leader_sync_state_query = _dec_child(
                         r, length, path + "." + "leaderSyncStateQuery", _dec_LeaderSyncStateQuery
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "leaderSyncStateQueryResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncStateQueryResponse")
                     f_leader_sync_state_query_response = _dec_child(
                         r,
                         length,
@@ -1681,13 +1821,15 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 6:
-                    r.expect(cc, 0xA0, path, "leaderSyncDataQuery")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncDataQuery")
                     f_leader_sync_data_query = _dec_child(
                         r, length, path + "." + "leaderSyncDataQuery", _dec_LeaderSyncDataQuery
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "leaderSyncDataQueryResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncDataQueryResponse")
                     f_leader_sync_data_query_response = _dec_child(
                         r,
                         length,
@@ -1696,7 +1838,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 8:
-                    r.expect(cc, 0xA0, path, "queueAssignmentRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueAssignmentRequest")
                     f_queue_assignment_request = _dec_child(
                         r,
                         length,
@@ -1705,19 +1848,22 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 9:
-                    r.expect(cc, 0xA0, path, "storageSyncRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "storageSyncRequest")
                     f_storage_sync_request = _dec_child(
                         r, length, path + "." + "storageSyncRequest", _dec_StorageSyncRequest
                     )
 
                 elif number == 10:
-                    r.expect(cc, 0xA0, path, "storageSyncResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "storageSyncResponse")
                     f_storage_sync_response = _dec_child(
                         r, length, path + "." + "storageSyncResponse", _dec_StorageSyncResponse
                     )
 
                 elif number == 11:
-                    r.expect(cc, 0xA0, path, "partitionSyncStateQuery")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncStateQuery")
                     f_partition_sync_state_query = _dec_child(
                         r,
                         length,
@@ -1726,7 +1872,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 12:
-                    r.expect(cc, 0xA0, path, "partitionSyncStateQueryResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncStateQueryResponse")
                     f_partition_sync_state_query_response = _dec_child(
                         r,
                         length,
@@ -1735,7 +1882,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 13:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQuery")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQuery")
                     f_partition_sync_data_query = _dec_child(
                         r,
                         length,
@@ -1744,7 +1892,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 14:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQueryResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQueryResponse")
                     f_partition_sync_data_query_response = _dec_child(
                         r,
                         length,
@@ -1753,7 +1902,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 15:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQueryStatus")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQueryStatus")
                     f_partition_sync_data_query_status = _dec_child(
                         r,
                         length,
@@ -1762,31 +1912,36 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 16:
-                    r.expect(cc, 0xA0, path, "primaryStatusAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStatusAdvisory")
                     f_primary_status_advisory = _dec_child(
                         r, length, path + "." + "primaryStatusAdvisory", _dec_PrimaryStatusAdvisory
                     )
 
                 elif number == 17:
-                    r.expect(cc, 0xA0, path, "clusterSyncRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterSyncRequest")
                     f_cluster_sync_request = _dec_child(
                         r, length, path + "." + "clusterSyncRequest", _dec_DummyType
                     )
 
                 elif number == 18:
-                    r.expect(cc, 0xA0, path, "clusterSyncResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterSyncResponse")
                     f_cluster_sync_response = _dec_child(
                         r, length, path + "." + "clusterSyncResponse", _dec_DummyType
                     )
 
                 elif number == 19:
-                    r.expect(cc, 0xA0, path, "queueUnassignedAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnassignedAdvisory")
                     f_queue_unassigned_advisory = _dec_child(
                         r, length, path + "." + "queueUnassignedAdvisory", _dec_DummyType
                     )
 
                 elif number == 20:
-                    r.expect(cc, 0xA0, path, "queueUnAssignmentAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnAssignmentAdvisory")
                     f_queue_un_assignment_advisory = _dec_child(
                         r,
                         length,
@@ -1795,37 +1950,43 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 21:
-                    r.expect(cc, 0xA0, path, "leaderAdvisoryAck")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisoryAck")
                     f_leader_advisory_ack = _dec_child(
                         r, length, path + "." + "leaderAdvisoryAck", _dec_LeaderAdvisoryAck
                     )
 
                 elif number == 22:
-                    r.expect(cc, 0xA0, path, "leaderAdvisoryCommit")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisoryCommit")
                     f_leader_advisory_commit = _dec_child(
                         r, length, path + "." + "leaderAdvisoryCommit", _dec_LeaderAdvisoryCommit
                     )
 
                 elif number == 23:
-                    r.expect(cc, 0xA0, path, "stateNotification")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stateNotification")
                     f_state_notification = _dec_child(
                         r, length, path + "." + "stateNotification", _dec_StateNotification
                     )
 
                 elif number == 24:
-                    r.expect(cc, 0xA0, path, "stopRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stopRequest")
                     f_stop_request = _dec_child(
                         r, length, path + "." + "stopRequest", _dec_StopRequest
                     )
 
                 elif number == 25:
-                    r.expect(cc, 0xA0, path, "stopResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stopResponse")
                     f_stop_response = _dec_child(
                         r, length, path + "." + "stopResponse", _dec_StopResponse
                     )
 
                 elif number == 26:
-                    r.expect(cc, 0xA0, path, "queueUnassignmentRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnassignmentRequest")
                     f_queue_unassignment_request = _dec_child(
                         r,
                         length,
@@ -1834,13 +1995,15 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 27:
-                    r.expect(cc, 0xA0, path, "queueUpdateAdvisory")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUpdateAdvisory")
                     f_queue_update_advisory = _dec_child(
                         r, length, path + "." + "queueUpdateAdvisory", _dec_QueueUpdateAdvisory
                     )
 
                 elif number == 28:
-                    r.expect(cc, 0xA0, path, "clusterStateFSMMessage")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterStateFSMMessage")
                     f_cluster_state_fsm_message = _dec_child(
                         r,
                         length,
@@ -1849,7 +2012,8 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 29:
-                    r.expect(cc, 0xA0, path, "partitionMessage")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionMessage")
                     f_partition_message = _dec_child(
                         r, length, path + "." + "partitionMessage", _dec_PartitionMessage
                     )
@@ -1938,7 +2102,12 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterStateFSMMessage):
         raise EncodeError(f"expected a ClusterStateFSMMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.follower_lsn_request is not None) + (v.follower_lsn_response is not None) + (
+        v.registration_request is not None
+    ) + (v.registration_response is not None) + (v.follower_cluster_state_request is not None) + (
+        v.follower_cluster_state_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -1977,43 +2146,49 @@ def _dec_ClusterStateFSMMessage(
     f_registration_response: RegistrationResponse | None = None
     f_follower_cluster_state_request: FollowerClusterStateRequest | None = None
     f_follower_cluster_state_response: FollowerClusterStateResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "followerLSNRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerLSNRequest")
                     f_follower_lsn_request = _dec_child(
                         r, length, path + "." + "followerLSNRequest", _dec_FollowerLSNRequest
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "followerLSNResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerLSNResponse")
                     f_follower_lsn_response = _dec_child(
                         r, length, path + "." + "followerLSNResponse", _dec_FollowerLSNResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "registrationRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "registrationRequest")
                     f_registration_request = _dec_child(
                         r, length, path + "." + "registrationRequest", _dec_RegistrationRequest
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "registrationResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "registrationResponse")
                     f_registration_response = _dec_child(
                         r, length, path + "." + "registrationResponse", _dec_RegistrationResponse
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "followerClusterStateRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerClusterStateRequest")
                     f_follower_cluster_state_request = _dec_child(
                         r,
                         length,
@@ -2022,7 +2197,8 @@ def _dec_ClusterStateFSMMessage(
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "followerClusterStateResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerClusterStateResponse")
                     f_follower_cluster_state_response = _dec_child(
                         r,
                         length,
@@ -2074,8 +2250,8 @@ def _enc_FollowerLSNRequest(v: FollowerLSNRequest, out: bytearray, tag: bytes) -
 
 def _dec_FollowerLSNRequest(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNRequest:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -2101,12 +2277,13 @@ def _enc_FollowerLSNResponse(v: FollowerLSNResponse, out: bytearray, tag: bytes)
 def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNResponse:
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
@@ -2138,12 +2315,13 @@ def _enc_RegistrationRequest(v: RegistrationRequest, out: bytearray, tag: bytes)
 def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> RegistrationRequest:
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
@@ -2172,8 +2350,8 @@ def _enc_RegistrationResponse(v: RegistrationResponse, out: bytearray, tag: byte
 
 def _dec_RegistrationResponse(r: _b.BerReader, end: int | None, path: str) -> RegistrationResponse:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -2200,8 +2378,8 @@ def _dec_FollowerClusterStateRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> FollowerClusterStateRequest:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -2235,12 +2413,13 @@ def _dec_FollowerClusterStateResponse(
 ) -> FollowerClusterStateResponse:
     r.enter(path)
     f_cluster_state_snapshot: LeaderAdvisory | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "clusterStateSnapshot")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterStateSnapshot")
             f_cluster_state_snapshot = _dec_child(
                 r, length, path + "." + "clusterStateSnapshot", _dec_LeaderAdvisory
             )
@@ -2261,7 +2440,12 @@ def _dec_FollowerClusterStateResponse(
 def _enc_PartitionMessage(v: PartitionMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, PartitionMessage):
         raise EncodeError(f"expected a PartitionMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.replica_state_request is not None) + (v.replica_state_response is not None) + (
+        v.primary_state_request is not None
+    ) + (v.primary_state_response is not None) + (v.replica_data_request is not None) + (
+        v.replica_data_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -2298,49 +2482,56 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
     f_primary_state_response: PrimaryStateResponse | None = None
     f_replica_data_request: ReplicaDataRequest | None = None
     f_replica_data_response: ReplicaDataResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "replicaStateRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaStateRequest")
                     f_replica_state_request = _dec_child(
                         r, length, path + "." + "replicaStateRequest", _dec_ReplicaStateRequest
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "replicaStateResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaStateResponse")
                     f_replica_state_response = _dec_child(
                         r, length, path + "." + "replicaStateResponse", _dec_ReplicaStateResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "primaryStateRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStateRequest")
                     f_primary_state_request = _dec_child(
                         r, length, path + "." + "primaryStateRequest", _dec_PrimaryStateRequest
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "primaryStateResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStateResponse")
                     f_primary_state_response = _dec_child(
                         r, length, path + "." + "primaryStateResponse", _dec_PrimaryStateResponse
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "replicaDataRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaDataRequest")
                     f_replica_data_request = _dec_child(
                         r, length, path + "." + "replicaDataRequest", _dec_ReplicaDataRequest
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "replicaDataResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaDataResponse")
                     f_replica_data_response = _dec_child(
                         r, length, path + "." + "replicaDataResponse", _dec_ReplicaDataResponse
                     )
@@ -2415,26 +2606,30 @@ def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> Rep
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
     f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
             f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
             f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
@@ -2509,26 +2704,30 @@ def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> Re
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
     f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
             f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
             f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
@@ -2598,26 +2797,30 @@ def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> Pri
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
     f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
             f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
             f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
@@ -2692,26 +2895,30 @@ def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> Pr
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
     f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
             f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
             f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
@@ -2788,30 +2995,35 @@ def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> Repl
     f_replica_data_type: ReplicaDataType | None = None
     f_begin_sequence_number: PartitionSequenceNumber | None = None
     f_end_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "replicaDataType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "replicaDataType")
             f_replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "beginSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSequenceNumber")
             f_begin_sequence_number = _dec_child(
                 r, length, path + "." + "beginSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "endSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSequenceNumber")
             f_end_sequence_number = _dec_child(
                 r, length, path + "." + "endSequenceNumber", _dec_PartitionSequenceNumber
             )
@@ -2893,30 +3105,35 @@ def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> Rep
     f_replica_data_type: ReplicaDataType | None = None
     f_begin_sequence_number: PartitionSequenceNumber | None = None
     f_end_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "replicaDataType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "replicaDataType")
             f_replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "beginSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSequenceNumber")
             f_begin_sequence_number = _dec_child(
                 r, length, path + "." + "beginSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "endSequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSequenceNumber")
             f_end_sequence_number = _dec_child(
                 r, length, path + "." + "endSequenceNumber", _dec_PartitionSequenceNumber
             )
@@ -2973,23 +3190,26 @@ def _dec_PartitionPrimaryAdvisory(
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
     f_partitions: list[PartitionPrimaryInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "partitions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitions")
             items_end = r.child_end(length)
             f_partitions = [] if f_partitions is None else f_partitions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "partitions")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "partitions")
                 f_partitions.append(
                     _dec_child(
                         r,
@@ -3050,16 +3270,18 @@ def _dec_LeaderMessageSequence(
     r.enter(path)
     f_elector_term: int | None = None
     f_sequence_number: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "electorTerm")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "electorTerm")
             f_elector_term = r.read_int(length, 0, 18446744073709551615, path, "electorTerm")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNumber")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNumber")
             f_sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
 
         else:
@@ -3112,16 +3334,18 @@ def _dec_PartitionSequenceNumber(
     r.enter(path)
     f_primary_lease_id: int | None = None
     f_sequence_number: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNumber")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNumber")
             f_sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
 
         else:
@@ -3177,20 +3401,23 @@ def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> Pa
     f_partition_id: int | None = None
     f_primary_node_id: int | None = None
     f_primary_lease_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeId")
             f_primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         else:
@@ -3231,16 +3458,18 @@ def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
     r.enter(path)
     f_app_id: str | None = None
     f_app_key: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
             f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appKey")
             f_app_key = r.read_bytes(length, path, "appKey")
 
         else:
@@ -3287,29 +3516,34 @@ def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
     f_key: bytes | None = None
     f_partition_id: int | None = None
     f_app_ids: list[AppIdInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
             f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
             f_key = r.read_bytes(length, path, "key")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "appIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appIds")
             items_end = r.child_end(length)
             f_app_ids = [] if f_app_ids is None else f_app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "appIds")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "appIds")
                 f_app_ids.append(
                     _dec_child(
                         r, length, path + "." + "appIds[%d]" % len(f_app_ids), _dec_AppIdInfo
@@ -3381,29 +3615,34 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
     f_added_app_ids: list[AppIdInfo] | None = None
     f_removed_app_ids: list[AppIdInfo] | None = None
     f_domain: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
             f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
             f_key = r.read_bytes(length, path, "key")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "addedAppIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "addedAppIds")
             items_end = r.child_end(length)
             f_added_app_ids = [] if f_added_app_ids is None else f_added_app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "addedAppIds")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "addedAppIds")
                 f_added_app_ids.append(
                     _dec_child(
                         r,
@@ -3415,12 +3654,14 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
             r.close(items_end, path)
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "removedAppIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "removedAppIds")
             items_end = r.child_end(length)
             f_removed_app_ids = [] if f_removed_app_ids is None else f_removed_app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "removedAppIds")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "removedAppIds")
                 f_removed_app_ids.append(
                     _dec_child(
                         r,
@@ -3432,7 +3673,8 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "domain")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "domain")
             f_domain = r.read_str(length, path, "domain")
 
         else:
@@ -3491,23 +3733,26 @@ def _dec_QueueAssignmentAdvisory(
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
     f_queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
             f_queues = [] if f_queues is None else f_queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
                 f_queues.append(
                     _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
@@ -3551,23 +3796,26 @@ def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> Que
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
     f_queue_updates: list[QueueInfoUpdate] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queueUpdates")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueUpdates")
             items_end = r.child_end(length)
             f_queue_updates = [] if f_queue_updates is None else f_queue_updates
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queueUpdates")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queueUpdates")
                 f_queue_updates.append(
                     _dec_child(
                         r,
@@ -3650,35 +3898,41 @@ def _dec_QueueUnAssignmentAdvisory(
     f_primary_lease_id: int | None = None
     f_primary_node_id: int | None = None
     f_queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "primaryNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeId")
             f_primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
             f_queues = [] if f_queues is None else f_queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
                 f_queues.append(
                     _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
@@ -3741,23 +3995,26 @@ def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAd
     f_sequence_number: LeaderMessageSequence | None = None
     f_partitions: list[PartitionPrimaryInfo] | None = None
     f_queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "partitions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitions")
             items_end = r.child_end(length)
             f_partitions = [] if f_partitions is None else f_partitions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "partitions")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "partitions")
                 f_partitions.append(
                     _dec_child(
                         r,
@@ -3769,12 +4026,14 @@ def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAd
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
             f_queues = [] if f_queues is None else f_queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
                 f_queues.append(
                     _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
@@ -3819,12 +4078,13 @@ def _enc_LeaderAdvisoryAck(v: LeaderAdvisoryAck, out: bytearray, tag: bytes) -> 
 def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisoryAck:
     r.enter(path)
     f_sequence_number_acked: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumberAcked")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumberAcked")
             f_sequence_number_acked = _dec_child(
                 r, length, path + "." + "sequenceNumberAcked", _dec_LeaderMessageSequence
             )
@@ -3863,18 +4123,20 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
     r.enter(path)
     f_sequence_number: LeaderMessageSequence | None = None
     f_sequence_number_committed: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
             f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "sequenceNumberCommitted")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumberCommitted")
             f_sequence_number_committed = _dec_child(
                 r, length, path + "." + "sequenceNumberCommitted", _dec_LeaderMessageSequence
             )
@@ -3899,7 +4161,8 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
 def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StateNotification):
         raise EncodeError(f"expected a StateNotification, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.leader_passive is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -3914,19 +4177,21 @@ def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> 
 def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> StateNotification:
     r.enter(path)
     f_leader_passive: LeaderPassive | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "leaderPassive")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderPassive")
                     f_leader_passive = _dec_child(
                         r, length, path + "." + "leaderPassive", _dec_LeaderPassive
                     )
@@ -3963,8 +4228,8 @@ def _enc_LeaderPassive(v: LeaderPassive, out: bytearray, tag: bytes) -> None:
 
 def _dec_LeaderPassive(r: _b.BerReader, end: int | None, path: str) -> LeaderPassive:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -4003,26 +4268,30 @@ def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
     f_sequence_num: int | None = None
     f_data_file_offset_dwords: int | None = None
     f_qlist_file_offset_words: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNum")
             f_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dataFileOffsetDwords")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dataFileOffsetDwords")
             f_data_file_offset_dwords = r.read_int(
                 length, 0, 4294967295, path, "dataFileOffsetDwords"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "qlistFileOffsetWords")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qlistFileOffsetWords")
             f_qlist_file_offset_words = r.read_int(
                 length, 0, 4294967295, path, "qlistFileOffsetWords"
             )
@@ -4069,16 +4338,18 @@ def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> Syn
     r.enter(path)
     f_sync_point: SyncPoint | None = None
     f_offset: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "syncPoint")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "syncPoint")
             f_sync_point = _dec_child(r, length, path + "." + "syncPoint", _dec_SyncPoint)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "offset")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "offset")
             f_offset = r.read_int(length, 0, 18446744073709551615, path, "offset")
 
         else:
@@ -4112,12 +4383,13 @@ def _enc_NodeStatusAdvisory(v: NodeStatusAdvisory, out: bytearray, tag: bytes) -
 def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> NodeStatusAdvisory:
     r.enter(path)
     f_status: NodeStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
             f_status = r.read_enum(length, NodeStatus, path, "status")
 
         else:
@@ -4144,8 +4416,8 @@ def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery, out: bytearray, tag: byte
 
 def _dec_LeaderSyncStateQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncStateQuery:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -4179,12 +4451,13 @@ def _dec_LeaderSyncStateQueryResponse(
 ) -> LeaderSyncStateQueryResponse:
     r.enter(path)
     f_leader_message_sequence: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "leaderMessageSequence")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leaderMessageSequence")
             f_leader_message_sequence = _dec_child(
                 r, length, path + "." + "leaderMessageSequence", _dec_LeaderMessageSequence
             )
@@ -4213,8 +4486,8 @@ def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery, out: bytearray, tag: bytes)
 
 def _dec_LeaderSyncDataQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncDataQuery:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -4244,12 +4517,13 @@ def _dec_LeaderSyncDataQueryResponse(
 ) -> LeaderSyncDataQueryResponse:
     r.enter(path)
     f_leader_sync_data: LeaderAdvisory | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "leaderSyncData")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leaderSyncData")
             f_leader_sync_data = _dec_child(
                 r, length, path + "." + "leaderSyncData", _dec_LeaderAdvisory
             )
@@ -4283,12 +4557,13 @@ def _dec_QueueAssignmentRequest(
 ) -> QueueAssignmentRequest:
     r.enter(path)
     f_queue_uri: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
             f_queue_uri = r.read_str(length, path, "queueUri")
 
         else:
@@ -4333,20 +4608,23 @@ def _dec_QueueUnassignmentRequest(
     f_queue_uri: str | None = None
     f_partition_id: int | None = None
     f_queue_key: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
             f_queue_uri = r.read_str(length, path, "queueUri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "queueKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueKey")
             f_queue_key = r.read_bytes(length, path, "queueKey")
 
         else:
@@ -4392,22 +4670,25 @@ def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> Stor
     f_partition_id: int | None = None
     f_begin_sync_point_offset_pair: SyncPointOffsetPair | None = None
     f_end_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "beginSyncPointOffsetPair")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSyncPointOffsetPair")
             f_begin_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "beginSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "endSyncPointOffsetPair")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSyncPointOffsetPair")
             f_end_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "endSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
@@ -4462,28 +4743,32 @@ def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> Sto
     f_storage_sync_response_type: StorageSyncResponseType | None = None
     f_begin_sync_point: SyncPoint | None = None
     f_end_sync_point: SyncPoint | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "storageSyncResponseType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "storageSyncResponseType")
             f_storage_sync_response_type = r.read_enum(
                 length, StorageSyncResponseType, path, "storageSyncResponseType"
             )
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "beginSyncPoint")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSyncPoint")
             f_begin_sync_point = _dec_child(
                 r, length, path + "." + "beginSyncPoint", _dec_SyncPoint
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "endSyncPoint")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSyncPoint")
             f_end_sync_point = _dec_child(r, length, path + "." + "endSyncPoint", _dec_SyncPoint)
 
         else:
@@ -4534,12 +4819,13 @@ def _dec_PartitionSyncStateQuery(
 ) -> PartitionSyncStateQuery:
     r.enter(path)
     f_partition_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         else:
@@ -4607,24 +4893,28 @@ def _dec_PartitionSyncStateQueryResponse(
     f_primary_lease_id: int | None = None
     f_sequence_num: int | None = None
     f_last_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "sequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNum")
             f_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
             f_last_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "lastSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
@@ -4724,36 +5014,42 @@ def _dec_PartitionSyncDataQuery(
     f_upto_primary_lease_id: int | None = None
     f_upto_sequence_num: int | None = None
     f_last_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "lastPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lastPrimaryLeaseId")
             f_last_primary_lease_id = r.read_int(length, 0, 4294967295, path, "lastPrimaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "lastSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lastSequenceNum")
             f_last_sequence_num = r.read_int(
                 length, 0, 18446744073709551615, path, "lastSequenceNum"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "uptoPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uptoPrimaryLeaseId")
             f_upto_primary_lease_id = r.read_int(length, 0, 4294967295, path, "uptoPrimaryLeaseId")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "uptoSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uptoSequenceNum")
             f_upto_sequence_num = r.read_int(
                 length, 0, 18446744073709551615, path, "uptoSequenceNum"
             )
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
             f_last_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "lastSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
@@ -4836,20 +5132,23 @@ def _dec_PartitionSyncDataQueryResponse(
     f_partition_id: int | None = None
     f_end_primary_lease_id: int | None = None
     f_end_sequence_num: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "endPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "endPrimaryLeaseId")
             f_end_primary_lease_id = r.read_int(length, 0, 4294967295, path, "endPrimaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "endSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "endSequenceNum")
             f_end_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "endSequenceNum")
 
         else:
@@ -4901,16 +5200,18 @@ def _dec_PartitionSyncDataQueryStatus(
     r.enter(path)
     f_partition_id: int | None = None
     f_status: Status | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "status")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "status")
             f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
         else:
@@ -4961,20 +5262,23 @@ def _dec_PrimaryStatusAdvisory(
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_status: PrimaryStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
             f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
             f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
             f_status = r.read_enum(length, PrimaryStatus, path, "status")
 
         else:
@@ -5015,16 +5319,18 @@ def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest
     r.enter(path)
     f_cluster_name: str | None = None
     f_version: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
             f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "version")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "version")
             f_version = r.read_int(length, -2147483648, 2147483647, path, "version")
 
         else:
@@ -5058,12 +5364,13 @@ def _enc_StopResponse(v: StopResponse, out: bytearray, tag: bytes) -> None:
 def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopResponse:
     r.enter(path)
     f_cluster_name: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
             f_cluster_name = r.read_str(length, path, "clusterName")
 
         else:
@@ -5082,7 +5389,16 @@ def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopRespon
 def _enc_ElectorMessage(v: ElectorMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ElectorMessage):
         raise EncodeError(f"expected a ElectorMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.election_proposal is not None) + (v.election_response is not None) + (
+        v.leader_heartbeat is not None
+    ) + (v.elector_node_status is not None) + (v.heartbeat_response is not None) + (
+        v.scouting_request is not None
+    ) + (
+        v.scouting_response is not None
+    ) + (
+        v.leadership_cession_notification is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -5130,65 +5446,75 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
     f_scouting_request: ScoutingRequest | None = None
     f_scouting_response: ScoutingResponse | None = None
     f_leadership_cession_notification: LeadershipCessionNotification | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "term")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "term")
             f_term = r.read_int(length, 0, 18446744073709551615, path, "term")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "electionProposal")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electionProposal")
                     f_election_proposal = _dec_child(
                         r, length, path + "." + "electionProposal", _dec_ElectionProposal
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "electionResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electionResponse")
                     f_election_response = _dec_child(
                         r, length, path + "." + "electionResponse", _dec_ElectionResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "leaderHeartbeat")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderHeartbeat")
                     f_leader_heartbeat = _dec_child(
                         r, length, path + "." + "leaderHeartbeat", _dec_LeaderHeartbeat
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "electorNodeStatus")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electorNodeStatus")
                     f_elector_node_status = _dec_child(
                         r, length, path + "." + "electorNodeStatus", _dec_ElectorNodeStatus
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "heartbeatResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "heartbeatResponse")
                     f_heartbeat_response = _dec_child(
                         r, length, path + "." + "heartbeatResponse", _dec_HeartbeatResponse
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "scoutingRequest")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "scoutingRequest")
                     f_scouting_request = _dec_child(
                         r, length, path + "." + "scoutingRequest", _dec_ScoutingRequest
                     )
 
                 elif number == 6:
-                    r.expect(cc, 0xA0, path, "scoutingResponse")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "scoutingResponse")
                     f_scouting_response = _dec_child(
                         r, length, path + "." + "scoutingResponse", _dec_ScoutingResponse
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "leadershipCessionNotification")
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leadershipCessionNotification")
                     f_leadership_cession_notification = _dec_child(
                         r,
                         length,
@@ -5248,8 +5574,8 @@ def _enc_ElectionProposal(v: ElectionProposal, out: bytearray, tag: bytes) -> No
 
 def _dec_ElectionProposal(r: _b.BerReader, end: int | None, path: str) -> ElectionProposal:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5272,8 +5598,8 @@ def _enc_ElectionResponse(v: ElectionResponse, out: bytearray, tag: bytes) -> No
 
 def _dec_ElectionResponse(r: _b.BerReader, end: int | None, path: str) -> ElectionResponse:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5300,8 +5626,8 @@ def _dec_LeadershipCessionNotification(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeadershipCessionNotification:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5324,8 +5650,8 @@ def _enc_LeaderHeartbeat(v: LeaderHeartbeat, out: bytearray, tag: bytes) -> None
 
 def _dec_LeaderHeartbeat(r: _b.BerReader, end: int | None, path: str) -> LeaderHeartbeat:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5351,12 +5677,13 @@ def _enc_ElectorNodeStatus(v: ElectorNodeStatus, out: bytearray, tag: bytes) -> 
 def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> ElectorNodeStatus:
     r.enter(path)
     f_is_available: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "isAvailable")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAvailable")
             f_is_available = r.read_bool(length, path, "isAvailable")
 
         else:
@@ -5383,8 +5710,8 @@ def _enc_HeartbeatResponse(v: HeartbeatResponse, out: bytearray, tag: bytes) -> 
 
 def _dec_HeartbeatResponse(r: _b.BerReader, end: int | None, path: str) -> HeartbeatResponse:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5407,8 +5734,8 @@ def _enc_ScoutingRequest(v: ScoutingRequest, out: bytearray, tag: bytes) -> None
 
 def _dec_ScoutingRequest(r: _b.BerReader, end: int | None, path: str) -> ScoutingRequest:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5434,12 +5761,13 @@ def _enc_ScoutingResponse(v: ScoutingResponse, out: bytearray, tag: bytes) -> No
 def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> ScoutingResponse:
     r.enter(path)
     f_will_vote: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "willVote")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "willVote")
             f_will_vote = r.read_bool(length, path, "willVote")
 
         else:
@@ -5482,20 +5810,23 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
     f_msg_type_to_dump: DumpMsgType | None = None
     f_dump_action_type: DumpActionType | None = None
     f_dump_action_value: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "msgTypeToDump")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "msgTypeToDump")
             f_msg_type_to_dump = r.read_enum(length, DumpMsgType, path, "msgTypeToDump")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "dumpActionType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dumpActionType")
             f_dump_action_type = r.read_enum(length, DumpActionType, path, "dumpActionType")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dumpActionValue")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dumpActionValue")
             f_dump_action_value = r.read_int(
                 length, -2147483648, 2147483647, path, "dumpActionValue"
             )
@@ -5524,7 +5855,10 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
 def _enc_NegotiationMessage(v: NegotiationMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, NegotiationMessage):
         raise EncodeError(f"expected a NegotiationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.client_identity is not None) + (v.broker_response is not None) + (
+        v.place_holder is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.client_identity is not None:
@@ -5541,30 +5875,33 @@ def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> Nego
     f_client_identity: ClientIdentity | None = None
     f_broker_response: BrokerResponse | None = None
     f_place_holder: DummyType | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "clientIdentity")
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clientIdentity")
                 f_client_identity = _dec_child(
                     r, length, path + "." + "clientIdentity", _dec_ClientIdentity
                 )
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "brokerResponse")
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "brokerResponse")
                 f_broker_response = _dec_child(
                     r, length, path + "." + "brokerResponse", _dec_BrokerResponse
                 )
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "placeHolder")
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "placeHolder")
                 f_place_holder = _dec_child(r, length, path + "." + "placeHolder", _dec_DummyType)
 
             else:
@@ -5614,16 +5951,18 @@ def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
     r.enter(path)
     f_client_id: str | None = None
     f_nano_seconds_from_epoch: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clientId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientId")
             f_client_id = r.read_str(length, path, "clientId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "nanoSecondsFromEpoch")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "nanoSecondsFromEpoch")
             f_nano_seconds_from_epoch = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "nanoSecondsFromEpoch"
             )
@@ -5706,62 +6045,75 @@ def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientId
     f_sdk_language: ClientLanguage | None = None
     f_guid_info: GuidInfo | None = None
     f_user_agent: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "protocolVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "protocolVersion")
             f_protocol_version = r.read_int(
                 length, -2147483648, 2147483647, path, "protocolVersion"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sdkVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sdkVersion")
             f_sdk_version = r.read_int(length, -2147483648, 2147483647, path, "sdkVersion")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "clientType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientType")
             f_client_type = r.read_enum(length, ClientType, path, "clientType")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "processName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "processName")
             f_process_name = r.read_str(length, path, "processName")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "pid")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "pid")
             f_pid = r.read_int(length, -2147483648, 2147483647, path, "pid")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "sessionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sessionId")
             f_session_id = r.read_int(length, -2147483648, 2147483647, path, "sessionId")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "hostName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostName")
             f_host_name = r.read_str(length, path, "hostName")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "features")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "features")
             f_features = r.read_str(length, path, "features")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
             f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "clusterNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterNodeId")
             f_cluster_node_id = r.read_int(length, -2147483648, 2147483647, path, "clusterNodeId")
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "sdkLanguage")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sdkLanguage")
             f_sdk_language = r.read_enum(length, ClientLanguage, path, "sdkLanguage")
 
         elif number == 11:
-            r.expect(cc, 0xA0, path, "guidInfo")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "guidInfo")
             f_guid_info = _dec_child(r, length, path + "." + "guidInfo", _dec_GuidInfo)
 
         elif number == 12:
-            r.expect(cc, 0x80, path, "userAgent")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "userAgent")
             f_user_agent = r.read_str(length, path, "userAgent")
 
         else:
@@ -5880,42 +6232,49 @@ def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerRe
     f_broker_identity: ClientIdentity | None = None
     f_heartbeat_interval_ms: int | None = None
     f_max_missed_heartbeats: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "result")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "result")
             f_result = _dec_child(r, length, path + "." + "result", _dec_Status)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "protocolVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "protocolVersion")
             f_protocol_version = r.read_int(
                 length, -2147483648, 2147483647, path, "protocolVersion"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "brokerVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "brokerVersion")
             f_broker_version = r.read_int(length, -2147483648, 2147483647, path, "brokerVersion")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "isDeprecatedSdk")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isDeprecatedSdk")
             f_is_deprecated_sdk = r.read_bool(length, path, "isDeprecatedSdk")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "brokerIdentity")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "brokerIdentity")
             f_broker_identity = _dec_child(
                 r, length, path + "." + "brokerIdentity", _dec_ClientIdentity
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "heartbeatIntervalMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatIntervalMs")
             f_heartbeat_interval_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatIntervalMs"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "maxMissedHeartbeats")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxMissedHeartbeats")
             f_max_missed_heartbeats = r.read_int(
                 length, -2147483648, 2147483647, path, "maxMissedHeartbeats"
             )
@@ -5968,8 +6327,8 @@ def _enc_DummyType(v: DummyType, out: bytearray, tag: bytes) -> None:
 
 def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
     r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
@@ -5984,7 +6343,8 @@ def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
 def _enc_AuthenticationMessage(v: AuthenticationMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, AuthenticationMessage):
         raise EncodeError(f"expected a AuthenticationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.authentication_request is not None) + (v.authentication_response is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.authentication_request is not None:
@@ -6000,24 +6360,26 @@ def _dec_AuthenticationMessage(
     r.enter(path)
     f_authentication_request: AuthenticationRequest | None = None
     f_authentication_response: AuthenticationResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "authenticationRequest")
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "authenticationRequest")
                 f_authentication_request = _dec_child(
                     r, length, path + "." + "authenticationRequest", _dec_AuthenticationRequest
                 )
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "authenticationResponse")
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "authenticationResponse")
                 f_authentication_response = _dec_child(
                     r, length, path + "." + "authenticationResponse", _dec_AuthenticationResponse
                 )
@@ -6059,16 +6421,18 @@ def _dec_AuthenticationRequest(
     r.enter(path)
     f_mechanism: str | None = None
     f_data: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "mechanism")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "mechanism")
             f_mechanism = r.read_str(length, path, "mechanism")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "data")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "data")
             f_data = r.read_bytes(length, path, "data")
 
         else:
@@ -6111,16 +6475,18 @@ def _dec_AuthenticationResponse(
     r.enter(path)
     f_status: Status | None = None
     f_lifetime_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "status")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "status")
             f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "lifetimeMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lifetimeMs")
             f_lifetime_ms = r.read_int(length, 0, 18446744073709551615, path, "lifetimeMs")
 
         else:

@@ -169,7 +169,26 @@ def _dec_Status(d: object, path: str, depth: int) -> Status:
 def _enc_ControlMessage(v: ControlMessage) -> str:
     if not isinstance(v, ControlMessage):
         raise EncodeError(f"expected a ControlMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.disconnect is not None) + (v.disconnect_response is not None) + (
+        v.admin_command is not None
+    ) + (v.admin_command_response is not None) + (v.cluster_message is not None) + (
+        v.open_queue is not None
+    ) + (
+        v.open_queue_response is not None
+    ) + (
+        v.close_queue is not None
+    ) + (
+        v.close_queue_response is not None
+    ) + (
+        v.configure_queue_stream is not None
+    ) + (
+        v.configure_queue_stream_response is not None
+    ) + (
+        v.configure_stream is not None
+    ) + (
+        v.configure_stream_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.r_id is not None:
@@ -1128,7 +1147,60 @@ def _dec_RoutingConfiguration(d: object, path: str, depth: int) -> RoutingConfig
 def _enc_ClusterMessage(v: ClusterMessage) -> str:
     if not isinstance(v, ClusterMessage):
         raise EncodeError(f"expected a ClusterMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.partition_primary_advisory is not None) + (v.leader_advisory is not None) + (
+        v.queue_assignment_advisory is not None
+    ) + (v.node_status_advisory is not None) + (v.leader_sync_state_query is not None) + (
+        v.leader_sync_state_query_response is not None
+    ) + (
+        v.leader_sync_data_query is not None
+    ) + (
+        v.leader_sync_data_query_response is not None
+    ) + (
+        v.queue_assignment_request is not None
+    ) + (
+        v.storage_sync_request is not None
+    ) + (
+        v.storage_sync_response is not None
+    ) + (
+        v.partition_sync_state_query is not None
+    ) + (
+        v.partition_sync_state_query_response is not None
+    ) + (
+        v.partition_sync_data_query is not None
+    ) + (
+        v.partition_sync_data_query_response is not None
+    ) + (
+        v.partition_sync_data_query_status is not None
+    ) + (
+        v.primary_status_advisory is not None
+    ) + (
+        v.cluster_sync_request is not None
+    ) + (
+        v.cluster_sync_response is not None
+    ) + (
+        v.queue_unassigned_advisory is not None
+    ) + (
+        v.queue_un_assignment_advisory is not None
+    ) + (
+        v.leader_advisory_ack is not None
+    ) + (
+        v.leader_advisory_commit is not None
+    ) + (
+        v.state_notification is not None
+    ) + (
+        v.stop_request is not None
+    ) + (
+        v.stop_response is not None
+    ) + (
+        v.queue_unassignment_request is not None
+    ) + (
+        v.queue_update_advisory is not None
+    ) + (
+        v.cluster_state_fsm_message is not None
+    ) + (
+        v.partition_message is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.partition_primary_advisory is not None:
@@ -1486,7 +1558,12 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage) -> str:
     if not isinstance(v, ClusterStateFSMMessage):
         raise EncodeError(f"expected a ClusterStateFSMMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.follower_lsn_request is not None) + (v.follower_lsn_response is not None) + (
+        v.registration_request is not None
+    ) + (v.registration_response is not None) + (v.follower_cluster_state_request is not None) + (
+        v.follower_cluster_state_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.follower_lsn_request is not None:
@@ -1714,7 +1791,12 @@ def _dec_FollowerClusterStateResponse(
 def _enc_PartitionMessage(v: PartitionMessage) -> str:
     if not isinstance(v, PartitionMessage):
         raise EncodeError(f"expected a PartitionMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.replica_state_request is not None) + (v.replica_state_response is not None) + (
+        v.primary_state_request is not None
+    ) + (v.primary_state_response is not None) + (v.replica_data_request is not None) + (
+        v.replica_data_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.replica_state_request is not None:
@@ -2900,7 +2982,8 @@ def _dec_LeaderAdvisoryCommit(d: object, path: str, depth: int) -> LeaderAdvisor
 def _enc_StateNotification(v: StateNotification) -> str:
     if not isinstance(v, StateNotification):
         raise EncodeError(f"expected a StateNotification, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.leader_passive is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.leader_passive is not None:
@@ -3797,7 +3880,16 @@ def _dec_StopResponse(d: object, path: str, depth: int) -> StopResponse:
 def _enc_ElectorMessage(v: ElectorMessage) -> str:
     if not isinstance(v, ElectorMessage):
         raise EncodeError(f"expected a ElectorMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.election_proposal is not None) + (v.election_response is not None) + (
+        v.leader_heartbeat is not None
+    ) + (v.elector_node_status is not None) + (v.heartbeat_response is not None) + (
+        v.scouting_request is not None
+    ) + (
+        v.scouting_response is not None
+    ) + (
+        v.leadership_cession_notification is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if not absent or "term" not in absent or v.term != 0:
@@ -4106,7 +4198,10 @@ def _dec_DumpMessages(d: object, path: str, depth: int) -> DumpMessages:
 def _enc_NegotiationMessage(v: NegotiationMessage) -> str:
     if not isinstance(v, NegotiationMessage):
         raise EncodeError(f"expected a NegotiationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.client_identity is not None) + (v.broker_response is not None) + (
+        v.place_holder is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.client_identity is not None:
         out.append('"clientIdentity":' + _enc_ClientIdentity(v.client_identity))
@@ -4467,7 +4562,8 @@ def _dec_DummyType(d: object, path: str, depth: int) -> DummyType:
 def _enc_AuthenticationMessage(v: AuthenticationMessage) -> str:
     if not isinstance(v, AuthenticationMessage):
         raise EncodeError(f"expected a AuthenticationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.authentication_request is not None) + (v.authentication_response is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.authentication_request is not None:
         out.append(

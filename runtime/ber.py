@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeVar
 
-from pybmq.errors import DecodeError, EncodeError
+from pybmq.errors import DecodeError, EncodeError, UsageError
 
 MAX_DEPTH = 64  # deeper nesting than any BDE schema needs: refuse rather than recurse
 EOC = b"\x00\x00"
@@ -131,6 +131,8 @@ class BerReader:
     __slots__ = ("data", "depth", "pos", "size")
 
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise UsageError(f"BER input must be bytes-like, not {type(data).__name__}")
         self.data = bytes(data)
         self.pos = 0
         self.size = len(self.data)
@@ -204,6 +206,41 @@ class BerReader:
             raise self.fail("element overran its container", path)
         return False
 
+    def next(self, end: int | None, path: str) -> tuple[int, int, int | None] | None:
+        """The next child's header, or None at the end of its container (consuming its ``00 00``).
+
+        Same result as ``more`` then ``header``, with a fast path for the common one-octet tag
+        and one-octet length.
+        """
+        data = self.data
+        pos = self.pos
+        if end is None:
+            if pos + 2 > self.size:
+                raise self.fail("truncated: missing end-of-contents octets", path)
+            first = data[pos]
+            if first == 0:
+                if data[pos + 1] != 0:
+                    raise self.fail("malformed end-of-contents octets", path)
+                self.pos = pos + 2
+                return None
+            limit = self.size
+        else:
+            if pos >= end:
+                if pos > end:
+                    raise self.fail("element overran its container", path)
+                return None
+            limit = end
+            first = data[pos]
+        if first & 0x1F != 0x1F and pos + 1 < limit:
+            octet = data[pos + 1]
+            if octet < 0x80 and pos + 2 + octet <= limit:
+                self.pos = pos + 2
+                return first & 0xE0, first & 0x1F, octet
+            if octet == 0x80 and first & CONSTRUCTED:
+                self.pos = pos + 2
+                return first & 0xE0, first & 0x1F, None
+        return self.header(end, path)  # the general (and error-reporting) path
+
     def child_end(self, length: int | None) -> int | None:
         return None if length is None else self.pos + length
 
@@ -246,10 +283,10 @@ class BerReader:
 
     def read_int(self, length: int | None, lo: int, hi: int, path: str, name: str) -> int:
         start = self.pos
-        raw = self.primitive(length)
-        if not raw or len(raw) > 9:
-            raise self.fail_at(f"integer of {len(raw)} octets", path, name, start)
-        value = int.from_bytes(raw, "big", signed=True)
+        if length is None or not 0 < length <= 9:
+            raise self.fail_at(f"integer of {length} octets", path, name, start)
+        self.pos = start + length
+        value = int.from_bytes(self.data[start : self.pos], "big", signed=True)
         if not lo <= value <= hi:
             raise self.fail_at(f"integer {value} outside [{lo}, {hi}]", path, name, start)
         return value

@@ -81,6 +81,10 @@ def test_decode_with_a_foreign_class_is_a_usage_error() -> None:
         decode_ber(dict, OPEN_BER)
     with pytest.raises(UsageError):
         decode_json(dict, b"{}")
+    with pytest.raises(UsageError, match="bytes-like"):
+        decode_ber(ControlMessage, "3080")  # type: ignore[arg-type]
+    with pytest.raises(DecodeError, match="expected JSON text"):
+        decode_json(ControlMessage, 42)  # type: ignore[arg-type]
 
 
 # -- BER -----------------------------------------------------------------------------------------
