@@ -38,6 +38,14 @@ PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 36
 PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 32
 DEFAULT_SUBQUEUE_ID = 0
 
+# Padding after data of length n is PADDING[n % 4]: 1..4 bytes, each holding the count.
+PADDING: tuple[bytes, ...] = (
+    b"\x04\x04\x04\x04",
+    b"\x03\x03\x03",
+    b"\x02\x02",
+    b"\x01",
+)
+
 
 # -- enums --------------------------------------------------------------------------------------
 
@@ -1425,6 +1433,20 @@ def encode_message_guid(value: MessageGUID) -> bytes:
         value.client_id_msb,
         value.client_id_lsb,
     )
+
+
+# What follows the EventHeader, per event type.
+EVENT_BODIES: dict[EventType, str] = {
+    EventType.CONTROL: "an encoded ControlMessage or NegotiationMessage (BER or JSON per typeSpecific), padded",
+    EventType.PUT: "PutHeader, options, application data (properties + payload), padding; repeated",
+    EventType.CONFIRM: "ConfirmHeader, then ConfirmMessage entries",
+    EventType.PUSH: "PushHeader, options, application data (properties + payload), padding; repeated",
+    EventType.ACK: "AckHeader, then AckMessage entries",
+    EventType.HEARTBEAT_REQ: "nothing: a bare EventHeader (bmqp_heartbeatmonitor)",
+    EventType.HEARTBEAT_RSP: "nothing: a bare EventHeader, the answer to HEARTBEAT_REQ",
+    EventType.REJECT: "RejectHeader, then RejectMessage entries",
+    EventType.AUTHENTICATION: "an encoded AuthenticationMessage (encoding per typeSpecific, as CONTROL), padded",
+}
 
 
 STRUCTS: dict[str, struct.Struct] = {

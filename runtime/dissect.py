@@ -219,7 +219,10 @@ def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
                     list(iter_reject(event)),
                 )
             )
-        elif etype not in (EventType.HEARTBEAT_REQ, EventType.HEARTBEAT_RSP):
+        elif etype in (EventType.HEARTBEAT_REQ, EventType.HEARTBEAT_RSP):
+            node["body"] = wire_codec.EVENT_BODIES[EventType(etype)]
+        else:
+            node["body"] = wire_codec.EVENT_BODIES.get(etype, "not a client-side event")  # type: ignore[call-overload]
             node["body_size"] = len(event.data) - event.header_size
             node["body_preview"] = hexdump(bytes(event.body), payload_limit)
     except ProtocolError as exc:
@@ -285,6 +288,8 @@ def render_text(node: Node) -> str:
         for i, e in enumerate(node["entries"]):
             lines.append(f"\t#{i}: " + ", ".join(f"{k}={v}" for k, v in e.items()))
     if "body_size" in node:
-        lines.append(f"[Body] {node['body_size']} bytes (not dissected)")
+        lines.append(f"[Body] {node['body_size']} bytes (not dissected): {node['body']}")
         lines += node["body_preview"]
+    elif "body" in node:
+        lines.append(f"[Body] {node['body']}")
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
     MSG_GROUP_ID_MAX_LENGTH,
     OPTION_HEADER,
+    PADDING,
     PROTOCOL_VERSION,
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
@@ -74,6 +75,7 @@ __all__ = [
     "SubQueueInfo",
     "decode_control",
     "decode_control_event",
+    "decode_push",
     "encode_control",
     "encode_control_event",
     "iter_ack",
@@ -85,9 +87,8 @@ __all__ = [
 ]
 
 # -- padding -------------------------------------------------------------------------------------
-# bmqp_protocolutil.h calcNumWordsAndPadding: data is always followed by 1-4 bytes, each holding
-# the number of padding bytes, so that the total is word aligned (a full word when already aligned).
-PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
+# The rule is in the layout spec (``padding:``): 1-4 bytes, each holding the count, so that the
+# total is word aligned (a full word when the data already is). PADDING comes from the codec.
 
 
 def padding_for(length: int) -> bytes:
@@ -222,9 +223,7 @@ def decode_control(
         else bmqp_ctrlmsg_ber.decode_ber
     )
     candidates = (
-        [cls]
-        if cls is not None
-        else [bmqp_ctrlmsg.ControlMessage, bmqp_ctrlmsg.NegotiationMessage]
+        [cls] if cls is not None else [bmqp_ctrlmsg.ControlMessage, bmqp_ctrlmsg.NegotiationMessage]
     )
     first_error: ProtocolError | None = None
     for candidate in candidates:
@@ -566,7 +565,25 @@ def iter_push(
     decompress: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> Iterator[PushMessage]:
-    """The messages of a PUSH event; properties stay in wire form until ``.properties``."""
+    """The messages of a PUSH event; properties stay in wire form until ``.properties``.
+
+    The whole event is validated before the first message is returned (a malformed message
+    anywhere raises ProtocolError and yields nothing).
+    """
+    return iter(
+        decode_push(event, decompress=decompress, max_decompressed_size=max_decompressed_size)
+    )
+
+
+def decode_push(
+    event: Event | bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> list[PushMessage]:
+    """``iter_push`` as a list (the hot path: one list, no generator)."""
+    out: list[PushMessage] = []
+    append = out.append
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.PUSH)
     pos = hsize
@@ -598,17 +615,17 @@ def iter_push(
                     split = start + ((word & 0xFFFFFF) << 2)
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
-                    yield new(
+                    append(new(
                         PushMessage,
                         (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
                          b"", w1, _NO_INFOS, None),
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 else:
-                    yield new(
+                    append(new(
                         PushMessage,
                         (queue_id, guid, flags, 0, schema, b"", data[start:end], b"", w1,
                          _NO_INFOS, None),
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 pos += size
                 continue
         flags, size, hwords, opt_start, start, cat, owords = _message_bounds(
@@ -629,10 +646,13 @@ def iter_push(
             props, payload = _split_app_data(
                 data, start, end, flags, cat, schema, decompress, max_decompressed_size
             )
-        yield PushMessage(
-            queue_id, guid, flags, cat, schema, props, payload, options, hwords, infos, group_id
+        append(
+            PushMessage(
+                queue_id, guid, flags, cat, schema, props, payload, options, hwords, infos, group_id
+            )
         )
         pos += size
+    return out
 
 
 def _pad_count(data: bytes, start: int, end: int, msg_offset: int) -> int:

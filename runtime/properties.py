@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     MAX_PROPERTY_VALUE_LENGTH,
     MESSAGE_PROPERTIES_HEADER,
     MESSAGE_PROPERTY_HEADER,
+    PADDING,
     PropertyType,
 )
 
@@ -50,7 +51,6 @@ _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.INT32: (-(1 << 31), 1 << 31),
     PropertyType.INT64: (-(1 << 63), 1 << 63),
 }
-_PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
@@ -288,7 +288,7 @@ def encode_properties(
     total = header_size + len(items) * property_header_size + offset
     if total > MAX_PROPERTIES_AREA_LENGTH:
         raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
-    pad = _PADDING[total & 3]
+    pad = PADDING[total & 3]
     words = (total + len(pad)) >> 2
     header = MESSAGE_PROPERTIES_HEADER.pack(
         ((property_header_size // 2) << 3) | (header_size // 2),

@@ -91,3 +91,12 @@ def test_malformed_input_exits_2_with_the_offset(
     bad.write_text("zz")
     status, _, err = run(capsys, "--hex", str(bad))
     assert status == 2 and "hex" in err
+
+
+def test_bodies_not_dissected_are_described(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    dump = tmp_path / "storage.hex"
+    dump.write_text("0000000c48020000 01020304\n000000084c020000\n")
+    status, out, _ = run(capsys, "--hex", str(dump))
+    assert status == 0
+    assert "[Body] 4 bytes (not dissected): not a client-side event" in out
+    assert "[HEARTBEAT_RSP event]" in out and "bare EventHeader" in out
