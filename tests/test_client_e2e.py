@@ -196,8 +196,15 @@ async def test_sync_session_from_a_thread(broker: str) -> None:
 
             writer.post_async(b"sync-1", on_ack=on_ack)
             assert done.wait(10)
+            many_acked = __import__("threading").Semaphore(0)
+            guids = writer.post_many(
+                [b"many-%d" % i for i in range(100)], on_ack=lambda ack: many_acked.release()
+            )
+            assert len(set(guids)) == 100
+            for _ in range(100):
+                assert many_acked.acquire(timeout=10)
             got = []
-            for _ in range(2):
+            for _ in range(102):
                 message = reader.get(timeout=10)
                 reader.confirm(message)
                 got.append(message.payload)
@@ -205,7 +212,8 @@ async def test_sync_session_from_a_thread(broker: str) -> None:
         assert acked[0].ok
         return got
 
-    assert await asyncio.to_thread(script) == [b"sync-0", b"sync-1"]
+    expected = [b"sync-0", b"sync-1", *(b"many-%d" % i for i in range(100))]
+    assert await asyncio.to_thread(script) == expected
 
 
 async def test_ack_timeout_gives_a_local_nack() -> None:
