@@ -260,6 +260,11 @@ class AsyncSession:
         await self._operation(op_id)
         await self._stopped.wait()
 
+    @property
+    def writable(self) -> bool:
+        """False while the socket's write buffer is over its high-water mark."""
+        return self._writable.is_set()
+
     async def drain(self) -> None:
         """Return once the socket's write buffer is under its high-water mark (backpressure)."""
         if not self._writable.is_set():

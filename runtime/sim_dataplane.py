@@ -17,7 +17,6 @@ from pybmq.checksum import crc32c
 from pybmq.compression import decompress
 from pybmq.errors import ProtocolError
 from pybmq.events import (
-    PADDING,
     AckEventBuilder,
     PushEventBuilder,
     PutMessage,
@@ -29,6 +28,7 @@ from pybmq.events import (
 from pybmq.framing import Event
 from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
+    PADDING,
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
     CompressionAlgorithmType,

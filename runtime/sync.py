@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -93,6 +93,37 @@ class Queue:
         async def post() -> bytes:
             await inner.session.drain()
             return inner.post_nowait(payload, properties=properties, on_ack=callback)
+
+        return self._session._call(post())
+
+    def post_many(
+        self,
+        payloads: Iterable[bytes],
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> list[bytes]:
+        """Post a batch in ONE hand-off to the I/O thread (the way to go fast from a thread, e.g.
+        a Spark partition); ``on_ack`` runs on the dispatcher thread once per message. Returns
+        the GUIDs; the batch leaves in as few PUT events as its size allows."""
+        dispatcher = self._session._dispatcher
+        callback = None
+        if on_ack is not None:
+            user_callback = on_ack
+
+            def callback(ack: Ack) -> None:
+                dispatcher.submit(lambda: user_callback(ack))
+
+        inner = self._inner
+        batch = list(payloads)
+
+        async def post() -> list[bytes]:
+            guids = []
+            for i, payload in enumerate(batch):
+                if i % 1024 == 1023:
+                    await inner.session.drain()
+                guids.append(inner.post_nowait(payload, properties=properties, on_ack=callback))
+            return guids
 
         return self._session._call(post())
 

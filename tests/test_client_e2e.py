@@ -196,8 +196,15 @@ async def test_sync_session_from_a_thread(broker: str) -> None:
 
             writer.post_async(b"sync-1", on_ack=on_ack)
             assert done.wait(10)
+            many_acked = __import__("threading").Semaphore(0)
+            guids = writer.post_many(
+                [b"many-%d" % i for i in range(100)], on_ack=lambda ack: many_acked.release()
+            )
+            assert len(set(guids)) == 100
+            for _ in range(100):
+                assert many_acked.acquire(timeout=10)
             got = []
-            for _ in range(2):
+            for _ in range(102):
                 message = reader.get(timeout=10)
                 reader.confirm(message)
                 got.append(message.payload)
@@ -205,7 +212,8 @@ async def test_sync_session_from_a_thread(broker: str) -> None:
         assert acked[0].ok
         return got
 
-    assert await asyncio.to_thread(script) == [b"sync-0", b"sync-1"]
+    expected = [b"sync-0", b"sync-1", *(b"many-%d" % i for i in range(100))]
+    assert await asyncio.to_thread(script) == expected
 
 
 async def test_ack_timeout_gives_a_local_nack() -> None:
@@ -247,3 +255,142 @@ async def test_ack_timeout_gives_a_local_nack() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_backpressure_while_the_broker_does_not_read() -> None:
+    """Over the write high-water mark, drain() (and so post()) waits until the socket drains."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    resume = asyncio.Event()
+
+    async def stalled_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(65536):
+            for event in framer.feed(data):
+                if not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    request = decode_control(event, ctrl.ControlMessage)[0]
+                    writer.write(reply_bytes(request))
+                    if request.open_queue is not None:
+                        await resume.wait()  # stop reading: the client's buffers fill up
+        writer.close()
+
+    server = await asyncio.start_server(stalled_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        session = AsyncSession(f"tcp://127.0.0.1:{port}", write_high_water=64 * 1024)
+        await session.start()
+        writer = await session.open_queue(PRIORITY, write=True, ack=False)
+        payload = b"x" * 16384
+        for _ in range(10_000):  # bounded: ~160 MB would overflow any loopback buffer
+            writer.post_nowait(payload)
+            await asyncio.sleep(0)
+            if not session.writable:
+                break
+        assert not session.writable
+        drained = asyncio.ensure_future(session.drain())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not drained.done()
+        resume.set()
+        await asyncio.wait_for(drained, 20)
+        assert session.writable
+        await asyncio.wait_for(session.stop(), 20)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_sync_session_on_message_runs_on_one_dispatcher_thread(broker: str) -> None:
+    import threading
+
+    def script() -> tuple[list[bytes], set[str]]:
+        got: list[bytes] = []
+        threads: set[str] = set()
+        done = threading.Event()
+        with Session(broker) as producer, Session(broker) as consumer:
+            holder: dict[str, object] = {}
+
+            def on_message(message) -> None:  # type: ignore[no-untyped-def]
+                threads.add(threading.current_thread().name)
+                got.append(message.payload)
+                holder["queue"].confirm(message)  # type: ignore[attr-defined]
+                if len(got) == 20:
+                    done.set()
+
+            holder["queue"] = consumer.open_queue(PRIORITY, read=True, on_message=on_message)
+            writer = producer.open_queue(PRIORITY, write=True)
+            for i in range(20):
+                writer.post_async(b"cb-%d" % i)
+            assert done.wait(10)
+        return got, threads
+
+    got, threads = await asyncio.to_thread(script)
+    assert got == [b"cb-%d" % i for i in range(20)]
+    assert threads == {"pybmq-dispatch"}
+
+
+async def test_broker_going_away_fails_everything_pending() -> None:
+    """The broker stops mid-session: a waiting post, a waiting get and new calls all fail clearly."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    got_put = asyncio.Event()
+
+    async def vanishing_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(65536):
+            for event in framer.feed(data):
+                if event.header.type == EventType.PUT:
+                    got_put.set()
+                    writer.transport.abort()  # hang up without a word
+                    return
+                if not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    writer.write(reply_bytes(decode_control(event, ctrl.ControlMessage)[0]))
+
+    server = await asyncio.start_server(vanishing_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        session = AsyncSession(f"tcp://127.0.0.1:{port}")
+        await session.start()
+        queue = await session.open_queue(PRIORITY, read=True, write=True)
+        waiting_get = asyncio.ensure_future(queue.get())
+        with pytest.raises(SessionStoppedError, match="post not acknowledged"):
+            await asyncio.wait_for(queue.post(b"lost"), 10)
+        assert got_put.is_set()
+        with pytest.raises(SessionStoppedError):
+            await asyncio.wait_for(waiting_get, 10)
+        with pytest.raises(SessionStoppedError):
+            await session.open_queue(PRIORITY + "-2", read=True)
+        assert "connection" in (session.stop_reason or "")
+        await session.stop()  # idempotent after a loss
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_higher_consumer_priority_takes_every_message(broker: str) -> None:
+    async with AsyncSession(broker) as s1, AsyncSession(broker) as s2, AsyncSession(broker) as p:
+        high = await s1.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=5))
+        low = await s2.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=0))
+        writer = await p.open_queue(PRIORITY, write=True)
+        acks = await asyncio.gather(*(writer.post(b"%d" % i) for i in range(10)))
+        assert all(a.ok for a in acks)
+        assert await take(high, 10) == [b"%d" % i for i in range(10)]
+        # A no-op round trip on the low consumer's session: anything pushed would be here now.
+        await low.configure(QueueOptions(consumer_priority=0))
+        assert low._messages.empty()
