@@ -87,8 +87,9 @@ class BrokerConfig:
 class BrokerHooks:
     """Where fault injection plugs in; the default changes nothing.
 
-    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of an ACK
-    the broker is about to send, ``outgoing`` may rewrite or drop (return b"") a session's bytes.
+    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of the
+    ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
+    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes.
     """
 
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
