@@ -131,6 +131,7 @@ class StatContextConfiguration:
         "id",
         "name",
     )
+
     flags: int = 0
     id: int | None = None
     name: str | None = None
@@ -142,9 +143,11 @@ class StatContextConfiguration:
             _one_selection(self, self.SELECTIONS, "StatContextConfiguration", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StatContextConfiguration", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StatContextConfiguration", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)

@@ -493,6 +493,7 @@ class AnonymousCredential:
         "disallow",
         "credential",
     )
+
     disallow: Disallow | None = None
     credential: Credential | None = None
 
@@ -501,9 +502,11 @@ class AnonymousCredential:
             _one_selection(self, self.SELECTIONS, "AnonymousCredential", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "AnonymousCredential", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "AnonymousCredential", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -613,6 +616,7 @@ class PluginSettingValue:
         "double_val",
         "string_val",
     )
+
     bool_val: bool | None = None
     int_val: int | None = None
     long_val: int | None = None
@@ -626,9 +630,11 @@ class PluginSettingValue:
             _one_selection(self, self.SELECTIONS, "PluginSettingValue", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "PluginSettingValue", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "PluginSettingValue", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1133,6 +1139,7 @@ class ClusterNodeConnection:
     """
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("tcp",)
+
     tcp: TcpClusterNodeConnection | None = None
 
     def __post_init__(self) -> None:
@@ -1140,9 +1147,11 @@ class ClusterNodeConnection:
             _one_selection(self, self.SELECTIONS, "ClusterNodeConnection", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterNodeConnection", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterNodeConnection", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)

@@ -253,6 +253,7 @@ class Command:
         "clusters",
         "broker_config",
     )
+
     help: HelpCommand | None = None
     domains: DomainsCommand | None = None
     config_provider: ConfigProviderCommand | None = None
@@ -271,9 +272,11 @@ class Command:
             _one_selection(self, self.SELECTIONS, "Command", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Command", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Command", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -330,6 +333,7 @@ class InternalResult:
         "cluster_domain_queue_statuses",
         "broker_config",
     )
+
     error: Error | None = None
     success: Void | None = None
     domains_result: DomainsResult | None = None
@@ -364,9 +368,11 @@ class InternalResult:
             _one_selection(self, self.SELECTIONS, "InternalResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "InternalResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "InternalResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -403,6 +409,7 @@ class Result:
         "cluster_domain_queue_statuses",
         "broker_config",
     )
+
     error: Error | None = None
     success: Void | None = None
     value: Value | None = None
@@ -474,9 +481,11 @@ class Result:
             _one_selection(self, self.SELECTIONS, "Result", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Result", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Result", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -488,6 +497,7 @@ class DomainsResult:
         "error",
         "domain_result",
     )
+
     success: Void | None = None
     error: Error | None = None
     domain_result: DomainResult | None = None
@@ -499,9 +509,11 @@ class DomainsResult:
             _one_selection(self, self.SELECTIONS, "DomainsResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainsResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainsResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -515,6 +527,7 @@ class DomainResult:
         "purged_queues",
         "queue_result",
     )
+
     success: Void | None = None
     error: Error | None = None
     domain_info: DomainInfo | None = None
@@ -528,9 +541,11 @@ class DomainResult:
             _one_selection(self, self.SELECTIONS, "DomainResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -543,6 +558,7 @@ class ClustersResult:
         "cluster_list",
         "cluster_result",
     )
+
     error: Error | None = None
     success: Void | None = None
     cluster_list: ClusterList | None = None
@@ -555,9 +571,11 @@ class ClustersResult:
             _one_selection(self, self.SELECTIONS, "ClustersResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClustersResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClustersResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -573,6 +591,7 @@ class ClusterResult:
         "cluster_status",
         "cluster_proxy_status",
     )
+
     error: Error | None = None
     success: Void | None = None
     elector_result: ElectorResult | None = None
@@ -592,9 +611,11 @@ class ClusterResult:
             _one_selection(self, self.SELECTIONS, "ClusterResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -609,6 +630,7 @@ class StorageResult:
         "replication_result",
         "purged_queues",
     )
+
     success: Void | None = None
     error: Error | None = None
     storage_content: StorageContent | None = None
@@ -625,9 +647,11 @@ class StorageResult:
             _one_selection(self, self.SELECTIONS, "StorageResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StorageResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StorageResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -640,6 +664,7 @@ class ElectorResult:
         "tunables",
         "tunable_confirmation",
     )
+
     error: Error | None = None
     tunable: Tunable | None = None
     tunables: Tunables | None = None
@@ -652,9 +677,11 @@ class ElectorResult:
             _one_selection(self, self.SELECTIONS, "ElectorResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ElectorResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ElectorResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -667,6 +694,7 @@ class ReplicationResult:
         "tunables",
         "tunable_confirmation",
     )
+
     error: Error | None = None
     tunable: Tunable | None = None
     tunables: Tunables | None = None
@@ -679,9 +707,11 @@ class ReplicationResult:
             _one_selection(self, self.SELECTIONS, "ReplicationResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ReplicationResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ReplicationResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -695,6 +725,7 @@ class StatResult:
         "tunables",
         "tunable_confirmation",
     )
+
     error: Error | None = None
     stats: str | None = None
     tunable: Tunable | None = None
@@ -708,9 +739,11 @@ class StatResult:
             _one_selection(self, self.SELECTIONS, "StatResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StatResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StatResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -723,6 +756,7 @@ class QueueResult:
         "queue_contents",
         "queue_internals",
     )
+
     error: Error | None = None
     purged_queues: PurgedQueues | None = None
     queue_contents: QueueContents | None = None
@@ -735,9 +769,11 @@ class QueueResult:
             _one_selection(self, self.SELECTIONS, "QueueResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "QueueResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "QueueResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -756,6 +792,7 @@ class PurgeQueueResult:
         "error",
         "queue",
     )
+
     error: Error | None = None
     queue: PurgedQueueDetails | None = None
 
@@ -764,9 +801,11 @@ class PurgeQueueResult:
             _one_selection(self, self.SELECTIONS, "PurgeQueueResult", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "PurgeQueueResult", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "PurgeQueueResult", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -818,6 +857,7 @@ class Value:
         "the_datetime",
         "the_string",
     )
+
     the_null: Void | None = None
     the_bool: bool | None = None
     the_integer: int | None = None
@@ -840,9 +880,11 @@ class Value:
             _one_selection(self, self.SELECTIONS, "Value", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Value", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Value", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -874,6 +916,7 @@ class DomainCommand:
         "info",
         "queue",
     )
+
     purge: Void | None = None
     info: Void | None = None
     queue: DomainQueue | None = None
@@ -883,9 +926,11 @@ class DomainCommand:
             _one_selection(self, self.SELECTIONS, "DomainCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -899,6 +944,7 @@ class ClusterCommand:
         "storage",
         "state",
     )
+
     status: Void | None = None
     queue_helper: Void | None = None
     force_gc_queues: Void | None = None
@@ -912,9 +958,11 @@ class ClusterCommand:
             _one_selection(self, self.SELECTIONS, "ClusterCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -922,6 +970,7 @@ class ClusterStateCommand:
     """The XSD type ClusterStateCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("elector",)
+
     elector: ElectorCommand | None = None
 
     def __post_init__(self) -> None:
@@ -929,9 +978,11 @@ class ClusterStateCommand:
             _one_selection(self, self.SELECTIONS, "ClusterStateCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterStateCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterStateCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -945,6 +996,7 @@ class StorageCommand:
         "queue",
         "replication",
     )
+
     summary: Void | None = None
     partition: StoragePartition | None = None
     domain: StorageDomain | None = None
@@ -958,9 +1010,11 @@ class StorageCommand:
             _one_selection(self, self.SELECTIONS, "StorageCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StorageCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StorageCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -971,6 +1025,7 @@ class ClearCache:
         "domain",
         "all",
     )
+
     domain: str | None = None
     all: Void | None = None
 
@@ -979,9 +1034,11 @@ class ClearCache:
             _one_selection(self, self.SELECTIONS, "ClearCache", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClearCache", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClearCache", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1248,6 +1305,7 @@ class QueueEngine:
         "fanout",
         "relay",
     )
+
     fanout: FanoutQueueEngine | None = None
     relay: RelayQueueEngine | None = None
 
@@ -1256,9 +1314,11 @@ class QueueEngine:
             _one_selection(self, self.SELECTIONS, "QueueEngine", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "QueueEngine", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "QueueEngine", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1479,6 +1539,7 @@ class DomainsCommand:
         "reconfigure",
         "remove",
     )
+
     domain: Domain | None = None
     resolver: DomainResolverCommand | None = None
     reconfigure: DomainReconfigure | None = None
@@ -1491,9 +1552,11 @@ class DomainsCommand:
             _one_selection(self, self.SELECTIONS, "DomainsCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainsCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainsCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1501,6 +1564,7 @@ class DomainResolverCommand:
     """The XSD type DomainResolverCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("clear_cache",)
+
     clear_cache: ClearCache | None = None
 
     def __post_init__(self) -> None:
@@ -1508,9 +1572,11 @@ class DomainResolverCommand:
             _one_selection(self, self.SELECTIONS, "DomainResolverCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainResolverCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainResolverCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1518,6 +1584,7 @@ class DomainReconfigure:
     """The XSD type DomainReconfigure."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("domain",)
+
     domain: str | None = None
 
     def __post_init__(self) -> None:
@@ -1525,9 +1592,11 @@ class DomainReconfigure:
             _one_selection(self, self.SELECTIONS, "DomainReconfigure", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainReconfigure", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainReconfigure", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1544,6 +1613,7 @@ class ConfigProviderCommand:
     """The XSD type ConfigProviderCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("clear_cache",)
+
     clear_cache: ClearCache | None = None
 
     def __post_init__(self) -> None:
@@ -1551,9 +1621,11 @@ class ConfigProviderCommand:
             _one_selection(self, self.SELECTIONS, "ConfigProviderCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ConfigProviderCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ConfigProviderCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1566,6 +1638,7 @@ class StatCommand:
         "get_tunable",
         "list_tunables",
     )
+
     show: Void | None = None
     set_tunable: SetTunable | None = None
     get_tunable: str | None = None
@@ -1578,9 +1651,11 @@ class StatCommand:
             _one_selection(self, self.SELECTIONS, "StatCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StatCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StatCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1588,6 +1663,7 @@ class BrokerConfigCommand:
     """The XSD type BrokerConfigCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("dump",)
+
     dump: Void | None = None
 
     def __post_init__(self) -> None:
@@ -1595,9 +1671,11 @@ class BrokerConfigCommand:
             _one_selection(self, self.SELECTIONS, "BrokerConfigCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "BrokerConfigCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "BrokerConfigCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1608,6 +1686,7 @@ class ClustersCommand:
         "list",
         "cluster",
     )
+
     list: Void | None = None
     cluster: Cluster | None = None
 
@@ -1616,9 +1695,11 @@ class ClustersCommand:
             _one_selection(self, self.SELECTIONS, "ClustersCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClustersCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClustersCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1666,6 +1747,7 @@ class ElectorCommand:
         "get_tunable",
         "list_tunables",
     )
+
     set_tunable: SetTunable | None = None
     get_tunable: GetTunable | None = None
     list_tunables: Void | None = None
@@ -1677,9 +1759,11 @@ class ElectorCommand:
             _one_selection(self, self.SELECTIONS, "ElectorCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ElectorCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ElectorCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1691,6 +1775,7 @@ class ReplicationCommand:
         "get_tunable",
         "list_tunables",
     )
+
     set_tunable: SetTunable | None = None
     get_tunable: GetTunable | None = None
     list_tunables: Void | None = None
@@ -1702,9 +1787,11 @@ class ReplicationCommand:
             _one_selection(self, self.SELECTIONS, "ReplicationCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ReplicationCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ReplicationCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1793,6 +1880,7 @@ class Queue:
         "remote_queue",
         "uninitialized_queue",
     )
+
     local_queue: LocalQueue | None = None
     remote_queue: RemoteQueue | None = None
     uninitialized_queue: UninitializedQueue | None = None
@@ -1804,9 +1892,11 @@ class Queue:
             _one_selection(self, self.SELECTIONS, "Queue", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Queue", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Queue", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1919,6 +2009,7 @@ class QueueCommand:
         "internals",
         "messages",
     )
+
     purge_app_id: str | None = None
     """The special value "*" indicates the entire queue."""
     internals: Void | None = None
@@ -1931,9 +2022,11 @@ class QueueCommand:
             _one_selection(self, self.SELECTIONS, "QueueCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "QueueCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "QueueCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1946,6 +2039,7 @@ class StoragePartitionCommand:
         "summary",
         "rollover",
     )
+
     enable: Void | None = None
     disable: Void | None = None
     summary: Void | None = None
@@ -1958,9 +2052,11 @@ class StoragePartitionCommand:
             _one_selection(self, self.SELECTIONS, "StoragePartitionCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StoragePartitionCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StoragePartitionCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1971,6 +2067,7 @@ class StorageDomainCommand:
         "queue_status",
         "purge",
     )
+
     queue_status: Void | None = None
     purge: Void | None = None
 
@@ -1979,9 +2076,11 @@ class StorageDomainCommand:
             _one_selection(self, self.SELECTIONS, "StorageDomainCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StorageDomainCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StorageDomainCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1989,6 +2088,7 @@ class StorageQueueCommand:
     """The XSD type StorageQueueCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("purge_app_id",)
+
     purge_app_id: str | None = None
     """The special value "*" indicates the entire queue."""
 
@@ -1997,9 +2097,11 @@ class StorageQueueCommand:
             _one_selection(self, self.SELECTIONS, "StorageQueueCommand", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StorageQueueCommand", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StorageQueueCommand", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -2010,6 +2112,7 @@ class SetTunable:
         "all",
         "self",
     )
+
     name: str = ""
     value: Value
     all: Void | None = None
@@ -2021,9 +2124,11 @@ class SetTunable:
             _one_selection(self, self.SELECTIONS, "SetTunable", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "SetTunable", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "SetTunable", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -2034,6 +2139,7 @@ class GetTunable:
         "all",
         "self",
     )
+
     name: str = ""
     all: Void | None = None
     self: Void | None = None
@@ -2044,9 +2150,11 @@ class GetTunable:
             _one_selection(self, self.SELECTIONS, "GetTunable", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "GetTunable", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "GetTunable", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)

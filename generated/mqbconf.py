@@ -175,6 +175,7 @@ class QueueMode:
         "priority",
         "broadcast",
     )
+
     fanout: QueueModeFanout | None = None
     priority: QueueModePriority | None = None
     broadcast: QueueModeBroadcast | None = None
@@ -186,9 +187,11 @@ class QueueMode:
             _one_selection(self, self.SELECTIONS, "QueueMode", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "QueueMode", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "QueueMode", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -231,6 +234,7 @@ class Consistency:
         "eventual",
         "strong",
     )
+
     eventual: QueueConsistencyEventual | None = None
     strong: QueueConsistencyStrong | None = None
 
@@ -239,9 +243,11 @@ class Consistency:
             _one_selection(self, self.SELECTIONS, "Consistency", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Consistency", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Consistency", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -315,6 +321,7 @@ class Storage:
         "in_memory",
         "file_backed",
     )
+
     in_memory: InMemoryStorage | None = None
     file_backed: FileBackedStorage | None = None
 
@@ -323,9 +330,11 @@ class Storage:
             _one_selection(self, self.SELECTIONS, "Storage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "Storage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "Storage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -370,6 +379,7 @@ class DomainVariant:
         "definition",
         "redirect",
     )
+
     definition: DomainDefinition | None = None
     redirect: str | None = None
 
@@ -378,6 +388,8 @@ class DomainVariant:
             _one_selection(self, self.SELECTIONS, "DomainVariant", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "DomainVariant", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "DomainVariant", True)
+        assert chosen is not None
+        return chosen
