@@ -42,8 +42,10 @@ BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 # How each XSD built-in is held in Python, and how BER tags it inside an array (balber's
 # universal tag numbers: BOOLEAN 1, INTEGER 2, OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 _BUILTIN_PY = {"int": "int", "boolean": "bool", "string": "str", "bytes": "bytes"}
-_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12}
-_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice"}
+# REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
+# an array tags as VisibleString 26.
+_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}
+_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 
 def snake(name: str) -> str:
@@ -202,6 +204,8 @@ class Bindings:
         body = (text or fallback).strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         if not body:
             return ""
+        if body.endswith('"'):  # would merge with the closing quotes (mqbcmd has one)
+            body = body[:-1] + '\\"'
         pad = " " * indent
         lines = body.splitlines()
         if len(lines) == 1:
@@ -337,11 +341,18 @@ def format_python(text: str, origin: str = "template") -> str:
     return formatted
 
 
-def generate_bindings(xsd_path: Path, module: str) -> list[Artifact]:
-    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD."""
+def generate_bindings(
+    xsd_path: Path, module: str, package: str = "pybmq.generated"
+) -> list[Artifact]:
+    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD.
+
+    ``package`` is where the three modules will be imported from (the codecs import the types
+    from there); "" makes them top-level modules, for a user's own output folder.
+    """
     schema = load_schema(xsd_path)
     bindings = Bindings(schema, module, xsd_path.name)
     env = _environment(bindings)
+    env.globals["types_module"] = f"{package}.{module}" if package else module
     out = []
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))
     for template, suffix in templates:

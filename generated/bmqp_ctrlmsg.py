@@ -314,6 +314,7 @@ class ControlMessage:
         "configure_stream",
         "configure_stream_response",
     )
+
     r_id: int | None = None
     status: Status | None = None
     disconnect: Disconnect | None = None
@@ -356,9 +357,11 @@ class ControlMessage:
             _one_selection(self, self.SELECTIONS, "ControlMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -721,6 +724,7 @@ class ClusterMessage:
         "cluster_state_fsm_message",
         "partition_message",
     )
+
     partition_primary_advisory: PartitionPrimaryAdvisory | None = None
     leader_advisory: LeaderAdvisory | None = None
     queue_assignment_advisory: QueueAssignmentAdvisory | None = None
@@ -810,9 +814,11 @@ class ClusterMessage:
             _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -833,6 +839,7 @@ class ClusterStateFSMMessage:
         "follower_cluster_state_request",
         "follower_cluster_state_response",
     )
+
     follower_lsn_request: FollowerLSNRequest | None = None
     follower_lsn_response: FollowerLSNResponse | None = None
     registration_request: RegistrationRequest | None = None
@@ -852,9 +859,11 @@ class ClusterStateFSMMessage:
             _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -939,6 +948,7 @@ class PartitionMessage:
         "replica_data_request",
         "replica_data_response",
     )
+
     replica_state_request: ReplicaStateRequest | None = None
     replica_state_response: ReplicaStateResponse | None = None
     primary_state_request: PrimaryStateRequest | None = None
@@ -956,9 +966,11 @@ class PartitionMessage:
             _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1282,6 +1294,7 @@ class StateNotification:
     """
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("leader_passive",)
+
     leader_passive: LeaderPassive | None = None
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
@@ -1290,9 +1303,11 @@ class StateNotification:
             _one_selection(self, self.SELECTIONS, "StateNotification", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StateNotification", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StateNotification", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1590,6 +1605,7 @@ class ElectorMessage:
         "scouting_response",
         "leadership_cession_notification",
     )
+
     term: int = 0
     election_proposal: ElectionProposal | None = None
     election_response: ElectionResponse | None = None
@@ -1614,9 +1630,11 @@ class ElectorMessage:
             _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1729,6 +1747,7 @@ class NegotiationMessage:
         "broker_response",
         "place_holder",
     )
+
     client_identity: ClientIdentity | None = None
     broker_response: BrokerResponse | None = None
     place_holder: DummyType | None = None
@@ -1740,9 +1759,11 @@ class NegotiationMessage:
             _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1858,6 +1879,7 @@ class AuthenticationMessage:
         "authentication_request",
         "authentication_response",
     )
+
     authentication_request: AuthenticationRequest | None = None
     authentication_response: AuthenticationResponse | None = None
 
@@ -1868,9 +1890,11 @@ class AuthenticationMessage:
             _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)

@@ -10,6 +10,7 @@ every failure is a ``DecodeError`` carrying the byte offset and the schema path.
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError, UsageError
@@ -92,6 +93,43 @@ def put_bytes(out: bytearray, ident: bytes, value: object, path: str) -> None:
     content = bytes(value)
     out += ident
     out += length_octets(len(content))
+    out += content
+
+
+def real_content(value: float) -> bytes:
+    """X.690 8.5 REAL content: binary, base 2, mantissa odd (the canonical form); 0 is empty.
+
+    Special values use the one-octet forms of X.690 8.5.9: 0x40 +inf, 0x41 -inf, 0x42 NaN,
+    0x43 minus zero.
+    """
+    if value == 0.0:
+        return b"\x43" if math.copysign(1.0, value) < 0 else b""
+    if math.isnan(value):
+        return b"\x42"
+    if math.isinf(value):
+        return b"\x40" if value > 0 else b"\x41"
+    fraction, exponent = math.frexp(abs(value))
+    mantissa = int(fraction * (1 << 53))
+    exponent -= 53
+    while not mantissa & 1:
+        mantissa >>= 1
+        exponent += 1
+    exp_octets = int_content(exponent)
+    if len(exp_octets) > 3:  # cannot happen for a double; keep the general form anyway
+        head = bytes([0x83, len(exp_octets)])
+    else:
+        head = bytes([0x80 | (len(exp_octets) - 1)])
+    first = head[0] | (0x40 if value < 0 else 0)
+    body = mantissa.to_bytes((mantissa.bit_length() + 7) // 8, "big")
+    return bytes([first]) + head[1:] + exp_octets + body
+
+
+def put_real(out: bytearray, ident: bytes, value: object, path: str) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise EncodeError(f"{path}: expected a float, got {type(value).__name__}")
+    content = real_content(float(value))
+    out += ident
+    out.append(len(content))
     out += content
 
 
@@ -310,6 +348,15 @@ class BerReader:
     def read_bytes(self, length: int | None, path: str, name: str) -> bytes:
         return self.primitive(length)
 
+    def read_real(self, length: int | None, path: str, name: str) -> float:
+        """A REAL in any X.690 form: binary (base 2, 8 or 16, any scale), decimal, special."""
+        start = self.pos
+        raw = self.primitive(length)
+        try:
+            return _real_value(raw)
+        except (ValueError, OverflowError) as exc:
+            raise self.fail_at(f"invalid REAL: {exc}", path, name, start) from None
+
     def read_enum(self, length: int | None, enum_cls: type[E], path: str, name: str) -> E:
         start = self.pos
         value = self.read_int(length, -(2**31), 2**31 - 1, path, name)
@@ -329,3 +376,37 @@ class BerReader:
     def finish(self, path: str) -> None:
         if self.pos != self.size:
             raise self.fail(f"{self.size - self.pos} trailing bytes after the value", path)
+
+
+_SPECIAL_REALS = {0x40: math.inf, 0x41: -math.inf, 0x42: math.nan, 0x43: -0.0}
+
+
+def _real_value(raw: bytes) -> float:
+    if not raw:
+        return 0.0
+    first = raw[0]
+    if first & 0x80:  # binary encoding
+        if (first >> 4) & 3 == 3:
+            raise ValueError("reserved base")
+        base_bits = {0: 1, 1: 3, 2: 4}[(first >> 4) & 3]
+        scale = (first >> 2) & 3
+        form = first & 3
+        if form == 3:
+            if len(raw) < 2:
+                raise ValueError("missing exponent length")
+            exp_len, exp_start = raw[1], 2
+        else:
+            exp_len, exp_start = form + 1, 1
+        if exp_len == 0 or len(raw) < exp_start + exp_len:
+            raise ValueError("truncated exponent")
+        exponent = int.from_bytes(raw[exp_start : exp_start + exp_len], "big", signed=True)
+        mantissa = int.from_bytes(raw[exp_start + exp_len :], "big")
+        value = math.ldexp(float(mantissa), exponent * base_bits + scale)
+        return -value if first & 0x40 else value
+    if first & 0x40:
+        if len(raw) != 1 or first not in _SPECIAL_REALS:
+            raise ValueError(f"unknown special value 0x{first:02x}")
+        return _SPECIAL_REALS[first]
+    # Decimal encoding (ISO 6093 NR1/NR2/NR3), which balber does not write but X.690 allows.
+    text = raw[1:].decode("ascii").strip().replace(",", ".")
+    return float(text)

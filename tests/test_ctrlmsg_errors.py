@@ -256,3 +256,18 @@ def test_json_mutated_messages_raise_only_protocol_errors(data: st.DataObject) -
         base[at] = data.draw(st.sampled_from(b'{}[]":,0123456789-tfn "xE'))
     with contextlib.suppress(ProtocolError):
         decode_json(ControlMessage, bytes(base))
+
+
+def test_ber_definite_lengths_and_high_tag_numbers_are_read() -> None:
+    # The same ControlMessage{status} as STATUS_BER, with definite lengths throughout, plus an
+    # unknown element with a high-form tag number (31) that must be skipped.
+    status = bytes.fromhex("800100 81017b 820454657374") + bytes.fromhex("9f1f0100")
+    definite = bytes([0x30, len(status) + 4, 0xA1, len(status) + 2, 0xA0, len(status)]) + status
+    msg = decode_ber(ControlMessage, definite)
+    assert msg == decode_ber(ControlMessage, STATUS_BER)
+    assert msg.status == Status(code=123, message="Test")
+    # a definite length that disagrees with the content is refused
+    bad = bytearray(definite)
+    bad[3] -= 1
+    with pytest.raises(DecodeError):
+        decode_ber(ControlMessage, bytes(bad))
