@@ -790,10 +790,6 @@ class PutEventBuilder(_MessageEventBuilder):
             guid = b"\0" + correlation_id.to_bytes(3, "big") + b"\0" * 12
         elif len(guid) != 16:
             raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
-        if len(payload) > PUT_MAX_PAYLOAD_SIZE_SOFT:
-            raise EncodeError(
-                f"payload of {len(payload)} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
-            )
         if raw:
             props: bytes | memoryview = b""
             cat = compression
@@ -811,6 +807,11 @@ class PutEventBuilder(_MessageEventBuilder):
         if options is None:
             options = encode_msg_group_id(msg_group_id) if msg_group_id else b""
         app_len = len(props) + len(payload)
+        if app_len > PUT_MAX_PAYLOAD_SIZE_SOFT:
+            # Upstream (PutEventBuilder::packMessageInternal) limits the application data as sent.
+            raise EncodeError(
+                f"application data of {app_len} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
+            )
         pad = PADDING[app_len & 3]
         if crc32c is None:
             crc32c = _crc32c(payload, _crc32c(props)) if props else _crc32c(payload)
@@ -865,13 +866,14 @@ class PutEventBuilder(_MessageEventBuilder):
         w0_base = fbits << 28
         w1 = 9  # header words; no options, no compression
         max_size = self.max_event_size
+        max_app = PUT_MAX_PAYLOAD_SIZE_SOFT
         parts = self._parts
         for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
             app_len = plen + len(payload)
             pad = pads[app_len & 3]
             size = 36 + app_len + len(pad)
-            if self._size + size > max_size or len(guid) != 16:
-                # Rare: full event or a bad guid; let the checked path handle it.
+            if self._size + size > max_size or len(guid) != 16 or app_len > max_app:
+                # Rare: full event, bad guid or oversized data; the checked path handles it.
                 self.add(queue_id, payload, guid=guid, properties=properties,
                          ack_requested=ack_requested,
                          extended_properties=extended_properties)  # fmt: skip
