@@ -600,13 +600,9 @@ class ClientSession:
 
     def _confirm_one(self, record: ConfirmRecord, event: Event) -> None:
         where = event.offset
+        # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even when
+        # the PUSH carried a subscription id).
         handle = self.handles.get((record.queue_id, record.sub_queue_id))
-        if handle is None:  # the id a PUSH carried may also be the subscription id
-            for (q_id, _), candidate in self.handles.items():
-                consumer = candidate.consumer
-                if q_id == record.queue_id and consumer and consumer.sub_queue_id == record.sub_queue_id:
-                    handle = candidate
-                    break
         if handle is None or not handle.readable:
             raise ProtocolError(
                 f"CONFIRM #{record.index} for queue id {record.queue_id}, subQueueId "

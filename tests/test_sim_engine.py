@@ -319,7 +319,7 @@ def test_put_ack_push_confirm(broker: Broker) -> None:
         (1, guid(2), b"payload 2", (5,)),
     ]
     assert dict(pushes[0].properties or {}) == {"k": "v", "n": 7}
-    consumer.confirm(1, 1, 2, sub_queue_id=5)
+    consumer.confirm(1, 1, 2, sub_queue_id=0)  # by subId, like the official SDK
     assert not consumer.session.closed and broker.stats.confirms == 2
 
 
@@ -371,7 +371,9 @@ def test_fanout_and_broadcast(broker: Broker) -> None:
     producer.put(0, 1)
     assert [(p.guid, p.sub_queue_ids) for p in foo.pushes()] == [(guid(1), (11,))]
     assert [(p.guid, p.sub_queue_ids) for p in bar.pushes()] == [(guid(1), (12,))]
-    foo.confirm(1, 1, sub_queue_id=1)  # by subId: accepted as well as by subscription id
+    foo.confirm(1, 1, sub_queue_id=1)  # by subId
+    bar.confirm(1, 1, sub_queue_id=12)  # by subscription id: not a sub-queue of this session
+    assert bar.session.closed and "not open for reading" in (bar.session.close_reason or "")
     listener = peer(broker)
     producer.put(1, 2)  # nobody listens yet: dropped
     listener.consumer(BROADCAST, q_id=4)
