@@ -34,8 +34,7 @@ Generator = Callable[[Path], Iterable[Artifact]]
 
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
-    # Late imports: the generators import Artifact from this module.
-    from pybmq.codegen.bindings import generate_ctrlmsg
+    from pybmq.codegen.bindings import generate_ctrlmsg  # late: bindings imports Artifact
     from pybmq.codegen.layout import generate_layout
     from pybmq.codegen.other_schemas import generate_other_schemas
 

@@ -21,6 +21,8 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
     "pybmq.cli_decode",
+    "pybmq.cli_schema_diff",
+    "pybmq.cli_schema_check",
 ]
 
 

@@ -615,13 +615,13 @@ class ClientEngine:
 
     def confirm(self, queue_id: int, guid: bytes) -> None:
         """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``)."""
+        if self.state not in (SessionState.STARTED, SessionState.STOPPING):
+            raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
         queue = self.queues.get(queue_id)
         if queue is None or queue.state not in (QueueState.OPENED, QueueState.CLOSING):
             raise UsageError(f"cannot confirm: queue {queue_id} is not open")
         if not queue.readable:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
-        if self.state not in (SessionState.STARTED, SessionState.STOPPING):
-            raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
         self._confirms.append((queue.qid, guid, queue.sub_id))
 
     @property

@@ -93,8 +93,7 @@ async def test_priority_consumers_share_round_robin(broker: str) -> None:
 
 
 async def test_fanout_app_ids_each_get_every_message(broker: str) -> None:
-    # One session per app: `pybmq sim` keys handles by qId alone, while the client (like the
-    # official SDK) gives the apps of one queue in one session the same qId and distinct subIds.
+    # One session per app here; the same-session case is the next test.
     async with AsyncSession(broker) as s1, AsyncSession(broker) as s2, AsyncSession(broker) as p:
         foo = await s1.open_queue(FANOUT + "?id=foo", read=True)
         bar = await s2.open_queue(FANOUT + "?id=bar", read=True)
@@ -394,3 +393,22 @@ async def test_higher_consumer_priority_takes_every_message(broker: str) -> None
         # A no-op round trip on the low consumer's session: anything pushed would be here now.
         await low.configure(QueueOptions(consumer_priority=0))
         assert low._messages.empty()
+
+
+async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) -> None:
+    """As the official SDK does: one qId for the queue, a subId per appId, PUSH routed by subId."""
+    async with AsyncSession(broker) as session:
+        foo = await session.open_queue(FANOUT + "-one?id=foo", read=True)
+        bar = await session.open_queue(FANOUT + "-one?id=bar", read=True)
+        writer = await session.open_queue(FANOUT + "-one", write=True)
+        queues = session._engine.queues
+        assert len({q.qid for q in queues.values()}) == 1
+        assert len({q.sub_id for q in queues.values()}) == 3
+        for i in range(5):
+            assert (await writer.post(b"g%d" % i)).ok
+        expected = [b"g%d" % i for i in range(5)]
+        assert await take(foo, 5) == expected
+        assert await take(bar, 5) == expected
+        await foo.close()
+        assert (await writer.post(b"after foo closed")).ok
+        assert await take(bar, 1) == [b"after foo closed"]

@@ -19,7 +19,6 @@ def test_registered_and_deterministic() -> None:
     names = [name for name, _ in driver.registered_generators()]
     assert "control messages" in names
     first = driver.render_all()
-    # Other generators (the binary layout) add their own files next to these.
     assert {"bmqp_ctrlmsg.py", "bmqp_ctrlmsg_ber.py", "bmqp_ctrlmsg_json.py"} <= set(first)
     assert driver.render_all() == first  # byte-identical on a second run
 
