@@ -384,14 +384,16 @@ async def test_broker_going_away_fails_everything_pending() -> None:
 
 async def test_higher_consumer_priority_takes_every_message(broker: str) -> None:
     async with AsyncSession(broker) as s1, AsyncSession(broker) as s2, AsyncSession(broker) as p:
-        high = await s1.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=5))
+        high = await s1.open_queue(PRIORITY, read=True, consumer_priority=5)
         low = await s2.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=0))
+        with pytest.raises(UsageError, match="unknown queue option"):
+            await s1.open_queue(PRIORITY + "-x", read=True, priority=5)
         writer = await p.open_queue(PRIORITY, write=True)
         acks = await asyncio.gather(*(writer.post(b"%d" % i) for i in range(10)))
         assert all(a.ok for a in acks)
         assert await take(high, 10) == [b"%d" % i for i in range(10)]
         # A no-op round trip on the low consumer's session: anything pushed would be here now.
-        await low.configure(QueueOptions(consumer_priority=0))
+        await low.configure(consumer_priority=0, max_unconfirmed_messages=100)
         assert low._messages.empty()
 
 
