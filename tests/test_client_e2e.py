@@ -414,3 +414,59 @@ async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) ->
         await foo.close()
         assert (await writer.post(b"after foo closed")).ok
         assert await take(bar, 1) == [b"after foo closed"]
+
+
+async def test_posts_and_confirms_of_one_loop_turn_leave_in_one_event_each() -> None:
+    """The shell flushes once per loop turn: 100 post_nowait calls → one PUT event on the wire;
+    100 confirms → one CONFIRM event."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq import events as wire
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    puts: list[int] = []
+    confirms: list[int] = []
+    seen = asyncio.Event()
+
+    async def counting_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(1 << 20):
+            for event in framer.feed(data):
+                if event.header.type == EventType.PUT:
+                    messages = list(wire.iter_put(event))
+                    puts.append(len(messages))
+                    pushes = wire.PushEventBuilder()
+                    for m in messages:  # echo them back as PUSHes to the reader (qId 0)
+                        pushes.add(0, m.guid, m.payload)
+                    for chunk in pushes.finish():
+                        writer.write(chunk)
+                elif event.header.type == EventType.CONFIRM:
+                    confirms.append(len(list(wire.iter_confirm(event))))
+                    seen.set()
+                elif not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    writer.write(reply_bytes(decode_control(event, ctrl.ControlMessage)[0]))
+        writer.close()
+
+    server = await asyncio.start_server(counting_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with AsyncSession(f"tcp://127.0.0.1:{port}") as session:
+            queue = await session.open_queue(PRIORITY, read=True, write=True, ack=False)
+            for i in range(100):
+                queue.post_nowait(b"turn-%d" % i)
+            received = [await asyncio.wait_for(queue.get(), 10) for _ in range(100)]
+            assert [m.payload for m in received] == [b"turn-%d" % i for i in range(100)]
+            for message in received:
+                message.confirm_nowait()
+            await asyncio.wait_for(seen.wait(), 10)
+            assert puts == [100]
+            assert confirms == [100]
+    finally:
+        server.close()
+        await server.wait_closed()
