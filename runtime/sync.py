@@ -225,7 +225,9 @@ class Session:
         **option_values: Any,
     ) -> Queue:
         """Open ``uri``. With ``on_message``, each message is passed to it on the dispatcher
-        thread (call ``message`` confirm via ``queue.confirm``); otherwise use ``get``/iteration."""
+        thread (confirm it with ``queue.confirm(message)``); otherwise use ``get``/iteration."""
+        if self._closed:
+            raise SessionStoppedError("session is stopped")
         if self._inner is None:
             raise UsageError("session is not started")
         inner_session = self._inner

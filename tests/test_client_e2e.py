@@ -470,3 +470,24 @@ async def test_posts_and_confirms_of_one_loop_turn_leave_in_one_event_each() -> 
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_sync_session_start_failure_is_clean() -> None:
+    import threading
+
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+
+    def script() -> None:
+        before = {t.name for t in threading.enumerate()}
+        session = Session(f"tcp://127.0.0.1:{port}")
+        with pytest.raises(SessionStoppedError, match="cannot connect"):
+            session.start()
+        with pytest.raises(SessionStoppedError):
+            session.open_queue(PRIORITY, read=True)
+        session.stop()  # idempotent
+        assert {t.name for t in threading.enumerate()} - before == set()
+
+    await asyncio.to_thread(script)
