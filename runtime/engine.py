@@ -606,8 +606,12 @@ class ClientEngine:
             props = None
         threshold = self.options.compression_threshold
         compress = bool(threshold) and len(payload) >= threshold
-        guid = self._guids.generate()
         wants_ack = bool(queue.flags & FLAG_ACK)
+        if context is not None and not wants_ack:
+            raise UsageError(
+                f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
+            )
+        guid = self._guids.generate()
         self._puts.append((queue_id, guid, payload, props, wants_ack, compress))
         if wants_ack:
             self._unacked[guid] = _PendingPut(queue_id, context)
