@@ -45,3 +45,32 @@ class EncodeError(UsageError):
 
 class SchemaError(PybmqError):
     """A schema or layout spec given to the generator is not usable."""
+
+
+class InvalidTransitionError(UsageError):
+    """A session or queue was asked to do something its current state does not allow."""
+
+    def __init__(self, machine: str, state: str, event: str) -> None:
+        self.machine = machine
+        self.state = state
+        self.event = event
+        super().__init__(f"{machine}: {event} is not allowed in state {state}")
+
+
+class SessionStoppedError(PybmqError):
+    """The session stopped (or its connection was lost) before the operation completed."""
+
+
+class RequestTimeoutError(PybmqError, TimeoutError):
+    """The broker did not answer a control request before its deadline."""
+
+
+class BrokerError(PybmqError):
+    """The broker answered a request with a failure status (category, code and message)."""
+
+    def __init__(self, operation: str, category: str, code: int, message: str) -> None:
+        self.operation = operation
+        self.category = category
+        self.code = code
+        self.broker_message = message
+        super().__init__(f"{operation} refused by the broker: {category} ({code}) {message}".rstrip())

@@ -1,0 +1,451 @@
+"""The asyncio shell around :class:`~pybmq.engine.ClientEngine`: a socket, a timer, futures.
+
+Everything protocol-related lives in the engine; this module only moves bytes, keeps the timer
+armed at ``engine.next_deadline()`` and turns engine events into future results, callbacks and
+per-queue message streams. Output is flushed once per loop turn, so every post and confirm made in
+one turn leaves in one PUT and one CONFIRM event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from pybmq.client_events import (
+    Ack,
+    AckReceived,
+    AckStatus,
+    Message,
+    MessageReceived,
+    OperationCompleted,
+    SessionStarted,
+    SessionStopped,
+)
+from pybmq.client_options import (
+    DEFAULT_BROKER,
+    QueueOptions,
+    SessionOptions,
+    parse_broker_url,
+    queue_options,
+)
+from pybmq.engine import ClientEngine
+from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
+from pybmq.fsm import SessionState
+from pybmq.properties import MessageProperties, PropertyValue
+
+AckCallback = Callable[[Ack], object]
+_NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    def data_received(self, data: bytes) -> None:
+        self.session._on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.session._on_connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.session._writable.clear()
+
+    def resume_writing(self) -> None:
+        self.session._writable.set()
+
+
+class ReceivedMessage:
+    """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
+
+    __slots__ = ("_queue", "message")
+
+    def __init__(self, queue: AsyncQueue, message: Message) -> None:
+        self._queue = queue
+        self.message = message
+
+    @property
+    def payload(self) -> bytes:
+        return self.message.payload
+
+    @property
+    def properties(self) -> Mapping[str, PropertyValue]:
+        """Name → value (a typed ``MessageProperties``; empty when the message has none)."""
+        return self.message.properties or _NO_PROPERTIES
+
+    @property
+    def guid(self) -> bytes:
+        return self.message.guid
+
+    @property
+    def queue(self) -> AsyncQueue:
+        return self._queue
+
+    def confirm_nowait(self) -> None:
+        """Buffer the CONFIRM; it leaves with the others of this loop turn."""
+        session = self._queue.session
+        session._engine.confirm(self.message.queue_id, self.message.guid)
+        session._schedule_flush()
+
+    async def confirm(self) -> None:
+        """Confirm, waiting first if the socket's write buffer is over its high-water mark."""
+        self.confirm_nowait()
+        await self._queue.session.drain()
+
+    def __repr__(self) -> str:
+        return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
+
+
+class AsyncQueue:
+    """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
+
+    def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
+        self.session = session
+        self.queue_id = queue_id
+        self.uri = uri
+        # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.
+        self._messages: collections.deque[ReceivedMessage] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._closed = False
+
+    def post_nowait(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: AckCallback | None = None,
+    ) -> bytes:
+        """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
+        Returns the message GUID."""
+        session = self.session
+        guid = session._engine.post(
+            self.queue_id, payload, session._loop_time(), properties=properties, context=on_ack
+        )
+        session._schedule_flush()
+        return guid
+
+    async def post(
+        self, payload: bytes, *, properties: Mapping[str, Any] | None = None
+    ) -> Ack:
+        """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
+        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
+        session = self.session
+        await session.drain()
+        future: asyncio.Future[Ack] = session._loop.create_future()
+        session._engine.post(
+            self.queue_id, payload, session._loop_time(), properties=properties, context=future
+        )
+        session._schedule_flush()
+        return await future
+
+    async def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change flow control, priority or subscriptions of this (reader) queue."""
+        options = queue_options(options, option_values)
+        session = self.session
+        await session._operation(session._engine.configure_queue(self.queue_id, options, session._loop_time()))
+
+    async def close(self) -> None:
+        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
+        session = self.session
+        if self._closed:
+            return
+        await session._operation(session._engine.close_queue(self.queue_id, session._loop_time()))
+        session._queues.pop(self.queue_id, None)
+        self._end()
+
+    async def get(self) -> ReceivedMessage:
+        """The next message; raises SessionStoppedError once the queue or session is closed
+        (messages that arrived before that are still returned first)."""
+        messages = self._messages
+        while not messages:
+            if self._closed:
+                raise SessionStoppedError(f"queue {self.uri} is closed")
+            waiter = self.session._loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+        return messages.popleft()
+
+    def get_nowait(self) -> ReceivedMessage | None:
+        """The next message if one is already here, else None."""
+        return self._messages.popleft() if self._messages else None
+
+    def __aiter__(self) -> AsyncQueue:
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        try:
+            return await self.get()
+        except SessionStoppedError:
+            raise StopAsyncIteration from None
+
+    def _deliver(self, message: Message) -> None:
+        self._messages.append(ReceivedMessage(self, message))
+        waiters = self._waiters
+        if waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _end(self) -> None:
+        if not self._closed:
+            self._closed = True
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def __repr__(self) -> str:
+        return f"<AsyncQueue {self.queue_id} {self.uri}>"
+
+
+class AsyncSession:
+    """A BlazingMQ session on the running asyncio loop.
+
+    ``async with AsyncSession("tcp://localhost:30114") as session:`` connects and negotiates on
+    entry and stops (closing queues, Disconnect) on exit.
+    """
+
+    def __init__(
+        self,
+        broker: str = DEFAULT_BROKER,
+        *,
+        options: SessionOptions | None = None,
+        connect_timeout: float = 10.0,
+        write_high_water: int = 4 * 1024 * 1024,
+    ) -> None:
+        self.broker = broker
+        self._host, self._port = parse_broker_url(broker)
+        self._engine = ClientEngine(options)
+        self._connect_timeout = connect_timeout
+        self._high_water = write_high_water
+        self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._flush_scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._ops: dict[int, asyncio.Future[None]] = {}
+        self._queues: dict[int, AsyncQueue] = {}
+        self._started: asyncio.Future[SessionStarted] | None = None
+        self._stopped = asyncio.Event()
+        self.stop_reason: str | None = None
+        self.info: SessionStarted | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> AsyncSession:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def state(self) -> SessionState:
+        return self._engine.state
+
+    async def start(self) -> SessionStarted:
+        """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
+        self._loop = asyncio.get_running_loop()
+        self._engine.start(self._loop_time())
+        self._started = self._loop.create_future()
+        try:
+            transport, _ = await asyncio.wait_for(
+                self._loop.create_connection(lambda: _Protocol(self), self._host, self._port),
+                self._connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            self._engine.connection_lost(self._loop_time(), exc)
+            self._pump()
+            raise SessionStoppedError(f"cannot connect to {self.broker}: {exc}") from exc
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        transport.set_write_buffer_limits(high=self._high_water)
+        self._engine.connection_made(self._loop_time())
+        self._flush()
+        # The engine's negotiation deadline ends this wait with an error if the broker is silent.
+        self.info = await self._started
+        return self.info
+
+    async def stop(self) -> None:
+        """Close queues, Disconnect, close the socket; pending operations fail. Idempotent."""
+        if self._loop is None or self._engine.state is SessionState.STOPPED:
+            self._close_transport()
+            return
+        op_id = self._engine.stop(self._loop_time())
+        await self._operation(op_id)
+        await self._stopped.wait()
+
+    @property
+    def writable(self) -> bool:
+        """False while the socket's write buffer is over its high-water mark."""
+        return self._writable.is_set()
+
+    async def drain(self) -> None:
+        """Return once the socket's write buffer is under its high-water mark (backpressure)."""
+        if not self._writable.is_set():
+            await self._writable.wait()
+        if self._engine.state is SessionState.STOPPED:
+            raise SessionStoppedError(f"session stopped: {self.stop_reason}")
+
+    async def open_queue(
+        self,
+        uri: str,
+        *,
+        read: bool = False,
+        write: bool = False,
+        ack: bool = True,
+        options: QueueOptions | None = None,
+        **option_values: Any,
+    ) -> AsyncQueue:
+        """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``.
+
+        Consumer settings come as ``options=QueueOptions(...)`` or as its fields directly
+        (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
+        ``subscriptions=``)."""
+        options = queue_options(options, option_values)
+        op_id, queue_id = self._engine.open_queue(
+            uri, self._loop_time(), read=read, write=write, ack=ack, options=options
+        )
+        queue = AsyncQueue(self, queue_id, uri)
+        self._queues[queue_id] = queue
+        try:
+            await self._operation(op_id)
+        except BaseException:
+            self._queues.pop(queue_id, None)
+            raise
+        return queue
+
+    # ------------------------------------------------------------------ engine plumbing
+
+    def _loop_time(self) -> float:
+        return self._loop.time()
+
+    async def _operation(self, op_id: int) -> None:
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._ops[op_id] = future
+        self._schedule_flush()
+        self._pump()
+        await future
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        data = self._engine.data_to_send()
+        if data and self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+        self._pump()
+
+    def _on_data(self, data: bytes) -> None:
+        # On a ProtocolError the engine has already stopped the session and queued SessionStopped.
+        with contextlib.suppress(ProtocolError):
+            self._engine.receive_data(data, self._loop_time())
+        self._flush()
+
+    def _on_connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._engine.connection_lost(self._loop_time(), exc)
+        self._pump()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self._engine.handle_timeout(self._loop_time())
+        self._flush()
+
+    def _pump(self) -> None:
+        """Deliver engine events, then re-arm the timer and drop the socket once stopped."""
+        for event in self._engine.next_events():
+            if isinstance(event, AckReceived):
+                self._on_ack(event)
+            elif isinstance(event, MessageReceived):
+                queue = self._queues.get(event.message.queue_id)
+                if queue is not None:
+                    queue._deliver(event.message)
+            elif isinstance(event, OperationCompleted):
+                future = self._ops.pop(event.op_id, None)
+                if future is not None and not future.done():
+                    if event.error is None:
+                        future.set_result(None)
+                    else:
+                        future.set_exception(event.error)
+            elif isinstance(event, SessionStarted):
+                if self._started is not None and not self._started.done():
+                    self._started.set_result(event)
+            elif isinstance(event, SessionStopped):
+                self._on_stopped(event)
+        self._arm_timer()
+
+    def _on_ack(self, event: AckReceived) -> None:
+        context = event.context
+        ack = event.ack
+        if isinstance(context, asyncio.Future):
+            if context.done():
+                return
+            if ack.local and ack.status is AckStatus.NOT_CONNECTED:
+                context.set_exception(SessionStoppedError(f"post not acknowledged: {ack.reason}"))
+            else:
+                context.set_result(ack)
+        elif context is not None:
+            callback: AckCallback = context  # type: ignore[assignment]
+            callback(ack)
+
+    def _on_stopped(self, event: SessionStopped) -> None:
+        self.stop_reason = event.reason
+        error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
+        if self._started is not None and not self._started.done():
+            self._started.set_exception(error)
+        for future in self._ops.values():
+            if not future.done():
+                future.set_exception(SessionStoppedError(f"session stopped: {event.reason}"))
+        self._ops.clear()
+        for queue in self._queues.values():
+            queue._end()
+        self._queues.clear()
+        self._writable.set()
+        self._stopped.set()
+        self._close_transport()
+
+    def _close_transport(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._transport.close()
+            self._transport = None
+
+    def _arm_timer(self) -> None:
+        deadline = self._engine.next_deadline()
+        if self._engine.state is SessionState.STOPPED:
+            deadline = None
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            self._timer = self._loop.call_at(deadline, self._on_timer)
+
+
+__all__ = ["AsyncQueue", "AsyncSession", "PybmqError", "ReceivedMessage", "UsageError"]

@@ -1,0 +1,119 @@
+"""The session and queue state machines as tables (h11 style): state x input → next state.
+
+Every state change in the engine goes through :func:`step`, so the legal moves are all visible here
+and an illegal one raises :class:`~pybmq.errors.InvalidTransitionError` in one place.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import TypeVar
+
+from pybmq.errors import InvalidTransitionError
+
+
+class SessionState(enum.Enum):
+    CREATED = "CREATED"
+    CONNECTING = "CONNECTING"  # start() called; waiting for the transport to come up
+    NEGOTIATING = "NEGOTIATING"  # ClientIdentity sent; waiting for BrokerResponse
+    STARTED = "STARTED"
+    STOPPING = "STOPPING"  # closing queues, then Disconnect → DisconnectResponse
+    STOPPED = "STOPPED"
+    # Reserved for the resilience work (reconnect + reopen); no transition leads here yet.
+    RECONNECTING = "RECONNECTING"
+
+
+class SessionInput(enum.Enum):
+    START = "START"  # user
+    CONNECTED = "CONNECTED"  # transport
+    NEGOTIATED = "NEGOTIATED"  # broker accepted the ClientIdentity
+    NEGOTIATION_FAILED = "NEGOTIATION_FAILED"  # broker refused, or answered nonsense
+    STOP = "STOP"  # user
+    DISCONNECTED = "DISCONNECTED"  # DisconnectResponse received
+    STOP_TIMED_OUT = "STOP_TIMED_OUT"  # the broker never answered our Disconnect
+    CONNECTION_LOST = "CONNECTION_LOST"  # transport closed or failed, or heartbeats missed
+
+
+S, E = SessionState, SessionInput
+SESSION_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = {
+    (S.CREATED, E.START): S.CONNECTING,
+    (S.CREATED, E.STOP): S.STOPPED,
+    (S.CONNECTING, E.CONNECTED): S.NEGOTIATING,
+    (S.CONNECTING, E.STOP): S.STOPPED,
+    (S.CONNECTING, E.CONNECTION_LOST): S.STOPPED,
+    (S.NEGOTIATING, E.NEGOTIATED): S.STARTED,
+    (S.NEGOTIATING, E.NEGOTIATION_FAILED): S.STOPPED,
+    (S.NEGOTIATING, E.STOP): S.STOPPED,
+    (S.NEGOTIATING, E.CONNECTION_LOST): S.STOPPED,
+    (S.STARTED, E.STOP): S.STOPPING,
+    (S.STARTED, E.CONNECTION_LOST): S.STOPPED,
+    (S.STOPPING, E.STOP): S.STOPPING,
+    (S.STOPPING, E.DISCONNECTED): S.STOPPED,
+    (S.STOPPING, E.STOP_TIMED_OUT): S.STOPPED,
+    (S.STOPPING, E.CONNECTION_LOST): S.STOPPED,
+    (S.STOPPED, E.STOP): S.STOPPED,
+    (S.STOPPED, E.CONNECTION_LOST): S.STOPPED,
+}
+del S, E
+
+
+class QueueState(enum.Enum):
+    """Our side of a queue (proton's local endpoint state)."""
+
+    CLOSED = "CLOSED"
+    OPENING = "OPENING"  # OpenQueue sent
+    CONFIGURING = "CONFIGURING"  # OpenQueue accepted; ConfigureStream sent
+    OPENED = "OPENED"
+    CLOSING = "CLOSING"  # ConfigureStream(empty) and/or CloseQueue sent
+
+
+class QueueInput(enum.Enum):
+    OPEN = "OPEN"  # user
+    OPEN_OK = "OPEN_OK"
+    OPEN_FAILED = "OPEN_FAILED"
+    CONFIGURE_OK = "CONFIGURE_OK"  # the open's ConfigureStream
+    CONFIGURE_FAILED = "CONFIGURE_FAILED"  # the open's ConfigureStream: undo the open
+    CONFIGURE = "CONFIGURE"  # user: standalone reconfigure of an open queue
+    CLOSE = "CLOSE"  # user
+    CLOSE_DONE = "CLOSE_DONE"  # CloseQueue answered (either way: we are detached)
+    SESSION_DOWN = "SESSION_DOWN"  # the session stopped or lost its connection
+
+
+class RemoteQueueState(enum.Enum):
+    """The broker's side of a queue as last confirmed by a response (proton's remote state)."""
+
+    CLOSED = "CLOSED"
+    OPENED = "OPENED"  # OpenQueueResponse seen
+    CONFIGURED = "CONFIGURED"  # ConfigureStreamResponse seen: messages can flow
+
+
+Q, J = QueueState, QueueInput
+QUEUE_TRANSITIONS: Mapping[tuple[QueueState, QueueInput], QueueState] = {
+    (Q.CLOSED, J.OPEN): Q.OPENING,
+    (Q.OPENING, J.OPEN_OK): Q.CONFIGURING,
+    (Q.OPENING, J.OPEN_FAILED): Q.CLOSED,
+    (Q.CONFIGURING, J.CONFIGURE_OK): Q.OPENED,
+    (Q.CONFIGURING, J.CONFIGURE_FAILED): Q.CLOSING,
+    (Q.OPENED, J.CONFIGURE): Q.OPENED,
+    (Q.OPENED, J.CLOSE): Q.CLOSING,
+    (Q.CLOSING, J.CLOSE_DONE): Q.CLOSED,
+    **{(state, J.SESSION_DOWN): Q.CLOSED for state in Q},
+}
+del Q, J
+
+StateT = TypeVar("StateT", bound=enum.Enum)
+InputT = TypeVar("InputT", bound=enum.Enum)
+
+
+def step(
+    machine: str,
+    table: Mapping[tuple[StateT, InputT], StateT],
+    state: StateT,
+    event: InputT,
+) -> StateT:
+    """The state after ``event`` in ``state``; raises InvalidTransitionError if the table has none."""
+    try:
+        return table[(state, event)]
+    except KeyError:
+        raise InvalidTransitionError(machine, state.value, event.value) from None

@@ -1,0 +1,261 @@
+"""The blocking shell: :class:`Session` runs an :class:`~pybmq.aio.AsyncSession` on its own thread.
+
+For scripts and Spark executors that have no event loop. Every call hands a coroutine to the loop
+thread and waits for it; user callbacks (ACKs, messages) run on ONE dispatcher thread, in order, so
+they never block the I/O loop and never run concurrently with each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage
+from pybmq.client_events import Ack
+from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions
+from pybmq.errors import SessionStoppedError, UsageError
+
+T = TypeVar("T")
+_STOP = object()
+
+
+class _Dispatcher:
+    """One thread that runs user callbacks in submission order."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is _STOP:
+                return
+            try:
+                job()  # type: ignore[operator]
+            except Exception:  # a user callback failed: report it, keep dispatching
+                import logging
+
+                logging.getLogger("pybmq.sync").exception("callback raised")
+
+    def close(self) -> None:
+        self._jobs.put(_STOP)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=10)
+
+
+class Queue:
+    """A queue of a blocking :class:`Session`."""
+
+    def __init__(self, session: Session, inner: AsyncQueue) -> None:
+        self._session = session
+        self._inner = inner
+        self.uri = inner.uri
+
+    def post(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Ack:
+        """Post and block until the ACK (or a NACK) arrives."""
+        return self._session._call(self._inner.post(payload, properties=properties), timeout)
+
+    def post_async(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> bytes:
+        """Post without waiting for the ACK; ``on_ack`` runs on the dispatcher thread. Returns
+        the GUID once the message is buffered (validation errors raise here)."""
+        dispatcher = self._session._dispatcher
+        callback = None
+        if on_ack is not None:
+            user_callback = on_ack
+
+            def callback(ack: Ack) -> None:
+                dispatcher.submit(lambda: user_callback(ack))
+
+        inner = self._inner
+
+        async def post() -> bytes:
+            await inner.session.drain()
+            return inner.post_nowait(payload, properties=properties, on_ack=callback)
+
+        return self._session._call(post())
+
+    def post_many(
+        self,
+        payloads: Iterable[bytes],
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> list[bytes]:
+        """Post a batch in ONE hand-off to the I/O thread (the way to go fast from a thread, e.g.
+        a Spark partition); ``on_ack`` runs on the dispatcher thread once per message. Returns
+        the GUIDs; the batch leaves in as few PUT events as its size allows."""
+        dispatcher = self._session._dispatcher
+        callback = None
+        if on_ack is not None:
+            user_callback = on_ack
+
+            def callback(ack: Ack) -> None:
+                dispatcher.submit(lambda: user_callback(ack))
+
+        inner = self._inner
+        batch = list(payloads)
+
+        async def post() -> list[bytes]:
+            guids = []
+            for i, payload in enumerate(batch):
+                if i % 1024 == 1023:
+                    await inner.session.drain()
+                guids.append(inner.post_nowait(payload, properties=properties, on_ack=callback))
+            return guids
+
+        return self._session._call(post())
+
+    def get(self, timeout: float | None = None) -> ReceivedMessage:
+        """The next message (blocks); TimeoutError after ``timeout`` seconds."""
+        return self._session._call(self._inner.get(), timeout)
+
+    def confirm(self, message: ReceivedMessage) -> None:
+        self._session._call(message.confirm())
+
+    def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        self._session._call(self._inner.configure(options, **option_values))
+
+    def close(self) -> None:
+        self._session._call(self._inner.close())
+
+    def __iter__(self) -> Iterator[ReceivedMessage]:
+        while True:
+            try:
+                yield self.get()
+            except SessionStoppedError:
+                return
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.uri}>"
+
+
+class Session:
+    """A BlazingMQ session for code without asyncio. ``with Session(broker) as s:`` starts and
+    stops it; its I/O runs on a background thread."""
+
+    def __init__(
+        self,
+        broker: str = DEFAULT_BROKER,
+        *,
+        options: SessionOptions | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.broker = broker
+        self._options = options
+        self._timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="pybmq-io", daemon=True)
+        self._dispatcher = _Dispatcher("pybmq-dispatch")
+        self._inner: AsyncSession | None = None
+        self._closed = False
+        self._thread.start()
+
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if self._closed:
+            coro.close()
+            raise SessionStoppedError("session is closed")
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise UsageError("blocking Session calls cannot be made from its own I/O thread")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout if timeout is not None else None)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no result within {timeout}s") from None
+
+    def start(self) -> None:
+        async def start() -> AsyncSession:
+            session = AsyncSession(self.broker, options=self._options)
+            await session.start()
+            return session
+
+        try:
+            self._inner = self._call(start(), self._timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the session and its threads. Idempotent."""
+        if self._closed:
+            return
+        try:
+            if self._inner is not None:
+                self._call(self._inner.stop(), self._timeout)
+        finally:
+            self._inner = None
+            self._closed = True
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+            self._dispatcher.close()
+
+    def open_queue(
+        self,
+        uri: str,
+        *,
+        read: bool = False,
+        write: bool = False,
+        ack: bool = True,
+        options: QueueOptions | None = None,
+        on_message: Callable[[ReceivedMessage], object] | None = None,
+        **option_values: Any,
+    ) -> Queue:
+        """Open ``uri``. With ``on_message``, each message is passed to it on the dispatcher
+        thread (confirm it with ``queue.confirm(message)``); otherwise use ``get``/iteration."""
+        if self._closed:
+            raise SessionStoppedError("session is stopped")
+        if self._inner is None:
+            raise UsageError("session is not started")
+        inner_session = self._inner
+        opened = self._call(
+            inner_session.open_queue(
+                uri, read=read, write=write, ack=ack, options=options, **option_values
+            ),
+            self._timeout,
+        )
+        if on_message is not None:
+            dispatcher = self._dispatcher
+            handler = on_message
+
+            async def pump() -> None:
+                async for message in opened:
+                    dispatcher.submit(lambda m=message: handler(m))  # type: ignore[misc]
+
+            asyncio.run_coroutine_threadsafe(pump(), self._loop)
+        return Queue(self, opened)
+
+    def __enter__(self) -> Session:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
