@@ -150,7 +150,8 @@ class _Queue:
     write: bool
     options: QueueOptions
     inner: AsyncQueue | None = None
-    suspended: bool = False
+    suspended: bool = False  # posts refused (host unhealthy and the queue is sensitive)
+    holding: bool = False  # received messages kept back until the queue resumes
     held: list[tuple[Message, MessageHandle]] = dataclasses.field(default_factory=list)
 
     def reported_options(self) -> QueueOptions:
@@ -514,7 +515,7 @@ class Session:
                 raise _failure("open", uri, exc) from exc
             raise
         if queue.options.suspends_on_bad_host_health and self._monitor and not self._monitor.healthy:
-            queue.suspended = True
+            queue.suspended = queue.holding = True
 
     async def _open(self, queue: _Queue, options: RuntimeQueueOptions, seconds: float) -> None:
         assert self._inner is not None
@@ -545,7 +546,7 @@ class Session:
 
         def deliver() -> None:
             try:
-                if queue.suspended:
+                if queue.holding:
                     queue.held.append((message, handle))  # given out when the queue resumes
                 else:
                     on_message(message, handle)
@@ -585,7 +586,7 @@ class Session:
             if now and not was:
                 self._suspend([queue])
             elif was and not now:
-                self._resume([queue])
+                self._resume([queue], announce_host=False)
 
     async def _configure(self, queue: _Queue, options: RuntimeQueueOptions, seconds: float) -> None:
         assert queue.inner is not None
@@ -700,31 +701,36 @@ class Session:
             sensitive = [q for q in self._queues.values() if q.options.suspends_on_bad_host_health]
         if healthy:
             self._resume(sensitive)
-            self._callbacks.submit_event(ev.HostHealthRestored(None))
         else:
             self._callbacks.submit_event(ev.HostUnhealthy(None))
             self._suspend(sensitive)
 
     def _suspend(self, queues: list[_Queue]) -> None:
         for queue in queues:
-            queue.suspended = True
+            queue.suspended = queue.holding = True
             self._callbacks.submit_event(ev.QueueSuspended(queue.uri))
 
-    def _resume(self, queues: list[_Queue]) -> None:
+    def _resume(self, queues: list[_Queue], announce_host: bool = True) -> None:
+        """QueueResumed for each queue, HostHealthRestored, then the messages held meanwhile
+        (in the official SDK they come after the broker is asked again, so after those events)."""
         for queue in queues:
-            queue.suspended = False
-            self._callbacks.submit(lambda q=queue: self._replay(q))  # type: ignore[misc]
+            queue.suspended = False  # posts work again at once
+            self._callbacks.submit_event(ev.QueueResumed(queue.uri))
+        if announce_host:
+            self._callbacks.submit_event(ev.HostHealthRestored(None))
+        self._callbacks.submit(lambda: self._release(queues))
 
-    def _replay(self, queue: _Queue) -> None:
-        """On the callback thread: announce the resumption, then deliver what was held."""
-        self._callbacks._emit(ev.QueueResumed(queue.uri))
-        held, queue.held = queue.held, []
+    def _release(self, queues: list[_Queue]) -> None:
+        """On the callback thread: deliver what suspended readers held back."""
         assert self._on_message is not None
-        for message, handle in held:
-            try:
-                self._on_message(message, handle)
-            except Exception:
-                log.exception("exception in a BlazingMQ callback")
+        for queue in queues:
+            queue.holding = False
+            held, queue.held = queue.held, []
+            for message, handle in held:
+                try:
+                    self._on_message(message, handle)
+                except Exception:
+                    log.exception("exception in a BlazingMQ callback")
 
     # ------------------------------------------------------------------ stop
 
