@@ -349,6 +349,23 @@ def host_health(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     return out
 
 
+def nacks(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
+    """A broker refusal (the test broker NACKs queues named ``...-nack-<code>``) reaches on_ack."""
+    rec = Recorder()
+    uris = [_queue(tag, f"nack-{code}") for code in (1, 2, 6, 7)]
+    with bmq.Session(rec.on_event, broker=broker) as session:
+        for uri in uris:
+            session.open_queue(uri, write=True)
+            session.post(uri, b"refused", on_ack=rec.on_ack)
+        arrived = rec.wait_count("ack", len(uris))
+    return {
+        "arrived": arrived,
+        "acks": sorted(masked(repr(a)) for a in rec.acks),
+        "statuses": sorted(a.status.name for a in rec.acks),
+        "have_guid": [a.guid is not None for a in rec.acks],
+    }
+
+
 SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
     f.__name__: f
     for f in (
@@ -360,6 +377,7 @@ SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
         compression,
         callbacks,
         host_health,
+        nacks,
     )
 }
 

@@ -671,7 +671,9 @@ class Session:
 
         def deliver(ack: RuntimeAck) -> None:
             status = _ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
-            converted = Ack._make(ack.guid or None, status, status.name, ack.queue_uri)
+            # As in the official SDK, only a successful Ack names its message's GUID.
+            guid = ack.guid if status is AckStatus.SUCCESS else None
+            converted = Ack._make(guid, status, status.name, ack.queue_uri)
             submit(lambda: on_ack(converted))
 
         return deliver
