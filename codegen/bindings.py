@@ -223,13 +223,6 @@ class Bindings:
         kind = BUILTIN_KINDS[name]
         return {"boolean": "bool", "string": "str"}.get(kind, kind)
 
-    def selection_check(self, complex_type: ComplexType, obj: str) -> str:
-        """A boolean expression that is true when ``obj`` does not hold a valid selection."""
-        count = " + ".join(
-            f"({obj}.{snake(e.name)} is not None)" for e in self.selection_fields(complex_type)
-        )
-        return f"{count} != 1" if self.choice_required(complex_type) else f"{count} > 1"
-
     def selection_fields(self, complex_type: ComplexType) -> list[Element]:
         if complex_type.kind == "choice":
             return list(complex_type.elements)

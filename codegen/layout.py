@@ -171,8 +171,10 @@ def load_spec(path: Path) -> Spec:
         for name, e in raw["enums"].items()
     ]
     spec = Spec(dict(raw["constants"]), enums)
-    spec.padding = _padding_table(raw["padding"])
-    spec.events = {str(k): str(v) for k, v in raw["events"].items()}
+    # Older revisions of the spec (e.g. schema/baseline/, which schema-check compares against)
+    # predate these two sections: the padding rule has always been upstream's, events add docs.
+    spec.padding = _padding_table(raw.get("padding", _UPSTREAM_PADDING))
+    spec.events = {str(k): str(v) for k, v in raw.get("events", {}).items()}
     event_types = next(e for e in enums if e.name == "EventType").values
     for name in spec.events:
         if name not in event_types:
@@ -189,6 +191,9 @@ def load_spec(path: Path) -> Spec:
                 raise SchemaError(f"{name}.{f.name}: unknown enum {f.enum}")
         spec.structs.append(struct)
     return spec
+
+
+_UPSTREAM_PADDING = {"word": 4, "min": 1, "max": 4, "fill": "count"}
 
 
 def _padding_table(raw: dict[str, Any]) -> list[bytes]:

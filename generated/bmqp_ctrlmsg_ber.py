@@ -148,7 +148,9 @@ def _enc_Status(v: Status, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_category: StatusCategory | None = None
     f_code: int | None = None
     f_message: str | None = None
@@ -173,7 +175,7 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_category is None:
         f_category = StatusCategory.E_SUCCESS
@@ -270,7 +272,9 @@ def _enc_ControlMessage(v: ControlMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_r_id: int | None = None
     f_status: Status | None = None
     f_disconnect: Disconnect | None = None
@@ -406,7 +410,7 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_status is not None)
         + (f_disconnect is not None)
@@ -461,14 +465,16 @@ def _enc_Disconnect(v: Disconnect, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Disconnect(r: _b.BerReader, end: int | None, path: str) -> Disconnect:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return Disconnect(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -485,14 +491,16 @@ def _enc_DisconnectResponse(v: DisconnectResponse, out: bytearray, tag: bytes) -
 
 
 def _dec_DisconnectResponse(r: _b.BerReader, end: int | None, path: str) -> DisconnectResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return DisconnectResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -511,7 +519,9 @@ def _enc_AdminCommand(v: AdminCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_command: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -524,7 +534,7 @@ def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminComma
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_command is None:
         f_command = ""
@@ -547,7 +557,9 @@ def _enc_AdminCommandResponse(v: AdminCommandResponse, out: bytearray, tag: byte
 
 
 def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> AdminCommandResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_text: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -560,7 +572,7 @@ def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> Ad
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_text is None:
         f_text = ""
@@ -587,7 +599,9 @@ def _enc_OpenQueue(v: OpenQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_handle_parameters: QueueHandleParameters | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -602,7 +616,7 @@ def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_handle_parameters is None:
         f_handle_parameters = QueueHandleParameters()
@@ -640,7 +654,9 @@ def _enc_OpenQueueResponse(v: OpenQueueResponse, out: bytearray, tag: bytes) -> 
 
 
 def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQueueResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_original_request: OpenQueue | None = None
     f_routing_configuration: RoutingConfiguration | None = None
     f_deduplication_time_ms: int | None = None
@@ -671,7 +687,7 @@ def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQ
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_original_request is None:
         f_original_request = OpenQueue()
@@ -708,7 +724,9 @@ def _enc_ConfigureQueueStream(v: ConfigureQueueStream, out: bytearray, tag: byte
 
 
 def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> ConfigureQueueStream:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_q_id: int | None = None
     f_stream_parameters: QueueStreamParameters | None = None
     while (h := r.next(end, path)) is not None:
@@ -729,7 +747,7 @@ def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> Co
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_q_id is None:
         f_q_id = 0
@@ -760,7 +778,9 @@ def _enc_ConfigureQueueStreamResponse(
 def _dec_ConfigureQueueStreamResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigureQueueStreamResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_request: ConfigureQueueStream | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -773,7 +793,7 @@ def _dec_ConfigureQueueStreamResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_request is None:
         f_request = ConfigureQueueStream()
@@ -802,7 +822,9 @@ def _enc_CloseQueue(v: CloseQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_handle_parameters: QueueHandleParameters | None = None
     f_is_final: bool | None = None
     while (h := r.next(end, path)) is not None:
@@ -823,7 +845,7 @@ def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_handle_parameters is None:
         f_handle_parameters = QueueHandleParameters()
@@ -848,14 +870,16 @@ def _enc_CloseQueueResponse(v: CloseQueueResponse, out: bytearray, tag: bytes) -
 
 
 def _dec_CloseQueueResponse(r: _b.BerReader, end: int | None, path: str) -> CloseQueueResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return CloseQueueResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -876,7 +900,9 @@ def _enc_ConfigureStream(v: ConfigureStream, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> ConfigureStream:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_q_id: int | None = None
     f_stream_parameters: StreamParameters | None = None
     while (h := r.next(end, path)) is not None:
@@ -897,7 +923,7 @@ def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> Configu
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_q_id is None:
         f_q_id = 0
@@ -926,7 +952,9 @@ def _enc_ConfigureStreamResponse(v: ConfigureStreamResponse, out: bytearray, tag
 def _dec_ConfigureStreamResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigureStreamResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_request: ConfigureStream | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -939,7 +967,7 @@ def _dec_ConfigureStreamResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_request is None:
         f_request = ConfigureStream()
@@ -982,7 +1010,9 @@ def _enc_QueueHandleParameters(v: QueueHandleParameters, out: bytearray, tag: by
 def _dec_QueueHandleParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueHandleParameters:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_uri: str | None = None
     f_q_id: int | None = None
     f_sub_id_info: SubQueueIdInfo | None = None
@@ -1031,7 +1061,7 @@ def _dec_QueueHandleParameters(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_uri is None:
         f_uri = ""
@@ -1113,7 +1143,9 @@ def _enc_QueueStreamParameters(v: QueueStreamParameters, out: bytearray, tag: by
 def _dec_QueueStreamParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueStreamParameters:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sub_id_info: SubQueueIdInfo | None = None
     f_max_unconfirmed_messages: int | None = None
     f_max_unconfirmed_bytes: int | None = None
@@ -1158,7 +1190,7 @@ def _dec_QueueStreamParameters(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_max_unconfirmed_messages is None:
         f_max_unconfirmed_messages = 0
@@ -1196,7 +1228,9 @@ def _enc_SubQueueIdInfo(v: SubQueueIdInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueueIdInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sub_id: int | None = None
     f_app_id: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -1215,7 +1249,7 @@ def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueue
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sub_id is None:
         f_sub_id = 0
@@ -1248,7 +1282,9 @@ def _enc_StreamParameters(v: StreamParameters, out: bytearray, tag: bytes) -> No
 
 
 def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> StreamParameters:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_subscriptions: list[Subscription] | None = None
     while (h := r.next(end, path)) is not None:
@@ -1281,7 +1317,7 @@ def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> Stream
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = "__default"
@@ -1310,7 +1346,9 @@ def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_version: ExpressionVersion | None = None
     f_text: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -1329,7 +1367,7 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_version is None:
         f_version = ExpressionVersion.E_UNDEFINED
@@ -1390,7 +1428,9 @@ def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_max_unconfirmed_messages: int | None = None
     f_max_unconfirmed_bytes: int | None = None
     f_consumer_priority: int | None = None
@@ -1429,7 +1469,7 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_max_unconfirmed_messages is None:
         f_max_unconfirmed_messages = 0
@@ -1472,7 +1512,9 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_s_id: int | None = None
     f_expression: Expression | None = None
     f_consumers: list[ConsumerInfo] | None = None
@@ -1511,7 +1553,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_s_id is None:
         f_s_id = 0
@@ -1542,7 +1584,9 @@ def _enc_RoutingConfiguration(v: RoutingConfiguration, out: bytearray, tag: byte
 
 
 def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> RoutingConfiguration:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_flags: int | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -1555,7 +1599,7 @@ def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> Ro
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_flags is None:
         f_flags = 0
@@ -1726,7 +1770,9 @@ def _enc_ClusterMessage(v: ClusterMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_primary_advisory: PartitionPrimaryAdvisory | None = None
     f_leader_advisory: LeaderAdvisory | None = None
     f_queue_assignment_advisory: QueueAssignmentAdvisory | None = None
@@ -2023,7 +2069,7 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_partition_primary_advisory is not None)
         + (f_leader_advisory is not None)
@@ -2139,7 +2185,9 @@ def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage, out: bytearray, tag: 
 def _dec_ClusterStateFSMMessage(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterStateFSMMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_follower_lsn_request: FollowerLSNRequest | None = None
     f_follower_lsn_response: FollowerLSNResponse | None = None
     f_registration_request: RegistrationRequest | None = None
@@ -2211,7 +2259,7 @@ def _dec_ClusterStateFSMMessage(
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_follower_lsn_request is not None)
         + (f_follower_lsn_response is not None)
@@ -2249,14 +2297,16 @@ def _enc_FollowerLSNRequest(v: FollowerLSNRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_FollowerLSNRequest(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return FollowerLSNRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2275,7 +2325,9 @@ def _enc_FollowerLSNResponse(v: FollowerLSNResponse, out: bytearray, tag: bytes)
 
 
 def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2290,7 +2342,7 @@ def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> Fol
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -2313,7 +2365,9 @@ def _enc_RegistrationRequest(v: RegistrationRequest, out: bytearray, tag: bytes)
 
 
 def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> RegistrationRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2328,7 +2382,7 @@ def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> Reg
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -2349,14 +2403,16 @@ def _enc_RegistrationResponse(v: RegistrationResponse, out: bytearray, tag: byte
 
 
 def _dec_RegistrationResponse(r: _b.BerReader, end: int | None, path: str) -> RegistrationResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return RegistrationResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2377,14 +2433,16 @@ def _enc_FollowerClusterStateRequest(
 def _dec_FollowerClusterStateRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> FollowerClusterStateRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return FollowerClusterStateRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2411,7 +2469,9 @@ def _enc_FollowerClusterStateResponse(
 def _dec_FollowerClusterStateResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> FollowerClusterStateResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cluster_state_snapshot: LeaderAdvisory | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2426,7 +2486,7 @@ def _dec_FollowerClusterStateResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cluster_state_snapshot is None:
         f_cluster_state_snapshot = LeaderAdvisory()
@@ -2475,7 +2535,9 @@ def _enc_PartitionMessage(v: PartitionMessage, out: bytearray, tag: bytes) -> No
 
 
 def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> PartitionMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_replica_state_request: ReplicaStateRequest | None = None
     f_replica_state_response: ReplicaStateResponse | None = None
     f_primary_state_request: PrimaryStateRequest | None = None
@@ -2541,7 +2603,7 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_replica_state_request is not None)
         + (f_replica_state_response is not None)
@@ -2601,7 +2663,9 @@ def _enc_ReplicaStateRequest(v: ReplicaStateRequest, out: bytearray, tag: bytes)
 
 
 def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> ReplicaStateRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
@@ -2639,7 +2703,7 @@ def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> Rep
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -2699,7 +2763,9 @@ def _enc_ReplicaStateResponse(v: ReplicaStateResponse, out: bytearray, tag: byte
 
 
 def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> ReplicaStateResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
@@ -2737,7 +2803,7 @@ def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> Re
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -2792,7 +2858,9 @@ def _enc_PrimaryStateRequest(v: PrimaryStateRequest, out: bytearray, tag: bytes)
 
 
 def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> PrimaryStateRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
@@ -2830,7 +2898,7 @@ def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> Pri
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -2890,7 +2958,9 @@ def _enc_PrimaryStateResponse(v: PrimaryStateResponse, out: bytearray, tag: byte
 
 
 def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> PrimaryStateResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_latest_sequence_number: PartitionSequenceNumber | None = None
@@ -2928,7 +2998,7 @@ def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> Pr
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -2989,7 +3059,9 @@ def _enc_ReplicaDataRequest(v: ReplicaDataRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> ReplicaDataRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_replica_data_type: ReplicaDataType | None = None
@@ -3030,7 +3102,7 @@ def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> Repl
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -3099,7 +3171,9 @@ def _enc_ReplicaDataResponse(v: ReplicaDataResponse, out: bytearray, tag: bytes)
 
 
 def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> ReplicaDataResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_replica_data_type: ReplicaDataType | None = None
@@ -3140,7 +3214,7 @@ def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> Rep
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -3187,7 +3261,9 @@ def _enc_PartitionPrimaryAdvisory(v: PartitionPrimaryAdvisory, out: bytearray, t
 def _dec_PartitionPrimaryAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionPrimaryAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_partitions: list[PartitionPrimaryInfo] | None = None
     while (h := r.next(end, path)) is not None:
@@ -3222,7 +3298,7 @@ def _dec_PartitionPrimaryAdvisory(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -3267,7 +3343,9 @@ def _enc_LeaderMessageSequence(v: LeaderMessageSequence, out: bytearray, tag: by
 def _dec_LeaderMessageSequence(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderMessageSequence:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_elector_term: int | None = None
     f_sequence_number: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -3286,7 +3364,7 @@ def _dec_LeaderMessageSequence(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_elector_term is None:
         f_elector_term = 0
@@ -3331,7 +3409,9 @@ def _enc_PartitionSequenceNumber(v: PartitionSequenceNumber, out: bytearray, tag
 def _dec_PartitionSequenceNumber(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSequenceNumber:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_primary_lease_id: int | None = None
     f_sequence_number: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -3350,7 +3430,7 @@ def _dec_PartitionSequenceNumber(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_primary_lease_id is None:
         f_primary_lease_id = 0
@@ -3397,7 +3477,9 @@ def _enc_PartitionPrimaryInfo(v: PartitionPrimaryInfo, out: bytearray, tag: byte
 
 
 def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionPrimaryInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_node_id: int | None = None
     f_primary_lease_id: int | None = None
@@ -3422,7 +3504,7 @@ def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> Pa
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -3455,7 +3537,9 @@ def _enc_AppIdInfo(v: AppIdInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_app_key: bytes | None = None
     while (h := r.next(end, path)) is not None:
@@ -3474,7 +3558,7 @@ def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -3511,7 +3595,9 @@ def _enc_QueueInfo(v: QueueInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_uri: str | None = None
     f_key: bytes | None = None
     f_partition_id: int | None = None
@@ -3553,7 +3639,7 @@ def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_uri is None:
         f_uri = ""
@@ -3608,7 +3694,9 @@ def _enc_QueueInfoUpdate(v: QueueInfoUpdate, out: bytearray, tag: bytes) -> None
 
 
 def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueInfoUpdate:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_uri: str | None = None
     f_key: bytes | None = None
     f_partition_id: int | None = None
@@ -3679,7 +3767,7 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_uri is None:
         f_uri = ""
@@ -3730,7 +3818,9 @@ def _enc_QueueAssignmentAdvisory(v: QueueAssignmentAdvisory, out: bytearray, tag
 def _dec_QueueAssignmentAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueAssignmentAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_queues: list[QueueInfo] | None = None
     while (h := r.next(end, path)) is not None:
@@ -3760,7 +3850,7 @@ def _dec_QueueAssignmentAdvisory(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -3793,7 +3883,9 @@ def _enc_QueueUpdateAdvisory(v: QueueUpdateAdvisory, out: bytearray, tag: bytes)
 
 
 def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> QueueUpdateAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_queue_updates: list[QueueInfoUpdate] | None = None
     while (h := r.next(end, path)) is not None:
@@ -3828,7 +3920,7 @@ def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> Que
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -3892,7 +3984,9 @@ def _enc_QueueUnAssignmentAdvisory(
 def _dec_QueueUnAssignmentAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueUnAssignmentAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
@@ -3940,7 +4034,7 @@ def _dec_QueueUnAssignmentAdvisory(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -3991,7 +4085,9 @@ def _enc_LeaderAdvisory(v: LeaderAdvisory, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_partitions: list[PartitionPrimaryInfo] | None = None
     f_queues: list[QueueInfo] | None = None
@@ -4041,7 +4137,7 @@ def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAd
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -4076,7 +4172,9 @@ def _enc_LeaderAdvisoryAck(v: LeaderAdvisoryAck, out: bytearray, tag: bytes) -> 
 
 
 def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisoryAck:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number_acked: LeaderMessageSequence | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4091,7 +4189,7 @@ def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> Leade
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number_acked is None:
         f_sequence_number_acked = LeaderMessageSequence()
@@ -4120,7 +4218,9 @@ def _enc_LeaderAdvisoryCommit(v: LeaderAdvisoryCommit, out: bytearray, tag: byte
 
 
 def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisoryCommit:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sequence_number: LeaderMessageSequence | None = None
     f_sequence_number_committed: LeaderMessageSequence | None = None
     while (h := r.next(end, path)) is not None:
@@ -4143,7 +4243,7 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
@@ -4175,7 +4275,9 @@ def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> 
 
 
 def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> StateNotification:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_leader_passive: LeaderPassive | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4201,7 +4303,7 @@ def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> State
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_leader_passive is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4227,14 +4329,16 @@ def _enc_LeaderPassive(v: LeaderPassive, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LeaderPassive(r: _b.BerReader, end: int | None, path: str) -> LeaderPassive:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderPassive(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -4263,7 +4367,9 @@ def _enc_SyncPoint(v: SyncPoint, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_primary_lease_id: int | None = None
     f_sequence_num: int | None = None
     f_data_file_offset_dwords: int | None = None
@@ -4298,7 +4404,7 @@ def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_primary_lease_id is None:
         f_primary_lease_id = 0
@@ -4335,7 +4441,9 @@ def _enc_SyncPointOffsetPair(v: SyncPointOffsetPair, out: bytearray, tag: bytes)
 
 
 def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> SyncPointOffsetPair:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sync_point: SyncPoint | None = None
     f_offset: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -4354,7 +4462,7 @@ def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> Syn
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sync_point is None:
         f_sync_point = SyncPoint()
@@ -4381,7 +4489,9 @@ def _enc_NodeStatusAdvisory(v: NodeStatusAdvisory, out: bytearray, tag: bytes) -
 
 
 def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> NodeStatusAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_status: NodeStatus | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4394,7 +4504,7 @@ def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> Node
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_status is None:
         f_status = NodeStatus.E_UNKNOWN
@@ -4415,14 +4525,16 @@ def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery, out: bytearray, tag: byte
 
 
 def _dec_LeaderSyncStateQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncStateQuery:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderSyncStateQuery(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -4449,7 +4561,9 @@ def _enc_LeaderSyncStateQueryResponse(
 def _dec_LeaderSyncStateQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderSyncStateQueryResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_leader_message_sequence: LeaderMessageSequence | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4464,7 +4578,7 @@ def _dec_LeaderSyncStateQueryResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_leader_message_sequence is None:
         f_leader_message_sequence = LeaderMessageSequence()
@@ -4485,14 +4599,16 @@ def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery, out: bytearray, tag: bytes)
 
 
 def _dec_LeaderSyncDataQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncDataQuery:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderSyncDataQuery(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -4515,7 +4631,9 @@ def _enc_LeaderSyncDataQueryResponse(
 def _dec_LeaderSyncDataQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderSyncDataQueryResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_leader_sync_data: LeaderAdvisory | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4530,7 +4648,7 @@ def _dec_LeaderSyncDataQueryResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_leader_sync_data is None:
         f_leader_sync_data = LeaderAdvisory()
@@ -4555,7 +4673,9 @@ def _enc_QueueAssignmentRequest(v: QueueAssignmentRequest, out: bytearray, tag: 
 def _dec_QueueAssignmentRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueAssignmentRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_uri: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4568,7 +4688,7 @@ def _dec_QueueAssignmentRequest(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_uri is None:
         f_queue_uri = ""
@@ -4604,7 +4724,9 @@ def _enc_QueueUnassignmentRequest(v: QueueUnassignmentRequest, out: bytearray, t
 def _dec_QueueUnassignmentRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueUnassignmentRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_uri: str | None = None
     f_partition_id: int | None = None
     f_queue_key: bytes | None = None
@@ -4629,7 +4751,7 @@ def _dec_QueueUnassignmentRequest(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_uri is None:
         f_queue_uri = ""
@@ -4666,7 +4788,9 @@ def _enc_StorageSyncRequest(v: StorageSyncRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> StorageSyncRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_begin_sync_point_offset_pair: SyncPointOffsetPair | None = None
     f_end_sync_point_offset_pair: SyncPointOffsetPair | None = None
@@ -4695,7 +4819,7 @@ def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> Stor
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -4738,7 +4862,9 @@ def _enc_StorageSyncResponse(v: StorageSyncResponse, out: bytearray, tag: bytes)
 
 
 def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> StorageSyncResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_storage_sync_response_type: StorageSyncResponseType | None = None
     f_begin_sync_point: SyncPoint | None = None
@@ -4773,7 +4899,7 @@ def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> Sto
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -4817,7 +4943,9 @@ def _enc_PartitionSyncStateQuery(v: PartitionSyncStateQuery, out: bytearray, tag
 def _dec_PartitionSyncStateQuery(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncStateQuery:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4830,7 +4958,7 @@ def _dec_PartitionSyncStateQuery(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = -1
@@ -4888,7 +5016,9 @@ def _enc_PartitionSyncStateQueryResponse(
 def _dec_PartitionSyncStateQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncStateQueryResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_sequence_num: int | None = None
@@ -4921,7 +5051,7 @@ def _dec_PartitionSyncStateQueryResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -5007,7 +5137,9 @@ def _enc_PartitionSyncDataQuery(v: PartitionSyncDataQuery, out: bytearray, tag: 
 def _dec_PartitionSyncDataQuery(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQuery:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_last_primary_lease_id: int | None = None
     f_last_sequence_num: int | None = None
@@ -5056,7 +5188,7 @@ def _dec_PartitionSyncDataQuery(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -5128,7 +5260,9 @@ def _enc_PartitionSyncDataQueryResponse(
 def _dec_PartitionSyncDataQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQueryResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_end_primary_lease_id: int | None = None
     f_end_sequence_num: int | None = None
@@ -5153,7 +5287,7 @@ def _dec_PartitionSyncDataQueryResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -5197,7 +5331,9 @@ def _enc_PartitionSyncDataQueryStatus(
 def _dec_PartitionSyncDataQueryStatus(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQueryStatus:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_status: Status | None = None
     while (h := r.next(end, path)) is not None:
@@ -5216,7 +5352,7 @@ def _dec_PartitionSyncDataQueryStatus(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -5258,7 +5394,9 @@ def _enc_PrimaryStatusAdvisory(v: PrimaryStatusAdvisory, out: bytearray, tag: by
 def _dec_PrimaryStatusAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> PrimaryStatusAdvisory:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_primary_lease_id: int | None = None
     f_status: PrimaryStatus | None = None
@@ -5283,7 +5421,7 @@ def _dec_PrimaryStatusAdvisory(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -5316,7 +5454,9 @@ def _enc_StopRequest(v: StopRequest, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cluster_name: str | None = None
     f_version: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -5335,7 +5475,7 @@ def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cluster_name is None:
         f_cluster_name = ""
@@ -5362,7 +5502,9 @@ def _enc_StopResponse(v: StopResponse, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cluster_name: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -5375,7 +5517,7 @@ def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopRespon
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cluster_name is None:
         f_cluster_name = ""
@@ -5436,7 +5578,9 @@ def _enc_ElectorMessage(v: ElectorMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_term: int | None = None
     f_election_proposal: ElectionProposal | None = None
     f_election_response: ElectionResponse | None = None
@@ -5527,7 +5671,7 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_election_proposal is not None)
         + (f_election_response is not None)
@@ -5573,14 +5717,16 @@ def _enc_ElectionProposal(v: ElectionProposal, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ElectionProposal(r: _b.BerReader, end: int | None, path: str) -> ElectionProposal:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ElectionProposal(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5597,14 +5743,16 @@ def _enc_ElectionResponse(v: ElectionResponse, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ElectionResponse(r: _b.BerReader, end: int | None, path: str) -> ElectionResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ElectionResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5625,14 +5773,16 @@ def _enc_LeadershipCessionNotification(
 def _dec_LeadershipCessionNotification(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeadershipCessionNotification:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeadershipCessionNotification(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5649,14 +5799,16 @@ def _enc_LeaderHeartbeat(v: LeaderHeartbeat, out: bytearray, tag: bytes) -> None
 
 
 def _dec_LeaderHeartbeat(r: _b.BerReader, end: int | None, path: str) -> LeaderHeartbeat:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderHeartbeat(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5675,7 +5827,9 @@ def _enc_ElectorNodeStatus(v: ElectorNodeStatus, out: bytearray, tag: bytes) -> 
 
 
 def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> ElectorNodeStatus:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_is_available: bool | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -5688,7 +5842,7 @@ def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> Elect
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_is_available is None:
         f_is_available = False
@@ -5709,14 +5863,16 @@ def _enc_HeartbeatResponse(v: HeartbeatResponse, out: bytearray, tag: bytes) -> 
 
 
 def _dec_HeartbeatResponse(r: _b.BerReader, end: int | None, path: str) -> HeartbeatResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return HeartbeatResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5733,14 +5889,16 @@ def _enc_ScoutingRequest(v: ScoutingRequest, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ScoutingRequest(r: _b.BerReader, end: int | None, path: str) -> ScoutingRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ScoutingRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5759,7 +5917,9 @@ def _enc_ScoutingResponse(v: ScoutingResponse, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> ScoutingResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_will_vote: bool | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -5772,7 +5932,7 @@ def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> Scouti
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_will_vote is None:
         f_will_vote = False
@@ -5806,7 +5966,9 @@ def _enc_DumpMessages(v: DumpMessages, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessages:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_msg_type_to_dump: DumpMsgType | None = None
     f_dump_action_type: DumpActionType | None = None
     f_dump_action_value: int | None = None
@@ -5833,7 +5995,7 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_msg_type_to_dump is None:
         f_msg_type_to_dump = DumpMsgType.E_INCOMING
@@ -5871,7 +6033,9 @@ def _enc_NegotiationMessage(v: NegotiationMessage, out: bytearray, tag: bytes) -
 
 
 def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> NegotiationMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client_identity: ClientIdentity | None = None
     f_broker_response: BrokerResponse | None = None
     f_place_holder: DummyType | None = None
@@ -5907,7 +6071,7 @@ def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> Nego
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_client_identity is not None)
         + (f_broker_response is not None)
@@ -5948,7 +6112,9 @@ def _enc_GuidInfo(v: GuidInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client_id: str | None = None
     f_nano_seconds_from_epoch: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -5969,7 +6135,7 @@ def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_client_id is None:
         f_client_id = ""
@@ -6031,7 +6197,9 @@ def _enc_ClientIdentity(v: ClientIdentity, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientIdentity:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_protocol_version: int | None = None
     f_sdk_version: int | None = None
     f_client_type: ClientType | None = None
@@ -6118,7 +6286,7 @@ def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientId
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_protocol_version is None:
         f_protocol_version = 0
@@ -6224,7 +6392,9 @@ def _enc_BrokerResponse(v: BrokerResponse, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_result: Status | None = None
     f_protocol_version: int | None = None
     f_broker_version: int | None = None
@@ -6281,7 +6451,7 @@ def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerRe
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_result is None:
         f_result = Status()
@@ -6326,14 +6496,16 @@ def _enc_DummyType(v: DummyType, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return DummyType(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -6357,7 +6529,9 @@ def _enc_AuthenticationMessage(v: AuthenticationMessage, out: bytearray, tag: by
 def _dec_AuthenticationMessage(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationMessage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_authentication_request: AuthenticationRequest | None = None
     f_authentication_response: AuthenticationResponse | None = None
     while (h := r.next(end, path)) is not None:
@@ -6387,7 +6561,7 @@ def _dec_AuthenticationMessage(
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_authentication_request is not None) + (f_authentication_response is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6418,7 +6592,9 @@ def _enc_AuthenticationRequest(v: AuthenticationRequest, out: bytearray, tag: by
 def _dec_AuthenticationRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationRequest:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_mechanism: str | None = None
     f_data: bytes | None = None
     while (h := r.next(end, path)) is not None:
@@ -6437,7 +6613,7 @@ def _dec_AuthenticationRequest(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_mechanism is None:
         f_mechanism = ""
@@ -6472,7 +6648,9 @@ def _enc_AuthenticationResponse(v: AuthenticationResponse, out: bytearray, tag: 
 def _dec_AuthenticationResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_status: Status | None = None
     f_lifetime_ms: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -6491,7 +6669,7 @@ def _dec_AuthenticationResponse(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_status is None:
         f_status = Status()

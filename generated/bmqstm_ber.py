@@ -84,7 +84,9 @@ def _enc_StatContextUpdate(v: StatContextUpdate, out: bytearray, tag: bytes) -> 
 
 
 def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatContextUpdate:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_id: int | None = None
     f_flags: int | None = None
     f_time_stamp: int | None = None
@@ -179,7 +181,7 @@ def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatC
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_id is None:
         f_id = 0
@@ -229,7 +231,9 @@ def _enc_StatContextUpdateList(v: StatContextUpdateList, out: bytearray, tag: by
 def _dec_StatContextUpdateList(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatContextUpdateList:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_contexts: list[StatContextUpdate] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -256,7 +260,7 @@ def _dec_StatContextUpdateList(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_contexts is None:
         f_contexts = []
@@ -303,7 +307,9 @@ def _enc_StatContextConfiguration(v: StatContextConfiguration, out: bytearray, t
 def _dec_StatContextConfiguration(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatContextConfiguration:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_flags: int | None = None
     f_id: int | None = None
     f_name: str | None = None
@@ -359,7 +365,7 @@ def _dec_StatContextConfiguration(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_id is not None) + (f_name is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -404,7 +410,9 @@ def _enc_StatValueDefinition(v: StatValueDefinition, out: bytearray, tag: bytes)
 
 
 def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> StatValueDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_type: StatValueType | None = None
     f_history_sizes: list[int] | None = None
@@ -440,7 +448,7 @@ def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> Sta
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -484,7 +492,9 @@ def _enc_StatValueUpdate(v: StatValueUpdate, out: bytearray, tag: bytes) -> None
 
 
 def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatValueUpdate:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_field_mask: int | None = None
     f_fields: list[int] | None = None
     while (h := r.next(end, path)) is not None:
@@ -518,7 +528,7 @@ def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatVal
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_field_mask is None:
         f_field_mask = 0

@@ -96,7 +96,9 @@ def _enc_Configuration(v: Configuration, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Configuration(r: _b.BerReader, end: int | None, path: str) -> Configuration:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_task_config: TaskConfig | None = None
     f_app_config: AppConfig | None = None
     while (h := r.next(end, path)) is not None:
@@ -115,7 +117,7 @@ def _dec_Configuration(r: _b.BerReader, end: int | None, path: str) -> Configura
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_task_config is None:
         f_task_config = TaskConfig()
@@ -148,7 +150,9 @@ def _enc_TaskConfig(v: TaskConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_TaskConfig(r: _b.BerReader, end: int | None, path: str) -> TaskConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_allocator_type: AllocatorType | None = None
     f_allocation_limit: int | None = None
     f_log_controller: LogController | None = None
@@ -177,7 +181,7 @@ def _dec_TaskConfig(r: _b.BerReader, end: int | None, path: str) -> TaskConfig:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_allocator_type is None:
         f_allocator_type = AllocatorType.NEWDELETE
@@ -214,7 +218,9 @@ def _enc_SyslogConfig(v: SyslogConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SyslogConfig(r: _b.BerReader, end: int | None, path: str) -> SyslogConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_enabled: bool | None = None
     f_app_name: str | None = None
     f_log_format: str | None = None
@@ -245,7 +251,7 @@ def _dec_SyslogConfig(r: _b.BerReader, end: int | None, path: str) -> SyslogConf
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_enabled is None:
         f_enabled = False
@@ -291,7 +297,9 @@ def _enc_LogDumpConfig(v: LogDumpConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LogDumpConfig(r: _b.BerReader, end: int | None, path: str) -> LogDumpConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_record_buffer_size: int | None = None
     f_recording_level: str | None = None
     f_trigger_level: str | None = None
@@ -318,7 +326,7 @@ def _dec_LogDumpConfig(r: _b.BerReader, end: int | None, path: str) -> LogDumpCo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_record_buffer_size is None:
         f_record_buffer_size = 32768
@@ -390,7 +398,9 @@ def _enc_LogController(v: LogController, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogController:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_file_name: str | None = None
     f_file_max_age_days: int | None = None
     f_rotation_bytes: int | None = None
@@ -472,7 +482,7 @@ def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogContro
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_file_name is None:
         f_file_name = ""
@@ -605,7 +615,9 @@ def _enc_AppConfig(v: AppConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_broker_instance_name: str | None = None
     f_broker_version: int | None = None
     f_config_version: int | None = None
@@ -754,7 +766,7 @@ def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_broker_instance_name is None:
         f_broker_instance_name = ""
@@ -883,7 +895,9 @@ def _enc_DispatcherProcessorParameters(
 def _dec_DispatcherProcessorParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> DispatcherProcessorParameters:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_size: int | None = None
     f_queue_size_low_watermark: int | None = None
     f_queue_size_high_watermark: int | None = None
@@ -912,7 +926,7 @@ def _dec_DispatcherProcessorParameters(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_size is None:
         f_queue_size = 0
@@ -960,7 +974,9 @@ def _enc_DispatcherProcessorConfig(
 def _dec_DispatcherProcessorConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> DispatcherProcessorConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_processors: int | None = None
     f_processor_config: DispatcherProcessorParameters | None = None
     while (h := r.next(end, path)) is not None:
@@ -981,7 +997,7 @@ def _dec_DispatcherProcessorConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_processors is None:
         f_num_processors = 0
@@ -1030,7 +1046,9 @@ def _enc_DispatcherConfig(v: DispatcherConfig, out: bytearray, tag: bytes) -> No
 
 
 def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> DispatcherConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sessions: DispatcherProcessorConfig | None = None
     f_queues: DispatcherProcessorConfig | None = None
     f_clusters: DispatcherProcessorConfig | None = None
@@ -1073,7 +1091,7 @@ def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> Dispat
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sessions is None:
         f_sessions = DispatcherProcessorConfig()
@@ -1127,7 +1145,9 @@ def _enc_StatsConfig(v: StatsConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StatsConfig(r: _b.BerReader, end: int | None, path: str) -> StatsConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_snapshot_interval: int | None = None
     f_plugins: list[StatPluginConfig] | None = None
     f_printer: StatsPrinterConfig | None = None
@@ -1168,7 +1188,7 @@ def _dec_StatsConfig(r: _b.BerReader, end: int | None, path: str) -> StatsConfig
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_snapshot_interval is None:
         f_snapshot_interval = 1
@@ -1242,7 +1262,9 @@ def _enc_StatPluginConfig(v: StatPluginConfig, out: bytearray, tag: bytes) -> No
 
 
 def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPluginConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_queue_size: int | None = None
     f_queue_high_watermark: int | None = None
@@ -1318,7 +1340,7 @@ def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPl
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -1378,7 +1400,9 @@ def _enc_StatPluginConfigPrometheus(
 def _dec_StatPluginConfigPrometheus(
     r: _b.BerReader, end: int | None, path: str
 ) -> StatPluginConfigPrometheus:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_mode: ExportMode | None = None
     f_host: str | None = None
     f_port: int | None = None
@@ -1403,7 +1427,7 @@ def _dec_StatPluginConfigPrometheus(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_mode is None:
         f_mode = ExportMode.E_PULL
@@ -1463,7 +1487,9 @@ def _enc_StatsPrinterConfig(v: StatsPrinterConfig, out: bytearray, tag: bytes) -
 
 
 def _dec_StatsPrinterConfig(r: _b.BerReader, end: int | None, path: str) -> StatsPrinterConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_print_interval: int | None = None
     f_file: str | None = None
     f_max_age_days: int | None = None
@@ -1506,7 +1532,7 @@ def _dec_StatsPrinterConfig(r: _b.BerReader, end: int | None, path: str) -> Stat
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_print_interval is None:
         f_print_interval = 60
@@ -1551,7 +1577,9 @@ def _enc_NetworkInterfaces(v: NetworkInterfaces, out: bytearray, tag: bytes) -> 
 
 
 def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> NetworkInterfaces:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_heartbeats: Heartbeat | None = None
     f_tcp_interface: TcpInterfaceConfig | None = None
     while (h := r.next(end, path)) is not None:
@@ -1572,7 +1600,7 @@ def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> Netwo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_heartbeats is None:
         f_heartbeats = Heartbeat()
@@ -1614,7 +1642,9 @@ def _enc_MessagePropertiesV2(v: MessagePropertiesV2, out: bytearray, tag: bytes)
 
 
 def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> MessagePropertiesV2:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_advertise_v2_support: bool | None = None
     f_min_cpp_sdk_version: int | None = None
     f_min_java_sdk_version: int | None = None
@@ -1643,7 +1673,7 @@ def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> Mes
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_advertise_v2_support is None:
         f_advertise_v2_support = True
@@ -1684,7 +1714,9 @@ def _enc_Heartbeat(v: Heartbeat, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Heartbeat(r: _b.BerReader, end: int | None, path: str) -> Heartbeat:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client: int | None = None
     f_downstream_broker: int | None = None
     f_upstream_broker: int | None = None
@@ -1717,7 +1749,7 @@ def _dec_Heartbeat(r: _b.BerReader, end: int | None, path: str) -> Heartbeat:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_client is None:
         f_client = 0
@@ -1818,7 +1850,9 @@ def _enc_TcpInterfaceConfig(v: TcpInterfaceConfig, out: bytearray, tag: bytes) -
 
 
 def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpInterfaceConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_port: int | None = None
     f_io_threads: int | None = None
@@ -1909,7 +1943,7 @@ def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpI
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -1974,7 +2008,9 @@ def _enc_TcpInterfaceListener(v: TcpInterfaceListener, out: bytearray, tag: byte
 
 
 def _dec_TcpInterfaceListener(r: _b.BerReader, end: int | None, path: str) -> TcpInterfaceListener:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_address: str | None = None
     f_port: int | None = None
@@ -2005,7 +2041,7 @@ def _dec_TcpInterfaceListener(r: _b.BerReader, end: int | None, path: str) -> Tc
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2047,7 +2083,9 @@ def _enc_BmqconfConfig(v: BmqconfConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_BmqconfConfig(r: _b.BerReader, end: int | None, path: str) -> BmqconfConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cache_ttl_seconds: int | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2062,7 +2100,7 @@ def _dec_BmqconfConfig(r: _b.BerReader, end: int | None, path: str) -> BmqconfCo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cache_ttl_seconds is None:
         f_cache_ttl_seconds = 0
@@ -2095,7 +2133,9 @@ def _enc_Plugins(v: Plugins, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Plugins(r: _b.BerReader, end: int | None, path: str) -> Plugins:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_libraries: list[str] | None = None
     f_enabled: list[str] | None = None
     while (h := r.next(end, path)) is not None:
@@ -2128,7 +2168,7 @@ def _dec_Plugins(r: _b.BerReader, end: int | None, path: str) -> Plugins:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_libraries is None:
         f_libraries = []
@@ -2171,7 +2211,9 @@ def _enc_AuthenticatorConfig(v: AuthenticatorConfig, out: bytearray, tag: bytes)
 
 
 def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> AuthenticatorConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_authenticators: list[AuthenticatorPluginConfig] | None = None
     f_anonymous_credential: AnonymousCredential | None = None
     f_min_threads: int | None = None
@@ -2226,7 +2268,7 @@ def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> Aut
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_authenticators is None:
         f_authenticators = []
@@ -2262,7 +2304,9 @@ def _enc_AnonymousCredential(v: AnonymousCredential, out: bytearray, tag: bytes)
 
 
 def _dec_AnonymousCredential(r: _b.BerReader, end: int | None, path: str) -> AnonymousCredential:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_disallow: Disallow | None = None
     f_credential: Credential | None = None
     while (h := r.next(end, path)) is not None:
@@ -2288,7 +2332,7 @@ def _dec_AnonymousCredential(r: _b.BerReader, end: int | None, path: str) -> Ano
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_disallow is not None) + (f_credential is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2317,7 +2361,9 @@ def _enc_Credential(v: Credential, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Credential(r: _b.BerReader, end: int | None, path: str) -> Credential:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_mechanism: str | None = None
     f_identity: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -2336,7 +2382,7 @@ def _dec_Credential(r: _b.BerReader, end: int | None, path: str) -> Credential:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_mechanism is None:
         f_mechanism = ""
@@ -2361,14 +2407,16 @@ def _enc_Disallow(v: Disallow, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Disallow(r: _b.BerReader, end: int | None, path: str) -> Disallow:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return Disallow(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2397,7 +2445,9 @@ def _enc_AuthenticatorPluginConfig(
 def _dec_AuthenticatorPluginConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticatorPluginConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_settings: list[PluginSettingKeyValue] | None = None
     while (h := r.next(end, path)) is not None:
@@ -2430,7 +2480,7 @@ def _dec_AuthenticatorPluginConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2465,7 +2515,9 @@ def _enc_CredentialProviderConfig(v: CredentialProviderConfig, out: bytearray, t
 def _dec_CredentialProviderConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> CredentialProviderConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_settings: list[PluginSettingKeyValue] | None = None
     while (h := r.next(end, path)) is not None:
@@ -2498,7 +2550,7 @@ def _dec_CredentialProviderConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2525,7 +2577,9 @@ def _enc_AuthorizerConfig(v: AuthorizerConfig, out: bytearray, tag: bytes) -> No
 
 
 def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> AuthorizerConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_authorizer: AuthorizerPluginConfig | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2540,7 +2594,7 @@ def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> Author
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return AuthorizerConfig(
         authorizer=f_authorizer,
@@ -2568,7 +2622,9 @@ def _enc_AuthorizerPluginConfig(v: AuthorizerPluginConfig, out: bytearray, tag: 
 def _dec_AuthorizerPluginConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthorizerPluginConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_settings: list[PluginSettingKeyValue] | None = None
     while (h := r.next(end, path)) is not None:
@@ -2601,7 +2657,7 @@ def _dec_AuthorizerPluginConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2631,7 +2687,9 @@ def _enc_PluginSettingKeyValue(v: PluginSettingKeyValue, out: bytearray, tag: by
 def _dec_PluginSettingKeyValue(
     r: _b.BerReader, end: int | None, path: str
 ) -> PluginSettingKeyValue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_key: str | None = None
     f_value: PluginSettingValue | None = None
     while (h := r.next(end, path)) is not None:
@@ -2650,7 +2708,7 @@ def _dec_PluginSettingKeyValue(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_key is None:
         f_key = ""
@@ -2694,7 +2752,9 @@ def _enc_PluginSettingValue(v: PluginSettingValue, out: bytearray, tag: bytes) -
 
 
 def _dec_PluginSettingValue(r: _b.BerReader, end: int | None, path: str) -> PluginSettingValue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_bool_val: bool | None = None
     f_int_val: int | None = None
     f_long_val: int | None = None
@@ -2740,7 +2800,7 @@ def _dec_PluginSettingValue(r: _b.BerReader, end: int | None, path: str) -> Plug
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_bool_val is not None)
         + (f_int_val is not None)
@@ -2782,7 +2842,9 @@ def _enc_TlsConfig(v: TlsConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_TlsConfig(r: _b.BerReader, end: int | None, path: str) -> TlsConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_certificate_authority: str | None = None
     f_certificate: str | None = None
     f_key: str | None = None
@@ -2813,7 +2875,7 @@ def _dec_TlsConfig(r: _b.BerReader, end: int | None, path: str) -> TlsConfig:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_certificate_authority is None:
         f_certificate_authority = ""
@@ -2850,7 +2912,9 @@ def _enc_ResolvedDomain(v: ResolvedDomain, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ResolvedDomain(r: _b.BerReader, end: int | None, path: str) -> ResolvedDomain:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_resolved_name: str | None = None
     f_cluster_name: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -2869,7 +2933,7 @@ def _dec_ResolvedDomain(r: _b.BerReader, end: int | None, path: str) -> Resolved
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_resolved_name is None:
         f_resolved_name = ""
@@ -2912,7 +2976,9 @@ def _enc_ClustersDefinition(v: ClustersDefinition, out: bytearray, tag: bytes) -
 
 
 def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> ClustersDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_my_clusters: list[ClusterDefinition] | None = None
     f_my_virtual_clusters: list[VirtualClusterInformation] | None = None
     f_proxy_clusters: list[ClusterProxyDefinition] | None = None
@@ -2979,7 +3045,7 @@ def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> Clus
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_my_clusters is None:
         f_my_clusters = []
@@ -3023,7 +3089,9 @@ def _enc_VirtualClusterInformation(
 def _dec_VirtualClusterInformation(
     r: _b.BerReader, end: int | None, path: str
 ) -> VirtualClusterInformation:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_self_node_id: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -3042,7 +3110,7 @@ def _dec_VirtualClusterInformation(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -3115,7 +3183,9 @@ def _enc_ClusterDefinition(v: ClusterDefinition, out: bytearray, tag: bytes) -> 
 
 
 def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> ClusterDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_nodes: list[ClusterNode] | None = None
     f_partition_config: PartitionConfig | None = None
@@ -3197,7 +3267,7 @@ def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> Clust
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -3278,7 +3348,9 @@ def _enc_ClusterProxyDefinition(v: ClusterProxyDefinition, out: bytearray, tag: 
 def _dec_ClusterProxyDefinition(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterProxyDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_nodes: list[ClusterNode] | None = None
     f_queue_operations: QueueOperationsConfig | None = None
@@ -3330,7 +3402,7 @@ def _dec_ClusterProxyDefinition(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -3428,7 +3500,9 @@ def _enc_PartitionConfig(v: PartitionConfig, out: bytearray, tag: bytes) -> None
 
 
 def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> PartitionConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_partitions: int | None = None
     f_location: str | None = None
     f_archive_location: str | None = None
@@ -3517,7 +3591,7 @@ def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> Partiti
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_partitions is None:
         f_num_partitions = 0
@@ -3668,7 +3742,9 @@ def _enc_ElectorConfig(v: ElectorConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_initial_wait_timeout_ms: int | None = None
     f_max_random_wait_timeout_ms: int | None = None
     f_scouting_result_timeout_ms: int | None = None
@@ -3745,7 +3821,7 @@ def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorCo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_initial_wait_timeout_ms is None:
         f_initial_wait_timeout_ms = 8000
@@ -3912,7 +3988,9 @@ def _enc_QueueOperationsConfig(v: QueueOperationsConfig, out: bytearray, tag: by
 def _dec_QueueOperationsConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueOperationsConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_open_timeout_ms: int | None = None
     f_configure_timeout_ms: int | None = None
     f_close_timeout_ms: int | None = None
@@ -4007,7 +4085,7 @@ def _dec_QueueOperationsConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_open_timeout_ms is None:
         f_open_timeout_ms = 300000
@@ -4144,7 +4222,9 @@ def _enc_ClusterMonitorConfig(v: ClusterMonitorConfig, out: bytearray, tag: byte
 
 
 def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> ClusterMonitorConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_max_time_leader: int | None = None
     f_max_time_master: int | None = None
     f_max_time_node: int | None = None
@@ -4207,7 +4287,7 @@ def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> Cl
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_max_time_leader is None:
         f_max_time_leader = 60
@@ -4314,7 +4394,9 @@ def _enc_ClusterAttributes(v: ClusterAttributes, out: bytearray, tag: bytes) -> 
 
 
 def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> ClusterAttributes:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_is_csl_mode_enabled: bool | None = None
     f_is_fsm_workflow: bool | None = None
     f_does_fs_mwrite_qlist: bool | None = None
@@ -4371,7 +4453,7 @@ def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> Clust
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_is_csl_mode_enabled is None:
         f_is_csl_mode_enabled = False
@@ -4432,7 +4514,9 @@ def _enc_MessageThrottleConfig(v: MessageThrottleConfig, out: bytearray, tag: by
 def _dec_MessageThrottleConfig(
     r: _b.BerReader, end: int | None, path: str
 ) -> MessageThrottleConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_low_threshold: int | None = None
     f_high_threshold: int | None = None
     f_low_interval: int | None = None
@@ -4463,7 +4547,7 @@ def _dec_MessageThrottleConfig(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_low_threshold is None:
         f_low_threshold = 2
@@ -4601,7 +4685,9 @@ def _enc_StorageSyncConfig(v: StorageSyncConfig, out: bytearray, tag: bytes) -> 
 
 
 def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> StorageSyncConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_startup_recovery_max_duration_ms: int | None = None
     f_max_attempts_storage_sync: int | None = None
     f_storage_sync_req_timeout_ms: int | None = None
@@ -4678,7 +4764,7 @@ def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> Stora
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_startup_recovery_max_duration_ms is None:
         f_startup_recovery_max_duration_ms = 1200000
@@ -4738,7 +4824,9 @@ def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_id: int | None = None
     f_name: str | None = None
     f_data_center: str | None = None
@@ -4771,7 +4859,7 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_id is None:
         f_id = 0
@@ -4808,7 +4896,9 @@ def _enc_ClusterNodeConnection(v: ClusterNodeConnection, out: bytearray, tag: by
 def _dec_ClusterNodeConnection(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterNodeConnection:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_tcp: TcpClusterNodeConnection | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4828,7 +4918,7 @@ def _dec_ClusterNodeConnection(
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_tcp is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4856,7 +4946,9 @@ def _enc_TcpClusterNodeConnection(v: TcpClusterNodeConnection, out: bytearray, t
 def _dec_TcpClusterNodeConnection(
     r: _b.BerReader, end: int | None, path: str
 ) -> TcpClusterNodeConnection:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_endpoint: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4869,7 +4961,7 @@ def _dec_TcpClusterNodeConnection(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_endpoint is None:
         f_endpoint = ""

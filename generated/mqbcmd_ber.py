@@ -196,7 +196,9 @@ def _enc_Command(v: Command, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_help: HelpCommand | None = None
     f_domains: DomainsCommand | None = None
     f_config_provider: ConfigProviderCommand | None = None
@@ -262,7 +264,7 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_help is not None)
         + (f_domains is not None)
@@ -308,7 +310,9 @@ def _enc_RouteResponse(v: RouteResponse, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_RouteResponse(r: _b.BerReader, end: int | None, path: str) -> RouteResponse:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_source_node_description: str | None = None
     f_response: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -327,7 +331,7 @@ def _dec_RouteResponse(r: _b.BerReader, end: int | None, path: str) -> RouteResp
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_source_node_description is None:
         f_source_node_description = ""
@@ -358,7 +362,9 @@ def _enc_RouteResponseList(v: RouteResponseList, out: bytearray, tag: bytes) -> 
 
 
 def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> RouteResponseList:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_responses: list[RouteResponse] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -385,7 +391,7 @@ def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> Route
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_responses is None:
         f_responses = []
@@ -411,7 +417,9 @@ def _enc_RouteResponseResult(v: RouteResponseResult, out: bytearray, tag: bytes)
 
 
 def _dec_RouteResponseResult(r: _b.BerReader, end: int | None, path: str) -> RouteResponseResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_source_node_description: str | None = None
     f_result: Result | None = None
     while (h := r.next(end, path)) is not None:
@@ -430,7 +438,7 @@ def _dec_RouteResponseResult(r: _b.BerReader, end: int | None, path: str) -> Rou
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_source_node_description is None:
         f_source_node_description = ""
@@ -462,7 +470,9 @@ def _enc_RouteResponseResultList(v: RouteResponseResultList, out: bytearray, tag
 def _dec_RouteResponseResultList(
     r: _b.BerReader, end: int | None, path: str
 ) -> RouteResponseResultList:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_responses: list[RouteResponseResult] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -489,7 +499,7 @@ def _dec_RouteResponseResultList(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_responses is None:
         f_responses = []
@@ -547,7 +557,9 @@ def _enc_InternalResult(v: InternalResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> InternalResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_success: Void | None = None
     f_domains_result: DomainsResult | None = None
@@ -650,7 +662,7 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_success is not None)
@@ -787,7 +799,9 @@ def _enc_Result(v: Result, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_success: Void | None = None
     f_value: Value | None = None
@@ -982,7 +996,7 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_success is not None)
@@ -1063,7 +1077,9 @@ def _enc_DomainsResult(v: DomainsResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_success: Void | None = None
     f_error: Error | None = None
     f_domain_result: DomainResult | None = None
@@ -1097,7 +1113,7 @@ def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsRe
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_success is not None) + (f_error is not None) + (f_domain_result is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1136,7 +1152,9 @@ def _enc_DomainResult(v: DomainResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainResult(r: _b.BerReader, end: int | None, path: str) -> DomainResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_success: Void | None = None
     f_error: Error | None = None
     f_domain_info: DomainInfo | None = None
@@ -1182,7 +1200,7 @@ def _dec_DomainResult(r: _b.BerReader, end: int | None, path: str) -> DomainResu
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_success is not None)
         + (f_error is not None)
@@ -1227,7 +1245,9 @@ def _enc_ClustersResult(v: ClustersResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> ClustersResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_success: Void | None = None
     f_cluster_list: ClusterList | None = None
@@ -1267,7 +1287,7 @@ def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> Clusters
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_success is not None)
@@ -1318,7 +1338,9 @@ def _enc_ClusterResult(v: ClusterResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_success: Void | None = None
     f_elector_result: ElectorResult | None = None
@@ -1384,7 +1406,7 @@ def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterRe
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_success is not None)
@@ -1437,7 +1459,9 @@ def _enc_StorageResult(v: StorageResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_success: Void | None = None
     f_error: Error | None = None
     f_storage_content: StorageContent | None = None
@@ -1495,7 +1519,7 @@ def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageRe
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_success is not None)
         + (f_error is not None)
@@ -1542,7 +1566,9 @@ def _enc_ElectorResult(v: ElectorResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_tunable: Tunable | None = None
     f_tunables: Tunables | None = None
@@ -1582,7 +1608,7 @@ def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorRe
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_tunable is not None)
@@ -1625,7 +1651,9 @@ def _enc_ReplicationResult(v: ReplicationResult, out: bytearray, tag: bytes) -> 
 
 
 def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> ReplicationResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_tunable: Tunable | None = None
     f_tunables: Tunables | None = None
@@ -1665,7 +1693,7 @@ def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> Repli
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_tunable is not None)
@@ -1710,7 +1738,9 @@ def _enc_StatResult(v: StatResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_stats: str | None = None
     f_tunable: Tunable | None = None
@@ -1756,7 +1786,7 @@ def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_stats is not None)
@@ -1801,7 +1831,9 @@ def _enc_QueueResult(v: QueueResult, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_purged_queues: PurgedQueues | None = None
     f_queue_contents: QueueContents | None = None
@@ -1845,7 +1877,7 @@ def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_error is not None)
         + (f_purged_queues is not None)
@@ -1883,7 +1915,9 @@ def _enc_PurgedQueues(v: PurgedQueues, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueues:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queues: list[PurgeQueueResult] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -1907,7 +1941,7 @@ def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueu
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queues is None:
         f_queues = []
@@ -1933,7 +1967,9 @@ def _enc_PurgeQueueResult(v: PurgeQueueResult, out: bytearray, tag: bytes) -> No
 
 
 def _dec_PurgeQueueResult(r: _b.BerReader, end: int | None, path: str) -> PurgeQueueResult:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_error: Error | None = None
     f_queue: PurgedQueueDetails | None = None
     while (h := r.next(end, path)) is not None:
@@ -1959,7 +1995,7 @@ def _dec_PurgeQueueResult(r: _b.BerReader, end: int | None, path: str) -> PurgeQ
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_error is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2008,7 +2044,9 @@ def _enc_PurgedQueueDetails(v: PurgedQueueDetails, out: bytearray, tag: bytes) -
 
 
 def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> PurgedQueueDetails:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_uri: str | None = None
     f_app_id: str | None = None
     f_app_key: str | None = None
@@ -2049,7 +2087,7 @@ def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> Purg
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_uri is None:
         f_queue_uri = ""
@@ -2086,14 +2124,16 @@ def _enc_Void(v: Void, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Void(r: _b.BerReader, end: int | None, path: str) -> Void:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return Void(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2112,7 +2152,9 @@ def _enc_Error(v: Error, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Error(r: _b.BerReader, end: int | None, path: str) -> Error:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_message: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2125,7 +2167,7 @@ def _dec_Error(r: _b.BerReader, end: int | None, path: str) -> Error:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_message is None:
         f_message = ""
@@ -2148,7 +2190,9 @@ def _enc_HelpCommand(v: HelpCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_plumbing: bool | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2161,7 +2205,7 @@ def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_plumbing is None:
         f_plumbing = False
@@ -2210,7 +2254,9 @@ def _enc_Value(v: Value, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_the_null: Void | None = None
     f_the_bool: bool | None = None
     f_the_integer: int | None = None
@@ -2274,7 +2320,7 @@ def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_the_null is not None)
         + (f_the_bool is not None)
@@ -2319,7 +2365,9 @@ def _enc_Tunable(v: Tunable, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Tunable(r: _b.BerReader, end: int | None, path: str) -> Tunable:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_value: Value | None = None
     f_description: str | None = None
@@ -2344,7 +2392,7 @@ def _dec_Tunable(r: _b.BerReader, end: int | None, path: str) -> Tunable:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2376,7 +2424,9 @@ def _enc_TunableConfirmation(v: TunableConfirmation, out: bytearray, tag: bytes)
 
 
 def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> TunableConfirmation:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_old_value: Value | None = None
     f_new_value: Value | None = None
@@ -2401,7 +2451,7 @@ def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> Tun
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -2435,7 +2485,9 @@ def _enc_DomainCommand(v: DomainCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainCommand(r: _b.BerReader, end: int | None, path: str) -> DomainCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_purge: Void | None = None
     f_info: Void | None = None
     f_queue: DomainQueue | None = None
@@ -2467,7 +2519,7 @@ def _dec_DomainCommand(r: _b.BerReader, end: int | None, path: str) -> DomainCom
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_purge is not None) + (f_info is not None) + (f_queue is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2506,7 +2558,9 @@ def _enc_ClusterCommand(v: ClusterCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_status: Void | None = None
     f_queue_helper: Void | None = None
     f_force_gc_queues: Void | None = None
@@ -2550,7 +2604,7 @@ def _dec_ClusterCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterC
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_status is not None)
         + (f_queue_helper is not None)
@@ -2587,7 +2641,9 @@ def _enc_ClusterStateCommand(v: ClusterStateCommand, out: bytearray, tag: bytes)
 
 
 def _dec_ClusterStateCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterStateCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_elector: ElectorCommand | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2607,7 +2663,7 @@ def _dec_ClusterStateCommand(r: _b.BerReader, end: int | None, path: str) -> Clu
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_elector is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2644,7 +2700,9 @@ def _enc_StorageCommand(v: StorageCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_summary: Void | None = None
     f_partition: StoragePartition | None = None
     f_domain: StorageDomain | None = None
@@ -2690,7 +2748,7 @@ def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageC
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_summary is not None)
         + (f_partition is not None)
@@ -2729,7 +2787,9 @@ def _enc_ClearCache(v: ClearCache, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClearCache(r: _b.BerReader, end: int | None, path: str) -> ClearCache:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_domain: str | None = None
     f_all: Void | None = None
     while (h := r.next(end, path)) is not None:
@@ -2755,7 +2815,7 @@ def _dec_ClearCache(r: _b.BerReader, end: int | None, path: str) -> ClearCache:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_domain is not None) + (f_all is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2786,7 +2846,9 @@ def _enc_Tunables(v: Tunables, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_tunables: list[Tunable] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2810,7 +2872,7 @@ def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_tunables is None:
         f_tunables = []
@@ -2837,7 +2899,9 @@ def _enc_ClusterDomainQueueStatuses(
 def _dec_ClusterDomainQueueStatuses(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterDomainQueueStatuses:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_statuses: QueueStatuses | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2850,7 +2914,7 @@ def _dec_ClusterDomainQueueStatuses(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ClusterDomainQueueStatuses(
         statuses=f_statuses,
@@ -2874,7 +2938,9 @@ def _enc_QueueStatuses(v: QueueStatuses, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStatuses:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_statuses: list[StorageContent] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -2901,7 +2967,7 @@ def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStat
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_statuses is None:
         f_queue_statuses = []
@@ -2941,7 +3007,9 @@ def _enc_ClusterStorageSummary(v: ClusterStorageSummary, out: bytearray, tag: by
 def _dec_ClusterStorageSummary(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterStorageSummary:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cluster_file_store_location: str | None = None
     f_file_stores: list[FileStore] | None = None
     while (h := r.next(end, path)) is not None:
@@ -2974,7 +3042,7 @@ def _dec_ClusterStorageSummary(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cluster_file_store_location is None:
         f_cluster_file_store_location = ""
@@ -3054,7 +3122,9 @@ def _enc_FileStoreSummary(v: FileStoreSummary, out: bytearray, tag: bytes) -> No
 
 
 def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileStoreSummary:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_primary_node_description: str | None = None
     f_primary_lease_id: int | None = None
     f_sequence_num: int | None = None
@@ -3148,7 +3218,7 @@ def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileSt
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_primary_node_description is None:
         f_primary_node_description = ""
@@ -3219,7 +3289,9 @@ def _enc_FileInfo(v: FileInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_position_bytes: int | None = None
     f_size_bytes: int | None = None
     f_outstanding_bytes: int | None = None
@@ -3246,7 +3318,7 @@ def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_position_bytes is None:
         f_position_bytes = 0
@@ -3283,7 +3355,9 @@ def _enc_Help(v: Help, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Help(r: _b.BerReader, end: int | None, path: str) -> Help:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_commands: list[CommandSpec] | None = None
     f_is_plumbing: bool | None = None
     while (h := r.next(end, path)) is not None:
@@ -3313,7 +3387,7 @@ def _dec_Help(r: _b.BerReader, end: int | None, path: str) -> Help:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_commands is None:
         f_commands = []
@@ -3342,7 +3416,9 @@ def _enc_CommandSpec(v: CommandSpec, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_CommandSpec(r: _b.BerReader, end: int | None, path: str) -> CommandSpec:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_command: str | None = None
     f_description: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -3361,7 +3437,7 @@ def _dec_CommandSpec(r: _b.BerReader, end: int | None, path: str) -> CommandSpec
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_command is None:
         f_command = ""
@@ -3408,7 +3484,9 @@ def _enc_ClusterStatus(v: ClusterStatus, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterStatus:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_description: str | None = None
     f_self_node_description: str | None = None
@@ -3473,7 +3551,7 @@ def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterSt
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -3538,7 +3616,9 @@ def _enc_ClusterProxyStatus(v: ClusterProxyStatus, out: bytearray, tag: bytes) -
 
 
 def _dec_ClusterProxyStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterProxyStatus:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_description: str | None = None
     f_active_node_description: str | None = None
     f_is_healthy: bool | None = None
@@ -3575,7 +3655,7 @@ def _dec_ClusterProxyStatus(r: _b.BerReader, end: int | None, path: str) -> Clus
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_description is None:
         f_description = ""
@@ -3615,7 +3695,9 @@ def _enc_NodeStatuses(v: NodeStatuses, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatuses:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_nodes: list[ClusterNodeInfo] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -3639,7 +3721,7 @@ def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatus
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_nodes is None:
         f_nodes = []
@@ -3666,7 +3748,9 @@ def _enc_PartitionsInfo(v: PartitionsInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionsInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partitions: list[PartitionInfo] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -3693,7 +3777,7 @@ def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> Partitio
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partitions is None:
         f_partitions = []
@@ -3726,7 +3810,9 @@ def _enc_ElectorInfo(v: ElectorInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorInfo(r: _b.BerReader, end: int | None, path: str) -> ElectorInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_elector_state: ElectorState | None = None
     f_leader_node: str | None = None
     f_leader_message_sequence: LeaderMessageSequence | None = None
@@ -3759,7 +3845,7 @@ def _dec_ElectorInfo(r: _b.BerReader, end: int | None, path: str) -> ElectorInfo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_elector_state is None:
         f_elector_state = ElectorState.DORMANT
@@ -3816,7 +3902,9 @@ def _enc_PartitionInfo(v: PartitionInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_PartitionInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_queues_mapped: int | None = None
     f_num_active_queues: int | None = None
     f_primary_node: str | None = None
@@ -3857,7 +3945,7 @@ def _dec_PartitionInfo(r: _b.BerReader, end: int | None, path: str) -> Partition
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_queues_mapped is None:
         f_num_queues_mapped = 0
@@ -3911,7 +3999,9 @@ def _enc_LeaderMessageSequence(v: LeaderMessageSequence, out: bytearray, tag: by
 def _dec_LeaderMessageSequence(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderMessageSequence:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_elector_term: int | None = None
     f_sequence_number: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -3930,7 +4020,7 @@ def _dec_LeaderMessageSequence(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_elector_term is None:
         f_elector_term = 0
@@ -3957,7 +4047,9 @@ def _enc_BrokerConfig(v: BrokerConfig, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_BrokerConfig(r: _b.BerReader, end: int | None, path: str) -> BrokerConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_as_json: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -3970,7 +4062,7 @@ def _dec_BrokerConfig(r: _b.BerReader, end: int | None, path: str) -> BrokerConf
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_as_json is None:
         f_as_json = ""
@@ -4024,7 +4116,9 @@ def _enc_ClusterQueueHelper(v: ClusterQueueHelper, out: bytearray, tag: bytes) -
 
 
 def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> ClusterQueueHelper:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_cluster_name: str | None = None
     f_locality: Locality | None = None
     f_num_queues: int | None = None
@@ -4097,7 +4191,7 @@ def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> Clus
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_cluster_name is None:
         f_cluster_name = ""
@@ -4158,7 +4252,9 @@ def _enc_DomainInfo(v: DomainInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_config_json: str | None = None
     f_cluster_name: str | None = None
@@ -4212,7 +4308,7 @@ def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -4259,7 +4355,9 @@ def _enc_StorageContent(v: StorageContent, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageContent:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_storages: list[StorageQueueInfo] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4286,7 +4384,7 @@ def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageC
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_storages is None:
         f_storages = []
@@ -4339,7 +4437,9 @@ def _enc_StorageQueueInfo(v: StorageQueueInfo, out: bytearray, tag: bytes) -> No
 
 
 def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> StorageQueueInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_uri: str | None = None
     f_queue_key: str | None = None
     f_partition_id: int | None = None
@@ -4392,7 +4492,7 @@ def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> Storag
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_uri is None:
         f_queue_uri = ""
@@ -4440,7 +4540,9 @@ def _enc_QueueInternals(v: QueueInternals, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueInternals(r: _b.BerReader, end: int | None, path: str) -> QueueInternals:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_state: QueueState | None = None
     f_queue: Queue | None = None
     while (h := r.next(end, path)) is not None:
@@ -4459,7 +4561,7 @@ def _dec_QueueInternals(r: _b.BerReader, end: int | None, path: str) -> QueueInt
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_state is None:
         f_state = QueueState()
@@ -4528,7 +4630,9 @@ def _enc_RemoteQueue(v: RemoteQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_RemoteQueue(r: _b.BerReader, end: int | None, path: str) -> RemoteQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_pending_puts: int | None = None
     f_num_pending_confirms: int | None = None
     f_is_push_expiration_timer_scheduled: bool | None = None
@@ -4593,7 +4697,7 @@ def _dec_RemoteQueue(r: _b.BerReader, end: int | None, path: str) -> RemoteQueue
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_pending_puts is None:
         f_num_pending_puts = 0
@@ -4646,7 +4750,9 @@ def _enc_RemoteStreamInfo(v: RemoteStreamInfo, out: bytearray, tag: bytes) -> No
 
 
 def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> RemoteStreamInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_id: int | None = None
     f_state: str | None = None
     f_gen_count: int | None = None
@@ -4673,7 +4779,7 @@ def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> Remote
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_id is None:
         f_id = 0
@@ -4703,7 +4809,9 @@ def _enc_LocalQueue(v: LocalQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_engine: QueueEngine | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4716,7 +4824,7 @@ def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_engine is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queueEngine")
@@ -4741,7 +4849,9 @@ def _enc_QueueEngine(v: QueueEngine, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueEngine(r: _b.BerReader, end: int | None, path: str) -> QueueEngine:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_fanout: FanoutQueueEngine | None = None
     f_relay: RelayQueueEngine | None = None
     while (h := r.next(end, path)) is not None:
@@ -4767,7 +4877,7 @@ def _dec_QueueEngine(r: _b.BerReader, end: int | None, path: str) -> QueueEngine
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_fanout is not None) + (f_relay is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4804,7 +4914,9 @@ def _enc_FanoutQueueEngine(v: FanoutQueueEngine, out: bytearray, tag: bytes) -> 
 
 
 def _dec_FanoutQueueEngine(r: _b.BerReader, end: int | None, path: str) -> FanoutQueueEngine:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_max_consumers: int | None = None
     f_mode: str | None = None
     f_consumer_states: list[ConsumerState] | None = None
@@ -4849,7 +4961,7 @@ def _dec_FanoutQueueEngine(r: _b.BerReader, end: int | None, path: str) -> Fanou
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_max_consumers is None:
         f_max_consumers = 0
@@ -4888,7 +5000,9 @@ def _enc_Routing(v: Routing, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_subscription_groups: list[SubscriptionGroup] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -4915,7 +5029,7 @@ def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_subscription_groups is None:
         f_subscription_groups = []
@@ -4951,7 +5065,9 @@ def _enc_SubscriptionGroup(v: SubscriptionGroup, out: bytearray, tag: bytes) -> 
 
 
 def _dec_SubscriptionGroup(r: _b.BerReader, end: int | None, path: str) -> SubscriptionGroup:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_id: int | None = None
     f_expression: str | None = None
     f_upstream_sub_queue_id: int | None = None
@@ -4984,7 +5100,7 @@ def _dec_SubscriptionGroup(r: _b.BerReader, end: int | None, path: str) -> Subsc
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_id is None:
         f_id = 0
@@ -5022,7 +5138,9 @@ def _enc_PriorityGroup(v: PriorityGroup, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityGroup:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_id: int | None = None
     f_highest_subscriptions: list[Subscription] | None = None
     while (h := r.next(end, path)) is not None:
@@ -5057,7 +5175,7 @@ def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityG
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_id is None:
         f_id = 0
@@ -5095,7 +5213,9 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_downstream_subscription_id: int | None = None
     f_consumer: ConsumerInfo | None = None
     f_subscriber: Subscriber | None = None
@@ -5122,7 +5242,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_downstream_subscription_id is None:
         f_downstream_subscription_id = 0
@@ -5160,7 +5280,9 @@ def _enc_Subscriber(v: Subscriber, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_downstream_sub_queue_id: int | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -5175,7 +5297,7 @@ def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_downstream_sub_queue_id is None:
         f_downstream_sub_queue_id = 0
@@ -5232,7 +5354,9 @@ def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_max_unconfirmed_messages: int | None = None
     f_max_unconfirmed_bytes: int | None = None
     f_consumer_priority: int | None = None
@@ -5271,7 +5395,7 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_max_unconfirmed_messages is None:
         f_max_unconfirmed_messages = 0
@@ -5310,7 +5434,9 @@ def _enc_RoundRobinRouter(v: RoundRobinRouter, out: bytearray, tag: bytes) -> No
 
 
 def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundRobinRouter:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_consumers: list[RouterConsumer] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -5337,7 +5463,7 @@ def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundR
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_consumers is None:
         f_consumers = []
@@ -5380,7 +5506,9 @@ def _enc_MessageGroupIdHelper(v: MessageGroupIdHelper, out: bytearray, tag: byte
 
 
 def _dec_MessageGroupIdHelper(r: _b.BerReader, end: int | None, path: str) -> MessageGroupIdHelper:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_timeout_nanoseconds: int | None = None
     f_max_msg_group_ids: int | None = None
     f_is_rebalance_on: bool | None = None
@@ -5415,7 +5543,7 @@ def _dec_MessageGroupIdHelper(r: _b.BerReader, end: int | None, path: str) -> Me
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_timeout_nanoseconds is None:
         f_timeout_nanoseconds = 0
@@ -5468,7 +5596,9 @@ def _enc_MessageGroupIdManagerIndex(
 def _dec_MessageGroupIdManagerIndex(
     r: _b.BerReader, end: int | None, path: str
 ) -> MessageGroupIdManagerIndex:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] | None = None
     f_num_msg_groups_per_client: list[ClientMsgGroupsCount] | None = None
     while (h := r.next(end, path)) is not None:
@@ -5521,7 +5651,7 @@ def _dec_MessageGroupIdManagerIndex(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_least_recently_used_group_ids is None:
         f_least_recently_used_group_ids = []
@@ -5554,7 +5684,9 @@ def _enc_RouterConsumer(v: RouterConsumer, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_RouterConsumer(r: _b.BerReader, end: int | None, path: str) -> RouterConsumer:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_priority: int | None = None
     f_queue_handle: QueueHandle | None = None
     f_count: int | None = None
@@ -5585,7 +5717,7 @@ def _dec_RouterConsumer(r: _b.BerReader, end: int | None, path: str) -> RouterCo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_priority is None:
         f_priority = 0
@@ -5634,7 +5766,9 @@ def _enc_RelayQueueEngine(v: RelayQueueEngine, out: bytearray, tag: bytes) -> No
 
 
 def _dec_RelayQueueEngine(r: _b.BerReader, end: int | None, path: str) -> RelayQueueEngine:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_substreams: int | None = None
     f_sub_streams: list[RelayQueueEngineSubStream] | None = None
     f_app_states: list[AppState] | None = None
@@ -5690,7 +5824,7 @@ def _dec_RelayQueueEngine(r: _b.BerReader, end: int | None, path: str) -> RelayQ
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_substreams is None:
         f_num_substreams = 0
@@ -5735,7 +5869,9 @@ def _enc_RelayQueueEngineSubStream(
 def _dec_RelayQueueEngineSubStream(
     r: _b.BerReader, end: int | None, path: str
 ) -> RelayQueueEngineSubStream:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_app_key: str | None = None
     f_num_messages: int | None = None
@@ -5760,7 +5896,7 @@ def _dec_RelayQueueEngineSubStream(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -5811,7 +5947,9 @@ def _enc_QueueState(v: QueueState, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_uri: str | None = None
     f_handle_parameters_json: str | None = None
     f_stream_parameters_json: str | None = None
@@ -5885,7 +6023,7 @@ def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_uri is None:
         f_uri = ""
@@ -5992,7 +6130,9 @@ def _enc_CapacityMeter(v: CapacityMeter, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityMeter:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_is_disabled: bool | None = None
     f_num_messages: int | None = None
@@ -6065,7 +6205,7 @@ def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityM
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -6127,7 +6267,9 @@ def _enc_QueueHandle(v: QueueHandle, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client_description: str | None = None
     f_parameters_json: str | None = None
     f_is_client_cluster_member: bool | None = None
@@ -6172,7 +6314,7 @@ def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_client_description is None:
         f_client_description = ""
@@ -6311,7 +6453,9 @@ def _enc_ResourceUsageMonitor(v: ResourceUsageMonitor, out: bytearray, tag: byte
 
 
 def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> ResourceUsageMonitor:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_state: ResourceUsageMonitorState | None = None
     f_messages_state: ResourceUsageMonitorState | None = None
     f_num_messages: int | None = None
@@ -6404,7 +6548,7 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_state is None:
         f_state = ResourceUsageMonitorState.STATE_NORMAL
@@ -6489,7 +6633,9 @@ def _enc_QueueContents(v: QueueContents, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueContents:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_messages: list[Message] | None = None
     f_offset: int | None = None
     f_total_queue_messages: int | None = None
@@ -6527,7 +6673,7 @@ def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueCont
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_messages is None:
         f_messages = []
@@ -6562,7 +6708,9 @@ def _enc_ClusterList(v: ClusterList, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_clusters: list[ClusterInfo] | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -6586,7 +6734,7 @@ def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_clusters is None:
         f_clusters = []
@@ -6618,7 +6766,9 @@ def _enc_DomainsCommand(v: DomainsCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainsCommand(r: _b.BerReader, end: int | None, path: str) -> DomainsCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_domain: Domain | None = None
     f_resolver: DomainResolverCommand | None = None
     f_reconfigure: DomainReconfigure | None = None
@@ -6660,7 +6810,7 @@ def _dec_DomainsCommand(r: _b.BerReader, end: int | None, path: str) -> DomainsC
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_domain is not None)
         + (f_resolver is not None)
@@ -6697,7 +6847,9 @@ def _enc_DomainResolverCommand(v: DomainResolverCommand, out: bytearray, tag: by
 def _dec_DomainResolverCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> DomainResolverCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_clear_cache: ClearCache | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -6717,7 +6869,7 @@ def _dec_DomainResolverCommand(
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6744,7 +6896,9 @@ def _enc_DomainReconfigure(v: DomainReconfigure, out: bytearray, tag: bytes) -> 
 
 
 def _dec_DomainReconfigure(r: _b.BerReader, end: int | None, path: str) -> DomainReconfigure:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_domain: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -6764,7 +6918,7 @@ def _dec_DomainReconfigure(r: _b.BerReader, end: int | None, path: str) -> Domai
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_domain is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6792,7 +6946,9 @@ def _enc_DomainRemove(v: DomainRemove, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemove:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_domain: str | None = None
     f_finalize: bool | None = None
     while (h := r.next(end, path)) is not None:
@@ -6811,7 +6967,7 @@ def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_domain is None:
         f_domain = ""
@@ -6838,7 +6994,9 @@ def _enc_ConfigProviderCommand(v: ConfigProviderCommand, out: bytearray, tag: by
 def _dec_ConfigProviderCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigProviderCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_clear_cache: ClearCache | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -6858,7 +7016,7 @@ def _dec_ConfigProviderCommand(
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_clear_cache is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -6893,7 +7051,9 @@ def _enc_StatCommand(v: StatCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StatCommand(r: _b.BerReader, end: int | None, path: str) -> StatCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_show: Void | None = None
     f_set_tunable: SetTunable | None = None
     f_get_tunable: str | None = None
@@ -6931,7 +7091,7 @@ def _dec_StatCommand(r: _b.BerReader, end: int | None, path: str) -> StatCommand
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_show is not None)
         + (f_set_tunable is not None)
@@ -6966,7 +7126,9 @@ def _enc_BrokerConfigCommand(v: BrokerConfigCommand, out: bytearray, tag: bytes)
 
 
 def _dec_BrokerConfigCommand(r: _b.BerReader, end: int | None, path: str) -> BrokerConfigCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_dump: Void | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -6986,7 +7148,7 @@ def _dec_BrokerConfigCommand(r: _b.BerReader, end: int | None, path: str) -> Bro
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_dump is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -7015,7 +7177,9 @@ def _enc_ClustersCommand(v: ClustersCommand, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ClustersCommand(r: _b.BerReader, end: int | None, path: str) -> ClustersCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_list: Void | None = None
     f_cluster: Cluster | None = None
     while (h := r.next(end, path)) is not None:
@@ -7041,7 +7205,7 @@ def _dec_ClustersCommand(r: _b.BerReader, end: int | None, path: str) -> Cluster
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_list is not None) + (f_cluster is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -7069,7 +7233,9 @@ def _enc_DomainQueue(v: DomainQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainQueue(r: _b.BerReader, end: int | None, path: str) -> DomainQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_command: QueueCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -7088,7 +7254,7 @@ def _dec_DomainQueue(r: _b.BerReader, end: int | None, path: str) -> DomainQueue
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -7117,7 +7283,9 @@ def _enc_StoragePartition(v: StoragePartition, out: bytearray, tag: bytes) -> No
 
 
 def _dec_StoragePartition(r: _b.BerReader, end: int | None, path: str) -> StoragePartition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_command: StoragePartitionCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -7136,7 +7304,7 @@ def _dec_StoragePartition(r: _b.BerReader, end: int | None, path: str) -> Storag
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -7163,7 +7331,9 @@ def _enc_StorageDomain(v: StorageDomain, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StorageDomain(r: _b.BerReader, end: int | None, path: str) -> StorageDomain:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_command: StorageDomainCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -7182,7 +7352,7 @@ def _dec_StorageDomain(r: _b.BerReader, end: int | None, path: str) -> StorageDo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -7209,7 +7379,9 @@ def _enc_StorageQueue(v: StorageQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_canonical_uri: str | None = None
     f_command: StorageQueueCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -7228,7 +7400,7 @@ def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQue
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_canonical_uri is None:
         f_canonical_uri = ""
@@ -7261,7 +7433,9 @@ def _enc_ElectorCommand(v: ElectorCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorCommand(r: _b.BerReader, end: int | None, path: str) -> ElectorCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_set_tunable: SetTunable | None = None
     f_get_tunable: GetTunable | None = None
     f_list_tunables: Void | None = None
@@ -7293,7 +7467,7 @@ def _dec_ElectorCommand(r: _b.BerReader, end: int | None, path: str) -> ElectorC
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
     )
@@ -7330,7 +7504,9 @@ def _enc_ReplicationCommand(v: ReplicationCommand, out: bytearray, tag: bytes) -
 
 
 def _dec_ReplicationCommand(r: _b.BerReader, end: int | None, path: str) -> ReplicationCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_set_tunable: SetTunable | None = None
     f_get_tunable: GetTunable | None = None
     f_list_tunables: Void | None = None
@@ -7362,7 +7538,7 @@ def _dec_ReplicationCommand(r: _b.BerReader, end: int | None, path: str) -> Repl
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_set_tunable is not None) + (f_get_tunable is not None) + (f_list_tunables is not None)
     )
@@ -7396,7 +7572,9 @@ def _enc_FileStore(v: FileStore, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_FileStore(r: _b.BerReader, end: int | None, path: str) -> FileStore:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_partition_id: int | None = None
     f_state: FileStoreState | None = None
     f_summary: FileStoreSummary | None = None
@@ -7421,7 +7599,7 @@ def _dec_FileStore(r: _b.BerReader, end: int | None, path: str) -> FileStore:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_partition_id is None:
         f_partition_id = 0
@@ -7461,7 +7639,9 @@ def _enc_FileSet(v: FileSet, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_data_file_name: str | None = None
     f_aliased_blob_buffer_count: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -7482,7 +7662,7 @@ def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_data_file_name is None:
         f_data_file_name = ""
@@ -7513,7 +7693,9 @@ def _enc_ActiveFileSet(v: ActiveFileSet, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ActiveFileSet(r: _b.BerReader, end: int | None, path: str) -> ActiveFileSet:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_data_file: FileInfo | None = None
     f_journal_file: FileInfo | None = None
     f_qlist_file: FileInfo | None = None
@@ -7538,7 +7720,7 @@ def _dec_ActiveFileSet(r: _b.BerReader, end: int | None, path: str) -> ActiveFil
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_data_file is None:
         f_data_file = FileInfo()
@@ -7586,7 +7768,9 @@ def _enc_ClusterNodeInfo(v: ClusterNodeInfo, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterNodeInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_description: str | None = None
     f_is_available: bool | None = None
     f_status: NodeStatus | None = None
@@ -7634,7 +7818,7 @@ def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> Cluster
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_description is None:
         f_description = ""
@@ -7672,7 +7856,9 @@ def _enc_ClusterDomain(v: ClusterDomain, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterDomain(r: _b.BerReader, end: int | None, path: str) -> ClusterDomain:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_num_assigned_queues: int | None = None
     f_loaded: bool | None = None
@@ -7697,7 +7883,7 @@ def _dec_ClusterDomain(r: _b.BerReader, end: int | None, path: str) -> ClusterDo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -7765,7 +7951,9 @@ def _enc_ClusterQueue(v: ClusterQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_uri: str | None = None
     f_num_in_flight_contexts: int | None = None
     f_is_assigned: bool | None = None
@@ -7860,7 +8048,7 @@ def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQue
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_uri is None:
         f_uri = ""
@@ -7922,7 +8110,9 @@ def _enc_SubId(v: SubId, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sub_id: int | None = None
     f_app_id: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -7941,7 +8131,7 @@ def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sub_id is None:
         f_sub_id = 0
@@ -7975,7 +8165,9 @@ def _enc_Queue(v: Queue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_local_queue: LocalQueue | None = None
     f_remote_queue: RemoteQueue | None = None
     f_uninitialized_queue: UninitializedQueue | None = None
@@ -8009,7 +8201,7 @@ def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_local_queue is not None)
         + (f_remote_queue is not None)
@@ -8047,7 +8239,9 @@ def _enc_ConsumerState(v: ConsumerState, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ConsumerState(r: _b.BerReader, end: int | None, path: str) -> ConsumerState:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_status: ConsumerStatus | None = None
     f_is_at_end_of_storage: bool | None = None
@@ -8078,7 +8272,7 @@ def _dec_ConsumerState(r: _b.BerReader, end: int | None, path: str) -> ConsumerS
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -8123,7 +8317,9 @@ def _enc_AppState(v: AppState, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_num_consumers: int | None = None
     f_redelivery_list_length: int | None = None
@@ -8158,7 +8354,7 @@ def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -8206,7 +8402,9 @@ def _enc_LeastRecentlyUsedGroupId(v: LeastRecentlyUsedGroupId, out: bytearray, t
 def _dec_LeastRecentlyUsedGroupId(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeastRecentlyUsedGroupId:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client_description: str | None = None
     f_msg_group_id: str | None = None
     f_last_seen_delta_nanoseconds: int | None = None
@@ -8233,7 +8431,7 @@ def _dec_LeastRecentlyUsedGroupId(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_client_description is None:
         f_client_description = ""
@@ -8268,7 +8466,9 @@ def _enc_ClientMsgGroupsCount(v: ClientMsgGroupsCount, out: bytearray, tag: byte
 
 
 def _dec_ClientMsgGroupsCount(r: _b.BerReader, end: int | None, path: str) -> ClientMsgGroupsCount:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_client_description: str | None = None
     f_num_msg_group_ids: int | None = None
     while (h := r.next(end, path)) is not None:
@@ -8287,7 +8487,7 @@ def _dec_ClientMsgGroupsCount(r: _b.BerReader, end: int | None, path: str) -> Cl
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_client_description is None:
         f_client_description = ""
@@ -8322,7 +8522,9 @@ def _enc_QueueStorage(v: QueueStorage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStorage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_num_messages: int | None = None
     f_num_bytes: int | None = None
     f_virtual_storages: list[VirtualStorage] | None = None
@@ -8361,7 +8563,7 @@ def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStora
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_num_messages is None:
         f_num_messages = 0
@@ -8411,7 +8613,9 @@ def _enc_QueueHandleSubStream(v: QueueHandleSubStream, out: bytearray, tag: byte
 
 
 def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> QueueHandleSubStream:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_sub_id: int | None = None
     f_app_id: str | None = None
     f_parameters_json: str | None = None
@@ -8466,7 +8670,7 @@ def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> Qu
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_sub_id is None:
         f_sub_id = 0
@@ -8510,7 +8714,9 @@ def _enc_Message(v: Message, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Message(r: _b.BerReader, end: int | None, path: str) -> Message:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_guid: str | None = None
     f_size_bytes: int | None = None
     f_arrival_timestamp: str | None = None
@@ -8537,7 +8743,7 @@ def _dec_Message(r: _b.BerReader, end: int | None, path: str) -> Message:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_guid is None:
         f_guid = ""
@@ -8576,7 +8782,9 @@ def _enc_ClusterInfo(v: ClusterInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_locality: Locality | None = None
     f_name: str | None = None
     f_nodes: list[ClusterNode] | None = None
@@ -8610,7 +8818,7 @@ def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_locality is None:
         f_locality = Locality.remote
@@ -8642,7 +8850,9 @@ def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_command: DomainCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -8661,7 +8871,7 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -8688,7 +8898,9 @@ def _enc_Cluster(v: Cluster, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_command: ClusterCommand | None = None
     while (h := r.next(end, path)) is not None:
@@ -8707,7 +8919,7 @@ def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -8738,7 +8950,9 @@ def _enc_QueueCommand(v: QueueCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueCommand(r: _b.BerReader, end: int | None, path: str) -> QueueCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_purge_app_id: str | None = None
     f_internals: Void | None = None
     f_messages: ListMessages | None = None
@@ -8770,7 +8984,7 @@ def _dec_QueueCommand(r: _b.BerReader, end: int | None, path: str) -> QueueComma
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_purge_app_id is not None) + (f_internals is not None) + (f_messages is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -8809,7 +9023,9 @@ def _enc_StoragePartitionCommand(v: StoragePartitionCommand, out: bytearray, tag
 def _dec_StoragePartitionCommand(
     r: _b.BerReader, end: int | None, path: str
 ) -> StoragePartitionCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_enable: Void | None = None
     f_disable: Void | None = None
     f_summary: Void | None = None
@@ -8847,7 +9063,7 @@ def _dec_StoragePartitionCommand(
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
         (f_enable is not None)
         + (f_disable is not None)
@@ -8884,7 +9100,9 @@ def _enc_StorageDomainCommand(v: StorageDomainCommand, out: bytearray, tag: byte
 
 
 def _dec_StorageDomainCommand(r: _b.BerReader, end: int | None, path: str) -> StorageDomainCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_status: Void | None = None
     f_purge: Void | None = None
     while (h := r.next(end, path)) is not None:
@@ -8910,7 +9128,7 @@ def _dec_StorageDomainCommand(r: _b.BerReader, end: int | None, path: str) -> St
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_queue_status is not None) + (f_purge is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -8938,7 +9156,9 @@ def _enc_StorageQueueCommand(v: StorageQueueCommand, out: bytearray, tag: bytes)
 
 
 def _dec_StorageQueueCommand(r: _b.BerReader, end: int | None, path: str) -> StorageQueueCommand:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_purge_app_id: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -8958,7 +9178,7 @@ def _dec_StorageQueueCommand(r: _b.BerReader, end: int | None, path: str) -> Sto
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = f_purge_app_id is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -8994,7 +9214,9 @@ def _enc_SetTunable(v: SetTunable, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_value: Value | None = None
     f_all: Void | None = None
@@ -9036,7 +9258,7 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -9081,7 +9303,9 @@ def _enc_GetTunable(v: GetTunable, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_all: Void | None = None
     f_self: Void | None = None
@@ -9117,7 +9341,7 @@ def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_all is not None) + (f_self is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -9156,7 +9380,9 @@ def _enc_Context(v: Context, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Context(r: _b.BerReader, end: int | None, path: str) -> Context:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_queue_handle_parameters_json: str | None = None
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
@@ -9169,7 +9395,7 @@ def _dec_Context(r: _b.BerReader, end: int | None, path: str) -> Context:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_queue_handle_parameters_json is None:
         f_queue_handle_parameters_json = ""
@@ -9190,14 +9416,16 @@ def _enc_UninitializedQueue(v: UninitializedQueue, out: bytearray, tag: bytes) -
 
 
 def _dec_UninitializedQueue(r: _b.BerReader, end: int | None, path: str) -> UninitializedQueue:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return UninitializedQueue(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -9220,7 +9448,9 @@ def _enc_VirtualStorage(v: VirtualStorage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_VirtualStorage(r: _b.BerReader, end: int | None, path: str) -> VirtualStorage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_app_key: str | None = None
     f_num_messages: int | None = None
@@ -9245,7 +9475,7 @@ def _dec_VirtualStorage(r: _b.BerReader, end: int | None, path: str) -> VirtualS
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -9280,7 +9510,9 @@ def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_host_name: str | None = None
     f_node_id: int | None = None
     f_data_center: str | None = None
@@ -9305,7 +9537,7 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_host_name is None:
         f_host_name = ""
@@ -9340,7 +9572,9 @@ def _enc_ListMessages(v: ListMessages, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ListMessages(r: _b.BerReader, end: int | None, path: str) -> ListMessages:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_offset: int | None = None
     f_count: int | None = None
@@ -9365,7 +9599,7 @@ def _dec_ListMessages(r: _b.BerReader, end: int | None, path: str) -> ListMessag
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_offset is None:
         f_offset = 0

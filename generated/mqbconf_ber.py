@@ -71,7 +71,9 @@ def _enc_Limits(v: Limits, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Limits(r: _b.BerReader, end: int | None, path: str) -> Limits:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_messages: int | None = None
     f_messages_watermark_ratio: float | None = None
     f_bytes: int | None = None
@@ -104,7 +106,7 @@ def _dec_Limits(r: _b.BerReader, end: int | None, path: str) -> Limits:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_messages is None:
         f_messages = 0
@@ -185,7 +187,9 @@ def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_name: str | None = None
     f_mode: QueueMode | None = None
     f_storage: StorageDefinition | None = None
@@ -292,7 +296,7 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_name is None:
         f_name = ""
@@ -370,7 +374,9 @@ def _enc_MsgGroupIdConfig(v: MsgGroupIdConfig, out: bytearray, tag: bytes) -> No
 
 
 def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGroupIdConfig:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_rebalance: bool | None = None
     f_max_groups: int | None = None
     f_ttl_seconds: int | None = None
@@ -397,7 +403,7 @@ def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGro
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_rebalance is None:
         f_rebalance = False
@@ -433,7 +439,9 @@ def _enc_QueueMode(v: QueueMode, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueMode(r: _b.BerReader, end: int | None, path: str) -> QueueMode:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_fanout: QueueModeFanout | None = None
     f_priority: QueueModePriority | None = None
     f_broadcast: QueueModeBroadcast | None = None
@@ -467,7 +475,7 @@ def _dec_QueueMode(r: _b.BerReader, end: int | None, path: str) -> QueueMode:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_fanout is not None) + (f_priority is not None) + (f_broadcast is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -501,7 +509,9 @@ def _enc_QueueModeFanout(v: QueueModeFanout, out: bytearray, tag: bytes) -> None
 
 
 def _dec_QueueModeFanout(r: _b.BerReader, end: int | None, path: str) -> QueueModeFanout:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_i_ds: list[str] | None = None
     f_publish_app_id_metrics: bool | None = None
     while (h := r.next(end, path)) is not None:
@@ -527,7 +537,7 @@ def _dec_QueueModeFanout(r: _b.BerReader, end: int | None, path: str) -> QueueMo
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_i_ds is None:
         f_app_i_ds = []
@@ -552,14 +562,16 @@ def _enc_QueueModePriority(v: QueueModePriority, out: bytearray, tag: bytes) -> 
 
 
 def _dec_QueueModePriority(r: _b.BerReader, end: int | None, path: str) -> QueueModePriority:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return QueueModePriority(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -576,14 +588,16 @@ def _enc_QueueModeBroadcast(v: QueueModeBroadcast, out: bytearray, tag: bytes) -
 
 
 def _dec_QueueModeBroadcast(r: _b.BerReader, end: int | None, path: str) -> QueueModeBroadcast:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return QueueModeBroadcast(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -605,7 +619,9 @@ def _enc_Consistency(v: Consistency, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Consistency(r: _b.BerReader, end: int | None, path: str) -> Consistency:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_eventual: QueueConsistencyEventual | None = None
     f_strong: QueueConsistencyStrong | None = None
     while (h := r.next(end, path)) is not None:
@@ -633,7 +649,7 @@ def _dec_Consistency(r: _b.BerReader, end: int | None, path: str) -> Consistency
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_eventual is not None) + (f_strong is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -660,14 +676,16 @@ def _enc_QueueConsistencyEventual(v: QueueConsistencyEventual, out: bytearray, t
 def _dec_QueueConsistencyEventual(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueConsistencyEventual:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return QueueConsistencyEventual(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -686,14 +704,16 @@ def _enc_QueueConsistencyStrong(v: QueueConsistencyStrong, out: bytearray, tag: 
 def _dec_QueueConsistencyStrong(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueConsistencyStrong:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return QueueConsistencyStrong(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -714,7 +734,9 @@ def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_version: ExpressionVersion | None = None
     f_text: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -733,7 +755,7 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_version is None:
         f_version = ExpressionVersion.E_UNDEFINED
@@ -762,7 +784,9 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_app_id: str | None = None
     f_expression: Expression | None = None
     while (h := r.next(end, path)) is not None:
@@ -781,7 +805,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_app_id is None:
         f_app_id = ""
@@ -811,7 +835,9 @@ def _enc_StorageDefinition(v: StorageDefinition, out: bytearray, tag: bytes) -> 
 
 
 def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> StorageDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_domain_limits: Limits | None = None
     f_queue_limits: Limits | None = None
     f_config: Storage | None = None
@@ -836,7 +862,7 @@ def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> Stora
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_domain_limits is None:
         f_domain_limits = Limits()
@@ -869,7 +895,9 @@ def _enc_Storage(v: Storage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_in_memory: InMemoryStorage | None = None
     f_file_backed: FileBackedStorage | None = None
     while (h := r.next(end, path)) is not None:
@@ -897,7 +925,7 @@ def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_in_memory is not None) + (f_file_backed is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -922,14 +950,16 @@ def _enc_InMemoryStorage(v: InMemoryStorage, out: bytearray, tag: bytes) -> None
 
 
 def _dec_InMemoryStorage(r: _b.BerReader, end: int | None, path: str) -> InMemoryStorage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return InMemoryStorage(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -946,14 +976,16 @@ def _enc_FileBackedStorage(v: FileBackedStorage, out: bytearray, tag: bytes) -> 
 
 
 def _dec_FileBackedStorage(r: _b.BerReader, end: int | None, path: str) -> FileBackedStorage:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     while (h := r.next(end, path)) is not None:
         cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return FileBackedStorage(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -973,7 +1005,9 @@ def _enc_DomainDefinition(v: DomainDefinition, out: bytearray, tag: bytes) -> No
 
 
 def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> DomainDefinition:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_location: str | None = None
     f_parameters: Domain | None = None
     while (h := r.next(end, path)) is not None:
@@ -992,7 +1026,7 @@ def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> Domain
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     if f_location is None:
         f_location = ""
@@ -1021,7 +1055,9 @@ def _enc_DomainVariant(v: DomainVariant, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DomainVariant(r: _b.BerReader, end: int | None, path: str) -> DomainVariant:
-    r.enter(path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
     f_definition: DomainDefinition | None = None
     f_redirect: str | None = None
     while (h := r.next(end, path)) is not None:
@@ -1049,7 +1085,7 @@ def _dec_DomainVariant(r: _b.BerReader, end: int | None, path: str) -> DomainVar
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (f_definition is not None) + (f_redirect is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(

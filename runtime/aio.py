@@ -24,7 +24,13 @@ from pybmq.client_events import (
     SessionStarted,
     SessionStopped,
 )
-from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions, parse_broker_url
+from pybmq.client_options import (
+    DEFAULT_BROKER,
+    QueueOptions,
+    SessionOptions,
+    parse_broker_url,
+    queue_options,
+)
 from pybmq.engine import ClientEngine
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.fsm import SessionState
@@ -133,7 +139,9 @@ class AsyncQueue:
         session._schedule_flush()
         return await future
 
-    async def configure(self, options: QueueOptions) -> None:
+    async def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change flow control, priority or subscriptions of this (reader) queue."""
+        options = queue_options(options, option_values)
         session = self.session
         await session._operation(session._engine.configure_queue(self.queue_id, options, session._loop_time()))
 
@@ -280,8 +288,14 @@ class AsyncSession:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        **option_values: Any,
     ) -> AsyncQueue:
-        """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``."""
+        """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``.
+
+        Consumer settings come as ``options=QueueOptions(...)`` or as its fields directly
+        (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
+        ``subscriptions=``)."""
+        options = queue_options(options, option_values)
         op_id, queue_id = self._engine.open_queue(
             uri, self._loop_time(), read=read, write=write, ack=ack, options=options
         )

@@ -17,6 +17,7 @@ from typing import Any
 
 from pybmq.dissect import dissect, render_text
 from pybmq.errors import ProtocolError, UsageError
+from pybmq.properties import MessageProperties
 
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
 
@@ -48,6 +49,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--hex", action="store_true", help="the file is a hex dump, not raw bytes")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
+        "--properties",
+        choices=["extended", "old"],
+        help="the file is a bare message-properties area in this format, not events",
+    )
+    parser.add_argument(
         "--payload-bytes",
         type=int,
         default=64,
@@ -65,6 +71,24 @@ def _read(path: Path, as_hex: bool) -> bytes:
     return parse_hex(raw.decode("ascii", "replace")) if as_hex else raw
 
 
+def _decode_properties(data: bytes, extended: bool, as_json: bool) -> int:
+    props = MessageProperties.decode(data, extended=extended)
+    rows = [
+        {"name": n, "type": t.name, "value": v.hex() if isinstance(v, bytes) else v}
+        for n, t, v in props.typed_items()
+    ]
+    if as_json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print(
+            f"[MessageProperties] {'extended' if extended else 'old'} format, {len(rows)} properties"
+        )
+        for row in rows:
+            print(f"\t{row['name']} ({row['type']}) = {row['value']!r}")
+    return 0
+
+
 def handler(args: argparse.Namespace) -> int:
     try:
         return _decode(args)
@@ -77,6 +101,8 @@ def handler(args: argparse.Namespace) -> int:
 
 def _decode(args: argparse.Namespace) -> int:
     data = _read(args.file, args.hex)
+    if args.properties:
+        return _decode_properties(data, args.properties == "extended", args.json)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
     nodes = []
     try:

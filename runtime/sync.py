@@ -134,8 +134,8 @@ class Queue:
     def confirm(self, message: ReceivedMessage) -> None:
         self._session._call(message.confirm())
 
-    def configure(self, options: QueueOptions) -> None:
-        self._session._call(self._inner.configure(options))
+    def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        self._session._call(self._inner.configure(options, **option_values))
 
     def close(self) -> None:
         self._session._call(self._inner.close())
@@ -222,14 +222,19 @@ class Session:
         ack: bool = True,
         options: QueueOptions | None = None,
         on_message: Callable[[ReceivedMessage], object] | None = None,
+        **option_values: Any,
     ) -> Queue:
         """Open ``uri``. With ``on_message``, each message is passed to it on the dispatcher
-        thread (call ``message`` confirm via ``queue.confirm``); otherwise use ``get``/iteration."""
+        thread (confirm it with ``queue.confirm(message)``); otherwise use ``get``/iteration."""
+        if self._closed:
+            raise SessionStoppedError("session is stopped")
         if self._inner is None:
             raise UsageError("session is not started")
         inner_session = self._inner
         opened = self._call(
-            inner_session.open_queue(uri, read=read, write=write, ack=ack, options=options),
+            inner_session.open_queue(
+                uri, read=read, write=write, ack=ack, options=options, **option_values
+            ),
             self._timeout,
         )
         if on_message is not None:

@@ -93,10 +93,28 @@ def test_malformed_input_exits_2_with_the_offset(
     assert status == 2 and "hex" in err
 
 
-def test_bodies_not_dissected_are_described(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_bodies_not_dissected_are_described(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     dump = tmp_path / "storage.hex"
     dump.write_text("0000000c48020000 01020304\n000000084c020000\n")
     status, out, _ = run(capsys, "--hex", str(dump))
     assert status == 0
     assert "[Body] 4 bytes (not dissected): not a client-side event" in out
     assert "[HEARTBEAT_RSP event]" in out and "bare EventHeader" in out
+
+
+def test_bare_properties_area(capsys: pytest.CaptureFixture[str], java_vectors: Path) -> None:
+    status, out, _ = run(capsys, "--properties", "old", str(java_vectors / "msg_props_old.bin"))
+    assert status == 0 and "old format, 3 properties" in out and "id (STRING) = 'myCoolId'" in out
+    status, out, _ = run(
+        capsys, "--properties", "extended", "--json", str(java_vectors / "msg_props.bin")
+    )
+    assert status == 0 and json.loads(out)[1] == {
+        "name": "timestamp",
+        "type": "INT64",
+        "value": 1234567890,
+    }
+    # Read in the wrong format, the offsets do not add up: a clean error, exit 2.
+    status, _, err = run(capsys, "--properties", "old", str(java_vectors / "msg_props.bin"))
+    assert status == 2 and "offset" in err

@@ -384,14 +384,16 @@ async def test_broker_going_away_fails_everything_pending() -> None:
 
 async def test_higher_consumer_priority_takes_every_message(broker: str) -> None:
     async with AsyncSession(broker) as s1, AsyncSession(broker) as s2, AsyncSession(broker) as p:
-        high = await s1.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=5))
+        high = await s1.open_queue(PRIORITY, read=True, consumer_priority=5)
         low = await s2.open_queue(PRIORITY, read=True, options=QueueOptions(consumer_priority=0))
+        with pytest.raises(UsageError, match="unknown queue option"):
+            await s1.open_queue(PRIORITY + "-x", read=True, priority=5)
         writer = await p.open_queue(PRIORITY, write=True)
         acks = await asyncio.gather(*(writer.post(b"%d" % i) for i in range(10)))
         assert all(a.ok for a in acks)
         assert await take(high, 10) == [b"%d" % i for i in range(10)]
         # A no-op round trip on the low consumer's session: anything pushed would be here now.
-        await low.configure(QueueOptions(consumer_priority=0))
+        await low.configure(consumer_priority=0, max_unconfirmed_messages=100)
         assert low._messages.empty()
 
 
@@ -412,3 +414,80 @@ async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) ->
         await foo.close()
         assert (await writer.post(b"after foo closed")).ok
         assert await take(bar, 1) == [b"after foo closed"]
+
+
+async def test_posts_and_confirms_of_one_loop_turn_leave_in_one_event_each() -> None:
+    """The shell flushes once per loop turn: 100 post_nowait calls → one PUT event on the wire;
+    100 confirms → one CONFIRM event."""
+    from engine_helpers import broker_response, reply_bytes
+    from pybmq import events as wire
+    from pybmq.engine import decode_control
+    from pybmq.framing import EventReader
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import EventType
+
+    puts: list[int] = []
+    confirms: list[int] = []
+    seen = asyncio.Event()
+
+    async def counting_broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        framer = EventReader()
+        negotiated = False
+        while data := await reader.read(1 << 20):
+            for event in framer.feed(data):
+                if event.header.type == EventType.PUT:
+                    messages = list(wire.iter_put(event))
+                    puts.append(len(messages))
+                    pushes = wire.PushEventBuilder()
+                    for m in messages:  # echo them back as PUSHes to the reader (qId 0)
+                        pushes.add(0, m.guid, m.payload)
+                    for chunk in pushes.finish():
+                        writer.write(chunk)
+                elif event.header.type == EventType.CONFIRM:
+                    confirms.append(len(list(wire.iter_confirm(event))))
+                    seen.set()
+                elif not negotiated:
+                    negotiated = True
+                    writer.write(broker_response())
+                elif event.header.type == EventType.CONTROL:
+                    writer.write(reply_bytes(decode_control(event, ctrl.ControlMessage)[0]))
+        writer.close()
+
+    server = await asyncio.start_server(counting_broker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with AsyncSession(f"tcp://127.0.0.1:{port}") as session:
+            queue = await session.open_queue(PRIORITY, read=True, write=True, ack=False)
+            for i in range(100):
+                queue.post_nowait(b"turn-%d" % i)
+            received = [await asyncio.wait_for(queue.get(), 10) for _ in range(100)]
+            assert [m.payload for m in received] == [b"turn-%d" % i for i in range(100)]
+            for message in received:
+                message.confirm_nowait()
+            await asyncio.wait_for(seen.wait(), 10)
+            assert puts == [100]
+            assert confirms == [100]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_sync_session_start_failure_is_clean() -> None:
+    import threading
+
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+
+    def script() -> None:
+        before = {t.name for t in threading.enumerate()}
+        session = Session(f"tcp://127.0.0.1:{port}")
+        with pytest.raises(SessionStoppedError, match="cannot connect"):
+            session.start()
+        with pytest.raises(SessionStoppedError):
+            session.open_queue(PRIORITY, read=True)
+        session.stop()  # idempotent
+        assert {t.name for t in threading.enumerate()} - before == set()
+
+    await asyncio.to_thread(script)
