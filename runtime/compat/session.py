@@ -184,20 +184,23 @@ class _CallbackThread:
     def submit(self, job: Callable[[], object]) -> None:
         with self._ready:
             self._jobs.append(job)
-            self._ready.notify()
+            self._ready.notify_all()
 
     def submit_event(self, event: ev.SessionEvent) -> None:
         self.submit(lambda: self._emit(event))
 
-    def submit_message(self, job: Callable[[], object]) -> None:
+    def submit_many(self, batch: list[tuple[Callable[[], object], bool]]) -> None:
+        """Queue (job, is_message) pairs with one wake-up; messages count towards the backlog."""
         with self._ready:
-            self._backlog += 1
-            self._jobs.append(job)
-            if self._backlog >= self._high and not self._slow:
-                self._slow = True
-                event: ev.SessionEvent = ev.SlowConsumerHighWaterMark(None)
-                self._jobs.append(lambda: self._emit(event))
-            self._ready.notify()
+            for job, is_message in batch:
+                self._jobs.append(job)
+                if is_message:
+                    self._backlog += 1
+                    if self._backlog >= self._high and not self._slow:
+                        self._slow = True
+                        event: ev.SessionEvent = ev.SlowConsumerHighWaterMark(None)
+                        self._jobs.append(lambda e=event: self._emit(e))  # type: ignore[misc]
+            self._ready.notify_all()
 
     def _message_done(self) -> None:
         with self._ready:
@@ -212,19 +215,20 @@ class _CallbackThread:
             with self._ready:
                 while not self._jobs:
                     self._ready.wait()
-                job = self._jobs.popleft()
-            if job is None:
-                return
-            try:
-                job()
-            except Exception:  # a user callback raised: report it and keep going, as upstream
-                log.exception("exception in a BlazingMQ callback")
+                jobs, self._jobs = self._jobs, collections.deque()
+            for job in jobs:
+                if job is None:
+                    return
+                try:
+                    job()
+                except Exception:  # a user callback raised: report it and keep going, as upstream
+                    log.exception("exception in a BlazingMQ callback")
 
     def close(self, timeout: float) -> None:
         """Run what is queued, then end the thread (unless called from it)."""
         with self._ready:
             self._jobs.append(None)
-            self._ready.notify()
+            self._ready.notify_all()
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
 
@@ -307,6 +311,7 @@ class Session:
         self._ops: collections.deque[Callable[[], None]] = collections.deque()
         self._ops_scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
+        self._batch: list[tuple[Callable[[], object], bool]] = []  # loop thread only
         self._callbacks = _CallbackThread(on_session_event, watermarks)
         self._loop = asyncio.new_event_loop()
         self._io = threading.Thread(target=self._loop.run_forever, name="pybmq-compat-io", daemon=True)
@@ -434,22 +439,39 @@ class Session:
         if not self._stopped:
             self._lost = True
             log.warning("connection to the broker lost: %s", session.stop_reason)
-            self._callbacks.submit_event(ev.ConnectionLost(None))
+            lost: ev.SessionEvent = ev.ConnectionLost(None)
+            self._from_loop(lambda: self._callbacks._emit(lost))
+
+    def _from_loop(self, job: Callable[[], object], is_message: bool = False) -> None:
+        """On the loop thread: queue a callback; everything queued in one loop turn reaches the
+        callback thread in one hand-over (one lock, one wake-up), in order."""
+        self._batch.append((job, is_message))
+        if len(self._batch) == 1:
+            self._loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        batch, self._batch = self._batch, []
+        if batch:
+            self._callbacks.submit_many(batch)
+
+    async def _hand_over_now(self) -> None:
+        self._hand_over()
 
     def _submit_op(self, op: Callable[[], None]) -> None:
-        """Queue a non-blocking operation (post, confirm) for the loop; one wake-up per batch."""
-        with self._lock:
-            self._ops.append(op)
-            if self._ops_scheduled:
-                return
+        """Queue a non-blocking operation (post, confirm) for the loop; one wake-up per batch.
+
+        Lock-free: deque appends and pops are atomic, and the loop clears ``_ops_scheduled``
+        BEFORE draining, so an op appended while the flag still reads True is drained too."""
+        self._ops.append(op)
+        if not self._ops_scheduled:
             self._ops_scheduled = True
-        self._loop.call_soon_threadsafe(self._run_ops)
+            self._loop.call_soon_threadsafe(self._run_ops)
 
     def _run_ops(self) -> None:
-        with self._lock:
-            ops, self._ops = self._ops, collections.deque()
-            self._ops_scheduled = False
-        for op in ops:
+        self._ops_scheduled = False
+        ops = self._ops
+        while ops:
+            op = ops.popleft()
             try:
                 op()
             except Exception:
@@ -532,7 +554,7 @@ class Session:
     async def _pump(self, queue: _Queue, inner: AsyncQueue) -> None:
         """Hand each message of a reader queue to the callback thread."""
         async for received in inner:
-            self._callbacks.submit_message(self._delivery(queue, received))
+            self._from_loop(self._delivery(queue, received), True)
 
     def _delivery(self, queue: _Queue, received: ReceivedMessage) -> Callable[[], None]:
         properties, types = from_wire_properties(received.message.properties)
@@ -621,8 +643,7 @@ class Session:
 
     def _queue(self, queue_uri: str) -> _Queue:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
-        with self._lock:
-            queue = self._queues.get(uri)
+        queue = self._queues.get(uri)  # one dict read is atomic; writers hold _lock
         if queue is None or queue.inner is None:
             raise Error("Queue not opened")
         return queue
@@ -667,7 +688,7 @@ class Session:
         self._submit_op(op)
 
     def _ack_callback(self, on_ack: OnAck) -> Callable[[RuntimeAck], None]:
-        submit = self._callbacks.submit
+        submit = self._from_loop
 
         def deliver(ack: RuntimeAck) -> None:
             status = _ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
@@ -749,6 +770,7 @@ class Session:
             if inner is not None:
                 with contextlib.suppress(PybmqError):
                     self._run(inner.stop())
+                self._run(self._hand_over_now())  # callbacks of the last loop turn go first
         finally:
             if self._connected:
                 self._callbacks.submit_event(ev.Disconnected(None))
