@@ -9,6 +9,7 @@ watermarks, request timeouts, the BMQ_BROKER_URI override and what the options m
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Iterator
@@ -385,3 +386,51 @@ def test_compression_reaches_the_wire(
         assert recorder.wait_count("ack", 2)
     stored = bmq_sim.call(lambda b: [m.compression for m in b.queue(uri).streams["__default"].pending])  # type: ignore[union-attr]
     assert stored == expected
+
+
+async def _loop_turns() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def _broker_reading(sim: ThreadedBrokerSimulator, reading: bool) -> None:
+    """Pause or resume the simulator's reads on every connection (a stalled broker)."""
+
+    def flip(_broker: object) -> None:
+        for transport in sim._sim._transports.values():
+            transport.resume_reading() if reading else transport.pause_reading()
+
+    sim.call(flip)
+
+
+def test_post_over_the_channel_high_watermark_is_refused(recorder: Recorder) -> None:
+    """Like the C++ SDK: BW_LIMIT at once, not an unbounded buffer; posts work again once drained."""
+    uri = "bmq://bmq.test.mem.priority/compat-bw"
+    payload = b"p" * 32 * 1024
+    with ThreadedBrokerSimulator() as sim, blazingmq.Session(
+        recorder.on_event, broker=sim.url, channel_high_watermark=1  # the smallest: 64 KiB
+    ) as session:
+        session.open_queue(uri, write=True)
+        _broker_reading(sim, False)
+        refused = None
+        accepted = 0
+        for _ in range(4000):  # bounded: at most ~128 MB; the kernel's buffers take a few MB
+            try:
+                session.post(uri, payload, on_ack=recorder.on_ack)
+                accepted += 1
+                continue
+            except blazingmq.Error as exc:
+                refused = str(exc)
+            session._run(_loop_turns())  # let the I/O thread write what it was handed
+            if session._bytes_in == session._bytes_out and not session._inner._writable.is_set():  # type: ignore[union-attr]
+                break  # refused because the socket itself is full: the stalled-broker case
+        else:
+            pytest.fail("the socket never filled up")
+        refused = (accepted, refused)
+        assert refused is not None and refused[0] > 0
+        assert refused[1] == f"Failed to post message to {uri} queue: BW_LIMIT"
+        _broker_reading(sim, True)
+        assert recorder.wait_count("ack", refused[0])  # everything accepted was delivered
+        session.post(uri, b"after", on_ack=recorder.on_ack)
+        assert recorder.wait_count("ack", refused[0] + 1)
+    assert {a.status for a in recorder.acks} == {blazingmq.AckStatus.SUCCESS}

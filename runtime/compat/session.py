@@ -322,6 +322,8 @@ class Session:
             self._shutdown()
             raise Error("Failed to start session: INVALID_ARGUMENT") from None
         high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
+        self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
+        self._bytes_in = self._bytes_out = 0  # payload bytes posted / handed to the I/O thread
         options = RuntimeSessionOptions(
             request_timeout=self._timeouts.open_queue_timeout,  # type: ignore[arg-type]
             stop_timeout=self._timeouts.disconnect_timeout,  # type: ignore[arg-type]
@@ -330,9 +332,7 @@ class Session:
             ),
         )
         try:
-            self._inner = self._run(
-                self._connect(broker, options, max(high_water - CONTROL_RESERVE, 64 * 1024))
-            )
+            self._inner = self._run(self._connect(broker, options, self._high_water))
         except BaseException:
             self._shutdown()
             raise
@@ -676,9 +676,17 @@ class Session:
             raise Error("Failed to construct message: PAYLOAD_EMPTY")
         inner = queue.inner
         assert inner is not None
+        size = len(message)
+        with self._lock:
+            # Over the channel's high-water mark (the socket's buffer, or posts not yet handed to
+            # the I/O thread): refused at once, as the C++ SDK does, never buffered without bound.
+            if not inner.session.writable or self._bytes_in - self._bytes_out > self._high_water:
+                raise Error(f"Failed to post message to {queue.uri} queue: BW_LIMIT")
+            self._bytes_in += size
         callback = None if on_ack is None else self._ack_callback(on_ack)
 
         def op() -> None:
+            self._bytes_out += size  # the I/O thread is the only writer of _bytes_out
             try:
                 inner.post_nowait(message, properties=wire_properties, on_ack=callback)
             except PybmqError as exc:  # the queue closed or the session ended meanwhile
