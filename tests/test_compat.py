@@ -40,6 +40,9 @@ def test_import_forms() -> None:
     assert blazingmq.session_events is session_events is events_module
     assert blazingmq.Error is exceptions.Error
     assert issubclass(exceptions.BrokerTimeoutError, blazingmq.Error)
+    from pybmq.compat.testing import HostHealth
+
+    assert HostHealth is blazingmq.BasicHealthMonitor
 
 
 def test_producer_consumer_as_documented(bmq_broker_url: str) -> None:
