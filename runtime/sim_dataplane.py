@@ -10,7 +10,6 @@ broker does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from pybmq.checksum import crc32c
@@ -18,6 +17,7 @@ from pybmq.compression import decompress
 from pybmq.errors import ProtocolError
 from pybmq.events import (
     AckEventBuilder,
+    ConfirmMessage,
     PushEventBuilder,
     PutMessage,
     encode_sub_queue_ids_old,
@@ -84,17 +84,9 @@ def read_put_event(event: Event) -> Iterator[PutMessage]:
         yield put
 
 
-@dataclass(frozen=True)
-class ConfirmRecord:
-    index: int
-    queue_id: int
-    guid: bytes
-    sub_queue_id: int
-
-
-def read_confirm_event(event: Event) -> Iterator[ConfirmRecord]:
-    for index, confirm in enumerate(iter_confirm(event)):
-        yield ConfirmRecord(index, confirm.queue_id, confirm.guid, confirm.sub_queue_id)
+def read_confirm_event(event: Event) -> Iterator[ConfirmMessage]:
+    """The (queue_id, guid, sub_queue_id) entries of a CONFIRM event."""
+    return iter_confirm(event)
 
 
 def ack_events(acks: Sequence[tuple[int, bytes, int]]) -> list[bytes]:

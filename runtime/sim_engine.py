@@ -37,7 +37,6 @@ from pybmq.generated.wire_codec import AckStatus, EncodingType, EventType
 from pybmq.sim_dataplane import (
     ACK_REQUESTED,
     MESSAGE_PROPERTIES,
-    ConfirmRecord,
     PushItem,
     ack_events,
     push_events,
@@ -88,8 +87,9 @@ class BrokerConfig:
 class BrokerHooks:
     """Where fault injection plugs in; the default changes nothing.
 
-    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of an ACK
-    the broker is about to send, ``outgoing`` may rewrite or drop (return b"") a session's bytes.
+    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of the
+    ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
+    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes.
     """
 
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
@@ -214,6 +214,7 @@ class ClientSession:
         self._last_received = now
         self._last_heartbeat_sent = now
         self._disconnecting = False
+        self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
 
     # -- the shell's interface ---------------------------------------------------------------
 
@@ -237,6 +238,10 @@ class ClientSession:
         except ProtocolError as exc:
             self._violation(str(exc))
         finally:
+            if self._touched:
+                touched, self._touched = self._touched, set()
+                for queue in touched:
+                    self.broker._dispatch(queue.deliver())
             self.broker._mark(self)
 
     def data_to_send(self) -> bytes:
@@ -532,12 +537,6 @@ class ClientSession:
         handle.queue.streams[handle.app_id].detach(consumer)
         self._pushes = [p for p in self._pushes if p.queue_id != handle.queue_id]
 
-    def _deliverable(self) -> list[tuple[Consumer, StoredMessage]]:
-        out: list[tuple[Consumer, StoredMessage]] = []
-        for queue in {id(h.queue): h.queue for h in self.handles.values() if h.readable}.values():
-            out.extend(queue.deliver())
-        return out
-
     # -- data plane --------------------------------------------------------------------------
 
     def _put(self, event: Event) -> None:
@@ -594,39 +593,35 @@ class ClientSession:
                 acks.append((status, put.guid, put.queue_id))
 
     def _confirm(self, event: Event) -> None:
-        for record in read_confirm_event(event):
-            self._confirm_one(record, event)
-        self.broker._dispatch(self._deliverable())
-
-    def _confirm_one(self, record: ConfirmRecord, event: Event) -> None:
-        where = event.offset
-        # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even when
-        # the PUSH carried a subscription id).
-        handle = self.handles.get((record.queue_id, record.sub_queue_id))
-        if handle is None or not handle.readable:
-            raise ProtocolError(
-                f"CONFIRM #{record.index} for queue id {record.queue_id}, subQueueId "
-                f"{record.sub_queue_id}, which is not open for reading",
-                offset=where,
-                path="ConfirmMessage.queueId",
-            )
-        consumer = handle.consumer
-        if consumer is None:
-            raise ProtocolError(
-                f"CONFIRM #{record.index} for queue id {record.queue_id}, which has no configured consumer",
-                offset=where,
-                path="ConfirmMessage.queueId",
-            )
-        if handle.queue.mode is RoutingMode.BROADCAST:
-            return  # at most once: nothing is kept to confirm
-        if not consumer.confirm(record.guid):
-            raise ProtocolError(
-                f"CONFIRM #{record.index} of GUID {record.guid.hex()}, which is not an unconfirmed "
-                f"message of queue id {record.queue_id}",
-                offset=where,
-                path="ConfirmMessage.messageGUID",
-            )
-        self.broker.stats.confirms += 1
+        """Release confirmed messages; delivery into the freed room waits for the end of the
+        received chunk (``receive_data``), so many one-message CONFIRM events make one PUSH."""
+        handles = self.handles
+        touched = self._touched
+        stats = self.broker.stats
+        for index, record in enumerate(read_confirm_event(event)):
+            # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even
+            # when the PUSH carried a subscription id).
+            handle = handles.get((record.queue_id, record.sub_queue_id))
+            consumer = handle.consumer if handle is not None and handle.readable else None
+            if handle is None or consumer is None:
+                raise ProtocolError(
+                    f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
+                    f"{record.sub_queue_id}, which is not open for reading (or not configured)",
+                    offset=event.offset,
+                    path="ConfirmMessage.queueId",
+                )
+            queue = handle.queue
+            if queue.mode is RoutingMode.BROADCAST:
+                continue  # at most once: nothing is kept to confirm
+            if not consumer.confirm(record.guid):
+                raise ProtocolError(
+                    f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
+                    f"message of queue id {record.queue_id}",
+                    offset=event.offset,
+                    path="ConfirmMessage.messageGUID",
+                )
+            stats.confirms += 1
+            touched.add(queue)
 
     def _push(self, consumer: Consumer, message: StoredMessage) -> None:
         self.broker.stats.pushes += 1

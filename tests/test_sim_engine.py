@@ -534,3 +534,33 @@ def test_disconnect_then_nothing_more(broker: Broker) -> None:
     assert p.session.closed and p.session not in broker.sessions
     p.put(0, 1)
     assert p.acks() == []
+
+
+def test_hooks_can_nack_and_rewrite_output() -> None:
+    """BrokerHooks is the fault-injection seam: here it NACKs every other PUT and drops heartbeats."""
+    from pybmq.sim_engine import BrokerHooks, ClientSession
+
+    class Faults(BrokerHooks):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+            self.count += 1
+            return AckStatus.STORAGE_FAILURE if self.count % 2 == 0 else status
+
+        def outgoing(self, session: ClientSession, data: bytes) -> bytes:
+            return b"" if data == HEARTBEAT_REQ_EVENT else data
+
+    PEERS.clear()
+    broker = Broker(BrokerConfig(heartbeat_interval_ms=1000), hooks=Faults())
+    p = peer(broker)
+    p.producer(PRIORITY)
+    p.put(0, 1, 2, 3)
+    assert p.acks() == [
+        (AckStatus.SUCCESS, guid(1)),
+        (AckStatus.STORAGE_FAILURE, guid(2)),
+        (AckStatus.SUCCESS, guid(3)),
+    ]
+    broker.on_timer(1.5)
+    p.pump()
+    assert p.take() == []  # the heartbeat request was dropped on its way out
