@@ -9,6 +9,7 @@ one turn leaves in one PUT and one CONFIRM event.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -38,7 +39,6 @@ from pybmq.properties import MessageProperties, PropertyValue
 
 AckCallback = Callable[[Ack], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
-_END = object()  # ends a queue's message stream
 
 
 class _Protocol(asyncio.Protocol):
@@ -106,7 +106,9 @@ class AsyncQueue:
         self.session = session
         self.queue_id = queue_id
         self.uri = uri
-        self._messages: asyncio.Queue[object] = asyncio.Queue()
+        # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.
+        self._messages: collections.deque[ReceivedMessage] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
     def post_nowait(
@@ -155,13 +157,26 @@ class AsyncQueue:
         self._end()
 
     async def get(self) -> ReceivedMessage:
-        """The next message; raises SessionStoppedError once the queue or session is closed."""
-        item = await self._messages.get()
-        if item is _END:
-            self._messages.put_nowait(_END)
-            raise SessionStoppedError(f"queue {self.uri} is closed")
-        assert isinstance(item, ReceivedMessage)
-        return item
+        """The next message; raises SessionStoppedError once the queue or session is closed
+        (messages that arrived before that are still returned first)."""
+        messages = self._messages
+        while not messages:
+            if self._closed:
+                raise SessionStoppedError(f"queue {self.uri} is closed")
+            waiter = self.session._loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+        return messages.popleft()
+
+    def get_nowait(self) -> ReceivedMessage | None:
+        """The next message if one is already here, else None."""
+        return self._messages.popleft() if self._messages else None
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -173,12 +188,20 @@ class AsyncQueue:
             raise StopAsyncIteration from None
 
     def _deliver(self, message: Message) -> None:
-        self._messages.put_nowait(ReceivedMessage(self, message))
+        self._messages.append(ReceivedMessage(self, message))
+        waiters = self._waiters
+        if waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _end(self) -> None:
         if not self._closed:
             self._closed = True
-            self._messages.put_nowait(_END)
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def __repr__(self) -> str:
         return f"<AsyncQueue {self.queue_id} {self.uri}>"

@@ -41,6 +41,7 @@ from pybmq.generated.wire_codec import (
     ConfirmMessage,
     EncodingType,
     EventType,
+    OptionType,
     PushHeaderFlags,
     PutHeaderFlags,
     RejectMessage,
@@ -322,6 +323,17 @@ _PUSH_BODY = struct.Struct(">i16s")
 _PUSH_FULL = struct.Struct(">IIi16sH2xI")
 _SCHEMA = struct.Struct(">H")
 _NO_INFOS: tuple[SubQueueInfo, ...] = ()
+_WORD = struct.Struct(">I")
+# Second PushHeader word with 8 header words and, in the options area, one SUB_QUEUE_IDS_OLD
+# option with one id (2 words), one plain SUB_QUEUE_INFOS option of 3 words (header + one 8-byte
+# item) or one packed option (1 word).
+_ONE_ID_OLD_W1 = (2 << 8) | 8
+_ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << 26) | 2
+_ONE_INFO_W1 = (3 << 8) | 8
+_PACKED_INFO_W1 = (1 << 8) | 8
+_ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
+_PACKED_MASK = 0xFFFFFF00
+_PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
 _PROPS_FLAG = int(PutHeaderFlags.MESSAGE_PROPERTIES)  # same bit in PushHeaderFlags; a plain int: IntFlag & is slow
 
 
@@ -468,6 +480,7 @@ def decode_push(
     unpack_header = _PUSH_FULL.unpack_from
     schema_word = _SCHEMA.unpack_from
     new = tuple.__new__
+    info_cache: dict[object, tuple[SubQueueInfo, ...]] = {}
     while pos < length:
         # The common case (28/32-byte header, no options, no compression) stays inline: one
         # unpack for the whole header and a record made without a Python-level constructor.
@@ -505,6 +518,46 @@ def decode_push(
                     ))  # fmt: skip
                 pos += size
                 continue
+            if (
+                (w1 == _ONE_ID_OLD_W1 and word == _ONE_ID_OLD_OPTION)
+                or (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION)
+                or (w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION)
+            ):
+                # What brokers send most: a 32-byte header and ONE sub-queue option (one old-style
+                # id, one plain 8-byte info, or packed), no compression. Infos cached per value.
+                if w1 == _ONE_ID_OLD_W1:
+                    start = pos + 40
+                    key = data[pos + 36 : pos + 40]
+                elif w1 == _ONE_INFO_W1:
+                    start = pos + 44
+                    key = data[pos + 35 : pos + 41]  # distinct from the 4-byte old-style key
+                else:
+                    start = pos + 36
+                    key = word & 0xFF
+                infos = info_cache.get(key)
+                if infos is None:
+                    infos = parse_options(data, pos + 32, start)[0]
+                    if len(info_cache) < 1024:
+                        info_cache[key] = infos
+                if end <= length and size > start - pos:
+                    pad = data[end - 1]
+                    if not 1 <= pad <= 4 or pad > end - start:
+                        _pad_count(data, start, end, pos)  # raises with the details
+                    end -= pad
+                    flags = w0 >> 28
+                    split = start
+                    if flags & 2:
+                        area = (_WORD.unpack_from(data, start)[0] & 0xFFFFFF) << 2
+                        split = start + area
+                        if area <= 0 or split > end:
+                            properties_area_size(data, start, end)  # raises with the details
+                    append(new(
+                        PushMessage,
+                        (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
+                         data[pos + 32 : start], 8, infos, None),
+                    ))  # fmt: skip
+                    pos += size
+                    continue
         flags, size, hwords, opt_start, start, cat, owords = _message_bounds(
             data, pos, length, 28, "PushHeader"
         )

@@ -394,7 +394,7 @@ async def test_higher_consumer_priority_takes_every_message(broker: str) -> None
         assert await take(high, 10) == [b"%d" % i for i in range(10)]
         # A no-op round trip on the low consumer's session: anything pushed would be here now.
         await low.configure(consumer_priority=0, max_unconfirmed_messages=100)
-        assert low._messages.empty()
+        assert low.get_nowait() is None
 
 
 async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) -> None:
@@ -458,6 +458,8 @@ async def test_posts_and_confirms_of_one_loop_turn_leave_in_one_event_each() -> 
     try:
         async with AsyncSession(f"tcp://127.0.0.1:{port}") as session:
             queue = await session.open_queue(PRIORITY, read=True, write=True, ack=False)
+            with pytest.raises(UsageError, match="ack=False"):
+                await queue.post(b"would wait forever")
             for i in range(100):
                 queue.post_nowait(b"turn-%d" % i)
             received = [await asyncio.wait_for(queue.get(), 10) for _ in range(100)]
