@@ -786,17 +786,13 @@ class Session:
 
     def _shutdown(self) -> None:
         self._stopped = True
-        self._callbacks.close(self._timeouts_disconnect())
+        self._callbacks.close(self._timeouts.disconnect_timeout)  # type: ignore[arg-type]
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
         if threading.current_thread() is not self._io:
             self._io.join(10)
         if not self._loop.is_running():
             self._loop.close()
-
-    def _timeouts_disconnect(self) -> float:
-        timeouts = getattr(self, "_timeouts", None)
-        return float(timeouts.disconnect_timeout) if timeouts is not None else 10.0
 
     def __enter__(self) -> Session:
         return self

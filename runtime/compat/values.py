@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from pybmq.client_options import QueueOptions as _RuntimeQueueOptions
@@ -208,5 +207,3 @@ class SessionOptions(_ValueType):
         self.event_queue_watermarks = event_queue_watermarks
         self.stats_dump_interval = stats_dump_interval
 
-
-Callback = Callable[..., Any]
