@@ -366,6 +366,25 @@ def nacks(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     }
 
 
+def broker_timeout(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
+    """The test broker never answers opening a queue named ``...-hang-...``: BrokerTimeoutError
+    after the call's (or the session's) timeout; the session goes on working."""
+    rec = Recorder()
+    out: dict[str, Any] = {}
+    with bmq.Session(rec.on_event, broker=broker, timeout=bmq.Timeouts(open_queue_timeout=0.5)) as session:
+        out["session_timeout"] = outcome(lambda: session.open_queue(_queue(tag, "hang-a"), write=True))
+        out["call_timeout"] = outcome(lambda: session.open_queue(_queue(tag, "hang-b"), write=True, timeout=0.3))
+        hung = _queue(tag, "hang-a")
+        out["post_after"] = outcome(lambda: session.post(hung, b"x"))
+        out["options_after"] = outcome(lambda: session.get_queue_options(hung))
+        out["configure_after"] = outcome(lambda: session.configure_queue(hung, bmq.QueueOptions()))
+        out["open_again"] = outcome(lambda: session.open_queue(hung, write=True, timeout=0.3))
+        out["close_after"] = outcome(lambda: session.close_queue(hung, timeout=0.3))
+        out["other_queue"] = outcome(lambda: session.open_queue(_queue(tag, "fine"), write=True))
+    out["events"] = rec.items
+    return out
+
+
 SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
     f.__name__: f
     for f in (
@@ -378,6 +397,7 @@ SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
         callbacks,
         host_health,
         nacks,
+        broker_timeout,
     )
 }
 

@@ -174,6 +174,9 @@ def test_host_health_monitor(bmq_broker_url: str) -> None:
 
 
 class NackNamedQueues(BrokerHooks):
+    def outgoing(self, session: ClientSession, data: bytes) -> bytes:
+        return b"" if b"-hang-" in data else data  # a broker that never answers about these
+
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
         return int(queue_uri.rsplit("-", 1)[1]) if "-nack-" in queue_uri else status
 
@@ -184,6 +187,23 @@ def test_nacks_reach_on_ack_without_guid() -> None:
     assert out["statuses"] == ["LIMIT_BYTES", "LIMIT_MESSAGES", "NOT_READY", "STORAGE_FAILURE"]
     assert out["acks"][0] == "<Ack LIMIT_BYTES for bmq://bmq.test.mem.priority/compat-TAG-nack-2>"
     assert out["have_guid"] == [False] * 4
+
+
+def test_timed_out_open_leaves_the_uri_unusable_as_upstream() -> None:
+    with ThreadedBrokerSimulator(hooks=NackNamedQueues()) as sim:
+        out = scenario("broker_timeout", sim.url)
+    hung = "bmq://bmq.test.mem.priority/compat-TAG-hang-a"
+    assert out == {
+        "session_timeout": ["BrokerTimeoutError", f"Failed to open {hung} queue: TIMEOUT"],
+        "call_timeout": ["BrokerTimeoutError", "Failed to open bmq://bmq.test.mem.priority/compat-TAG-hang-b queue: TIMEOUT"],
+        "post_after": ["Error", "Failed to construct message: QUEUE_INVALID"],
+        "options_after": ["ok"],
+        "configure_after": ["Error", f"Failed to configure {hung} queue: INVALID_QUEUE"],
+        "open_again": ["Error", f"Failed to open {hung} queue: NOT_SUPPORTED"],
+        "close_after": ["Error", f"Failed to close {hung} queue: INVALID_QUEUE"],
+        "other_queue": ["ok"],
+        "events": ["<Connected>", "<Disconnected>"],
+    }
 
 
 # --------------------------------------------------------------------------- pybmq's own rules
@@ -369,7 +389,7 @@ def test_confirm_after_close_and_stop(session: blazingmq.Session, recorder: Reco
 def test_scenarios_cover_the_parity_suite() -> None:
     assert set(SCENARIOS) == {
         "producer_consumer", "misuse", "construction_errors", "values", "queue_options",
-        "compression", "callbacks", "host_health", "nacks",
+        "compression", "callbacks", "host_health", "nacks", "broker_timeout",
     }
 
 

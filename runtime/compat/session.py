@@ -153,6 +153,9 @@ class _Queue:
     suspended: bool = False  # posts refused (host unhealthy and the queue is sensitive)
     holding: bool = False  # received messages kept back until the queue resumes
     held: list[tuple[Message, MessageHandle]] = dataclasses.field(default_factory=list)
+    # Its open timed out. As in the official SDK the URI stays taken and unusable in this
+    # session (the engine closes the queue on the broker if the open succeeds late).
+    invalid: bool = False
 
     def reported_options(self) -> QueueOptions:
         if self.read:
@@ -524,18 +527,29 @@ class Session:
         )
         queue = _Queue(uri, bool(read), bool(write), _merged(defaults, options))
         with self._lock:
-            if uri in self._queues:
+            existing = self._queues.get(uri)
+            if existing is not None and existing.invalid:
+                raise Error(
+                    f"Failed to open {uri} queue: NOT_SUPPORTED: an earlier open of this queue timed out"
+                )
+            if existing is not None:
                 raise Error(f"Failed to open {uri} queue: ALREADY_OPENED: ALREADY_OPENED")
             self._queues[uri] = queue  # reserved: a concurrent open of the same URI fails
         try:
             runtime_options = queue.runtime_options()
             self._run(self._open(queue, runtime_options, seconds))  # type: ignore[arg-type]
         except BaseException as exc:
-            with self._lock:
-                self._queues.pop(uri, None)
+            error = exc
             if isinstance(exc, (PybmqError, ValueError)) and not isinstance(exc, Error):
-                raise _failure("open", uri, exc) from exc
-            raise
+                error = _failure("open", uri, exc)
+            if isinstance(error, BrokerTimeoutError):
+                queue.invalid = True
+            else:
+                with self._lock:
+                    self._queues.pop(uri, None)
+            if error is exc:
+                raise
+            raise error from exc
         if queue.options.suspends_on_bad_host_health and self._monitor and not self._monitor.healthy:
             queue.suspended = queue.holding = True
 
@@ -591,6 +605,7 @@ class Session:
         self._check_running()
         self._blocking_call_allowed("configure_queue")
         queue = self._queue(queue_uri)
+        self._refuse_invalid("configure", queue)
         wanted = _merged(queue.options, options)
         if queue.read:
             candidate = dataclasses.replace(queue, options=wanted)
@@ -626,6 +641,7 @@ class Session:
         self._check_running()
         self._blocking_call_allowed("close_queue")
         queue = self._queue(queue_uri)
+        self._refuse_invalid("close", queue)
         try:
             self._run(self._close(queue, seconds))  # type: ignore[arg-type]
         except PybmqError as exc:
@@ -644,9 +660,14 @@ class Session:
     def _queue(self, queue_uri: str) -> _Queue:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
         queue = self._queues.get(uri)  # one dict read is atomic; writers hold _lock
-        if queue is None or queue.inner is None:
+        if queue is None or (queue.inner is None and not queue.invalid):
             raise Error("Queue not opened")
         return queue
+
+    @staticmethod
+    def _refuse_invalid(operation: str, queue: _Queue) -> None:
+        if queue.invalid:
+            raise Error(f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out")
 
     # ------------------------------------------------------------------ messages
 
@@ -668,6 +689,8 @@ class Session:
             )
         self._check_running()
         queue = self._queue(queue_uri)
+        if queue.invalid:
+            raise Error("Failed to construct message: QUEUE_INVALID")
         if not queue.write:
             raise Error("Failed to construct message: QUEUE_READONLY")
         if queue.suspended:
