@@ -385,6 +385,49 @@ def broker_timeout(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     return out
 
 
+def documented_patterns(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
+    """The usage patterns of the official guide: a producer waiting on a threading.Event bound
+    with functools.partial; a consumer handing messages to the main thread through a queue.Queue
+    and confirming there with Session.confirm; pausing delivery with QueueOptions(0, 0, 0) before
+    closing; ``log_session_event`` as the event callback."""
+    import functools
+    import queue as queue_module
+
+    uri = _queue(tag, "guide")
+    out: dict[str, Any] = {}
+    inbox: queue_module.Queue[Any] = queue_module.Queue()
+    with bmq.Session(
+        bmq.session_events.log_session_event,
+        on_message=lambda message, handle: inbox.put(message),
+        broker=broker,
+    ) as consumer:
+        consumer.open_queue(uri, read=True, options=bmq.QueueOptions(max_unconfirmed_messages=10))
+        with bmq.Session(bmq.session_events.log_session_event, broker=broker) as producer:
+            producer.open_queue(uri, write=True)
+            acks: list[str] = []
+            for i in range(3):
+                acked = threading.Event()
+
+                def on_ack(event: threading.Event, ack: Any) -> None:
+                    acks.append(ack.status.name)
+                    event.set()
+
+                producer.post(uri, f"guide {i}".encode(), on_ack=functools.partial(on_ack, acked))
+                out.setdefault("acked", []).append(acked.wait(WAIT))
+            producer.close_queue(uri)
+        out["acks"] = acks
+        received = []
+        for _ in range(3):
+            message = inbox.get(timeout=WAIT)
+            received.append(message.data.decode())
+            consumer.confirm(message)
+        out["received"] = received
+        consumer.configure_queue(uri, bmq.QueueOptions(0, 0, 0))
+        out["paused"] = repr(consumer.get_queue_options(uri))
+        consumer.close_queue(uri)
+    return out
+
+
 SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
     f.__name__: f
     for f in (
@@ -398,6 +441,7 @@ SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
         host_health,
         nacks,
         broker_timeout,
+        documented_patterns,
     )
 }
 

@@ -206,6 +206,25 @@ def test_timed_out_open_leaves_the_uri_unusable_as_upstream() -> None:
     }
 
 
+def test_documented_usage_patterns(bmq_broker_url: str) -> None:
+    out = scenario("documented_patterns", bmq_broker_url)
+    assert out == {
+        "acked": [True, True, True],
+        "acks": ["SUCCESS"] * 3,
+        "received": ["guide 0", "guide 1", "guide 2"],
+        "paused": "QueueOptions(max_unconfirmed_messages=0, max_unconfirmed_bytes=0, consumer_priority=0, suspends_on_bad_host_health=False)",
+    }
+
+
+def test_context_manager_stops_the_session(bmq_broker_url: str, recorder: Recorder) -> None:
+    uri = "bmq://bmq.test.mem.priority/compat-with"
+    with blazingmq.Session(recorder.on_event, broker=bmq_broker_url) as session:
+        session.open_queue(uri, write=True)
+    assert recorder.items == ["<Connected>", "<Disconnected>"]
+    with pytest.raises(blazingmq.Error, match="Method called after session was stopped"):
+        session.post(uri, b"late")
+
+
 # --------------------------------------------------------------------------- pybmq's own rules
 
 
@@ -390,6 +409,7 @@ def test_scenarios_cover_the_parity_suite() -> None:
     assert set(SCENARIOS) == {
         "producer_consumer", "misuse", "construction_errors", "values", "queue_options",
         "compression", "callbacks", "host_health", "nacks", "broker_timeout",
+        "documented_patterns",
     }
 
 
