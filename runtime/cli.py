@@ -20,6 +20,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.sim_cli",
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
+    "pybmq.cli_decode",
 ]
 
 
