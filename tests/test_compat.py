@@ -477,3 +477,32 @@ def test_post_over_the_channel_high_watermark_is_refused(recorder: Recorder) -> 
         session.post(uri, b"after", on_ack=recorder.on_ack)
         assert recorder.wait_count("ack", refused[0] + 1)
     assert {a.status for a in recorder.acks} == {blazingmq.AckStatus.SUCCESS}
+
+
+def test_posts_from_many_threads(bmq_broker_url: str, recorder: Recorder) -> None:
+    """post() may be called from any number of threads at once: nothing lost, nothing doubled."""
+    uri = "bmq://bmq.test.mem.priority/compat-threads"
+    threads, per_thread = 4, 250
+    with blazingmq.Session(recorder.on_event, on_message=recorder.on_message, broker=bmq_broker_url) as s:
+        s.open_queue(uri, read=True, write=True, options=blazingmq.QueueOptions(max_unconfirmed_messages=2000))
+
+        def produce(worker: int) -> None:
+            for i in range(per_thread):
+                s.post(uri, f"{worker}:{i}".encode(), on_ack=recorder.on_ack)
+
+        workers = [threading.Thread(target=produce, args=(w,)) for w in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(WAIT)
+        total = threads * per_thread
+        assert recorder.wait_count("ack", total) and recorder.wait_count("message", total)
+        for _, handle in recorder.messages:
+            handle.confirm()
+    payloads = [m.data for m, _ in recorder.messages]
+    assert len(set(payloads)) == len(payloads) == total
+    assert {a.status for a in recorder.acks} == {blazingmq.AckStatus.SUCCESS}
+    # Each producer thread's messages arrive in the order it posted them.
+    for w in range(threads):
+        mine = [int(p.split(b":")[1]) for p in payloads if p.startswith(f"{w}:".encode())]
+        assert mine == list(range(per_thread))
