@@ -506,3 +506,25 @@ def test_posts_from_many_threads(bmq_broker_url: str, recorder: Recorder) -> Non
     for w in range(threads):
         mine = [int(p.split(b":")[1]) for p in payloads if p.startswith(f"{w}:".encode())]
         assert mine == list(range(per_thread))
+
+
+def test_undecodable_message_is_reported_and_delivery_goes_on(session: blazingmq.Session, recorder: Recorder) -> None:
+    """A PUSH whose properties do not decode becomes an Error event; later messages still come."""
+    from pybmq.client_events import Message as WireMessage
+    from pybmq.properties import MessageProperties
+
+    uri = "bmq://bmq.test.mem.priority/compat-corrupt"
+    session.open_queue(uri, read=True, write=True)
+    inner = session._queues[uri].inner
+    assert inner is not None
+    broken = MessageProperties.decode(b"\x0f\x00\x00\x02\xff\xff\xff\xff", extended=True)
+
+    async def inject() -> None:
+        inner._deliver(WireMessage(inner.queue_id, bytes(16), b"corrupt", broken))
+
+    session._run(inject())
+    session.post(uri, b"fine")
+    assert recorder.wait_count("message", 1)
+    assert recorder.wait_count("<Error: undecodable message", 1)
+    assert [i for i in recorder.items if i.startswith("message")] == ["message b'fine'"]
+    recorder.messages[0][1].confirm()

@@ -568,7 +568,14 @@ class Session:
     async def _pump(self, queue: _Queue, inner: AsyncQueue) -> None:
         """Hand each message of a reader queue to the callback thread."""
         async for received in inner:
-            self._from_loop(self._delivery(queue, received), True)
+            try:
+                delivery = self._delivery(queue, received)
+            except PybmqError as exc:  # e.g. a properties area that does not decode
+                log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
+                problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {exc}")
+                self._from_loop(lambda p=problem: self._callbacks._emit(p))  # type: ignore[misc]
+                continue
+            self._from_loop(delivery, True)
 
     def _delivery(self, queue: _Queue, received: ReceivedMessage) -> Callable[[], None]:
         properties, types = from_wire_properties(received.message.properties)
