@@ -18,6 +18,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli_post",
     "pybmq.cli_consume",
     "pybmq.sim_cli",
+    "pybmq.cli_decode",
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
     "pybmq.cli_decode",
