@@ -21,7 +21,6 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli_decode",
     "pybmq.cli_schema_diff",
     "pybmq.cli_schema_check",
-    "pybmq.cli_decode",
 ]
 
 
