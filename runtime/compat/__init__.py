@@ -1,0 +1,51 @@
+"""A drop-in for the official ``blazingmq`` Python SDK, on pybmq's pure-Python client.
+
+    import pybmq.compat as blazingmq
+
+runs code written for ``blazingmq`` 1.2.2 unchanged: the same names, signatures, value types,
+session events, callback threading rules and exceptions (see the README section "Drop-in for the
+official SDK" for what each option means here and the known differences).
+"""
+
+from __future__ import annotations
+
+from pybmq import __version__
+from pybmq.compat import exceptions, session_events
+from pybmq.compat.exceptions import Error
+from pybmq.compat.messages import (
+    Ack,
+    Message,
+    MessageHandle,
+    PropertyTypeDict,
+    PropertyValueDict,
+)
+from pybmq.compat.session import Session
+from pybmq.compat.values import (
+    AckStatus,
+    BasicHealthMonitor,
+    CompressionAlgorithmType,
+    PropertyType,
+    QueueOptions,
+    SessionOptions,
+    Timeouts,
+)
+
+__all__ = [
+    "Ack",
+    "AckStatus",
+    "BasicHealthMonitor",
+    "CompressionAlgorithmType",
+    "Error",
+    "Message",
+    "MessageHandle",
+    "PropertyType",
+    "PropertyTypeDict",
+    "PropertyValueDict",
+    "QueueOptions",
+    "Session",
+    "SessionOptions",
+    "Timeouts",
+    "__version__",
+    "exceptions",
+    "session_events",
+]
