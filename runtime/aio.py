@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
+import random
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -19,11 +21,15 @@ from pybmq.client_events import (
     Ack,
     AckReceived,
     AckStatus,
+    ConnectionLost,
     Message,
     MessageReceived,
     OperationCompleted,
+    QueueReopened,
+    Reconnected,
     SessionStarted,
     SessionStopped,
+    StateRestored,
 )
 from pybmq.client_options import (
     DEFAULT_BROKER,
@@ -36,8 +42,12 @@ from pybmq.engine import ClientEngine
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.fsm import SessionState
 from pybmq.properties import MessageProperties, PropertyValue
+from pybmq.reconnect import EndpointSelector
 
+log = logging.getLogger("pybmq.aio")
 AckCallback = Callable[[Ack], object]
+ResilienceEvent = ConnectionLost | Reconnected | QueueReopened | StateRestored
+ResilienceListener = Callable[[ResilienceEvent], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
 
@@ -46,10 +56,12 @@ class _Protocol(asyncio.Protocol):
         self.session = session
 
     def data_received(self, data: bytes) -> None:
-        self.session._on_data(data)
+        if self.session._protocol is self:  # a dropped connection's late bytes are ignored
+            self.session._on_data(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.session._on_connection_lost(exc)
+        if self.session._protocol is self:
+            self.session._on_connection_lost(exc)
 
     def pause_writing(self) -> None:
         self.session._writable.clear()
@@ -61,11 +73,12 @@ class _Protocol(asyncio.Protocol):
 class ReceivedMessage:
     """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
 
-    __slots__ = ("_queue", "message")
+    __slots__ = ("_generation", "_queue", "message")
 
-    def __init__(self, queue: AsyncQueue, message: Message) -> None:
+    def __init__(self, queue: AsyncQueue, message: Message, generation: int) -> None:
         self._queue = queue
         self.message = message
+        self._generation = generation  # which connection brought it
 
     @property
     def payload(self) -> bytes:
@@ -87,7 +100,7 @@ class ReceivedMessage:
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         session = self._queue.session
-        session._engine.confirm(self.message.queue_id, self.message.guid)
+        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation)
         session._schedule_flush()
 
     async def confirm(self) -> None:
@@ -188,7 +201,7 @@ class AsyncQueue:
             raise StopAsyncIteration from None
 
     def _deliver(self, message: Message) -> None:
-        self._messages.append(ReceivedMessage(self, message))
+        self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
         waiters = self._waiters
         if waiters:
             waiter = waiters.popleft()
@@ -221,10 +234,22 @@ class AsyncSession:
         options: SessionOptions | None = None,
         connect_timeout: float = 10.0,
         write_high_water: int = 4 * 1024 * 1024,
+        on_event: ResilienceListener | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.broker = broker
         self._host, self._port = parse_broker_url(broker)
         self._engine = ClientEngine(options)
+        engine_options = self._engine.options
+        endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
+        self._selector = EndpointSelector(endpoints, engine_options.reconnect_policy, rng or random.Random())
+        self._endpoint = broker  # the endpoint of the current (or last) connection
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._protocol: _Protocol | None = None
+        # Called on the loop with ConnectionLost, Reconnected, QueueReopened, StateRestored.
+        self.on_event = on_event
+        self.connection_losses = 0
+        self.reconnects = 0
         self._connect_timeout = connect_timeout
         self._high_water = write_high_water
         self._transport: asyncio.Transport | None = None
@@ -265,7 +290,7 @@ class AsyncSession:
         self._engine.start(self._loop_time())
         self._started = self._loop.create_future()
         try:
-            transport, _ = await asyncio.wait_for(
+            transport, protocol = await asyncio.wait_for(
                 self._loop.create_connection(lambda: _Protocol(self), self._host, self._port),
                 self._connect_timeout,
             )
@@ -274,6 +299,7 @@ class AsyncSession:
             self._pump()
             raise SessionStoppedError(f"cannot connect to {self.broker}: {exc}") from exc
         assert isinstance(transport, asyncio.Transport)
+        self._protocol = protocol
         self._transport = transport
         transport.set_write_buffer_limits(high=self._high_water)
         self._engine.connection_made(self._loop_time())
@@ -287,6 +313,7 @@ class AsyncSession:
         if self._loop is None or self._engine.state is SessionState.STOPPED:
             self._close_transport()
             return
+        self._cancel_reconnect()
         op_id = self._engine.stop(self._loop_time())
         await self._operation(op_id)
         await self._stopped.wait()
@@ -393,7 +420,76 @@ class AsyncSession:
                     self._started.set_result(event)
             elif isinstance(event, SessionStopped):
                 self._on_stopped(event)
+            else:
+                self._on_resilience_event(event)
         self._arm_timer()
+
+    # ------------------------------------------------------------------ reconnecting
+
+    def _on_resilience_event(self, event: ResilienceEvent) -> None:
+        if isinstance(event, ConnectionLost):
+            self.connection_losses += 1
+            if self._engine.state is SessionState.RECONNECTING:
+                log.warning("connection to %s lost: %s; reconnecting", self._endpoint, event.reason)
+                self._selector.record_failure(self._endpoint, self._loop_time())
+                self._drop_transport()
+                if self._reconnect_task is None or self._reconnect_task.done():
+                    self._reconnect_task = self._loop.create_task(self._reconnect())
+        elif isinstance(event, Reconnected):
+            self.reconnects += 1
+            self.info = event.info
+            self._selector.record_success(self._endpoint)
+        elif isinstance(event, QueueReopened) and event.error is not None:
+            queue = self._queues.pop(event.queue_id, None)
+            if queue is not None:
+                queue._end()
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a listener must not break the session
+                log.exception("on_event listener raised")
+
+    def _drop_transport(self) -> None:
+        self._protocol = None
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.abort()
+        self._writable.set()
+
+    def _cancel_reconnect(self) -> None:
+        if self._reconnect_task is not None and not self._reconnect_task.done():
+            self._reconnect_task.cancel()
+        self._reconnect_task = None
+
+    async def _reconnect(self) -> None:
+        """Try endpoints (backoff, jitter, isolation from the selector) until one connects; the
+        engine then negotiates and reopens. A failed negotiation comes back as ConnectionLost."""
+        while self._engine.state is SessionState.RECONNECTING:
+            endpoint, delay = self._selector.next_attempt(self._loop_time())
+            await asyncio.sleep(delay)
+            if self._engine.state is not SessionState.RECONNECTING:
+                return
+            host, port = parse_broker_url(endpoint)
+            self._endpoint = endpoint
+            try:
+                transport, protocol = await asyncio.wait_for(
+                    self._loop.create_connection(lambda: _Protocol(self), host, port),
+                    self._connect_timeout,
+                )
+            except (OSError, asyncio.TimeoutError) as exc:
+                log.info("reconnect to %s failed: %s", endpoint, exc)
+                self._selector.record_failure(endpoint, self._loop_time())
+                continue
+            if self._engine.state is not SessionState.RECONNECTING:
+                transport.close()
+                return
+            assert isinstance(transport, asyncio.Transport)
+            self._protocol = protocol
+            self._transport = transport
+            transport.set_write_buffer_limits(high=self._high_water)
+            self._engine.connection_made(self._loop_time())
+            self._flush()
+            return
 
     def _on_ack(self, event: AckReceived) -> None:
         context = event.context
@@ -426,6 +522,8 @@ class AsyncSession:
         self._close_transport()
 
     def _close_transport(self) -> None:
+        self._cancel_reconnect()
+        self._protocol = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

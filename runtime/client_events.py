@@ -110,4 +110,43 @@ class MessageReceived(NamedTuple):
     message: Message
 
 
-ClientEvent = SessionStarted | SessionStopped | OperationCompleted | AckReceived | MessageReceived
+@dataclass(frozen=True, slots=True)
+class ConnectionLost:
+    """The connection dropped (socket error, EOF or missed heartbeats); reconnecting follows.
+    Also sent when a reconnect attempt connects but fails to negotiate."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnected:
+    """A new connection negotiated; queues are being reopened next."""
+
+    info: SessionStarted
+
+
+@dataclass(frozen=True, slots=True)
+class QueueReopened:
+    """One queue that was open before the loss is open again (``error`` None) or was lost."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateRestored:
+    """Every queue was reopened (or given up); held and unacknowledged posts are being sent."""
+
+
+ClientEvent = (
+    SessionStarted
+    | SessionStopped
+    | OperationCompleted
+    | AckReceived
+    | MessageReceived
+    | ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+)

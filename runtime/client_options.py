@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pybmq.errors import UsageError
+from pybmq.reconnect import ReconnectPolicy
 
 DEFAULT_BROKER = "tcp://localhost:30114"
 
@@ -49,8 +50,19 @@ class SessionOptions:
     host_name: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
     session_id: int = 1
+    # Resilience: reconnect (with backoff over ``endpoints``) instead of stopping on a lost
+    # connection, then reopen queues and retransmit unacknowledged posts with their GUIDs.
+    reconnect: bool = False
+    endpoints: tuple[str, ...] = ()  # more brokers to try, after the one the session was given
+    reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
+    max_buffered_posts: int = 10000
 
     def __post_init__(self) -> None:
+        if self.max_buffered_posts < 1:
+            raise UsageError("max_buffered_posts must be >= 1")
+        for url in self.endpoints:
+            parse_broker_url(url)
         for name in ("request_timeout", "ack_timeout", "stop_timeout"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be > 0 seconds")

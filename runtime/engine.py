@@ -27,15 +27,20 @@ from pybmq.client_events import (
     AckReceived,
     AckStatus,
     ClientEvent,
+    ConnectionLost,
     Message,
     MessageReceived,
     OperationCompleted,
+    QueueReopened,
+    Reconnected,
     SessionStarted,
     SessionStopped,
+    StateRestored,
 )
 from pybmq.client_options import QueueOptions, SessionOptions
 from pybmq.errors import (
     BrokerError,
+    PostBufferFullError,
     ProtocolError,
     PybmqError,
     RequestTimeoutError,
@@ -86,6 +91,8 @@ class _Req:
     CLOSE = "closeQueue"
     CLOSE_ABANDONED = "closeQueue (after a late open)"
     DISCONNECT = "disconnect"
+    REOPEN = "openQueue (reopen)"
+    REOPEN_CONFIGURE = "configureStream (reopen)"
 
 
 _CONFIGURE_RESPONSES = ("configure_stream_response", "configure_queue_stream_response")
@@ -97,6 +104,8 @@ _EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
     _Req.CLOSE: ("close_queue_response",),
     _Req.CLOSE_ABANDONED: ("close_queue_response",),
     _Req.DISCONNECT: ("disconnect_response",),
+    _Req.REOPEN: ("open_queue_response",),
+    _Req.REOPEN_CONFIGURE: _CONFIGURE_RESPONSES,
 }
 # A broker listing this feature takes ConfigureStream (subscriptions); older ones only
 # ConfigureQueueStream (flat flow-control parameters).
@@ -112,14 +121,19 @@ class _PendingRequest:
     op_id: int | None
 
 
+# (queue handle, guid, payload, properties, ack requested, compress)
+_Put = tuple[int, bytes, bytes, "MessageProperties | None", bool, bool]
+
+
 class _PendingPut:
     """One unacknowledged post; kept small because there can be millions in flight."""
 
-    __slots__ = ("batch", "context", "queue_id")
+    __slots__ = ("batch", "context", "put", "queue_id")
 
-    def __init__(self, queue_id: int, context: object) -> None:
+    def __init__(self, queue_id: int, context: object, put: _Put) -> None:
         self.queue_id = queue_id
         self.context = context
+        self.put = put  # kept to retransmit it (same GUID) after a reconnect
         self.batch: _AckBatch | None = None  # set when the post leaves in a PUT event
 
 
@@ -235,8 +249,7 @@ class ClientEngine:
         self._next_qid = 0
         self._next_sub_id = 1
         self._guids = MessageGuidGenerator(self.options.session_id)
-        # (queue handle, guid, payload, properties, ack requested, compress)
-        self._puts: list[tuple[int, bytes, bytes, MessageProperties | None, bool, bool]] = []
+        self._puts: list[_Put] = []
         self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
         # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
         self._routes: dict[tuple[int, int], int] = {}
@@ -256,6 +269,11 @@ class ClientEngine:
         self._abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
         # Subscription ids sent in a ConfigureStream, applied to the queue once it is answered.
         self._pending_subscriptions: dict[int, tuple[list[int], QueueOptions]] = {}
+        # Resilience: True from a connection drop until every queue is reopened (posts are held).
+        self._restoring = False
+        self._reopening: set[int] = set()
+        # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
+        self.generation = 0
 
     # ------------------------------------------------------------------ session lifecycle
 
@@ -299,13 +317,97 @@ class ClientEngine:
     def connection_lost(self, now: float, error: Exception | None = None) -> None:
         """The transport closed. Everything still pending fails; the session is over."""
         self._now = now
-        if self.state is SessionState.STOPPED:
+        if self.state in (SessionState.STOPPED, SessionState.RECONNECTING):
+            return
+        if self._can_reconnect():
+            self._drop_connection(f"connection lost: {error}" if error else "connection closed by the broker")
             return
         if self.state is SessionState.STOPPING and self._disconnect_sent:
             self._finish_stop("stopped")
             return
         reason = f"connection lost: {error}" if error else "connection closed by the broker"
         self._fail_session(reason, SessionStoppedError(reason))
+
+    def _can_reconnect(self) -> bool:
+        return self.options.reconnect and (
+            self.state is SessionState.STARTED
+            or (self._restoring and self.state in (SessionState.NEGOTIATING, SessionState.RECONNECTING))
+        )
+
+    def _drop_connection(self, reason: str) -> None:
+        """The connection is gone but the session lives on: keep open queues for a reopen, put
+        every sent-but-unacknowledged post back in front of the held ones (same GUIDs), fail
+        the user operations in flight, and tell the shell to reconnect (ConnectionLost)."""
+        self._session_step(SessionInput.CONNECTION_DROPPED)
+        self.generation += 1
+        self._reader = EventReader()
+        self._out.clear()
+        self._confirms.clear()
+        first_drop = not self._restoring
+        self._restoring = True
+        self._reopening.clear()
+        for request in self._requests.values():
+            if request.op_id is not None:
+                self._complete(request.op_id, SessionStoppedError(f"{reason} ({request.kind})"))
+        self._requests.clear()
+        self._abandoned_opens.clear()
+        self._pending_subscriptions.clear()
+        for queue in list(self.queues.values()):
+            queue.remote = RemoteQueueState.CLOSED
+            if queue.state is QueueState.OPENED:
+                if queue.op_id is not None:  # a reconfigure in flight: reopened with old options
+                    self._complete(queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})"))
+                    queue.op_id = None
+                continue
+            # Opening: failed. Closing: the lost connection detached it, so the close succeeded.
+            error = None if queue.state is QueueState.CLOSING else SessionStoppedError(f"{reason} ({queue.uri})")
+            queue.step(QueueInput.SESSION_DOWN)
+            self._finish_queue_op(queue, error)
+            self._cancel_posts(queue, AckStatus.CANCELED, "queue closed" if error is None else reason)
+            self._forget(queue)
+        if first_drop:
+            resend = [p.put for p in self._unacked.values() if p.batch is not None]
+            for pending in self._unacked.values():
+                pending.batch = None
+            self._ack_deadlines.clear()
+            self._puts[:0] = resend
+            log.warning("connection dropped (%s): %d posts to retransmit", reason, len(resend))
+        self._events.append(ConnectionLost(reason))
+
+    def _cancel_posts(self, queue: QueueRecord, status: AckStatus, reason: str) -> None:
+        """Resolve every post to ``queue`` still pending or held (each exactly once)."""
+        for guid, pending in list(self._unacked.items()):
+            if pending.queue_id == queue.queue_id:
+                del self._unacked[guid]
+                if pending.batch is not None:
+                    pending.batch.remaining -= 1
+                ack = Ack(guid, queue.uri, status, local=True, reason=reason)
+                self._events.append(AckReceived(ack, pending.context))
+        self._puts = [p for p in self._puts if p[0] != queue.queue_id]
+
+    def _start_reopen(self) -> None:
+        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open."""
+        for queue in self.queues.values():
+            self._reopening.add(queue.queue_id)
+            message = ctrl.ControlMessage(
+                open_queue=ctrl.OpenQueue(handle_parameters=self._handle_parameters(queue))
+            )
+            self._request(message, _Req.REOPEN, queue.queue_id, None)
+        self._maybe_restored()
+
+    def _reopened(self, queue: QueueRecord, error: PybmqError | None) -> None:
+        self._reopening.discard(queue.queue_id)
+        self._events.append(QueueReopened(queue.queue_id, queue.uri, error))
+        if error is not None:
+            queue.step(QueueInput.SESSION_DOWN)
+            self._cancel_posts(queue, AckStatus.NOT_CONNECTED, f"queue not reopened: {error}")
+            self._forget(queue)
+        self._maybe_restored()
+
+    def _maybe_restored(self) -> None:
+        if self._restoring and not self._reopening and self.state is SessionState.STARTED:
+            self._restoring = False
+            self._events.append(StateRestored())
 
     def stop(self, now: float) -> int:
         """Start a graceful stop; returns the op id that completes when the session is stopped."""
@@ -318,9 +420,12 @@ class ClientEngine:
             # Already on its way: the earlier stop's completion also completes this one.
             self._extra_stop_ops.append(op_id)
             return op_id
-        if self.state is not SessionState.STARTED:
-            self._session_step(SessionInput.STOP)
-            self._fail_everything("session stopped before it started")
+        if self.state is not SessionState.STARTED or self._restoring:
+            if self.state is SessionState.STARTED:
+                self._session_step(SessionInput.CONNECTION_LOST)
+            else:
+                self._session_step(SessionInput.STOP)
+            self._fail_everything("session stopped before it started (or while reconnecting)")
             self._events.append(OperationCompleted(op_id))
             self._events.append(SessionStopped("stopped before the session started"))
             return op_id
@@ -383,6 +488,8 @@ class ClientEngine:
                 self._complete(request.op_id, SessionStoppedError(f"{reason} ({request.kind})"))
         self._requests.clear()
         self._abandoned_opens.clear()
+        self._restoring = False
+        self._reopening.clear()
         for queue in self.queues.values():
             if queue.op_id is not None:
                 self._complete(queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})"))
@@ -580,6 +687,8 @@ class ClientEngine:
             raise UsageError(f"no open queue with id {queue_id}") from None
 
     def _require_started(self, what: str) -> None:
+        if self._restoring and self.state is not SessionState.STOPPED:
+            raise UsageError(f"cannot {what}: the session is reconnecting (wait for StateRestored)")
         if self.state is not SessionState.STARTED:
             if self.state in (SessionState.STOPPING, SessionState.STOPPED):
                 raise SessionStoppedError(f"cannot {what}: session is {self.state.value}")
@@ -598,7 +707,13 @@ class ClientEngine:
     ) -> bytes:
         """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
         with the ACK (or local NACK) for it."""
-        if self.state is not SessionState.STARTED:
+        if self._restoring and self.state is not SessionState.STOPPED:
+            if len(self._puts) >= self.options.max_buffered_posts:
+                raise PostBufferFullError(
+                    f"cannot post while reconnecting: {len(self._puts)} posts already held "
+                    f"(max_buffered_posts={self.options.max_buffered_posts})"
+                )
+        elif self.state is not SessionState.STARTED:
             self._require_started("post")
         queue = self.queues.get(queue_id)
         if queue is None or queue.state is not QueueState.OPENED:
@@ -626,13 +741,21 @@ class ClientEngine:
                 f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
             )
         guid = self._guids.generate()
-        self._puts.append((queue_id, guid, payload, props, wants_ack, compress))
+        put = (queue_id, guid, payload, props, wants_ack, compress)
+        self._puts.append(put)
         if wants_ack:
-            self._unacked[guid] = _PendingPut(queue_id, context)
+            self._unacked[guid] = _PendingPut(queue_id, context, put)
         return guid
 
-    def confirm(self, queue_id: int, guid: bytes) -> None:
-        """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``)."""
+    def confirm(self, queue_id: int, guid: bytes, generation: int | None = None) -> None:
+        """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``).
+
+        ``generation`` is ``self.generation`` when the message arrived: a message of an earlier
+        connection is not confirmed (that broker session is gone; it will be redelivered)."""
+        if (generation is not None and generation != self.generation) or (
+            self._restoring and self.state is not SessionState.STOPPED
+        ):
+            return
         if self.state not in (SessionState.STARTED, SessionState.STOPPING):
             raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
         queue = self.queues.get(queue_id)
@@ -657,7 +780,7 @@ class ClientEngine:
         return len(self._puts) + len(self._confirms)
 
     def _flush_data(self) -> None:
-        if self._puts:
+        if self._puts and not self._restoring:
             self._flush_puts()
         if self._confirms:
             builder = wire.ConfirmEventBuilder()
@@ -745,6 +868,9 @@ class ClientEngine:
         self._now = now
         if self.state is SessionState.NEGOTIATING and self._negotiation_deadline <= now:
             error = RequestTimeoutError("no BrokerResponse to our ClientIdentity")
+            if self._can_reconnect():
+                self._drop_connection(str(error))
+                return
             self._session_step(SessionInput.NEGOTIATION_FAILED)
             self._events.append(SessionStopped(str(error), error))
             return
@@ -776,6 +902,9 @@ class ClientEngine:
             silent = now - self._last_received
             if silent >= self.heartbeat_interval * self.max_missed_heartbeats:
                 reason = f"no traffic from the broker for {silent:.1f}s"
+                if self._can_reconnect():
+                    self._drop_connection(f"{reason} (missed heartbeats)")
+                    return
                 self._fail_session(reason, SessionStoppedError(reason))
             elif now - self._last_probe >= self.heartbeat_interval:
                 self._last_probe = now
@@ -812,7 +941,7 @@ class ClientEngine:
     def receive_data(self, data: bytes, now: float) -> None:
         """Bytes from the socket. Malformed input stops the session and raises ProtocolError."""
         self._now = self._last_received = now
-        if self.stopped:
+        if self.stopped or self.state is SessionState.RECONNECTING:
             return
         try:
             for event in self._reader.feed(data):
@@ -935,6 +1064,9 @@ class ClientEngine:
         result = response.result
         if result.category != ctrl.StatusCategory.E_SUCCESS:
             error = BrokerError("negotiation", result.category.name, result.code, result.message)
+            if self._can_reconnect():
+                self._drop_connection(str(error))
+                return
             self._session_step(SessionInput.NEGOTIATION_FAILED)
             self._fail_everything("negotiation refused")
             self._events.append(SessionStopped(str(error), error))
@@ -945,15 +1077,18 @@ class ClientEngine:
         self.heartbeat_interval = max(response.heartbeat_interval_ms, 1) / 1000.0
         self.max_missed_heartbeats = max(response.max_missed_heartbeats, 1)
         self._session_step(SessionInput.NEGOTIATED)
-        self._events.append(
-            SessionStarted(
-                broker_version=response.broker_version,
-                protocol_version=response.protocol_version,
-                encoding=self.encoding,
-                heartbeat_interval_ms=response.heartbeat_interval_ms,
-                max_missed_heartbeats=response.max_missed_heartbeats,
-            )
+        info = SessionStarted(
+            broker_version=response.broker_version,
+            protocol_version=response.protocol_version,
+            encoding=self.encoding,
+            heartbeat_interval_ms=response.heartbeat_interval_ms,
+            max_missed_heartbeats=response.max_missed_heartbeats,
         )
+        if self._restoring:
+            self._events.append(Reconnected(info))
+            self._start_reopen()
+        else:
+            self._events.append(info)
 
     def _pick_encoding(self, features: str, response_encoding: str) -> str:
         """First of our encodings the broker lists; its response's encoding if it lists none."""
@@ -984,7 +1119,17 @@ class ClientEngine:
         if queue is None:
             log.warning("response to %s for a queue no longer known dropped", kind)
             return
-        if kind == _Req.OPEN:
+        if kind == _Req.REOPEN:
+            queue.remote = RemoteQueueState.OPENED
+            if queue.readable:
+                self._send_configure(queue, _Req.REOPEN_CONFIGURE, None)
+            else:
+                self._reopened(queue, None)
+        elif kind == _Req.REOPEN_CONFIGURE:
+            queue.remote = RemoteQueueState.CONFIGURED
+            self._apply_subscriptions(queue)
+            self._reopened(queue, None)
+        elif kind == _Req.OPEN:
             queue.remote = RemoteQueueState.OPENED
             queue.step(QueueInput.OPEN_OK)
             if self.state is SessionState.STOPPING:
@@ -1024,7 +1169,12 @@ class ClientEngine:
         if queue is None:
             self._maybe_disconnect()
             return
-        if kind == _Req.OPEN:
+        if kind in (_Req.REOPEN, _Req.REOPEN_CONFIGURE):
+            if kind == _Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
+                close = ctrl.CloseQueue(handle_parameters=self._handle_parameters(queue), is_final=True)
+                self._request(ctrl.ControlMessage(close_queue=close), _Req.CLOSE_ABANDONED, None, None)
+            self._reopened(queue, error)
+        elif kind == _Req.OPEN:
             queue.step(QueueInput.OPEN_FAILED)
             self._finish_queue_op(queue, error)
             self._forget(queue)

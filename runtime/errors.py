@@ -74,3 +74,7 @@ class BrokerError(PybmqError):
         self.code = code
         self.broker_message = message
         super().__init__(f"{operation} refused by the broker: {category} ({code}) {message}".rstrip())
+
+
+class PostBufferFullError(PybmqError):
+    """A post was refused while reconnecting: the bounded buffer of held posts is full."""

@@ -20,8 +20,7 @@ class SessionState(enum.Enum):
     STARTED = "STARTED"
     STOPPING = "STOPPING"  # closing queues, then Disconnect → DisconnectResponse
     STOPPED = "STOPPED"
-    # Reserved for the resilience work (reconnect + reopen); no transition leads here yet.
-    RECONNECTING = "RECONNECTING"
+    RECONNECTING = "RECONNECTING"  # connection lost; the shell is reconnecting (queues kept)
 
 
 class SessionInput(enum.Enum):
@@ -33,6 +32,7 @@ class SessionInput(enum.Enum):
     DISCONNECTED = "DISCONNECTED"  # DisconnectResponse received
     STOP_TIMED_OUT = "STOP_TIMED_OUT"  # the broker never answered our Disconnect
     CONNECTION_LOST = "CONNECTION_LOST"  # transport closed or failed, or heartbeats missed
+    CONNECTION_DROPPED = "CONNECTION_DROPPED"  # the same, with reconnect enabled
 
 
 S, E = SessionState, SessionInput
@@ -52,6 +52,12 @@ SESSION_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = 
     (S.STOPPING, E.DISCONNECTED): S.STOPPED,
     (S.STOPPING, E.STOP_TIMED_OUT): S.STOPPED,
     (S.STOPPING, E.CONNECTION_LOST): S.STOPPED,
+    (S.STARTED, E.CONNECTION_DROPPED): S.RECONNECTING,
+    (S.NEGOTIATING, E.CONNECTION_DROPPED): S.RECONNECTING,  # only while reconnecting
+    (S.RECONNECTING, E.CONNECTION_DROPPED): S.RECONNECTING,
+    (S.RECONNECTING, E.CONNECTED): S.NEGOTIATING,
+    (S.RECONNECTING, E.STOP): S.STOPPED,
+    (S.RECONNECTING, E.CONNECTION_LOST): S.STOPPED,
     (S.STOPPED, E.STOP): S.STOPPED,
     (S.STOPPED, E.CONNECTION_LOST): S.STOPPED,
 }

@@ -18,10 +18,18 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pybmq.errors import PybmqError
+from pybmq.errors import PybmqError, UsageError
 from pybmq.sim_engine import Broker, BrokerConfig, BrokerHooks, ClientSession
+from pybmq.sim_faults import FaultConfig, FaultInjector
 
-__all__ = ["BrokerConfig", "BrokerHooks", "BrokerSimulator", "SimulatorError", "ThreadedBrokerSimulator"]
+__all__ = [
+    "BrokerConfig",
+    "BrokerHooks",
+    "BrokerSimulator",
+    "FaultConfig",
+    "SimulatorError",
+    "ThreadedBrokerSimulator",
+]
 
 log = logging.getLogger("pybmq.sim")
 T = TypeVar("T")
@@ -73,7 +81,12 @@ class BrokerSimulator:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        faults: FaultConfig | None = None,
     ) -> None:
+        if faults is not None:
+            if hooks is not None:
+                raise UsageError("give hooks= or faults=, not both")
+            hooks = FaultInjector(faults)
         self.broker = Broker(config, hooks)
         self._listen = (host, port)
         self._server: asyncio.base_events.Server | None = None
@@ -124,6 +137,13 @@ class BrokerSimulator:
             transport.abort()
         self._transports.clear()
         await server.wait_closed()
+
+    async def restart(self) -> None:
+        """Close every connection and stop listening, then listen again on the same port; the
+        queues and their messages are kept (a broker restart with persistent storage)."""
+        port = self.port
+        await self.stop()
+        await self.start(self.host, port)
 
     async def serve_forever(self) -> None:
         if self._server is None:
@@ -179,8 +199,9 @@ class ThreadedBrokerSimulator:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        faults: FaultConfig | None = None,
     ) -> None:
-        self._sim = BrokerSimulator(config, hooks, host=host, port=port)
+        self._sim = BrokerSimulator(config, hooks, host=host, port=port, faults=faults)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -237,6 +258,12 @@ class ThreadedBrokerSimulator:
             return fn(self._sim.broker)
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
+
+    def restart(self, timeout: float = 10.0) -> None:
+        """``BrokerSimulator.restart`` on the simulator's thread."""
+        if self._loop is None:
+            raise SimulatorError("the simulator is not started")
+        asyncio.run_coroutine_threadsafe(self._sim.restart(), self._loop).result(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         if self._thread is None or self._loop is None:

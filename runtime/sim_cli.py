@@ -27,6 +27,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         action="store_true",
         help="do not advertise SUBSCRIPTIONS:CONFIGURE_STREAM (clients then use configureQueueStream)",
     )
+    faults = parser.add_argument_group("fault injection")
+    faults.add_argument("--drop-after-events", type=int, metavar="N", help="close a client's connection after every N events it sends")
+    faults.add_argument("--drop-probability", type=float, default=0.0, metavar="P", help="close a client's connection after any event with probability P")
+    faults.add_argument("--seed", type=int, help="seed of the fault injector's random choices")
+    faults.add_argument("--ack-delay-ms", type=int, default=0, help="hold every ACK back this long")
+    faults.add_argument("--nack-share", type=float, default=0.0, metavar="P", help="NACK this share of PUTs (STORAGE_FAILURE)")
+    faults.add_argument("--no-heartbeats", action="store_true", help="never answer nor send heartbeats")
+    faults.add_argument("--refuse-negotiation", action="store_true", help="refuse every client (E_REFUSED)")
+    faults.add_argument("--restart-every", type=float, metavar="SECONDS", help="restart (same port, queues kept) this often")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)")
     parser.set_defaults(func=handler)
 
@@ -35,13 +44,23 @@ async def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `pybmq --help` does not load the engine and the generated codecs.
     from pybmq.sim import BrokerSimulator
     from pybmq.sim_engine import BrokerConfig
+    from pybmq.sim_faults import FaultConfig
 
     config = BrokerConfig(
         heartbeat_interval_ms=args.heartbeat_ms,
         max_missed_heartbeats=args.max_missed_heartbeats,
         advertise_subscriptions=not args.no_configure_stream,
     )
-    sim = BrokerSimulator(config)
+    faults = FaultConfig(
+        drop_after_events=args.drop_after_events,
+        drop_probability=args.drop_probability,
+        seed=args.seed,
+        ack_delay_ms=args.ack_delay_ms,
+        nack_share=args.nack_share,
+        answer_heartbeats=not args.no_heartbeats,
+        refuse_negotiation=args.refuse_negotiation,
+    )
+    sim = BrokerSimulator(config, faults=faults if faults.active else None)
     await sim.start(args.host, args.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -49,7 +68,13 @@ async def _serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     print(f"pybmq sim listening on {sim.url}", flush=True)
     try:
-        await stop.wait()
+        while True:
+            try:
+                await asyncio.wait_for(stop.wait(), args.restart_every)
+                break
+            except asyncio.TimeoutError:
+                await sim.restart()
+                print(f"pybmq sim restarted on {sim.url}", flush=True)
     finally:
         await sim.stop()
         stats = sim.broker.stats

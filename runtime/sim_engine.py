@@ -90,7 +90,10 @@ class BrokerHooks:
 
     Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of the
     ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
-    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes.
+    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes;
+    ``drop_connection`` may close a session after an event it sent; ``ack_delay`` holds ACKs back;
+    ``answer_heartbeats`` False makes the broker silent on heartbeats; ``refuse_negotiation``
+    returning a reason turns the session's ClientIdentity down. ``pybmq.sim_faults`` uses them.
     """
 
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
@@ -98,6 +101,18 @@ class BrokerHooks:
 
     def outgoing(self, session: ClientSession, data: bytes) -> bytes:
         return data
+
+    def drop_connection(self, session: ClientSession, event_type: int) -> bool:
+        return False
+
+    def ack_delay(self, session: ClientSession) -> float:
+        return 0.0
+
+    def answer_heartbeats(self, session: ClientSession) -> bool:
+        return True
+
+    def refuse_negotiation(self, session: ClientSession) -> str | None:
+        return None
 
 
 class SessionState(enum.Enum):
@@ -215,6 +230,8 @@ class ClientSession:
         self._pushes: list[PushItem] = []
         self._last_received = now
         self._last_heartbeat_sent = now
+        self._now = now
+        self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
         self._disconnecting = False
         self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
 
@@ -227,7 +244,8 @@ class ClientSession:
     def receive_data(self, data: bytes, now: float) -> None:
         if self.closed:
             return
-        self._last_received = now
+        self._last_received = self._now = now
+        hooks = self.broker.hooks
         try:
             events = self._reader.feed(data)
             for event in events:
@@ -237,6 +255,9 @@ class ClientSession:
                         self._violation(f"{event.type_name} event after disconnect")
                     return
                 self._handle_event(event)
+                if hooks.drop_connection(self, event.header.type) and not self.closed:
+                    self._close("fault injection: connection dropped", level=logging.INFO)
+                    return
         except ProtocolError as exc:
             self._violation(str(exc))
         finally:
@@ -261,11 +282,18 @@ class ClientSession:
         if self.closed:
             return None
         interval = self.broker.config.heartbeat_interval_ms / 1000.0
-        return max(self._last_received, self._last_heartbeat_sent) + interval
+        deadline = max(self._last_received, self._last_heartbeat_sent) + interval
+        if self._delayed_acks:
+            deadline = min(deadline, self._delayed_acks[0][0])
+        return deadline
 
     def on_timer(self, now: float) -> None:
         if self.closed:
             return
+        self._now = now
+        while self._delayed_acks and self._delayed_acks[0][0] <= now:
+            self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
+            self.broker._mark(self)
         config = self.broker.config
         interval = config.heartbeat_interval_ms / 1000.0
         silent = now - self._last_received
@@ -273,7 +301,11 @@ class ClientSession:
             self._violation(f"no data for {silent:.1f}s ({config.max_missed_heartbeats} missed heartbeats)")
             self.broker._mark(self)
             return
-        if silent >= interval and now - self._last_heartbeat_sent >= interval:
+        if (
+            silent >= interval
+            and now - self._last_heartbeat_sent >= interval
+            and self.broker.hooks.answer_heartbeats(self)
+        ):
             self._last_heartbeat_sent = now
             self._send(HEARTBEAT_REQ_EVENT)
 
@@ -303,7 +335,8 @@ class ClientSession:
         elif etype == EventType.CONFIRM:
             self._confirm(event)
         elif etype == EventType.HEARTBEAT_REQ:
-            self._send(HEARTBEAT_RSP_EVENT)
+            if self.broker.hooks.answer_heartbeats(self):
+                self._send(HEARTBEAT_RSP_EVENT)
         elif etype == EventType.HEARTBEAT_RSP:
             pass
         else:
@@ -329,6 +362,8 @@ class ClientSession:
             problem = ("E_NOT_SUPPORTED", f"unsupported protocol version {identity.protocol_version}")
         elif identity.client_type != ctrl.ClientType.E_TCPCLIENT:
             problem = ("E_NOT_SUPPORTED", f"unsupported client type {identity.client_type.name}")
+        elif (refusal := self.broker.hooks.refuse_negotiation(self)) is not None:
+            problem = ("E_REFUSED", refusal)
         category, text = problem or ("E_SUCCESS", "")
         config = self.broker.config
         response = ctrl.NegotiationMessage(
@@ -683,7 +718,11 @@ class ClientSession:
 
     def _flush_data_plane(self) -> None:
         if self._acks:
-            self._out.extend(ack_events(self._acks))
+            delay = self.broker.hooks.ack_delay(self)
+            if delay > 0:
+                self._delayed_acks.append((self._now + delay, self._acks))
+            else:
+                self._out.extend(ack_events(self._acks))
             self._acks = []
         if self._pushes:
             self._out.extend(push_events(self._pushes))
