@@ -30,6 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     faults = parser.add_argument_group("fault injection")
     faults.add_argument("--drop-after-events", type=int, metavar="N", help="close a client's connection after every N events it sends")
     faults.add_argument("--drop-probability", type=float, default=0.0, metavar="P", help="close a client's connection after any event with probability P")
+    faults.add_argument("--max-drops", type=int, metavar="N", help="stop dropping connections after N drops")
     faults.add_argument("--seed", type=int, help="seed of the fault injector's random choices")
     faults.add_argument("--ack-delay-ms", type=int, default=0, help="hold every ACK back this long")
     faults.add_argument("--nack-share", type=float, default=0.0, metavar="P", help="NACK this share of PUTs (STORAGE_FAILURE)")
@@ -54,6 +55,7 @@ async def _serve(args: argparse.Namespace) -> int:
     faults = FaultConfig(
         drop_after_events=args.drop_after_events,
         drop_probability=args.drop_probability,
+        max_drops=args.max_drops,
         seed=args.seed,
         ack_delay_ms=args.ack_delay_ms,
         nack_share=args.nack_share,

@@ -22,6 +22,7 @@ class FaultConfig:
     drop_after_events: int | None = None
     # Close a client's connection after any received event with this probability.
     drop_probability: float = 0.0
+    max_drops: int | None = None  # stop dropping after this many (None = no limit)
     seed: int | None = None
     ack_delay_ms: int = 0  # hold every ACK back this long
     # NACK (STORAGE_FAILURE) this share of PUTs. As the hook's contract says, the message was
@@ -53,11 +54,30 @@ class FaultInjector(BrokerHooks):
         self.dropped = 0
         self.nacked = 0
         self._received: dict[int, int] = {}  # session id → events since its last drop
+        self._armed: list[int | None] = []  # client sessionIds to drop on their next event
+
+    def arm_drop(self, client_session_id: int | None = None) -> None:
+        """Drop the next connection that sends an event (only a client whose ClientIdentity has
+        ``client_session_id``, when given): a disconnect at a moment the caller chooses."""
+        self._armed.append(client_session_id)
+
+    def _take_armed(self, session: ClientSession) -> bool:
+        identity = session.client_identity
+        for i, target in enumerate(self._armed):
+            if target is None or (identity is not None and identity.session_id == target):
+                del self._armed[i]
+                return True
+        return False
 
     def drop_connection(self, session: ClientSession, event_type: int) -> bool:
+        if self._armed and self._take_armed(session):
+            self.dropped += 1
+            return True
         config = self.config
         count = self._received.get(session.session_id, 0) + 1
         self._received[session.session_id] = count
+        if config.max_drops is not None and self.dropped >= config.max_drops:
+            return False
         drop = (config.drop_after_events is not None and count >= config.drop_after_events) or (
             config.drop_probability > 0 and self.rng.random() < config.drop_probability
         )

@@ -1,0 +1,211 @@
+"""Resilience over real loopback sockets: forced disconnects, missed heartbeats, held posts.
+
+The simulator's fault injector drops connections; the clients reconnect, reopen their queues and
+retransmit what was not acknowledged. Counts are printed (run with ``-s``) and recorded in
+``RESULTS`` for the README figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from dataclasses import replace
+
+import pytest
+from pybmq.aio import AsyncSession, ResilienceEvent
+from pybmq.client_events import Ack, ConnectionLost, QueueReopened, Reconnected, StateRestored
+from pybmq.client_options import SessionOptions
+from pybmq.errors import PostBufferFullError
+from pybmq.reconnect import ReconnectPolicy
+from pybmq.sim import BrokerSimulator
+from pybmq.sim_engine import BrokerConfig
+from pybmq.sim_faults import FaultConfig, FaultInjector
+
+pytestmark = pytest.mark.timeout(120)
+
+QUEUE = "bmq://bmq.test.mem.priority/resilience"
+FAST_RECONNECT = ReconnectPolicy(initial_delay=0.01, max_delay=0.2, isolate_after=50)
+OPTIONS = SessionOptions(
+    reconnect=True,
+    reconnect_policy=FAST_RECONNECT,
+    max_buffered_posts=100_000,
+    ack_timeout=60.0,
+    request_timeout=10.0,
+)
+
+
+def kinds(events: list[ResilienceEvent]) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+async def test_twenty_forced_disconnects_while_posting_and_consuming() -> None:
+    total, window = 20_000, 1_000
+    drops = 20
+    faults = FaultConfig(seed=7)
+    async with BrokerSimulator(faults=faults) as sim:
+        injector = sim.broker.hooks
+        assert isinstance(injector, FaultInjector)
+        loop = asyncio.get_running_loop()
+        producer_events: list[ResilienceEvent] = []
+        consumer_events: list[ResilienceEvent] = []
+        producer = AsyncSession(sim.url, options=OPTIONS, on_event=producer_events.append)
+        consumer = AsyncSession(
+            sim.url, options=replace(OPTIONS, session_id=2), on_event=consumer_events.append
+        )
+        started = time.monotonic()
+        await producer.start()
+        await consumer.start()
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=500)
+
+        outcomes: dict[bytes, list[Ack]] = collections.defaultdict(list)
+        progress = asyncio.Event()
+
+        def on_ack(ack: Ack) -> None:
+            outcomes[ack.guid].append(ack)
+            progress.set()
+
+        received: collections.Counter[bytes] = collections.Counter()
+        posted: list[bytes] = []
+        all_posted = asyncio.Event()
+
+        async def consume() -> None:
+            while True:
+                message = await reader.get()
+                received[message.guid] += 1
+                message.confirm_nowait()
+                if all_posted.is_set() and len(outcomes) == total:
+                    acked = {g for g, acks in outcomes.items() if acks[0].ok}
+                    if acked <= received.keys():
+                        return
+
+        consumer_task = loop.create_task(consume())
+        for i in range(total):
+            while len(posted) - len(outcomes) >= window:
+                progress.clear()
+                await asyncio.wait_for(progress.wait(), 30)
+            if i % (total // drops) == total // drops // 2:
+                # Alternate: the producer's connection, then the consumer's, ...
+                injector.arm_drop(client_session_id=1 + (i * drops // total) % 2)
+            posted.append(writer.post_nowait(b"message %d" % i, on_ack=on_ack))
+            if i % 100 == 99:
+                await asyncio.sleep(0)  # let the loop flush: one PUT event per 100 posts
+        all_posted.set()
+        while len(outcomes) < total:
+            progress.clear()
+            await asyncio.wait_for(progress.wait(), 30)
+        await asyncio.wait_for(consumer_task, 60)
+        elapsed = time.monotonic() - started
+
+        nacks = sum(1 for acks in outcomes.values() if not acks[0].ok)
+        duplicates = sum(n - 1 for n in received.values())
+        print(
+            f"\n{total} posts, {injector.dropped} forced disconnects in {elapsed:.1f}s: "
+            f"{total - nacks} ACKed, {nacks} NACKed, {len(received)} distinct delivered, "
+            f"{duplicates} duplicate deliveries; producer reconnects {producer.reconnects}, "
+            f"consumer reconnects {consumer.reconnects}"
+        )
+        assert injector.dropped == drops
+        assert producer.reconnects >= drops // 2 and consumer.reconnects >= drops // 2
+        assert set(outcomes) == set(posted) and len(posted) == total
+        assert all(len(acks) == 1 for acks in outcomes.values()), "a post was reported twice"
+        assert nacks == 0
+        assert {g for g, acks in outcomes.items() if acks[0].ok} <= received.keys()
+        queue = sim.broker.queue(QUEUE)
+        assert queue is not None and queue.posted == total  # retransmits were de-duplicated
+        for events in (producer_events, consumer_events):
+            if events:
+                assert kinds(events)[0] == "ConnectionLost"
+                assert kinds(events)[-1] == "StateRestored"
+        await producer.stop()
+        await consumer.stop()
+
+
+async def test_missed_heartbeats_lead_to_connection_lost_and_reconnect() -> None:
+    config = BrokerConfig(heartbeat_interval_ms=50, max_missed_heartbeats=3)
+    faults = FaultConfig(answer_heartbeats=False)
+    async with BrokerSimulator(config, faults=faults) as sim:
+        events: list[ResilienceEvent] = []
+        restored = asyncio.Event()
+
+        def on_event(event: ResilienceEvent) -> None:
+            events.append(event)
+            if isinstance(event, StateRestored):
+                restored.set()
+
+        session = AsyncSession(sim.url, options=OPTIONS, on_event=on_event)
+        await session.start()
+        writer = await session.open_queue(QUEUE, write=True)
+        lost_at = time.monotonic()
+        await asyncio.wait_for(restored.wait(), 10)
+        # Silence is detected after heartbeat interval x max missed (0.15 s), then reconnect.
+        assert time.monotonic() - lost_at < 5
+        assert kinds(events)[:4] == ["ConnectionLost", "Reconnected", "QueueReopened", "StateRestored"]
+        assert isinstance(events[0], ConnectionLost) and "missed heartbeats" in events[0].reason
+        assert isinstance(events[1], Reconnected)
+        assert isinstance(events[2], QueueReopened) and events[2].error is None
+        ack = await asyncio.wait_for(writer.post(b"after the reconnect"), 10)
+        assert ack.ok
+        await session.stop()
+
+
+async def test_posts_are_held_while_disconnected_and_overflow_is_a_typed_error() -> None:
+    sim = BrokerSimulator()
+    await sim.start()
+    port = sim.port
+    restored = asyncio.Event()
+    lost = asyncio.Event()
+
+    def on_event(event: ResilienceEvent) -> None:
+        if isinstance(event, ConnectionLost):
+            lost.set()
+        elif isinstance(event, StateRestored):
+            restored.set()
+
+    options = replace(OPTIONS, max_buffered_posts=5)
+    session = AsyncSession(sim.url, options=options, on_event=on_event)
+    await session.start()
+    writer = await session.open_queue(QUEUE, write=True)
+    await sim.stop()  # the broker goes away: no connection to reconnect to for now
+    await asyncio.wait_for(lost.wait(), 10)
+    held = [asyncio.ensure_future(writer.post(b"held %d" % i)) for i in range(5)]
+    await asyncio.sleep(0)
+    with pytest.raises(PostBufferFullError, match="max_buffered_posts=5"):
+        writer.post_nowait(b"one too many")
+    await sim.start(port=port)  # the same port, the same queues
+    await asyncio.wait_for(restored.wait(), 10)
+    acks = await asyncio.wait_for(asyncio.gather(*held), 10)
+    assert all(ack.ok for ack in acks)
+    queue = sim.broker.queue(QUEUE)
+    assert queue is not None and queue.posted == 5
+    await session.stop()
+    await sim.stop()
+
+
+async def test_restart_keeps_queue_contents_and_consumer_gets_them_after_reconnect() -> None:
+    async with BrokerSimulator() as sim:
+        restored = asyncio.Event()
+        consumer = AsyncSession(
+            sim.url,
+            options=replace(OPTIONS, session_id=3),
+            on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None,
+        )
+        async with AsyncSession(sim.url) as producer:
+            writer = await producer.open_queue(QUEUE, write=True)
+            for i in range(10):
+                assert (await writer.post(b"kept %d" % i)).ok
+        await consumer.start()
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=3)
+        first = await asyncio.wait_for(reader.get(), 10)
+        await sim.restart()
+        await asyncio.wait_for(restored.wait(), 10)
+        first.confirm_nowait()  # of the old connection: dropped, it is redelivered instead
+        payloads = []
+        while len(set(payloads)) < 10:
+            message = await asyncio.wait_for(reader.get(), 10)
+            payloads.append(message.payload)
+            message.confirm_nowait()
+        assert set(payloads) == {b"kept %d" % i for i in range(10)}
+        await consumer.stop()
+        assert sim.broker.stats.violations == []
