@@ -269,20 +269,53 @@ def test_blocking_calls_from_a_callback_raise_instead_of_deadlocking(bmq_broker_
         s.close_queue(uri)
 
 
-def test_connection_lost_is_reported_and_ends_the_session(recorder: Recorder) -> None:
+def test_connection_lost_then_stop_while_the_broker_is_down(recorder: Recorder) -> None:
     sim = ThreadedBrokerSimulator()
     sim.start()
     session = blazingmq.Session(recorder.on_event, broker=sim.url)
+    outcomes: list[str] = []
     try:
         session.open_queue("bmq://bmq.test.mem.priority/compat-lost", write=True)
         sim.stop()
         assert recorder.wait_count("<ConnectionLost", 1)
-        with pytest.raises(blazingmq.Error, match="connection to the broker was lost"):
-            session.post("bmq://bmq.test.mem.priority/compat-lost", b"x")
+        # Held while reconnecting (as the official SDK does), resolved when the session stops.
+        session.post("bmq://bmq.test.mem.priority/compat-lost", b"x", on_ack=lambda a: outcomes.append(str(a.status)))
     finally:
         session.stop()
         sim.stop()
     assert recorder.items == ["<Connected>", "<ConnectionLost>", "<Disconnected>"]
+
+
+def test_official_style_program_sees_reconnect_events_in_order(recorder: Recorder) -> None:
+    """ConnectionLost → Reconnected → QueueReopened (each queue) → StateRestored, then it works."""
+    uri = "bmq://bmq.test.mem.priority/compat-reconnect"
+    sim = ThreadedBrokerSimulator()
+    sim.start()
+
+    def on_message(message: blazingmq.Message, handle: blazingmq.MessageHandle) -> None:
+        recorder.on_message(message, handle)
+        handle.confirm()
+
+    try:
+        with blazingmq.Session(recorder.on_event, on_message=on_message, broker=sim.url) as session:
+            session.open_queue(uri, read=True, write=True)
+            session.post(uri, b"before")
+            assert recorder.wait_count("message b'before'", 1)
+            sim.restart()
+            assert recorder.wait_count("<StateRestored", 1)
+            session.post(uri, b"after")
+            assert recorder.wait_count("message b'after'", 1)
+            session.close_queue(uri)
+    finally:
+        sim.stop()
+    assert [i for i in recorder.items if i.startswith("<")] == [
+        "<Connected>",
+        "<ConnectionLost>",
+        "<Reconnected>",
+        f"<QueueReopened: {uri}>",
+        "<StateRestored>",
+        "<Disconnected>",
+    ]
 
 
 def test_slow_consumer_watermarks(bmq_broker_url: str, recorder: Recorder) -> None:

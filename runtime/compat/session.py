@@ -31,6 +31,10 @@ from typing import Any, TypeVar
 from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage
 from pybmq.client_events import Ack as RuntimeAck
 from pybmq.client_events import AckStatus as RuntimeAckStatus
+from pybmq.client_events import ConnectionLost as RuntimeConnectionLost
+from pybmq.client_events import QueueReopened as RuntimeQueueReopened
+from pybmq.client_events import Reconnected as RuntimeReconnected
+from pybmq.client_events import StateRestored as RuntimeStateRestored
 from pybmq.client_options import QueueOptions as RuntimeQueueOptions
 from pybmq.client_options import SessionOptions as RuntimeSessionOptions
 from pybmq.client_options import parse_broker_url
@@ -310,6 +314,7 @@ class Session:
         self._stopped = False
         self._connected = False
         self._lost = False
+        self._outage = False  # between a ConnectionLost and its StateRestored
         self._inner: AsyncSession | None = None
         self._ops: collections.deque[Callable[[], None]] = collections.deque()
         self._ops_scheduled = False
@@ -333,6 +338,8 @@ class Session:
             compression_threshold=(
                 1024 if message_compression_algorithm is CompressionAlgorithmType.ZLIB else 0
             ),
+            # Like the official SDK: reconnect on its own and reopen the open queues.
+            reconnect=True,
         )
         try:
             self._inner = self._run(self._connect(broker, options, self._high_water))
@@ -392,7 +399,7 @@ class Session:
         if self._stopped:
             raise Error(_STOPPED)
         if self._lost:
-            raise Error("the connection to the broker was lost (pybmq does not reconnect)")
+            raise Error("the connection to the broker was lost and the session ended")
 
     async def _connect(
         self, broker: str, options: RuntimeSessionOptions, high_water: int
@@ -404,7 +411,11 @@ class Session:
         while True:
             remaining = deadline - loop.time()
             session = AsyncSession(
-                broker, options=options, connect_timeout=max(remaining, 0.001), write_high_water=high_water
+                broker,
+                options=options,
+                connect_timeout=max(remaining, 0.001),
+                write_high_water=high_water,
+                on_event=self._on_resilience_event,
             )
             try:
                 await self._start_once(session, max(remaining, 0.001))
@@ -436,11 +447,36 @@ class Session:
             if started is not None and started.done() and not started.cancelled():
                 started.exception()
 
+    def _on_resilience_event(self, event: object) -> None:
+        """On the loop: the engine's reconnect events as the official SDK's session events, in
+        its order (ConnectionLost, Reconnected, QueueReopened per queue, StateRestored)."""
+        compat_event: ev.SessionEvent
+        if isinstance(event, RuntimeConnectionLost):
+            if self._outage:  # a failed attempt during the same outage: not a new loss
+                return
+            self._outage = True
+            compat_event = ev.ConnectionLost(None)
+        elif isinstance(event, RuntimeReconnected):
+            compat_event = ev.Reconnected(None)
+        elif isinstance(event, RuntimeQueueReopened):
+            if event.error is None:
+                compat_event = ev.QueueReopened(event.uri)
+            else:
+                compat_event = ev.QueueReopenFailed(event.uri, str(event.error))
+        elif isinstance(event, RuntimeStateRestored):
+            self._outage = False
+            compat_event = ev.StateRestored(None)
+        else:
+            return
+        self._from_loop(lambda: self._callbacks._emit(compat_event))
+
     async def _watch(self, session: AsyncSession) -> None:
         """Report a connection that ends without stop() as ConnectionLost."""
         await session._stopped.wait()
         if not self._stopped:
             self._lost = True
+            if self._outage:  # ConnectionLost was already reported
+                return
             log.warning("connection to the broker lost: %s", session.stop_reason)
             lost: ev.SessionEvent = ev.ConnectionLost(None)
             self._from_loop(lambda: self._callbacks._emit(lost))

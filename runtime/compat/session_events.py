@@ -59,15 +59,15 @@ class Disconnected(SessionEvent):
 
 
 class ConnectionLost(SessionEvent):
-    """The connection dropped without ``stop()``. pybmq does not reconnect: the session is over."""
+    """The connection dropped without ``stop()``; the session reconnects on its own."""
 
 
 class Reconnected(SessionEvent):
-    """Never sent by pybmq (no reconnection); kept so handlers that name it still import."""
+    """A new connection to the broker negotiated after a ConnectionLost; queues reopen next."""
 
 
 class StateRestored(SessionEvent):
-    """Never sent by pybmq (no reconnection)."""
+    """Every queue open before the loss is reopened (or reported failed); posts flow again."""
 
 
 class ConnectionTimeout(SessionEvent):
@@ -99,11 +99,11 @@ class QueueResumeFailed(QueueEvent):
 
 
 class QueueReopened(QueueEvent):
-    """Never sent by pybmq (no reconnection)."""
+    """A queue that was open before a reconnect is open again, with its last options."""
 
 
 class QueueReopenFailed(QueueEvent):
-    """Never sent by pybmq (no reconnection)."""
+    """A queue could not be reopened after a reconnect; its pending posts were NACKed."""
 
 
 class SlowConsumerNormal(SessionEvent):
