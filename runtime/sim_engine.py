@@ -622,6 +622,7 @@ class ClientSession:
         acks = self._acks
         handles = self.handles
         dispatch = broker._dispatch
+        dedup_window = broker.config.deduplication_time_ms / 1000.0
         for put in read_put_event(event):
             stats.puts += 1
             flags = put.flags
@@ -645,7 +646,7 @@ class ClientSession:
                     put.compression,
                     put.schema_id,
                 )
-                deliveries = handle.queue.post(message)
+                deliveries = handle.queue.post(message, self._now, dedup_window)
                 if deliveries:
                     dispatch(deliveries)
             else:

@@ -213,7 +213,9 @@ class SimQueue:
     streams: dict[str, AppStream]
     posted: int = 0
     duplicates: int = 0
-    _seen: set[bytes] = field(default_factory=set)
+    # GUID → when it leaves the de-duplication window (insertion order = time order), like a
+    # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
+    _seen: dict[bytes, float] = field(default_factory=dict)
 
     @classmethod
     def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
@@ -221,12 +223,21 @@ class SimQueue:
         stores = mode is not RoutingMode.BROADCAST
         return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
 
-    def post(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
-        """Store (or broadcast) ``message``; a GUID seen before is acknowledged but not stored."""
-        if message.guid in self._seen:
+    def post(
+        self, message: StoredMessage, now: float = 0.0, dedup_window: float = 300.0
+    ) -> list[tuple[Consumer, StoredMessage]]:
+        """Store (or broadcast) ``message``; a GUID seen within ``dedup_window`` seconds before
+        ``now`` is acknowledged but not stored."""
+        seen = self._seen
+        if message.guid in seen and seen[message.guid] > now:
             self.duplicates += 1
             return []
-        self._seen.add(message.guid)
+        while seen:  # forget GUIDs whose window is over (oldest first), so memory stays bounded
+            oldest = next(iter(seen))
+            if seen[oldest] > now:
+                break
+            del seen[oldest]
+        seen[message.guid] = now + dedup_window
         self.posted += 1
         if self.mode is RoutingMode.BROADCAST:
             return self.streams[DEFAULT_APP_ID].broadcast(message)
