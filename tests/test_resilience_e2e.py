@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import replace
 
@@ -16,7 +20,7 @@ import pytest
 from pybmq.aio import AsyncSession, ResilienceEvent
 from pybmq.client_events import Ack, ConnectionLost, QueueReopened, Reconnected, StateRestored
 from pybmq.client_options import SessionOptions
-from pybmq.errors import PostBufferFullError
+from pybmq.errors import BrokerError, PostBufferFullError
 from pybmq.reconnect import ReconnectPolicy
 from pybmq.sim import BrokerSimulator
 from pybmq.sim_engine import BrokerConfig
@@ -209,3 +213,78 @@ async def test_restart_keeps_queue_contents_and_consumer_gets_them_after_reconne
         assert set(payloads) == {b"kept %d" % i for i in range(10)}
         await consumer.stop()
         assert sim.broker.stats.violations == []
+
+
+async def test_reconnect_moves_to_the_next_endpoint_when_the_first_is_gone() -> None:
+    first, second = BrokerSimulator(), BrokerSimulator()
+    await first.start()
+    await second.start()
+    restored = asyncio.Event()
+    options = replace(OPTIONS, endpoints=(second.url,))
+    session = AsyncSession(
+        first.url, options=options, on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None
+    )
+    try:
+        await session.start()
+        writer = await session.open_queue(QUEUE, write=True)
+        await first.stop()  # gone for good: the session must fail over to the second broker
+        await asyncio.wait_for(restored.wait(), 10)
+        assert (await asyncio.wait_for(writer.post(b"on the second broker"), 10)).ok
+        queue = second.broker.queue(QUEUE)
+        assert queue is not None and queue.posted == 1
+    finally:
+        await session.stop()
+        await first.stop()
+        await second.stop()
+
+
+def _start_cli_sim(*flags: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("pybmq sim listening on "), line
+    return process, line.rsplit(" ", 1)[1].strip()
+
+
+def _stop_cli_sim(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    return out
+
+
+async def test_cli_fault_flags_drop_and_refuse() -> None:
+    process, url = _start_cli_sim("--drop-after-events", "4", "--max-drops", "2", "--seed", "1")
+    try:
+        losses: list[ResilienceEvent] = []
+        restored = asyncio.Event()
+
+        def on_event(event: ResilienceEvent) -> None:
+            if isinstance(event, ConnectionLost):
+                losses.append(event)
+            if isinstance(event, StateRestored) and len(losses) == 2:
+                restored.set()
+
+        session = AsyncSession(url, options=OPTIONS, on_event=on_event)
+        await session.start()  # event 1
+        writer = await session.open_queue(QUEUE, write=True)  # event 2
+        acks = [await asyncio.wait_for(writer.post(b"m%d" % i), 10) for i in range(6)]
+        await asyncio.wait_for(restored.wait(), 10)
+        assert all(ack.ok for ack in acks) and len(losses) == 2
+        await session.stop()
+    finally:
+        out = _stop_cli_sim(process)
+    assert "pybmq sim stopped: 3 sessions" in out
+
+    process, url = _start_cli_sim("--refuse-negotiation")
+    try:
+        with pytest.raises(BrokerError, match="E_REFUSED"):
+            await AsyncSession(url).start()
+    finally:
+        _stop_cli_sim(process)
