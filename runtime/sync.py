@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage
+from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage, ResilienceEvent
 from pybmq.client_events import Ack
 from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
@@ -161,9 +161,12 @@ class Session:
         *,
         options: SessionOptions | None = None,
         timeout: float = 60.0,
+        on_event: Callable[[ResilienceEvent], object] | None = None,
     ) -> None:
         self.broker = broker
         self._options = options
+        # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
+        self._on_event = on_event
         self._timeout = timeout
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="pybmq-io", daemon=True)
@@ -188,7 +191,13 @@ class Session:
 
     def start(self) -> None:
         async def start() -> AsyncSession:
-            session = AsyncSession(self.broker, options=self._options)
+            on_event = self._on_event
+            dispatch = self._dispatcher.submit
+            session = AsyncSession(
+                self.broker,
+                options=self._options,
+                on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
+            )
             await session.start()
             return session
 

@@ -288,3 +288,25 @@ async def test_cli_fault_flags_drop_and_refuse() -> None:
             await AsyncSession(url).start()
     finally:
         _stop_cli_sim(process)
+
+
+def test_blocking_session_reconnects_and_reports_events_on_its_dispatcher() -> None:
+    import threading
+
+    from pybmq.sim import ThreadedBrokerSimulator
+    from pybmq.sync import Session
+
+    seen: list[str] = []
+    restored = threading.Event()
+
+    def on_event(event: ResilienceEvent) -> None:
+        seen.append(type(event).__name__)
+        if isinstance(event, StateRestored):
+            restored.set()
+
+    with ThreadedBrokerSimulator() as sim, Session(sim.url, options=OPTIONS, on_event=on_event) as session:
+        queue = session.open_queue(QUEUE, write=True)
+        sim.restart()
+        assert restored.wait(10)
+        assert queue.post(b"after restart", timeout=10).ok
+    assert seen == ["ConnectionLost", "Reconnected", "QueueReopened", "StateRestored"]
