@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from pybmq.aio import AsyncSession, ResilienceEvent
+from pybmq.aio import AsyncSession, ReceivedMessage, ResilienceEvent
 from pybmq.client_events import Ack, ConnectionLost, QueueReopened, Reconnected, StateRestored
 from pybmq.client_options import SessionOptions
 from pybmq.errors import BrokerError, PostBufferFullError
@@ -75,10 +75,15 @@ async def test_twenty_forced_disconnects_while_posting_and_consuming() -> None:
         all_posted = asyncio.Event()
 
         async def consume() -> None:
+            # Confirms lag 100 messages behind, so a consumer drop finds messages pushed and not
+            # confirmed: those are redelivered (the at-least-once contract) and counted.
+            lagging: collections.deque[ReceivedMessage] = collections.deque()
             while True:
                 message = await reader.get()
                 received[message.guid] += 1
-                message.confirm_nowait()
+                lagging.append(message)
+                if len(lagging) > 100:
+                    lagging.popleft().confirm_nowait()
                 if all_posted.is_set() and len(outcomes) == total:
                     acked = {g for g, acks in outcomes.items() if acks[0].ok}
                     if acked <= received.keys():
@@ -108,13 +113,16 @@ async def test_twenty_forced_disconnects_while_posting_and_consuming() -> None:
             f"\n{total} posts, {injector.dropped} forced disconnects in {elapsed:.1f}s: "
             f"{total - nacks} ACKed, {nacks} NACKed, {len(received)} distinct delivered, "
             f"{duplicates} duplicate deliveries; producer reconnects {producer.reconnects}, "
-            f"consumer reconnects {consumer.reconnects}"
+            f"consumer reconnects {consumer.reconnects}; broker redelivered {sim.broker.stats.redelivered}"
         )
         assert injector.dropped == drops
         assert producer.reconnects >= drops // 2 and consumer.reconnects >= drops // 2
         assert set(outcomes) == set(posted) and len(posted) == total
         assert all(len(acks) == 1 for acks in outcomes.values()), "a post was reported twice"
         assert nacks == 0
+        # Consumer drops found unconfirmed messages: redelivered, seen twice, and counted.
+        assert 0 < duplicates <= sim.broker.stats.redelivered
+        assert sim.broker.stats.pushes == total + sim.broker.stats.redelivered
         assert {g for g, acks in outcomes.items() if acks[0].ok} <= received.keys()
         queue = sim.broker.queue(QUEUE)
         assert queue is not None and queue.posted == total  # retransmits were de-duplicated
