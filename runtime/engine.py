@@ -130,7 +130,7 @@ class _PendingPut:
 
     __slots__ = ("batch", "context", "put", "queue_id")
 
-    def __init__(self, queue_id: int, context: object, put: _Put) -> None:
+    def __init__(self, queue_id: int, context: object, put: _Put | None) -> None:
         self.queue_id = queue_id
         self.context = context
         self.put = put  # kept to retransmit it (same GUID) after a reconnect
@@ -366,7 +366,7 @@ class ClientEngine:
             self._cancel_posts(queue, AckStatus.CANCELED, "queue closed" if error is None else reason)
             self._forget(queue)
         if first_drop:
-            resend = [p.put for p in self._unacked.values() if p.batch is not None]
+            resend = [p.put for p in self._unacked.values() if p.batch is not None and p.put is not None]
             for pending in self._unacked.values():
                 pending.batch = None
             self._ack_deadlines.clear()
@@ -744,7 +744,8 @@ class ClientEngine:
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self._puts.append(put)
         if wants_ack:
-            self._unacked[guid] = _PendingPut(queue_id, context, put)
+            # The payload is kept until the ACK only when it may have to be retransmitted.
+            self._unacked[guid] = _PendingPut(queue_id, context, put if self.options.reconnect else None)
         return guid
 
     def confirm(self, queue_id: int, guid: bytes, generation: int | None = None) -> None:
