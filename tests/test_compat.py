@@ -3,7 +3,8 @@
 The scenarios of compat_scenarios.py (official API only) run here on pybmq.compat with the values
 the official documentation and the official SDK itself give (tests/interop/test_compat_parity.py
 compares the two SDKs run by run). The rest covers what only pybmq does: refusing blocking calls
-from callbacks instead of deadlocking, ConnectionLost without reconnection, slow-consumer
+from callbacks instead of deadlocking, reconnection events (ConnectionLost → Reconnected →
+QueueReopened → StateRestored) across a simulator restart, slow-consumer
 watermarks, request timeouts, the BMQ_BROKER_URI override and what the options map to.
 """
 
