@@ -880,7 +880,7 @@ class ClientEngine:
                 return
             if request.deadline <= now and rid in self._requests:
                 del self._requests[rid]
-                if request.kind == _Req.OPEN and request.queue_id in self.queues:
+                if request.kind in (_Req.OPEN, _Req.REOPEN) and request.queue_id in self.queues:
                     # If the broker opens it after all, its late response gets a CloseQueue.
                     abandoned = self.queues[request.queue_id]
                     self._abandoned_opens[rid] = self._handle_parameters(abandoned)

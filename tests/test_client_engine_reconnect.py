@@ -33,8 +33,10 @@ URI = "bmq://bmq.test.mem.priority/reconnect"
 class Harness:
     """An engine with reconnect enabled, one writer queue, and a record of what it sent."""
 
-    def __init__(self, max_buffered: int = 10_000) -> None:
-        self.engine = ClientEngine(SessionOptions(reconnect=True, max_buffered_posts=max_buffered))
+    def __init__(self, max_buffered: int = 10_000, request_timeout: float = 30.0) -> None:
+        self.engine = ClientEngine(
+            SessionOptions(reconnect=True, max_buffered_posts=max_buffered, request_timeout=request_timeout)
+        )
         self.outcomes: dict[bytes, list[AckStatus]] = {}
         self.sent: list[bytes] = []  # GUIDs in PUT events, in order, across connections
         self.unacked_on_wire: list[bytes] = []  # sent on the current connection, not ACKed
@@ -204,3 +206,27 @@ def test_confirm_of_an_earlier_connection_is_not_sent() -> None:
     assert engine.data_to_send() == b""
     kinds = [type(e) for e in engine.next_events()]
     assert kinds[-3:] == [Reconnected, QueueReopened, StateRestored]
+
+
+def test_reopen_timeout_gives_queue_reopen_failure_and_a_late_open_is_closed() -> None:
+    h = Harness(request_timeout=5.0)
+    guid = h.engine.post(h.handle, b"m", 0.0)
+    h.pump()
+    h.drop()
+    h.engine.connection_made(0.0)
+    h.engine.data_to_send()
+    h.engine.receive_data(broker_response(), 0.0)
+    (reopen,) = [control(e) for e in EventReader().feed(h.engine.data_to_send())]
+    assert reopen.open_queue is not None
+    h.engine.handle_timeout(5.0)  # no answer within request_timeout (before heartbeats matter)
+    events = h.engine.next_events()
+    failed = [e for e in events if isinstance(e, QueueReopened)]
+    assert len(failed) == 1 and failed[0].error is not None
+    assert [e.ack.status for e in events if isinstance(e, AckReceived)] == [AckStatus.NOT_CONNECTED]
+    assert any(isinstance(e, StateRestored) for e in events)
+    assert h.engine.queues == {}
+    reply(h.engine, reopen)  # the broker opens it after all: pybmq closes it again
+    sent = EventReader().feed(h.engine.data_to_send())
+    (close,) = [control(e) for e in sent if e.header.type == EventType.CONTROL]
+    assert close.close_queue is not None and close.close_queue.handle_parameters.uri == URI
+    assert guid not in h.sent[1:]
