@@ -34,9 +34,13 @@ Generator = Callable[[Path], Iterable[Artifact]]
 
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
+    from pybmq.codegen.bindings import generate_ctrlmsg  # late: bindings imports Artifact
     from pybmq.codegen.layout import generate_layout
 
-    generators: list[tuple[str, Generator]] = [("binary layout", generate_layout)]
+    generators: list[tuple[str, Generator]] = [
+        ("control messages", generate_ctrlmsg),
+        ("binary layout", generate_layout),
+    ]
     return generators
 
 

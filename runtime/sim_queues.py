@@ -1,0 +1,182 @@
+"""The simulator's in-memory queues: storage, consumer flow control, routing, redelivery.
+
+Sans-I/O and connection-agnostic: a ``Consumer`` names its owner only as an opaque object, and
+``deliver()`` returns (consumer, message) pairs for the broker engine to turn into PUSH events.
+Semantics follow BlazingMQ's documented behaviour:
+
+- only the consumers with the highest priority receive messages; among them, round-robin;
+- a consumer receives while it has fewer unconfirmed messages than its maxUnconfirmedMessages and
+  fewer unconfirmed bytes than its maxUnconfirmedBytes (a consumer with either limit 0 is paused);
+- a fan-out queue keeps one copy of every message per appId, each delivered independently;
+- a broadcast queue stores nothing: a message goes to the current highest-priority consumers that
+  have room, or nowhere (at most once), and its confirms are not tracked;
+- when a consumer goes away, its unconfirmed messages return to the front of their stream, in the
+  order they were delivered, and go to the next consumer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from pybmq.sim_routing import DEFAULT_APP_ID, FANOUT_APP_IDS, RoutingMode
+
+
+@dataclass(eq=False)
+class StoredMessage:
+    """A message as the producer sent it: application data stays opaque (maybe compressed)."""
+
+    guid: bytes
+    app_data: bytes  # properties area + payload, exactly as in the PUT (no padding)
+    has_properties: bool
+    compression: int
+    schema_id: int
+
+    @property
+    def size(self) -> int:
+        return len(self.app_data)
+
+
+@dataclass(eq=False)
+class Consumer:
+    """One reader handle's subscription to one stream of a queue."""
+
+    owner: object
+    queue_id: int
+    sub_queue_id: int  # the id carried in PUSH options for this consumer
+    priority: int = 0
+    max_messages: int = 0
+    max_bytes: int = 0
+    unconfirmed: dict[bytes, StoredMessage] = field(default_factory=dict)
+    unconfirmed_bytes: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.max_messages > 0 and self.max_bytes > 0
+
+    def has_room(self) -> bool:
+        return (
+            self.active
+            and len(self.unconfirmed) < self.max_messages
+            and self.unconfirmed_bytes < self.max_bytes
+        )
+
+    def take(self, message: StoredMessage, track: bool) -> None:
+        if track:
+            self.unconfirmed[message.guid] = message
+            self.unconfirmed_bytes += message.size
+
+    def confirm(self, guid: bytes) -> bool:
+        message = self.unconfirmed.pop(guid, None)
+        if message is None:
+            return False
+        self.unconfirmed_bytes -= message.size
+        return True
+
+
+@dataclass(eq=False)
+class AppStream:
+    """The messages of one appId of a queue (the only one for priority and broadcast queues)."""
+
+    app_id: str
+    stores: bool
+    pending: deque[StoredMessage] = field(default_factory=deque)
+    consumers: list[Consumer] = field(default_factory=list)
+    _next: int = 0  # round-robin position among the highest-priority consumers
+
+    def top_consumers(self) -> list[Consumer]:
+        active = [c for c in self.consumers if c.active]
+        if not active:
+            return []
+        best = max(c.priority for c in active)
+        return [c for c in active if c.priority == best]
+
+    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
+        """Hand pending messages to consumers with room, round-robin among the best."""
+        out: list[tuple[Consumer, StoredMessage]] = []
+        top = self.top_consumers()
+        if not top:
+            return out
+        while self.pending:
+            for step in range(len(top)):
+                candidate = top[(self._next + step) % len(top)]
+                if candidate.has_room():
+                    self._next = (self._next + step + 1) % len(top)
+                    message = self.pending.popleft()
+                    candidate.take(message, track=True)
+                    out.append((candidate, message))
+                    break
+            else:
+                break  # every top consumer is full
+        return out
+
+    def broadcast(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
+        out = []
+        for consumer in self.top_consumers():
+            if consumer.has_room():
+                consumer.take(message, track=False)
+                out.append((consumer, message))
+        return out
+
+    def detach(self, consumer: Consumer) -> None:
+        """Remove ``consumer``; its unconfirmed messages go back to the front, in order."""
+        self.consumers.remove(consumer)
+        returned = list(consumer.unconfirmed.values())
+        consumer.unconfirmed.clear()
+        consumer.unconfirmed_bytes = 0
+        if self.stores:
+            self.pending.extendleft(reversed(returned))
+
+
+@dataclass(eq=False)
+class SimQueue:
+    uri: str
+    mode: RoutingMode
+    streams: dict[str, AppStream]
+    posted: int = 0
+    duplicates: int = 0
+    _seen: set[bytes] = field(default_factory=set)
+
+    @classmethod
+    def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
+        app_ids = FANOUT_APP_IDS if mode is RoutingMode.FANOUT else (DEFAULT_APP_ID,)
+        stores = mode is not RoutingMode.BROADCAST
+        return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
+
+    def post(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
+        """Store (or broadcast) ``message``; a GUID seen before is acknowledged but not stored."""
+        if message.guid in self._seen:
+            self.duplicates += 1
+            return []
+        self._seen.add(message.guid)
+        self.posted += 1
+        if self.mode is RoutingMode.BROADCAST:
+            return self.streams[DEFAULT_APP_ID].broadcast(message)
+        out: list[tuple[Consumer, StoredMessage]] = []
+        for stream in self.streams.values():
+            stream.pending.append(message)
+            out.extend(stream.deliver())
+        return out
+
+    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
+        out: list[tuple[Consumer, StoredMessage]] = []
+        if self.mode is not RoutingMode.BROADCAST:
+            for stream in self.streams.values():
+                out.extend(stream.deliver())
+        return out
+
+    def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
+        return len(self.streams[app_id].pending)
+
+
+class QueueStore:
+    """Every queue the simulator has seen, created on first open."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, SimQueue] = {}
+
+    def get_or_create(self, uri: str, mode: RoutingMode) -> SimQueue:
+        queue = self.queues.get(uri)
+        if queue is None:
+            queue = self.queues[uri] = SimQueue.create(uri, mode)
+        return queue
