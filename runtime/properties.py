@@ -1,0 +1,408 @@
+"""Message properties: typed name -> value pairs carried before a PUT/PUSH payload.
+
+Wire form (bmqp_protocol.h MessagePropertiesHeader/MessagePropertyHeader, bmqp_messageproperties):
+a header, then one property header per property, then name+value pairs, then word padding. Two
+formats differ only in what each property header's 26-bit value field holds:
+- old format: the value's length;
+- extended format (MPS:MESSAGE_PROPERTIES_EX, announced by a non-zero schema id in the PUT/PUSH
+  header): the offset of the property's name from the end of the property headers, lengths
+  being the differences between consecutive offsets.
+Limits are upstream's: at most 255 properties, names of 1..4095 bytes, fixed-size values of the
+right size, the whole area under 64 MiB.
+
+``MessageProperties`` is a mapping name -> value that also knows each value's wire type. A decoded
+instance parses lazily (on first access) and re-encodes to its original bytes while unmodified;
+an encoded area is cached, so reusing one properties object for many messages costs one encode.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+
+from pybmq.errors import EncodeError, ProtocolError, UsageError
+from pybmq.generated.wire_codec import (
+    MAX_NUM_PROPERTIES,
+    MAX_PROPERTIES_AREA_LENGTH,
+    MAX_PROPERTY_NAME_LENGTH,
+    MAX_PROPERTY_VALUE_LENGTH,
+    MESSAGE_PROPERTIES_HEADER,
+    MESSAGE_PROPERTY_HEADER,
+    PropertyType,
+)
+
+__all__ = ["MessageProperties", "PropertyType", "PropertyValue", "decode_properties"]
+
+PropertyValue = bool | int | str | bytes
+
+_FIXED: dict[int, struct.Struct] = {
+    PropertyType.BOOL: struct.Struct(">?"),
+    PropertyType.CHAR: struct.Struct(">b"),
+    PropertyType.SHORT: struct.Struct(">h"),
+    PropertyType.INT32: struct.Struct(">i"),
+    PropertyType.INT64: struct.Struct(">q"),
+}
+_RANGES: dict[int, tuple[int, int]] = {
+    PropertyType.CHAR: (-(1 << 7), 1 << 7),
+    PropertyType.SHORT: (-(1 << 15), 1 << 15),
+    PropertyType.INT32: (-(1 << 31), 1 << 31),
+    PropertyType.INT64: (-(1 << 63), 1 << 63),
+}
+_PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
+_ENCODING = "utf-8"
+_ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
+
+
+def _infer_type(value: object) -> int:
+    if isinstance(value, bool):
+        return PropertyType.BOOL
+    if isinstance(value, int):
+        lo, hi = _RANGES[PropertyType.INT32]
+        return PropertyType.INT32 if lo <= value < hi else PropertyType.INT64
+    if isinstance(value, str):
+        return PropertyType.STRING
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return PropertyType.BINARY
+    raise EncodeError(f"no property type for a {type(value).__name__}: {value!r}")
+
+
+def _check_value(name: str, ptype: int, value: object) -> PropertyValue:
+    if ptype == PropertyType.BOOL:
+        if not isinstance(value, bool):
+            raise EncodeError(f"property {name!r}: BOOL needs a bool, got {value!r}")
+        return value
+    if ptype in _RANGES:
+        lo, hi = _RANGES[ptype]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value < hi:
+            raise EncodeError(
+                f"property {name!r}: {PropertyType(ptype).name} needs an int in [{lo}, {hi}), "
+                f"got {value!r}"
+            )
+        return value
+    if ptype == PropertyType.STRING:
+        if not isinstance(value, str):
+            raise EncodeError(f"property {name!r}: STRING needs a str, got {value!r}")
+        return value
+    if ptype == PropertyType.BINARY:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise EncodeError(f"property {name!r}: BINARY needs bytes, got {value!r}")
+        return bytes(value)
+    raise EncodeError(f"property {name!r}: unknown property type {ptype!r}")
+
+
+def _value_bytes(ptype: int, value: PropertyValue) -> bytes:
+    fixed = _FIXED.get(ptype)
+    if fixed is not None:
+        return fixed.pack(value)
+    if ptype == PropertyType.STRING:
+        assert isinstance(value, str)
+        return value.encode(_ENCODING, _ERRORS)
+    assert isinstance(value, bytes)
+    return value
+
+
+class MessageProperties(Mapping[str, PropertyValue]):
+    """Typed message properties (insertion ordered, as they go on the wire)."""
+
+    __slots__ = ("_cache", "_items", "_raw", "_raw_extended", "_raw_offset")
+
+    def __init__(
+        self, items: Mapping[str, PropertyValue | tuple[int, PropertyValue]] | None = None
+    ) -> None:
+        self._items: dict[str, tuple[int, PropertyValue]] | None = {}
+        self._raw: bytes | None = None
+        self._raw_extended = False
+        self._raw_offset = 0
+        self._cache: dict[tuple[bool, int, int], bytes] = {}
+        for name, value in (items or {}).items():
+            if isinstance(value, tuple):
+                self.set(name, value[1], value[0])
+            else:
+                self.set(name, value)
+
+    # -- decoding --------------------------------------------------------------------------------
+
+    @classmethod
+    def decode(
+        cls, area: bytes | bytearray | memoryview, *, extended: bool, offset: int = 0
+    ) -> MessageProperties:
+        """Wrap a wire-form properties area; it is parsed on first access (``offset`` for errors)."""
+        props = cls.__new__(cls)
+        props._items = None
+        raw = bytes(area)
+        if len(raw) >= 4:
+            size = ((raw[1] << 16) | (raw[2] << 8) | raw[3]) * 4
+            if 0 < size <= len(raw):
+                raw = raw[:size]
+        props._raw = raw
+        props._raw_extended = extended
+        props._raw_offset = offset
+        props._cache = {}
+        return props
+
+    def _loaded(self) -> dict[str, tuple[int, PropertyValue]]:
+        items = self._items
+        if items is None:
+            assert self._raw is not None
+            items = self._items = decode_properties(
+                self._raw, extended=self._raw_extended, offset=self._raw_offset
+            )
+        return items
+
+    # -- mapping ---------------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> PropertyValue:
+        return self._loaded()[name][1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            f"{n!r}: {PropertyType(t).name}({v!r})" for n, (t, v) in self._loaded().items()
+        )
+        return f"MessageProperties({{{inner}}})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageProperties):
+            return self._loaded() == other._loaded()
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def get_typed(self, name: str) -> tuple[PropertyType, PropertyValue]:
+        ptype, value = self._loaded()[name]
+        return PropertyType(ptype), value
+
+    def type_of(self, name: str) -> PropertyType:
+        return PropertyType(self._loaded()[name][0])
+
+    def typed_items(self) -> list[tuple[str, PropertyType, PropertyValue]]:
+        return [(n, PropertyType(t), v) for n, (t, v) in self._loaded().items()]
+
+    # -- mutation --------------------------------------------------------------------------------
+
+    def set(self, name: str, value: PropertyValue, ptype: int | None = None) -> None:
+        """Set ``name``; the type is inferred when not given (int -> INT32, else INT64)."""
+        if not isinstance(name, str) or not name:
+            raise EncodeError(f"property name must be a non-empty str, got {name!r}")
+        if len(name.encode(_ENCODING, _ERRORS)) > MAX_PROPERTY_NAME_LENGTH:
+            raise EncodeError(f"property name longer than {MAX_PROPERTY_NAME_LENGTH} bytes")
+        if ptype is None:
+            ptype = _infer_type(value)
+        checked = _check_value(name, ptype, value)
+        items = self._loaded()
+        if name not in items and len(items) >= MAX_NUM_PROPERTIES:
+            raise EncodeError(f"at most {MAX_NUM_PROPERTIES} properties per message")
+        items[name] = (int(ptype), checked)
+        self._raw = None
+        self._cache.clear()
+
+    def set_bool(self, name: str, value: bool) -> None:
+        self.set(name, value, PropertyType.BOOL)
+
+    def set_char(self, name: str, value: int) -> None:
+        self.set(name, value, PropertyType.CHAR)
+
+    def set_short(self, name: str, value: int) -> None:
+        self.set(name, value, PropertyType.SHORT)
+
+    def set_int32(self, name: str, value: int) -> None:
+        self.set(name, value, PropertyType.INT32)
+
+    def set_int64(self, name: str, value: int) -> None:
+        self.set(name, value, PropertyType.INT64)
+
+    def set_string(self, name: str, value: str) -> None:
+        self.set(name, value, PropertyType.STRING)
+
+    def set_binary(self, name: str, value: bytes) -> None:
+        self.set(name, value, PropertyType.BINARY)
+
+    def remove(self, name: str) -> None:
+        del self._loaded()[name]
+        self._raw = None
+        self._cache.clear()
+
+    # -- encoding --------------------------------------------------------------------------------
+
+    def encode(
+        self, extended: bool = True, *, header_size: int = 6, property_header_size: int = 6
+    ) -> bytes:
+        """The wire-form area (padding included); b"" when there are no properties."""
+        raw = self._raw
+        if raw is not None and extended == self._raw_extended:
+            # Unmodified since decoding: upstream also sends the received bytes back unchanged.
+            self._loaded()  # but never forward bytes that do not parse
+            return raw
+        key = (extended, header_size, property_header_size)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = encode_properties(
+                self._loaded(),
+                extended=extended,
+                header_size=header_size,
+                property_header_size=property_header_size,
+            )
+        return cached
+
+
+def encode_properties(
+    items: Mapping[str, tuple[int, PropertyValue]],
+    *,
+    extended: bool,
+    header_size: int = 6,
+    property_header_size: int = 6,
+) -> bytes:
+    if not items:
+        return b""
+    if len(items) > MAX_NUM_PROPERTIES:
+        raise EncodeError(f"at most {MAX_NUM_PROPERTIES} properties per message")
+    for size in (header_size, property_header_size):
+        if size % 2 or not 6 <= size <= 14:
+            raise UsageError(f"header sizes must be even and within 6..14, got {size}")
+    heads: list[bytes] = []
+    data: list[bytes] = []
+    hpad = b"\0" * (property_header_size - 6)
+    offset = 0
+    for name, (ptype, value) in items.items():
+        name_bytes = name.encode(_ENCODING, _ERRORS)
+        value_bytes = _value_bytes(ptype, value)
+        if len(value_bytes) > MAX_PROPERTY_VALUE_LENGTH:
+            raise EncodeError(f"property {name!r}: value longer than {MAX_PROPERTY_VALUE_LENGTH}")
+        field = offset if extended else len(value_bytes)
+        heads.append(
+            MESSAGE_PROPERTY_HEADER.pack(
+                (ptype << 10) | (field >> 16), field & 0xFFFF, len(name_bytes)
+            )
+            + hpad
+        )
+        data.append(name_bytes)
+        data.append(value_bytes)
+        offset += len(name_bytes) + len(value_bytes)
+    total = header_size + len(items) * property_header_size + offset
+    if total > MAX_PROPERTIES_AREA_LENGTH:
+        raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
+    pad = _PADDING[total & 3]
+    words = (total + len(pad)) >> 2
+    header = MESSAGE_PROPERTIES_HEADER.pack(
+        ((property_header_size // 2) << 3) | (header_size // 2),
+        words >> 16,
+        words & 0xFFFF,
+        0,
+        len(items),
+    ) + b"\0" * (header_size - 6)
+    return b"".join((header, *heads, *data, pad))
+
+
+def properties_area_size(buf: bytes | bytearray | memoryview, start: int, end: int) -> int:
+    """Size in bytes (padding included) of the properties area starting at ``start``."""
+    if end - start < 4:
+        raise ProtocolError(
+            "truncated MessagePropertiesHeader", offset=start, path="MessagePropertiesHeader"
+        )
+    size = ((buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3]) * 4
+    if size <= 0 or size > end - start:
+        raise ProtocolError(
+            f"message properties area of {size} bytes does not fit the {end - start} available",
+            offset=start,
+            path="MessagePropertiesHeader.messagePropertiesAreaWords",
+        )
+    return size
+
+
+def decode_properties(
+    area: bytes | bytearray | memoryview, *, extended: bool, offset: int = 0
+) -> dict[str, tuple[int, PropertyValue]]:
+    """Parse a wire-form properties area (as upstream validates it); ``offset`` is for errors."""
+
+    def fail(msg: str, at: int, path: str) -> ProtocolError:
+        return ProtocolError(msg, offset=offset + at, path=path)
+
+    size = len(area)
+    if size < 6:
+        raise fail("truncated MessagePropertiesHeader", 0, "MessagePropertiesHeader")
+    sizes, upper, lower, _reserved, count = MESSAGE_PROPERTIES_HEADER.unpack_from(area, 0)
+    header_size = (sizes & 7) * 2
+    mph_size = ((sizes >> 3) & 7) * 2
+    area_size = ((upper << 16) | lower) * 4
+    if header_size < 6:
+        raise fail(f"MessagePropertiesHeader size {header_size} < 6", 0, "MessagePropertiesHeader")
+    if mph_size < 6:
+        raise fail(f"MessagePropertyHeader size {mph_size} < 6", 0, "MessagePropertiesHeader")
+    if area_size <= 0 or area_size > size:
+        raise fail(
+            f"properties area of {area_size} bytes does not fit the {size} available",
+            1,
+            "MessagePropertiesHeader.messagePropertiesAreaWords",
+        )
+    if not 0 < count <= MAX_NUM_PROPERTIES:
+        raise fail(f"invalid number of properties {count}", 5, "MessagePropertiesHeader")
+    pad = area[area_size - 1]
+    if not 1 <= pad <= 4:
+        raise fail(f"invalid padding byte {pad}", area_size - 1, "MessageProperties.padding")
+    total = area_size - pad
+    data_start = header_size + count * mph_size
+    if data_start > total:
+        raise fail(
+            "property headers overrun the properties area", header_size, "MessagePropertyHeader"
+        )
+    heads = []
+    for i in range(count):
+        at = header_size + i * mph_size
+        hi, lo, nlen = MESSAGE_PROPERTY_HEADER.unpack_from(area, at)
+        ptype = (hi >> 10) & 0x1F
+        if not PropertyType.BOOL <= ptype <= PropertyType.BINARY:
+            raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
+        heads.append((at, ptype, ((hi & 0x3FF) << 16) | lo, nlen & 0xFFF))
+    items: dict[str, tuple[int, PropertyValue]] = {}
+    cursor = data_start
+    for i, (at, ptype, field, nlen) in enumerate(heads):
+        if extended:
+            start = data_start + field
+            if i == 0 and field != 0:
+                raise fail("first property offset must be 0", at, "MessagePropertyHeader")
+            nxt = data_start + heads[i + 1][2] if i + 1 < count else total
+            if start != cursor or nxt < start + nlen:
+                raise fail("inconsistent property offsets", at, "MessagePropertyHeader")
+            vlen = nxt - start - nlen
+        else:
+            start = cursor
+            vlen = field
+        vstart = start + nlen
+        vend = vstart + vlen
+        if vend > total:
+            raise fail("property overruns the properties area", at, "MessagePropertyHeader")
+        try:
+            name = bytes(area[start:vstart]).decode(_ENCODING, _ERRORS)
+        except UnicodeDecodeError:  # pragma: no cover - surrogateescape accepts every byte
+            raise fail("undecodable property name", start, "MessageProperty.name") from None
+        if not name:
+            raise fail("empty property name", at, "MessagePropertyHeader.propertyNameLength")
+        if name in items:
+            raise fail(f"duplicate property name {name!r}", start, "MessageProperty.name")
+        fixed = _FIXED.get(ptype)
+        if fixed is not None:
+            if vlen != fixed.size:
+                raise fail(
+                    f"property {name!r}: {PropertyType(ptype).name} value of {vlen} bytes",
+                    at,
+                    "MessagePropertyHeader.propertyValueLength",
+                )
+            value: PropertyValue = fixed.unpack_from(area, vstart)[0]
+        elif ptype == PropertyType.STRING:
+            value = bytes(area[vstart:vend]).decode(_ENCODING, _ERRORS)
+        else:
+            value = bytes(area[vstart:vend])
+        items[name] = (ptype, value)
+        cursor = vend
+    if cursor != total:
+        raise fail(
+            f"properties end at {cursor} but the area holds {total} bytes",
+            data_start,
+            "MessageProperties",
+        )
+    return items
