@@ -26,7 +26,7 @@ from pybmq.client_events import (
 )
 from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions, parse_broker_url
 from pybmq.engine import ClientEngine
-from pybmq.errors import PybmqError, ProtocolError, SessionStoppedError, UsageError
+from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.fsm import SessionState
 
 AckCallback = Callable[[Ack], object]
@@ -244,13 +244,8 @@ class AsyncSession:
         transport.set_write_buffer_limits(high=self._high_water)
         self._engine.connection_made(self._loop_time())
         self._flush()
-        try:
-            self.info = await asyncio.wait_for(
-                asyncio.shield(self._started), self._engine.options.request_timeout
-            )
-        except asyncio.TimeoutError:
-            self._abort("no BrokerResponse to our ClientIdentity")
-            raise SessionStoppedError(f"{self.broker} did not answer the negotiation") from None
+        # The engine's negotiation deadline ends this wait with an error if the broker is silent.
+        self.info = await self._started
         return self.info
 
     async def stop(self) -> None:
@@ -316,10 +311,9 @@ class AsyncSession:
         self._pump()
 
     def _on_data(self, data: bytes) -> None:
-        try:
+        # On a ProtocolError the engine has already stopped the session and queued SessionStopped.
+        with contextlib.suppress(ProtocolError):
             self._engine.receive_data(data, self._loop_time())
-        except ProtocolError:
-            pass  # the engine already stopped the session and queued SessionStopped
         self._flush()
 
     def _on_connection_lost(self, exc: Exception | None) -> None:
@@ -332,10 +326,6 @@ class AsyncSession:
         self._timer_at = None
         self._engine.handle_timeout(self._loop_time())
         self._flush()
-
-    def _abort(self, reason: str) -> None:
-        self._engine.connection_lost(self._loop_time(), SessionStoppedError(reason))
-        self._pump()
 
     def _pump(self) -> None:
         """Deliver engine events, then re-arm the timer and drop the socket once stopped."""
@@ -379,7 +369,6 @@ class AsyncSession:
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():
             self._started.set_exception(error)
-            self._started.exception()  # mark retrieved: start() may already have given up
         for future in self._ops.values():
             if not future.done():
                 future.set_exception(SessionStoppedError(f"session stopped: {event.reason}"))

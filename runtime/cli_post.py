@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from pybmq.aio import AsyncSession
 from pybmq.client_options import DEFAULT_BROKER, SessionOptions
 from pybmq.loadgen import make_payload, parse_properties, post_messages
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

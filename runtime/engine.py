@@ -18,7 +18,7 @@ import logging
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from pybmq import __version__
@@ -43,7 +43,7 @@ from pybmq.errors import (
     SessionStoppedError,
     UsageError,
 )
-from pybmq.framing import EventReader
+from pybmq.framing import Event, EventReader
 from pybmq.fsm import (
     QUEUE_TRANSITIONS,
     SESSION_TRANSITIONS,
@@ -55,6 +55,9 @@ from pybmq.fsm import (
     step,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
+from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
+from pybmq.generated.wire_codec import EncodingType, EventType
 from pybmq.guid import GuidGenerator
 from pybmq.properties import encode_properties
 
@@ -85,14 +88,19 @@ class _Req:
     DISCONNECT = "disconnect"
 
 
-_EXPECTED_RESPONSE = {
-    _Req.OPEN: "open_queue_response",
-    _Req.CONFIGURE_OPEN: "configure_stream_response",
-    _Req.CONFIGURE: "configure_stream_response",
-    _Req.CONFIGURE_CLOSE: "configure_stream_response",
-    _Req.CLOSE: "close_queue_response",
-    _Req.DISCONNECT: "disconnect_response",
+_CONFIGURE_RESPONSES = ("configure_stream_response", "configure_queue_stream_response")
+_EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
+    _Req.OPEN: ("open_queue_response",),
+    _Req.CONFIGURE_OPEN: _CONFIGURE_RESPONSES,
+    _Req.CONFIGURE: _CONFIGURE_RESPONSES,
+    _Req.CONFIGURE_CLOSE: _CONFIGURE_RESPONSES,
+    _Req.CLOSE: ("close_queue_response",),
+    _Req.DISCONNECT: ("disconnect_response",),
 }
+# A broker listing this feature takes ConfigureStream (subscriptions); older ones only
+# ConfigureQueueStream (flat flow-control parameters).
+FEATURE_CONFIGURE_STREAM = "CONFIGURE_STREAM"
+
 
 
 @dataclass(slots=True)
@@ -158,6 +166,24 @@ class QueueRecord:
         return f"<Queue {self.queue_id} {self.uri} {self.state.value}/{self.remote.value}>"
 
 
+ControlT = TypeVar("ControlT", ctrl.ControlMessage, ctrl.NegotiationMessage)
+
+
+def encode_control(message: ctrl.ControlMessage | ctrl.NegotiationMessage, encoding: str) -> bytes:
+    """A CONTROL event carrying ``message`` in ``encoding`` ("JSON" or "BER")."""
+    if encoding == "JSON":
+        return wire.encode_control_event(encode_json(message), EncodingType.JSON)
+    return wire.encode_control_event(encode_ber(message), EncodingType.BER)
+
+
+def decode_control(event: Event, cls: type[ControlT]) -> tuple[ControlT, str]:
+    """The message in a CONTROL event, in whichever encoding the peer chose, and that encoding."""
+    encoding, payload = wire.decode_control_event(event)
+    if encoding == EncodingType.JSON:
+        return decode_json(cls, payload), "JSON"
+    return decode_ber(cls, payload), "BER"
+
+
 def split_queue_uri(uri: str) -> tuple[str, str | None]:
     """``bmq://domain/queue?id=app`` → (uri without the query, app id or None). Validates the form."""
     parts = urlsplit(uri)
@@ -178,6 +204,7 @@ class ClientEngine:
         self.encoding = self.options.negotiation_encoding
         self.heartbeat_interval = 3.0
         self.max_missed_heartbeats = 10
+        self.broker_configure_stream = True
         self.queues: dict[int, QueueRecord] = {}
         self._reader = EventReader()
         self._out: list[bytes] = []
@@ -201,6 +228,7 @@ class ClientEngine:
         self._stop_op: int | None = None
         self._stop_deadline: float | None = None
         self._disconnect_sent = False
+        self._negotiation_deadline = 0.0
         self._extra_stop_ops: list[int] = []
         # Subscription ids sent in a ConfigureStream, applied to the queue once it is answered.
         self._pending_subscriptions: dict[int, tuple[list[int], QueueOptions]] = {}
@@ -219,6 +247,7 @@ class ClientEngine:
         """The transport is up: send our ClientIdentity."""
         self._now = self._last_received = self._last_probe = now
         self._session_step(SessionInput.CONNECTED)
+        self._negotiation_deadline = now + self.options.request_timeout
         identity = ctrl.ClientIdentity(
             protocol_version=PROTOCOL_VERSION,
             sdk_version=SDK_VERSION,
@@ -238,7 +267,7 @@ class ClientEngine:
             user_agent=f"pybmq/{__version__}",
         )
         message = ctrl.NegotiationMessage(client_identity=identity)
-        self._out.append(wire.encode_control_event(message, self.options.negotiation_encoding))
+        self._out.append(encode_control(message, self.options.negotiation_encoding))
 
     def _features(self) -> str:
         return f"PROTOCOL_ENCODING:{','.join(self.options.encodings)};{FEATURES_MPS}"
@@ -281,9 +310,9 @@ class ClientEngine:
             ):
                 self._complete(queue.op_id, SessionStoppedError(f"session stopping: {queue.uri}"))
                 queue.op_id = None
-            if queue.state is QueueState.OPENED:
+            if queue.state is QueueState.OPENED and queue.op_id is None:
                 queue.step(QueueInput.CLOSE)
-                self._send_configure(queue, _Req.CONFIGURE_CLOSE, None, empty=True)
+                self._start_close(queue)
         self._maybe_disconnect()
         return op_id
 
@@ -398,6 +427,8 @@ class ClientEngine:
         self._now = now
         self._require_started("configure a queue")
         queue = self._queue(queue_id)
+        if not queue.readable:
+            raise UsageError(f"only a reader can be configured; {queue.uri} was opened write-only")
         if queue.op_id is not None:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
         queue.step(QueueInput.CONFIGURE)
@@ -416,8 +447,15 @@ class ClientEngine:
         queue.step(QueueInput.CLOSE)
         op_id = self._new_op()
         queue.op_id = op_id
-        self._send_configure(queue, _Req.CONFIGURE_CLOSE, None, empty=True)
+        self._start_close(queue)
         return op_id
+
+    def _start_close(self, queue: QueueRecord) -> None:
+        """A reader first configures its stream to nothing; a writer goes straight to CloseQueue."""
+        if queue.readable:
+            self._send_configure(queue, _Req.CONFIGURE_CLOSE, None, empty=True)
+        else:
+            self._send_close(queue)
 
     def _handle_parameters(self, queue: QueueRecord) -> ctrl.QueueHandleParameters:
         sub_info = (
@@ -469,14 +507,33 @@ class ClientEngine:
                     )
                 )
             self._pending_subscriptions[queue.queue_id] = (ids, options)
-        message = ctrl.ControlMessage(
-            configure_stream=ctrl.ConfigureStream(
-                q_id=queue.queue_id,
-                stream_parameters=ctrl.StreamParameters(
-                    app_id=queue.app_id or DEFAULT_APP_ID, subscriptions=subscriptions
-                ),
+        if self.broker_configure_stream:
+            message = ctrl.ControlMessage(
+                configure_stream=ctrl.ConfigureStream(
+                    q_id=queue.queue_id,
+                    stream_parameters=ctrl.StreamParameters(
+                        app_id=queue.app_id or DEFAULT_APP_ID, subscriptions=subscriptions
+                    ),
+                )
             )
-        )
+        else:
+            flowing = queue.readable and not empty
+            message = ctrl.ControlMessage(
+                configure_queue_stream=ctrl.ConfigureQueueStream(
+                    q_id=queue.queue_id,
+                    stream_parameters=ctrl.QueueStreamParameters(
+                        sub_id_info=(
+                            ctrl.SubQueueIdInfo(sub_id=queue.sub_id, app_id=queue.app_id)
+                            if queue.app_id is not None
+                            else None
+                        ),
+                        max_unconfirmed_messages=options.max_unconfirmed_messages if flowing else 0,
+                        max_unconfirmed_bytes=options.max_unconfirmed_bytes if flowing else 0,
+                        consumer_priority=options.consumer_priority if flowing else -(2**31),
+                        consumer_priority_count=1 if flowing else 0,
+                    ),
+                )
+            )
         self._request(message, kind, queue.queue_id, None)
 
     def _queue(self, queue_id: int) -> QueueRecord:
@@ -598,6 +655,8 @@ class ClientEngine:
 
     def next_deadline(self) -> float | None:
         """When ``handle_timeout`` must run next (absolute, on the caller's clock), or None."""
+        if self.state is SessionState.NEGOTIATING:
+            return self._negotiation_deadline
         candidates = [r.deadline for r in self._requests.values()]
         if self._ack_deadlines:
             candidates.append(self._ack_deadlines[0][0])
@@ -610,8 +669,15 @@ class ClientEngine:
     def handle_timeout(self, now: float) -> None:
         """Expire requests and ACKs whose deadline passed; probe or give up on a silent broker."""
         self._now = now
+        if self.state is SessionState.NEGOTIATING and self._negotiation_deadline <= now:
+            error = RequestTimeoutError("no BrokerResponse to our ClientIdentity")
+            self._session_step(SessionInput.NEGOTIATION_FAILED)
+            self._events.append(SessionStopped(str(error), error))
+            return
         for rid, request in list(self._requests.items()):
-            if request.deadline <= now:
+            if self.state is SessionState.STOPPED:
+                return
+            if request.deadline <= now and rid in self._requests:
                 del self._requests[rid]
                 self._on_request_failed(
                     request, RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
@@ -625,10 +691,10 @@ class ClientEngine:
                     reason = f"no ACK within {self.options.ack_timeout:g}s"
                     ack = Ack(guid, queue.uri if queue else "", AckStatus.TIMEOUT, local=True, reason=reason)
                     self._events.append(AckReceived(ack, pending.context))
-        if self.state is SessionState.STOPPING and self._stop_deadline is not None:
-            if self._stop_deadline <= now:
-                self._finish_stop("stop timed out: no DisconnectResponse")
-                return
+        stop_deadline = self._stop_deadline
+        if self.state is SessionState.STOPPING and stop_deadline is not None and stop_deadline <= now:
+            self._finish_stop("stop timed out: no DisconnectResponse")
+            return
         if self.state in (SessionState.STARTED, SessionState.STOPPING):
             silent = now - self._last_received
             if silent >= self.heartbeat_interval * self.max_missed_heartbeats:
@@ -637,7 +703,7 @@ class ClientEngine:
             elif now - self._last_probe >= self.heartbeat_interval:
                 self._last_probe = now
                 if silent >= self.heartbeat_interval:
-                    self._out.append(wire.heartbeat_request_event())
+                    self._out.append(wire.HEARTBEAT_REQ_EVENT)
         self._maybe_disconnect()
 
     # ------------------------------------------------------------------ control requests
@@ -662,7 +728,7 @@ class ClientEngine:
     def _send_control(self, message: ctrl.ControlMessage | ctrl.NegotiationMessage) -> None:
         # Data buffered before this request must reach the broker before it (post, then close).
         self._flush_data()
-        self._out.append(wire.encode_control_event(message, self.encoding))
+        self._out.append(encode_control(message, self.encoding))
 
     # ------------------------------------------------------------------ bytes in
 
@@ -672,8 +738,8 @@ class ClientEngine:
         if self.state is SessionState.STOPPED:
             return
         try:
-            for event_type, event in self._reader.feed(data):
-                self._on_event(event_type, event)
+            for event in self._reader.feed(data):
+                self._on_event(event.header.type, event)
                 if self.state is SessionState.STOPPED:
                     return
         except ProtocolError as exc:
@@ -681,21 +747,21 @@ class ClientEngine:
                 self._fail_session(f"protocol error from the broker: {exc}", exc)
             raise
 
-    def _on_event(self, event_type: int, event: bytes) -> None:
-        if event_type == wire.EventType.PUSH:
+    def _on_event(self, event_type: int, event: Event) -> None:
+        if event_type == EventType.PUSH:
             self._on_push(event)
-        elif event_type == wire.EventType.ACK:
+        elif event_type == EventType.ACK:
             self._on_ack(event)
-        elif event_type == wire.EventType.CONTROL:
+        elif event_type == EventType.CONTROL:
             self._on_control(event)
-        elif event_type == wire.EventType.HEARTBEAT_REQ:
-            self._out.append(wire.heartbeat_response_event())
-        elif event_type == wire.EventType.HEARTBEAT_RSP:
+        elif event_type == EventType.HEARTBEAT_REQ:
+            self._out.append(wire.HEARTBEAT_RSP_EVENT)
+        elif event_type == EventType.HEARTBEAT_RSP:
             pass
         else:
             raise ProtocolError(f"unexpected event type {event_type} for a client", offset=0)
 
-    def _on_ack(self, event: bytes) -> None:
+    def _on_ack(self, event: Event) -> None:
         for ack in wire.iter_ack(event):
             pending = self._unacked.pop(ack.guid, None)
             if pending is None:
@@ -710,7 +776,7 @@ class ClientEngine:
             )
             self._events.append(AckReceived(result, pending.context))
 
-    def _on_push(self, event: bytes) -> None:
+    def _on_push(self, event: Event) -> None:
         queues = self.queues
         for push in wire.iter_push(event):
             queue = queues.get(push.queue_id)
@@ -725,11 +791,11 @@ class ClientEngine:
                 )
             )
 
-    def _on_control(self, event: bytes) -> None:
+    def _on_control(self, event: Event) -> None:
         if self.state is SessionState.NEGOTIATING:
             self._on_negotiation(event)
             return
-        message, _encoding = wire.decode_control_event(event, ctrl.ControlMessage)
+        message, _encoding = decode_control(event, ctrl.ControlMessage)
         rid = message.r_id
         if rid is None:
             log.warning("control message without rId ignored: %s", message.selection)
@@ -750,15 +816,15 @@ class ClientEngine:
                 )
             return
         expected = _EXPECTED_RESPONSE[request.kind]
-        if message.selection != expected:
+        if message.selection not in expected:
             raise ProtocolError(
-                f"response to {request.kind} (rId {rid}) is {message.selection}, expected {expected}",
+                f"response to {request.kind} (rId {rid}) is {message.selection}, expected {' or '.join(expected)}",
                 path="ControlMessage",
             )
         self._on_request_ok(request, message)
 
-    def _on_negotiation(self, event: bytes) -> None:
-        message, encoding = wire.decode_control_event(event, ctrl.NegotiationMessage)
+    def _on_negotiation(self, event: Event) -> None:
+        message, encoding = decode_control(event, ctrl.NegotiationMessage)
         response = message.broker_response
         if response is None:
             raise ProtocolError(
@@ -772,7 +838,9 @@ class ClientEngine:
             self._fail_everything("negotiation refused")
             self._events.append(SessionStopped(str(error), error))
             return
-        self.encoding = self._pick_encoding(response.broker_identity.features, encoding)
+        features = response.broker_identity.features
+        self.encoding = self._pick_encoding(features, encoding)
+        self.broker_configure_stream = FEATURE_CONFIGURE_STREAM in features
         self.heartbeat_interval = max(response.heartbeat_interval_ms, 1) / 1000.0
         self.max_missed_heartbeats = max(response.max_missed_heartbeats, 1)
         self._session_step(SessionInput.NEGOTIATED)
@@ -818,6 +886,10 @@ class ClientEngine:
             if self.state is SessionState.STOPPING:
                 queue.step(QueueInput.CONFIGURE_FAILED)  # → CLOSING: undo the open
                 self._send_close(queue)
+            elif not queue.readable:
+                # Like the official SDKs: a write-only queue has no stream to configure.
+                queue.step(QueueInput.CONFIGURE_OK)
+                self._finish_queue_op(queue, None)
             else:
                 self._send_configure(queue, _Req.CONFIGURE_OPEN, None)
         elif kind == _Req.CONFIGURE_OPEN:

@@ -8,6 +8,7 @@ the one record it yields.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -393,6 +394,9 @@ class PushMessage(NamedTuple):
 _TWO_WORDS = struct.Struct(">II")
 _PUT_BODY = struct.Struct(">i16sI")  # queue id, guid, crc32c after the first two words
 _PUSH_BODY = struct.Struct(">i16s")
+# A whole 32-byte PushHeader and the word after it (the start of the properties header, if any)
+# in one call.
+_PUSH_FULL = struct.Struct(">IIi16sH2xI")
 _SCHEMA = struct.Struct(">H")
 _NO_INFOS: tuple[SubQueueInfo, ...] = ()
 _PROPS_FLAG = PutHeaderFlags.MESSAGE_PROPERTIES  # same bit in PushHeaderFlags
@@ -520,37 +524,43 @@ def iter_push(
     hsize, length, _ = _check_event(data, EventType.PUSH)
     pos = hsize
     unpack_body = _PUSH_BODY.unpack_from
-    unpack_two = _TWO_WORDS.unpack_from
+    unpack_header = _PUSH_FULL.unpack_from
+    schema_word = _SCHEMA.unpack_from
+    new = tuple.__new__
     while pos < length:
-        # The common case (28..32-byte header, no options, no compression) stays inline.
-        if length - pos >= 32:
-            w0, w1 = unpack_two(data, pos)
+        # The common case (28/32-byte header, no options, no compression) stays inline: one
+        # unpack for the whole header and a record made without a Python-level constructor.
+        if length - pos >= 36:
+            w0, w1, queue_id, guid, schema, word = unpack_header(data, pos)
             size = (w0 & 0x0FFFFFFF) << 2
-            hwords = w1 & 0x1F
-            if w1 & 0xFFFFFFE0 == 0 and 7 <= hwords <= 8 and pos + size <= length and size > 32:
-                flags = w0 >> 28
-                queue_id, guid = unpack_body(data, pos + 8)
-                start = pos + (hwords << 2)
-                schema = (data[pos + 28] << 8) | data[pos + 29] if hwords == 8 else 0
-                end = pos + size
+            end = pos + size
+            if (w1 == 8 or w1 == 7) and end <= length and size > 32:
+                start = pos + (w1 << 2)
+                if w1 == 7:
+                    # No schema id: those bytes already belong to the application data.
+                    schema = 0
+                    word = (schema_word(data, pos + 28)[0] << 16) | schema_word(data, pos + 30)[0]
                 pad = data[end - 1]
                 if not 1 <= pad <= 4 or pad > end - start:
                     _pad_count(data, start, end, pos)  # raises with the details
                 end -= pad
+                flags = w0 >> 28
                 if flags & 2:
-                    asize = (
-                        (data[start + 1] << 16) | (data[start + 2] << 8) | data[start + 3]
-                    ) << 2
-                    if end - start < 4 or asize <= 0 or start + asize > end:
+                    # ``word`` is the first word of the MessagePropertiesHeader: area words in
+                    # its low 24 bits.
+                    split = start + ((word & 0xFFFFFF) << 2)
+                    if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
-                    yield PushMessage(
-                        queue_id, guid, flags, 0, schema, data[start : start + asize],
-                        data[start + asize : end], b"", hwords, _NO_INFOS, None,
+                    yield new(
+                        PushMessage,
+                        (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
+                         b"", w1, _NO_INFOS, None),
                     )  # fmt: skip
                 else:
-                    yield PushMessage(
-                        queue_id, guid, flags, 0, schema, b"", data[start:end], b"", hwords,
-                        _NO_INFOS, None,
+                    yield new(
+                        PushMessage,
+                        (queue_id, guid, flags, 0, schema, b"", data[start:end], b"", w1,
+                         _NO_INFOS, None),
                     )  # fmt: skip
                 pos += size
                 continue
@@ -935,14 +945,22 @@ def _batch_entries(
     return memoryview(data)[start:length], entry, data[hsize + 1]
 
 
+# Records straight from iter_unpack's tuples, without a Python-level constructor call.
+_MAKE_CONFIRM = functools.partial(tuple.__new__, ConfirmMessage)
+_MAKE_REJECT = functools.partial(tuple.__new__, RejectMessage)
+
+
 def iter_ack(event: Event | bytes | bytearray | memoryview) -> Iterator[AckMessage]:
     """The AckMessages of an ACK event (status per AckStatus, 24-bit correlation id)."""
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.ACK)
     view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
-    return (
-        AckMessage(w >> 28, (w >> 24) & 0xF, w & 0xFFFFFF, guid, queue_id)
-        for w, guid, queue_id in entry.iter_unpack(view)
+    new = tuple.__new__
+    return iter(
+        [
+            new(AckMessage, (w >> 28, (w >> 24) & 0xF, w & 0xFFFFFF, guid, queue_id))
+            for w, guid, queue_id in entry.iter_unpack(view)
+        ]
     )
 
 
@@ -950,14 +968,14 @@ def iter_confirm(event: Event | bytes | bytearray | memoryview) -> Iterator[Conf
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.CONFIRM)
     view, entry, _ = _batch_entries(data, hsize, length, "ConfirmHeader", CONFIRM_MESSAGE)
-    return map(ConfirmMessage._make, entry.iter_unpack(view))
+    return map(_MAKE_CONFIRM, entry.iter_unpack(view))
 
 
 def iter_reject(event: Event | bytes | bytearray | memoryview) -> Iterator[RejectMessage]:
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.REJECT)
     view, entry, _ = _batch_entries(data, hsize, length, "RejectHeader", REJECT_MESSAGE)
-    return map(RejectMessage._make, entry.iter_unpack(view))
+    return map(_MAKE_REJECT, entry.iter_unpack(view))
 
 
 class _BatchEventBuilder:

@@ -1,4 +1,4 @@
-"""The session and queue state machines as tables (h11 style): state × input → next state.
+"""The session and queue state machines as tables (h11 style): state x input → next state.
 
 Every state change in the engine goes through :func:`step`, so the legal moves are all visible here
 and an illegal one raises :class:`~pybmq.errors.InvalidTransitionError` in one place.
@@ -35,27 +35,27 @@ class SessionInput(enum.Enum):
     CONNECTION_LOST = "CONNECTION_LOST"  # transport closed or failed, or heartbeats missed
 
 
-S, I = SessionState, SessionInput
+S, E = SessionState, SessionInput
 SESSION_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = {
-    (S.CREATED, I.START): S.CONNECTING,
-    (S.CREATED, I.STOP): S.STOPPED,
-    (S.CONNECTING, I.CONNECTED): S.NEGOTIATING,
-    (S.CONNECTING, I.STOP): S.STOPPED,
-    (S.CONNECTING, I.CONNECTION_LOST): S.STOPPED,
-    (S.NEGOTIATING, I.NEGOTIATED): S.STARTED,
-    (S.NEGOTIATING, I.NEGOTIATION_FAILED): S.STOPPED,
-    (S.NEGOTIATING, I.STOP): S.STOPPED,
-    (S.NEGOTIATING, I.CONNECTION_LOST): S.STOPPED,
-    (S.STARTED, I.STOP): S.STOPPING,
-    (S.STARTED, I.CONNECTION_LOST): S.STOPPED,
-    (S.STOPPING, I.STOP): S.STOPPING,
-    (S.STOPPING, I.DISCONNECTED): S.STOPPED,
-    (S.STOPPING, I.STOP_TIMED_OUT): S.STOPPED,
-    (S.STOPPING, I.CONNECTION_LOST): S.STOPPED,
-    (S.STOPPED, I.STOP): S.STOPPED,
-    (S.STOPPED, I.CONNECTION_LOST): S.STOPPED,
+    (S.CREATED, E.START): S.CONNECTING,
+    (S.CREATED, E.STOP): S.STOPPED,
+    (S.CONNECTING, E.CONNECTED): S.NEGOTIATING,
+    (S.CONNECTING, E.STOP): S.STOPPED,
+    (S.CONNECTING, E.CONNECTION_LOST): S.STOPPED,
+    (S.NEGOTIATING, E.NEGOTIATED): S.STARTED,
+    (S.NEGOTIATING, E.NEGOTIATION_FAILED): S.STOPPED,
+    (S.NEGOTIATING, E.STOP): S.STOPPED,
+    (S.NEGOTIATING, E.CONNECTION_LOST): S.STOPPED,
+    (S.STARTED, E.STOP): S.STOPPING,
+    (S.STARTED, E.CONNECTION_LOST): S.STOPPED,
+    (S.STOPPING, E.STOP): S.STOPPING,
+    (S.STOPPING, E.DISCONNECTED): S.STOPPED,
+    (S.STOPPING, E.STOP_TIMED_OUT): S.STOPPED,
+    (S.STOPPING, E.CONNECTION_LOST): S.STOPPED,
+    (S.STOPPED, E.STOP): S.STOPPED,
+    (S.STOPPED, E.CONNECTION_LOST): S.STOPPED,
 }
-del S, I
+del S, E
 
 
 class QueueState(enum.Enum):

@@ -8,6 +8,7 @@ they never block the I/O loop and never run concurrently with each other.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping
@@ -137,10 +138,11 @@ class Session:
         self._thread = threading.Thread(target=self._loop.run_forever, name="pybmq-io", daemon=True)
         self._dispatcher = _Dispatcher("pybmq-dispatch")
         self._inner: AsyncSession | None = None
+        self._closed = False
         self._thread.start()
 
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        if not self._loop.is_running():
+        if self._closed:
             coro.close()
             raise SessionStoppedError("session is closed")
         if threading.current_thread() is self._thread:
@@ -149,9 +151,9 @@ class Session:
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result(timeout if timeout is not None else None)
-        except TimeoutError:
+        except concurrent.futures.TimeoutError:
             future.cancel()
-            raise
+            raise TimeoutError(f"no result within {timeout}s") from None
 
     def start(self) -> None:
         async def start() -> AsyncSession:
@@ -159,20 +161,26 @@ class Session:
             await session.start()
             return session
 
-        self._inner = self._call(start(), self._timeout)
+        try:
+            self._inner = self._call(start(), self._timeout)
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         """Stop the session and its threads. Idempotent."""
-        if self._inner is not None and self._loop.is_running():
-            try:
+        if self._closed:
+            return
+        try:
+            if self._inner is not None:
                 self._call(self._inner.stop(), self._timeout)
-            finally:
-                self._inner = None
-        if self._loop.is_running():
+        finally:
+            self._inner = None
+            self._closed = True
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
             self._loop.close()
-        self._dispatcher.close()
+            self._dispatcher.close()
 
     def open_queue(
         self,

@@ -1,0 +1,283 @@
+"""The client engine driven purely with bytes: negotiation, heartbeats, request correlation and
+deadlines, batching of posts and confirms, and stop failing everything still pending."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from engine_helpers import (
+    broker_response,
+    control,
+    reply,
+    sent_events,
+    serve_control,
+    started_engine,
+)
+from pybmq import events as wire
+from pybmq.client_events import (
+    AckReceived,
+    AckStatus,
+    OperationCompleted,
+    SessionStarted,
+    SessionStopped,
+)
+from pybmq.client_options import SessionOptions
+from pybmq.engine import FLAG_ACK, FLAG_READ, FLAG_WRITE, ClientEngine, decode_control
+from pybmq.errors import (
+    BrokerError,
+    InvalidTransitionError,
+    RequestTimeoutError,
+    SessionStoppedError,
+    UsageError,
+)
+from pybmq.fsm import QueueState, RemoteQueueState, SessionState
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.wire_codec import EventType
+
+URI = "bmq://bmq.test.mem.priority/q1"
+
+
+def completed(events: list[object]) -> dict[int, OperationCompleted]:
+    return {e.op_id: e for e in events if isinstance(e, OperationCompleted)}
+
+
+def open_queue(engine: ClientEngine, uri: str = URI, **flags: bool) -> int:
+    op_id, queue_id = engine.open_queue(uri, 0.0, **flags)
+    serve_control(engine)
+    done = completed(engine.next_events())
+    assert done[op_id].error is None
+    return queue_id
+
+
+# ------------------------------------------------------------------ negotiation
+
+
+def test_client_identity_is_the_first_event() -> None:
+    engine = ClientEngine(SessionOptions(process_name="proc", host_name="h", pid=42))
+    engine.start(0.0)
+    assert engine.data_to_send() == b""  # nothing before the transport is up
+    engine.connection_made(0.0)
+    [event] = sent_events(engine)
+    message, encoding = decode_control(event, ctrl.NegotiationMessage)
+    assert encoding == "JSON"
+    identity = message.client_identity
+    assert identity is not None
+    assert identity.client_type == ctrl.ClientType.E_TCPCLIENT
+    assert identity.protocol_version == 1
+    assert (identity.process_name, identity.pid, identity.host_name) == ("proc", 42, "h")
+    assert identity.features == "PROTOCOL_ENCODING:JSON,BER;MPS:MESSAGE_PROPERTIES_EX"
+    assert identity.user_agent.startswith("pybmq/")
+    assert len(identity.guid_info.client_id) == 12
+    assert engine.state is SessionState.NEGOTIATING
+
+
+def test_negotiation_picks_encoding_and_heartbeat_settings() -> None:
+    engine = ClientEngine(SessionOptions(encodings=("BER", "JSON")))
+    engine.start(0.0)
+    engine.connection_made(0.0)
+    engine.data_to_send()
+    engine.receive_data(broker_response(heartbeat_ms=500), 0.0)
+    [started] = engine.next_events()
+    assert isinstance(started, SessionStarted)
+    assert started.encoding == "BER" and engine.encoding == "BER"
+    assert engine.heartbeat_interval == 0.5
+    # Later requests use the agreed encoding.
+    engine.open_queue(URI, 0.0, write=True)
+    [event] = sent_events(engine)
+    assert decode_control(event, ctrl.ControlMessage)[1] == "BER"
+
+
+def test_refused_negotiation_stops_the_session() -> None:
+    engine = ClientEngine()
+    engine.start(0.0)
+    engine.connection_made(0.0)
+    engine.receive_data(broker_response(category=ctrl.StatusCategory.E_REFUSED), 0.0)
+    [stopped] = engine.next_events()
+    assert isinstance(stopped, SessionStopped)
+    assert isinstance(stopped.error, BrokerError) and stopped.error.category == "E_REFUSED"
+    assert engine.state is SessionState.STOPPED
+
+
+def test_no_common_encoding_is_a_protocol_error() -> None:
+    engine = ClientEngine(SessionOptions(encodings=("JSON",)))
+    engine.start(0.0)
+    engine.connection_made(0.0)
+    with pytest.raises(Exception, match="no common control encoding"):
+        engine.receive_data(broker_response(features="PROTOCOL_ENCODING:BER"), 0.0)
+    assert engine.state is SessionState.STOPPED
+
+
+def test_engine_rejects_commands_out_of_order() -> None:
+    engine = ClientEngine()
+    with pytest.raises(InvalidTransitionError):
+        engine.connection_made(0.0)
+    engine.start(0.0)
+    with pytest.raises(UsageError, match="not STARTED"):
+        engine.open_queue(URI, 0.0, write=True)
+
+
+# ------------------------------------------------------------------ heartbeats
+
+
+def test_heartbeat_request_is_answered_at_once() -> None:
+    engine, _ = started_engine()
+    engine.receive_data(wire.HEARTBEAT_REQ_EVENT, 1.0)
+    assert engine.data_to_send() == wire.HEARTBEAT_RSP_EVENT
+
+
+def test_silent_broker_is_probed_then_dropped() -> None:
+    engine, _ = started_engine()
+    assert engine.next_deadline() == 3.0
+    engine.handle_timeout(3.0)
+    assert engine.data_to_send() == wire.HEARTBEAT_REQ_EVENT
+    engine.handle_timeout(30.0)
+    [stopped] = engine.next_events()
+    assert isinstance(stopped, SessionStopped) and "no traffic" in stopped.reason
+
+
+# ------------------------------------------------------------------ requests
+
+
+def test_open_queue_sends_open_then_configure_and_tracks_both_states() -> None:
+    engine, _ = started_engine()
+    op_id, queue_id = engine.open_queue(URI + "?id=foo", 0.0, read=True)
+    queue = engine.queues[queue_id]
+    assert (queue.state, queue.remote) == (QueueState.OPENING, RemoteQueueState.CLOSED)
+    [event] = sent_events(engine)
+    request = control(event)
+    params = request.open_queue.handle_parameters  # type: ignore[union-attr]
+    assert params.uri == URI and params.q_id == queue_id
+    assert params.flags == FLAG_READ and (params.read_count, params.write_count) == (1, 0)
+    assert params.sub_id_info is not None and params.sub_id_info.app_id == "foo"
+    reply(engine, request)
+    assert (queue.state, queue.remote) == (QueueState.CONFIGURING, RemoteQueueState.OPENED)
+    [event] = sent_events(engine)
+    configure = control(event)
+    stream = configure.configure_stream.stream_parameters  # type: ignore[union-attr]
+    assert stream.app_id == "foo"
+    [subscription] = stream.subscriptions
+    assert subscription.consumers[0].max_unconfirmed_messages == 1000
+    reply(engine, configure)
+    assert (queue.state, queue.remote) == (QueueState.OPENED, RemoteQueueState.CONFIGURED)
+    assert completed(engine.next_events())[op_id].error is None
+
+
+def test_writer_opens_with_ack_flag_and_no_configure() -> None:
+    engine, _ = started_engine()
+    op_id, queue_id = engine.open_queue(URI, 0.0, write=True)
+    assert serve_control(engine) == ["open_queue"]
+    assert engine.queues[queue_id].flags == FLAG_WRITE | FLAG_ACK
+    assert completed(engine.next_events())[op_id].error is None
+
+
+def test_request_timeout_then_late_response_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    engine, _ = started_engine()
+    op_id, queue_id = engine.open_queue(URI, 0.0, write=True)
+    [event] = sent_events(engine)
+    request = control(event)
+    assert engine.next_deadline() == pytest.approx(3.0)  # heartbeat first
+    engine.handle_timeout(29.0)
+    assert completed(engine.next_events()) == {}
+    engine.receive_data(wire.HEARTBEAT_RSP_EVENT, 29.5)  # keep the session alive
+    engine.handle_timeout(30.0)
+    error = completed(engine.next_events())[op_id].error
+    assert isinstance(error, RequestTimeoutError) and "openQueue" in str(error)
+    assert queue_id not in engine.queues
+    with caplog.at_level(logging.WARNING, logger="pybmq.engine"):
+        reply(engine, request, 31.0)
+    assert engine.next_events() == []
+    assert "late or unknown response" in caplog.text
+
+
+def test_broker_failure_status_fails_the_operation() -> None:
+    engine, _ = started_engine()
+    op_id, _queue_id = engine.open_queue(URI, 0.0, write=True)
+    [event] = sent_events(engine)
+    request = control(event)
+    failure = ctrl.ControlMessage(
+        r_id=request.r_id,
+        status=ctrl.Status(category=ctrl.StatusCategory.E_REFUSED, code=-1, message="no such domain"),
+    )
+    from pybmq.engine import encode_control
+
+    engine.receive_data(encode_control(failure, "JSON"), 0.0)
+    error = completed(engine.next_events())[op_id].error
+    assert isinstance(error, BrokerError) and "no such domain" in str(error)
+
+
+def test_close_reader_configures_to_nothing_then_closes_final() -> None:
+    engine, _ = started_engine()
+    queue_id = open_queue(engine, read=True)
+    op_id = engine.close_queue(queue_id, 0.0)
+    [event] = sent_events(engine)
+    configure = control(event)
+    assert configure.configure_stream.stream_parameters.subscriptions == []  # type: ignore[union-attr]
+    reply(engine, configure)
+    [event] = sent_events(engine)
+    close = control(event)
+    assert close.close_queue.is_final is True  # type: ignore[union-attr]
+    reply(engine, close)
+    assert completed(engine.next_events())[op_id].error is None
+    assert queue_id not in engine.queues
+
+
+def test_stop_closes_queues_disconnects_and_fails_pending() -> None:
+    engine, _ = started_engine()
+    reader = open_queue(engine, read=True)
+    writer = open_queue(engine, URI.replace("q1", "q2"), write=True)
+    engine.post(writer, b"x", 0.0, context="ctx")
+    pending_op, _ = engine.open_queue(URI.replace("q1", "q3"), 0.0, write=True)
+    stop_op = engine.stop(0.0)
+    with pytest.raises(SessionStoppedError):
+        engine.post(writer, b"y", 0.0)
+    events = engine.next_events()
+    assert isinstance(completed(events)[pending_op].error, SessionStoppedError)
+    kinds = serve_control(engine)
+    assert kinds[:4] == ["open_queue", "configure_stream", "close_queue", "close_queue"]
+    assert kinds[-1] == "disconnect"
+    events = engine.next_events()
+    assert completed(events)[stop_op].error is None
+    acks = [e for e in events if isinstance(e, AckReceived)]
+    assert [(a.ack.status, a.context) for a in acks] == [(AckStatus.CANCELED, "ctx")]
+    assert isinstance(events[-1], SessionStopped)
+    assert engine.state is SessionState.STOPPED
+    assert reader not in engine.queues
+
+
+def test_connection_lost_fails_every_pending_operation_and_post() -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    engine.post(writer, b"x", 0.0, context=1)
+    op_id, _ = engine.open_queue(URI.replace("q1", "q2"), 0.0, read=True)
+    engine.connection_lost(1.0, ConnectionResetError("reset"))
+    events = engine.next_events()
+    assert isinstance(completed(events)[op_id].error, SessionStoppedError)
+    [ack] = [e for e in events if isinstance(e, AckReceived)]
+    assert ack.ack.status is AckStatus.NOT_CONNECTED and ack.ack.local
+    assert isinstance(events[-1], SessionStopped) and "reset" in events[-1].reason
+
+
+def test_post_validation() -> None:
+    engine, _ = started_engine()
+    reader = open_queue(engine, read=True)
+    writer = open_queue(engine, URI.replace("q1", "q2"), write=True)
+    with pytest.raises(UsageError, match="empty payload"):
+        engine.post(writer, b"", 0.0)
+    with pytest.raises(UsageError, match="write=True"):
+        engine.post(reader, b"x", 0.0)
+    with pytest.raises(UsageError, match="not open"):
+        engine.post(99, b"x", 0.0)
+    with pytest.raises(UsageError, match="bmq://"):
+        engine.open_queue("http://x/y", 0.0, read=True)
+    with pytest.raises(UsageError, match="already open"):
+        engine.open_queue(URI, 0.0, read=True)
+
+
+def test_unexpected_event_type_is_a_protocol_error() -> None:
+    engine, _ = started_engine()
+    junk = wire.event_header_bytes(EventType.STORAGE, 8)
+    with pytest.raises(Exception, match="unexpected event type"):
+        engine.receive_data(junk, 0.0)
+    assert isinstance(engine.next_events()[-1], SessionStopped)
+
