@@ -28,8 +28,10 @@ from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions, p
 from pybmq.engine import ClientEngine
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.fsm import SessionState
+from pybmq.properties import MessageProperties, PropertyValue
 
 AckCallback = Callable[[Ack], object]
+_NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 _END = object()  # ends a queue's message stream
 
 
@@ -64,8 +66,9 @@ class ReceivedMessage:
         return self.message.payload
 
     @property
-    def properties(self) -> dict[str, Any]:
-        return self.message.properties
+    def properties(self) -> Mapping[str, PropertyValue]:
+        """Name → value (a typed ``MessageProperties``; empty when the message has none)."""
+        return self.message.properties or _NO_PROPERTIES
 
     @property
     def guid(self) -> bytes:
@@ -78,7 +81,7 @@ class ReceivedMessage:
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         session = self._queue.session
-        session._engine.confirm(self.message.queue_id, self.message.guid, self.message.sub_queue_id)
+        session._engine.confirm(self.message.queue_id, self.message.guid)
         session._schedule_flush()
 
     async def confirm(self) -> None:

@@ -10,7 +10,7 @@ every failure is a ``DecodeError`` carrying the byte offset and the schema path.
 from __future__ import annotations
 
 import enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError
 
@@ -111,7 +111,8 @@ def enum_value(value: object, enum_cls: type[E], path: str) -> E:
     raise EncodeError(f"{path}: {value!r} is not a {enum_cls.__name__}")
 
 
-def check_list(value: object, path: str) -> list[object]:
+def check_list(value: object, path: str) -> list[Any]:
+    # list[Any]: the generated encoders pass each item to the encoder of its declared type.
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value

@@ -14,7 +14,7 @@ from pybmq import __version__
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
-SUBCOMMANDS: list[str] = ["pybmq.cli_post", "pybmq.cli_consume"]
+SUBCOMMANDS: list[str] = ["pybmq.cli_post", "pybmq.cli_consume", "pybmq.sim_cli"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--idle-timeout", type=float, default=None, metavar="SECONDS",
         help="stop when no message came for this long (default: wait forever)",
     )
-    parser.add_argument("--max-unconfirmed", type=int, default=1024, help="flow-control window")
+    parser.add_argument("--max-unconfirmed", type=int, default=1000, help="flow-control window")
     parser.add_argument("--print", dest="show", action="store_true", help="print each payload")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=handler)

@@ -7,10 +7,10 @@ The engine never calls user code. It queues these; the shell drains them with
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pybmq.errors import PybmqError
+from pybmq.properties import MessageProperties
 
 
 class AckStatus(enum.Enum):
@@ -65,13 +65,12 @@ class Ack:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One PUSHed message as the engine decoded it."""
+    """One PUSHed message as the engine decoded it (``queue_id`` is the engine's queue handle)."""
 
     queue_id: int
-    sub_queue_id: int
     guid: bytes
     payload: bytes
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: MessageProperties | None = None  # parsed lazily on first access
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,7 @@ class SessionOptions:
 class QueueOptions:
     """Consumer flow control and routing (``ConfigureStream``). Producers can keep the defaults."""
 
-    max_unconfirmed_messages: int = 1024
+    max_unconfirmed_messages: int = 1000  # the official SDKs' default
     max_unconfirmed_bytes: int = 32 * 1024 * 1024
     consumer_priority: int = 0
     # Subscription expressions (e.g. ``"price > 10"``); empty = one catch-all subscription.

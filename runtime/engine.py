@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -57,9 +56,9 @@ from pybmq.fsm import (
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
-from pybmq.generated.wire_codec import EncodingType, EventType
-from pybmq.guid import GuidGenerator
-from pybmq.properties import encode_properties
+from pybmq.generated.wire_codec import CompressionAlgorithmType, EncodingType, EventType
+from pybmq.guid import MessageGuidGenerator
+from pybmq.properties import MessageProperties
 
 log = logging.getLogger("pybmq.engine")
 
@@ -74,7 +73,7 @@ FLAG_WRITE = 1 << 2
 FLAG_ACK = 1 << 3
 
 DEFAULT_APP_ID = "__default"
-_CORRELATION_MASK = (1 << 24) - 1
+_ZLIB = CompressionAlgorithmType.ZLIB
 
 
 class _Req:
@@ -129,6 +128,7 @@ class QueueRecord:
         "flags",
         "op_id",
         "options",
+        "qid",
         "queue_id",
         "remote",
         "state",
@@ -138,9 +138,10 @@ class QueueRecord:
     )
 
     def __init__(
-        self, queue_id: int, uri: str, app_id: str | None, sub_id: int, flags: int
+        self, queue_id: int, qid: int, uri: str, app_id: str | None, sub_id: int, flags: int
     ) -> None:
-        self.queue_id = queue_id
+        self.queue_id = queue_id  # our handle for this open; unique in the session
+        self.qid = qid  # the wire queue id: shared by every appId of one queue URI
         self.uri = uri
         self.app_id = app_id
         self.sub_id = sub_id
@@ -214,11 +215,13 @@ class ClientEngine:
         self._next_op = 1
         self._next_qid = 0
         self._next_sub_id = 1
-        self._next_subscription_id = 1
-        self._correlation = 0
-        self._guids = GuidGenerator()
-        self._puts: list[tuple[int, bytes, bytes, bytes, int, int]] = []
-        self._confirms: list[tuple[int, bytes, int]] = []
+        self._guids = MessageGuidGenerator(self.options.session_id)
+        # (queue handle, guid, payload, properties, ack requested, compress)
+        self._puts: list[tuple[int, bytes, bytes, MessageProperties | None, bool, bool]] = []
+        self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
+        # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
+        self._routes: dict[tuple[int, int], int] = {}
+        self._next_handle = 0
         self._unacked: dict[bytes, _PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self._ack_deadlines: collections.deque[tuple[float, list[bytes]]] = collections.deque()
@@ -261,8 +264,8 @@ class ClientEngine:
             cluster_node_id=-1,
             sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
             guid_info=ctrl.GuidInfo(
-                client_id=self._guids.client_id_hex(),
-                nano_seconds_from_epoch=self._guids.nanoseconds_from_epoch(),
+                client_id=self._guids.client_id_hex,
+                nano_seconds_from_epoch=self._guids.nanoseconds_from_epoch,
             ),
             user_agent=f"pybmq/{__version__}",
         )
@@ -366,6 +369,7 @@ class ClientEngine:
             queue.remote = RemoteQueueState.CLOSED
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
         self.queues.clear()
+        self._routes.clear()
         self._puts.clear()
         self._confirms.clear()
 
@@ -400,17 +404,23 @@ class ClientEngine:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
         for other in self.queues.values():
             if other.uri == base_uri and other.app_id == app_id:
-                raise UsageError(f"queue {uri!r} is already open (or opening) in this session")
+                raise UsageError(
+                f"queue {uri!r} is already open (or opening) in this session; "
+                "open it once with read=True and write=True to do both"
+            )
         flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
         if write and ack:
             flags |= FLAG_ACK
-        queue_id = self._next_qid
-        self._next_qid += 1
-        sub_id = 0
-        if app_id is not None:
-            sub_id = self._next_sub_id
-            self._next_sub_id += 1
-        queue = QueueRecord(queue_id, base_uri, app_id, sub_id, flags)
+        queue_id = self._next_handle
+        self._next_handle += 1
+        # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
+        qid = next((q.qid for q in self.queues.values() if q.uri == base_uri), None)
+        if qid is None:
+            qid = self._next_qid
+            self._next_qid += 1
+        sub_id = self._new_stream_id() if app_id is not None else 0
+        queue = QueueRecord(queue_id, qid, base_uri, app_id, sub_id, flags)
+        self._routes[(qid, sub_id)] = queue_id
         queue.options = options or QueueOptions()
         queue.step(QueueInput.OPEN)
         self.queues[queue_id] = queue
@@ -465,7 +475,7 @@ class ClientEngine:
         )
         return ctrl.QueueHandleParameters(
             uri=queue.uri,
-            q_id=queue.queue_id,
+            q_id=queue.qid,
             sub_id_info=sub_info,
             flags=queue.flags,
             read_count=1 if queue.readable else 0,
@@ -482,8 +492,7 @@ class ClientEngine:
             expressions = options.subscriptions or ("",)
             ids = []
             for text in expressions:
-                sid = self._next_subscription_id
-                self._next_subscription_id += 1
+                sid = self._new_stream_id()
                 ids.append(sid)
                 subscriptions.append(
                     ctrl.Subscription(
@@ -510,7 +519,7 @@ class ClientEngine:
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
                 configure_stream=ctrl.ConfigureStream(
-                    q_id=queue.queue_id,
+                    q_id=queue.qid,
                     stream_parameters=ctrl.StreamParameters(
                         app_id=queue.app_id or DEFAULT_APP_ID, subscriptions=subscriptions
                     ),
@@ -520,7 +529,7 @@ class ClientEngine:
             flowing = queue.readable and not empty
             message = ctrl.ControlMessage(
                 configure_queue_stream=ctrl.ConfigureQueueStream(
-                    q_id=queue.queue_id,
+                    q_id=queue.qid,
                     stream_parameters=ctrl.QueueStreamParameters(
                         sub_id_info=(
                             ctrl.SubQueueIdInfo(sub_id=queue.sub_id, app_id=queue.app_id)
@@ -535,6 +544,12 @@ class ClientEngine:
                 )
             )
         self._request(message, kind, queue.queue_id, None)
+
+    def _new_stream_id(self) -> int:
+        """subIds and subscription ids from one counter, so a PUSH's id names one stream."""
+        value = self._next_sub_id
+        self._next_sub_id += 1
+        return value
 
     def _queue(self, queue_id: int) -> QueueRecord:
         try:
@@ -571,23 +586,25 @@ class ClientEngine:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
         if not payload:
             raise UsageError("cannot post an empty payload")
-        encoded_properties = encode_properties(properties) if properties else b""
-        compression = 0
+        if properties:
+            props = (
+                properties
+                if isinstance(properties, MessageProperties)
+                else MessageProperties(properties)
+            )
+        else:
+            props = None
         threshold = self.options.compression_threshold
-        if threshold and len(payload) >= threshold:
-            payload = zlib.compress(payload)
-            compression = 1
-        guid = self._guids.next_guid()
-        self._correlation = (self._correlation + 1) & _CORRELATION_MASK or 1
-        self._puts.append(
-            (queue_id, guid, bytes(payload), encoded_properties, compression, self._correlation)
-        )
-        if queue.flags & FLAG_ACK:
+        compress = bool(threshold) and len(payload) >= threshold
+        guid = self._guids.generate()
+        wants_ack = bool(queue.flags & FLAG_ACK)
+        self._puts.append((queue_id, guid, payload, props, wants_ack, compress))
+        if wants_ack:
             self._unacked[guid] = _PendingPut(queue_id, context)
         return guid
 
-    def confirm(self, queue_id: int, guid: bytes, sub_queue_id: int = 0) -> None:
-        """Buffer a CONFIRM for the next CONFIRM event."""
+    def confirm(self, queue_id: int, guid: bytes) -> None:
+        """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``)."""
         queue = self.queues.get(queue_id)
         if queue is None or queue.state not in (QueueState.OPENED, QueueState.CLOSING):
             raise UsageError(f"cannot confirm: queue {queue_id} is not open")
@@ -595,7 +612,7 @@ class ClientEngine:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
         if self.state not in (SessionState.STARTED, SessionState.STOPPING):
             raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
-        self._confirms.append((queue_id, guid, sub_queue_id))
+        self._confirms.append((queue.qid, guid, queue.sub_id))
 
     @property
     def unacked_count(self) -> int:
@@ -608,34 +625,54 @@ class ClientEngine:
 
     def _flush_data(self) -> None:
         if self._puts:
-            deadline = self._now + self.options.ack_timeout
-            acked = []
-            builder = wire.PutEventBuilder()
-            for queue_id, guid, payload, props, compression, correlation in self._puts:
-                if builder.size >= self.options.max_put_event_bytes:
-                    self._out.append(builder.build())
-                    builder = wire.PutEventBuilder()
-                builder.add(
-                    queue_id=queue_id,
-                    guid=guid,
-                    payload=payload,
-                    properties=props,
-                    compression=compression,
-                    correlation_id=correlation,
-                    ack_requested=guid in self._unacked,
-                )
-                if guid in self._unacked:
-                    acked.append(guid)
-            self._out.append(builder.build())
-            self._puts.clear()
-            if acked:
-                self._ack_deadlines.append((deadline, acked))
+            self._flush_puts()
         if self._confirms:
-            confirm_builder = wire.ConfirmEventBuilder()
-            for queue_id, guid, sub_queue_id in self._confirms:
-                confirm_builder.add(queue_id=queue_id, guid=guid, sub_queue_id=sub_queue_id)
-            self._out.append(confirm_builder.build())
+            builder = wire.ConfirmEventBuilder()
+            builder.add_many(self._confirms)
+            self._out.extend(builder.finish())
             self._confirms.clear()
+
+    def _flush_puts(self) -> None:
+        threshold = self.options.compression_threshold or 1
+        builder = wire.PutEventBuilder(
+            self.options.max_put_event_bytes, compression_threshold=threshold
+        )
+        queues = self.queues
+        acked: list[bytes] = []
+        puts = self._puts
+        i, n = 0, len(puts)
+        while i < n:
+            queue_id, guid, payload, props, wants_ack, compress = puts[i]
+            qid = queues[queue_id].qid
+            if wants_ack:
+                acked.append(guid)
+            if compress:
+                builder.add(
+                    qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
+                    compression=_ZLIB,
+                )  # fmt: skip
+                i += 1
+                continue
+            # The fast path: a run of uncompressed posts to one queue sharing one properties
+            # object (the common case: a loop posting to one queue) is packed in one call.
+            j = i + 1
+            while j < n:
+                other = puts[j]
+                if other[0] != queue_id or other[3] is not props or other[4] != wants_ack or other[5]:
+                    break
+                if wants_ack:
+                    acked.append(other[1])
+                j += 1
+            run = puts[i:j]
+            builder.add_many(
+                qid, [p[2] for p in run], [p[1] for p in run], properties=props,
+                ack_requested=wants_ack,
+            )  # fmt: skip
+            i = j
+        self._out.extend(builder.finish())
+        puts.clear()
+        if acked:
+            self._ack_deadlines.append((self._now + self.options.ack_timeout, acked))
 
     # ------------------------------------------------------------------ bytes out / events out
 
@@ -778,18 +815,29 @@ class ClientEngine:
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
+        routes = self._routes
+        events = self._events
         for push in wire.iter_push(event):
-            queue = queues.get(push.queue_id)
-            if queue is None or not queue.readable:
-                raise ProtocolError(f"PUSH for unknown queue id {push.queue_id}", path="PushHeader.queueId")
-            if queue.state not in (QueueState.OPENED, QueueState.CONFIGURING, QueueState.CLOSING):
-                log.info("PUSH for %r in state %s dropped", queue.uri, queue.state.value)
-                continue
-            self._events.append(
-                MessageReceived(
-                    Message(push.queue_id, queue.sub_id, push.guid, push.payload, push.properties)
+            qid = push.queue_id
+            infos = push.sub_queue_infos
+            ids = [info.sub_queue_id for info in infos] if infos else (0,)
+            for stream_id in ids:
+                handle = routes.get((qid, stream_id))
+                queue = queues.get(handle) if handle is not None else None
+                if queue is None or not queue.readable:
+                    raise ProtocolError(
+                        f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
+                        path="PushHeader.queueId",
+                    )
+                if queue.state is QueueState.CLOSED:
+                    log.info("PUSH for closed queue %r dropped", queue.uri)
+                    continue
+                properties = push.properties if push.properties_area else None
+                events.append(
+                    MessageReceived(
+                        Message(queue.queue_id, push.guid, push.payload, properties)
+                    )
                 )
-            )
 
     def _on_control(self, event: Event) -> None:
         if self.state is SessionState.NEGOTIATING:
@@ -922,7 +970,7 @@ class ClientEngine:
         if kind == _Req.OPEN:
             queue.step(QueueInput.OPEN_FAILED)
             self._finish_queue_op(queue, error)
-            del self.queues[queue.queue_id]
+            self._forget(queue)
         elif kind == _Req.CONFIGURE_OPEN:
             # The broker holds the queue open: fail the open now and release the queue.
             queue.step(QueueInput.CONFIGURE_FAILED)
@@ -950,7 +998,7 @@ class ClientEngine:
         queue.step(QueueInput.CLOSE_DONE)
         queue.remote = RemoteQueueState.CLOSED
         self._finish_queue_op(queue, error)
-        del self.queues[queue.queue_id]
+        self._forget(queue)
         # Posts to a closed queue can no longer be acknowledged.
         for guid, pending in list(self._unacked.items()):
             if pending.queue_id == queue.queue_id:
@@ -958,10 +1006,19 @@ class ClientEngine:
                 ack = Ack(guid, queue.uri, AckStatus.CANCELED, local=True, reason="queue closed")
                 self._events.append(AckReceived(ack, pending.context))
 
+    def _forget(self, queue: QueueRecord) -> None:
+        del self.queues[queue.queue_id]
+        for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
+            del self._routes[key]
+
     def _apply_subscriptions(self, queue: QueueRecord) -> None:
         pending = self._pending_subscriptions.pop(queue.queue_id, None)
         if pending is not None:
+            for sid in queue.subscription_ids:
+                self._routes.pop((queue.qid, sid), None)
             queue.subscription_ids, queue.options = pending
+            for sid in queue.subscription_ids:
+                self._routes[(queue.qid, sid)] = queue.queue_id
 
     def _finish_queue_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
         if queue.op_id is not None:

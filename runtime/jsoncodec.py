@@ -13,7 +13,7 @@ import binascii
 import contextlib
 import enum
 import json
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError
 
@@ -64,7 +64,8 @@ def enum_(value: object, enum_cls: type[E], path: str) -> str:
     return '"' + value.name + '"'
 
 
-def list_(value: object, path: str) -> list[object]:
+def list_(value: object, path: str) -> list[Any]:
+    # list[Any]: the generated encoders pass each item to the encoder of its declared type.
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value

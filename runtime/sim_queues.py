@@ -27,14 +27,15 @@ class StoredMessage:
     """A message as the producer sent it: application data stays opaque (maybe compressed)."""
 
     guid: bytes
-    app_data: bytes  # properties area + payload, exactly as in the PUT (no padding)
+    properties_area: bytes  # wire form, as in the PUT
+    payload: bytes  # wire form (still compressed when compression != 0)
     has_properties: bool
     compression: int
     schema_id: int
 
     @property
     def size(self) -> int:
-        return len(self.app_data)
+        return len(self.properties_area) + len(self.payload)
 
 
 @dataclass(eq=False)

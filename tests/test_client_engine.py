@@ -18,6 +18,7 @@ from pybmq import events as wire
 from pybmq.client_events import (
     AckReceived,
     AckStatus,
+    MessageReceived,
     OperationCompleted,
     SessionStarted,
     SessionStopped,
@@ -281,3 +282,117 @@ def test_unexpected_event_type_is_a_protocol_error() -> None:
         engine.receive_data(junk, 0.0)
     assert isinstance(engine.next_events()[-1], SessionStopped)
 
+
+
+# ------------------------------------------------------------------ data plane
+
+
+def test_posts_of_one_turn_leave_in_one_put_event() -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    guids = [engine.post(writer, b"payload-%d" % i, 0.0, context=i) for i in range(50)]
+    guids.append(engine.post(writer, b"with props", 0.0, properties={"k": "v", "n": 3}))
+    assert engine.buffered_count == 51
+    [event] = sent_events(engine)
+    assert event.header.type == EventType.PUT
+    puts = list(wire.iter_put(event))
+    assert [p.guid for p in puts] == guids
+    assert [p.payload for p in puts[:50]] == [b"payload-%d" % i for i in range(50)]
+    assert all(p.ack_requested for p in puts)
+    assert dict(puts[-1].properties or {}) == {"k": "v", "n": 3}
+    assert len({p.queue_id for p in puts}) == 1
+    assert engine.data_to_send() == b""  # nothing left over
+
+
+def test_ack_resolves_the_matching_post_and_unknown_acks_are_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    g1 = engine.post(writer, b"a", 0.0, context="first")
+    g2 = engine.post(writer, b"b", 0.0, context="second")
+    [event] = sent_events(engine)
+    qid = next(wire.iter_put(event)).queue_id
+    acks = wire.AckEventBuilder()
+    acks.add(0, 0, g2, qid)
+    acks.add(2, 0, g1, qid)  # LIMIT_BYTES
+    acks.add(0, 0, b"\x01" * 16, qid)  # never posted
+    [ack_event] = acks.finish()
+    with caplog.at_level(logging.INFO, logger="pybmq.engine"):
+        engine.receive_data(ack_event, 1.0)
+    results = [(e.context, e.ack.status) for e in engine.next_events() if isinstance(e, AckReceived)]
+    assert results == [("second", AckStatus.SUCCESS), ("first", AckStatus.LIMIT_BYTES)]
+    assert "unknown or expired GUID" in caplog.text
+    assert engine.unacked_count == 0
+
+
+def test_missing_ack_becomes_a_local_timeout_nack() -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    guid = engine.post(writer, b"a", 0.0, context="ctx")
+    engine.data_to_send()
+    engine.receive_data(wire.HEARTBEAT_REQ_EVENT, 29.0)
+    engine.handle_timeout(29.9)
+    assert not [e for e in engine.next_events() if isinstance(e, AckReceived)]
+    engine.handle_timeout(30.0)
+    [nack] = [e for e in engine.next_events() if isinstance(e, AckReceived)]
+    assert nack.context == "ctx" and nack.ack.guid == guid
+    assert nack.ack.status is AckStatus.TIMEOUT and nack.ack.local and "30s" in nack.ack.reason
+
+
+def test_compression_above_the_threshold_only() -> None:
+    engine = ClientEngine(SessionOptions(compression_threshold=1024))
+    engine.start(0.0)
+    engine.connection_made(0.0)
+    engine.data_to_send()
+    engine.receive_data(broker_response(), 0.0)
+    writer = open_queue(engine, write=True)
+    big = b"abc" * 2000
+    engine.post(writer, big, 0.0)
+    engine.post(writer, b"small", 0.0)
+    [event] = sent_events(engine)
+    first, second = wire.iter_put(event, decompress=False)
+    assert first.compression == 1 and len(first.payload) < len(big)
+    assert second.compression == 0 and second.payload == b"small"
+    assert [p.payload for p in wire.iter_put(event)] == [big, b"small"]
+
+
+def test_push_dispatch_in_order_and_confirms_batched() -> None:
+    engine, _ = started_engine()
+    plain = open_queue(engine, read=True)
+    fanout_uri = "bmq://bmq.test.mem.fanout/f1"
+    foo = open_queue(engine, fanout_uri + "?id=foo", read=True)
+    qid_plain = engine.queues[plain].qid
+    qid_fan = engine.queues[foo].qid
+    sub_foo = engine.queues[foo].sub_id
+    assert sub_foo != 0
+    pushes = wire.PushEventBuilder()
+    guids = [bytes([0x40, i]) + b"\0" * 14 for i in range(6)]
+    for i, guid in enumerate(guids[:5]):
+        pushes.add(qid_plain, guid, b"m%d" % i)
+    pushes.add(qid_fan, guids[5], b"fan", sub_queue_infos=[(sub_foo, None)])
+    [event] = pushes.finish()
+    engine.receive_data(event, 0.0)
+    messages = [e.message for e in engine.next_events() if isinstance(e, MessageReceived)]
+    assert [(m.queue_id, m.payload) for m in messages] == [
+        *[(plain, b"m%d" % i) for i in range(5)],
+        (foo, b"fan"),
+    ]
+    for message in messages:
+        engine.confirm(message.queue_id, message.guid)
+    [confirm_event] = sent_events(engine)
+    confirms = list(wire.iter_confirm(confirm_event))
+    assert [(c.queue_id, c.guid, c.sub_queue_id) for c in confirms] == [
+        *[(qid_plain, g, 0) for g in guids[:5]],
+        (qid_fan, guids[5], sub_foo),
+    ]
+
+
+def test_push_for_an_unknown_queue_is_a_protocol_error() -> None:
+    engine, _ = started_engine()
+    pushes = wire.PushEventBuilder()
+    pushes.add(7, b"\x40" + b"\0" * 15, b"stray")
+    [event] = pushes.finish()
+    with pytest.raises(Exception, match="PUSH for unknown queue id 7"):
+        engine.receive_data(event, 0.0)
+    assert engine.state is SessionState.STOPPED

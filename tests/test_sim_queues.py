@@ -8,7 +8,7 @@ from pybmq.sim_routing import RoutingMode, parse_queue_uri, routing_mode
 
 
 def msg(n: int, size: int = 10) -> StoredMessage:
-    return StoredMessage(n.to_bytes(16, "big"), b"x" * size, False, 0, 0)
+    return StoredMessage(n.to_bytes(16, "big"), b"", b"x" * size, False, 0, 0)
 
 
 def consumer(owner: str, priority: int = 0, messages: int = 100, size: int = 1 << 20) -> Consumer:

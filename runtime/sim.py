@@ -1,0 +1,233 @@
+"""The broker simulator's shells: asyncio (``BrokerSimulator``) and a thread (``ThreadedBrokerSimulator``).
+
+Both are thin: sockets, the clock and a timer loop around the sans-I/O ``pybmq.sim_engine.Broker``.
+
+    async with BrokerSimulator() as sim:          # listens on 127.0.0.1, ephemeral port
+        ... connect a client to sim.url ...
+
+    with ThreadedBrokerSimulator() as sim:        # for synchronous code and tests
+        ... sim.url ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pybmq.errors import PybmqError
+from pybmq.sim_engine import Broker, BrokerConfig, BrokerHooks, ClientSession
+
+__all__ = ["BrokerConfig", "BrokerHooks", "BrokerSimulator", "SimulatorError", "ThreadedBrokerSimulator"]
+
+log = logging.getLogger("pybmq.sim")
+T = TypeVar("T")
+
+# After answering a disconnect, wait this long for the client to close the connection itself.
+DISCONNECT_LINGER_S = 5.0
+TIMER_MAX_SLEEP_S = 0.25
+
+
+class SimulatorError(PybmqError):
+    """The simulator could not start or was used in the wrong state."""
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, sim: BrokerSimulator) -> None:
+        self.sim = sim
+        self.session: ClientSession | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.session = self.sim.broker.connect(peer_text, self.sim._now())
+        self.sim._transports[self.session] = transport
+        log.info("session %d: connection from %s", self.session.session_id, peer_text)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.session is not None
+        self.session.receive_data(data, self.sim._now())
+        self.sim._flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session is not None:
+            self.sim._transports.pop(self.session, None)
+            self.session.connection_lost("connection closed by peer" if exc is None else f"connection lost: {exc}")
+            self.sim._flush()
+
+
+class BrokerSimulator:
+    """An in-memory BlazingMQ broker on a TCP port (asyncio)."""
+
+    def __init__(self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None) -> None:
+        self.broker = Broker(config, hooks)
+        self._server: asyncio.base_events.Server | None = None
+        self._transports: dict[ClientSession, asyncio.Transport] = {}
+        self._timer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.host = "127.0.0.1"
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise SimulatorError("the simulator is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``tcp://host:port``, the form both pybmq and the official SDK take as broker address."""
+        return f"tcp://{self.host}:{self.port}"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        if self._server is not None:
+            raise SimulatorError("the simulator is already started")
+        self._loop = asyncio.get_running_loop()
+        try:
+            self._server = await self._loop.create_server(lambda: _Connection(self), host, port)
+        except OSError as exc:
+            raise SimulatorError(f"cannot listen on {host}:{port}: {exc}") from exc
+        self.host = host
+        self._port = self._server.sockets[0].getsockname()[1]
+        self._timer = self._loop.create_task(self._run_timers())
+        log.info("listening on %s", self.url)
+
+    async def stop(self) -> None:
+        """Stop listening and drop every connection (clients see the connection go down)."""
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        for session, transport in list(self._transports.items()):
+            session.connection_lost("simulator stopped")
+            transport.abort()
+        self._transports.clear()
+        await server.wait_closed()
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            raise SimulatorError("the simulator is not started")
+        await self._server.serve_forever()
+
+    async def __aenter__(self) -> BrokerSimulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- shell internals ---------------------------------------------------------------------
+
+    def _now(self) -> float:
+        assert self._loop is not None
+        return self._loop.time()
+
+    def _flush(self) -> None:
+        for session in self.broker.take_dirty():
+            transport = self._transports.get(session)
+            data = session.data_to_send()
+            if transport is None:
+                continue
+            if data:
+                transport.write(data)
+            if session.closed:
+                self._transports.pop(session, None)
+                if session.close_reason == "client disconnected":
+                    assert self._loop is not None
+                    self._loop.call_later(DISCONNECT_LINGER_S, transport.close)
+                else:
+                    transport.close()
+
+    async def _run_timers(self) -> None:
+        while True:
+            deadline = self.broker.next_deadline()
+            now = self._now()
+            delay = TIMER_MAX_SLEEP_S if deadline is None else min(max(deadline - now, 0.0), TIMER_MAX_SLEEP_S)
+            await asyncio.sleep(delay)
+            self.broker.on_timer(self._now())
+            self._flush()
+
+
+class ThreadedBrokerSimulator:
+    """``BrokerSimulator`` on its own event loop thread, for synchronous code and tests."""
+
+    def __init__(self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None) -> None:
+        self._sim = BrokerSimulator(config, hooks)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def broker(self) -> Broker:
+        """The engine; read it through ``call`` while the simulator runs (it lives on its thread)."""
+        return self._sim.broker
+
+    @property
+    def port(self) -> int:
+        return self._sim.port
+
+    @property
+    def url(self) -> str:
+        return self._sim.url
+
+    def start(self, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0) -> None:
+        if self._thread is not None:
+            raise SimulatorError("the simulator is already started")
+        loop = asyncio.new_event_loop()
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._sim.start(host, port))
+            except BaseException as exc:  # hand the failure to the caller's thread
+                failure.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(self._sim.stop())
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="pybmq-sim", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout):
+            raise SimulatorError(f"the simulator did not start within {timeout}s")
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+
+    def call(self, fn: Callable[[Broker], T], timeout: float = 10.0) -> T:
+        """Run ``fn(broker)`` on the simulator's thread and return its result."""
+        if self._loop is None:
+            raise SimulatorError("the simulator is not started")
+
+        async def invoke() -> T:
+            return fn(self._sim.broker)
+
+        return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> ThreadedBrokerSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
