@@ -155,6 +155,19 @@ class AsyncQueue:
         assert isinstance(item, ReceivedMessage)
         return item
 
+    def get_nowait(self) -> ReceivedMessage | None:
+        """The next message if one was already received, else None; raises SessionStoppedError
+        once the queue or session is closed."""
+        try:
+            item = self._messages.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+        if item is _END:
+            self._messages.put_nowait(_END)
+            raise SessionStoppedError(f"queue {self.uri} is closed")
+        assert isinstance(item, ReceivedMessage)
+        return item
+
     def __aiter__(self) -> AsyncQueue:
         return self
 

@@ -19,7 +19,8 @@ from pybmq.errors import DeliveryError
 from pybmq.properties import MessageProperties, PropertyType
 from pybmq.spark_options import ReadOptions, Target, WriteOptions
 from pybmq.spark_rows import OutgoingMessage, RowBuffer, Typed
-from pybmq.sync import Session
+from pybmq.aio import ReceivedMessage
+from pybmq.sync import Queue, Session
 
 
 def wire_properties(typed: dict[str, Typed]) -> MessageProperties | None:
@@ -91,13 +92,15 @@ class _AckTracker:
         self.acked = 0
         self.failures: list[Ack] = []
 
-    def before_post(self, deadline: float) -> None:
+    def before_post(self, count: int, deadline: float) -> None:
+        """Wait until ``count`` more posts fit in the window (or a NACK came, or the deadline
+        passed: then the final wait for ACKs reports what is missing)."""
         with self._cond:
-            while self.outstanding >= self._limit and not self.failures:
+            while self.outstanding + count > max(self._limit, count) and not self.failures:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._cond.wait(remaining):
                     break
-            self.outstanding += 1
+            self.outstanding += count
 
     def on_ack(self, ack: Ack) -> None:
         with self._cond:
@@ -119,6 +122,20 @@ class _AckTracker:
             return True
 
 
+POST_CHUNK = 256  # messages handed to the session's I/O thread per call
+
+
+def _post_chunk(
+    queue: Queue,
+    chunk: list[tuple[bytes, MessageProperties | None]],
+    tracker: _AckTracker,
+    ack_timeout: float,
+) -> int:
+    tracker.before_post(len(chunk), time.monotonic() + ack_timeout)
+    queue.post_many(chunk, on_ack=tracker.on_ack)
+    return len(chunk)
+
+
 def post_all(options: WriteOptions, messages: Iterable[OutgoingMessage]) -> WriteResult:
     """Post every message and return only once each one is ACKed by the broker.
 
@@ -135,16 +152,16 @@ def post_all(options: WriteOptions, messages: Iterable[OutgoingMessage]) -> Writ
     )
     try:
         queue = session.open_queue(options.target.queue, write=True)
+        chunk: list[tuple[bytes, MessageProperties | None]] = []
         for message in messages:
-            tracker.before_post(time.monotonic() + options.ack_timeout)
+            chunk.append((message.payload, wire_properties(message.properties)))
+            if len(chunk) >= POST_CHUNK:
+                posted += _post_chunk(queue, chunk, tracker, options.ack_timeout)
+                chunk = []
             if tracker.failures:
                 break
-            queue.post_async(
-                message.payload,
-                properties=wire_properties(message.properties),
-                on_ack=tracker.on_ack,
-            )
-            posted += 1
+        if chunk and not tracker.failures:
+            posted += _post_chunk(queue, chunk, tracker, options.ack_timeout)
         # The session's own ACK timer NACKs late posts; the extra second covers its tick.
         if not tracker.wait_all(options.ack_timeout + 1.0):
             raise DeliveryError(
@@ -184,23 +201,24 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
             read=True,
             options=QueueOptions(max_unconfirmed_messages=limit, max_unconfirmed_bytes=1 << 40),
         )
-        received = []
+        received: list[ReceivedMessage] = []
         buffer = RowBuffer(target.queue)
         while len(received) < limit:
-            try:
-                message = queue.get(timeout=options.idle_timeout)
-            except TimeoutError:
-                break
-            received.append(message)
-            buffer.add(message.guid, message.payload, typed_properties(message.properties), None)
+            batch = queue.get_many(min(batch_rows, limit - len(received)), options.idle_timeout)
+            if not batch:
+                break  # idle: nothing arrived for idle_timeout
+            received.extend(batch)
+            for message in batch:
+                buffer.add(
+                    message.guid, message.payload, typed_properties(message.properties), None
+                )
             if len(buffer) >= batch_rows:
                 yield buffer
                 buffer = RowBuffer(target.queue)
         if len(buffer):
             yield buffer
         if options.confirm:
-            for message in received:
-                queue.confirm(message)
+            queue.confirm_many(received)
         queue.close()
     finally:
         session.stop()
