@@ -49,6 +49,7 @@ _KNOWN = {
     MAX_MESSAGES_PER_BATCH,
     CONNECT_TIMEOUT_MS,
     "path",  # Spark adds it for load(path)/save(path); we do not use it
+    "checkpointlocation",  # a streaming query option that reaches the sink too
 }
 
 

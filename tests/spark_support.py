@@ -17,7 +17,7 @@ from typing import Any
 def spark_environment() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    pass
     if not os.environ.get("JAVA_HOME"):
         java = shutil.which("java")
         if java is None:
@@ -40,6 +40,9 @@ def local_spark(tmp: Path) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
+        # Python workers must connect back within this; a busy 2-core CI box can take longer
+        # than the 15 s default to start one.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.streaming.checkpointLocation", str(tmp / "checkpoints"))
         .config("spark.local.dir", str(tmp / "local"))
         .getOrCreate()
