@@ -25,9 +25,8 @@ def _spark(tmp: Path) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
     from pybmq.spark import BlazingMQDataSource
+    from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -44,9 +43,8 @@ def _spark(tmp: Path) -> Any:
 def run(quick: bool) -> list[Result]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         return []  # no JVM here: nothing to measure
-    from pyspark.sql import functions as F
-
     from pybmq.sim import ThreadedBrokerSimulator
+    from pyspark.sql import functions as F
 
     rows = 2_000 if quick else 100_000
     tmp = Path(tempfile.mkdtemp(prefix="pybmq-bench-spark-"))

@@ -22,6 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pybmq.aio import ReceivedMessage
+from pybmq.client_options import QueueOptions
+from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.spark_io import consume, open_session, post_all, probe, typed_properties
+from pybmq.spark_options import ReadOptions, StreamReadOptions, WriteOptions
+from pybmq.spark_rows import RowBuffer, check_write_schema, messages_from_batch
+from pybmq.sync import Queue, Session
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -45,14 +52,6 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-
-from pybmq.aio import ReceivedMessage
-from pybmq.client_options import QueueOptions
-from pybmq.errors import SessionStoppedError, UsageError
-from pybmq.spark_io import consume, open_session, post_all, probe, typed_properties
-from pybmq.spark_options import ReadOptions, StreamReadOptions, WriteOptions
-from pybmq.spark_rows import RowBuffer, check_write_schema, messages_from_batch
-from pybmq.sync import Queue, Session
 
 __all__ = ["BlazingMQCommitMessage", "BlazingMQDataSource", "BlazingMQStreamReader"]
 
@@ -182,9 +181,10 @@ class BlazingMQBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
     def abort(self, messages: list[Any]) -> None:
         posted, acked = _totals(messages)
         log.warning(
-            "write to %s aborted; %d messages of successful tasks were ACKed and stay queued",
+            "write to %s aborted; %d of %d posts of successful tasks were ACKed and stay queued",
             self.options.target.queue,
             acked,
+            posted,
         )
 
 
@@ -199,11 +199,11 @@ class BlazingMQStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         posted, acked = _totals(messages)
-        log.info("batch %d: %d messages to %s, all ACKed", batchId, acked, self.options.target.queue)
+        log.info("batch %d: %d/%d posts to %s ACKed", batchId, acked, posted, self.options.target.queue)
 
     def abort(self, messages: list[Any], batchId: int) -> None:
         posted, acked = _totals(messages)
-        log.warning("batch %d aborted after %d ACKed posts; Spark will retry it", batchId, acked)
+        log.warning("batch %d aborted after %d/%d ACKed posts; Spark retries it", batchId, acked, posted)
 
 
 # ----------------------------------------------------------------------------------- batch read

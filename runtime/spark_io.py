@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pybmq.aio import ReceivedMessage
 from pybmq.client_events import Ack
 from pybmq.client_options import QueueOptions, SessionOptions
 from pybmq.errors import DeliveryError
 from pybmq.properties import MessageProperties, PropertyType
 from pybmq.spark_options import ReadOptions, Target, WriteOptions
 from pybmq.spark_rows import OutgoingMessage, RowBuffer, Typed
-from pybmq.aio import ReceivedMessage
 from pybmq.sync import Queue, Session
 
 

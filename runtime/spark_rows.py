@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-
 from pybmq.errors import UsageError
 
 # BlazingMQ property types (bmqt::PropertyType), by the names the read schema uses for them.

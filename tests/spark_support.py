@@ -30,9 +30,8 @@ def spark_environment() -> None:
 
 def local_spark(tmp: Path) -> Iterator[Any]:
     spark_environment()
-    from pyspark.sql import SparkSession
-
     from pybmq.spark import BlazingMQDataSource
+    from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master("local[2]")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-
 from pybmq.errors import UsageError
 from pybmq.spark_options import ReadOptions, StreamReadOptions, Target, WriteOptions
 from pybmq.spark_rows import check_write_schema, messages_from_batch
