@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install generate check-generated lint test bench demo clean
+.PHONY: install generate check-generated schema-check lint test bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ generate:
 
 check-generated:
 	$(PY) -m pybmq.codegen --check
+
+# CI gate: schema/ vs schema/baseline/; wire-breaking changes need an entry in schema/allowed-changes.yaml
+schema-check:
+	$(VENV)/bin/pybmq schema-check --schema-dir schema
 
 lint:
 	$(PY) -m ruff check runtime codegen tests bench

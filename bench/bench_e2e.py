@@ -1,47 +1,76 @@
-"""End to end on loopback through ``pybmq sim``: post→ACK and consume→confirm rates, ACK latency
-and the client's memory per in-flight (unacknowledged) message. 100-byte payloads throughout."""
+"""pybmq's side of the end-to-end benchmark (the official SDK's side is bench_official.py).
+
+On loopback through ``pybmq sim`` running in its own process: post→ACK and consume→confirm rates,
+ACK latency (one post in flight, and under a flood), the client's memory per in-flight
+(unacknowledged) message, and the sans-I/O engine's own ceilings. 100-byte payloads throughout."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
+from collections.abc import Iterator
 
 from pybmq.aio import AsyncSession
-from pybmq.client_events import Ack
+from pybmq.client_events import Ack, MessageReceived
 from pybmq.engine import ClientEngine, decode_control, encode_control
+from pybmq.events import AckEventBuilder, PushEventBuilder, iter_put
 from pybmq.framing import EventReader
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.loadgen import consume_messages, make_payload, post_messages
-from pybmq.sim import BrokerSimulator
+from pybmq.loadgen import Stats, consume_messages, make_payload, post_messages
 
 from bench.common import Result
 
 PAYLOAD = make_payload(100)
 
 
-async def _rates(count: int) -> tuple[float, float]:
+@contextlib.contextmanager
+def _sim_process() -> Iterator[str]:
+    """``pybmq sim`` in its own process (as bench_official runs it), so the client measured here
+    does not share its process or its loop with the broker."""
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert sim.stdout is not None
+        url = sim.stdout.readline().strip().rsplit(" ", 1)[-1]
+        if not url.startswith("tcp://"):
+            raise RuntimeError(f"pybmq sim did not start: {url!r}")
+        yield url
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        try:
+            sim.wait(20)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            sim.wait(10)
+
+
+async def _rates(url: str, count: int) -> tuple[Stats, Stats]:
     uri = "bmq://bmq.test.mem.priority/bench-rate"
-    async with (
-        BrokerSimulator(host="127.0.0.1", port=0) as sim,
-        AsyncSession(f"tcp://127.0.0.1:{sim.port}") as session,
-    ):
+    async with AsyncSession(url) as session, AsyncSession(url) as consumer:
         writer = await session.open_queue(uri, write=True)
-        posted = await post_messages(writer, count, PAYLOAD)
-        reader = await session.open_queue(uri, read=True)
+        # Everything posted at once (the window is the whole run), as bench_official does.
+        posted = await post_messages(writer, count, PAYLOAD, window=count, measure_latency=True)
+        reader = await consumer.open_queue(uri, read=True)
         consumed = await consume_messages(reader, count, confirm=True)
         assert posted.count == count and consumed.count == count, (posted, consumed)
-    return posted.rate, consumed.rate
+    return posted, consumed
 
 
-async def _latency(samples: int) -> list[float]:
+async def _latency(url: str, samples: int) -> list[float]:
     """One post at a time: the time from post() to its ACK, with nothing else in flight."""
     uri = "bmq://bmq.test.mem.priority/bench-latency"
-    async with (
-        BrokerSimulator(host="127.0.0.1", port=0) as sim,
-        AsyncSession(f"tcp://127.0.0.1:{sim.port}") as session,
-    ):
+    async with AsyncSession(url) as session:
         writer = await session.open_queue(uri, write=True)
         latencies = []
         for _ in range(samples):
@@ -52,45 +81,95 @@ async def _latency(samples: int) -> list[float]:
     return latencies
 
 
-def _started_writer() -> tuple[ClientEngine, int]:
-    """A sans-I/O engine with a session started and one write queue open, fed scripted replies."""
+def _started_engine(*, read: bool = False, write: bool = False) -> tuple[ClientEngine, int]:
+    """A sans-I/O engine with a started session and one queue open, fed scripted replies."""
     engine = ClientEngine()
     engine.start(0.0)
     engine.connection_made(0.0)
     engine.data_to_send()
     identity = ctrl.ClientIdentity(
-        protocol_version=1, sdk_version=1, client_type=ctrl.ClientType.E_TCPBROKER,
-        process_name="bench", pid=1, session_id=1, host_name="", features="PROTOCOL_ENCODING:JSON",
-        cluster_name="", cluster_node_id=-1, sdk_language=ctrl.ClientLanguage.E_CPP,
-        guid_info=ctrl.GuidInfo(client_id="", nano_seconds_from_epoch=0), user_agent="",
+        protocol_version=1,
+        client_type=ctrl.ClientType.E_TCPBROKER,
+        features="PROTOCOL_ENCODING:JSON;SUBSCRIPTIONS:CONFIGURE_STREAM",
     )
     response = ctrl.BrokerResponse(
-        result=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS, code=0, message=""),
-        protocol_version=1, broker_version=1, is_deprecated_sdk=False, broker_identity=identity,
-        heartbeat_interval_ms=3000, max_missed_heartbeats=10,
+        result=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS),
+        protocol_version=1,
+        broker_identity=identity,
     )
     engine.receive_data(encode_control(ctrl.NegotiationMessage(broker_response=response), "JSON"), 0.0)
-    _op, queue_id = engine.open_queue("bmq://bmq.test.mem.priority/bench-memory", 0.0, write=True)
-    [event] = EventReader().feed(engine.data_to_send())
-    request, _ = decode_control(event, ctrl.ControlMessage)
-    assert request.open_queue is not None
-    answer = ctrl.ControlMessage(
-        r_id=request.r_id,
-        open_queue_response=ctrl.OpenQueueResponse(
-            original_request=request.open_queue,
-            routing_configuration=ctrl.RoutingConfiguration(flags=0),
-            deduplication_time_ms=300000,
-        ),
+    _op, queue_id = engine.open_queue(
+        "bmq://bmq.test.mem.priority/bench-engine", 0.0, read=read, write=write
     )
-    engine.receive_data(encode_control(answer, "JSON"), 0.0)
+    while events := EventReader().feed(engine.data_to_send()):
+        for event in events:
+            request, _ = decode_control(event, ctrl.ControlMessage)
+            if request.open_queue is not None:
+                answer = ctrl.ControlMessage(
+                    open_queue_response=ctrl.OpenQueueResponse(original_request=request.open_queue)
+                )
+            else:
+                assert request.configure_stream is not None
+                answer = ctrl.ControlMessage(
+                    configure_stream_response=ctrl.ConfigureStreamResponse(
+                        request=request.configure_stream
+                    )
+                )
+            answer.r_id = request.r_id
+            engine.receive_data(encode_control(answer, "JSON"), 0.0)
     engine.next_events()
     return engine, queue_id
+
+
+def _engine_rates(count: int) -> list[Result]:
+    """The client's own ceiling, without sockets or a broker: the sans-I/O engine alone."""
+
+    def on_ack(ack: Ack) -> None:
+        return None
+
+    writer, wq = _started_engine(write=True)
+    start = time.perf_counter()
+    guids = [writer.post(wq, PAYLOAD, 0.0, context=on_ack) for _ in range(count)]
+    put_bytes = writer.data_to_send()
+    post_rate = count / (time.perf_counter() - start)
+    qid = writer.queues[wq].qid
+    acks = AckEventBuilder()
+    acks.add_many((0, 0, guid, qid) for guid in guids)
+    ack_events = acks.finish()
+    start = time.perf_counter()
+    for event in ack_events:
+        writer.receive_data(event, 0.0)
+    assert len(writer.next_events()) == count
+    ack_rate = count / (time.perf_counter() - start)
+
+    reader, rq = _started_engine(read=True)
+    pushes = PushEventBuilder()
+    rqid = reader.queues[rq].qid
+    for put_event in EventReader().feed(put_bytes):
+        for put in iter_put(put_event):
+            pushes.add(rqid, put.guid, put.payload)
+    push_events = pushes.finish()
+    start = time.perf_counter()
+    for event in push_events:
+        reader.receive_data(event, 0.0)
+    received_events = reader.next_events()
+    assert len(received_events) == count
+    for received in received_events:
+        assert isinstance(received, MessageReceived)
+        reader.confirm(received.message.queue_id, received.message.guid)
+    reader.data_to_send()
+    push_rate = count / (time.perf_counter() - start)
+    return [
+        Result("engine post→PUT bytes", post_rate, "msgs/s", "sans-I/O, 100 B"),
+        Result("engine ACK event→AckReceived", ack_rate, "msgs/s", "sans-I/O"),
+        Result("engine PUSH→message→CONFIRM bytes", push_rate, "msgs/s", "sans-I/O"),
+    ]
 
 
 def _bytes_per_unacked(count: int) -> float:
     """Client memory held per posted-but-unacknowledged message (sans-I/O engine, shared ACK
     callback as with ``post_nowait(on_ack=...)``): traced bytes after the PUT is sent, over N."""
-    engine, queue_id = _started_writer()
+    engine, queue_id = _started_engine(write=True)
 
     def on_ack(ack: Ack) -> None:
         return None
@@ -106,16 +185,26 @@ def _bytes_per_unacked(count: int) -> float:
     return (after - before) / count
 
 
+def _quantiles(values: list[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(values, n=100)
+    return cuts[49], cuts[98]
+
+
 def run(quick: bool) -> list[Result]:
     count = 2_000 if quick else 50_000
-    post_rate, consume_rate = asyncio.run(_rates(count))
-    latencies = asyncio.run(_latency(50 if quick else 2_000))
-    quantiles = statistics.quantiles(latencies, n=100)
+    with _sim_process() as url:
+        posted, consumed = asyncio.run(_rates(url, count))
+        p50, p99 = _quantiles(asyncio.run(_latency(url, 50 if quick else 2_000)))
+    flood50, flood99 = _quantiles(posted.latencies)
     per_message = _bytes_per_unacked(2_000 if quick else 50_000)
+    note = f"{count} x 100 B via pybmq sim (own process)"
     return [
-        Result("e2e pybmq post→ACK", post_rate, "msgs/s", f"{count} x 100 B via pybmq sim"),
-        Result("e2e pybmq consume→confirm", consume_rate, "msgs/s", f"{count} x 100 B"),
-        Result("e2e pybmq ACK latency p50", quantiles[49] * 1e6, "µs", "one post in flight"),
-        Result("e2e pybmq ACK latency p99", quantiles[98] * 1e6, "µs", "one post in flight"),
+        *_engine_rates(2_000 if quick else 100_000),
+        Result("e2e pybmq post→ACK", posted.rate, "msgs/s", note),
+        Result("e2e pybmq consume→confirm", consumed.rate, "msgs/s", note),
+        Result("e2e pybmq ACK latency p50", p50 * 1e6, "µs", "one post in flight"),
+        Result("e2e pybmq ACK latency p99", p99 * 1e6, "µs", "one post in flight"),
+        Result("e2e pybmq ACK latency p50 (flood)", flood50 * 1e6, "µs", f"{count} posted at once"),
+        Result("e2e pybmq ACK latency p99 (flood)", flood99 * 1e6, "µs", f"{count} posted at once"),
         Result("pybmq bytes per unacked message", per_message, "B", "tracemalloc, goal ≤ 300"),
     ]

@@ -9,15 +9,19 @@ bmqp_ctrlmsg: ``generate_bindings(xsd, module)`` works for any schema the loader
 from __future__ import annotations
 
 import base64
+import hashlib
 import keyword
+import os
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import black
 import jinja2
 from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
+from black import __version__ as BLACK_VERSION  # type: ignore[attr-defined]
 from pybmq.ber import identifier
 from pybmq.codegen.driver import Artifact
 from pybmq.codegen.model import (
@@ -32,13 +36,16 @@ from pybmq.codegen.xsd_loader import load_schema
 from pybmq.errors import SchemaError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+CACHE_DIR = Path(__file__).resolve().parent.parent / "build" / "codegen-cache"
 BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 
 # How each XSD built-in is held in Python, and how BER tags it inside an array (balber's
 # universal tag numbers: BOOLEAN 1, INTEGER 2, OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 _BUILTIN_PY = {"int": "int", "boolean": "bool", "string": "str", "bytes": "bytes"}
-_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12}
-_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice"}
+# REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
+# an array tags as VisibleString 26.
+_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}
+_CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 
 def snake(name: str) -> str:
@@ -176,7 +183,9 @@ class Bindings:
         return repr(identifier(0x80, constructed, number))
 
     def tag(self, element: Element) -> str:
-        return self.ctx_tag(element.id, self.kind(element) in ("sequence", "choice"))
+        """The element's context tag; arrays and complex values are constructed."""
+        constructed = element.is_array or self.kind(element) in ("sequence", "choice")
+        return self.ctx_tag(element.id, constructed)
 
     def universal_tag(self, element: Element) -> str:
         kind = self.kind(element)
@@ -195,6 +204,8 @@ class Bindings:
         body = (text or fallback).strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         if not body:
             return ""
+        if body.endswith('"'):  # would merge with the closing quotes (mqbcmd has one)
+            body = body[:-1] + '\\"'
         pad = " " * indent
         lines = body.splitlines()
         if len(lines) == 1:
@@ -239,7 +250,8 @@ class Bindings:
                         f"{complex_type.name}.{element.name}: xs:{self.builtin_of(element)} "
                         "is not supported by the generated codecs yet"
                     )
-                if element.choice is not None and element.is_array:
+                selection = element.choice is not None or complex_type.kind == "choice"
+                if selection and element.is_array:
                     raise SchemaError(f"{complex_type.name}.{element.name}: array in a choice")
                 self.default_expr(element, complex_type)  # validates defaults
         for simple_type in self.schema.simple_types:
@@ -298,20 +310,47 @@ def _environment(bindings: Bindings) -> jinja2.Environment:
     return env
 
 
-def generate_bindings(xsd_path: Path, module: str) -> list[Artifact]:
-    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD."""
+@lru_cache(maxsize=32)
+def format_python(text: str, origin: str = "template") -> str:
+    """black-format generated code. black takes seconds on these files, so results are memoised
+    in-process and on disk (build/codegen-cache, keyed by black's version and the exact input)."""
+    key = hashlib.sha256(f"{BLACK_VERSION}|{BLACK_MODE}|{text}".encode()).hexdigest()
+    cached = CACHE_DIR / f"{key}.py"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    try:
+        formatted = black.format_str(text, mode=BLACK_MODE)
+    except InvalidInput as exc:  # a template bug: show where
+        raise SchemaError(f"{origin} rendered invalid Python: {exc}") from exc
+    try:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(formatted, encoding="utf-8")
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only tree just means no cache
+    return formatted
+
+
+def generate_bindings(
+    xsd_path: Path, module: str, package: str = "pybmq.generated"
+) -> list[Artifact]:
+    """Render ``<module>.py`` (types), ``<module>_json.py`` and ``<module>_ber.py`` from an XSD.
+
+    ``package`` is where the three modules will be imported from (the codecs import the types
+    from there); "" makes them top-level modules, for a user's own output folder.
+    """
     schema = load_schema(xsd_path)
     bindings = Bindings(schema, module, xsd_path.name)
     env = _environment(bindings)
+    env.globals["types_module"] = f"{package}.{module}" if package else module
     out = []
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))
     for template, suffix in templates:
         text = env.get_template(template).render(source=xsd_path.name)
-        try:
-            text = black.format_str(text, mode=BLACK_MODE)
-        except InvalidInput as exc:  # a template bug: show where
-            raise SchemaError(f"{template} rendered invalid Python: {exc}") from exc
-        out.append(Artifact(f"{module}{suffix}.py", text))
+        out.append(Artifact(f"{module}{suffix}.py", format_python(text, template)))
     return out
 
 

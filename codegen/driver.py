@@ -36,10 +36,12 @@ def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
     from pybmq.codegen.bindings import generate_ctrlmsg  # late: bindings imports Artifact
     from pybmq.codegen.layout import generate_layout
+    from pybmq.codegen.other_schemas import generate_other_schemas
 
     generators: list[tuple[str, Generator]] = [
         ("control messages", generate_ctrlmsg),
         ("binary layout", generate_layout),
+        ("other BlazingMQ schemas", generate_other_schemas),
     ]
     return generators
 

@@ -103,6 +103,17 @@ class Struct:
         )
 
     @property
+    def bit_layout(self) -> list[tuple[str, int, int]]:
+        """(name, first bit, width) of every field, counting bits from the struct's start."""
+        out = []
+        base = 0
+        for unit in self.units:
+            for f in unit.fields:
+                out.append((f.name, base + unit.size * 8 - f.shift - f.width, f.width))
+            base += unit.size * 8
+        return out
+
+    @property
     def fields(self) -> list[BitField]:
         return [f for u in self.units for f in u.fields]
 
@@ -120,6 +131,8 @@ class Spec:
     constants: dict[str, int]
     enums: list[Enum]
     structs: list[Struct] = field(default_factory=list)
+    padding: list[bytes] = field(default_factory=list)  # indexed by data length % word
+    events: dict[str, str] = field(default_factory=dict)
 
 
 def snake_case(name: str) -> str:
@@ -158,6 +171,14 @@ def load_spec(path: Path) -> Spec:
         for name, e in raw["enums"].items()
     ]
     spec = Spec(dict(raw["constants"]), enums)
+    # Older revisions of the spec (e.g. schema/baseline/, which schema-check compares against)
+    # predate these two sections: the padding rule has always been upstream's, events add docs.
+    spec.padding = _padding_table(raw.get("padding", _UPSTREAM_PADDING))
+    spec.events = {str(k): str(v) for k, v in raw.get("events", {}).items()}
+    event_types = next(e for e in enums if e.name == "EventType").values
+    for name in spec.events:
+        if name not in event_types:
+            raise SchemaError(f"events: {name} is not an EventType")
     enum_names = {e.name for e in enums}
     for name, s in raw["structs"].items():
         units = [_unit(name, u) for u in s["units"]]
@@ -170,6 +191,21 @@ def load_spec(path: Path) -> Spec:
                 raise SchemaError(f"{name}.{f.name}: unknown enum {f.enum}")
         spec.structs.append(struct)
     return spec
+
+
+_UPSTREAM_PADDING = {"word": 4, "min": 1, "max": 4, "fill": "count"}
+
+
+def _padding_table(raw: dict[str, Any]) -> list[bytes]:
+    """The padding that follows data of each length modulo the word size."""
+    word, low, high = int(raw["word"]), int(raw["min"]), int(raw["max"])
+    if raw.get("fill") != "count" or (low, high) != (1, word):
+        raise SchemaError("padding: only the 1..word count-filled rule is supported")
+    table = []
+    for remainder in range(word):
+        count = word - remainder
+        table.append(bytes([count]) * count)
+    return table
 
 
 def _hex(value: int) -> str:

@@ -64,6 +64,21 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
 
 UNBOUNDED = None  # value of ``max_occurs`` for maxOccurs='unbounded'
 
+__all__ = [
+    "BUILTIN_KINDS",
+    "INTEGER_RANGES",
+    "UNBOUNDED",
+    "AnonymousChoice",
+    "ComplexType",
+    "Element",
+    "EnumValue",
+    "Member",
+    "Restrictions",
+    "Schema",
+    "SimpleType",
+    "TypeRef",
+]
+
 
 @dataclass(frozen=True)
 class TypeRef:

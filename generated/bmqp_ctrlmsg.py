@@ -314,6 +314,7 @@ class ControlMessage:
         "configure_stream",
         "configure_stream_response",
     )
+
     r_id: int | None = None
     status: Status | None = None
     disconnect: Disconnect | None = None
@@ -332,12 +333,35 @@ class ControlMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+        if (self.status is not None) + (self.disconnect is not None) + (
+            self.disconnect_response is not None
+        ) + (self.admin_command is not None) + (self.admin_command_response is not None) + (
+            self.cluster_message is not None
+        ) + (
+            self.open_queue is not None
+        ) + (
+            self.open_queue_response is not None
+        ) + (
+            self.close_queue is not None
+        ) + (
+            self.close_queue_response is not None
+        ) + (
+            self.configure_queue_stream is not None
+        ) + (
+            self.configure_queue_stream_response is not None
+        ) + (
+            self.configure_stream is not None
+        ) + (
+            self.configure_stream_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ControlMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ControlMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -700,6 +724,7 @@ class ClusterMessage:
         "cluster_state_fsm_message",
         "partition_message",
     )
+
     partition_primary_advisory: PartitionPrimaryAdvisory | None = None
     leader_advisory: LeaderAdvisory | None = None
     queue_assignment_advisory: QueueAssignmentAdvisory | None = None
@@ -733,12 +758,67 @@ class ClusterMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+        if (self.partition_primary_advisory is not None) + (self.leader_advisory is not None) + (
+            self.queue_assignment_advisory is not None
+        ) + (self.node_status_advisory is not None) + (self.leader_sync_state_query is not None) + (
+            self.leader_sync_state_query_response is not None
+        ) + (
+            self.leader_sync_data_query is not None
+        ) + (
+            self.leader_sync_data_query_response is not None
+        ) + (
+            self.queue_assignment_request is not None
+        ) + (
+            self.storage_sync_request is not None
+        ) + (
+            self.storage_sync_response is not None
+        ) + (
+            self.partition_sync_state_query is not None
+        ) + (
+            self.partition_sync_state_query_response is not None
+        ) + (
+            self.partition_sync_data_query is not None
+        ) + (
+            self.partition_sync_data_query_response is not None
+        ) + (
+            self.partition_sync_data_query_status is not None
+        ) + (
+            self.primary_status_advisory is not None
+        ) + (
+            self.cluster_sync_request is not None
+        ) + (
+            self.cluster_sync_response is not None
+        ) + (
+            self.queue_unassigned_advisory is not None
+        ) + (
+            self.queue_un_assignment_advisory is not None
+        ) + (
+            self.leader_advisory_ack is not None
+        ) + (
+            self.leader_advisory_commit is not None
+        ) + (
+            self.state_notification is not None
+        ) + (
+            self.stop_request is not None
+        ) + (
+            self.stop_response is not None
+        ) + (
+            self.queue_unassignment_request is not None
+        ) + (
+            self.queue_update_advisory is not None
+        ) + (
+            self.cluster_state_fsm_message is not None
+        ) + (
+            self.partition_message is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -759,6 +839,7 @@ class ClusterStateFSMMessage:
         "follower_cluster_state_request",
         "follower_cluster_state_response",
     )
+
     follower_lsn_request: FollowerLSNRequest | None = None
     follower_lsn_response: FollowerLSNResponse | None = None
     registration_request: RegistrationRequest | None = None
@@ -768,12 +849,21 @@ class ClusterStateFSMMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+        if (self.follower_lsn_request is not None) + (self.follower_lsn_response is not None) + (
+            self.registration_request is not None
+        ) + (self.registration_response is not None) + (
+            self.follower_cluster_state_request is not None
+        ) + (
+            self.follower_cluster_state_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ClusterStateFSMMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -858,6 +948,7 @@ class PartitionMessage:
         "replica_data_request",
         "replica_data_response",
     )
+
     replica_state_request: ReplicaStateRequest | None = None
     replica_state_response: ReplicaStateResponse | None = None
     primary_state_request: PrimaryStateRequest | None = None
@@ -867,12 +958,19 @@ class PartitionMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+        if (self.replica_state_request is not None) + (self.replica_state_response is not None) + (
+            self.primary_state_request is not None
+        ) + (self.primary_state_response is not None) + (self.replica_data_request is not None) + (
+            self.replica_data_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "PartitionMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1196,16 +1294,20 @@ class StateNotification:
     """
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("leader_passive",)
+
     leader_passive: LeaderPassive | None = None
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "StateNotification", True)
+        if (self.leader_passive is not None) != 1:
+            _one_selection(self, self.SELECTIONS, "StateNotification", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "StateNotification", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "StateNotification", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1503,6 +1605,7 @@ class ElectorMessage:
         "scouting_response",
         "leadership_cession_notification",
     )
+
     term: int = 0
     election_proposal: ElectionProposal | None = None
     election_response: ElectionResponse | None = None
@@ -1515,12 +1618,23 @@ class ElectorMessage:
     _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+        if (self.election_proposal is not None) + (self.election_response is not None) + (
+            self.leader_heartbeat is not None
+        ) + (self.elector_node_status is not None) + (self.heartbeat_response is not None) + (
+            self.scouting_request is not None
+        ) + (
+            self.scouting_response is not None
+        ) + (
+            self.leadership_cession_notification is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "ElectorMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1633,17 +1747,23 @@ class NegotiationMessage:
         "broker_response",
         "place_holder",
     )
+
     client_identity: ClientIdentity | None = None
     broker_response: BrokerResponse | None = None
     place_holder: DummyType | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+        if (self.client_identity is not None) + (self.broker_response is not None) + (
+            self.place_holder is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "NegotiationMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1759,16 +1879,22 @@ class AuthenticationMessage:
         "authentication_request",
         "authentication_response",
     )
+
     authentication_request: AuthenticationRequest | None = None
     authentication_response: AuthenticationResponse | None = None
 
     def __post_init__(self) -> None:
-        _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+        if (self.authentication_request is not None) + (
+            self.authentication_response is not None
+        ) != 1:
+            _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
 
     @property
-    def selection(self) -> str | None:
-        """The snake_case name of the selection that is set."""
-        return _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+    def selection(self) -> str:
+        """The snake_case name of the selection that is set (EncodeError unless exactly one)."""
+        chosen = _one_selection(self, self.SELECTIONS, "AuthenticationMessage", True)
+        assert chosen is not None
+        return chosen
 
 
 @dataclass(slots=True, kw_only=True)

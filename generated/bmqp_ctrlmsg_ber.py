@@ -148,43 +148,48 @@ def _enc_Status(v: Status, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
-    r.enter(path)
-    category: StatusCategory | None = None
-    code: int | None = None
-    message: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_category: StatusCategory | None = None
+    f_code: int | None = None
+    f_message: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "category")
-            category = r.read_enum(length, StatusCategory, path, "category")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "category")
+            f_category = r.read_enum(length, StatusCategory, path, "category")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "code")
-            code = r.read_int(length, -2147483648, 2147483647, path, "code")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "code")
+            f_code = r.read_int(length, -2147483648, 2147483647, path, "code")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "message")
-            message = r.read_str(length, path, "message")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "message")
+            f_message = r.read_str(length, path, "message")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if category is None:
-        category = StatusCategory.E_SUCCESS
+    if f_category is None:
+        f_category = StatusCategory.E_SUCCESS
         absent.append("category")
-    if code is None:
-        code = 0
+    if f_code is None:
+        f_code = 0
         absent.append("code")
-    if message is None:
-        message = ""
+    if f_message is None:
+        f_message = ""
         absent.append("message")
     return Status(
-        category=category,
-        code=code,
-        message=message,
+        category=f_category,
+        code=f_code,
+        message=f_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -192,7 +197,26 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
 def _enc_ControlMessage(v: ControlMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ControlMessage):
         raise EncodeError(f"expected a ControlMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.disconnect is not None) + (v.disconnect_response is not None) + (
+        v.admin_command is not None
+    ) + (v.admin_command_response is not None) + (v.cluster_message is not None) + (
+        v.open_queue is not None
+    ) + (
+        v.open_queue_response is not None
+    ) + (
+        v.close_queue is not None
+    ) + (
+        v.close_queue_response is not None
+    ) + (
+        v.configure_queue_stream is not None
+    ) + (
+        v.configure_queue_stream_response is not None
+    ) + (
+        v.configure_stream is not None
+    ) + (
+        v.configure_stream_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -248,98 +272,116 @@ def _enc_ControlMessage(v: ControlMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlMessage:
-    r.enter(path)
-    r_id: int | None = None
-    status: Status | None = None
-    disconnect: Disconnect | None = None
-    disconnect_response: DisconnectResponse | None = None
-    admin_command: AdminCommand | None = None
-    admin_command_response: AdminCommandResponse | None = None
-    cluster_message: ClusterMessage | None = None
-    open_queue: OpenQueue | None = None
-    open_queue_response: OpenQueueResponse | None = None
-    close_queue: CloseQueue | None = None
-    close_queue_response: CloseQueueResponse | None = None
-    configure_queue_stream: ConfigureQueueStream | None = None
-    configure_queue_stream_response: ConfigureQueueStreamResponse | None = None
-    configure_stream: ConfigureStream | None = None
-    configure_stream_response: ConfigureStreamResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_r_id: int | None = None
+    f_status: Status | None = None
+    f_disconnect: Disconnect | None = None
+    f_disconnect_response: DisconnectResponse | None = None
+    f_admin_command: AdminCommand | None = None
+    f_admin_command_response: AdminCommandResponse | None = None
+    f_cluster_message: ClusterMessage | None = None
+    f_open_queue: OpenQueue | None = None
+    f_open_queue_response: OpenQueueResponse | None = None
+    f_close_queue: CloseQueue | None = None
+    f_close_queue_response: CloseQueueResponse | None = None
+    f_configure_queue_stream: ConfigureQueueStream | None = None
+    f_configure_queue_stream_response: ConfigureQueueStreamResponse | None = None
+    f_configure_stream: ConfigureStream | None = None
+    f_configure_stream_response: ConfigureStreamResponse | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "rId")
-            r_id = r.read_int(length, -2147483648, 2147483647, path, "rId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "rId")
+            f_r_id = r.read_int(length, -2147483648, 2147483647, path, "rId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "status")
-                    status = _dec_child(r, length, path + "." + "status", _dec_Status)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "status")
+                    f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "disconnect")
-                    disconnect = _dec_child(r, length, path + "." + "disconnect", _dec_Disconnect)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "disconnect")
+                    f_disconnect = _dec_child(r, length, path + "." + "disconnect", _dec_Disconnect)
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "disconnectResponse")
-                    disconnect_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "disconnectResponse")
+                    f_disconnect_response = _dec_child(
                         r, length, path + "." + "disconnectResponse", _dec_DisconnectResponse
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "adminCommand")
-                    admin_command = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "adminCommand")
+                    f_admin_command = _dec_child(
                         r, length, path + "." + "adminCommand", _dec_AdminCommand
                     )
 
                 elif number == 8:
-                    r.expect(cc, 0xA0, path, "adminCommandResponse")
-                    admin_command_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "adminCommandResponse")
+                    f_admin_command_response = _dec_child(
                         r, length, path + "." + "adminCommandResponse", _dec_AdminCommandResponse
                     )
 
                 elif number == 9:
-                    r.expect(cc, 0xA0, path, "clusterMessage")
-                    cluster_message = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterMessage")
+                    f_cluster_message = _dec_child(
                         r, length, path + "." + "clusterMessage", _dec_ClusterMessage
                     )
 
                 elif number == 10:
-                    r.expect(cc, 0xA0, path, "openQueue")
-                    open_queue = _dec_child(r, length, path + "." + "openQueue", _dec_OpenQueue)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "openQueue")
+                    f_open_queue = _dec_child(r, length, path + "." + "openQueue", _dec_OpenQueue)
 
                 elif number == 11:
-                    r.expect(cc, 0xA0, path, "openQueueResponse")
-                    open_queue_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "openQueueResponse")
+                    f_open_queue_response = _dec_child(
                         r, length, path + "." + "openQueueResponse", _dec_OpenQueueResponse
                     )
 
                 elif number == 12:
-                    r.expect(cc, 0xA0, path, "closeQueue")
-                    close_queue = _dec_child(r, length, path + "." + "closeQueue", _dec_CloseQueue)
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "closeQueue")
+                    f_close_queue = _dec_child(
+                        r, length, path + "." + "closeQueue", _dec_CloseQueue
+                    )
 
                 elif number == 13:
-                    r.expect(cc, 0xA0, path, "closeQueueResponse")
-                    close_queue_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "closeQueueResponse")
+                    f_close_queue_response = _dec_child(
                         r, length, path + "." + "closeQueueResponse", _dec_CloseQueueResponse
                     )
 
                 elif number == 14:
-                    r.expect(cc, 0xA0, path, "configureQueueStream")
-                    configure_queue_stream = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureQueueStream")
+                    f_configure_queue_stream = _dec_child(
                         r, length, path + "." + "configureQueueStream", _dec_ConfigureQueueStream
                     )
 
                 elif number == 15:
-                    r.expect(cc, 0xA0, path, "configureQueueStreamResponse")
-                    configure_queue_stream_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureQueueStreamResponse")
+                    f_configure_queue_stream_response = _dec_child(
                         r,
                         length,
                         path + "." + "configureQueueStreamResponse",
@@ -347,14 +389,16 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
                     )
 
                 elif number == 16:
-                    r.expect(cc, 0xA0, path, "configureStream")
-                    configure_stream = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureStream")
+                    f_configure_stream = _dec_child(
                         r, length, path + "." + "configureStream", _dec_ConfigureStream
                     )
 
                 elif number == 17:
-                    r.expect(cc, 0xA0, path, "configureStreamResponse")
-                    configure_stream_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "configureStreamResponse")
+                    f_configure_stream_response = _dec_child(
                         r,
                         length,
                         path + "." + "configureStreamResponse",
@@ -366,22 +410,22 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (status is not None)
-        + (disconnect is not None)
-        + (disconnect_response is not None)
-        + (admin_command is not None)
-        + (admin_command_response is not None)
-        + (cluster_message is not None)
-        + (open_queue is not None)
-        + (open_queue_response is not None)
-        + (close_queue is not None)
-        + (close_queue_response is not None)
-        + (configure_queue_stream is not None)
-        + (configure_queue_stream_response is not None)
-        + (configure_stream is not None)
-        + (configure_stream_response is not None)
+        (f_status is not None)
+        + (f_disconnect is not None)
+        + (f_disconnect_response is not None)
+        + (f_admin_command is not None)
+        + (f_admin_command_response is not None)
+        + (f_cluster_message is not None)
+        + (f_open_queue is not None)
+        + (f_open_queue_response is not None)
+        + (f_close_queue is not None)
+        + (f_close_queue_response is not None)
+        + (f_configure_queue_stream is not None)
+        + (f_configure_queue_stream_response is not None)
+        + (f_configure_stream is not None)
+        + (f_configure_stream_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -392,21 +436,21 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
         )
     absent: list[str] = []
     return ControlMessage(
-        r_id=r_id,
-        status=status,
-        disconnect=disconnect,
-        disconnect_response=disconnect_response,
-        admin_command=admin_command,
-        admin_command_response=admin_command_response,
-        cluster_message=cluster_message,
-        open_queue=open_queue,
-        open_queue_response=open_queue_response,
-        close_queue=close_queue,
-        close_queue_response=close_queue_response,
-        configure_queue_stream=configure_queue_stream,
-        configure_queue_stream_response=configure_queue_stream_response,
-        configure_stream=configure_stream,
-        configure_stream_response=configure_stream_response,
+        r_id=f_r_id,
+        status=f_status,
+        disconnect=f_disconnect,
+        disconnect_response=f_disconnect_response,
+        admin_command=f_admin_command,
+        admin_command_response=f_admin_command_response,
+        cluster_message=f_cluster_message,
+        open_queue=f_open_queue,
+        open_queue_response=f_open_queue_response,
+        close_queue=f_close_queue,
+        close_queue_response=f_close_queue_response,
+        configure_queue_stream=f_configure_queue_stream,
+        configure_queue_stream_response=f_configure_queue_stream_response,
+        configure_stream=f_configure_stream,
+        configure_stream_response=f_configure_stream_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -421,14 +465,16 @@ def _enc_Disconnect(v: Disconnect, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Disconnect(r: _b.BerReader, end: int | None, path: str) -> Disconnect:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return Disconnect(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -445,14 +491,16 @@ def _enc_DisconnectResponse(v: DisconnectResponse, out: bytearray, tag: bytes) -
 
 
 def _dec_DisconnectResponse(r: _b.BerReader, end: int | None, path: str) -> DisconnectResponse:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return DisconnectResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -471,25 +519,28 @@ def _enc_AdminCommand(v: AdminCommand, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminCommand:
-    r.enter(path)
-    command: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_command: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "command")
-            command = r.read_str(length, path, "command")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "command")
+            f_command = r.read_str(length, path, "command")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if command is None:
-        command = ""
+    if f_command is None:
+        f_command = ""
         absent.append("command")
     return AdminCommand(
-        command=command,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -506,25 +557,28 @@ def _enc_AdminCommandResponse(v: AdminCommandResponse, out: bytearray, tag: byte
 
 
 def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> AdminCommandResponse:
-    r.enter(path)
-    text: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_text: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "text")
-            text = r.read_str(length, path, "text")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "text")
+            f_text = r.read_str(length, path, "text")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if text is None:
-        text = ""
+    if f_text is None:
+        f_text = ""
         absent.append("text")
     return AdminCommandResponse(
-        text=text,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -545,27 +599,30 @@ def _enc_OpenQueue(v: OpenQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
-    r.enter(path)
-    handle_parameters: QueueHandleParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_handle_parameters: QueueHandleParameters | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "handleParameters")
-            handle_parameters = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "handleParameters")
+            f_handle_parameters = _dec_child(
                 r, length, path + "." + "handleParameters", _dec_QueueHandleParameters
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if handle_parameters is None:
-        handle_parameters = QueueHandleParameters()
+    if f_handle_parameters is None:
+        f_handle_parameters = QueueHandleParameters()
         absent.append("handleParameters")
     return OpenQueue(
-        handle_parameters=handle_parameters,
+        handle_parameters=f_handle_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -597,47 +654,54 @@ def _enc_OpenQueueResponse(v: OpenQueueResponse, out: bytearray, tag: bytes) -> 
 
 
 def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQueueResponse:
-    r.enter(path)
-    original_request: OpenQueue | None = None
-    routing_configuration: RoutingConfiguration | None = None
-    deduplication_time_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_original_request: OpenQueue | None = None
+    f_routing_configuration: RoutingConfiguration | None = None
+    f_deduplication_time_ms: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "originalRequest")
-            original_request = _dec_child(r, length, path + "." + "originalRequest", _dec_OpenQueue)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "originalRequest")
+            f_original_request = _dec_child(
+                r, length, path + "." + "originalRequest", _dec_OpenQueue
+            )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "routingConfiguration")
-            routing_configuration = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "routingConfiguration")
+            f_routing_configuration = _dec_child(
                 r, length, path + "." + "routingConfiguration", _dec_RoutingConfiguration
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "deduplicationTimeMs")
-            deduplication_time_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "deduplicationTimeMs")
+            f_deduplication_time_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "deduplicationTimeMs"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if original_request is None:
-        original_request = OpenQueue()
+    if f_original_request is None:
+        f_original_request = OpenQueue()
         absent.append("originalRequest")
-    if routing_configuration is None:
-        routing_configuration = RoutingConfiguration()
+    if f_routing_configuration is None:
+        f_routing_configuration = RoutingConfiguration()
         absent.append("routingConfiguration")
-    if deduplication_time_ms is None:
-        deduplication_time_ms = 300000
+    if f_deduplication_time_ms is None:
+        f_deduplication_time_ms = 300000
         absent.append("deduplicationTimeMs")
     return OpenQueueResponse(
-        original_request=original_request,
-        routing_configuration=routing_configuration,
-        deduplication_time_ms=deduplication_time_ms,
+        original_request=f_original_request,
+        routing_configuration=f_routing_configuration,
+        deduplication_time_ms=f_deduplication_time_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -660,36 +724,40 @@ def _enc_ConfigureQueueStream(v: ConfigureQueueStream, out: bytearray, tag: byte
 
 
 def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> ConfigureQueueStream:
-    r.enter(path)
-    q_id: int | None = None
-    stream_parameters: QueueStreamParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_q_id: int | None = None
+    f_stream_parameters: QueueStreamParameters | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "qId")
-            q_id = r.read_int(length, 0, 4294967295, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
+            f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "streamParameters")
-            stream_parameters = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "streamParameters")
+            f_stream_parameters = _dec_child(
                 r, length, path + "." + "streamParameters", _dec_QueueStreamParameters
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if q_id is None:
-        q_id = 0
+    if f_q_id is None:
+        f_q_id = 0
         absent.append("qId")
-    if stream_parameters is None:
-        stream_parameters = QueueStreamParameters()
+    if f_stream_parameters is None:
+        f_stream_parameters = QueueStreamParameters()
         absent.append("streamParameters")
     return ConfigureQueueStream(
-        q_id=q_id,
-        stream_parameters=stream_parameters,
+        q_id=f_q_id,
+        stream_parameters=f_stream_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -710,25 +778,28 @@ def _enc_ConfigureQueueStreamResponse(
 def _dec_ConfigureQueueStreamResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigureQueueStreamResponse:
-    r.enter(path)
-    request: ConfigureQueueStream | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_request: ConfigureQueueStream | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "request")
-            request = _dec_child(r, length, path + "." + "request", _dec_ConfigureQueueStream)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "request")
+            f_request = _dec_child(r, length, path + "." + "request", _dec_ConfigureQueueStream)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if request is None:
-        request = ConfigureQueueStream()
+    if f_request is None:
+        f_request = ConfigureQueueStream()
         absent.append("request")
     return ConfigureQueueStreamResponse(
-        request=request,
+        request=f_request,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -751,36 +822,40 @@ def _enc_CloseQueue(v: CloseQueue, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
-    r.enter(path)
-    handle_parameters: QueueHandleParameters | None = None
-    is_final: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_handle_parameters: QueueHandleParameters | None = None
+    f_is_final: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "handleParameters")
-            handle_parameters = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "handleParameters")
+            f_handle_parameters = _dec_child(
                 r, length, path + "." + "handleParameters", _dec_QueueHandleParameters
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "isFinal")
-            is_final = r.read_bool(length, path, "isFinal")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isFinal")
+            f_is_final = r.read_bool(length, path, "isFinal")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if handle_parameters is None:
-        handle_parameters = QueueHandleParameters()
+    if f_handle_parameters is None:
+        f_handle_parameters = QueueHandleParameters()
         absent.append("handleParameters")
-    if is_final is None:
-        is_final = False
+    if f_is_final is None:
+        f_is_final = False
         absent.append("isFinal")
     return CloseQueue(
-        handle_parameters=handle_parameters,
-        is_final=is_final,
+        handle_parameters=f_handle_parameters,
+        is_final=f_is_final,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -795,14 +870,16 @@ def _enc_CloseQueueResponse(v: CloseQueueResponse, out: bytearray, tag: bytes) -
 
 
 def _dec_CloseQueueResponse(r: _b.BerReader, end: int | None, path: str) -> CloseQueueResponse:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return CloseQueueResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -823,36 +900,40 @@ def _enc_ConfigureStream(v: ConfigureStream, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> ConfigureStream:
-    r.enter(path)
-    q_id: int | None = None
-    stream_parameters: StreamParameters | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_q_id: int | None = None
+    f_stream_parameters: StreamParameters | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "qId")
-            q_id = r.read_int(length, 0, 4294967295, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
+            f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "streamParameters")
-            stream_parameters = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "streamParameters")
+            f_stream_parameters = _dec_child(
                 r, length, path + "." + "streamParameters", _dec_StreamParameters
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if q_id is None:
-        q_id = 0
+    if f_q_id is None:
+        f_q_id = 0
         absent.append("qId")
-    if stream_parameters is None:
-        stream_parameters = StreamParameters()
+    if f_stream_parameters is None:
+        f_stream_parameters = StreamParameters()
         absent.append("streamParameters")
     return ConfigureStream(
-        q_id=q_id,
-        stream_parameters=stream_parameters,
+        q_id=f_q_id,
+        stream_parameters=f_stream_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -871,25 +952,28 @@ def _enc_ConfigureStreamResponse(v: ConfigureStreamResponse, out: bytearray, tag
 def _dec_ConfigureStreamResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> ConfigureStreamResponse:
-    r.enter(path)
-    request: ConfigureStream | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_request: ConfigureStream | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "request")
-            request = _dec_child(r, length, path + "." + "request", _dec_ConfigureStream)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "request")
+            f_request = _dec_child(r, length, path + "." + "request", _dec_ConfigureStream)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if request is None:
-        request = ConfigureStream()
+    if f_request is None:
+        f_request = ConfigureStream()
         absent.append("request")
     return ConfigureStreamResponse(
-        request=request,
+        request=f_request,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -926,76 +1010,85 @@ def _enc_QueueHandleParameters(v: QueueHandleParameters, out: bytearray, tag: by
 def _dec_QueueHandleParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueHandleParameters:
-    r.enter(path)
-    uri: str | None = None
-    q_id: int | None = None
-    sub_id_info: SubQueueIdInfo | None = None
-    flags: int | None = None
-    read_count: int | None = None
-    write_count: int | None = None
-    admin_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_uri: str | None = None
+    f_q_id: int | None = None
+    f_sub_id_info: SubQueueIdInfo | None = None
+    f_flags: int | None = None
+    f_read_count: int | None = None
+    f_write_count: int | None = None
+    f_admin_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
-            uri = r.read_str(length, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
+            f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "qId")
-            q_id = r.read_int(length, 0, 4294967295, path, "qId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qId")
+            f_q_id = r.read_int(length, 0, 4294967295, path, "qId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "subIdInfo")
-            sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subIdInfo")
+            f_sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "flags")
-            flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
+            f_flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "readCount")
-            read_count = r.read_int(length, -2147483648, 2147483647, path, "readCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "readCount")
+            f_read_count = r.read_int(length, -2147483648, 2147483647, path, "readCount")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "writeCount")
-            write_count = r.read_int(length, -2147483648, 2147483647, path, "writeCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "writeCount")
+            f_write_count = r.read_int(length, -2147483648, 2147483647, path, "writeCount")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "adminCount")
-            admin_count = r.read_int(length, -2147483648, 2147483647, path, "adminCount")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "adminCount")
+            f_admin_count = r.read_int(length, -2147483648, 2147483647, path, "adminCount")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if uri is None:
-        uri = ""
+    if f_uri is None:
+        f_uri = ""
         absent.append("uri")
-    if q_id is None:
-        q_id = 0
+    if f_q_id is None:
+        f_q_id = 0
         absent.append("qId")
-    if flags is None:
-        flags = 0
+    if f_flags is None:
+        f_flags = 0
         absent.append("flags")
-    if read_count is None:
-        read_count = 0
+    if f_read_count is None:
+        f_read_count = 0
         absent.append("readCount")
-    if write_count is None:
-        write_count = 0
+    if f_write_count is None:
+        f_write_count = 0
         absent.append("writeCount")
-    if admin_count is None:
-        admin_count = 0
+    if f_admin_count is None:
+        f_admin_count = 0
         absent.append("adminCount")
     return QueueHandleParameters(
-        uri=uri,
-        q_id=q_id,
-        sub_id_info=sub_id_info,
-        flags=flags,
-        read_count=read_count,
-        write_count=write_count,
-        admin_count=admin_count,
+        uri=f_uri,
+        q_id=f_q_id,
+        sub_id_info=f_sub_id_info,
+        flags=f_flags,
+        read_count=f_read_count,
+        write_count=f_write_count,
+        admin_count=f_admin_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1050,66 +1143,73 @@ def _enc_QueueStreamParameters(v: QueueStreamParameters, out: bytearray, tag: by
 def _dec_QueueStreamParameters(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueStreamParameters:
-    r.enter(path)
-    sub_id_info: SubQueueIdInfo | None = None
-    max_unconfirmed_messages: int | None = None
-    max_unconfirmed_bytes: int | None = None
-    consumer_priority: int | None = None
-    consumer_priority_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sub_id_info: SubQueueIdInfo | None = None
+    f_max_unconfirmed_messages: int | None = None
+    f_max_unconfirmed_bytes: int | None = None
+    f_consumer_priority: int | None = None
+    f_consumer_priority_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "subIdInfo")
-            sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subIdInfo")
+            f_sub_id_info = _dec_child(r, length, path + "." + "subIdInfo", _dec_SubQueueIdInfo)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
-            max_unconfirmed_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
+            f_max_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
-            max_unconfirmed_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
+            f_max_unconfirmed_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "consumerPriority")
-            consumer_priority = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriority")
+            f_consumer_priority = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriority"
             )
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "consumerPriorityCount")
-            consumer_priority_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriorityCount")
+            f_consumer_priority_count = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriorityCount"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if max_unconfirmed_messages is None:
-        max_unconfirmed_messages = 0
+    if f_max_unconfirmed_messages is None:
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
-    if max_unconfirmed_bytes is None:
-        max_unconfirmed_bytes = 0
+    if f_max_unconfirmed_bytes is None:
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
-    if consumer_priority is None:
-        consumer_priority = -2147483648
+    if f_consumer_priority is None:
+        f_consumer_priority = -2147483648
         absent.append("consumerPriority")
-    if consumer_priority_count is None:
-        consumer_priority_count = 0
+    if f_consumer_priority_count is None:
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     return QueueStreamParameters(
-        sub_id_info=sub_id_info,
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        sub_id_info=f_sub_id_info,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1128,34 +1228,38 @@ def _enc_SubQueueIdInfo(v: SubQueueIdInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueueIdInfo:
-    r.enter(path)
-    sub_id: int | None = None
-    app_id: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sub_id: int | None = None
+    f_app_id: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "subId")
-            sub_id = r.read_int(length, 0, 4294967295, path, "subId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "subId")
+            f_sub_id = r.read_int(length, 0, 4294967295, path, "subId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sub_id is None:
-        sub_id = 0
+    if f_sub_id is None:
+        f_sub_id = 0
         absent.append("subId")
-    if app_id is None:
-        app_id = "__default"
+    if f_app_id is None:
+        f_app_id = "__default"
         absent.append("appId")
     return SubQueueIdInfo(
-        sub_id=sub_id,
-        app_id=app_id,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1178,29 +1282,34 @@ def _enc_StreamParameters(v: StreamParameters, out: bytearray, tag: bytes) -> No
 
 
 def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> StreamParameters:
-    r.enter(path)
-    app_id: str | None = None
-    subscriptions: list[Subscription] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_app_id: str | None = None
+    f_subscriptions: list[Subscription] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "subscriptions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "subscriptions")
             items_end = r.child_end(length)
-            subscriptions = [] if subscriptions is None else subscriptions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "subscriptions")
-                subscriptions.append(
+            f_subscriptions = [] if f_subscriptions is None else f_subscriptions
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "subscriptions")
+                f_subscriptions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "subscriptions[%d]" % len(subscriptions),
+                        path + "." + "subscriptions[%d]" % len(f_subscriptions),
                         _dec_Subscription,
                     )
                 )
@@ -1208,17 +1317,17 @@ def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> Stream
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if app_id is None:
-        app_id = "__default"
+    if f_app_id is None:
+        f_app_id = "__default"
         absent.append("appId")
-    if subscriptions is None:
-        subscriptions = []
+    if f_subscriptions is None:
+        f_subscriptions = []
         absent.append("subscriptions")
     return StreamParameters(
-        app_id=app_id,
-        subscriptions=subscriptions,
+        app_id=f_app_id,
+        subscriptions=f_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1237,34 +1346,38 @@ def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
-    r.enter(path)
-    version: ExpressionVersion | None = None
-    text: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_version: ExpressionVersion | None = None
+    f_text: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "version")
-            version = r.read_enum(length, ExpressionVersion, path, "version")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "version")
+            f_version = r.read_enum(length, ExpressionVersion, path, "version")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "text")
-            text = r.read_str(length, path, "text")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "text")
+            f_text = r.read_str(length, path, "text")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if version is None:
-        version = ExpressionVersion.E_UNDEFINED
+    if f_version is None:
+        f_version = ExpressionVersion.E_UNDEFINED
         absent.append("version")
-    if text is None:
-        text = ""
+    if f_text is None:
+        f_text = ""
         absent.append("text")
     return Expression(
-        version=version,
-        text=text,
+        version=f_version,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1315,60 +1428,66 @@ def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerInfo:
-    r.enter(path)
-    max_unconfirmed_messages: int | None = None
-    max_unconfirmed_bytes: int | None = None
-    consumer_priority: int | None = None
-    consumer_priority_count: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_max_unconfirmed_messages: int | None = None
+    f_max_unconfirmed_bytes: int | None = None
+    f_consumer_priority: int | None = None
+    f_consumer_priority_count: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
-            max_unconfirmed_messages = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedMessages")
+            f_max_unconfirmed_messages = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
-            max_unconfirmed_bytes = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxUnconfirmedBytes")
+            f_max_unconfirmed_bytes = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
             )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "consumerPriority")
-            consumer_priority = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriority")
+            f_consumer_priority = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriority"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "consumerPriorityCount")
-            consumer_priority_count = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "consumerPriorityCount")
+            f_consumer_priority_count = r.read_int(
                 length, -2147483648, 2147483647, path, "consumerPriorityCount"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if max_unconfirmed_messages is None:
-        max_unconfirmed_messages = 0
+    if f_max_unconfirmed_messages is None:
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
-    if max_unconfirmed_bytes is None:
-        max_unconfirmed_bytes = 0
+    if f_max_unconfirmed_bytes is None:
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
-    if consumer_priority is None:
-        consumer_priority = -2147483648
+    if f_consumer_priority is None:
+        f_consumer_priority = -2147483648
         absent.append("consumerPriority")
-    if consumer_priority_count is None:
-        consumer_priority_count = 0
+    if f_consumer_priority_count is None:
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     return ConsumerInfo(
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1393,53 +1512,62 @@ def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscription:
-    r.enter(path)
-    s_id: int | None = None
-    expression: Expression | None = None
-    consumers: list[ConsumerInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_s_id: int | None = None
+    f_expression: Expression | None = None
+    f_consumers: list[ConsumerInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "sId")
-            s_id = r.read_int(length, 0, 4294967295, path, "sId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sId")
+            f_s_id = r.read_int(length, 0, 4294967295, path, "sId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "expression")
-            expression = _dec_child(r, length, path + "." + "expression", _dec_Expression)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "expression")
+            f_expression = _dec_child(r, length, path + "." + "expression", _dec_Expression)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "consumers")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "consumers")
             items_end = r.child_end(length)
-            consumers = [] if consumers is None else consumers
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "consumers")
-                consumers.append(
+            f_consumers = [] if f_consumers is None else f_consumers
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "consumers")
+                f_consumers.append(
                     _dec_child(
-                        r, length, path + "." + "consumers[%d]" % len(consumers), _dec_ConsumerInfo
+                        r,
+                        length,
+                        path + "." + "consumers[%d]" % len(f_consumers),
+                        _dec_ConsumerInfo,
                     )
                 )
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if s_id is None:
-        s_id = 0
+    if f_s_id is None:
+        f_s_id = 0
         absent.append("sId")
-    if expression is None:
-        expression = Expression()
+    if f_expression is None:
+        f_expression = Expression()
         absent.append("expression")
-    if consumers is None:
-        consumers = []
+    if f_consumers is None:
+        f_consumers = []
         absent.append("consumers")
     return Subscription(
-        s_id=s_id,
-        expression=expression,
-        consumers=consumers,
+        s_id=f_s_id,
+        expression=f_expression,
+        consumers=f_consumers,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1456,25 +1584,28 @@ def _enc_RoutingConfiguration(v: RoutingConfiguration, out: bytearray, tag: byte
 
 
 def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> RoutingConfiguration:
-    r.enter(path)
-    flags: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_flags: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "flags")
-            flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "flags")
+            f_flags = r.read_int(length, 0, 18446744073709551615, path, "flags")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if flags is None:
-        flags = 0
+    if f_flags is None:
+        f_flags = 0
         absent.append("flags")
     return RoutingConfiguration(
-        flags=flags,
+        flags=f_flags,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1482,7 +1613,60 @@ def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> Ro
 def _enc_ClusterMessage(v: ClusterMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterMessage):
         raise EncodeError(f"expected a ClusterMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.partition_primary_advisory is not None) + (v.leader_advisory is not None) + (
+        v.queue_assignment_advisory is not None
+    ) + (v.node_status_advisory is not None) + (v.leader_sync_state_query is not None) + (
+        v.leader_sync_state_query_response is not None
+    ) + (
+        v.leader_sync_data_query is not None
+    ) + (
+        v.leader_sync_data_query_response is not None
+    ) + (
+        v.queue_assignment_request is not None
+    ) + (
+        v.storage_sync_request is not None
+    ) + (
+        v.storage_sync_response is not None
+    ) + (
+        v.partition_sync_state_query is not None
+    ) + (
+        v.partition_sync_state_query_response is not None
+    ) + (
+        v.partition_sync_data_query is not None
+    ) + (
+        v.partition_sync_data_query_response is not None
+    ) + (
+        v.partition_sync_data_query_status is not None
+    ) + (
+        v.primary_status_advisory is not None
+    ) + (
+        v.cluster_sync_request is not None
+    ) + (
+        v.cluster_sync_response is not None
+    ) + (
+        v.queue_unassigned_advisory is not None
+    ) + (
+        v.queue_un_assignment_advisory is not None
+    ) + (
+        v.leader_advisory_ack is not None
+    ) + (
+        v.leader_advisory_commit is not None
+    ) + (
+        v.state_notification is not None
+    ) + (
+        v.stop_request is not None
+    ) + (
+        v.stop_response is not None
+    ) + (
+        v.queue_unassignment_request is not None
+    ) + (
+        v.queue_update_advisory is not None
+    ) + (
+        v.cluster_state_fsm_message is not None
+    ) + (
+        v.partition_message is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -1586,51 +1770,55 @@ def _enc_ClusterMessage(v: ClusterMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterMessage:
-    r.enter(path)
-    partition_primary_advisory: PartitionPrimaryAdvisory | None = None
-    leader_advisory: LeaderAdvisory | None = None
-    queue_assignment_advisory: QueueAssignmentAdvisory | None = None
-    node_status_advisory: NodeStatusAdvisory | None = None
-    leader_sync_state_query: LeaderSyncStateQuery | None = None
-    leader_sync_state_query_response: LeaderSyncStateQueryResponse | None = None
-    leader_sync_data_query: LeaderSyncDataQuery | None = None
-    leader_sync_data_query_response: LeaderSyncDataQueryResponse | None = None
-    queue_assignment_request: QueueAssignmentRequest | None = None
-    storage_sync_request: StorageSyncRequest | None = None
-    storage_sync_response: StorageSyncResponse | None = None
-    partition_sync_state_query: PartitionSyncStateQuery | None = None
-    partition_sync_state_query_response: PartitionSyncStateQueryResponse | None = None
-    partition_sync_data_query: PartitionSyncDataQuery | None = None
-    partition_sync_data_query_response: PartitionSyncDataQueryResponse | None = None
-    partition_sync_data_query_status: PartitionSyncDataQueryStatus | None = None
-    primary_status_advisory: PrimaryStatusAdvisory | None = None
-    cluster_sync_request: DummyType | None = None
-    cluster_sync_response: DummyType | None = None
-    queue_unassigned_advisory: DummyType | None = None
-    queue_un_assignment_advisory: QueueUnAssignmentAdvisory | None = None
-    leader_advisory_ack: LeaderAdvisoryAck | None = None
-    leader_advisory_commit: LeaderAdvisoryCommit | None = None
-    state_notification: StateNotification | None = None
-    stop_request: StopRequest | None = None
-    stop_response: StopResponse | None = None
-    queue_unassignment_request: QueueUnassignmentRequest | None = None
-    queue_update_advisory: QueueUpdateAdvisory | None = None
-    cluster_state_fsm_message: ClusterStateFSMMessage | None = None
-    partition_message: PartitionMessage | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_primary_advisory: PartitionPrimaryAdvisory | None = None
+    f_leader_advisory: LeaderAdvisory | None = None
+    f_queue_assignment_advisory: QueueAssignmentAdvisory | None = None
+    f_node_status_advisory: NodeStatusAdvisory | None = None
+    f_leader_sync_state_query: LeaderSyncStateQuery | None = None
+    f_leader_sync_state_query_response: LeaderSyncStateQueryResponse | None = None
+    f_leader_sync_data_query: LeaderSyncDataQuery | None = None
+    f_leader_sync_data_query_response: LeaderSyncDataQueryResponse | None = None
+    f_queue_assignment_request: QueueAssignmentRequest | None = None
+    f_storage_sync_request: StorageSyncRequest | None = None
+    f_storage_sync_response: StorageSyncResponse | None = None
+    f_partition_sync_state_query: PartitionSyncStateQuery | None = None
+    f_partition_sync_state_query_response: PartitionSyncStateQueryResponse | None = None
+    f_partition_sync_data_query: PartitionSyncDataQuery | None = None
+    f_partition_sync_data_query_response: PartitionSyncDataQueryResponse | None = None
+    f_partition_sync_data_query_status: PartitionSyncDataQueryStatus | None = None
+    f_primary_status_advisory: PrimaryStatusAdvisory | None = None
+    f_cluster_sync_request: DummyType | None = None
+    f_cluster_sync_response: DummyType | None = None
+    f_queue_unassigned_advisory: DummyType | None = None
+    f_queue_un_assignment_advisory: QueueUnAssignmentAdvisory | None = None
+    f_leader_advisory_ack: LeaderAdvisoryAck | None = None
+    f_leader_advisory_commit: LeaderAdvisoryCommit | None = None
+    f_state_notification: StateNotification | None = None
+    f_stop_request: StopRequest | None = None
+    f_stop_response: StopResponse | None = None
+    f_queue_unassignment_request: QueueUnassignmentRequest | None = None
+    f_queue_update_advisory: QueueUpdateAdvisory | None = None
+    f_cluster_state_fsm_message: ClusterStateFSMMessage | None = None
+    f_partition_message: PartitionMessage | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "partitionPrimaryAdvisory")
-                    partition_primary_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionPrimaryAdvisory")
+                    f_partition_primary_advisory = _dec_child(
                         r,
                         length,
                         path + "." + "partitionPrimaryAdvisory",
@@ -1638,14 +1826,16 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "leaderAdvisory")
-                    leader_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisory")
+                    f_leader_advisory = _dec_child(
                         r, length, path + "." + "leaderAdvisory", _dec_LeaderAdvisory
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "queueAssignmentAdvisory")
-                    queue_assignment_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueAssignmentAdvisory")
+                    f_queue_assignment_advisory = _dec_child(
                         r,
                         length,
                         path + "." + "queueAssignmentAdvisory",
@@ -1653,20 +1843,23 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "nodeStatusAdvisory")
-                    node_status_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "nodeStatusAdvisory")
+                    f_node_status_advisory = _dec_child(
                         r, length, path + "." + "nodeStatusAdvisory", _dec_NodeStatusAdvisory
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "leaderSyncStateQuery")
-                    leader_sync_state_query = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncStateQuery")
+                    f_leader_sync_state_query = _dec_child(
                         r, length, path + "." + "leaderSyncStateQuery", _dec_LeaderSyncStateQuery
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "leaderSyncStateQueryResponse")
-                    leader_sync_state_query_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncStateQueryResponse")
+                    f_leader_sync_state_query_response = _dec_child(
                         r,
                         length,
                         path + "." + "leaderSyncStateQueryResponse",
@@ -1674,14 +1867,16 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 6:
-                    r.expect(cc, 0xA0, path, "leaderSyncDataQuery")
-                    leader_sync_data_query = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncDataQuery")
+                    f_leader_sync_data_query = _dec_child(
                         r, length, path + "." + "leaderSyncDataQuery", _dec_LeaderSyncDataQuery
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "leaderSyncDataQueryResponse")
-                    leader_sync_data_query_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderSyncDataQueryResponse")
+                    f_leader_sync_data_query_response = _dec_child(
                         r,
                         length,
                         path + "." + "leaderSyncDataQueryResponse",
@@ -1689,8 +1884,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 8:
-                    r.expect(cc, 0xA0, path, "queueAssignmentRequest")
-                    queue_assignment_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueAssignmentRequest")
+                    f_queue_assignment_request = _dec_child(
                         r,
                         length,
                         path + "." + "queueAssignmentRequest",
@@ -1698,20 +1894,23 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 9:
-                    r.expect(cc, 0xA0, path, "storageSyncRequest")
-                    storage_sync_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "storageSyncRequest")
+                    f_storage_sync_request = _dec_child(
                         r, length, path + "." + "storageSyncRequest", _dec_StorageSyncRequest
                     )
 
                 elif number == 10:
-                    r.expect(cc, 0xA0, path, "storageSyncResponse")
-                    storage_sync_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "storageSyncResponse")
+                    f_storage_sync_response = _dec_child(
                         r, length, path + "." + "storageSyncResponse", _dec_StorageSyncResponse
                     )
 
                 elif number == 11:
-                    r.expect(cc, 0xA0, path, "partitionSyncStateQuery")
-                    partition_sync_state_query = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncStateQuery")
+                    f_partition_sync_state_query = _dec_child(
                         r,
                         length,
                         path + "." + "partitionSyncStateQuery",
@@ -1719,8 +1918,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 12:
-                    r.expect(cc, 0xA0, path, "partitionSyncStateQueryResponse")
-                    partition_sync_state_query_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncStateQueryResponse")
+                    f_partition_sync_state_query_response = _dec_child(
                         r,
                         length,
                         path + "." + "partitionSyncStateQueryResponse",
@@ -1728,8 +1928,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 13:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQuery")
-                    partition_sync_data_query = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQuery")
+                    f_partition_sync_data_query = _dec_child(
                         r,
                         length,
                         path + "." + "partitionSyncDataQuery",
@@ -1737,8 +1938,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 14:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQueryResponse")
-                    partition_sync_data_query_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQueryResponse")
+                    f_partition_sync_data_query_response = _dec_child(
                         r,
                         length,
                         path + "." + "partitionSyncDataQueryResponse",
@@ -1746,8 +1948,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 15:
-                    r.expect(cc, 0xA0, path, "partitionSyncDataQueryStatus")
-                    partition_sync_data_query_status = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionSyncDataQueryStatus")
+                    f_partition_sync_data_query_status = _dec_child(
                         r,
                         length,
                         path + "." + "partitionSyncDataQueryStatus",
@@ -1755,32 +1958,37 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 16:
-                    r.expect(cc, 0xA0, path, "primaryStatusAdvisory")
-                    primary_status_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStatusAdvisory")
+                    f_primary_status_advisory = _dec_child(
                         r, length, path + "." + "primaryStatusAdvisory", _dec_PrimaryStatusAdvisory
                     )
 
                 elif number == 17:
-                    r.expect(cc, 0xA0, path, "clusterSyncRequest")
-                    cluster_sync_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterSyncRequest")
+                    f_cluster_sync_request = _dec_child(
                         r, length, path + "." + "clusterSyncRequest", _dec_DummyType
                     )
 
                 elif number == 18:
-                    r.expect(cc, 0xA0, path, "clusterSyncResponse")
-                    cluster_sync_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterSyncResponse")
+                    f_cluster_sync_response = _dec_child(
                         r, length, path + "." + "clusterSyncResponse", _dec_DummyType
                     )
 
                 elif number == 19:
-                    r.expect(cc, 0xA0, path, "queueUnassignedAdvisory")
-                    queue_unassigned_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnassignedAdvisory")
+                    f_queue_unassigned_advisory = _dec_child(
                         r, length, path + "." + "queueUnassignedAdvisory", _dec_DummyType
                     )
 
                 elif number == 20:
-                    r.expect(cc, 0xA0, path, "queueUnAssignmentAdvisory")
-                    queue_un_assignment_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnAssignmentAdvisory")
+                    f_queue_un_assignment_advisory = _dec_child(
                         r,
                         length,
                         path + "." + "queueUnAssignmentAdvisory",
@@ -1788,38 +1996,44 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 21:
-                    r.expect(cc, 0xA0, path, "leaderAdvisoryAck")
-                    leader_advisory_ack = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisoryAck")
+                    f_leader_advisory_ack = _dec_child(
                         r, length, path + "." + "leaderAdvisoryAck", _dec_LeaderAdvisoryAck
                     )
 
                 elif number == 22:
-                    r.expect(cc, 0xA0, path, "leaderAdvisoryCommit")
-                    leader_advisory_commit = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderAdvisoryCommit")
+                    f_leader_advisory_commit = _dec_child(
                         r, length, path + "." + "leaderAdvisoryCommit", _dec_LeaderAdvisoryCommit
                     )
 
                 elif number == 23:
-                    r.expect(cc, 0xA0, path, "stateNotification")
-                    state_notification = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stateNotification")
+                    f_state_notification = _dec_child(
                         r, length, path + "." + "stateNotification", _dec_StateNotification
                     )
 
                 elif number == 24:
-                    r.expect(cc, 0xA0, path, "stopRequest")
-                    stop_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stopRequest")
+                    f_stop_request = _dec_child(
                         r, length, path + "." + "stopRequest", _dec_StopRequest
                     )
 
                 elif number == 25:
-                    r.expect(cc, 0xA0, path, "stopResponse")
-                    stop_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "stopResponse")
+                    f_stop_response = _dec_child(
                         r, length, path + "." + "stopResponse", _dec_StopResponse
                     )
 
                 elif number == 26:
-                    r.expect(cc, 0xA0, path, "queueUnassignmentRequest")
-                    queue_unassignment_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUnassignmentRequest")
+                    f_queue_unassignment_request = _dec_child(
                         r,
                         length,
                         path + "." + "queueUnassignmentRequest",
@@ -1827,14 +2041,16 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 27:
-                    r.expect(cc, 0xA0, path, "queueUpdateAdvisory")
-                    queue_update_advisory = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "queueUpdateAdvisory")
+                    f_queue_update_advisory = _dec_child(
                         r, length, path + "." + "queueUpdateAdvisory", _dec_QueueUpdateAdvisory
                     )
 
                 elif number == 28:
-                    r.expect(cc, 0xA0, path, "clusterStateFSMMessage")
-                    cluster_state_fsm_message = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "clusterStateFSMMessage")
+                    f_cluster_state_fsm_message = _dec_child(
                         r,
                         length,
                         path + "." + "clusterStateFSMMessage",
@@ -1842,8 +2058,9 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
                     )
 
                 elif number == 29:
-                    r.expect(cc, 0xA0, path, "partitionMessage")
-                    partition_message = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "partitionMessage")
+                    f_partition_message = _dec_child(
                         r, length, path + "." + "partitionMessage", _dec_PartitionMessage
                     )
 
@@ -1852,38 +2069,38 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (partition_primary_advisory is not None)
-        + (leader_advisory is not None)
-        + (queue_assignment_advisory is not None)
-        + (node_status_advisory is not None)
-        + (leader_sync_state_query is not None)
-        + (leader_sync_state_query_response is not None)
-        + (leader_sync_data_query is not None)
-        + (leader_sync_data_query_response is not None)
-        + (queue_assignment_request is not None)
-        + (storage_sync_request is not None)
-        + (storage_sync_response is not None)
-        + (partition_sync_state_query is not None)
-        + (partition_sync_state_query_response is not None)
-        + (partition_sync_data_query is not None)
-        + (partition_sync_data_query_response is not None)
-        + (partition_sync_data_query_status is not None)
-        + (primary_status_advisory is not None)
-        + (cluster_sync_request is not None)
-        + (cluster_sync_response is not None)
-        + (queue_unassigned_advisory is not None)
-        + (queue_un_assignment_advisory is not None)
-        + (leader_advisory_ack is not None)
-        + (leader_advisory_commit is not None)
-        + (state_notification is not None)
-        + (stop_request is not None)
-        + (stop_response is not None)
-        + (queue_unassignment_request is not None)
-        + (queue_update_advisory is not None)
-        + (cluster_state_fsm_message is not None)
-        + (partition_message is not None)
+        (f_partition_primary_advisory is not None)
+        + (f_leader_advisory is not None)
+        + (f_queue_assignment_advisory is not None)
+        + (f_node_status_advisory is not None)
+        + (f_leader_sync_state_query is not None)
+        + (f_leader_sync_state_query_response is not None)
+        + (f_leader_sync_data_query is not None)
+        + (f_leader_sync_data_query_response is not None)
+        + (f_queue_assignment_request is not None)
+        + (f_storage_sync_request is not None)
+        + (f_storage_sync_response is not None)
+        + (f_partition_sync_state_query is not None)
+        + (f_partition_sync_state_query_response is not None)
+        + (f_partition_sync_data_query is not None)
+        + (f_partition_sync_data_query_response is not None)
+        + (f_partition_sync_data_query_status is not None)
+        + (f_primary_status_advisory is not None)
+        + (f_cluster_sync_request is not None)
+        + (f_cluster_sync_response is not None)
+        + (f_queue_unassigned_advisory is not None)
+        + (f_queue_un_assignment_advisory is not None)
+        + (f_leader_advisory_ack is not None)
+        + (f_leader_advisory_commit is not None)
+        + (f_state_notification is not None)
+        + (f_stop_request is not None)
+        + (f_stop_response is not None)
+        + (f_queue_unassignment_request is not None)
+        + (f_queue_update_advisory is not None)
+        + (f_cluster_state_fsm_message is not None)
+        + (f_partition_message is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1894,36 +2111,36 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
         )
     absent: list[str] = []
     return ClusterMessage(
-        partition_primary_advisory=partition_primary_advisory,
-        leader_advisory=leader_advisory,
-        queue_assignment_advisory=queue_assignment_advisory,
-        node_status_advisory=node_status_advisory,
-        leader_sync_state_query=leader_sync_state_query,
-        leader_sync_state_query_response=leader_sync_state_query_response,
-        leader_sync_data_query=leader_sync_data_query,
-        leader_sync_data_query_response=leader_sync_data_query_response,
-        queue_assignment_request=queue_assignment_request,
-        storage_sync_request=storage_sync_request,
-        storage_sync_response=storage_sync_response,
-        partition_sync_state_query=partition_sync_state_query,
-        partition_sync_state_query_response=partition_sync_state_query_response,
-        partition_sync_data_query=partition_sync_data_query,
-        partition_sync_data_query_response=partition_sync_data_query_response,
-        partition_sync_data_query_status=partition_sync_data_query_status,
-        primary_status_advisory=primary_status_advisory,
-        cluster_sync_request=cluster_sync_request,
-        cluster_sync_response=cluster_sync_response,
-        queue_unassigned_advisory=queue_unassigned_advisory,
-        queue_un_assignment_advisory=queue_un_assignment_advisory,
-        leader_advisory_ack=leader_advisory_ack,
-        leader_advisory_commit=leader_advisory_commit,
-        state_notification=state_notification,
-        stop_request=stop_request,
-        stop_response=stop_response,
-        queue_unassignment_request=queue_unassignment_request,
-        queue_update_advisory=queue_update_advisory,
-        cluster_state_fsm_message=cluster_state_fsm_message,
-        partition_message=partition_message,
+        partition_primary_advisory=f_partition_primary_advisory,
+        leader_advisory=f_leader_advisory,
+        queue_assignment_advisory=f_queue_assignment_advisory,
+        node_status_advisory=f_node_status_advisory,
+        leader_sync_state_query=f_leader_sync_state_query,
+        leader_sync_state_query_response=f_leader_sync_state_query_response,
+        leader_sync_data_query=f_leader_sync_data_query,
+        leader_sync_data_query_response=f_leader_sync_data_query_response,
+        queue_assignment_request=f_queue_assignment_request,
+        storage_sync_request=f_storage_sync_request,
+        storage_sync_response=f_storage_sync_response,
+        partition_sync_state_query=f_partition_sync_state_query,
+        partition_sync_state_query_response=f_partition_sync_state_query_response,
+        partition_sync_data_query=f_partition_sync_data_query,
+        partition_sync_data_query_response=f_partition_sync_data_query_response,
+        partition_sync_data_query_status=f_partition_sync_data_query_status,
+        primary_status_advisory=f_primary_status_advisory,
+        cluster_sync_request=f_cluster_sync_request,
+        cluster_sync_response=f_cluster_sync_response,
+        queue_unassigned_advisory=f_queue_unassigned_advisory,
+        queue_un_assignment_advisory=f_queue_un_assignment_advisory,
+        leader_advisory_ack=f_leader_advisory_ack,
+        leader_advisory_commit=f_leader_advisory_commit,
+        state_notification=f_state_notification,
+        stop_request=f_stop_request,
+        stop_response=f_stop_response,
+        queue_unassignment_request=f_queue_unassignment_request,
+        queue_update_advisory=f_queue_update_advisory,
+        cluster_state_fsm_message=f_cluster_state_fsm_message,
+        partition_message=f_partition_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1931,7 +2148,12 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ClusterStateFSMMessage):
         raise EncodeError(f"expected a ClusterStateFSMMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.follower_lsn_request is not None) + (v.follower_lsn_response is not None) + (
+        v.registration_request is not None
+    ) + (v.registration_response is not None) + (v.follower_cluster_state_request is not None) + (
+        v.follower_cluster_state_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -1963,51 +2185,59 @@ def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage, out: bytearray, tag: 
 def _dec_ClusterStateFSMMessage(
     r: _b.BerReader, end: int | None, path: str
 ) -> ClusterStateFSMMessage:
-    r.enter(path)
-    follower_lsn_request: FollowerLSNRequest | None = None
-    follower_lsn_response: FollowerLSNResponse | None = None
-    registration_request: RegistrationRequest | None = None
-    registration_response: RegistrationResponse | None = None
-    follower_cluster_state_request: FollowerClusterStateRequest | None = None
-    follower_cluster_state_response: FollowerClusterStateResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_follower_lsn_request: FollowerLSNRequest | None = None
+    f_follower_lsn_response: FollowerLSNResponse | None = None
+    f_registration_request: RegistrationRequest | None = None
+    f_registration_response: RegistrationResponse | None = None
+    f_follower_cluster_state_request: FollowerClusterStateRequest | None = None
+    f_follower_cluster_state_response: FollowerClusterStateResponse | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "followerLSNRequest")
-                    follower_lsn_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerLSNRequest")
+                    f_follower_lsn_request = _dec_child(
                         r, length, path + "." + "followerLSNRequest", _dec_FollowerLSNRequest
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "followerLSNResponse")
-                    follower_lsn_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerLSNResponse")
+                    f_follower_lsn_response = _dec_child(
                         r, length, path + "." + "followerLSNResponse", _dec_FollowerLSNResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "registrationRequest")
-                    registration_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "registrationRequest")
+                    f_registration_request = _dec_child(
                         r, length, path + "." + "registrationRequest", _dec_RegistrationRequest
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "registrationResponse")
-                    registration_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "registrationResponse")
+                    f_registration_response = _dec_child(
                         r, length, path + "." + "registrationResponse", _dec_RegistrationResponse
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "followerClusterStateRequest")
-                    follower_cluster_state_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerClusterStateRequest")
+                    f_follower_cluster_state_request = _dec_child(
                         r,
                         length,
                         path + "." + "followerClusterStateRequest",
@@ -2015,8 +2245,9 @@ def _dec_ClusterStateFSMMessage(
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "followerClusterStateResponse")
-                    follower_cluster_state_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "followerClusterStateResponse")
+                    f_follower_cluster_state_response = _dec_child(
                         r,
                         length,
                         path + "." + "followerClusterStateResponse",
@@ -2028,14 +2259,14 @@ def _dec_ClusterStateFSMMessage(
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (follower_lsn_request is not None)
-        + (follower_lsn_response is not None)
-        + (registration_request is not None)
-        + (registration_response is not None)
-        + (follower_cluster_state_request is not None)
-        + (follower_cluster_state_response is not None)
+        (f_follower_lsn_request is not None)
+        + (f_follower_lsn_response is not None)
+        + (f_registration_request is not None)
+        + (f_registration_response is not None)
+        + (f_follower_cluster_state_request is not None)
+        + (f_follower_cluster_state_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2046,12 +2277,12 @@ def _dec_ClusterStateFSMMessage(
         )
     absent: list[str] = []
     return ClusterStateFSMMessage(
-        follower_lsn_request=follower_lsn_request,
-        follower_lsn_response=follower_lsn_response,
-        registration_request=registration_request,
-        registration_response=registration_response,
-        follower_cluster_state_request=follower_cluster_state_request,
-        follower_cluster_state_response=follower_cluster_state_response,
+        follower_lsn_request=f_follower_lsn_request,
+        follower_lsn_response=f_follower_lsn_response,
+        registration_request=f_registration_request,
+        registration_response=f_registration_response,
+        follower_cluster_state_request=f_follower_cluster_state_request,
+        follower_cluster_state_response=f_follower_cluster_state_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2066,14 +2297,16 @@ def _enc_FollowerLSNRequest(v: FollowerLSNRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_FollowerLSNRequest(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNRequest:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return FollowerLSNRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2092,27 +2325,30 @@ def _enc_FollowerLSNResponse(v: FollowerLSNResponse, out: bytearray, tag: bytes)
 
 
 def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> FollowerLSNResponse:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     return FollowerLSNResponse(
-        sequence_number=sequence_number,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2129,27 +2365,30 @@ def _enc_RegistrationRequest(v: RegistrationRequest, out: bytearray, tag: bytes)
 
 
 def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> RegistrationRequest:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     return RegistrationRequest(
-        sequence_number=sequence_number,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2164,14 +2403,16 @@ def _enc_RegistrationResponse(v: RegistrationResponse, out: bytearray, tag: byte
 
 
 def _dec_RegistrationResponse(r: _b.BerReader, end: int | None, path: str) -> RegistrationResponse:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return RegistrationResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2192,14 +2433,16 @@ def _enc_FollowerClusterStateRequest(
 def _dec_FollowerClusterStateRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> FollowerClusterStateRequest:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return FollowerClusterStateRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -2226,27 +2469,30 @@ def _enc_FollowerClusterStateResponse(
 def _dec_FollowerClusterStateResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> FollowerClusterStateResponse:
-    r.enter(path)
-    cluster_state_snapshot: LeaderAdvisory | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_cluster_state_snapshot: LeaderAdvisory | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "clusterStateSnapshot")
-            cluster_state_snapshot = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "clusterStateSnapshot")
+            f_cluster_state_snapshot = _dec_child(
                 r, length, path + "." + "clusterStateSnapshot", _dec_LeaderAdvisory
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if cluster_state_snapshot is None:
-        cluster_state_snapshot = LeaderAdvisory()
+    if f_cluster_state_snapshot is None:
+        f_cluster_state_snapshot = LeaderAdvisory()
         absent.append("clusterStateSnapshot")
     return FollowerClusterStateResponse(
-        cluster_state_snapshot=cluster_state_snapshot,
+        cluster_state_snapshot=f_cluster_state_snapshot,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2254,7 +2500,12 @@ def _dec_FollowerClusterStateResponse(
 def _enc_PartitionMessage(v: PartitionMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, PartitionMessage):
         raise EncodeError(f"expected a PartitionMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.replica_state_request is not None) + (v.replica_state_response is not None) + (
+        v.primary_state_request is not None
+    ) + (v.primary_state_response is not None) + (v.replica_data_request is not None) + (
+        v.replica_data_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -2284,57 +2535,66 @@ def _enc_PartitionMessage(v: PartitionMessage, out: bytearray, tag: bytes) -> No
 
 
 def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> PartitionMessage:
-    r.enter(path)
-    replica_state_request: ReplicaStateRequest | None = None
-    replica_state_response: ReplicaStateResponse | None = None
-    primary_state_request: PrimaryStateRequest | None = None
-    primary_state_response: PrimaryStateResponse | None = None
-    replica_data_request: ReplicaDataRequest | None = None
-    replica_data_response: ReplicaDataResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_replica_state_request: ReplicaStateRequest | None = None
+    f_replica_state_response: ReplicaStateResponse | None = None
+    f_primary_state_request: PrimaryStateRequest | None = None
+    f_primary_state_response: PrimaryStateResponse | None = None
+    f_replica_data_request: ReplicaDataRequest | None = None
+    f_replica_data_response: ReplicaDataResponse | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "replicaStateRequest")
-                    replica_state_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaStateRequest")
+                    f_replica_state_request = _dec_child(
                         r, length, path + "." + "replicaStateRequest", _dec_ReplicaStateRequest
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "replicaStateResponse")
-                    replica_state_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaStateResponse")
+                    f_replica_state_response = _dec_child(
                         r, length, path + "." + "replicaStateResponse", _dec_ReplicaStateResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "primaryStateRequest")
-                    primary_state_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStateRequest")
+                    f_primary_state_request = _dec_child(
                         r, length, path + "." + "primaryStateRequest", _dec_PrimaryStateRequest
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "primaryStateResponse")
-                    primary_state_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "primaryStateResponse")
+                    f_primary_state_response = _dec_child(
                         r, length, path + "." + "primaryStateResponse", _dec_PrimaryStateResponse
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "replicaDataRequest")
-                    replica_data_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaDataRequest")
+                    f_replica_data_request = _dec_child(
                         r, length, path + "." + "replicaDataRequest", _dec_ReplicaDataRequest
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "replicaDataResponse")
-                    replica_data_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "replicaDataResponse")
+                    f_replica_data_response = _dec_child(
                         r, length, path + "." + "replicaDataResponse", _dec_ReplicaDataResponse
                     )
 
@@ -2343,14 +2603,14 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (replica_state_request is not None)
-        + (replica_state_response is not None)
-        + (primary_state_request is not None)
-        + (primary_state_response is not None)
-        + (replica_data_request is not None)
-        + (replica_data_response is not None)
+        (f_replica_state_request is not None)
+        + (f_replica_state_response is not None)
+        + (f_primary_state_request is not None)
+        + (f_primary_state_response is not None)
+        + (f_replica_data_request is not None)
+        + (f_replica_data_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -2361,12 +2621,12 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
         )
     absent: list[str] = []
     return PartitionMessage(
-        replica_state_request=replica_state_request,
-        replica_state_response=replica_state_response,
-        primary_state_request=primary_state_request,
-        primary_state_response=primary_state_response,
-        replica_data_request=replica_data_request,
-        replica_data_response=replica_data_response,
+        replica_state_request=f_replica_state_request,
+        replica_state_response=f_replica_state_response,
+        primary_state_request=f_primary_state_request,
+        primary_state_response=f_primary_state_response,
+        replica_data_request=f_replica_data_request,
+        replica_data_response=f_replica_data_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2403,32 +2663,38 @@ def _enc_ReplicaStateRequest(v: ReplicaStateRequest, out: bytearray, tag: bytes)
 
 
 def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> ReplicaStateRequest:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    latest_sequence_number: PartitionSequenceNumber | None = None
-    first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_latest_sequence_number: PartitionSequenceNumber | None = None
+    f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
-            latest_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
-            first_sync_point_after_rollover_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
                 path + "." + "firstSyncPointAfterRolloverSequenceNumber",
@@ -2437,25 +2703,25 @@ def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> Rep
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if latest_sequence_number is None:
-        latest_sequence_number = PartitionSequenceNumber()
+    if f_latest_sequence_number is None:
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
-    if first_sync_point_after_rollover_sequence_number is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+    if f_first_sync_point_after_rollover_sequence_number is None:
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     return ReplicaStateRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2497,32 +2763,38 @@ def _enc_ReplicaStateResponse(v: ReplicaStateResponse, out: bytearray, tag: byte
 
 
 def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> ReplicaStateResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    latest_sequence_number: PartitionSequenceNumber | None = None
-    first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_latest_sequence_number: PartitionSequenceNumber | None = None
+    f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
-            latest_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
-            first_sync_point_after_rollover_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
                 path + "." + "firstSyncPointAfterRolloverSequenceNumber",
@@ -2531,25 +2803,25 @@ def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> Re
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if latest_sequence_number is None:
-        latest_sequence_number = PartitionSequenceNumber()
+    if f_latest_sequence_number is None:
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
-    if first_sync_point_after_rollover_sequence_number is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+    if f_first_sync_point_after_rollover_sequence_number is None:
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     return ReplicaStateResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2586,32 +2858,38 @@ def _enc_PrimaryStateRequest(v: PrimaryStateRequest, out: bytearray, tag: bytes)
 
 
 def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> PrimaryStateRequest:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    latest_sequence_number: PartitionSequenceNumber | None = None
-    first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_latest_sequence_number: PartitionSequenceNumber | None = None
+    f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
-            latest_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
-            first_sync_point_after_rollover_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
                 path + "." + "firstSyncPointAfterRolloverSequenceNumber",
@@ -2620,25 +2898,25 @@ def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> Pri
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if latest_sequence_number is None:
-        latest_sequence_number = PartitionSequenceNumber()
+    if f_latest_sequence_number is None:
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
-    if first_sync_point_after_rollover_sequence_number is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+    if f_first_sync_point_after_rollover_sequence_number is None:
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     return PrimaryStateRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2680,32 +2958,38 @@ def _enc_PrimaryStateResponse(v: PrimaryStateResponse, out: bytearray, tag: byte
 
 
 def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> PrimaryStateResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    latest_sequence_number: PartitionSequenceNumber | None = None
-    first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_latest_sequence_number: PartitionSequenceNumber | None = None
+    f_first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "latestSequenceNumber")
-            latest_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "latestSequenceNumber")
+            f_latest_sequence_number = _dec_child(
                 r, length, path + "." + "latestSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
-            first_sync_point_after_rollover_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "firstSyncPointAfterRolloverSequenceNumber")
+            f_first_sync_point_after_rollover_sequence_number = _dec_child(
                 r,
                 length,
                 path + "." + "firstSyncPointAfterRolloverSequenceNumber",
@@ -2714,25 +2998,25 @@ def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> Pr
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if latest_sequence_number is None:
-        latest_sequence_number = PartitionSequenceNumber()
+    if f_latest_sequence_number is None:
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
-    if first_sync_point_after_rollover_sequence_number is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+    if f_first_sync_point_after_rollover_sequence_number is None:
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     return PrimaryStateResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2775,65 +3059,72 @@ def _enc_ReplicaDataRequest(v: ReplicaDataRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> ReplicaDataRequest:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    replica_data_type: ReplicaDataType | None = None
-    begin_sequence_number: PartitionSequenceNumber | None = None
-    end_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_replica_data_type: ReplicaDataType | None = None
+    f_begin_sequence_number: PartitionSequenceNumber | None = None
+    f_end_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "replicaDataType")
-            replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "replicaDataType")
+            f_replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "beginSequenceNumber")
-            begin_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSequenceNumber")
+            f_begin_sequence_number = _dec_child(
                 r, length, path + "." + "beginSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "endSequenceNumber")
-            end_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSequenceNumber")
+            f_end_sequence_number = _dec_child(
                 r, length, path + "." + "endSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if replica_data_type is None:
-        replica_data_type = ReplicaDataType.E_UNKNOWN
+    if f_replica_data_type is None:
+        f_replica_data_type = ReplicaDataType.E_UNKNOWN
         absent.append("replicaDataType")
-    if begin_sequence_number is None:
-        begin_sequence_number = PartitionSequenceNumber()
+    if f_begin_sequence_number is None:
+        f_begin_sequence_number = PartitionSequenceNumber()
         absent.append("beginSequenceNumber")
-    if end_sequence_number is None:
-        end_sequence_number = PartitionSequenceNumber()
+    if f_end_sequence_number is None:
+        f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
     return ReplicaDataRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        replica_data_type=replica_data_type,
-        begin_sequence_number=begin_sequence_number,
-        end_sequence_number=end_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        replica_data_type=f_replica_data_type,
+        begin_sequence_number=f_begin_sequence_number,
+        end_sequence_number=f_end_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2880,65 +3171,72 @@ def _enc_ReplicaDataResponse(v: ReplicaDataResponse, out: bytearray, tag: bytes)
 
 
 def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> ReplicaDataResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    replica_data_type: ReplicaDataType | None = None
-    begin_sequence_number: PartitionSequenceNumber | None = None
-    end_sequence_number: PartitionSequenceNumber | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_replica_data_type: ReplicaDataType | None = None
+    f_begin_sequence_number: PartitionSequenceNumber | None = None
+    f_end_sequence_number: PartitionSequenceNumber | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "replicaDataType")
-            replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "replicaDataType")
+            f_replica_data_type = r.read_enum(length, ReplicaDataType, path, "replicaDataType")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "beginSequenceNumber")
-            begin_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSequenceNumber")
+            f_begin_sequence_number = _dec_child(
                 r, length, path + "." + "beginSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "endSequenceNumber")
-            end_sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSequenceNumber")
+            f_end_sequence_number = _dec_child(
                 r, length, path + "." + "endSequenceNumber", _dec_PartitionSequenceNumber
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if replica_data_type is None:
-        replica_data_type = ReplicaDataType.E_UNKNOWN
+    if f_replica_data_type is None:
+        f_replica_data_type = ReplicaDataType.E_UNKNOWN
         absent.append("replicaDataType")
-    if begin_sequence_number is None:
-        begin_sequence_number = PartitionSequenceNumber()
+    if f_begin_sequence_number is None:
+        f_begin_sequence_number = PartitionSequenceNumber()
         absent.append("beginSequenceNumber")
-    if end_sequence_number is None:
-        end_sequence_number = PartitionSequenceNumber()
+    if f_end_sequence_number is None:
+        f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
     return ReplicaDataResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        replica_data_type=replica_data_type,
-        begin_sequence_number=begin_sequence_number,
-        end_sequence_number=end_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        replica_data_type=f_replica_data_type,
+        begin_sequence_number=f_begin_sequence_number,
+        end_sequence_number=f_end_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2963,31 +3261,36 @@ def _enc_PartitionPrimaryAdvisory(v: PartitionPrimaryAdvisory, out: bytearray, t
 def _dec_PartitionPrimaryAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionPrimaryAdvisory:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    partitions: list[PartitionPrimaryInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_partitions: list[PartitionPrimaryInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "partitions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitions")
             items_end = r.child_end(length)
-            partitions = [] if partitions is None else partitions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "partitions")
-                partitions.append(
+            f_partitions = [] if f_partitions is None else f_partitions
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "partitions")
+                f_partitions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "partitions[%d]" % len(partitions),
+                        path + "." + "partitions[%d]" % len(f_partitions),
                         _dec_PartitionPrimaryInfo,
                     )
                 )
@@ -2995,17 +3298,17 @@ def _dec_PartitionPrimaryAdvisory(
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if partitions is None:
-        partitions = []
+    if f_partitions is None:
+        f_partitions = []
         absent.append("partitions")
     return PartitionPrimaryAdvisory(
-        sequence_number=sequence_number,
-        partitions=partitions,
+        sequence_number=f_sequence_number,
+        partitions=f_partitions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3040,34 +3343,38 @@ def _enc_LeaderMessageSequence(v: LeaderMessageSequence, out: bytearray, tag: by
 def _dec_LeaderMessageSequence(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderMessageSequence:
-    r.enter(path)
-    elector_term: int | None = None
-    sequence_number: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_elector_term: int | None = None
+    f_sequence_number: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "electorTerm")
-            elector_term = r.read_int(length, 0, 18446744073709551615, path, "electorTerm")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "electorTerm")
+            f_elector_term = r.read_int(length, 0, 18446744073709551615, path, "electorTerm")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNumber")
-            sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNumber")
+            f_sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if elector_term is None:
-        elector_term = 0
+    if f_elector_term is None:
+        f_elector_term = 0
         absent.append("electorTerm")
-    if sequence_number is None:
-        sequence_number = 0
+    if f_sequence_number is None:
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     return LeaderMessageSequence(
-        elector_term=elector_term,
-        sequence_number=sequence_number,
+        elector_term=f_elector_term,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3102,34 +3409,38 @@ def _enc_PartitionSequenceNumber(v: PartitionSequenceNumber, out: bytearray, tag
 def _dec_PartitionSequenceNumber(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSequenceNumber:
-    r.enter(path)
-    primary_lease_id: int | None = None
-    sequence_number: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_primary_lease_id: int | None = None
+    f_sequence_number: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNumber")
-            sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNumber")
+            f_sequence_number = r.read_int(length, 0, 18446744073709551615, path, "sequenceNumber")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if sequence_number is None:
-        sequence_number = 0
+    if f_sequence_number is None:
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     return PartitionSequenceNumber(
-        primary_lease_id=primary_lease_id,
-        sequence_number=sequence_number,
+        primary_lease_id=f_primary_lease_id,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3166,43 +3477,48 @@ def _enc_PartitionPrimaryInfo(v: PartitionPrimaryInfo, out: bytearray, tag: byte
 
 
 def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> PartitionPrimaryInfo:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_node_id: int | None = None
-    primary_lease_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_node_id: int | None = None
+    f_primary_lease_id: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryNodeId")
-            primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeId")
+            f_primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_node_id is None:
-        primary_node_id = 0
+    if f_primary_node_id is None:
+        f_primary_node_id = 0
         absent.append("primaryNodeId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     return PartitionPrimaryInfo(
-        partition_id=partition_id,
-        primary_node_id=primary_node_id,
-        primary_lease_id=primary_lease_id,
+        partition_id=f_partition_id,
+        primary_node_id=f_primary_node_id,
+        primary_lease_id=f_primary_lease_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3221,34 +3537,38 @@ def _enc_AppIdInfo(v: AppIdInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
-    r.enter(path)
-    app_id: str | None = None
-    app_key: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_app_id: str | None = None
+    f_app_key: bytes | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "appId")
-            app_id = r.read_str(length, path, "appId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appId")
+            f_app_id = r.read_str(length, path, "appId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "appKey")
-            app_key = r.read_bytes(length, path, "appKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "appKey")
+            f_app_key = r.read_bytes(length, path, "appKey")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if app_id is None:
-        app_id = ""
+    if f_app_id is None:
+        f_app_id = ""
         absent.append("appId")
-    if app_key is None:
-        app_key = b""
+    if f_app_key is None:
+        f_app_key = b""
         absent.append("appKey")
     return AppIdInfo(
-        app_id=app_id,
-        app_key=app_key,
+        app_id=f_app_id,
+        app_key=f_app_key,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3275,60 +3595,69 @@ def _enc_QueueInfo(v: QueueInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
-    r.enter(path)
-    uri: str | None = None
-    key: bytes | None = None
-    partition_id: int | None = None
-    app_ids: list[AppIdInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_uri: str | None = None
+    f_key: bytes | None = None
+    f_partition_id: int | None = None
+    f_app_ids: list[AppIdInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
-            uri = r.read_str(length, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
+            f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_bytes(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_bytes(length, path, "key")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "appIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "appIds")
             items_end = r.child_end(length)
-            app_ids = [] if app_ids is None else app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "appIds")
-                app_ids.append(
-                    _dec_child(r, length, path + "." + "appIds[%d]" % len(app_ids), _dec_AppIdInfo)
+            f_app_ids = [] if f_app_ids is None else f_app_ids
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "appIds")
+                f_app_ids.append(
+                    _dec_child(
+                        r, length, path + "." + "appIds[%d]" % len(f_app_ids), _dec_AppIdInfo
+                    )
                 )
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if uri is None:
-        uri = ""
+    if f_uri is None:
+        f_uri = ""
         absent.append("uri")
-    if key is None:
-        key = b""
+    if f_key is None:
+        f_key = b""
         absent.append("key")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if app_ids is None:
-        app_ids = []
+    if f_app_ids is None:
+        f_app_ids = []
         absent.append("appIds")
     return QueueInfo(
-        uri=uri,
-        key=key,
-        partition_id=partition_id,
-        app_ids=app_ids,
+        uri=f_uri,
+        key=f_key,
+        partition_id=f_partition_id,
+        app_ids=f_app_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3365,96 +3694,106 @@ def _enc_QueueInfoUpdate(v: QueueInfoUpdate, out: bytearray, tag: bytes) -> None
 
 
 def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueInfoUpdate:
-    r.enter(path)
-    uri: str | None = None
-    key: bytes | None = None
-    partition_id: int | None = None
-    added_app_ids: list[AppIdInfo] | None = None
-    removed_app_ids: list[AppIdInfo] | None = None
-    domain: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_uri: str | None = None
+    f_key: bytes | None = None
+    f_partition_id: int | None = None
+    f_added_app_ids: list[AppIdInfo] | None = None
+    f_removed_app_ids: list[AppIdInfo] | None = None
+    f_domain: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "uri")
-            uri = r.read_str(length, path, "uri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uri")
+            f_uri = r.read_str(length, path, "uri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "key")
-            key = r.read_bytes(length, path, "key")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "key")
+            f_key = r.read_bytes(length, path, "key")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "addedAppIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "addedAppIds")
             items_end = r.child_end(length)
-            added_app_ids = [] if added_app_ids is None else added_app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "addedAppIds")
-                added_app_ids.append(
+            f_added_app_ids = [] if f_added_app_ids is None else f_added_app_ids
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "addedAppIds")
+                f_added_app_ids.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "addedAppIds[%d]" % len(added_app_ids),
+                        path + "." + "addedAppIds[%d]" % len(f_added_app_ids),
                         _dec_AppIdInfo,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "removedAppIds")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "removedAppIds")
             items_end = r.child_end(length)
-            removed_app_ids = [] if removed_app_ids is None else removed_app_ids
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "removedAppIds")
-                removed_app_ids.append(
+            f_removed_app_ids = [] if f_removed_app_ids is None else f_removed_app_ids
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "removedAppIds")
+                f_removed_app_ids.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "removedAppIds[%d]" % len(removed_app_ids),
+                        path + "." + "removedAppIds[%d]" % len(f_removed_app_ids),
                         _dec_AppIdInfo,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "domain")
-            domain = r.read_str(length, path, "domain")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "domain")
+            f_domain = r.read_str(length, path, "domain")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if uri is None:
-        uri = ""
+    if f_uri is None:
+        f_uri = ""
         absent.append("uri")
-    if key is None:
-        key = b""
+    if f_key is None:
+        f_key = b""
         absent.append("key")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if added_app_ids is None:
-        added_app_ids = []
+    if f_added_app_ids is None:
+        f_added_app_ids = []
         absent.append("addedAppIds")
-    if removed_app_ids is None:
-        removed_app_ids = []
+    if f_removed_app_ids is None:
+        f_removed_app_ids = []
         absent.append("removedAppIds")
-    if domain is None:
-        domain = ""
+    if f_domain is None:
+        f_domain = ""
         absent.append("domain")
     return QueueInfoUpdate(
-        uri=uri,
-        key=key,
-        partition_id=partition_id,
-        added_app_ids=added_app_ids,
-        removed_app_ids=removed_app_ids,
-        domain=domain,
+        uri=f_uri,
+        key=f_key,
+        partition_id=f_partition_id,
+        added_app_ids=f_added_app_ids,
+        removed_app_ids=f_removed_app_ids,
+        domain=f_domain,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3479,44 +3818,49 @@ def _enc_QueueAssignmentAdvisory(v: QueueAssignmentAdvisory, out: bytearray, tag
 def _dec_QueueAssignmentAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueAssignmentAdvisory:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_queues: list[QueueInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
-            queues = [] if queues is None else queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
-                queues.append(
-                    _dec_child(r, length, path + "." + "queues[%d]" % len(queues), _dec_QueueInfo)
+            f_queues = [] if f_queues is None else f_queues
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
+                f_queues.append(
+                    _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if queues is None:
-        queues = []
+    if f_queues is None:
+        f_queues = []
         absent.append("queues")
     return QueueAssignmentAdvisory(
-        sequence_number=sequence_number,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3539,31 +3883,36 @@ def _enc_QueueUpdateAdvisory(v: QueueUpdateAdvisory, out: bytearray, tag: bytes)
 
 
 def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> QueueUpdateAdvisory:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    queue_updates: list[QueueInfoUpdate] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_queue_updates: list[QueueInfoUpdate] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "queueUpdates")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queueUpdates")
             items_end = r.child_end(length)
-            queue_updates = [] if queue_updates is None else queue_updates
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queueUpdates")
-                queue_updates.append(
+            f_queue_updates = [] if f_queue_updates is None else f_queue_updates
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queueUpdates")
+                f_queue_updates.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "queueUpdates[%d]" % len(queue_updates),
+                        path + "." + "queueUpdates[%d]" % len(f_queue_updates),
                         _dec_QueueInfoUpdate,
                     )
                 )
@@ -3571,17 +3920,17 @@ def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> Que
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if queue_updates is None:
-        queue_updates = []
+    if f_queue_updates is None:
+        f_queue_updates = []
         absent.append("queueUpdates")
     return QueueUpdateAdvisory(
-        sequence_number=sequence_number,
-        queue_updates=queue_updates,
+        sequence_number=f_sequence_number,
+        queue_updates=f_queue_updates,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3635,71 +3984,79 @@ def _enc_QueueUnAssignmentAdvisory(
 def _dec_QueueUnAssignmentAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueUnAssignmentAdvisory:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    primary_node_id: int | None = None
-    queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_primary_node_id: int | None = None
+    f_queues: list[QueueInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "primaryNodeId")
-            primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryNodeId")
+            f_primary_node_id = r.read_int(length, -2147483648, 2147483647, path, "primaryNodeId")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
-            queues = [] if queues is None else queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
-                queues.append(
-                    _dec_child(r, length, path + "." + "queues[%d]" % len(queues), _dec_QueueInfo)
+            f_queues = [] if f_queues is None else f_queues
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
+                f_queues.append(
+                    _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if primary_node_id is None:
-        primary_node_id = 0
+    if f_primary_node_id is None:
+        f_primary_node_id = 0
         absent.append("primaryNodeId")
-    if queues is None:
-        queues = []
+    if f_queues is None:
+        f_queues = []
         absent.append("queues")
     return QueueUnAssignmentAdvisory(
-        sequence_number=sequence_number,
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        primary_node_id=primary_node_id,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        primary_node_id=f_primary_node_id,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3728,66 +4085,73 @@ def _enc_LeaderAdvisory(v: LeaderAdvisory, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisory:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    partitions: list[PartitionPrimaryInfo] | None = None
-    queues: list[QueueInfo] | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_partitions: list[PartitionPrimaryInfo] | None = None
+    f_queues: list[QueueInfo] | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "partitions")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "partitions")
             items_end = r.child_end(length)
-            partitions = [] if partitions is None else partitions
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "partitions")
-                partitions.append(
+            f_partitions = [] if f_partitions is None else f_partitions
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "partitions")
+                f_partitions.append(
                     _dec_child(
                         r,
                         length,
-                        path + "." + "partitions[%d]" % len(partitions),
+                        path + "." + "partitions[%d]" % len(f_partitions),
                         _dec_PartitionPrimaryInfo,
                     )
                 )
             r.close(items_end, path)
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "queues")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "queues")
             items_end = r.child_end(length)
-            queues = [] if queues is None else queues
-            while r.more(items_end, path):
-                cc, _, length = r.header(items_end, path)
-                r.expect(cc, 0x20, path, "queues")
-                queues.append(
-                    _dec_child(r, length, path + "." + "queues[%d]" % len(queues), _dec_QueueInfo)
+            f_queues = [] if f_queues is None else f_queues
+            while (h := r.next(items_end, path)) is not None:
+                cc, _, length = h
+                if cc != 0x20:
+                    r.expect(cc, 0x20, path, "queues")
+                f_queues.append(
+                    _dec_child(r, length, path + "." + "queues[%d]" % len(f_queues), _dec_QueueInfo)
                 )
             r.close(items_end, path)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if partitions is None:
-        partitions = []
+    if f_partitions is None:
+        f_partitions = []
         absent.append("partitions")
-    if queues is None:
-        queues = []
+    if f_queues is None:
+        f_queues = []
         absent.append("queues")
     return LeaderAdvisory(
-        sequence_number=sequence_number,
-        partitions=partitions,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        partitions=f_partitions,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3808,27 +4172,30 @@ def _enc_LeaderAdvisoryAck(v: LeaderAdvisoryAck, out: bytearray, tag: bytes) -> 
 
 
 def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisoryAck:
-    r.enter(path)
-    sequence_number_acked: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number_acked: LeaderMessageSequence | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumberAcked")
-            sequence_number_acked = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumberAcked")
+            f_sequence_number_acked = _dec_child(
                 r, length, path + "." + "sequenceNumberAcked", _dec_LeaderMessageSequence
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number_acked is None:
-        sequence_number_acked = LeaderMessageSequence()
+    if f_sequence_number_acked is None:
+        f_sequence_number_acked = LeaderMessageSequence()
         absent.append("sequenceNumberAcked")
     return LeaderAdvisoryAck(
-        sequence_number_acked=sequence_number_acked,
+        sequence_number_acked=f_sequence_number_acked,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3851,38 +4218,42 @@ def _enc_LeaderAdvisoryCommit(v: LeaderAdvisoryCommit, out: bytearray, tag: byte
 
 
 def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> LeaderAdvisoryCommit:
-    r.enter(path)
-    sequence_number: LeaderMessageSequence | None = None
-    sequence_number_committed: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sequence_number: LeaderMessageSequence | None = None
+    f_sequence_number_committed: LeaderMessageSequence | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "sequenceNumber")
-            sequence_number = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumber")
+            f_sequence_number = _dec_child(
                 r, length, path + "." + "sequenceNumber", _dec_LeaderMessageSequence
             )
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "sequenceNumberCommitted")
-            sequence_number_committed = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "sequenceNumberCommitted")
+            f_sequence_number_committed = _dec_child(
                 r, length, path + "." + "sequenceNumberCommitted", _dec_LeaderMessageSequence
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sequence_number is None:
-        sequence_number = LeaderMessageSequence()
+    if f_sequence_number is None:
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    if sequence_number_committed is None:
-        sequence_number_committed = LeaderMessageSequence()
+    if f_sequence_number_committed is None:
+        f_sequence_number_committed = LeaderMessageSequence()
         absent.append("sequenceNumberCommitted")
     return LeaderAdvisoryCommit(
-        sequence_number=sequence_number,
-        sequence_number_committed=sequence_number_committed,
+        sequence_number=f_sequence_number,
+        sequence_number_committed=f_sequence_number_committed,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3890,7 +4261,8 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
 def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, StateNotification):
         raise EncodeError(f"expected a StateNotification, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.leader_passive is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -3903,22 +4275,26 @@ def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> 
 
 
 def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> StateNotification:
-    r.enter(path)
-    leader_passive: LeaderPassive | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_leader_passive: LeaderPassive | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "leaderPassive")
-                    leader_passive = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderPassive")
+                    f_leader_passive = _dec_child(
                         r, length, path + "." + "leaderPassive", _dec_LeaderPassive
                     )
 
@@ -3927,8 +4303,8 @@ def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> State
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
-    chosen = leader_passive is not None
+    r.depth -= 1
+    chosen = f_leader_passive is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -3938,7 +4314,7 @@ def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> State
         )
     absent: list[str] = []
     return StateNotification(
-        leader_passive=leader_passive,
+        leader_passive=f_leader_passive,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3953,14 +4329,16 @@ def _enc_LeaderPassive(v: LeaderPassive, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_LeaderPassive(r: _b.BerReader, end: int | None, path: str) -> LeaderPassive:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderPassive(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -3989,56 +4367,62 @@ def _enc_SyncPoint(v: SyncPoint, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
-    r.enter(path)
-    primary_lease_id: int | None = None
-    sequence_num: int | None = None
-    data_file_offset_dwords: int | None = None
-    qlist_file_offset_words: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_primary_lease_id: int | None = None
+    f_sequence_num: int | None = None
+    f_data_file_offset_dwords: int | None = None
+    f_qlist_file_offset_words: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sequenceNum")
-            sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNum")
+            f_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dataFileOffsetDwords")
-            data_file_offset_dwords = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dataFileOffsetDwords")
+            f_data_file_offset_dwords = r.read_int(
                 length, 0, 4294967295, path, "dataFileOffsetDwords"
             )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "qlistFileOffsetWords")
-            qlist_file_offset_words = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "qlistFileOffsetWords")
+            f_qlist_file_offset_words = r.read_int(
                 length, 0, 4294967295, path, "qlistFileOffsetWords"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if sequence_num is None:
-        sequence_num = 0
+    if f_sequence_num is None:
+        f_sequence_num = 0
         absent.append("sequenceNum")
-    if data_file_offset_dwords is None:
-        data_file_offset_dwords = 0
+    if f_data_file_offset_dwords is None:
+        f_data_file_offset_dwords = 0
         absent.append("dataFileOffsetDwords")
-    if qlist_file_offset_words is None:
-        qlist_file_offset_words = 0
+    if f_qlist_file_offset_words is None:
+        f_qlist_file_offset_words = 0
         absent.append("qlistFileOffsetWords")
     return SyncPoint(
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        data_file_offset_dwords=data_file_offset_dwords,
-        qlist_file_offset_words=qlist_file_offset_words,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        data_file_offset_dwords=f_data_file_offset_dwords,
+        qlist_file_offset_words=f_qlist_file_offset_words,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4057,34 +4441,38 @@ def _enc_SyncPointOffsetPair(v: SyncPointOffsetPair, out: bytearray, tag: bytes)
 
 
 def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> SyncPointOffsetPair:
-    r.enter(path)
-    sync_point: SyncPoint | None = None
-    offset: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_sync_point: SyncPoint | None = None
+    f_offset: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "syncPoint")
-            sync_point = _dec_child(r, length, path + "." + "syncPoint", _dec_SyncPoint)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "syncPoint")
+            f_sync_point = _dec_child(r, length, path + "." + "syncPoint", _dec_SyncPoint)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "offset")
-            offset = r.read_int(length, 0, 18446744073709551615, path, "offset")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "offset")
+            f_offset = r.read_int(length, 0, 18446744073709551615, path, "offset")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if sync_point is None:
-        sync_point = SyncPoint()
+    if f_sync_point is None:
+        f_sync_point = SyncPoint()
         absent.append("syncPoint")
-    if offset is None:
-        offset = 0
+    if f_offset is None:
+        f_offset = 0
         absent.append("offset")
     return SyncPointOffsetPair(
-        sync_point=sync_point,
-        offset=offset,
+        sync_point=f_sync_point,
+        offset=f_offset,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4101,25 +4489,28 @@ def _enc_NodeStatusAdvisory(v: NodeStatusAdvisory, out: bytearray, tag: bytes) -
 
 
 def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> NodeStatusAdvisory:
-    r.enter(path)
-    status: NodeStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_status: NodeStatus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "status")
-            status = r.read_enum(length, NodeStatus, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
+            f_status = r.read_enum(length, NodeStatus, path, "status")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if status is None:
-        status = NodeStatus.E_UNKNOWN
+    if f_status is None:
+        f_status = NodeStatus.E_UNKNOWN
         absent.append("status")
     return NodeStatusAdvisory(
-        status=status,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4134,14 +4525,16 @@ def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery, out: bytearray, tag: byte
 
 
 def _dec_LeaderSyncStateQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncStateQuery:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderSyncStateQuery(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -4168,27 +4561,30 @@ def _enc_LeaderSyncStateQueryResponse(
 def _dec_LeaderSyncStateQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderSyncStateQueryResponse:
-    r.enter(path)
-    leader_message_sequence: LeaderMessageSequence | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_leader_message_sequence: LeaderMessageSequence | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "leaderMessageSequence")
-            leader_message_sequence = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leaderMessageSequence")
+            f_leader_message_sequence = _dec_child(
                 r, length, path + "." + "leaderMessageSequence", _dec_LeaderMessageSequence
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if leader_message_sequence is None:
-        leader_message_sequence = LeaderMessageSequence()
+    if f_leader_message_sequence is None:
+        f_leader_message_sequence = LeaderMessageSequence()
         absent.append("leaderMessageSequence")
     return LeaderSyncStateQueryResponse(
-        leader_message_sequence=leader_message_sequence,
+        leader_message_sequence=f_leader_message_sequence,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4203,14 +4599,16 @@ def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery, out: bytearray, tag: bytes)
 
 
 def _dec_LeaderSyncDataQuery(r: _b.BerReader, end: int | None, path: str) -> LeaderSyncDataQuery:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderSyncDataQuery(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -4233,27 +4631,30 @@ def _enc_LeaderSyncDataQueryResponse(
 def _dec_LeaderSyncDataQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeaderSyncDataQueryResponse:
-    r.enter(path)
-    leader_sync_data: LeaderAdvisory | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_leader_sync_data: LeaderAdvisory | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "leaderSyncData")
-            leader_sync_data = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "leaderSyncData")
+            f_leader_sync_data = _dec_child(
                 r, length, path + "." + "leaderSyncData", _dec_LeaderAdvisory
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if leader_sync_data is None:
-        leader_sync_data = LeaderAdvisory()
+    if f_leader_sync_data is None:
+        f_leader_sync_data = LeaderAdvisory()
         absent.append("leaderSyncData")
     return LeaderSyncDataQueryResponse(
-        leader_sync_data=leader_sync_data,
+        leader_sync_data=f_leader_sync_data,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4272,25 +4673,28 @@ def _enc_QueueAssignmentRequest(v: QueueAssignmentRequest, out: bytearray, tag: 
 def _dec_QueueAssignmentRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueAssignmentRequest:
-    r.enter(path)
-    queue_uri: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_queue_uri: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
-            queue_uri = r.read_str(length, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
+            f_queue_uri = r.read_str(length, path, "queueUri")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if queue_uri is None:
-        queue_uri = ""
+    if f_queue_uri is None:
+        f_queue_uri = ""
         absent.append("queueUri")
     return QueueAssignmentRequest(
-        queue_uri=queue_uri,
+        queue_uri=f_queue_uri,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4320,43 +4724,48 @@ def _enc_QueueUnassignmentRequest(v: QueueUnassignmentRequest, out: bytearray, t
 def _dec_QueueUnassignmentRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> QueueUnassignmentRequest:
-    r.enter(path)
-    queue_uri: str | None = None
-    partition_id: int | None = None
-    queue_key: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_queue_uri: str | None = None
+    f_partition_id: int | None = None
+    f_queue_key: bytes | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "queueUri")
-            queue_uri = r.read_str(length, path, "queueUri")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueUri")
+            f_queue_uri = r.read_str(length, path, "queueUri")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "queueKey")
-            queue_key = r.read_bytes(length, path, "queueKey")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "queueKey")
+            f_queue_key = r.read_bytes(length, path, "queueKey")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if queue_uri is None:
-        queue_uri = ""
+    if f_queue_uri is None:
+        f_queue_uri = ""
         absent.append("queueUri")
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if queue_key is None:
-        queue_key = b""
+    if f_queue_key is None:
+        f_queue_key = b""
         absent.append("queueKey")
     return QueueUnassignmentRequest(
-        queue_uri=queue_uri,
-        partition_id=partition_id,
-        queue_key=queue_key,
+        queue_uri=f_queue_uri,
+        partition_id=f_partition_id,
+        queue_key=f_queue_key,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4379,41 +4788,46 @@ def _enc_StorageSyncRequest(v: StorageSyncRequest, out: bytearray, tag: bytes) -
 
 
 def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> StorageSyncRequest:
-    r.enter(path)
-    partition_id: int | None = None
-    begin_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    end_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_begin_sync_point_offset_pair: SyncPointOffsetPair | None = None
+    f_end_sync_point_offset_pair: SyncPointOffsetPair | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "beginSyncPointOffsetPair")
-            begin_sync_point_offset_pair = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSyncPointOffsetPair")
+            f_begin_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "beginSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "endSyncPointOffsetPair")
-            end_sync_point_offset_pair = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSyncPointOffsetPair")
+            f_end_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "endSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
     return StorageSyncRequest(
-        partition_id=partition_id,
-        begin_sync_point_offset_pair=begin_sync_point_offset_pair,
-        end_sync_point_offset_pair=end_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        begin_sync_point_offset_pair=f_begin_sync_point_offset_pair,
+        end_sync_point_offset_pair=f_end_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4448,54 +4862,62 @@ def _enc_StorageSyncResponse(v: StorageSyncResponse, out: bytearray, tag: bytes)
 
 
 def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> StorageSyncResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    storage_sync_response_type: StorageSyncResponseType | None = None
-    begin_sync_point: SyncPoint | None = None
-    end_sync_point: SyncPoint | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_storage_sync_response_type: StorageSyncResponseType | None = None
+    f_begin_sync_point: SyncPoint | None = None
+    f_end_sync_point: SyncPoint | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "storageSyncResponseType")
-            storage_sync_response_type = r.read_enum(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "storageSyncResponseType")
+            f_storage_sync_response_type = r.read_enum(
                 length, StorageSyncResponseType, path, "storageSyncResponseType"
             )
 
         elif number == 2:
-            r.expect(cc, 0xA0, path, "beginSyncPoint")
-            begin_sync_point = _dec_child(r, length, path + "." + "beginSyncPoint", _dec_SyncPoint)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "beginSyncPoint")
+            f_begin_sync_point = _dec_child(
+                r, length, path + "." + "beginSyncPoint", _dec_SyncPoint
+            )
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "endSyncPoint")
-            end_sync_point = _dec_child(r, length, path + "." + "endSyncPoint", _dec_SyncPoint)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "endSyncPoint")
+            f_end_sync_point = _dec_child(r, length, path + "." + "endSyncPoint", _dec_SyncPoint)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if storage_sync_response_type is None:
-        storage_sync_response_type = StorageSyncResponseType.E_UNDEFINED
+    if f_storage_sync_response_type is None:
+        f_storage_sync_response_type = StorageSyncResponseType.E_UNDEFINED
         absent.append("storageSyncResponseType")
-    if begin_sync_point is None:
-        begin_sync_point = SyncPoint()
+    if f_begin_sync_point is None:
+        f_begin_sync_point = SyncPoint()
         absent.append("beginSyncPoint")
-    if end_sync_point is None:
-        end_sync_point = SyncPoint()
+    if f_end_sync_point is None:
+        f_end_sync_point = SyncPoint()
         absent.append("endSyncPoint")
     return StorageSyncResponse(
-        partition_id=partition_id,
-        storage_sync_response_type=storage_sync_response_type,
-        begin_sync_point=begin_sync_point,
-        end_sync_point=end_sync_point,
+        partition_id=f_partition_id,
+        storage_sync_response_type=f_storage_sync_response_type,
+        begin_sync_point=f_begin_sync_point,
+        end_sync_point=f_end_sync_point,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4521,25 +4943,28 @@ def _enc_PartitionSyncStateQuery(v: PartitionSyncStateQuery, out: bytearray, tag
 def _dec_PartitionSyncStateQuery(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncStateQuery:
-    r.enter(path)
-    partition_id: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = -1
+    if f_partition_id is None:
+        f_partition_id = -1
         absent.append("partitionId")
     return PartitionSyncStateQuery(
-        partition_id=partition_id,
+        partition_id=f_partition_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4591,54 +5016,60 @@ def _enc_PartitionSyncStateQueryResponse(
 def _dec_PartitionSyncStateQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncStateQueryResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    sequence_num: int | None = None
-    last_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_sequence_num: int | None = None
+    f_last_sync_point_offset_pair: SyncPointOffsetPair | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "sequenceNum")
-            sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sequenceNum")
+            f_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "sequenceNum")
 
         elif number == 3:
-            r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
-            last_sync_point_offset_pair = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
+            f_last_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "lastSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if sequence_num is None:
-        sequence_num = 0
+    if f_sequence_num is None:
+        f_sequence_num = 0
         absent.append("sequenceNum")
-    if last_sync_point_offset_pair is None:
-        last_sync_point_offset_pair = SyncPointOffsetPair()
+    if f_last_sync_point_offset_pair is None:
+        f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
     return PartitionSyncStateQueryResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        last_sync_point_offset_pair=last_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        last_sync_point_offset_pair=f_last_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4706,72 +5137,84 @@ def _enc_PartitionSyncDataQuery(v: PartitionSyncDataQuery, out: bytearray, tag: 
 def _dec_PartitionSyncDataQuery(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQuery:
-    r.enter(path)
-    partition_id: int | None = None
-    last_primary_lease_id: int | None = None
-    last_sequence_num: int | None = None
-    upto_primary_lease_id: int | None = None
-    upto_sequence_num: int | None = None
-    last_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_last_primary_lease_id: int | None = None
+    f_last_sequence_num: int | None = None
+    f_upto_primary_lease_id: int | None = None
+    f_upto_sequence_num: int | None = None
+    f_last_sync_point_offset_pair: SyncPointOffsetPair | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "lastPrimaryLeaseId")
-            last_primary_lease_id = r.read_int(length, 0, 4294967295, path, "lastPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lastPrimaryLeaseId")
+            f_last_primary_lease_id = r.read_int(length, 0, 4294967295, path, "lastPrimaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "lastSequenceNum")
-            last_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "lastSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lastSequenceNum")
+            f_last_sequence_num = r.read_int(
+                length, 0, 18446744073709551615, path, "lastSequenceNum"
+            )
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "uptoPrimaryLeaseId")
-            upto_primary_lease_id = r.read_int(length, 0, 4294967295, path, "uptoPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uptoPrimaryLeaseId")
+            f_upto_primary_lease_id = r.read_int(length, 0, 4294967295, path, "uptoPrimaryLeaseId")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "uptoSequenceNum")
-            upto_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "uptoSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "uptoSequenceNum")
+            f_upto_sequence_num = r.read_int(
+                length, 0, 18446744073709551615, path, "uptoSequenceNum"
+            )
 
         elif number == 5:
-            r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
-            last_sync_point_offset_pair = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "lastSyncPointOffsetPair")
+            f_last_sync_point_offset_pair = _dec_child(
                 r, length, path + "." + "lastSyncPointOffsetPair", _dec_SyncPointOffsetPair
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if last_primary_lease_id is None:
-        last_primary_lease_id = 0
+    if f_last_primary_lease_id is None:
+        f_last_primary_lease_id = 0
         absent.append("lastPrimaryLeaseId")
-    if last_sequence_num is None:
-        last_sequence_num = 0
+    if f_last_sequence_num is None:
+        f_last_sequence_num = 0
         absent.append("lastSequenceNum")
-    if upto_primary_lease_id is None:
-        upto_primary_lease_id = 0
+    if f_upto_primary_lease_id is None:
+        f_upto_primary_lease_id = 0
         absent.append("uptoPrimaryLeaseId")
-    if upto_sequence_num is None:
-        upto_sequence_num = 0
+    if f_upto_sequence_num is None:
+        f_upto_sequence_num = 0
         absent.append("uptoSequenceNum")
-    if last_sync_point_offset_pair is None:
-        last_sync_point_offset_pair = SyncPointOffsetPair()
+    if f_last_sync_point_offset_pair is None:
+        f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
     return PartitionSyncDataQuery(
-        partition_id=partition_id,
-        last_primary_lease_id=last_primary_lease_id,
-        last_sequence_num=last_sequence_num,
-        upto_primary_lease_id=upto_primary_lease_id,
-        upto_sequence_num=upto_sequence_num,
-        last_sync_point_offset_pair=last_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        last_primary_lease_id=f_last_primary_lease_id,
+        last_sequence_num=f_last_sequence_num,
+        upto_primary_lease_id=f_upto_primary_lease_id,
+        upto_sequence_num=f_upto_sequence_num,
+        last_sync_point_offset_pair=f_last_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4817,43 +5260,48 @@ def _enc_PartitionSyncDataQueryResponse(
 def _dec_PartitionSyncDataQueryResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQueryResponse:
-    r.enter(path)
-    partition_id: int | None = None
-    end_primary_lease_id: int | None = None
-    end_sequence_num: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_end_primary_lease_id: int | None = None
+    f_end_sequence_num: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "endPrimaryLeaseId")
-            end_primary_lease_id = r.read_int(length, 0, 4294967295, path, "endPrimaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "endPrimaryLeaseId")
+            f_end_primary_lease_id = r.read_int(length, 0, 4294967295, path, "endPrimaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "endSequenceNum")
-            end_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "endSequenceNum")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "endSequenceNum")
+            f_end_sequence_num = r.read_int(length, 0, 18446744073709551615, path, "endSequenceNum")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if end_primary_lease_id is None:
-        end_primary_lease_id = 0
+    if f_end_primary_lease_id is None:
+        f_end_primary_lease_id = 0
         absent.append("endPrimaryLeaseId")
-    if end_sequence_num is None:
-        end_sequence_num = 0
+    if f_end_sequence_num is None:
+        f_end_sequence_num = 0
         absent.append("endSequenceNum")
     return PartitionSyncDataQueryResponse(
-        partition_id=partition_id,
-        end_primary_lease_id=end_primary_lease_id,
-        end_sequence_num=end_sequence_num,
+        partition_id=f_partition_id,
+        end_primary_lease_id=f_end_primary_lease_id,
+        end_sequence_num=f_end_sequence_num,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4883,34 +5331,38 @@ def _enc_PartitionSyncDataQueryStatus(
 def _dec_PartitionSyncDataQueryStatus(
     r: _b.BerReader, end: int | None, path: str
 ) -> PartitionSyncDataQueryStatus:
-    r.enter(path)
-    partition_id: int | None = None
-    status: Status | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_status: Status | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "status")
-            status = _dec_child(r, length, path + "." + "status", _dec_Status)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "status")
+            f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if status is None:
-        status = Status()
+    if f_status is None:
+        f_status = Status()
         absent.append("status")
     return PartitionSyncDataQueryStatus(
-        partition_id=partition_id,
-        status=status,
+        partition_id=f_partition_id,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4942,43 +5394,48 @@ def _enc_PrimaryStatusAdvisory(v: PrimaryStatusAdvisory, out: bytearray, tag: by
 def _dec_PrimaryStatusAdvisory(
     r: _b.BerReader, end: int | None, path: str
 ) -> PrimaryStatusAdvisory:
-    r.enter(path)
-    partition_id: int | None = None
-    primary_lease_id: int | None = None
-    status: PrimaryStatus | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_partition_id: int | None = None
+    f_primary_lease_id: int | None = None
+    f_status: PrimaryStatus | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "partitionId")
-            partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "partitionId")
+            f_partition_id = r.read_int(length, -2147483648, 2147483647, path, "partitionId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "primaryLeaseId")
-            primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "primaryLeaseId")
+            f_primary_lease_id = r.read_int(length, 0, 4294967295, path, "primaryLeaseId")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "status")
-            status = r.read_enum(length, PrimaryStatus, path, "status")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "status")
+            f_status = r.read_enum(length, PrimaryStatus, path, "status")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if partition_id is None:
-        partition_id = 0
+    if f_partition_id is None:
+        f_partition_id = 0
         absent.append("partitionId")
-    if primary_lease_id is None:
-        primary_lease_id = 0
+    if f_primary_lease_id is None:
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    if status is None:
-        status = PrimaryStatus.E_UNDEFINED
+    if f_status is None:
+        f_status = PrimaryStatus.E_UNDEFINED
         absent.append("status")
     return PrimaryStatusAdvisory(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        status=status,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4997,34 +5454,38 @@ def _enc_StopRequest(v: StopRequest, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest:
-    r.enter(path)
-    cluster_name: str | None = None
-    version: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_cluster_name: str | None = None
+    f_version: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "version")
-            version = r.read_int(length, -2147483648, 2147483647, path, "version")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "version")
+            f_version = r.read_int(length, -2147483648, 2147483647, path, "version")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
-    if version is None:
-        version = 1
+    if f_version is None:
+        f_version = 1
         absent.append("version")
     return StopRequest(
-        cluster_name=cluster_name,
-        version=version,
+        cluster_name=f_cluster_name,
+        version=f_version,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5041,25 +5502,28 @@ def _enc_StopResponse(v: StopResponse, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopResponse:
-    r.enter(path)
-    cluster_name: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_cluster_name: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
     return StopResponse(
-        cluster_name=cluster_name,
+        cluster_name=f_cluster_name,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5067,7 +5531,16 @@ def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopRespon
 def _enc_ElectorMessage(v: ElectorMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, ElectorMessage):
         raise EncodeError(f"expected a ElectorMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.election_proposal is not None) + (v.election_response is not None) + (
+        v.leader_heartbeat is not None
+    ) + (v.elector_node_status is not None) + (v.heartbeat_response is not None) + (
+        v.scouting_request is not None
+    ) + (
+        v.scouting_response is not None
+    ) + (
+        v.leadership_cession_notification is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80"
     absent = v._absent
@@ -5105,76 +5578,88 @@ def _enc_ElectorMessage(v: ElectorMessage, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorMessage:
-    r.enter(path)
-    term: int | None = None
-    election_proposal: ElectionProposal | None = None
-    election_response: ElectionResponse | None = None
-    leader_heartbeat: LeaderHeartbeat | None = None
-    elector_node_status: ElectorNodeStatus | None = None
-    heartbeat_response: HeartbeatResponse | None = None
-    scouting_request: ScoutingRequest | None = None
-    scouting_response: ScoutingResponse | None = None
-    leadership_cession_notification: LeadershipCessionNotification | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_term: int | None = None
+    f_election_proposal: ElectionProposal | None = None
+    f_election_response: ElectionResponse | None = None
+    f_leader_heartbeat: LeaderHeartbeat | None = None
+    f_elector_node_status: ElectorNodeStatus | None = None
+    f_heartbeat_response: HeartbeatResponse | None = None
+    f_scouting_request: ScoutingRequest | None = None
+    f_scouting_response: ScoutingResponse | None = None
+    f_leadership_cession_notification: LeadershipCessionNotification | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "term")
-            term = r.read_int(length, 0, 18446744073709551615, path, "term")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "term")
+            f_term = r.read_int(length, 0, 18446744073709551615, path, "term")
 
         elif number == 1:
-            r.expect(cc, 0xA0, path, "choice")
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "choice")
             inner_end = r.child_end(length)
-            while r.more(inner_end, path):
-                cc, number, length = r.header(inner_end, path)
+            while (h := r.next(inner_end, path)) is not None:
+                cc, number, length = h
                 if cc & 0xC0 != 0x80:
                     r.skip(cc, length, path)
                 elif number == 0:
-                    r.expect(cc, 0xA0, path, "electionProposal")
-                    election_proposal = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electionProposal")
+                    f_election_proposal = _dec_child(
                         r, length, path + "." + "electionProposal", _dec_ElectionProposal
                     )
 
                 elif number == 1:
-                    r.expect(cc, 0xA0, path, "electionResponse")
-                    election_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electionResponse")
+                    f_election_response = _dec_child(
                         r, length, path + "." + "electionResponse", _dec_ElectionResponse
                     )
 
                 elif number == 2:
-                    r.expect(cc, 0xA0, path, "leaderHeartbeat")
-                    leader_heartbeat = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leaderHeartbeat")
+                    f_leader_heartbeat = _dec_child(
                         r, length, path + "." + "leaderHeartbeat", _dec_LeaderHeartbeat
                     )
 
                 elif number == 3:
-                    r.expect(cc, 0xA0, path, "electorNodeStatus")
-                    elector_node_status = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "electorNodeStatus")
+                    f_elector_node_status = _dec_child(
                         r, length, path + "." + "electorNodeStatus", _dec_ElectorNodeStatus
                     )
 
                 elif number == 4:
-                    r.expect(cc, 0xA0, path, "heartbeatResponse")
-                    heartbeat_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "heartbeatResponse")
+                    f_heartbeat_response = _dec_child(
                         r, length, path + "." + "heartbeatResponse", _dec_HeartbeatResponse
                     )
 
                 elif number == 5:
-                    r.expect(cc, 0xA0, path, "scoutingRequest")
-                    scouting_request = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "scoutingRequest")
+                    f_scouting_request = _dec_child(
                         r, length, path + "." + "scoutingRequest", _dec_ScoutingRequest
                     )
 
                 elif number == 6:
-                    r.expect(cc, 0xA0, path, "scoutingResponse")
-                    scouting_response = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "scoutingResponse")
+                    f_scouting_response = _dec_child(
                         r, length, path + "." + "scoutingResponse", _dec_ScoutingResponse
                     )
 
                 elif number == 7:
-                    r.expect(cc, 0xA0, path, "leadershipCessionNotification")
-                    leadership_cession_notification = _dec_child(
+                    if cc != 0xA0:
+                        r.expect(cc, 0xA0, path, "leadershipCessionNotification")
+                    f_leadership_cession_notification = _dec_child(
                         r,
                         length,
                         path + "." + "leadershipCessionNotification",
@@ -5186,16 +5671,16 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
             r.close(inner_end, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (election_proposal is not None)
-        + (election_response is not None)
-        + (leader_heartbeat is not None)
-        + (elector_node_status is not None)
-        + (heartbeat_response is not None)
-        + (scouting_request is not None)
-        + (scouting_response is not None)
-        + (leadership_cession_notification is not None)
+        (f_election_proposal is not None)
+        + (f_election_response is not None)
+        + (f_leader_heartbeat is not None)
+        + (f_elector_node_status is not None)
+        + (f_heartbeat_response is not None)
+        + (f_scouting_request is not None)
+        + (f_scouting_response is not None)
+        + (f_leadership_cession_notification is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -5205,19 +5690,19 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
             path=path,
         )
     absent: list[str] = []
-    if term is None:
-        term = 0
+    if f_term is None:
+        f_term = 0
         absent.append("term")
     return ElectorMessage(
-        term=term,
-        election_proposal=election_proposal,
-        election_response=election_response,
-        leader_heartbeat=leader_heartbeat,
-        elector_node_status=elector_node_status,
-        heartbeat_response=heartbeat_response,
-        scouting_request=scouting_request,
-        scouting_response=scouting_response,
-        leadership_cession_notification=leadership_cession_notification,
+        term=f_term,
+        election_proposal=f_election_proposal,
+        election_response=f_election_response,
+        leader_heartbeat=f_leader_heartbeat,
+        elector_node_status=f_elector_node_status,
+        heartbeat_response=f_heartbeat_response,
+        scouting_request=f_scouting_request,
+        scouting_response=f_scouting_response,
+        leadership_cession_notification=f_leadership_cession_notification,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5232,14 +5717,16 @@ def _enc_ElectionProposal(v: ElectionProposal, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ElectionProposal(r: _b.BerReader, end: int | None, path: str) -> ElectionProposal:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ElectionProposal(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5256,14 +5743,16 @@ def _enc_ElectionResponse(v: ElectionResponse, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ElectionResponse(r: _b.BerReader, end: int | None, path: str) -> ElectionResponse:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ElectionResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5284,14 +5773,16 @@ def _enc_LeadershipCessionNotification(
 def _dec_LeadershipCessionNotification(
     r: _b.BerReader, end: int | None, path: str
 ) -> LeadershipCessionNotification:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeadershipCessionNotification(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5308,14 +5799,16 @@ def _enc_LeaderHeartbeat(v: LeaderHeartbeat, out: bytearray, tag: bytes) -> None
 
 
 def _dec_LeaderHeartbeat(r: _b.BerReader, end: int | None, path: str) -> LeaderHeartbeat:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return LeaderHeartbeat(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5334,25 +5827,28 @@ def _enc_ElectorNodeStatus(v: ElectorNodeStatus, out: bytearray, tag: bytes) -> 
 
 
 def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> ElectorNodeStatus:
-    r.enter(path)
-    is_available: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_is_available: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "isAvailable")
-            is_available = r.read_bool(length, path, "isAvailable")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isAvailable")
+            f_is_available = r.read_bool(length, path, "isAvailable")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if is_available is None:
-        is_available = False
+    if f_is_available is None:
+        f_is_available = False
         absent.append("isAvailable")
     return ElectorNodeStatus(
-        is_available=is_available,
+        is_available=f_is_available,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5367,14 +5863,16 @@ def _enc_HeartbeatResponse(v: HeartbeatResponse, out: bytearray, tag: bytes) -> 
 
 
 def _dec_HeartbeatResponse(r: _b.BerReader, end: int | None, path: str) -> HeartbeatResponse:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return HeartbeatResponse(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5391,14 +5889,16 @@ def _enc_ScoutingRequest(v: ScoutingRequest, out: bytearray, tag: bytes) -> None
 
 
 def _dec_ScoutingRequest(r: _b.BerReader, end: int | None, path: str) -> ScoutingRequest:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return ScoutingRequest(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5417,25 +5917,28 @@ def _enc_ScoutingResponse(v: ScoutingResponse, out: bytearray, tag: bytes) -> No
 
 
 def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> ScoutingResponse:
-    r.enter(path)
-    will_vote: bool | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_will_vote: bool | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "willVote")
-            will_vote = r.read_bool(length, path, "willVote")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "willVote")
+            f_will_vote = r.read_bool(length, path, "willVote")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if will_vote is None:
-        will_vote = False
+    if f_will_vote is None:
+        f_will_vote = False
         absent.append("willVote")
     return ScoutingResponse(
-        will_vote=will_vote,
+        will_vote=f_will_vote,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5463,43 +5966,50 @@ def _enc_DumpMessages(v: DumpMessages, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessages:
-    r.enter(path)
-    msg_type_to_dump: DumpMsgType | None = None
-    dump_action_type: DumpActionType | None = None
-    dump_action_value: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_msg_type_to_dump: DumpMsgType | None = None
+    f_dump_action_type: DumpActionType | None = None
+    f_dump_action_value: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "msgTypeToDump")
-            msg_type_to_dump = r.read_enum(length, DumpMsgType, path, "msgTypeToDump")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "msgTypeToDump")
+            f_msg_type_to_dump = r.read_enum(length, DumpMsgType, path, "msgTypeToDump")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "dumpActionType")
-            dump_action_type = r.read_enum(length, DumpActionType, path, "dumpActionType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dumpActionType")
+            f_dump_action_type = r.read_enum(length, DumpActionType, path, "dumpActionType")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "dumpActionValue")
-            dump_action_value = r.read_int(length, -2147483648, 2147483647, path, "dumpActionValue")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "dumpActionValue")
+            f_dump_action_value = r.read_int(
+                length, -2147483648, 2147483647, path, "dumpActionValue"
+            )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if msg_type_to_dump is None:
-        msg_type_to_dump = DumpMsgType.E_INCOMING
+    if f_msg_type_to_dump is None:
+        f_msg_type_to_dump = DumpMsgType.E_INCOMING
         absent.append("msgTypeToDump")
-    if dump_action_type is None:
-        dump_action_type = DumpActionType.E_ON
+    if f_dump_action_type is None:
+        f_dump_action_type = DumpActionType.E_ON
         absent.append("dumpActionType")
-    if dump_action_value is None:
-        dump_action_value = 0
+    if f_dump_action_value is None:
+        f_dump_action_value = 0
         absent.append("dumpActionValue")
     return DumpMessages(
-        msg_type_to_dump=msg_type_to_dump,
-        dump_action_type=dump_action_type,
-        dump_action_value=dump_action_value,
+        msg_type_to_dump=f_msg_type_to_dump,
+        dump_action_type=f_dump_action_type,
+        dump_action_value=f_dump_action_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5507,7 +6017,10 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
 def _enc_NegotiationMessage(v: NegotiationMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, NegotiationMessage):
         raise EncodeError(f"expected a NegotiationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.client_identity is not None) + (v.broker_response is not None) + (
+        v.place_holder is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.client_identity is not None:
@@ -5520,42 +6033,49 @@ def _enc_NegotiationMessage(v: NegotiationMessage, out: bytearray, tag: bytes) -
 
 
 def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> NegotiationMessage:
-    r.enter(path)
-    client_identity: ClientIdentity | None = None
-    broker_response: BrokerResponse | None = None
-    place_holder: DummyType | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_client_identity: ClientIdentity | None = None
+    f_broker_response: BrokerResponse | None = None
+    f_place_holder: DummyType | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "clientIdentity")
-                client_identity = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "clientIdentity")
+                f_client_identity = _dec_child(
                     r, length, path + "." + "clientIdentity", _dec_ClientIdentity
                 )
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "brokerResponse")
-                broker_response = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "brokerResponse")
+                f_broker_response = _dec_child(
                     r, length, path + "." + "brokerResponse", _dec_BrokerResponse
                 )
 
             elif number == 2:
-                r.expect(cc, 0xA0, path, "placeHolder")
-                place_holder = _dec_child(r, length, path + "." + "placeHolder", _dec_DummyType)
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "placeHolder")
+                f_place_holder = _dec_child(r, length, path + "." + "placeHolder", _dec_DummyType)
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
+    r.depth -= 1
     chosen = (
-        (client_identity is not None) + (broker_response is not None) + (place_holder is not None)
+        (f_client_identity is not None)
+        + (f_broker_response is not None)
+        + (f_place_holder is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -5565,9 +6085,9 @@ def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> Nego
             path=path,
         )
     return NegotiationMessage(
-        client_identity=client_identity,
-        broker_response=broker_response,
-        place_holder=place_holder,
+        client_identity=f_client_identity,
+        broker_response=f_broker_response,
+        place_holder=f_place_holder,
     )
 
 
@@ -5592,36 +6112,40 @@ def _enc_GuidInfo(v: GuidInfo, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
-    r.enter(path)
-    client_id: str | None = None
-    nano_seconds_from_epoch: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_client_id: str | None = None
+    f_nano_seconds_from_epoch: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "clientId")
-            client_id = r.read_str(length, path, "clientId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientId")
+            f_client_id = r.read_str(length, path, "clientId")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "nanoSecondsFromEpoch")
-            nano_seconds_from_epoch = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "nanoSecondsFromEpoch")
+            f_nano_seconds_from_epoch = r.read_int(
                 length, -9223372036854775808, 9223372036854775807, path, "nanoSecondsFromEpoch"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if client_id is None:
-        client_id = ""
+    if f_client_id is None:
+        f_client_id = ""
         absent.append("clientId")
-    if nano_seconds_from_epoch is None:
-        nano_seconds_from_epoch = 0
+    if f_nano_seconds_from_epoch is None:
+        f_nano_seconds_from_epoch = 0
         absent.append("nanoSecondsFromEpoch")
     return GuidInfo(
-        client_id=client_id,
-        nano_seconds_from_epoch=nano_seconds_from_epoch,
+        client_id=f_client_id,
+        nano_seconds_from_epoch=f_nano_seconds_from_epoch,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5673,133 +6197,150 @@ def _enc_ClientIdentity(v: ClientIdentity, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientIdentity:
-    r.enter(path)
-    protocol_version: int | None = None
-    sdk_version: int | None = None
-    client_type: ClientType | None = None
-    process_name: str | None = None
-    pid: int | None = None
-    session_id: int | None = None
-    host_name: str | None = None
-    features: str | None = None
-    cluster_name: str | None = None
-    cluster_node_id: int | None = None
-    sdk_language: ClientLanguage | None = None
-    guid_info: GuidInfo | None = None
-    user_agent: str | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_protocol_version: int | None = None
+    f_sdk_version: int | None = None
+    f_client_type: ClientType | None = None
+    f_process_name: str | None = None
+    f_pid: int | None = None
+    f_session_id: int | None = None
+    f_host_name: str | None = None
+    f_features: str | None = None
+    f_cluster_name: str | None = None
+    f_cluster_node_id: int | None = None
+    f_sdk_language: ClientLanguage | None = None
+    f_guid_info: GuidInfo | None = None
+    f_user_agent: str | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "protocolVersion")
-            protocol_version = r.read_int(length, -2147483648, 2147483647, path, "protocolVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "protocolVersion")
+            f_protocol_version = r.read_int(
+                length, -2147483648, 2147483647, path, "protocolVersion"
+            )
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "sdkVersion")
-            sdk_version = r.read_int(length, -2147483648, 2147483647, path, "sdkVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sdkVersion")
+            f_sdk_version = r.read_int(length, -2147483648, 2147483647, path, "sdkVersion")
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "clientType")
-            client_type = r.read_enum(length, ClientType, path, "clientType")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clientType")
+            f_client_type = r.read_enum(length, ClientType, path, "clientType")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "processName")
-            process_name = r.read_str(length, path, "processName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "processName")
+            f_process_name = r.read_str(length, path, "processName")
 
         elif number == 4:
-            r.expect(cc, 0x80, path, "pid")
-            pid = r.read_int(length, -2147483648, 2147483647, path, "pid")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "pid")
+            f_pid = r.read_int(length, -2147483648, 2147483647, path, "pid")
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "sessionId")
-            session_id = r.read_int(length, -2147483648, 2147483647, path, "sessionId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sessionId")
+            f_session_id = r.read_int(length, -2147483648, 2147483647, path, "sessionId")
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "hostName")
-            host_name = r.read_str(length, path, "hostName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "hostName")
+            f_host_name = r.read_str(length, path, "hostName")
 
         elif number == 7:
-            r.expect(cc, 0x80, path, "features")
-            features = r.read_str(length, path, "features")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "features")
+            f_features = r.read_str(length, path, "features")
 
         elif number == 8:
-            r.expect(cc, 0x80, path, "clusterName")
-            cluster_name = r.read_str(length, path, "clusterName")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterName")
+            f_cluster_name = r.read_str(length, path, "clusterName")
 
         elif number == 9:
-            r.expect(cc, 0x80, path, "clusterNodeId")
-            cluster_node_id = r.read_int(length, -2147483648, 2147483647, path, "clusterNodeId")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "clusterNodeId")
+            f_cluster_node_id = r.read_int(length, -2147483648, 2147483647, path, "clusterNodeId")
 
         elif number == 10:
-            r.expect(cc, 0x80, path, "sdkLanguage")
-            sdk_language = r.read_enum(length, ClientLanguage, path, "sdkLanguage")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "sdkLanguage")
+            f_sdk_language = r.read_enum(length, ClientLanguage, path, "sdkLanguage")
 
         elif number == 11:
-            r.expect(cc, 0xA0, path, "guidInfo")
-            guid_info = _dec_child(r, length, path + "." + "guidInfo", _dec_GuidInfo)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "guidInfo")
+            f_guid_info = _dec_child(r, length, path + "." + "guidInfo", _dec_GuidInfo)
 
         elif number == 12:
-            r.expect(cc, 0x80, path, "userAgent")
-            user_agent = r.read_str(length, path, "userAgent")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "userAgent")
+            f_user_agent = r.read_str(length, path, "userAgent")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if protocol_version is None:
-        protocol_version = 0
+    if f_protocol_version is None:
+        f_protocol_version = 0
         absent.append("protocolVersion")
-    if sdk_version is None:
-        sdk_version = 999999
+    if f_sdk_version is None:
+        f_sdk_version = 999999
         absent.append("sdkVersion")
-    if client_type is None:
-        client_type = ClientType.E_UNKNOWN
+    if f_client_type is None:
+        f_client_type = ClientType.E_UNKNOWN
         absent.append("clientType")
-    if process_name is None:
-        process_name = ""
+    if f_process_name is None:
+        f_process_name = ""
         absent.append("processName")
-    if pid is None:
-        pid = 0
+    if f_pid is None:
+        f_pid = 0
         absent.append("pid")
-    if session_id is None:
-        session_id = 1
+    if f_session_id is None:
+        f_session_id = 1
         absent.append("sessionId")
-    if host_name is None:
-        host_name = ""
+    if f_host_name is None:
+        f_host_name = ""
         absent.append("hostName")
-    if features is None:
-        features = ""
+    if f_features is None:
+        f_features = ""
         absent.append("features")
-    if cluster_name is None:
-        cluster_name = ""
+    if f_cluster_name is None:
+        f_cluster_name = ""
         absent.append("clusterName")
-    if cluster_node_id is None:
-        cluster_node_id = -1
+    if f_cluster_node_id is None:
+        f_cluster_node_id = -1
         absent.append("clusterNodeId")
-    if sdk_language is None:
-        sdk_language = ClientLanguage.E_CPP
+    if f_sdk_language is None:
+        f_sdk_language = ClientLanguage.E_CPP
         absent.append("sdkLanguage")
-    if guid_info is None:
-        guid_info = GuidInfo()
+    if f_guid_info is None:
+        f_guid_info = GuidInfo()
         absent.append("guidInfo")
-    if user_agent is None:
-        user_agent = ""
+    if f_user_agent is None:
+        f_user_agent = ""
         absent.append("userAgent")
     return ClientIdentity(
-        protocol_version=protocol_version,
-        sdk_version=sdk_version,
-        client_type=client_type,
-        process_name=process_name,
-        pid=pid,
-        session_id=session_id,
-        host_name=host_name,
-        features=features,
-        cluster_name=cluster_name,
-        cluster_node_id=cluster_node_id,
-        sdk_language=sdk_language,
-        guid_info=guid_info,
-        user_agent=user_agent,
+        protocol_version=f_protocol_version,
+        sdk_version=f_sdk_version,
+        client_type=f_client_type,
+        process_name=f_process_name,
+        pid=f_pid,
+        session_id=f_session_id,
+        host_name=f_host_name,
+        features=f_features,
+        cluster_name=f_cluster_name,
+        cluster_node_id=f_cluster_node_id,
+        sdk_language=f_sdk_language,
+        guid_info=f_guid_info,
+        user_agent=f_user_agent,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5851,85 +6392,96 @@ def _enc_BrokerResponse(v: BrokerResponse, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerResponse:
-    r.enter(path)
-    result: Status | None = None
-    protocol_version: int | None = None
-    broker_version: int | None = None
-    is_deprecated_sdk: bool | None = None
-    broker_identity: ClientIdentity | None = None
-    heartbeat_interval_ms: int | None = None
-    max_missed_heartbeats: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_result: Status | None = None
+    f_protocol_version: int | None = None
+    f_broker_version: int | None = None
+    f_is_deprecated_sdk: bool | None = None
+    f_broker_identity: ClientIdentity | None = None
+    f_heartbeat_interval_ms: int | None = None
+    f_max_missed_heartbeats: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "result")
-            result = _dec_child(r, length, path + "." + "result", _dec_Status)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "result")
+            f_result = _dec_child(r, length, path + "." + "result", _dec_Status)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "protocolVersion")
-            protocol_version = r.read_int(length, -2147483648, 2147483647, path, "protocolVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "protocolVersion")
+            f_protocol_version = r.read_int(
+                length, -2147483648, 2147483647, path, "protocolVersion"
+            )
 
         elif number == 2:
-            r.expect(cc, 0x80, path, "brokerVersion")
-            broker_version = r.read_int(length, -2147483648, 2147483647, path, "brokerVersion")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "brokerVersion")
+            f_broker_version = r.read_int(length, -2147483648, 2147483647, path, "brokerVersion")
 
         elif number == 3:
-            r.expect(cc, 0x80, path, "isDeprecatedSdk")
-            is_deprecated_sdk = r.read_bool(length, path, "isDeprecatedSdk")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "isDeprecatedSdk")
+            f_is_deprecated_sdk = r.read_bool(length, path, "isDeprecatedSdk")
 
         elif number == 4:
-            r.expect(cc, 0xA0, path, "brokerIdentity")
-            broker_identity = _dec_child(
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "brokerIdentity")
+            f_broker_identity = _dec_child(
                 r, length, path + "." + "brokerIdentity", _dec_ClientIdentity
             )
 
         elif number == 5:
-            r.expect(cc, 0x80, path, "heartbeatIntervalMs")
-            heartbeat_interval_ms = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "heartbeatIntervalMs")
+            f_heartbeat_interval_ms = r.read_int(
                 length, -2147483648, 2147483647, path, "heartbeatIntervalMs"
             )
 
         elif number == 6:
-            r.expect(cc, 0x80, path, "maxMissedHeartbeats")
-            max_missed_heartbeats = r.read_int(
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "maxMissedHeartbeats")
+            f_max_missed_heartbeats = r.read_int(
                 length, -2147483648, 2147483647, path, "maxMissedHeartbeats"
             )
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if result is None:
-        result = Status()
+    if f_result is None:
+        f_result = Status()
         absent.append("result")
-    if protocol_version is None:
-        protocol_version = 0
+    if f_protocol_version is None:
+        f_protocol_version = 0
         absent.append("protocolVersion")
-    if broker_version is None:
-        broker_version = 0
+    if f_broker_version is None:
+        f_broker_version = 0
         absent.append("brokerVersion")
-    if is_deprecated_sdk is None:
-        is_deprecated_sdk = False
+    if f_is_deprecated_sdk is None:
+        f_is_deprecated_sdk = False
         absent.append("isDeprecatedSdk")
-    if broker_identity is None:
-        broker_identity = ClientIdentity()
+    if f_broker_identity is None:
+        f_broker_identity = ClientIdentity()
         absent.append("brokerIdentity")
-    if heartbeat_interval_ms is None:
-        heartbeat_interval_ms = 3000
+    if f_heartbeat_interval_ms is None:
+        f_heartbeat_interval_ms = 3000
         absent.append("heartbeatIntervalMs")
-    if max_missed_heartbeats is None:
-        max_missed_heartbeats = 10
+    if f_max_missed_heartbeats is None:
+        f_max_missed_heartbeats = 10
         absent.append("maxMissedHeartbeats")
     return BrokerResponse(
-        result=result,
-        protocol_version=protocol_version,
-        broker_version=broker_version,
-        is_deprecated_sdk=is_deprecated_sdk,
-        broker_identity=broker_identity,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        max_missed_heartbeats=max_missed_heartbeats,
+        result=f_result,
+        protocol_version=f_protocol_version,
+        broker_version=f_broker_version,
+        is_deprecated_sdk=f_is_deprecated_sdk,
+        broker_identity=f_broker_identity,
+        heartbeat_interval_ms=f_heartbeat_interval_ms,
+        max_missed_heartbeats=f_max_missed_heartbeats,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -5944,14 +6496,16 @@ def _enc_DummyType(v: DummyType, out: bytearray, tag: bytes) -> None:
 
 
 def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
-    r.enter(path)
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
     return DummyType(
         _absent=frozenset(absent) if absent else _NO_ABSENT,
@@ -5961,7 +6515,8 @@ def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
 def _enc_AuthenticationMessage(v: AuthenticationMessage, out: bytearray, tag: bytes) -> None:
     if not isinstance(v, AuthenticationMessage):
         raise EncodeError(f"expected a AuthenticationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.authentication_request is not None) + (v.authentication_response is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out += tag
     out += b"\x80\xa0\x80"  # a named choice: its selection inside an extra [0] (X.694 20.4)
     if v.authentication_request is not None:
@@ -5974,36 +6529,40 @@ def _enc_AuthenticationMessage(v: AuthenticationMessage, out: bytearray, tag: by
 def _dec_AuthenticationMessage(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationMessage:
-    r.enter(path)
-    authentication_request: AuthenticationRequest | None = None
-    authentication_response: AuthenticationResponse | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_authentication_request: AuthenticationRequest | None = None
+    f_authentication_response: AuthenticationResponse | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc != 0xA0 or number != 0:
             r.skip(cc, length, path)
             continue
         inner_end = r.child_end(length)
-        while r.more(inner_end, path):
-            cc, number, length = r.header(inner_end, path)
+        while (h := r.next(inner_end, path)) is not None:
+            cc, number, length = h
             if cc & 0xC0 != 0x80:
                 r.skip(cc, length, path)
             elif number == 0:
-                r.expect(cc, 0xA0, path, "authenticationRequest")
-                authentication_request = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "authenticationRequest")
+                f_authentication_request = _dec_child(
                     r, length, path + "." + "authenticationRequest", _dec_AuthenticationRequest
                 )
 
             elif number == 1:
-                r.expect(cc, 0xA0, path, "authenticationResponse")
-                authentication_response = _dec_child(
+                if cc != 0xA0:
+                    r.expect(cc, 0xA0, path, "authenticationResponse")
+                f_authentication_response = _dec_child(
                     r, length, path + "." + "authenticationResponse", _dec_AuthenticationResponse
                 )
 
             else:
                 r.skip(cc, length, path)
         r.close(inner_end, path)
-    r.leave()
-    chosen = (authentication_request is not None) + (authentication_response is not None)
+    r.depth -= 1
+    chosen = (f_authentication_request is not None) + (f_authentication_response is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -6012,8 +6571,8 @@ def _dec_AuthenticationMessage(
             path=path,
         )
     return AuthenticationMessage(
-        authentication_request=authentication_request,
-        authentication_response=authentication_response,
+        authentication_request=f_authentication_request,
+        authentication_response=f_authentication_response,
     )
 
 
@@ -6033,31 +6592,35 @@ def _enc_AuthenticationRequest(v: AuthenticationRequest, out: bytearray, tag: by
 def _dec_AuthenticationRequest(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationRequest:
-    r.enter(path)
-    mechanism: str | None = None
-    data: bytes | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_mechanism: str | None = None
+    f_data: bytes | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0x80, path, "mechanism")
-            mechanism = r.read_str(length, path, "mechanism")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "mechanism")
+            f_mechanism = r.read_str(length, path, "mechanism")
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "data")
-            data = r.read_bytes(length, path, "data")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "data")
+            f_data = r.read_bytes(length, path, "data")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if mechanism is None:
-        mechanism = ""
+    if f_mechanism is None:
+        f_mechanism = ""
         absent.append("mechanism")
     return AuthenticationRequest(
-        mechanism=mechanism,
-        data=data,
+        mechanism=f_mechanism,
+        data=f_data,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -6085,31 +6648,35 @@ def _enc_AuthenticationResponse(v: AuthenticationResponse, out: bytearray, tag: 
 def _dec_AuthenticationResponse(
     r: _b.BerReader, end: int | None, path: str
 ) -> AuthenticationResponse:
-    r.enter(path)
-    status: Status | None = None
-    lifetime_ms: int | None = None
-    while r.more(end, path):
-        cc, number, length = r.header(end, path)
+    r.depth += 1
+    if r.depth > _b.MAX_DEPTH:
+        r.enter(path)  # raises, saying so
+    f_status: Status | None = None
+    f_lifetime_ms: int | None = None
+    while (h := r.next(end, path)) is not None:
+        cc, number, length = h
         if cc & 0xC0 != 0x80:
             r.skip(cc, length, path)
         elif number == 0:
-            r.expect(cc, 0xA0, path, "status")
-            status = _dec_child(r, length, path + "." + "status", _dec_Status)
+            if cc != 0xA0:
+                r.expect(cc, 0xA0, path, "status")
+            f_status = _dec_child(r, length, path + "." + "status", _dec_Status)
 
         elif number == 1:
-            r.expect(cc, 0x80, path, "lifetimeMs")
-            lifetime_ms = r.read_int(length, 0, 18446744073709551615, path, "lifetimeMs")
+            if cc != 0x80:
+                r.expect(cc, 0x80, path, "lifetimeMs")
+            f_lifetime_ms = r.read_int(length, 0, 18446744073709551615, path, "lifetimeMs")
 
         else:
             r.skip(cc, length, path)
-    r.leave()
+    r.depth -= 1
     absent: list[str] = []
-    if status is None:
-        status = Status()
+    if f_status is None:
+        f_status = Status()
         absent.append("status")
     return AuthenticationResponse(
-        status=status,
-        lifetime_ms=lifetime_ms,
+        status=f_status,
+        lifetime_ms=f_lifetime_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -142,26 +142,26 @@ def _dec_Status(d: object, path: str, depth: int) -> Status:
     absent: list[str] = []
     x = o.get("category")
     if x is None:
-        category = StatusCategory.E_SUCCESS
+        f_category = StatusCategory.E_SUCCESS
         absent.append("category")
     else:
-        category = _j.dec_enum(x, StatusCategory, path, "category")
+        f_category = _j.dec_enum(x, StatusCategory, path, "category")
     x = o.get("code")
     if x is None:
-        code = 0
+        f_code = 0
         absent.append("code")
     else:
-        code = _j.dec_int(x, -2147483648, 2147483647, path, "code")
+        f_code = _j.dec_int(x, -2147483648, 2147483647, path, "code")
     x = o.get("message")
     if x is None:
-        message = ""
+        f_message = ""
         absent.append("message")
     else:
-        message = _j.dec_str(x, path, "message")
+        f_message = _j.dec_str(x, path, "message")
     return Status(
-        category=category,
-        code=code,
-        message=message,
+        category=f_category,
+        code=f_code,
+        message=f_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -169,7 +169,26 @@ def _dec_Status(d: object, path: str, depth: int) -> Status:
 def _enc_ControlMessage(v: ControlMessage) -> str:
     if not isinstance(v, ControlMessage):
         raise EncodeError(f"expected a ControlMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.status is not None) + (v.disconnect is not None) + (v.disconnect_response is not None) + (
+        v.admin_command is not None
+    ) + (v.admin_command_response is not None) + (v.cluster_message is not None) + (
+        v.open_queue is not None
+    ) + (
+        v.open_queue_response is not None
+    ) + (
+        v.close_queue is not None
+    ) + (
+        v.close_queue_response is not None
+    ) + (
+        v.configure_queue_stream is not None
+    ) + (
+        v.configure_queue_stream_response is not None
+    ) + (
+        v.configure_stream is not None
+    ) + (
+        v.configure_stream_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.r_id is not None:
@@ -214,55 +233,55 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("rId")
-    r_id = None if x is None else _j.dec_int(x, -2147483648, 2147483647, path, "rId")
+    f_r_id = None if x is None else _j.dec_int(x, -2147483648, 2147483647, path, "rId")
     x = o.get("status")
-    status = None if x is None else _dec_Status(x, path + "." + "status", depth + 1)
+    f_status = None if x is None else _dec_Status(x, path + "." + "status", depth + 1)
     x = o.get("disconnect")
-    disconnect = None if x is None else _dec_Disconnect(x, path + "." + "disconnect", depth + 1)
+    f_disconnect = None if x is None else _dec_Disconnect(x, path + "." + "disconnect", depth + 1)
     x = o.get("disconnectResponse")
-    disconnect_response = (
+    f_disconnect_response = (
         None
         if x is None
         else _dec_DisconnectResponse(x, path + "." + "disconnectResponse", depth + 1)
     )
     x = o.get("adminCommand")
-    admin_command = (
+    f_admin_command = (
         None if x is None else _dec_AdminCommand(x, path + "." + "adminCommand", depth + 1)
     )
     x = o.get("adminCommandResponse")
-    admin_command_response = (
+    f_admin_command_response = (
         None
         if x is None
         else _dec_AdminCommandResponse(x, path + "." + "adminCommandResponse", depth + 1)
     )
     x = o.get("clusterMessage")
-    cluster_message = (
+    f_cluster_message = (
         None if x is None else _dec_ClusterMessage(x, path + "." + "clusterMessage", depth + 1)
     )
     x = o.get("openQueue")
-    open_queue = None if x is None else _dec_OpenQueue(x, path + "." + "openQueue", depth + 1)
+    f_open_queue = None if x is None else _dec_OpenQueue(x, path + "." + "openQueue", depth + 1)
     x = o.get("openQueueResponse")
-    open_queue_response = (
+    f_open_queue_response = (
         None
         if x is None
         else _dec_OpenQueueResponse(x, path + "." + "openQueueResponse", depth + 1)
     )
     x = o.get("closeQueue")
-    close_queue = None if x is None else _dec_CloseQueue(x, path + "." + "closeQueue", depth + 1)
+    f_close_queue = None if x is None else _dec_CloseQueue(x, path + "." + "closeQueue", depth + 1)
     x = o.get("closeQueueResponse")
-    close_queue_response = (
+    f_close_queue_response = (
         None
         if x is None
         else _dec_CloseQueueResponse(x, path + "." + "closeQueueResponse", depth + 1)
     )
     x = o.get("configureQueueStream")
-    configure_queue_stream = (
+    f_configure_queue_stream = (
         None
         if x is None
         else _dec_ConfigureQueueStream(x, path + "." + "configureQueueStream", depth + 1)
     )
     x = o.get("configureQueueStreamResponse")
-    configure_queue_stream_response = (
+    f_configure_queue_stream_response = (
         None
         if x is None
         else _dec_ConfigureQueueStreamResponse(
@@ -270,30 +289,30 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
         )
     )
     x = o.get("configureStream")
-    configure_stream = (
+    f_configure_stream = (
         None if x is None else _dec_ConfigureStream(x, path + "." + "configureStream", depth + 1)
     )
     x = o.get("configureStreamResponse")
-    configure_stream_response = (
+    f_configure_stream_response = (
         None
         if x is None
         else _dec_ConfigureStreamResponse(x, path + "." + "configureStreamResponse", depth + 1)
     )
     chosen = (
-        (status is not None)
-        + (disconnect is not None)
-        + (disconnect_response is not None)
-        + (admin_command is not None)
-        + (admin_command_response is not None)
-        + (cluster_message is not None)
-        + (open_queue is not None)
-        + (open_queue_response is not None)
-        + (close_queue is not None)
-        + (close_queue_response is not None)
-        + (configure_queue_stream is not None)
-        + (configure_queue_stream_response is not None)
-        + (configure_stream is not None)
-        + (configure_stream_response is not None)
+        (f_status is not None)
+        + (f_disconnect is not None)
+        + (f_disconnect_response is not None)
+        + (f_admin_command is not None)
+        + (f_admin_command_response is not None)
+        + (f_cluster_message is not None)
+        + (f_open_queue is not None)
+        + (f_open_queue_response is not None)
+        + (f_close_queue is not None)
+        + (f_close_queue_response is not None)
+        + (f_configure_queue_stream is not None)
+        + (f_configure_queue_stream_response is not None)
+        + (f_configure_stream is not None)
+        + (f_configure_stream_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -302,21 +321,21 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
             path=path,
         )
     return ControlMessage(
-        r_id=r_id,
-        status=status,
-        disconnect=disconnect,
-        disconnect_response=disconnect_response,
-        admin_command=admin_command,
-        admin_command_response=admin_command_response,
-        cluster_message=cluster_message,
-        open_queue=open_queue,
-        open_queue_response=open_queue_response,
-        close_queue=close_queue,
-        close_queue_response=close_queue_response,
-        configure_queue_stream=configure_queue_stream,
-        configure_queue_stream_response=configure_queue_stream_response,
-        configure_stream=configure_stream,
-        configure_stream_response=configure_stream_response,
+        r_id=f_r_id,
+        status=f_status,
+        disconnect=f_disconnect,
+        disconnect_response=f_disconnect_response,
+        admin_command=f_admin_command,
+        admin_command_response=f_admin_command_response,
+        cluster_message=f_cluster_message,
+        open_queue=f_open_queue,
+        open_queue_response=f_open_queue_response,
+        close_queue=f_close_queue,
+        close_queue_response=f_close_queue_response,
+        configure_queue_stream=f_configure_queue_stream,
+        configure_queue_stream_response=f_configure_queue_stream_response,
+        configure_stream=f_configure_stream,
+        configure_stream_response=f_configure_stream_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -368,12 +387,12 @@ def _dec_AdminCommand(d: object, path: str, depth: int) -> AdminCommand:
     absent: list[str] = []
     x = o.get("command")
     if x is None:
-        command = ""
+        f_command = ""
         absent.append("command")
     else:
-        command = _j.dec_str(x, path, "command")
+        f_command = _j.dec_str(x, path, "command")
     return AdminCommand(
-        command=command,
+        command=f_command,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -393,12 +412,12 @@ def _dec_AdminCommandResponse(d: object, path: str, depth: int) -> AdminCommandR
     absent: list[str] = []
     x = o.get("text")
     if x is None:
-        text = ""
+        f_text = ""
         absent.append("text")
     else:
-        text = _j.dec_str(x, path, "text")
+        f_text = _j.dec_str(x, path, "text")
     return AdminCommandResponse(
-        text=text,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -422,14 +441,14 @@ def _dec_OpenQueue(d: object, path: str, depth: int) -> OpenQueue:
     absent: list[str] = []
     x = o.get("handleParameters")
     if x is None:
-        handle_parameters = QueueHandleParameters()
+        f_handle_parameters = QueueHandleParameters()
         absent.append("handleParameters")
     else:
-        handle_parameters = _dec_QueueHandleParameters(
+        f_handle_parameters = _dec_QueueHandleParameters(
             x, path + "." + "handleParameters", depth + 1
         )
     return OpenQueue(
-        handle_parameters=handle_parameters,
+        handle_parameters=f_handle_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -465,28 +484,30 @@ def _dec_OpenQueueResponse(d: object, path: str, depth: int) -> OpenQueueRespons
     absent: list[str] = []
     x = o.get("originalRequest")
     if x is None:
-        original_request = OpenQueue()
+        f_original_request = OpenQueue()
         absent.append("originalRequest")
     else:
-        original_request = _dec_OpenQueue(x, path + "." + "originalRequest", depth + 1)
+        f_original_request = _dec_OpenQueue(x, path + "." + "originalRequest", depth + 1)
     x = o.get("routingConfiguration")
     if x is None:
-        routing_configuration = RoutingConfiguration()
+        f_routing_configuration = RoutingConfiguration()
         absent.append("routingConfiguration")
     else:
-        routing_configuration = _dec_RoutingConfiguration(
+        f_routing_configuration = _dec_RoutingConfiguration(
             x, path + "." + "routingConfiguration", depth + 1
         )
     x = o.get("deduplicationTimeMs")
     if x is None:
-        deduplication_time_ms = 300000
+        f_deduplication_time_ms = 300000
         absent.append("deduplicationTimeMs")
     else:
-        deduplication_time_ms = _j.dec_int(x, -2147483648, 2147483647, path, "deduplicationTimeMs")
+        f_deduplication_time_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "deduplicationTimeMs"
+        )
     return OpenQueueResponse(
-        original_request=original_request,
-        routing_configuration=routing_configuration,
-        deduplication_time_ms=deduplication_time_ms,
+        original_request=f_original_request,
+        routing_configuration=f_routing_configuration,
+        deduplication_time_ms=f_deduplication_time_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -512,21 +533,21 @@ def _dec_ConfigureQueueStream(d: object, path: str, depth: int) -> ConfigureQueu
     absent: list[str] = []
     x = o.get("qId")
     if x is None:
-        q_id = 0
+        f_q_id = 0
         absent.append("qId")
     else:
-        q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
+        f_q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
     x = o.get("streamParameters")
     if x is None:
-        stream_parameters = QueueStreamParameters()
+        f_stream_parameters = QueueStreamParameters()
         absent.append("streamParameters")
     else:
-        stream_parameters = _dec_QueueStreamParameters(
+        f_stream_parameters = _dec_QueueStreamParameters(
             x, path + "." + "streamParameters", depth + 1
         )
     return ConfigureQueueStream(
-        q_id=q_id,
-        stream_parameters=stream_parameters,
+        q_id=f_q_id,
+        stream_parameters=f_stream_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -548,12 +569,12 @@ def _dec_ConfigureQueueStreamResponse(
     absent: list[str] = []
     x = o.get("request")
     if x is None:
-        request = ConfigureQueueStream()
+        f_request = ConfigureQueueStream()
         absent.append("request")
     else:
-        request = _dec_ConfigureQueueStream(x, path + "." + "request", depth + 1)
+        f_request = _dec_ConfigureQueueStream(x, path + "." + "request", depth + 1)
     return ConfigureQueueStreamResponse(
-        request=request,
+        request=f_request,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -579,21 +600,21 @@ def _dec_CloseQueue(d: object, path: str, depth: int) -> CloseQueue:
     absent: list[str] = []
     x = o.get("handleParameters")
     if x is None:
-        handle_parameters = QueueHandleParameters()
+        f_handle_parameters = QueueHandleParameters()
         absent.append("handleParameters")
     else:
-        handle_parameters = _dec_QueueHandleParameters(
+        f_handle_parameters = _dec_QueueHandleParameters(
             x, path + "." + "handleParameters", depth + 1
         )
     x = o.get("isFinal")
     if x is None:
-        is_final = False
+        f_is_final = False
         absent.append("isFinal")
     else:
-        is_final = _j.dec_bool(x, path, "isFinal")
+        f_is_final = _j.dec_bool(x, path, "isFinal")
     return CloseQueue(
-        handle_parameters=handle_parameters,
-        is_final=is_final,
+        handle_parameters=f_handle_parameters,
+        is_final=f_is_final,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -631,19 +652,19 @@ def _dec_ConfigureStream(d: object, path: str, depth: int) -> ConfigureStream:
     absent: list[str] = []
     x = o.get("qId")
     if x is None:
-        q_id = 0
+        f_q_id = 0
         absent.append("qId")
     else:
-        q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
+        f_q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
     x = o.get("streamParameters")
     if x is None:
-        stream_parameters = StreamParameters()
+        f_stream_parameters = StreamParameters()
         absent.append("streamParameters")
     else:
-        stream_parameters = _dec_StreamParameters(x, path + "." + "streamParameters", depth + 1)
+        f_stream_parameters = _dec_StreamParameters(x, path + "." + "streamParameters", depth + 1)
     return ConfigureStream(
-        q_id=q_id,
-        stream_parameters=stream_parameters,
+        q_id=f_q_id,
+        stream_parameters=f_stream_parameters,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -663,12 +684,12 @@ def _dec_ConfigureStreamResponse(d: object, path: str, depth: int) -> ConfigureS
     absent: list[str] = []
     x = o.get("request")
     if x is None:
-        request = ConfigureStream()
+        f_request = ConfigureStream()
         absent.append("request")
     else:
-        request = _dec_ConfigureStream(x, path + "." + "request", depth + 1)
+        f_request = _dec_ConfigureStream(x, path + "." + "request", depth + 1)
     return ConfigureStreamResponse(
-        request=request,
+        request=f_request,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -711,50 +732,52 @@ def _dec_QueueHandleParameters(d: object, path: str, depth: int) -> QueueHandleP
     absent: list[str] = []
     x = o.get("uri")
     if x is None:
-        uri = ""
+        f_uri = ""
         absent.append("uri")
     else:
-        uri = _j.dec_str(x, path, "uri")
+        f_uri = _j.dec_str(x, path, "uri")
     x = o.get("qId")
     if x is None:
-        q_id = 0
+        f_q_id = 0
         absent.append("qId")
     else:
-        q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
+        f_q_id = _j.dec_int(x, 0, 4294967295, path, "qId")
     x = o.get("subIdInfo")
-    sub_id_info = None if x is None else _dec_SubQueueIdInfo(x, path + "." + "subIdInfo", depth + 1)
+    f_sub_id_info = (
+        None if x is None else _dec_SubQueueIdInfo(x, path + "." + "subIdInfo", depth + 1)
+    )
     x = o.get("flags")
     if x is None:
-        flags = 0
+        f_flags = 0
         absent.append("flags")
     else:
-        flags = _j.dec_int(x, 0, 18446744073709551615, path, "flags")
+        f_flags = _j.dec_int(x, 0, 18446744073709551615, path, "flags")
     x = o.get("readCount")
     if x is None:
-        read_count = 0
+        f_read_count = 0
         absent.append("readCount")
     else:
-        read_count = _j.dec_int(x, -2147483648, 2147483647, path, "readCount")
+        f_read_count = _j.dec_int(x, -2147483648, 2147483647, path, "readCount")
     x = o.get("writeCount")
     if x is None:
-        write_count = 0
+        f_write_count = 0
         absent.append("writeCount")
     else:
-        write_count = _j.dec_int(x, -2147483648, 2147483647, path, "writeCount")
+        f_write_count = _j.dec_int(x, -2147483648, 2147483647, path, "writeCount")
     x = o.get("adminCount")
     if x is None:
-        admin_count = 0
+        f_admin_count = 0
         absent.append("adminCount")
     else:
-        admin_count = _j.dec_int(x, -2147483648, 2147483647, path, "adminCount")
+        f_admin_count = _j.dec_int(x, -2147483648, 2147483647, path, "adminCount")
     return QueueHandleParameters(
-        uri=uri,
-        q_id=q_id,
-        sub_id_info=sub_id_info,
-        flags=flags,
-        read_count=read_count,
-        write_count=write_count,
-        admin_count=admin_count,
+        uri=f_uri,
+        q_id=f_q_id,
+        sub_id_info=f_sub_id_info,
+        flags=f_flags,
+        read_count=f_read_count,
+        write_count=f_write_count,
+        admin_count=f_admin_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -813,43 +836,45 @@ def _dec_QueueStreamParameters(d: object, path: str, depth: int) -> QueueStreamP
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("subIdInfo")
-    sub_id_info = None if x is None else _dec_SubQueueIdInfo(x, path + "." + "subIdInfo", depth + 1)
+    f_sub_id_info = (
+        None if x is None else _dec_SubQueueIdInfo(x, path + "." + "subIdInfo", depth + 1)
+    )
     x = o.get("maxUnconfirmedMessages")
     if x is None:
-        max_unconfirmed_messages = 0
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
     else:
-        max_unconfirmed_messages = _j.dec_int(
+        f_max_unconfirmed_messages = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
         )
     x = o.get("maxUnconfirmedBytes")
     if x is None:
-        max_unconfirmed_bytes = 0
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
     else:
-        max_unconfirmed_bytes = _j.dec_int(
+        f_max_unconfirmed_bytes = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
         )
     x = o.get("consumerPriority")
     if x is None:
-        consumer_priority = -2147483648
+        f_consumer_priority = -2147483648
         absent.append("consumerPriority")
     else:
-        consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
+        f_consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
     x = o.get("consumerPriorityCount")
     if x is None:
-        consumer_priority_count = 0
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     else:
-        consumer_priority_count = _j.dec_int(
+        f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
     return QueueStreamParameters(
-        sub_id_info=sub_id_info,
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        sub_id_info=f_sub_id_info,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -871,19 +896,19 @@ def _dec_SubQueueIdInfo(d: object, path: str, depth: int) -> SubQueueIdInfo:
     absent: list[str] = []
     x = o.get("subId")
     if x is None:
-        sub_id = 0
+        f_sub_id = 0
         absent.append("subId")
     else:
-        sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
+        f_sub_id = _j.dec_int(x, 0, 4294967295, path, "subId")
     x = o.get("appId")
     if x is None:
-        app_id = "__default"
+        f_app_id = "__default"
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     return SubQueueIdInfo(
-        sub_id=sub_id,
-        app_id=app_id,
+        sub_id=f_sub_id,
+        app_id=f_app_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -908,22 +933,22 @@ def _dec_StreamParameters(d: object, path: str, depth: int) -> StreamParameters:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = "__default"
+        f_app_id = "__default"
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("subscriptions")
-    subscriptions: list[Subscription] = []
+    f_subscriptions: list[Subscription] = []
     if x is None:
         absent.append("subscriptions")
     else:
         for i, item in enumerate(_j.arr(x, path, "subscriptions")):
-            subscriptions.append(
+            f_subscriptions.append(
                 _dec_Subscription(item, path + "." + "subscriptions[%d]" % i, depth + 1)
             )
     return StreamParameters(
-        app_id=app_id,
-        subscriptions=subscriptions,
+        app_id=f_app_id,
+        subscriptions=f_subscriptions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -945,19 +970,19 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
     absent: list[str] = []
     x = o.get("version")
     if x is None:
-        version = ExpressionVersion.E_UNDEFINED
+        f_version = ExpressionVersion.E_UNDEFINED
         absent.append("version")
     else:
-        version = _j.dec_enum(x, ExpressionVersion, path, "version")
+        f_version = _j.dec_enum(x, ExpressionVersion, path, "version")
     x = o.get("text")
     if x is None:
-        text = ""
+        f_text = ""
         absent.append("text")
     else:
-        text = _j.dec_str(x, path, "text")
+        f_text = _j.dec_str(x, path, "text")
     return Expression(
-        version=version,
-        text=text,
+        version=f_version,
+        text=f_text,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1010,39 +1035,39 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
     absent: list[str] = []
     x = o.get("maxUnconfirmedMessages")
     if x is None:
-        max_unconfirmed_messages = 0
+        f_max_unconfirmed_messages = 0
         absent.append("maxUnconfirmedMessages")
     else:
-        max_unconfirmed_messages = _j.dec_int(
+        f_max_unconfirmed_messages = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedMessages"
         )
     x = o.get("maxUnconfirmedBytes")
     if x is None:
-        max_unconfirmed_bytes = 0
+        f_max_unconfirmed_bytes = 0
         absent.append("maxUnconfirmedBytes")
     else:
-        max_unconfirmed_bytes = _j.dec_int(
+        f_max_unconfirmed_bytes = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "maxUnconfirmedBytes"
         )
     x = o.get("consumerPriority")
     if x is None:
-        consumer_priority = -2147483648
+        f_consumer_priority = -2147483648
         absent.append("consumerPriority")
     else:
-        consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
+        f_consumer_priority = _j.dec_int(x, -2147483648, 2147483647, path, "consumerPriority")
     x = o.get("consumerPriorityCount")
     if x is None:
-        consumer_priority_count = 0
+        f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
     else:
-        consumer_priority_count = _j.dec_int(
+        f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
     return ConsumerInfo(
-        max_unconfirmed_messages=max_unconfirmed_messages,
-        max_unconfirmed_bytes=max_unconfirmed_bytes,
-        consumer_priority=consumer_priority,
-        consumer_priority_count=consumer_priority_count,
+        max_unconfirmed_messages=f_max_unconfirmed_messages,
+        max_unconfirmed_bytes=f_max_unconfirmed_bytes,
+        consumer_priority=f_consumer_priority,
+        consumer_priority_count=f_consumer_priority_count,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1067,27 +1092,27 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
     absent: list[str] = []
     x = o.get("sId")
     if x is None:
-        s_id = 0
+        f_s_id = 0
         absent.append("sId")
     else:
-        s_id = _j.dec_int(x, 0, 4294967295, path, "sId")
+        f_s_id = _j.dec_int(x, 0, 4294967295, path, "sId")
     x = o.get("expression")
     if x is None:
-        expression = Expression()
+        f_expression = Expression()
         absent.append("expression")
     else:
-        expression = _dec_Expression(x, path + "." + "expression", depth + 1)
+        f_expression = _dec_Expression(x, path + "." + "expression", depth + 1)
     x = o.get("consumers")
-    consumers: list[ConsumerInfo] = []
+    f_consumers: list[ConsumerInfo] = []
     if x is None:
         absent.append("consumers")
     else:
         for i, item in enumerate(_j.arr(x, path, "consumers")):
-            consumers.append(_dec_ConsumerInfo(item, path + "." + "consumers[%d]" % i, depth + 1))
+            f_consumers.append(_dec_ConsumerInfo(item, path + "." + "consumers[%d]" % i, depth + 1))
     return Subscription(
-        s_id=s_id,
-        expression=expression,
-        consumers=consumers,
+        s_id=f_s_id,
+        expression=f_expression,
+        consumers=f_consumers,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1109,12 +1134,12 @@ def _dec_RoutingConfiguration(d: object, path: str, depth: int) -> RoutingConfig
     absent: list[str] = []
     x = o.get("flags")
     if x is None:
-        flags = 0
+        f_flags = 0
         absent.append("flags")
     else:
-        flags = _j.dec_int(x, 0, 18446744073709551615, path, "flags")
+        f_flags = _j.dec_int(x, 0, 18446744073709551615, path, "flags")
     return RoutingConfiguration(
-        flags=flags,
+        flags=f_flags,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1122,7 +1147,60 @@ def _dec_RoutingConfiguration(d: object, path: str, depth: int) -> RoutingConfig
 def _enc_ClusterMessage(v: ClusterMessage) -> str:
     if not isinstance(v, ClusterMessage):
         raise EncodeError(f"expected a ClusterMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.partition_primary_advisory is not None) + (v.leader_advisory is not None) + (
+        v.queue_assignment_advisory is not None
+    ) + (v.node_status_advisory is not None) + (v.leader_sync_state_query is not None) + (
+        v.leader_sync_state_query_response is not None
+    ) + (
+        v.leader_sync_data_query is not None
+    ) + (
+        v.leader_sync_data_query_response is not None
+    ) + (
+        v.queue_assignment_request is not None
+    ) + (
+        v.storage_sync_request is not None
+    ) + (
+        v.storage_sync_response is not None
+    ) + (
+        v.partition_sync_state_query is not None
+    ) + (
+        v.partition_sync_state_query_response is not None
+    ) + (
+        v.partition_sync_data_query is not None
+    ) + (
+        v.partition_sync_data_query_response is not None
+    ) + (
+        v.partition_sync_data_query_status is not None
+    ) + (
+        v.primary_status_advisory is not None
+    ) + (
+        v.cluster_sync_request is not None
+    ) + (
+        v.cluster_sync_response is not None
+    ) + (
+        v.queue_unassigned_advisory is not None
+    ) + (
+        v.queue_un_assignment_advisory is not None
+    ) + (
+        v.leader_advisory_ack is not None
+    ) + (
+        v.leader_advisory_commit is not None
+    ) + (
+        v.state_notification is not None
+    ) + (
+        v.stop_request is not None
+    ) + (
+        v.stop_response is not None
+    ) + (
+        v.queue_unassignment_request is not None
+    ) + (
+        v.queue_update_advisory is not None
+    ) + (
+        v.cluster_state_fsm_message is not None
+    ) + (
+        v.partition_message is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.partition_primary_advisory is not None:
@@ -1229,35 +1307,35 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("partitionPrimaryAdvisory")
-    partition_primary_advisory = (
+    f_partition_primary_advisory = (
         None
         if x is None
         else _dec_PartitionPrimaryAdvisory(x, path + "." + "partitionPrimaryAdvisory", depth + 1)
     )
     x = o.get("leaderAdvisory")
-    leader_advisory = (
+    f_leader_advisory = (
         None if x is None else _dec_LeaderAdvisory(x, path + "." + "leaderAdvisory", depth + 1)
     )
     x = o.get("queueAssignmentAdvisory")
-    queue_assignment_advisory = (
+    f_queue_assignment_advisory = (
         None
         if x is None
         else _dec_QueueAssignmentAdvisory(x, path + "." + "queueAssignmentAdvisory", depth + 1)
     )
     x = o.get("nodeStatusAdvisory")
-    node_status_advisory = (
+    f_node_status_advisory = (
         None
         if x is None
         else _dec_NodeStatusAdvisory(x, path + "." + "nodeStatusAdvisory", depth + 1)
     )
     x = o.get("leaderSyncStateQuery")
-    leader_sync_state_query = (
+    f_leader_sync_state_query = (
         None
         if x is None
         else _dec_LeaderSyncStateQuery(x, path + "." + "leaderSyncStateQuery", depth + 1)
     )
     x = o.get("leaderSyncStateQueryResponse")
-    leader_sync_state_query_response = (
+    f_leader_sync_state_query_response = (
         None
         if x is None
         else _dec_LeaderSyncStateQueryResponse(
@@ -1265,13 +1343,13 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         )
     )
     x = o.get("leaderSyncDataQuery")
-    leader_sync_data_query = (
+    f_leader_sync_data_query = (
         None
         if x is None
         else _dec_LeaderSyncDataQuery(x, path + "." + "leaderSyncDataQuery", depth + 1)
     )
     x = o.get("leaderSyncDataQueryResponse")
-    leader_sync_data_query_response = (
+    f_leader_sync_data_query_response = (
         None
         if x is None
         else _dec_LeaderSyncDataQueryResponse(
@@ -1279,31 +1357,31 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         )
     )
     x = o.get("queueAssignmentRequest")
-    queue_assignment_request = (
+    f_queue_assignment_request = (
         None
         if x is None
         else _dec_QueueAssignmentRequest(x, path + "." + "queueAssignmentRequest", depth + 1)
     )
     x = o.get("storageSyncRequest")
-    storage_sync_request = (
+    f_storage_sync_request = (
         None
         if x is None
         else _dec_StorageSyncRequest(x, path + "." + "storageSyncRequest", depth + 1)
     )
     x = o.get("storageSyncResponse")
-    storage_sync_response = (
+    f_storage_sync_response = (
         None
         if x is None
         else _dec_StorageSyncResponse(x, path + "." + "storageSyncResponse", depth + 1)
     )
     x = o.get("partitionSyncStateQuery")
-    partition_sync_state_query = (
+    f_partition_sync_state_query = (
         None
         if x is None
         else _dec_PartitionSyncStateQuery(x, path + "." + "partitionSyncStateQuery", depth + 1)
     )
     x = o.get("partitionSyncStateQueryResponse")
-    partition_sync_state_query_response = (
+    f_partition_sync_state_query_response = (
         None
         if x is None
         else _dec_PartitionSyncStateQueryResponse(
@@ -1311,13 +1389,13 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         )
     )
     x = o.get("partitionSyncDataQuery")
-    partition_sync_data_query = (
+    f_partition_sync_data_query = (
         None
         if x is None
         else _dec_PartitionSyncDataQuery(x, path + "." + "partitionSyncDataQuery", depth + 1)
     )
     x = o.get("partitionSyncDataQueryResponse")
-    partition_sync_data_query_response = (
+    f_partition_sync_data_query_response = (
         None
         if x is None
         else _dec_PartitionSyncDataQueryResponse(
@@ -1325,7 +1403,7 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         )
     )
     x = o.get("partitionSyncDataQueryStatus")
-    partition_sync_data_query_status = (
+    f_partition_sync_data_query_status = (
         None
         if x is None
         else _dec_PartitionSyncDataQueryStatus(
@@ -1333,106 +1411,108 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         )
     )
     x = o.get("primaryStatusAdvisory")
-    primary_status_advisory = (
+    f_primary_status_advisory = (
         None
         if x is None
         else _dec_PrimaryStatusAdvisory(x, path + "." + "primaryStatusAdvisory", depth + 1)
     )
     x = o.get("clusterSyncRequest")
-    cluster_sync_request = (
+    f_cluster_sync_request = (
         None if x is None else _dec_DummyType(x, path + "." + "clusterSyncRequest", depth + 1)
     )
     x = o.get("clusterSyncResponse")
-    cluster_sync_response = (
+    f_cluster_sync_response = (
         None if x is None else _dec_DummyType(x, path + "." + "clusterSyncResponse", depth + 1)
     )
     x = o.get("queueUnassignedAdvisory")
-    queue_unassigned_advisory = (
+    f_queue_unassigned_advisory = (
         None if x is None else _dec_DummyType(x, path + "." + "queueUnassignedAdvisory", depth + 1)
     )
     x = o.get("queueUnAssignmentAdvisory")
-    queue_un_assignment_advisory = (
+    f_queue_un_assignment_advisory = (
         None
         if x is None
         else _dec_QueueUnAssignmentAdvisory(x, path + "." + "queueUnAssignmentAdvisory", depth + 1)
     )
     x = o.get("leaderAdvisoryAck")
-    leader_advisory_ack = (
+    f_leader_advisory_ack = (
         None
         if x is None
         else _dec_LeaderAdvisoryAck(x, path + "." + "leaderAdvisoryAck", depth + 1)
     )
     x = o.get("leaderAdvisoryCommit")
-    leader_advisory_commit = (
+    f_leader_advisory_commit = (
         None
         if x is None
         else _dec_LeaderAdvisoryCommit(x, path + "." + "leaderAdvisoryCommit", depth + 1)
     )
     x = o.get("stateNotification")
-    state_notification = (
+    f_state_notification = (
         None
         if x is None
         else _dec_StateNotification(x, path + "." + "stateNotification", depth + 1)
     )
     x = o.get("stopRequest")
-    stop_request = None if x is None else _dec_StopRequest(x, path + "." + "stopRequest", depth + 1)
+    f_stop_request = (
+        None if x is None else _dec_StopRequest(x, path + "." + "stopRequest", depth + 1)
+    )
     x = o.get("stopResponse")
-    stop_response = (
+    f_stop_response = (
         None if x is None else _dec_StopResponse(x, path + "." + "stopResponse", depth + 1)
     )
     x = o.get("queueUnassignmentRequest")
-    queue_unassignment_request = (
+    f_queue_unassignment_request = (
         None
         if x is None
         else _dec_QueueUnassignmentRequest(x, path + "." + "queueUnassignmentRequest", depth + 1)
     )
     x = o.get("queueUpdateAdvisory")
-    queue_update_advisory = (
+    f_queue_update_advisory = (
         None
         if x is None
         else _dec_QueueUpdateAdvisory(x, path + "." + "queueUpdateAdvisory", depth + 1)
     )
     x = o.get("clusterStateFSMMessage")
-    cluster_state_fsm_message = (
+    f_cluster_state_fsm_message = (
         None
         if x is None
         else _dec_ClusterStateFSMMessage(x, path + "." + "clusterStateFSMMessage", depth + 1)
     )
     x = o.get("partitionMessage")
-    partition_message = (
+    f_partition_message = (
         None if x is None else _dec_PartitionMessage(x, path + "." + "partitionMessage", depth + 1)
     )
     chosen = (
-        (partition_primary_advisory is not None)
-        + (leader_advisory is not None)
-        + (queue_assignment_advisory is not None)
-        + (node_status_advisory is not None)
-        + (leader_sync_state_query is not None)
-        + (leader_sync_state_query_response is not None)
-        + (leader_sync_data_query is not None)
-        + (leader_sync_data_query_response is not None)
-        + (queue_assignment_request is not None)
-        + (storage_sync_request is not None)
-        + (storage_sync_response is not None)
-        + (partition_sync_state_query is not None)
-        + (partition_sync_state_query_response is not None)
-        + (partition_sync_data_query is not None)
-        + (partition_sync_data_query_response is not None)
-        + (partition_sync_data_query_status is not None)
-        + (primary_status_advisory is not None)
-        + (cluster_sync_request is not None)
-        + (cluster_sync_response is not None)
-        + (queue_unassigned_advisory is not None)
-        + (queue_un_assignment_advisory is not None)
-        + (leader_advisory_ack is not None)
-        + (leader_advisory_commit is not None)
-        + (state_notification is not None)
-        + (stop_request is not None)
-        + (stop_response is not None)
-        + (queue_unassignment_request is not None)
-        + (queue_update_advisory is not None)
-        + (cluster_state_fsm_message is not None)
-        + (partition_message is not None)
+        (f_partition_primary_advisory is not None)
+        + (f_leader_advisory is not None)
+        + (f_queue_assignment_advisory is not None)
+        + (f_node_status_advisory is not None)
+        + (f_leader_sync_state_query is not None)
+        + (f_leader_sync_state_query_response is not None)
+        + (f_leader_sync_data_query is not None)
+        + (f_leader_sync_data_query_response is not None)
+        + (f_queue_assignment_request is not None)
+        + (f_storage_sync_request is not None)
+        + (f_storage_sync_response is not None)
+        + (f_partition_sync_state_query is not None)
+        + (f_partition_sync_state_query_response is not None)
+        + (f_partition_sync_data_query is not None)
+        + (f_partition_sync_data_query_response is not None)
+        + (f_partition_sync_data_query_status is not None)
+        + (f_primary_status_advisory is not None)
+        + (f_cluster_sync_request is not None)
+        + (f_cluster_sync_response is not None)
+        + (f_queue_unassigned_advisory is not None)
+        + (f_queue_un_assignment_advisory is not None)
+        + (f_leader_advisory_ack is not None)
+        + (f_leader_advisory_commit is not None)
+        + (f_state_notification is not None)
+        + (f_stop_request is not None)
+        + (f_stop_response is not None)
+        + (f_queue_unassignment_request is not None)
+        + (f_queue_update_advisory is not None)
+        + (f_cluster_state_fsm_message is not None)
+        + (f_partition_message is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1441,36 +1521,36 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
             path=path,
         )
     return ClusterMessage(
-        partition_primary_advisory=partition_primary_advisory,
-        leader_advisory=leader_advisory,
-        queue_assignment_advisory=queue_assignment_advisory,
-        node_status_advisory=node_status_advisory,
-        leader_sync_state_query=leader_sync_state_query,
-        leader_sync_state_query_response=leader_sync_state_query_response,
-        leader_sync_data_query=leader_sync_data_query,
-        leader_sync_data_query_response=leader_sync_data_query_response,
-        queue_assignment_request=queue_assignment_request,
-        storage_sync_request=storage_sync_request,
-        storage_sync_response=storage_sync_response,
-        partition_sync_state_query=partition_sync_state_query,
-        partition_sync_state_query_response=partition_sync_state_query_response,
-        partition_sync_data_query=partition_sync_data_query,
-        partition_sync_data_query_response=partition_sync_data_query_response,
-        partition_sync_data_query_status=partition_sync_data_query_status,
-        primary_status_advisory=primary_status_advisory,
-        cluster_sync_request=cluster_sync_request,
-        cluster_sync_response=cluster_sync_response,
-        queue_unassigned_advisory=queue_unassigned_advisory,
-        queue_un_assignment_advisory=queue_un_assignment_advisory,
-        leader_advisory_ack=leader_advisory_ack,
-        leader_advisory_commit=leader_advisory_commit,
-        state_notification=state_notification,
-        stop_request=stop_request,
-        stop_response=stop_response,
-        queue_unassignment_request=queue_unassignment_request,
-        queue_update_advisory=queue_update_advisory,
-        cluster_state_fsm_message=cluster_state_fsm_message,
-        partition_message=partition_message,
+        partition_primary_advisory=f_partition_primary_advisory,
+        leader_advisory=f_leader_advisory,
+        queue_assignment_advisory=f_queue_assignment_advisory,
+        node_status_advisory=f_node_status_advisory,
+        leader_sync_state_query=f_leader_sync_state_query,
+        leader_sync_state_query_response=f_leader_sync_state_query_response,
+        leader_sync_data_query=f_leader_sync_data_query,
+        leader_sync_data_query_response=f_leader_sync_data_query_response,
+        queue_assignment_request=f_queue_assignment_request,
+        storage_sync_request=f_storage_sync_request,
+        storage_sync_response=f_storage_sync_response,
+        partition_sync_state_query=f_partition_sync_state_query,
+        partition_sync_state_query_response=f_partition_sync_state_query_response,
+        partition_sync_data_query=f_partition_sync_data_query,
+        partition_sync_data_query_response=f_partition_sync_data_query_response,
+        partition_sync_data_query_status=f_partition_sync_data_query_status,
+        primary_status_advisory=f_primary_status_advisory,
+        cluster_sync_request=f_cluster_sync_request,
+        cluster_sync_response=f_cluster_sync_response,
+        queue_unassigned_advisory=f_queue_unassigned_advisory,
+        queue_un_assignment_advisory=f_queue_un_assignment_advisory,
+        leader_advisory_ack=f_leader_advisory_ack,
+        leader_advisory_commit=f_leader_advisory_commit,
+        state_notification=f_state_notification,
+        stop_request=f_stop_request,
+        stop_response=f_stop_response,
+        queue_unassignment_request=f_queue_unassignment_request,
+        queue_update_advisory=f_queue_update_advisory,
+        cluster_state_fsm_message=f_cluster_state_fsm_message,
+        partition_message=f_partition_message,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1478,7 +1558,12 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage) -> str:
     if not isinstance(v, ClusterStateFSMMessage):
         raise EncodeError(f"expected a ClusterStateFSMMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.follower_lsn_request is not None) + (v.follower_lsn_response is not None) + (
+        v.registration_request is not None
+    ) + (v.registration_response is not None) + (v.follower_cluster_state_request is not None) + (
+        v.follower_cluster_state_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.follower_lsn_request is not None:
@@ -1506,31 +1591,31 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("followerLSNRequest")
-    follower_lsn_request = (
+    f_follower_lsn_request = (
         None
         if x is None
         else _dec_FollowerLSNRequest(x, path + "." + "followerLSNRequest", depth + 1)
     )
     x = o.get("followerLSNResponse")
-    follower_lsn_response = (
+    f_follower_lsn_response = (
         None
         if x is None
         else _dec_FollowerLSNResponse(x, path + "." + "followerLSNResponse", depth + 1)
     )
     x = o.get("registrationRequest")
-    registration_request = (
+    f_registration_request = (
         None
         if x is None
         else _dec_RegistrationRequest(x, path + "." + "registrationRequest", depth + 1)
     )
     x = o.get("registrationResponse")
-    registration_response = (
+    f_registration_response = (
         None
         if x is None
         else _dec_RegistrationResponse(x, path + "." + "registrationResponse", depth + 1)
     )
     x = o.get("followerClusterStateRequest")
-    follower_cluster_state_request = (
+    f_follower_cluster_state_request = (
         None
         if x is None
         else _dec_FollowerClusterStateRequest(
@@ -1538,7 +1623,7 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
         )
     )
     x = o.get("followerClusterStateResponse")
-    follower_cluster_state_response = (
+    f_follower_cluster_state_response = (
         None
         if x is None
         else _dec_FollowerClusterStateResponse(
@@ -1546,12 +1631,12 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
         )
     )
     chosen = (
-        (follower_lsn_request is not None)
-        + (follower_lsn_response is not None)
-        + (registration_request is not None)
-        + (registration_response is not None)
-        + (follower_cluster_state_request is not None)
-        + (follower_cluster_state_response is not None)
+        (f_follower_lsn_request is not None)
+        + (f_follower_lsn_response is not None)
+        + (f_registration_request is not None)
+        + (f_registration_response is not None)
+        + (f_follower_cluster_state_request is not None)
+        + (f_follower_cluster_state_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1560,12 +1645,12 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
             path=path,
         )
     return ClusterStateFSMMessage(
-        follower_lsn_request=follower_lsn_request,
-        follower_lsn_response=follower_lsn_response,
-        registration_request=registration_request,
-        registration_response=registration_response,
-        follower_cluster_state_request=follower_cluster_state_request,
-        follower_cluster_state_response=follower_cluster_state_response,
+        follower_lsn_request=f_follower_lsn_request,
+        follower_lsn_response=f_follower_lsn_response,
+        registration_request=f_registration_request,
+        registration_response=f_registration_response,
+        follower_cluster_state_request=f_follower_cluster_state_request,
+        follower_cluster_state_response=f_follower_cluster_state_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1601,12 +1686,12 @@ def _dec_FollowerLSNResponse(d: object, path: str, depth: int) -> FollowerLSNRes
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     return FollowerLSNResponse(
-        sequence_number=sequence_number,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1626,12 +1711,12 @@ def _dec_RegistrationRequest(d: object, path: str, depth: int) -> RegistrationRe
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     return RegistrationRequest(
-        sequence_number=sequence_number,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1691,14 +1776,14 @@ def _dec_FollowerClusterStateResponse(
     absent: list[str] = []
     x = o.get("clusterStateSnapshot")
     if x is None:
-        cluster_state_snapshot = LeaderAdvisory()
+        f_cluster_state_snapshot = LeaderAdvisory()
         absent.append("clusterStateSnapshot")
     else:
-        cluster_state_snapshot = _dec_LeaderAdvisory(
+        f_cluster_state_snapshot = _dec_LeaderAdvisory(
             x, path + "." + "clusterStateSnapshot", depth + 1
         )
     return FollowerClusterStateResponse(
-        cluster_state_snapshot=cluster_state_snapshot,
+        cluster_state_snapshot=f_cluster_state_snapshot,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1706,7 +1791,12 @@ def _dec_FollowerClusterStateResponse(
 def _enc_PartitionMessage(v: PartitionMessage) -> str:
     if not isinstance(v, PartitionMessage):
         raise EncodeError(f"expected a PartitionMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.replica_state_request is not None) + (v.replica_state_response is not None) + (
+        v.primary_state_request is not None
+    ) + (v.primary_state_response is not None) + (v.replica_data_request is not None) + (
+        v.replica_data_response is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.replica_state_request is not None:
@@ -1728,48 +1818,48 @@ def _dec_PartitionMessage(d: object, path: str, depth: int) -> PartitionMessage:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("replicaStateRequest")
-    replica_state_request = (
+    f_replica_state_request = (
         None
         if x is None
         else _dec_ReplicaStateRequest(x, path + "." + "replicaStateRequest", depth + 1)
     )
     x = o.get("replicaStateResponse")
-    replica_state_response = (
+    f_replica_state_response = (
         None
         if x is None
         else _dec_ReplicaStateResponse(x, path + "." + "replicaStateResponse", depth + 1)
     )
     x = o.get("primaryStateRequest")
-    primary_state_request = (
+    f_primary_state_request = (
         None
         if x is None
         else _dec_PrimaryStateRequest(x, path + "." + "primaryStateRequest", depth + 1)
     )
     x = o.get("primaryStateResponse")
-    primary_state_response = (
+    f_primary_state_response = (
         None
         if x is None
         else _dec_PrimaryStateResponse(x, path + "." + "primaryStateResponse", depth + 1)
     )
     x = o.get("replicaDataRequest")
-    replica_data_request = (
+    f_replica_data_request = (
         None
         if x is None
         else _dec_ReplicaDataRequest(x, path + "." + "replicaDataRequest", depth + 1)
     )
     x = o.get("replicaDataResponse")
-    replica_data_response = (
+    f_replica_data_response = (
         None
         if x is None
         else _dec_ReplicaDataResponse(x, path + "." + "replicaDataResponse", depth + 1)
     )
     chosen = (
-        (replica_state_request is not None)
-        + (replica_state_response is not None)
-        + (primary_state_request is not None)
-        + (primary_state_response is not None)
-        + (replica_data_request is not None)
-        + (replica_data_response is not None)
+        (f_replica_state_request is not None)
+        + (f_replica_state_response is not None)
+        + (f_primary_state_request is not None)
+        + (f_primary_state_response is not None)
+        + (f_replica_data_request is not None)
+        + (f_replica_data_response is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -1778,12 +1868,12 @@ def _dec_PartitionMessage(d: object, path: str, depth: int) -> PartitionMessage:
             path=path,
         )
     return PartitionMessage(
-        replica_state_request=replica_state_request,
-        replica_state_response=replica_state_response,
-        primary_state_request=primary_state_request,
-        primary_state_response=primary_state_response,
-        replica_data_request=replica_data_request,
-        replica_data_response=replica_data_response,
+        replica_state_request=f_replica_state_request,
+        replica_state_response=f_replica_state_response,
+        primary_state_request=f_primary_state_request,
+        primary_state_response=f_primary_state_response,
+        replica_data_request=f_replica_data_request,
+        replica_data_response=f_replica_data_response,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1828,37 +1918,37 @@ def _dec_ReplicaStateRequest(d: object, path: str, depth: int) -> ReplicaStateRe
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("latestSequenceNumber")
     if x is None:
-        latest_sequence_number = PartitionSequenceNumber()
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
     else:
-        latest_sequence_number = _dec_PartitionSequenceNumber(
+        f_latest_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "latestSequenceNumber", depth + 1
         )
     x = o.get("firstSyncPointAfterRolloverSequenceNumber")
     if x is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     else:
-        first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
+        f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
     return ReplicaStateRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1903,37 +1993,37 @@ def _dec_ReplicaStateResponse(d: object, path: str, depth: int) -> ReplicaStateR
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("latestSequenceNumber")
     if x is None:
-        latest_sequence_number = PartitionSequenceNumber()
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
     else:
-        latest_sequence_number = _dec_PartitionSequenceNumber(
+        f_latest_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "latestSequenceNumber", depth + 1
         )
     x = o.get("firstSyncPointAfterRolloverSequenceNumber")
     if x is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     else:
-        first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
+        f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
     return ReplicaStateResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -1978,37 +2068,37 @@ def _dec_PrimaryStateRequest(d: object, path: str, depth: int) -> PrimaryStateRe
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("latestSequenceNumber")
     if x is None:
-        latest_sequence_number = PartitionSequenceNumber()
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
     else:
-        latest_sequence_number = _dec_PartitionSequenceNumber(
+        f_latest_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "latestSequenceNumber", depth + 1
         )
     x = o.get("firstSyncPointAfterRolloverSequenceNumber")
     if x is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     else:
-        first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
+        f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
     return PrimaryStateRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2053,37 +2143,37 @@ def _dec_PrimaryStateResponse(d: object, path: str, depth: int) -> PrimaryStateR
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("latestSequenceNumber")
     if x is None:
-        latest_sequence_number = PartitionSequenceNumber()
+        f_latest_sequence_number = PartitionSequenceNumber()
         absent.append("latestSequenceNumber")
     else:
-        latest_sequence_number = _dec_PartitionSequenceNumber(
+        f_latest_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "latestSequenceNumber", depth + 1
         )
     x = o.get("firstSyncPointAfterRolloverSequenceNumber")
     if x is None:
-        first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
+        f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
     else:
-        first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
+        f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
     return PrimaryStateResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        latest_sequence_number=latest_sequence_number,
-        first_sync_point_after_rollover_sequence_number=first_sync_point_after_rollover_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        latest_sequence_number=f_latest_sequence_number,
+        first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2132,44 +2222,44 @@ def _dec_ReplicaDataRequest(d: object, path: str, depth: int) -> ReplicaDataRequ
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("replicaDataType")
     if x is None:
-        replica_data_type = ReplicaDataType.E_UNKNOWN
+        f_replica_data_type = ReplicaDataType.E_UNKNOWN
         absent.append("replicaDataType")
     else:
-        replica_data_type = _j.dec_enum(x, ReplicaDataType, path, "replicaDataType")
+        f_replica_data_type = _j.dec_enum(x, ReplicaDataType, path, "replicaDataType")
     x = o.get("beginSequenceNumber")
     if x is None:
-        begin_sequence_number = PartitionSequenceNumber()
+        f_begin_sequence_number = PartitionSequenceNumber()
         absent.append("beginSequenceNumber")
     else:
-        begin_sequence_number = _dec_PartitionSequenceNumber(
+        f_begin_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "beginSequenceNumber", depth + 1
         )
     x = o.get("endSequenceNumber")
     if x is None:
-        end_sequence_number = PartitionSequenceNumber()
+        f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
     else:
-        end_sequence_number = _dec_PartitionSequenceNumber(
+        f_end_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "endSequenceNumber", depth + 1
         )
     return ReplicaDataRequest(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        replica_data_type=replica_data_type,
-        begin_sequence_number=begin_sequence_number,
-        end_sequence_number=end_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        replica_data_type=f_replica_data_type,
+        begin_sequence_number=f_begin_sequence_number,
+        end_sequence_number=f_end_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2218,44 +2308,44 @@ def _dec_ReplicaDataResponse(d: object, path: str, depth: int) -> ReplicaDataRes
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("replicaDataType")
     if x is None:
-        replica_data_type = ReplicaDataType.E_UNKNOWN
+        f_replica_data_type = ReplicaDataType.E_UNKNOWN
         absent.append("replicaDataType")
     else:
-        replica_data_type = _j.dec_enum(x, ReplicaDataType, path, "replicaDataType")
+        f_replica_data_type = _j.dec_enum(x, ReplicaDataType, path, "replicaDataType")
     x = o.get("beginSequenceNumber")
     if x is None:
-        begin_sequence_number = PartitionSequenceNumber()
+        f_begin_sequence_number = PartitionSequenceNumber()
         absent.append("beginSequenceNumber")
     else:
-        begin_sequence_number = _dec_PartitionSequenceNumber(
+        f_begin_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "beginSequenceNumber", depth + 1
         )
     x = o.get("endSequenceNumber")
     if x is None:
-        end_sequence_number = PartitionSequenceNumber()
+        f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
     else:
-        end_sequence_number = _dec_PartitionSequenceNumber(
+        f_end_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "endSequenceNumber", depth + 1
         )
     return ReplicaDataResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        replica_data_type=replica_data_type,
-        begin_sequence_number=begin_sequence_number,
-        end_sequence_number=end_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        replica_data_type=f_replica_data_type,
+        begin_sequence_number=f_begin_sequence_number,
+        end_sequence_number=f_end_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2280,22 +2370,22 @@ def _dec_PartitionPrimaryAdvisory(d: object, path: str, depth: int) -> Partition
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("partitions")
-    partitions: list[PartitionPrimaryInfo] = []
+    f_partitions: list[PartitionPrimaryInfo] = []
     if x is None:
         absent.append("partitions")
     else:
         for i, item in enumerate(_j.arr(x, path, "partitions")):
-            partitions.append(
+            f_partitions.append(
                 _dec_PartitionPrimaryInfo(item, path + "." + "partitions[%d]" % i, depth + 1)
             )
     return PartitionPrimaryAdvisory(
-        sequence_number=sequence_number,
-        partitions=partitions,
+        sequence_number=f_sequence_number,
+        partitions=f_partitions,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2325,19 +2415,19 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
     absent: list[str] = []
     x = o.get("electorTerm")
     if x is None:
-        elector_term = 0
+        f_elector_term = 0
         absent.append("electorTerm")
     else:
-        elector_term = _j.dec_int(x, 0, 18446744073709551615, path, "electorTerm")
+        f_elector_term = _j.dec_int(x, 0, 18446744073709551615, path, "electorTerm")
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = 0
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     else:
-        sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
+        f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
     return LeaderMessageSequence(
-        elector_term=elector_term,
-        sequence_number=sequence_number,
+        elector_term=f_elector_term,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2367,19 +2457,19 @@ def _dec_PartitionSequenceNumber(d: object, path: str, depth: int) -> PartitionS
     absent: list[str] = []
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = 0
+        f_sequence_number = 0
         absent.append("sequenceNumber")
     else:
-        sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
+        f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
     return PartitionSequenceNumber(
-        primary_lease_id=primary_lease_id,
-        sequence_number=sequence_number,
+        primary_lease_id=f_primary_lease_id,
+        sequence_number=f_sequence_number,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2414,26 +2504,26 @@ def _dec_PartitionPrimaryInfo(d: object, path: str, depth: int) -> PartitionPrim
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryNodeId")
     if x is None:
-        primary_node_id = 0
+        f_primary_node_id = 0
         absent.append("primaryNodeId")
     else:
-        primary_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "primaryNodeId")
+        f_primary_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "primaryNodeId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     return PartitionPrimaryInfo(
-        partition_id=partition_id,
-        primary_node_id=primary_node_id,
-        primary_lease_id=primary_lease_id,
+        partition_id=f_partition_id,
+        primary_node_id=f_primary_node_id,
+        primary_lease_id=f_primary_lease_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2455,19 +2545,19 @@ def _dec_AppIdInfo(d: object, path: str, depth: int) -> AppIdInfo:
     absent: list[str] = []
     x = o.get("appId")
     if x is None:
-        app_id = ""
+        f_app_id = ""
         absent.append("appId")
     else:
-        app_id = _j.dec_str(x, path, "appId")
+        f_app_id = _j.dec_str(x, path, "appId")
     x = o.get("appKey")
     if x is None:
-        app_key = b""
+        f_app_key = b""
         absent.append("appKey")
     else:
-        app_key = _j.dec_bytes(x, path, "appKey")
+        f_app_key = _j.dec_bytes(x, path, "appKey")
     return AppIdInfo(
-        app_id=app_id,
-        app_key=app_key,
+        app_id=f_app_id,
+        app_key=f_app_key,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2497,34 +2587,34 @@ def _dec_QueueInfo(d: object, path: str, depth: int) -> QueueInfo:
     absent: list[str] = []
     x = o.get("uri")
     if x is None:
-        uri = ""
+        f_uri = ""
         absent.append("uri")
     else:
-        uri = _j.dec_str(x, path, "uri")
+        f_uri = _j.dec_str(x, path, "uri")
     x = o.get("key")
     if x is None:
-        key = b""
+        f_key = b""
         absent.append("key")
     else:
-        key = _j.dec_bytes(x, path, "key")
+        f_key = _j.dec_bytes(x, path, "key")
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("appIds")
-    app_ids: list[AppIdInfo] = []
+    f_app_ids: list[AppIdInfo] = []
     if x is None:
         absent.append("appIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "appIds")):
-            app_ids.append(_dec_AppIdInfo(item, path + "." + "appIds[%d]" % i, depth + 1))
+            f_app_ids.append(_dec_AppIdInfo(item, path + "." + "appIds[%d]" % i, depth + 1))
     return QueueInfo(
-        uri=uri,
-        key=key,
-        partition_id=partition_id,
-        app_ids=app_ids,
+        uri=f_uri,
+        key=f_key,
+        partition_id=f_partition_id,
+        app_ids=f_app_ids,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2559,53 +2649,53 @@ def _dec_QueueInfoUpdate(d: object, path: str, depth: int) -> QueueInfoUpdate:
     absent: list[str] = []
     x = o.get("uri")
     if x is None:
-        uri = ""
+        f_uri = ""
         absent.append("uri")
     else:
-        uri = _j.dec_str(x, path, "uri")
+        f_uri = _j.dec_str(x, path, "uri")
     x = o.get("key")
     if x is None:
-        key = b""
+        f_key = b""
         absent.append("key")
     else:
-        key = _j.dec_bytes(x, path, "key")
+        f_key = _j.dec_bytes(x, path, "key")
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("addedAppIds")
-    added_app_ids: list[AppIdInfo] = []
+    f_added_app_ids: list[AppIdInfo] = []
     if x is None:
         absent.append("addedAppIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "addedAppIds")):
-            added_app_ids.append(
+            f_added_app_ids.append(
                 _dec_AppIdInfo(item, path + "." + "addedAppIds[%d]" % i, depth + 1)
             )
     x = o.get("removedAppIds")
-    removed_app_ids: list[AppIdInfo] = []
+    f_removed_app_ids: list[AppIdInfo] = []
     if x is None:
         absent.append("removedAppIds")
     else:
         for i, item in enumerate(_j.arr(x, path, "removedAppIds")):
-            removed_app_ids.append(
+            f_removed_app_ids.append(
                 _dec_AppIdInfo(item, path + "." + "removedAppIds[%d]" % i, depth + 1)
             )
     x = o.get("domain")
     if x is None:
-        domain = ""
+        f_domain = ""
         absent.append("domain")
     else:
-        domain = _j.dec_str(x, path, "domain")
+        f_domain = _j.dec_str(x, path, "domain")
     return QueueInfoUpdate(
-        uri=uri,
-        key=key,
-        partition_id=partition_id,
-        added_app_ids=added_app_ids,
-        removed_app_ids=removed_app_ids,
-        domain=domain,
+        uri=f_uri,
+        key=f_key,
+        partition_id=f_partition_id,
+        added_app_ids=f_added_app_ids,
+        removed_app_ids=f_removed_app_ids,
+        domain=f_domain,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2628,20 +2718,20 @@ def _dec_QueueAssignmentAdvisory(d: object, path: str, depth: int) -> QueueAssig
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("queues")
-    queues: list[QueueInfo] = []
+    f_queues: list[QueueInfo] = []
     if x is None:
         absent.append("queues")
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
-            queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
+            f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
     return QueueAssignmentAdvisory(
-        sequence_number=sequence_number,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2666,22 +2756,22 @@ def _dec_QueueUpdateAdvisory(d: object, path: str, depth: int) -> QueueUpdateAdv
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("queueUpdates")
-    queue_updates: list[QueueInfoUpdate] = []
+    f_queue_updates: list[QueueInfoUpdate] = []
     if x is None:
         absent.append("queueUpdates")
     else:
         for i, item in enumerate(_j.arr(x, path, "queueUpdates")):
-            queue_updates.append(
+            f_queue_updates.append(
                 _dec_QueueInfoUpdate(item, path + "." + "queueUpdates[%d]" % i, depth + 1)
             )
     return QueueUpdateAdvisory(
-        sequence_number=sequence_number,
-        queue_updates=queue_updates,
+        sequence_number=f_sequence_number,
+        queue_updates=f_queue_updates,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2726,41 +2816,41 @@ def _dec_QueueUnAssignmentAdvisory(d: object, path: str, depth: int) -> QueueUnA
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("primaryNodeId")
     if x is None:
-        primary_node_id = 0
+        f_primary_node_id = 0
         absent.append("primaryNodeId")
     else:
-        primary_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "primaryNodeId")
+        f_primary_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "primaryNodeId")
     x = o.get("queues")
-    queues: list[QueueInfo] = []
+    f_queues: list[QueueInfo] = []
     if x is None:
         absent.append("queues")
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
-            queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
+            f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
     return QueueUnAssignmentAdvisory(
-        sequence_number=sequence_number,
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        primary_node_id=primary_node_id,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        primary_node_id=f_primary_node_id,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2788,30 +2878,30 @@ def _dec_LeaderAdvisory(d: object, path: str, depth: int) -> LeaderAdvisory:
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("partitions")
-    partitions: list[PartitionPrimaryInfo] = []
+    f_partitions: list[PartitionPrimaryInfo] = []
     if x is None:
         absent.append("partitions")
     else:
         for i, item in enumerate(_j.arr(x, path, "partitions")):
-            partitions.append(
+            f_partitions.append(
                 _dec_PartitionPrimaryInfo(item, path + "." + "partitions[%d]" % i, depth + 1)
             )
     x = o.get("queues")
-    queues: list[QueueInfo] = []
+    f_queues: list[QueueInfo] = []
     if x is None:
         absent.append("queues")
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
-            queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
+            f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
     return LeaderAdvisory(
-        sequence_number=sequence_number,
-        partitions=partitions,
-        queues=queues,
+        sequence_number=f_sequence_number,
+        partitions=f_partitions,
+        queues=f_queues,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2835,14 +2925,14 @@ def _dec_LeaderAdvisoryAck(d: object, path: str, depth: int) -> LeaderAdvisoryAc
     absent: list[str] = []
     x = o.get("sequenceNumberAcked")
     if x is None:
-        sequence_number_acked = LeaderMessageSequence()
+        f_sequence_number_acked = LeaderMessageSequence()
         absent.append("sequenceNumberAcked")
     else:
-        sequence_number_acked = _dec_LeaderMessageSequence(
+        f_sequence_number_acked = _dec_LeaderMessageSequence(
             x, path + "." + "sequenceNumberAcked", depth + 1
         )
     return LeaderAdvisoryAck(
-        sequence_number_acked=sequence_number_acked,
+        sequence_number_acked=f_sequence_number_acked,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2870,21 +2960,21 @@ def _dec_LeaderAdvisoryCommit(d: object, path: str, depth: int) -> LeaderAdvisor
     absent: list[str] = []
     x = o.get("sequenceNumber")
     if x is None:
-        sequence_number = LeaderMessageSequence()
+        f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
     else:
-        sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
+        f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
     x = o.get("sequenceNumberCommitted")
     if x is None:
-        sequence_number_committed = LeaderMessageSequence()
+        f_sequence_number_committed = LeaderMessageSequence()
         absent.append("sequenceNumberCommitted")
     else:
-        sequence_number_committed = _dec_LeaderMessageSequence(
+        f_sequence_number_committed = _dec_LeaderMessageSequence(
             x, path + "." + "sequenceNumberCommitted", depth + 1
         )
     return LeaderAdvisoryCommit(
-        sequence_number=sequence_number,
-        sequence_number_committed=sequence_number_committed,
+        sequence_number=f_sequence_number,
+        sequence_number_committed=f_sequence_number_committed,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2892,7 +2982,8 @@ def _dec_LeaderAdvisoryCommit(d: object, path: str, depth: int) -> LeaderAdvisor
 def _enc_StateNotification(v: StateNotification) -> str:
     if not isinstance(v, StateNotification):
         raise EncodeError(f"expected a StateNotification, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.leader_passive is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if v.leader_passive is not None:
@@ -2904,10 +2995,10 @@ def _dec_StateNotification(d: object, path: str, depth: int) -> StateNotificatio
     o = _j.obj(d, path, depth)
     absent: list[str] = []
     x = o.get("leaderPassive")
-    leader_passive = (
+    f_leader_passive = (
         None if x is None else _dec_LeaderPassive(x, path + "." + "leaderPassive", depth + 1)
     )
-    chosen = leader_passive is not None
+    chosen = f_leader_passive is not None
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 1 selections, found {chosen}"
@@ -2915,7 +3006,7 @@ def _dec_StateNotification(d: object, path: str, depth: int) -> StateNotificatio
             path=path,
         )
     return StateNotification(
-        leader_passive=leader_passive,
+        leader_passive=f_leader_passive,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -2969,33 +3060,33 @@ def _dec_SyncPoint(d: object, path: str, depth: int) -> SyncPoint:
     absent: list[str] = []
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("sequenceNum")
     if x is None:
-        sequence_num = 0
+        f_sequence_num = 0
         absent.append("sequenceNum")
     else:
-        sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
+        f_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
     x = o.get("dataFileOffsetDwords")
     if x is None:
-        data_file_offset_dwords = 0
+        f_data_file_offset_dwords = 0
         absent.append("dataFileOffsetDwords")
     else:
-        data_file_offset_dwords = _j.dec_int(x, 0, 4294967295, path, "dataFileOffsetDwords")
+        f_data_file_offset_dwords = _j.dec_int(x, 0, 4294967295, path, "dataFileOffsetDwords")
     x = o.get("qlistFileOffsetWords")
     if x is None:
-        qlist_file_offset_words = 0
+        f_qlist_file_offset_words = 0
         absent.append("qlistFileOffsetWords")
     else:
-        qlist_file_offset_words = _j.dec_int(x, 0, 4294967295, path, "qlistFileOffsetWords")
+        f_qlist_file_offset_words = _j.dec_int(x, 0, 4294967295, path, "qlistFileOffsetWords")
     return SyncPoint(
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        data_file_offset_dwords=data_file_offset_dwords,
-        qlist_file_offset_words=qlist_file_offset_words,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        data_file_offset_dwords=f_data_file_offset_dwords,
+        qlist_file_offset_words=f_qlist_file_offset_words,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3019,19 +3110,19 @@ def _dec_SyncPointOffsetPair(d: object, path: str, depth: int) -> SyncPointOffse
     absent: list[str] = []
     x = o.get("syncPoint")
     if x is None:
-        sync_point = SyncPoint()
+        f_sync_point = SyncPoint()
         absent.append("syncPoint")
     else:
-        sync_point = _dec_SyncPoint(x, path + "." + "syncPoint", depth + 1)
+        f_sync_point = _dec_SyncPoint(x, path + "." + "syncPoint", depth + 1)
     x = o.get("offset")
     if x is None:
-        offset = 0
+        f_offset = 0
         absent.append("offset")
     else:
-        offset = _j.dec_int(x, 0, 18446744073709551615, path, "offset")
+        f_offset = _j.dec_int(x, 0, 18446744073709551615, path, "offset")
     return SyncPointOffsetPair(
-        sync_point=sync_point,
-        offset=offset,
+        sync_point=f_sync_point,
+        offset=f_offset,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3051,12 +3142,12 @@ def _dec_NodeStatusAdvisory(d: object, path: str, depth: int) -> NodeStatusAdvis
     absent: list[str] = []
     x = o.get("status")
     if x is None:
-        status = NodeStatus.E_UNKNOWN
+        f_status = NodeStatus.E_UNKNOWN
         absent.append("status")
     else:
-        status = _j.dec_enum(x, NodeStatus, path, "status")
+        f_status = _j.dec_enum(x, NodeStatus, path, "status")
     return NodeStatusAdvisory(
-        status=status,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3100,14 +3191,14 @@ def _dec_LeaderSyncStateQueryResponse(
     absent: list[str] = []
     x = o.get("leaderMessageSequence")
     if x is None:
-        leader_message_sequence = LeaderMessageSequence()
+        f_leader_message_sequence = LeaderMessageSequence()
         absent.append("leaderMessageSequence")
     else:
-        leader_message_sequence = _dec_LeaderMessageSequence(
+        f_leader_message_sequence = _dec_LeaderMessageSequence(
             x, path + "." + "leaderMessageSequence", depth + 1
         )
     return LeaderSyncStateQueryResponse(
-        leader_message_sequence=leader_message_sequence,
+        leader_message_sequence=f_leader_message_sequence,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3145,12 +3236,12 @@ def _dec_LeaderSyncDataQueryResponse(
     absent: list[str] = []
     x = o.get("leaderSyncData")
     if x is None:
-        leader_sync_data = LeaderAdvisory()
+        f_leader_sync_data = LeaderAdvisory()
         absent.append("leaderSyncData")
     else:
-        leader_sync_data = _dec_LeaderAdvisory(x, path + "." + "leaderSyncData", depth + 1)
+        f_leader_sync_data = _dec_LeaderAdvisory(x, path + "." + "leaderSyncData", depth + 1)
     return LeaderSyncDataQueryResponse(
-        leader_sync_data=leader_sync_data,
+        leader_sync_data=f_leader_sync_data,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3170,12 +3261,12 @@ def _dec_QueueAssignmentRequest(d: object, path: str, depth: int) -> QueueAssign
     absent: list[str] = []
     x = o.get("queueUri")
     if x is None:
-        queue_uri = ""
+        f_queue_uri = ""
         absent.append("queueUri")
     else:
-        queue_uri = _j.dec_str(x, path, "queueUri")
+        f_queue_uri = _j.dec_str(x, path, "queueUri")
     return QueueAssignmentRequest(
-        queue_uri=queue_uri,
+        queue_uri=f_queue_uri,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3204,26 +3295,26 @@ def _dec_QueueUnassignmentRequest(d: object, path: str, depth: int) -> QueueUnas
     absent: list[str] = []
     x = o.get("queueUri")
     if x is None:
-        queue_uri = ""
+        f_queue_uri = ""
         absent.append("queueUri")
     else:
-        queue_uri = _j.dec_str(x, path, "queueUri")
+        f_queue_uri = _j.dec_str(x, path, "queueUri")
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("queueKey")
     if x is None:
-        queue_key = b""
+        f_queue_key = b""
         absent.append("queueKey")
     else:
-        queue_key = _j.dec_bytes(x, path, "queueKey")
+        f_queue_key = _j.dec_bytes(x, path, "queueKey")
     return QueueUnassignmentRequest(
-        queue_uri=queue_uri,
-        partition_id=partition_id,
-        queue_key=queue_key,
+        queue_uri=f_queue_uri,
+        partition_id=f_partition_id,
+        queue_key=f_queue_key,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3254,26 +3345,26 @@ def _dec_StorageSyncRequest(d: object, path: str, depth: int) -> StorageSyncRequ
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("beginSyncPointOffsetPair")
-    begin_sync_point_offset_pair = (
+    f_begin_sync_point_offset_pair = (
         None
         if x is None
         else _dec_SyncPointOffsetPair(x, path + "." + "beginSyncPointOffsetPair", depth + 1)
     )
     x = o.get("endSyncPointOffsetPair")
-    end_sync_point_offset_pair = (
+    f_end_sync_point_offset_pair = (
         None
         if x is None
         else _dec_SyncPointOffsetPair(x, path + "." + "endSyncPointOffsetPair", depth + 1)
     )
     return StorageSyncRequest(
-        partition_id=partition_id,
-        begin_sync_point_offset_pair=begin_sync_point_offset_pair,
-        end_sync_point_offset_pair=end_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        begin_sync_point_offset_pair=f_begin_sync_point_offset_pair,
+        end_sync_point_offset_pair=f_end_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3313,35 +3404,35 @@ def _dec_StorageSyncResponse(d: object, path: str, depth: int) -> StorageSyncRes
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("storageSyncResponseType")
     if x is None:
-        storage_sync_response_type = StorageSyncResponseType.E_UNDEFINED
+        f_storage_sync_response_type = StorageSyncResponseType.E_UNDEFINED
         absent.append("storageSyncResponseType")
     else:
-        storage_sync_response_type = _j.dec_enum(
+        f_storage_sync_response_type = _j.dec_enum(
             x, StorageSyncResponseType, path, "storageSyncResponseType"
         )
     x = o.get("beginSyncPoint")
     if x is None:
-        begin_sync_point = SyncPoint()
+        f_begin_sync_point = SyncPoint()
         absent.append("beginSyncPoint")
     else:
-        begin_sync_point = _dec_SyncPoint(x, path + "." + "beginSyncPoint", depth + 1)
+        f_begin_sync_point = _dec_SyncPoint(x, path + "." + "beginSyncPoint", depth + 1)
     x = o.get("endSyncPoint")
     if x is None:
-        end_sync_point = SyncPoint()
+        f_end_sync_point = SyncPoint()
         absent.append("endSyncPoint")
     else:
-        end_sync_point = _dec_SyncPoint(x, path + "." + "endSyncPoint", depth + 1)
+        f_end_sync_point = _dec_SyncPoint(x, path + "." + "endSyncPoint", depth + 1)
     return StorageSyncResponse(
-        partition_id=partition_id,
-        storage_sync_response_type=storage_sync_response_type,
-        begin_sync_point=begin_sync_point,
-        end_sync_point=end_sync_point,
+        partition_id=f_partition_id,
+        storage_sync_response_type=f_storage_sync_response_type,
+        begin_sync_point=f_begin_sync_point,
+        end_sync_point=f_end_sync_point,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3366,12 +3457,12 @@ def _dec_PartitionSyncStateQuery(d: object, path: str, depth: int) -> PartitionS
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = -1
+        f_partition_id = -1
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     return PartitionSyncStateQuery(
-        partition_id=partition_id,
+        partition_id=f_partition_id,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3426,35 +3517,35 @@ def _dec_PartitionSyncStateQueryResponse(
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("sequenceNum")
     if x is None:
-        sequence_num = 0
+        f_sequence_num = 0
         absent.append("sequenceNum")
     else:
-        sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
+        f_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNum")
     x = o.get("lastSyncPointOffsetPair")
     if x is None:
-        last_sync_point_offset_pair = SyncPointOffsetPair()
+        f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
     else:
-        last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
+        f_last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
             x, path + "." + "lastSyncPointOffsetPair", depth + 1
         )
     return PartitionSyncStateQueryResponse(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        sequence_num=sequence_num,
-        last_sync_point_offset_pair=last_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        sequence_num=f_sequence_num,
+        last_sync_point_offset_pair=f_last_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3519,49 +3610,49 @@ def _dec_PartitionSyncDataQuery(d: object, path: str, depth: int) -> PartitionSy
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("lastPrimaryLeaseId")
     if x is None:
-        last_primary_lease_id = 0
+        f_last_primary_lease_id = 0
         absent.append("lastPrimaryLeaseId")
     else:
-        last_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "lastPrimaryLeaseId")
+        f_last_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "lastPrimaryLeaseId")
     x = o.get("lastSequenceNum")
     if x is None:
-        last_sequence_num = 0
+        f_last_sequence_num = 0
         absent.append("lastSequenceNum")
     else:
-        last_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "lastSequenceNum")
+        f_last_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "lastSequenceNum")
     x = o.get("uptoPrimaryLeaseId")
     if x is None:
-        upto_primary_lease_id = 0
+        f_upto_primary_lease_id = 0
         absent.append("uptoPrimaryLeaseId")
     else:
-        upto_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "uptoPrimaryLeaseId")
+        f_upto_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "uptoPrimaryLeaseId")
     x = o.get("uptoSequenceNum")
     if x is None:
-        upto_sequence_num = 0
+        f_upto_sequence_num = 0
         absent.append("uptoSequenceNum")
     else:
-        upto_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "uptoSequenceNum")
+        f_upto_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "uptoSequenceNum")
     x = o.get("lastSyncPointOffsetPair")
     if x is None:
-        last_sync_point_offset_pair = SyncPointOffsetPair()
+        f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
     else:
-        last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
+        f_last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
             x, path + "." + "lastSyncPointOffsetPair", depth + 1
         )
     return PartitionSyncDataQuery(
-        partition_id=partition_id,
-        last_primary_lease_id=last_primary_lease_id,
-        last_sequence_num=last_sequence_num,
-        upto_primary_lease_id=upto_primary_lease_id,
-        upto_sequence_num=upto_sequence_num,
-        last_sync_point_offset_pair=last_sync_point_offset_pair,
+        partition_id=f_partition_id,
+        last_primary_lease_id=f_last_primary_lease_id,
+        last_sequence_num=f_last_sequence_num,
+        upto_primary_lease_id=f_upto_primary_lease_id,
+        upto_sequence_num=f_upto_sequence_num,
+        last_sync_point_offset_pair=f_last_sync_point_offset_pair,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3611,26 +3702,26 @@ def _dec_PartitionSyncDataQueryResponse(
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("endPrimaryLeaseId")
     if x is None:
-        end_primary_lease_id = 0
+        f_end_primary_lease_id = 0
         absent.append("endPrimaryLeaseId")
     else:
-        end_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "endPrimaryLeaseId")
+        f_end_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "endPrimaryLeaseId")
     x = o.get("endSequenceNum")
     if x is None:
-        end_sequence_num = 0
+        f_end_sequence_num = 0
         absent.append("endSequenceNum")
     else:
-        end_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "endSequenceNum")
+        f_end_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "endSequenceNum")
     return PartitionSyncDataQueryResponse(
-        partition_id=partition_id,
-        end_primary_lease_id=end_primary_lease_id,
-        end_sequence_num=end_sequence_num,
+        partition_id=f_partition_id,
+        end_primary_lease_id=f_end_primary_lease_id,
+        end_sequence_num=f_end_sequence_num,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3659,19 +3750,19 @@ def _dec_PartitionSyncDataQueryStatus(
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("status")
     if x is None:
-        status = Status()
+        f_status = Status()
         absent.append("status")
     else:
-        status = _dec_Status(x, path + "." + "status", depth + 1)
+        f_status = _dec_Status(x, path + "." + "status", depth + 1)
     return PartitionSyncDataQueryStatus(
-        partition_id=partition_id,
-        status=status,
+        partition_id=f_partition_id,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3701,26 +3792,26 @@ def _dec_PrimaryStatusAdvisory(d: object, path: str, depth: int) -> PrimaryStatu
     absent: list[str] = []
     x = o.get("partitionId")
     if x is None:
-        partition_id = 0
+        f_partition_id = 0
         absent.append("partitionId")
     else:
-        partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
+        f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
     x = o.get("primaryLeaseId")
     if x is None:
-        primary_lease_id = 0
+        f_primary_lease_id = 0
         absent.append("primaryLeaseId")
     else:
-        primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
+        f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
     x = o.get("status")
     if x is None:
-        status = PrimaryStatus.E_UNDEFINED
+        f_status = PrimaryStatus.E_UNDEFINED
         absent.append("status")
     else:
-        status = _j.dec_enum(x, PrimaryStatus, path, "status")
+        f_status = _j.dec_enum(x, PrimaryStatus, path, "status")
     return PrimaryStatusAdvisory(
-        partition_id=partition_id,
-        primary_lease_id=primary_lease_id,
-        status=status,
+        partition_id=f_partition_id,
+        primary_lease_id=f_primary_lease_id,
+        status=f_status,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3744,19 +3835,19 @@ def _dec_StopRequest(d: object, path: str, depth: int) -> StopRequest:
     absent: list[str] = []
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     x = o.get("version")
     if x is None:
-        version = 1
+        f_version = 1
         absent.append("version")
     else:
-        version = _j.dec_int(x, -2147483648, 2147483647, path, "version")
+        f_version = _j.dec_int(x, -2147483648, 2147483647, path, "version")
     return StopRequest(
-        cluster_name=cluster_name,
-        version=version,
+        cluster_name=f_cluster_name,
+        version=f_version,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3776,12 +3867,12 @@ def _dec_StopResponse(d: object, path: str, depth: int) -> StopResponse:
     absent: list[str] = []
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     return StopResponse(
-        cluster_name=cluster_name,
+        cluster_name=f_cluster_name,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3789,7 +3880,16 @@ def _dec_StopResponse(d: object, path: str, depth: int) -> StopResponse:
 def _enc_ElectorMessage(v: ElectorMessage) -> str:
     if not isinstance(v, ElectorMessage):
         raise EncodeError(f"expected a ElectorMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.election_proposal is not None) + (v.election_response is not None) + (
+        v.leader_heartbeat is not None
+    ) + (v.elector_node_status is not None) + (v.heartbeat_response is not None) + (
+        v.scouting_request is not None
+    ) + (
+        v.scouting_response is not None
+    ) + (
+        v.leadership_cession_notification is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     absent = v._absent
     if not absent or "term" not in absent or v.term != 0:
@@ -3821,44 +3921,44 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
     absent: list[str] = []
     x = o.get("term")
     if x is None:
-        term = 0
+        f_term = 0
         absent.append("term")
     else:
-        term = _j.dec_int(x, 0, 18446744073709551615, path, "term")
+        f_term = _j.dec_int(x, 0, 18446744073709551615, path, "term")
     x = o.get("electionProposal")
-    election_proposal = (
+    f_election_proposal = (
         None if x is None else _dec_ElectionProposal(x, path + "." + "electionProposal", depth + 1)
     )
     x = o.get("electionResponse")
-    election_response = (
+    f_election_response = (
         None if x is None else _dec_ElectionResponse(x, path + "." + "electionResponse", depth + 1)
     )
     x = o.get("leaderHeartbeat")
-    leader_heartbeat = (
+    f_leader_heartbeat = (
         None if x is None else _dec_LeaderHeartbeat(x, path + "." + "leaderHeartbeat", depth + 1)
     )
     x = o.get("electorNodeStatus")
-    elector_node_status = (
+    f_elector_node_status = (
         None
         if x is None
         else _dec_ElectorNodeStatus(x, path + "." + "electorNodeStatus", depth + 1)
     )
     x = o.get("heartbeatResponse")
-    heartbeat_response = (
+    f_heartbeat_response = (
         None
         if x is None
         else _dec_HeartbeatResponse(x, path + "." + "heartbeatResponse", depth + 1)
     )
     x = o.get("scoutingRequest")
-    scouting_request = (
+    f_scouting_request = (
         None if x is None else _dec_ScoutingRequest(x, path + "." + "scoutingRequest", depth + 1)
     )
     x = o.get("scoutingResponse")
-    scouting_response = (
+    f_scouting_response = (
         None if x is None else _dec_ScoutingResponse(x, path + "." + "scoutingResponse", depth + 1)
     )
     x = o.get("leadershipCessionNotification")
-    leadership_cession_notification = (
+    f_leadership_cession_notification = (
         None
         if x is None
         else _dec_LeadershipCessionNotification(
@@ -3866,14 +3966,14 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
         )
     )
     chosen = (
-        (election_proposal is not None)
-        + (election_response is not None)
-        + (leader_heartbeat is not None)
-        + (elector_node_status is not None)
-        + (heartbeat_response is not None)
-        + (scouting_request is not None)
-        + (scouting_response is not None)
-        + (leadership_cession_notification is not None)
+        (f_election_proposal is not None)
+        + (f_election_response is not None)
+        + (f_leader_heartbeat is not None)
+        + (f_elector_node_status is not None)
+        + (f_heartbeat_response is not None)
+        + (f_scouting_request is not None)
+        + (f_scouting_response is not None)
+        + (f_leadership_cession_notification is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -3882,15 +3982,15 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
             path=path,
         )
     return ElectorMessage(
-        term=term,
-        election_proposal=election_proposal,
-        election_response=election_response,
-        leader_heartbeat=leader_heartbeat,
-        elector_node_status=elector_node_status,
-        heartbeat_response=heartbeat_response,
-        scouting_request=scouting_request,
-        scouting_response=scouting_response,
-        leadership_cession_notification=leadership_cession_notification,
+        term=f_term,
+        election_proposal=f_election_proposal,
+        election_response=f_election_response,
+        leader_heartbeat=f_leader_heartbeat,
+        elector_node_status=f_elector_node_status,
+        heartbeat_response=f_heartbeat_response,
+        scouting_request=f_scouting_request,
+        scouting_response=f_scouting_response,
+        leadership_cession_notification=f_leadership_cession_notification,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -3976,12 +4076,12 @@ def _dec_ElectorNodeStatus(d: object, path: str, depth: int) -> ElectorNodeStatu
     absent: list[str] = []
     x = o.get("isAvailable")
     if x is None:
-        is_available = False
+        f_is_available = False
         absent.append("isAvailable")
     else:
-        is_available = _j.dec_bool(x, path, "isAvailable")
+        f_is_available = _j.dec_bool(x, path, "isAvailable")
     return ElectorNodeStatus(
-        is_available=is_available,
+        is_available=f_is_available,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4033,12 +4133,12 @@ def _dec_ScoutingResponse(d: object, path: str, depth: int) -> ScoutingResponse:
     absent: list[str] = []
     x = o.get("willVote")
     if x is None:
-        will_vote = False
+        f_will_vote = False
         absent.append("willVote")
     else:
-        will_vote = _j.dec_bool(x, path, "willVote")
+        f_will_vote = _j.dec_bool(x, path, "willVote")
     return ScoutingResponse(
-        will_vote=will_vote,
+        will_vote=f_will_vote,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4071,26 +4171,26 @@ def _dec_DumpMessages(d: object, path: str, depth: int) -> DumpMessages:
     absent: list[str] = []
     x = o.get("msgTypeToDump")
     if x is None:
-        msg_type_to_dump = DumpMsgType.E_INCOMING
+        f_msg_type_to_dump = DumpMsgType.E_INCOMING
         absent.append("msgTypeToDump")
     else:
-        msg_type_to_dump = _j.dec_enum(x, DumpMsgType, path, "msgTypeToDump")
+        f_msg_type_to_dump = _j.dec_enum(x, DumpMsgType, path, "msgTypeToDump")
     x = o.get("dumpActionType")
     if x is None:
-        dump_action_type = DumpActionType.E_ON
+        f_dump_action_type = DumpActionType.E_ON
         absent.append("dumpActionType")
     else:
-        dump_action_type = _j.dec_enum(x, DumpActionType, path, "dumpActionType")
+        f_dump_action_type = _j.dec_enum(x, DumpActionType, path, "dumpActionType")
     x = o.get("dumpActionValue")
     if x is None:
-        dump_action_value = 0
+        f_dump_action_value = 0
         absent.append("dumpActionValue")
     else:
-        dump_action_value = _j.dec_int(x, -2147483648, 2147483647, path, "dumpActionValue")
+        f_dump_action_value = _j.dec_int(x, -2147483648, 2147483647, path, "dumpActionValue")
     return DumpMessages(
-        msg_type_to_dump=msg_type_to_dump,
-        dump_action_type=dump_action_type,
-        dump_action_value=dump_action_value,
+        msg_type_to_dump=f_msg_type_to_dump,
+        dump_action_type=f_dump_action_type,
+        dump_action_value=f_dump_action_value,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4098,7 +4198,10 @@ def _dec_DumpMessages(d: object, path: str, depth: int) -> DumpMessages:
 def _enc_NegotiationMessage(v: NegotiationMessage) -> str:
     if not isinstance(v, NegotiationMessage):
         raise EncodeError(f"expected a NegotiationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.client_identity is not None) + (v.broker_response is not None) + (
+        v.place_holder is not None
+    ) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.client_identity is not None:
         out.append('"clientIdentity":' + _enc_ClientIdentity(v.client_identity))
@@ -4112,17 +4215,19 @@ def _enc_NegotiationMessage(v: NegotiationMessage) -> str:
 def _dec_NegotiationMessage(d: object, path: str, depth: int) -> NegotiationMessage:
     o = _j.obj(d, path, depth)
     x = o.get("clientIdentity")
-    client_identity = (
+    f_client_identity = (
         None if x is None else _dec_ClientIdentity(x, path + "." + "clientIdentity", depth + 1)
     )
     x = o.get("brokerResponse")
-    broker_response = (
+    f_broker_response = (
         None if x is None else _dec_BrokerResponse(x, path + "." + "brokerResponse", depth + 1)
     )
     x = o.get("placeHolder")
-    place_holder = None if x is None else _dec_DummyType(x, path + "." + "placeHolder", depth + 1)
+    f_place_holder = None if x is None else _dec_DummyType(x, path + "." + "placeHolder", depth + 1)
     chosen = (
-        (client_identity is not None) + (broker_response is not None) + (place_holder is not None)
+        (f_client_identity is not None)
+        + (f_broker_response is not None)
+        + (f_place_holder is not None)
     )
     if chosen > 1 or chosen == 0:
         raise DecodeError(
@@ -4131,9 +4236,9 @@ def _dec_NegotiationMessage(d: object, path: str, depth: int) -> NegotiationMess
             path=path,
         )
     return NegotiationMessage(
-        client_identity=client_identity,
-        broker_response=broker_response,
-        place_holder=place_holder,
+        client_identity=f_client_identity,
+        broker_response=f_broker_response,
+        place_holder=f_place_holder,
     )
 
 
@@ -4162,21 +4267,21 @@ def _dec_GuidInfo(d: object, path: str, depth: int) -> GuidInfo:
     absent: list[str] = []
     x = o.get("clientId")
     if x is None:
-        client_id = ""
+        f_client_id = ""
         absent.append("clientId")
     else:
-        client_id = _j.dec_str(x, path, "clientId")
+        f_client_id = _j.dec_str(x, path, "clientId")
     x = o.get("nanoSecondsFromEpoch")
     if x is None:
-        nano_seconds_from_epoch = 0
+        f_nano_seconds_from_epoch = 0
         absent.append("nanoSecondsFromEpoch")
     else:
-        nano_seconds_from_epoch = _j.dec_int(
+        f_nano_seconds_from_epoch = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "nanoSecondsFromEpoch"
         )
     return GuidInfo(
-        client_id=client_id,
-        nano_seconds_from_epoch=nano_seconds_from_epoch,
+        client_id=f_client_id,
+        nano_seconds_from_epoch=f_nano_seconds_from_epoch,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4237,96 +4342,96 @@ def _dec_ClientIdentity(d: object, path: str, depth: int) -> ClientIdentity:
     absent: list[str] = []
     x = o.get("protocolVersion")
     if x is None:
-        protocol_version = 0
+        f_protocol_version = 0
         absent.append("protocolVersion")
     else:
-        protocol_version = _j.dec_int(x, -2147483648, 2147483647, path, "protocolVersion")
+        f_protocol_version = _j.dec_int(x, -2147483648, 2147483647, path, "protocolVersion")
     x = o.get("sdkVersion")
     if x is None:
-        sdk_version = 999999
+        f_sdk_version = 999999
         absent.append("sdkVersion")
     else:
-        sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "sdkVersion")
+        f_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "sdkVersion")
     x = o.get("clientType")
     if x is None:
-        client_type = ClientType.E_UNKNOWN
+        f_client_type = ClientType.E_UNKNOWN
         absent.append("clientType")
     else:
-        client_type = _j.dec_enum(x, ClientType, path, "clientType")
+        f_client_type = _j.dec_enum(x, ClientType, path, "clientType")
     x = o.get("processName")
     if x is None:
-        process_name = ""
+        f_process_name = ""
         absent.append("processName")
     else:
-        process_name = _j.dec_str(x, path, "processName")
+        f_process_name = _j.dec_str(x, path, "processName")
     x = o.get("pid")
     if x is None:
-        pid = 0
+        f_pid = 0
         absent.append("pid")
     else:
-        pid = _j.dec_int(x, -2147483648, 2147483647, path, "pid")
+        f_pid = _j.dec_int(x, -2147483648, 2147483647, path, "pid")
     x = o.get("sessionId")
     if x is None:
-        session_id = 1
+        f_session_id = 1
         absent.append("sessionId")
     else:
-        session_id = _j.dec_int(x, -2147483648, 2147483647, path, "sessionId")
+        f_session_id = _j.dec_int(x, -2147483648, 2147483647, path, "sessionId")
     x = o.get("hostName")
     if x is None:
-        host_name = ""
+        f_host_name = ""
         absent.append("hostName")
     else:
-        host_name = _j.dec_str(x, path, "hostName")
+        f_host_name = _j.dec_str(x, path, "hostName")
     x = o.get("features")
     if x is None:
-        features = ""
+        f_features = ""
         absent.append("features")
     else:
-        features = _j.dec_str(x, path, "features")
+        f_features = _j.dec_str(x, path, "features")
     x = o.get("clusterName")
     if x is None:
-        cluster_name = ""
+        f_cluster_name = ""
         absent.append("clusterName")
     else:
-        cluster_name = _j.dec_str(x, path, "clusterName")
+        f_cluster_name = _j.dec_str(x, path, "clusterName")
     x = o.get("clusterNodeId")
     if x is None:
-        cluster_node_id = -1
+        f_cluster_node_id = -1
         absent.append("clusterNodeId")
     else:
-        cluster_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "clusterNodeId")
+        f_cluster_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "clusterNodeId")
     x = o.get("sdkLanguage")
     if x is None:
-        sdk_language = ClientLanguage.E_CPP
+        f_sdk_language = ClientLanguage.E_CPP
         absent.append("sdkLanguage")
     else:
-        sdk_language = _j.dec_enum(x, ClientLanguage, path, "sdkLanguage")
+        f_sdk_language = _j.dec_enum(x, ClientLanguage, path, "sdkLanguage")
     x = o.get("guidInfo")
     if x is None:
-        guid_info = GuidInfo()
+        f_guid_info = GuidInfo()
         absent.append("guidInfo")
     else:
-        guid_info = _dec_GuidInfo(x, path + "." + "guidInfo", depth + 1)
+        f_guid_info = _dec_GuidInfo(x, path + "." + "guidInfo", depth + 1)
     x = o.get("userAgent")
     if x is None:
-        user_agent = ""
+        f_user_agent = ""
         absent.append("userAgent")
     else:
-        user_agent = _j.dec_str(x, path, "userAgent")
+        f_user_agent = _j.dec_str(x, path, "userAgent")
     return ClientIdentity(
-        protocol_version=protocol_version,
-        sdk_version=sdk_version,
-        client_type=client_type,
-        process_name=process_name,
-        pid=pid,
-        session_id=session_id,
-        host_name=host_name,
-        features=features,
-        cluster_name=cluster_name,
-        cluster_node_id=cluster_node_id,
-        sdk_language=sdk_language,
-        guid_info=guid_info,
-        user_agent=user_agent,
+        protocol_version=f_protocol_version,
+        sdk_version=f_sdk_version,
+        client_type=f_client_type,
+        process_name=f_process_name,
+        pid=f_pid,
+        session_id=f_session_id,
+        host_name=f_host_name,
+        features=f_features,
+        cluster_name=f_cluster_name,
+        cluster_node_id=f_cluster_node_id,
+        sdk_language=f_sdk_language,
+        guid_info=f_guid_info,
+        user_agent=f_user_agent,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4382,54 +4487,58 @@ def _dec_BrokerResponse(d: object, path: str, depth: int) -> BrokerResponse:
     absent: list[str] = []
     x = o.get("result")
     if x is None:
-        result = Status()
+        f_result = Status()
         absent.append("result")
     else:
-        result = _dec_Status(x, path + "." + "result", depth + 1)
+        f_result = _dec_Status(x, path + "." + "result", depth + 1)
     x = o.get("protocolVersion")
     if x is None:
-        protocol_version = 0
+        f_protocol_version = 0
         absent.append("protocolVersion")
     else:
-        protocol_version = _j.dec_int(x, -2147483648, 2147483647, path, "protocolVersion")
+        f_protocol_version = _j.dec_int(x, -2147483648, 2147483647, path, "protocolVersion")
     x = o.get("brokerVersion")
     if x is None:
-        broker_version = 0
+        f_broker_version = 0
         absent.append("brokerVersion")
     else:
-        broker_version = _j.dec_int(x, -2147483648, 2147483647, path, "brokerVersion")
+        f_broker_version = _j.dec_int(x, -2147483648, 2147483647, path, "brokerVersion")
     x = o.get("isDeprecatedSdk")
     if x is None:
-        is_deprecated_sdk = False
+        f_is_deprecated_sdk = False
         absent.append("isDeprecatedSdk")
     else:
-        is_deprecated_sdk = _j.dec_bool(x, path, "isDeprecatedSdk")
+        f_is_deprecated_sdk = _j.dec_bool(x, path, "isDeprecatedSdk")
     x = o.get("brokerIdentity")
     if x is None:
-        broker_identity = ClientIdentity()
+        f_broker_identity = ClientIdentity()
         absent.append("brokerIdentity")
     else:
-        broker_identity = _dec_ClientIdentity(x, path + "." + "brokerIdentity", depth + 1)
+        f_broker_identity = _dec_ClientIdentity(x, path + "." + "brokerIdentity", depth + 1)
     x = o.get("heartbeatIntervalMs")
     if x is None:
-        heartbeat_interval_ms = 3000
+        f_heartbeat_interval_ms = 3000
         absent.append("heartbeatIntervalMs")
     else:
-        heartbeat_interval_ms = _j.dec_int(x, -2147483648, 2147483647, path, "heartbeatIntervalMs")
+        f_heartbeat_interval_ms = _j.dec_int(
+            x, -2147483648, 2147483647, path, "heartbeatIntervalMs"
+        )
     x = o.get("maxMissedHeartbeats")
     if x is None:
-        max_missed_heartbeats = 10
+        f_max_missed_heartbeats = 10
         absent.append("maxMissedHeartbeats")
     else:
-        max_missed_heartbeats = _j.dec_int(x, -2147483648, 2147483647, path, "maxMissedHeartbeats")
+        f_max_missed_heartbeats = _j.dec_int(
+            x, -2147483648, 2147483647, path, "maxMissedHeartbeats"
+        )
     return BrokerResponse(
-        result=result,
-        protocol_version=protocol_version,
-        broker_version=broker_version,
-        is_deprecated_sdk=is_deprecated_sdk,
-        broker_identity=broker_identity,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        max_missed_heartbeats=max_missed_heartbeats,
+        result=f_result,
+        protocol_version=f_protocol_version,
+        broker_version=f_broker_version,
+        is_deprecated_sdk=f_is_deprecated_sdk,
+        broker_identity=f_broker_identity,
+        heartbeat_interval_ms=f_heartbeat_interval_ms,
+        max_missed_heartbeats=f_max_missed_heartbeats,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4453,7 +4562,8 @@ def _dec_DummyType(d: object, path: str, depth: int) -> DummyType:
 def _enc_AuthenticationMessage(v: AuthenticationMessage) -> str:
     if not isinstance(v, AuthenticationMessage):
         raise EncodeError(f"expected a AuthenticationMessage, got {type(v).__name__}")
-    v.selection  # raises EncodeError unless exactly one selection is set
+    if (v.authentication_request is not None) + (v.authentication_response is not None) != 1:
+        v.selection  # raises EncodeError saying what is wrong
     out: list[str] = []
     if v.authentication_request is not None:
         out.append(
@@ -4469,18 +4579,18 @@ def _enc_AuthenticationMessage(v: AuthenticationMessage) -> str:
 def _dec_AuthenticationMessage(d: object, path: str, depth: int) -> AuthenticationMessage:
     o = _j.obj(d, path, depth)
     x = o.get("authenticationRequest")
-    authentication_request = (
+    f_authentication_request = (
         None
         if x is None
         else _dec_AuthenticationRequest(x, path + "." + "authenticationRequest", depth + 1)
     )
     x = o.get("authenticationResponse")
-    authentication_response = (
+    f_authentication_response = (
         None
         if x is None
         else _dec_AuthenticationResponse(x, path + "." + "authenticationResponse", depth + 1)
     )
-    chosen = (authentication_request is not None) + (authentication_response is not None)
+    chosen = (f_authentication_request is not None) + (f_authentication_response is not None)
     if chosen > 1 or chosen == 0:
         raise DecodeError(
             f"expected exactly one of the 2 selections, found {chosen}"
@@ -4488,8 +4598,8 @@ def _dec_AuthenticationMessage(d: object, path: str, depth: int) -> Authenticati
             path=path,
         )
     return AuthenticationMessage(
-        authentication_request=authentication_request,
-        authentication_response=authentication_response,
+        authentication_request=f_authentication_request,
+        authentication_response=f_authentication_response,
     )
 
 
@@ -4510,15 +4620,15 @@ def _dec_AuthenticationRequest(d: object, path: str, depth: int) -> Authenticati
     absent: list[str] = []
     x = o.get("mechanism")
     if x is None:
-        mechanism = ""
+        f_mechanism = ""
         absent.append("mechanism")
     else:
-        mechanism = _j.dec_str(x, path, "mechanism")
+        f_mechanism = _j.dec_str(x, path, "mechanism")
     x = o.get("data")
-    data = None if x is None else _j.dec_bytes(x, path, "data")
+    f_data = None if x is None else _j.dec_bytes(x, path, "data")
     return AuthenticationRequest(
-        mechanism=mechanism,
-        data=data,
+        mechanism=f_mechanism,
+        data=f_data,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 
@@ -4543,15 +4653,17 @@ def _dec_AuthenticationResponse(d: object, path: str, depth: int) -> Authenticat
     absent: list[str] = []
     x = o.get("status")
     if x is None:
-        status = Status()
+        f_status = Status()
         absent.append("status")
     else:
-        status = _dec_Status(x, path + "." + "status", depth + 1)
+        f_status = _dec_Status(x, path + "." + "status", depth + 1)
     x = o.get("lifetimeMs")
-    lifetime_ms = None if x is None else _j.dec_int(x, 0, 18446744073709551615, path, "lifetimeMs")
+    f_lifetime_ms = (
+        None if x is None else _j.dec_int(x, 0, 18446744073709551615, path, "lifetimeMs")
+    )
     return AuthenticationResponse(
-        status=status,
-        lifetime_ms=lifetime_ms,
+        status=f_status,
+        lifetime_ms=f_lifetime_ms,
         _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
 

@@ -38,6 +38,14 @@ PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 36
 PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 32
 DEFAULT_SUBQUEUE_ID = 0
 
+# Padding after data of length n is PADDING[n % 4]: 1..4 bytes, each holding the count.
+PADDING: tuple[bytes, ...] = (
+    b"\x04\x04\x04\x04",
+    b"\x03\x03\x03",
+    b"\x02\x02",
+    b"\x01",
+)
+
 
 # -- enums --------------------------------------------------------------------------------------
 
@@ -169,6 +177,16 @@ EVENT_HEADER_FIELDS = (
     "type_specific",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+EVENT_HEADER_BITS = (
+    ("fragment_bit", 0, 1),
+    ("length", 1, 31),
+    ("protocol_version", 32, 2),
+    ("type", 34, 6),
+    ("header_words", 40, 8),
+    ("type_specific", 48, 8),
+    ("reserved", 56, 8),
+)
 
 
 def unpack_event_header(buf: Buffer, offset: int = 0) -> EventHeader:
@@ -253,6 +271,13 @@ OPTION_HEADER_FIELDS = (
     "type_specific",
     "words",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+OPTION_HEADER_BITS = (
+    ("type", 0, 6),
+    ("packed", 6, 1),
+    ("type_specific", 7, 4),
+    ("words", 11, 21),
+)
 
 
 def unpack_option_header(buf: Buffer, offset: int = 0) -> OptionHeader:
@@ -322,6 +347,14 @@ SUB_QUEUE_INFO_FIELDS = (
     "rda_counter",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+SUB_QUEUE_INFO_BITS = (
+    ("sub_queue_id", 0, 32),
+    ("rda_unlimited", 32, 1),
+    ("rda_poisonous", 33, 1),
+    ("rda_counter", 34, 6),
+    ("reserved", 40, 24),
+)
 
 
 def unpack_sub_queue_info(buf: Buffer, offset: int = 0) -> SubQueueInfo:
@@ -388,6 +421,8 @@ class SubQueueIdOld(NamedTuple):
 SUB_QUEUE_ID_OLD = struct.Struct(">I")
 SUB_QUEUE_ID_OLD_SIZE = 4
 SUB_QUEUE_ID_OLD_FIELDS = ("sub_queue_id",)
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+SUB_QUEUE_ID_OLD_BITS = (("sub_queue_id", 0, 32),)
 
 
 def unpack_sub_queue_id_old(buf: Buffer, offset: int = 0) -> SubQueueIdOld:
@@ -451,6 +486,16 @@ MESSAGE_PROPERTIES_HEADER_FIELDS = (
     "area_words_lower",
     "reserved2",
     "num_properties",
+)
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+MESSAGE_PROPERTIES_HEADER_BITS = (
+    ("reserved", 0, 2),
+    ("property_header_size_2x", 2, 3),
+    ("header_size_2x", 5, 3),
+    ("area_words_upper", 8, 8),
+    ("area_words_lower", 16, 16),
+    ("reserved2", 32, 8),
+    ("num_properties", 40, 8),
 )
 
 
@@ -542,6 +587,15 @@ MESSAGE_PROPERTY_HEADER_FIELDS = (
     "reserved2",
     "name_length",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+MESSAGE_PROPERTY_HEADER_BITS = (
+    ("reserved", 0, 1),
+    ("type", 1, 5),
+    ("value_upper", 6, 10),
+    ("value_lower", 16, 16),
+    ("reserved2", 32, 4),
+    ("name_length", 36, 12),
+)
 
 
 def unpack_message_property_header(buf: Buffer, offset: int = 0) -> MessagePropertyHeader:
@@ -630,6 +684,19 @@ PUT_HEADER_FIELDS = (
     "crc32c",
     "schema_id",
     "reserved",
+)
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+PUT_HEADER_BITS = (
+    ("flags", 0, 4),
+    ("message_words", 4, 28),
+    ("options_words", 32, 24),
+    ("compression", 56, 3),
+    ("header_words", 59, 5),
+    ("queue_id", 64, 32),
+    ("guid", 96, 128),
+    ("crc32c", 224, 32),
+    ("schema_id", 256, 16),
+    ("reserved", 272, 16),
 )
 
 
@@ -738,6 +805,18 @@ PUSH_HEADER_FIELDS = (
     "schema_id",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+PUSH_HEADER_BITS = (
+    ("flags", 0, 4),
+    ("message_words", 4, 28),
+    ("options_words", 32, 24),
+    ("compression", 56, 3),
+    ("header_words", 59, 5),
+    ("queue_id", 64, 32),
+    ("guid", 96, 128),
+    ("schema_id", 224, 16),
+    ("reserved", 240, 16),
+)
 
 
 def unpack_push_header(buf: Buffer, offset: int = 0) -> PushHeader:
@@ -830,6 +909,13 @@ ACK_HEADER_FIELDS = (
     "flags",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+ACK_HEADER_BITS = (
+    ("header_words", 0, 4),
+    ("per_message_words", 4, 4),
+    ("flags", 8, 8),
+    ("reserved", 16, 16),
+)
 
 
 def unpack_ack_header(buf: Buffer, offset: int = 0) -> AckHeader:
@@ -903,6 +989,14 @@ ACK_MESSAGE_FIELDS = (
     "guid",
     "queue_id",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+ACK_MESSAGE_BITS = (
+    ("reserved", 0, 4),
+    ("status", 4, 4),
+    ("correlation_id", 8, 24),
+    ("guid", 32, 128),
+    ("queue_id", 160, 32),
+)
 
 
 def unpack_ack_message(buf: Buffer, offset: int = 0) -> AckMessage:
@@ -975,6 +1069,12 @@ CONFIRM_HEADER_FIELDS = (
     "per_message_words",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+CONFIRM_HEADER_BITS = (
+    ("header_words", 0, 4),
+    ("per_message_words", 4, 4),
+    ("reserved", 8, 24),
+)
 
 
 def unpack_confirm_header(buf: Buffer, offset: int = 0) -> ConfirmHeader:
@@ -1038,6 +1138,12 @@ CONFIRM_MESSAGE_FIELDS = (
     "queue_id",
     "guid",
     "sub_queue_id",
+)
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+CONFIRM_MESSAGE_BITS = (
+    ("queue_id", 0, 32),
+    ("guid", 32, 128),
+    ("sub_queue_id", 160, 32),
 )
 
 
@@ -1105,6 +1211,12 @@ REJECT_HEADER_FIELDS = (
     "per_message_words",
     "reserved",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+REJECT_HEADER_BITS = (
+    ("header_words", 0, 4),
+    ("per_message_words", 4, 4),
+    ("reserved", 8, 24),
+)
 
 
 def unpack_reject_header(buf: Buffer, offset: int = 0) -> RejectHeader:
@@ -1168,6 +1280,12 @@ REJECT_MESSAGE_FIELDS = (
     "queue_id",
     "guid",
     "sub_queue_id",
+)
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+REJECT_MESSAGE_BITS = (
+    ("queue_id", 0, 32),
+    ("guid", 32, 128),
+    ("sub_queue_id", 160, 32),
 )
 
 
@@ -1243,6 +1361,16 @@ MESSAGE_GUID_FIELDS = (
     "client_id_msb",
     "client_id_lsb",
 )
+# (field, first bit, width in bits), bits counted from the start of the struct, MSB first.
+MESSAGE_GUID_BITS = (
+    ("version", 0, 2),
+    ("counter", 2, 22),
+    ("timer_tick_msb", 24, 8),
+    ("timer_tick_mid", 32, 32),
+    ("timer_tick_lsb", 64, 16),
+    ("client_id_msb", 80, 16),
+    ("client_id_lsb", 96, 32),
+)
 
 
 def unpack_message_guid(buf: Buffer, offset: int = 0) -> MessageGUID:
@@ -1305,6 +1433,20 @@ def encode_message_guid(value: MessageGUID) -> bytes:
         value.client_id_msb,
         value.client_id_lsb,
     )
+
+
+# What follows the EventHeader, per event type.
+EVENT_BODIES: dict[EventType, str] = {
+    EventType.CONTROL: "an encoded ControlMessage or NegotiationMessage (BER or JSON per typeSpecific), padded",
+    EventType.PUT: "PutHeader, options, application data (properties + payload), padding; repeated",
+    EventType.CONFIRM: "ConfirmHeader, then ConfirmMessage entries",
+    EventType.PUSH: "PushHeader, options, application data (properties + payload), padding; repeated",
+    EventType.ACK: "AckHeader, then AckMessage entries",
+    EventType.HEARTBEAT_REQ: "nothing: a bare EventHeader (bmqp_heartbeatmonitor)",
+    EventType.HEARTBEAT_RSP: "nothing: a bare EventHeader, the answer to HEARTBEAT_REQ",
+    EventType.REJECT: "RejectHeader, then RejectMessage entries",
+    EventType.AUTHENTICATION: "an encoded AuthenticationMessage (encoding per typeSpecific, as CONTROL), padded",
+}
 
 
 STRUCTS: dict[str, struct.Struct] = {

@@ -9,6 +9,7 @@ one turn leaves in one PUT and one CONFIRM event.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -24,7 +25,13 @@ from pybmq.client_events import (
     SessionStarted,
     SessionStopped,
 )
-from pybmq.client_options import DEFAULT_BROKER, QueueOptions, SessionOptions, parse_broker_url
+from pybmq.client_options import (
+    DEFAULT_BROKER,
+    QueueOptions,
+    SessionOptions,
+    parse_broker_url,
+    queue_options,
+)
 from pybmq.engine import ClientEngine
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.fsm import SessionState
@@ -32,7 +39,6 @@ from pybmq.properties import MessageProperties, PropertyValue
 
 AckCallback = Callable[[Ack], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
-_END = object()  # ends a queue's message stream
 
 
 class _Protocol(asyncio.Protocol):
@@ -100,7 +106,9 @@ class AsyncQueue:
         self.session = session
         self.queue_id = queue_id
         self.uri = uri
-        self._messages: asyncio.Queue[object] = asyncio.Queue()
+        # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.
+        self._messages: collections.deque[ReceivedMessage] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
     def post_nowait(
@@ -133,7 +141,9 @@ class AsyncQueue:
         session._schedule_flush()
         return await future
 
-    async def configure(self, options: QueueOptions) -> None:
+    async def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change flow control, priority or subscriptions of this (reader) queue."""
+        options = queue_options(options, option_values)
         session = self.session
         await session._operation(session._engine.configure_queue(self.queue_id, options, session._loop_time()))
 
@@ -147,26 +157,26 @@ class AsyncQueue:
         self._end()
 
     async def get(self) -> ReceivedMessage:
-        """The next message; raises SessionStoppedError once the queue or session is closed."""
-        item = await self._messages.get()
-        if item is _END:
-            self._messages.put_nowait(_END)
-            raise SessionStoppedError(f"queue {self.uri} is closed")
-        assert isinstance(item, ReceivedMessage)
-        return item
+        """The next message; raises SessionStoppedError once the queue or session is closed
+        (messages that arrived before that are still returned first)."""
+        messages = self._messages
+        while not messages:
+            if self._closed:
+                raise SessionStoppedError(f"queue {self.uri} is closed")
+            waiter = self.session._loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+        return messages.popleft()
 
     def get_nowait(self) -> ReceivedMessage | None:
-        """The next message if one was already received, else None; raises SessionStoppedError
-        once the queue or session is closed."""
-        try:
-            item = self._messages.get_nowait()
-        except asyncio.QueueEmpty:
-            return None
-        if item is _END:
-            self._messages.put_nowait(_END)
-            raise SessionStoppedError(f"queue {self.uri} is closed")
-        assert isinstance(item, ReceivedMessage)
-        return item
+        """The next message if one is already here, else None."""
+        return self._messages.popleft() if self._messages else None
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -178,12 +188,20 @@ class AsyncQueue:
             raise StopAsyncIteration from None
 
     def _deliver(self, message: Message) -> None:
-        self._messages.put_nowait(ReceivedMessage(self, message))
+        self._messages.append(ReceivedMessage(self, message))
+        waiters = self._waiters
+        if waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _end(self) -> None:
         if not self._closed:
             self._closed = True
-            self._messages.put_nowait(_END)
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def __repr__(self) -> str:
         return f"<AsyncQueue {self.queue_id} {self.uri}>"
@@ -273,6 +291,11 @@ class AsyncSession:
         await self._operation(op_id)
         await self._stopped.wait()
 
+    @property
+    def writable(self) -> bool:
+        """False while the socket's write buffer is over its high-water mark."""
+        return self._writable.is_set()
+
     async def drain(self) -> None:
         """Return once the socket's write buffer is under its high-water mark (backpressure)."""
         if not self._writable.is_set():
@@ -288,8 +311,14 @@ class AsyncSession:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        **option_values: Any,
     ) -> AsyncQueue:
-        """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``."""
+        """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``.
+
+        Consumer settings come as ``options=QueueOptions(...)`` or as its fields directly
+        (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
+        ``subscriptions=``)."""
+        options = queue_options(options, option_values)
         op_id, queue_id = self._engine.open_queue(
             uri, self._loop_time(), read=read, write=write, ack=ack, options=options
         )

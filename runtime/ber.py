@@ -10,9 +10,10 @@ every failure is a ``DecodeError`` carrying the byte offset and the schema path.
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any, TypeVar
 
-from pybmq.errors import DecodeError, EncodeError
+from pybmq.errors import DecodeError, EncodeError, UsageError
 
 MAX_DEPTH = 64  # deeper nesting than any BDE schema needs: refuse rather than recurse
 EOC = b"\x00\x00"
@@ -95,6 +96,43 @@ def put_bytes(out: bytearray, ident: bytes, value: object, path: str) -> None:
     out += content
 
 
+def real_content(value: float) -> bytes:
+    """X.690 8.5 REAL content: binary, base 2, mantissa odd (the canonical form); 0 is empty.
+
+    Special values use the one-octet forms of X.690 8.5.9: 0x40 +inf, 0x41 -inf, 0x42 NaN,
+    0x43 minus zero.
+    """
+    if value == 0.0:
+        return b"\x43" if math.copysign(1.0, value) < 0 else b""
+    if math.isnan(value):
+        return b"\x42"
+    if math.isinf(value):
+        return b"\x40" if value > 0 else b"\x41"
+    fraction, exponent = math.frexp(abs(value))
+    mantissa = int(fraction * (1 << 53))
+    exponent -= 53
+    while not mantissa & 1:
+        mantissa >>= 1
+        exponent += 1
+    exp_octets = int_content(exponent)
+    if len(exp_octets) > 3:  # cannot happen for a double; keep the general form anyway
+        head = bytes([0x83, len(exp_octets)])
+    else:
+        head = bytes([0x80 | (len(exp_octets) - 1)])
+    first = head[0] | (0x40 if value < 0 else 0)
+    body = mantissa.to_bytes((mantissa.bit_length() + 7) // 8, "big")
+    return bytes([first]) + head[1:] + exp_octets + body
+
+
+def put_real(out: bytearray, ident: bytes, value: object, path: str) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise EncodeError(f"{path}: expected a float, got {type(value).__name__}")
+    content = real_content(float(value))
+    out += ident
+    out.append(len(content))
+    out += content
+
+
 def put_enum(out: bytearray, ident: bytes, value: object, enum_cls: type[E], path: str) -> None:
     put_int(out, ident, enum_value(value, enum_cls, path), -(2**31), 2**31 - 1, path)
 
@@ -131,6 +169,8 @@ class BerReader:
     __slots__ = ("data", "depth", "pos", "size")
 
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise UsageError(f"BER input must be bytes-like, not {type(data).__name__}")
         self.data = bytes(data)
         self.pos = 0
         self.size = len(self.data)
@@ -204,6 +244,41 @@ class BerReader:
             raise self.fail("element overran its container", path)
         return False
 
+    def next(self, end: int | None, path: str) -> tuple[int, int, int | None] | None:
+        """The next child's header, or None at the end of its container (consuming its ``00 00``).
+
+        Same result as ``more`` then ``header``, with a fast path for the common one-octet tag
+        and one-octet length.
+        """
+        data = self.data
+        pos = self.pos
+        if end is None:
+            if pos + 2 > self.size:
+                raise self.fail("truncated: missing end-of-contents octets", path)
+            first = data[pos]
+            if first == 0:
+                if data[pos + 1] != 0:
+                    raise self.fail("malformed end-of-contents octets", path)
+                self.pos = pos + 2
+                return None
+            limit = self.size
+        else:
+            if pos >= end:
+                if pos > end:
+                    raise self.fail("element overran its container", path)
+                return None
+            limit = end
+            first = data[pos]
+        if first & 0x1F != 0x1F and pos + 1 < limit:
+            octet = data[pos + 1]
+            if octet < 0x80 and pos + 2 + octet <= limit:
+                self.pos = pos + 2
+                return first & 0xE0, first & 0x1F, octet
+            if octet == 0x80 and first & CONSTRUCTED:
+                self.pos = pos + 2
+                return first & 0xE0, first & 0x1F, None
+        return self.header(end, path)  # the general (and error-reporting) path
+
     def child_end(self, length: int | None) -> int | None:
         return None if length is None else self.pos + length
 
@@ -246,10 +321,10 @@ class BerReader:
 
     def read_int(self, length: int | None, lo: int, hi: int, path: str, name: str) -> int:
         start = self.pos
-        raw = self.primitive(length)
-        if not raw or len(raw) > 9:
-            raise self.fail_at(f"integer of {len(raw)} octets", path, name, start)
-        value = int.from_bytes(raw, "big", signed=True)
+        if length is None or not 0 < length <= 9:
+            raise self.fail_at(f"integer of {length} octets", path, name, start)
+        self.pos = start + length
+        value = int.from_bytes(self.data[start : self.pos], "big", signed=True)
         if not lo <= value <= hi:
             raise self.fail_at(f"integer {value} outside [{lo}, {hi}]", path, name, start)
         return value
@@ -273,6 +348,15 @@ class BerReader:
     def read_bytes(self, length: int | None, path: str, name: str) -> bytes:
         return self.primitive(length)
 
+    def read_real(self, length: int | None, path: str, name: str) -> float:
+        """A REAL in any X.690 form: binary (base 2, 8 or 16, any scale), decimal, special."""
+        start = self.pos
+        raw = self.primitive(length)
+        try:
+            return _real_value(raw)
+        except (ValueError, OverflowError) as exc:
+            raise self.fail_at(f"invalid REAL: {exc}", path, name, start) from None
+
     def read_enum(self, length: int | None, enum_cls: type[E], path: str, name: str) -> E:
         start = self.pos
         value = self.read_int(length, -(2**31), 2**31 - 1, path, name)
@@ -292,3 +376,37 @@ class BerReader:
     def finish(self, path: str) -> None:
         if self.pos != self.size:
             raise self.fail(f"{self.size - self.pos} trailing bytes after the value", path)
+
+
+_SPECIAL_REALS = {0x40: math.inf, 0x41: -math.inf, 0x42: math.nan, 0x43: -0.0}
+
+
+def _real_value(raw: bytes) -> float:
+    if not raw:
+        return 0.0
+    first = raw[0]
+    if first & 0x80:  # binary encoding
+        if (first >> 4) & 3 == 3:
+            raise ValueError("reserved base")
+        base_bits = {0: 1, 1: 3, 2: 4}[(first >> 4) & 3]
+        scale = (first >> 2) & 3
+        form = first & 3
+        if form == 3:
+            if len(raw) < 2:
+                raise ValueError("missing exponent length")
+            exp_len, exp_start = raw[1], 2
+        else:
+            exp_len, exp_start = form + 1, 1
+        if exp_len == 0 or len(raw) < exp_start + exp_len:
+            raise ValueError("truncated exponent")
+        exponent = int.from_bytes(raw[exp_start : exp_start + exp_len], "big", signed=True)
+        mantissa = int.from_bytes(raw[exp_start + exp_len :], "big")
+        value = math.ldexp(float(mantissa), exponent * base_bits + scale)
+        return -value if first & 0x40 else value
+    if first & 0x40:
+        if len(raw) != 1 or first not in _SPECIAL_REALS:
+            raise ValueError(f"unknown special value 0x{first:02x}")
+        return _SPECIAL_REALS[first]
+    # Decimal encoding (ISO 6093 NR1/NR2/NR3), which balber does not write but X.690 allows.
+    text = raw[1:].decode("ascii").strip().replace(",", ".")
+    return float(text)

@@ -14,7 +14,14 @@ from pybmq import __version__
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
-SUBCOMMANDS: list[str] = ["pybmq.cli_post", "pybmq.cli_consume", "pybmq.sim_cli"]
+SUBCOMMANDS: list[str] = [
+    "pybmq.cli_post",
+    "pybmq.cli_consume",
+    "pybmq.sim_cli",
+    "pybmq.cli_decode",
+    "pybmq.cli_schema_diff",
+    "pybmq.cli_schema_check",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

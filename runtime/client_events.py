@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pybmq.errors import PybmqError
 from pybmq.properties import MessageProperties
@@ -42,9 +43,10 @@ _WIRE_ACK_STATUS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Ack:
-    """The result of one post: which message (GUID), on which queue, and whether it was stored."""
+class Ack(NamedTuple):
+    """The result of one post: which message (GUID), on which queue, and whether it was stored.
+
+    A NamedTuple rather than a dataclass: one is made per message, on the hot path."""
 
     guid: bytes
     queue_uri: str
@@ -63,8 +65,7 @@ class Ack:
         return f"<Ack {origin}{self.status.value} {self.guid.hex()} {self.queue_uri}{why}>"
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """One PUSHed message as the engine decoded it (``queue_id`` is the engine's queue handle)."""
 
     queue_id: int
@@ -98,16 +99,14 @@ class OperationCompleted:
     error: PybmqError | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AckReceived:
+class AckReceived(NamedTuple):
     """A post was resolved. ``context`` is whatever the shell attached to the post."""
 
     ack: Ack
     context: object
 
 
-@dataclass(frozen=True, slots=True)
-class MessageReceived:
+class MessageReceived(NamedTuple):
     message: Message
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 from urllib.parse import urlsplit
 
 from pybmq.errors import UsageError
@@ -76,3 +77,17 @@ class QueueOptions:
             raise UsageError("max_unconfirmed_messages/bytes must be >= 0")
         if not -(2**31) < self.consumer_priority < 2**31:
             raise UsageError("consumer_priority must fit in a signed 32-bit int")
+
+
+def queue_options(options: QueueOptions | None, values: dict[str, Any]) -> QueueOptions:
+    """``options`` itself, or QueueOptions built from keyword values (not both)."""
+    if not values:
+        return options or QueueOptions()
+    if options is not None:
+        raise UsageError("give options=QueueOptions(...) or its fields as keywords, not both")
+    unknown = set(values) - {f.name for f in fields(QueueOptions)}
+    if unknown:
+        raise UsageError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
+    if "subscriptions" in values:
+        values = {**values, "subscriptions": tuple(values["subscriptions"])}
+    return QueueOptions(**values)

@@ -16,11 +16,12 @@ QUEUE = "bmq://bmq.test.mem.priority/pybmq-demo"
 
 
 async def demo(count: int, size: int, console: Console) -> int:
-    async with BrokerSimulator(host="127.0.0.1", port=0) as sim:
-        broker = f"tcp://127.0.0.1:{sim.port}"
+    async with BrokerSimulator() as sim:
+        broker = sim.url
         console.print(f"[bold]pybmq demo[/]: simulator on {broker}, {count:,} messages of {size} B")
-        async with AsyncSession(broker) as session:
-            console.print(f"  session started ({session.info.encoding if session.info else '?'} control encoding)")
+        async with AsyncSession(broker) as session, AsyncSession(broker) as consumer_session:
+            info = session.info
+            console.print(f"  sessions started ({info.encoding if info else '?'} control encoding)")
             producer = await session.open_queue(QUEUE, write=True)
             with console.status("posting…"):
                 posted = await post_messages(producer, count, make_payload(size))
@@ -28,7 +29,7 @@ async def demo(count: int, size: int, console: Console) -> int:
                 f"  post → ACK       {posted.count:>9,} msgs  {posted.rate:>10,.0f} msgs/s"
                 + (f"  [red]{posted.failed} NACKed {posted.failures}[/]" if posted.failed else "")
             )
-            consumer = await session.open_queue(QUEUE, read=True)
+            consumer = await consumer_session.open_queue(QUEUE, read=True)
             with console.status("consuming…"):
                 consumed = await consume_messages(consumer, count, confirm=True)
             console.print(

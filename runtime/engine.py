@@ -54,8 +54,8 @@ from pybmq.fsm import (
     step,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
-from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
+from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber
+from pybmq.generated.bmqp_ctrlmsg_json import decode_json
 from pybmq.generated.wire_codec import CompressionAlgorithmType, EncodingType, EventType
 from pybmq.guid import MessageGuidGenerator
 from pybmq.properties import MessageProperties
@@ -84,6 +84,7 @@ class _Req:
     CONFIGURE = "configureStream"
     CONFIGURE_CLOSE = "configureStream (close)"
     CLOSE = "closeQueue"
+    CLOSE_ABANDONED = "closeQueue (after a late open)"
     DISCONNECT = "disconnect"
 
 
@@ -94,6 +95,7 @@ _EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
     _Req.CONFIGURE: _CONFIGURE_RESPONSES,
     _Req.CONFIGURE_CLOSE: _CONFIGURE_RESPONSES,
     _Req.CLOSE: ("close_queue_response",),
+    _Req.CLOSE_ABANDONED: ("close_queue_response",),
     _Req.DISCONNECT: ("disconnect_response",),
 }
 # A broker listing this feature takes ConfigureStream (subscriptions); older ones only
@@ -125,6 +127,7 @@ class QueueRecord:
 
     __slots__ = (
         "app_id",
+        "base_uri",
         "flags",
         "op_id",
         "options",
@@ -142,6 +145,9 @@ class QueueRecord:
     ) -> None:
         self.queue_id = queue_id  # our handle for this open; unique in the session
         self.qid = qid  # the wire queue id: shared by every appId of one queue URI
+        self.base_uri = uri
+        # What goes on the wire (and what users see): the URI with its ?id= when there is one.
+        uri = f"{uri}?id={app_id}" if app_id is not None else uri
         self.uri = uri
         self.app_id = app_id
         self.sub_id = sub_id
@@ -172,13 +178,12 @@ ControlT = TypeVar("ControlT", ctrl.ControlMessage, ctrl.NegotiationMessage)
 
 def encode_control(message: ctrl.ControlMessage | ctrl.NegotiationMessage, encoding: str) -> bytes:
     """A CONTROL event carrying ``message`` in ``encoding`` ("JSON" or "BER")."""
-    if encoding == "JSON":
-        return wire.encode_control_event(encode_json(message), EncodingType.JSON)
-    return wire.encode_control_event(encode_ber(message), EncodingType.BER)
+    return wire.encode_control(message, EncodingType[encoding])
 
 
 def decode_control(event: Event, cls: type[ControlT]) -> tuple[ControlT, str]:
-    """The message in a CONTROL event, in whichever encoding the peer chose, and that encoding."""
+    """The message in a CONTROL event, in whichever encoding the peer chose, and that encoding
+    (typed: the caller says which message it expects)."""
     encoding, payload = wire.decode_control_event(event)
     if encoding == EncodingType.JSON:
         return decode_json(cls, payload), "JSON"
@@ -233,6 +238,8 @@ class ClientEngine:
         self._disconnect_sent = False
         self._negotiation_deadline = 0.0
         self._extra_stop_ops: list[int] = []
+        # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
+        self._abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
         # Subscription ids sent in a ConfigureStream, applied to the queue once it is answered.
         self._pending_subscriptions: dict[int, tuple[list[int], QueueOptions]] = {}
 
@@ -361,6 +368,7 @@ class ClientEngine:
             if request.op_id is not None and request.op_id != self._stop_op:
                 self._complete(request.op_id, SessionStoppedError(f"{reason} ({request.kind})"))
         self._requests.clear()
+        self._abandoned_opens.clear()
         for queue in self.queues.values():
             if queue.op_id is not None:
                 self._complete(queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})"))
@@ -403,7 +411,7 @@ class ClientEngine:
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
         for other in self.queues.values():
-            if other.uri == base_uri and other.app_id == app_id:
+            if other.base_uri == base_uri and other.app_id == app_id:
                 raise UsageError(
                 f"queue {uri!r} is already open (or opening) in this session; "
                 "open it once with read=True and write=True to do both"
@@ -414,7 +422,7 @@ class ClientEngine:
         queue_id = self._next_handle
         self._next_handle += 1
         # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
-        qid = next((q.qid for q in self.queues.values() if q.uri == base_uri), None)
+        qid = next((q.qid for q in self.queues.values() if q.base_uri == base_uri), None)
         if qid is None:
             qid = self._next_qid
             self._next_qid += 1
@@ -586,6 +594,8 @@ class ClientEngine:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
         if not payload:
             raise UsageError("cannot post an empty payload")
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
         if properties:
             props = (
                 properties
@@ -605,13 +615,13 @@ class ClientEngine:
 
     def confirm(self, queue_id: int, guid: bytes) -> None:
         """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``)."""
+        if self.state not in (SessionState.STARTED, SessionState.STOPPING):
+            raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
         queue = self.queues.get(queue_id)
         if queue is None or queue.state not in (QueueState.OPENED, QueueState.CLOSING):
             raise UsageError(f"cannot confirm: queue {queue_id} is not open")
         if not queue.readable:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
-        if self.state not in (SessionState.STARTED, SessionState.STOPPING):
-            raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
         self._confirms.append((queue.qid, guid, queue.sub_id))
 
     @property
@@ -716,6 +726,10 @@ class ClientEngine:
                 return
             if request.deadline <= now and rid in self._requests:
                 del self._requests[rid]
+                if request.kind == _Req.OPEN and request.queue_id in self.queues:
+                    # If the broker opens it after all, its late response gets a CloseQueue.
+                    abandoned = self.queues[request.queue_id]
+                    self._abandoned_opens[rid] = self._handle_parameters(abandoned)
                 self._on_request_failed(
                     request, RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
                 )
@@ -772,17 +786,22 @@ class ClientEngine:
     def receive_data(self, data: bytes, now: float) -> None:
         """Bytes from the socket. Malformed input stops the session and raises ProtocolError."""
         self._now = self._last_received = now
-        if self.state is SessionState.STOPPED:
+        if self.stopped:
             return
         try:
             for event in self._reader.feed(data):
                 self._on_event(event.header.type, event)
-                if self.state is SessionState.STOPPED:
+                if self.stopped:
                     return
         except ProtocolError as exc:
-            if self.state is not SessionState.STOPPED:
+            if not self.stopped:
                 self._fail_session(f"protocol error from the broker: {exc}", exc)
             raise
+
+    @property
+    def stopped(self) -> bool:
+        """True once the session is over (the shell should close its transport)."""
+        return self.state is SessionState.STOPPED
 
     def _on_event(self, event_type: int, event: Event) -> None:
         if event_type == EventType.PUSH:
@@ -799,45 +818,38 @@ class ClientEngine:
             raise ProtocolError(f"unexpected event type {event_type} for a client", offset=0)
 
     def _on_ack(self, event: Event) -> None:
-        for ack in wire.iter_ack(event):
-            pending = self._unacked.pop(ack.guid, None)
+        pop = self._unacked.pop
+        queues = self.queues
+        append = self._events.append
+        status_of = AckStatus.from_wire
+        for _reserved, status, correlation_id, guid, _qid in wire.iter_ack(event):
+            pending = pop(guid, None)
             if pending is None:
-                log.info("ACK for unknown or expired GUID %s dropped", ack.guid.hex())
+                log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
                 continue
-            queue = self.queues.get(pending.queue_id)
-            result = Ack(
-                ack.guid,
-                queue.uri if queue else "",
-                AckStatus.from_wire(ack.status),
-                correlation_id=ack.correlation_id,
-            )
-            self._events.append(AckReceived(result, pending.context))
+            queue = queues.get(pending.queue_id)
+            uri = queue.uri if queue is not None else ""
+            append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
         routes = self._routes
-        events = self._events
+        append = self._events.append
+        default_ids = (0,)
         for push in wire.iter_push(event):
             qid = push.queue_id
             infos = push.sub_queue_infos
-            ids = [info.sub_queue_id for info in infos] if infos else (0,)
+            ids = [info.sub_queue_id for info in infos] if infos else default_ids
             for stream_id in ids:
                 handle = routes.get((qid, stream_id))
                 queue = queues.get(handle) if handle is not None else None
-                if queue is None or not queue.readable:
+                if queue is None or not queue.flags & FLAG_READ:
                     raise ProtocolError(
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
-                if queue.state is QueueState.CLOSED:
-                    log.info("PUSH for closed queue %r dropped", queue.uri)
-                    continue
                 properties = push.properties if push.properties_area else None
-                events.append(
-                    MessageReceived(
-                        Message(queue.queue_id, push.guid, push.payload, properties)
-                    )
-                )
+                append(MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties)))
 
     def _on_control(self, event: Event) -> None:
         if self.state is SessionState.NEGOTIATING:
@@ -850,6 +862,15 @@ class ClientEngine:
             return
         request = self._requests.pop(rid, None)
         if request is None:
+            abandoned = self._abandoned_opens.pop(rid, None)
+            if abandoned is not None and message.selection == "open_queue_response":
+                log.warning("late open of %s (rId %s): closing it again", abandoned.uri, rid)
+                if self.state in (SessionState.STARTED, SessionState.STOPPING):
+                    close = ctrl.CloseQueue(handle_parameters=abandoned, is_final=True)
+                    self._request(
+                        ctrl.ControlMessage(close_queue=close), _Req.CLOSE_ABANDONED, None, None
+                    )
+                return
             log.warning("late or unknown response (rId %s, %s) dropped", rid, message.selection)
             return
         if message.selection == "status":
@@ -924,6 +945,9 @@ class ClientEngine:
         if kind == _Req.DISCONNECT:
             self._finish_stop("stopped")
             return
+        if kind == _Req.CLOSE_ABANDONED:
+            self._maybe_disconnect()
+            return
         queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
         if queue is None:
             log.warning("response to %s for a queue no longer known dropped", kind)
@@ -966,6 +990,7 @@ class ClientEngine:
             return
         queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
         if queue is None:
+            self._maybe_disconnect()
             return
         if kind == _Req.OPEN:
             queue.step(QueueInput.OPEN_FAILED)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from crc32c import crc32c as _crc32c
@@ -26,8 +26,7 @@ from pybmq.generated.wire_codec import (
     DEFAULT_SUBQUEUE_ID,
     EVENT_HEADER,
     EVENT_HEADER_SIZE,
-    MSG_GROUP_ID_MAX_LENGTH,
-    OPTION_HEADER,
+    PADDING,
     PROTOCOL_VERSION,
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
@@ -36,9 +35,6 @@ from pybmq.generated.wire_codec import (
     PUT_HEADER_SIZE,
     PUT_MAX_PAYLOAD_SIZE_SOFT,
     REJECT_MESSAGE,
-    SUB_QUEUE_ID_OLD,
-    SUB_QUEUE_INFO,
-    SUB_QUEUE_INFO_SIZE,
     AckMessage,
     AckStatus,
     CompressionAlgorithmType,
@@ -52,11 +48,20 @@ from pybmq.generated.wire_codec import (
     SubQueueInfo,
     unpack_event_header,
 )
+from pybmq.options import (
+    encode_msg_group_id,
+    encode_packed_sub_queue_info,
+    encode_sub_queue_ids_old,
+    encode_sub_queue_infos,
+    parse_options,
+)
+from pybmq.padding import padding_for, unpadded_length
 from pybmq.properties import MessageProperties, properties_area_size
 
 __all__ = [
     "HEARTBEAT_REQ_EVENT",
     "HEARTBEAT_RSP_EVENT",
+    "PADDING",
     "AckEventBuilder",
     "AckMessage",
     "AckStatus",
@@ -72,39 +77,24 @@ __all__ = [
     "RejectEventBuilder",
     "RejectMessage",
     "SubQueueInfo",
+    "decode_control",
     "decode_control_event",
+    "decode_push",
+    "encode_control",
     "encode_control_event",
+    "encode_msg_group_id",
+    "encode_packed_sub_queue_info",
+    "encode_sub_queue_ids_old",
+    "encode_sub_queue_infos",
     "iter_ack",
     "iter_confirm",
     "iter_push",
     "iter_put",
     "iter_reject",
     "padding_for",
+    "parse_options",
+    "unpadded_length",
 ]
-
-# -- padding -------------------------------------------------------------------------------------
-# bmqp_protocolutil.h calcNumWordsAndPadding: data is always followed by 1-4 bytes, each holding
-# the number of padding bytes, so that the total is word aligned (a full word when already aligned).
-PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
-
-
-def padding_for(length: int) -> bytes:
-    """The padding bytes that follow ``length`` bytes of data."""
-    return PADDING[length & 3]
-
-
-def unpadded_length(buf: bytes | bytearray | memoryview, start: int, end: int, what: str) -> int:
-    """Length of the data in ``buf[start:end]`` once its padding is removed.
-
-    Like upstream (ProtocolUtil::calcUnpaddedLength) only the last byte is read; it must be 1..4
-    and fit in the area.
-    """
-    if end <= start:
-        raise ProtocolError(f"{what}: empty area where padded data was expected", offset=start)
-    pad = buf[end - 1]
-    if not 1 <= pad <= 4 or pad > end - start:
-        raise ProtocolError(f"{what}: invalid padding byte {pad}", offset=end - 1, path=what)
-    return end - start - pad
 
 
 def _event_bytes(event: Event | bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
@@ -189,6 +179,49 @@ def decode_control_event(
     return encoding, bytes(data[hsize:end])
 
 
+def encode_control(message: object, encoding: int = EncodingType.JSON) -> bytes:
+    """A CONTROL event carrying ``message`` (a generated ControlMessage or NegotiationMessage)."""
+    if encoding == EncodingType.JSON:
+        from pybmq.generated.bmqp_ctrlmsg_json import encode_json
+
+        return encode_control_event(encode_json(message), EncodingType.JSON)
+    if encoding == EncodingType.BER:
+        from pybmq.generated.bmqp_ctrlmsg_ber import encode_ber
+
+        return encode_control_event(encode_ber(message), EncodingType.BER)
+    raise EncodeError(f"unknown control encoding {encoding!r}")
+
+
+def decode_control(
+    event: Event | bytes | bytearray | memoryview, cls: type | None = None
+) -> tuple[EncodingType, object]:
+    """(encoding, message) of a CONTROL event.
+
+    Without ``cls`` the payload is read as a ControlMessage, else as a NegotiationMessage (the
+    first exchange of a session); the two never both decode on the vectors we hold, but a
+    session that knows which one it expects should say so.
+    """
+    from pybmq.generated import bmqp_ctrlmsg, bmqp_ctrlmsg_ber, bmqp_ctrlmsg_json
+
+    encoding, payload = decode_control_event(event)
+    decode = (
+        bmqp_ctrlmsg_json.decode_json
+        if encoding == EncodingType.JSON
+        else bmqp_ctrlmsg_ber.decode_ber
+    )
+    candidates = (
+        [cls] if cls is not None else [bmqp_ctrlmsg.ControlMessage, bmqp_ctrlmsg.NegotiationMessage]
+    )
+    first_error: ProtocolError | None = None
+    for candidate in candidates:
+        try:
+            return encoding, decode(candidate, payload)
+        except ProtocolError as exc:
+            first_error = first_error or exc
+    assert first_error is not None
+    raise first_error
+
+
 # -- heartbeats ----------------------------------------------------------------------------------
 # bmqp_heartbeatmonitor.cpp: a heartbeat is a bare 8-byte EventHeader of type HEARTBEAT_REQ; the
 # peer answers with a bare HEARTBEAT_RSP.
@@ -202,115 +235,6 @@ def is_heartbeat_request(event: Event) -> bool:
 
 def is_heartbeat_response(event: Event) -> bool:
     return event.header.type == EventType.HEARTBEAT_RSP
-
-
-# -- options (PUT/PUSH) --------------------------------------------------------------------------
-
-
-def encode_sub_queue_infos(infos: Iterable[tuple[int, int | None]]) -> bytes:
-    """A non-packed SUB_QUEUE_INFOS option: (sub-queue id, RDA counter or None for unlimited)."""
-    items = []
-    for sub_queue_id, rda in infos:
-        items.append(SUB_QUEUE_INFO.pack(sub_queue_id, _rda_byte(rda), b"\0\0\0"))
-    words = 1 + 2 * len(items)
-    header = OPTION_HEADER.pack(
-        (OptionType.SUB_QUEUE_INFOS << 26) | ((SUB_QUEUE_INFO_SIZE // 4) << 21) | words
-    )
-    return header + b"".join(items)
-
-
-def encode_packed_sub_queue_info(rda: int | None) -> bytes:
-    """The packed SUB_QUEUE_INFOS option: default sub-queue only, RDA in the words field."""
-    return OPTION_HEADER.pack((OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25) | _rda_byte(rda))
-
-
-def encode_sub_queue_ids_old(ids: Iterable[int]) -> bytes:
-    """The deprecated SUB_QUEUE_IDS_OLD option (bare ids) that older brokers send."""
-    items = [SUB_QUEUE_ID_OLD.pack(i) for i in ids]
-    return OPTION_HEADER.pack((OptionType.SUB_QUEUE_IDS_OLD << 26) | (1 + len(items))) + b"".join(
-        items
-    )
-
-
-def encode_msg_group_id(group_id: str) -> bytes:
-    raw = group_id.encode("utf-8")
-    if not 0 < len(raw) <= MSG_GROUP_ID_MAX_LENGTH:
-        raise EncodeError(f"message group id must be 1..{MSG_GROUP_ID_MAX_LENGTH} bytes")
-    pad = padding_for(len(raw))
-    words = 1 + (len(raw) + len(pad)) // 4
-    return OPTION_HEADER.pack((OptionType.MSG_GROUP_ID << 26) | words) + raw + pad
-
-
-def _rda_byte(rda: int | None) -> int:
-    if rda is None:
-        return 0x80  # RdaInfo: unlimited
-    if not 0 <= rda <= 0x3F:
-        raise EncodeError(f"RDA counter must be within 0..63 or None (unlimited), got {rda!r}")
-    return rda
-
-
-def _rda_info(sub_queue_id: int, rda: int) -> SubQueueInfo:
-    return SubQueueInfo(sub_queue_id, (rda >> 7) & 1, (rda >> 6) & 1, rda & 0x3F, b"\0\0\0")
-
-
-def parse_options(
-    data: bytes | bytearray | memoryview, start: int, end: int
-) -> tuple[tuple[SubQueueInfo, ...], str | None]:
-    """Walk an options area; return its sub-queue infos and message group id.
-
-    Options of unknown types are skipped (they are forward-compatible by design); malformed
-    sizes raise ProtocolError naming the option's offset.
-    """
-    infos: list[SubQueueInfo] = []
-    group_id: str | None = None
-    pos = start
-    while pos < end:
-        if end - pos < 4:
-            raise ProtocolError("truncated OptionHeader", offset=pos, path="OptionHeader")
-        (word,) = OPTION_HEADER.unpack_from(data, pos)
-        otype = word >> 26
-        packed = (word >> 25) & 1
-        tspec = (word >> 21) & 0xF
-        words = word & 0x1FFFFF
-        if otype == OptionType.UNDEFINED:
-            raise ProtocolError("option of type UNDEFINED", offset=pos, path="OptionHeader.type")
-        if packed:
-            if otype != OptionType.SUB_QUEUE_INFOS:
-                raise ProtocolError(
-                    f"packed option of type {otype}", offset=pos, path="OptionHeader.packed"
-                )
-            infos.append(_rda_info(DEFAULT_SUBQUEUE_ID, words & 0xFF))
-            pos += 4
-            continue
-        size = words * 4
-        if words < 1 or pos + size > end:
-            raise ProtocolError(
-                f"option of {words} words does not fit the options area",
-                offset=pos,
-                path="OptionHeader.words",
-            )
-        body = pos + 4
-        if otype == OptionType.SUB_QUEUE_IDS_OLD:
-            infos.extend(
-                _rda_info(sub_id, 0x80)
-                for (sub_id,) in SUB_QUEUE_ID_OLD.iter_unpack(data[body : pos + size])
-            )
-        elif otype == OptionType.SUB_QUEUE_INFOS:
-            item = tspec * 4
-            if item < SUB_QUEUE_INFO_SIZE or (size - 4) % item:
-                raise ProtocolError(
-                    f"SUB_QUEUE_INFOS items of {item} bytes in a {size - 4}-byte option",
-                    offset=pos,
-                    path="OptionHeader.typeSpecific",
-                )
-            for at in range(body, pos + size, item):
-                sub_id, rda, _ = SUB_QUEUE_INFO.unpack_from(data, at)
-                infos.append(_rda_info(sub_id, rda))
-        elif otype == OptionType.MSG_GROUP_ID:
-            end_id = body + unpadded_length(data, body, pos + size, "MsgGroupIdOption")
-            group_id = bytes(data[body:end_id]).decode("utf-8", "surrogateescape")
-        pos += size
-    return tuple(infos), group_id
 
 
 # -- PUT and PUSH messages -----------------------------------------------------------------------
@@ -399,7 +323,15 @@ _PUSH_BODY = struct.Struct(">i16s")
 _PUSH_FULL = struct.Struct(">IIi16sH2xI")
 _SCHEMA = struct.Struct(">H")
 _NO_INFOS: tuple[SubQueueInfo, ...] = ()
-_PROPS_FLAG = PutHeaderFlags.MESSAGE_PROPERTIES  # same bit in PushHeaderFlags
+_WORD = struct.Struct(">I")
+# Second PushHeader word with 8 header words and, in the options area, one plain
+# SUB_QUEUE_INFOS option of 3 words (header + one 8-byte item) or one packed option (1 word).
+_ONE_INFO_W1 = (3 << 8) | 8
+_PACKED_INFO_W1 = (1 << 8) | 8
+_ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
+_PACKED_MASK = 0xFFFFFF00
+_PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
+_PROPS_FLAG = int(PutHeaderFlags.MESSAGE_PROPERTIES)  # same bit in PushHeaderFlags; a plain int: IntFlag & is slow
 
 
 def _split_app_data(
@@ -519,7 +451,25 @@ def iter_push(
     decompress: bool = True,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> Iterator[PushMessage]:
-    """The messages of a PUSH event; properties stay in wire form until ``.properties``."""
+    """The messages of a PUSH event; properties stay in wire form until ``.properties``.
+
+    The whole event is validated before the first message is returned (a malformed message
+    anywhere raises ProtocolError and yields nothing).
+    """
+    return iter(
+        decode_push(event, decompress=decompress, max_decompressed_size=max_decompressed_size)
+    )
+
+
+def decode_push(
+    event: Event | bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> list[PushMessage]:
+    """``iter_push`` as a list (the hot path: one list, no generator)."""
+    out: list[PushMessage] = []
+    append = out.append
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.PUSH)
     pos = hsize
@@ -527,6 +477,7 @@ def iter_push(
     unpack_header = _PUSH_FULL.unpack_from
     schema_word = _SCHEMA.unpack_from
     new = tuple.__new__
+    info_cache: dict[object, tuple[SubQueueInfo, ...]] = {}
     while pos < length:
         # The common case (28/32-byte header, no options, no compression) stays inline: one
         # unpack for the whole header and a record made without a Python-level constructor.
@@ -551,19 +502,54 @@ def iter_push(
                     split = start + ((word & 0xFFFFFF) << 2)
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
-                    yield new(
+                    append(new(
                         PushMessage,
                         (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
                          b"", w1, _NO_INFOS, None),
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 else:
-                    yield new(
+                    append(new(
                         PushMessage,
                         (queue_id, guid, flags, 0, schema, b"", data[start:end], b"", w1,
                          _NO_INFOS, None),
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 pos += size
                 continue
+            if (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION) or (
+                w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION
+            ):
+                # What brokers send most: a 32-byte header and ONE sub-queue info option (plain
+                # with one 8-byte item, or packed), no compression. Infos are cached per value.
+                if w1 == _ONE_INFO_W1:
+                    start = pos + 44
+                    key = data[pos + 36 : pos + 41]
+                else:
+                    start = pos + 36
+                    key = word & 0xFF
+                infos = info_cache.get(key)
+                if infos is None:
+                    infos = parse_options(data, pos + 32, start)[0]
+                    if len(info_cache) < 1024:
+                        info_cache[key] = infos
+                if end <= length and size > start - pos:
+                    pad = data[end - 1]
+                    if not 1 <= pad <= 4 or pad > end - start:
+                        _pad_count(data, start, end, pos)  # raises with the details
+                    end -= pad
+                    flags = w0 >> 28
+                    split = start
+                    if flags & 2:
+                        area = (_WORD.unpack_from(data, start)[0] & 0xFFFFFF) << 2
+                        split = start + area
+                        if area <= 0 or split > end:
+                            properties_area_size(data, start, end)  # raises with the details
+                    append(new(
+                        PushMessage,
+                        (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
+                         data[pos + 32 : start], 8, infos, None),
+                    ))  # fmt: skip
+                    pos += size
+                    continue
         flags, size, hwords, opt_start, start, cat, owords = _message_bounds(
             data, pos, length, 28, "PushHeader"
         )
@@ -582,10 +568,13 @@ def iter_push(
             props, payload = _split_app_data(
                 data, start, end, flags, cat, schema, decompress, max_decompressed_size
             )
-        yield PushMessage(
-            queue_id, guid, flags, cat, schema, props, payload, options, hwords, infos, group_id
+        append(
+            PushMessage(
+                queue_id, guid, flags, cat, schema, props, payload, options, hwords, infos, group_id
+            )
         )
         pos += size
+    return out
 
 
 def _pad_count(data: bytes, start: int, end: int, msg_offset: int) -> int:
@@ -723,10 +712,6 @@ class PutEventBuilder(_MessageEventBuilder):
             guid = b"\0" + correlation_id.to_bytes(3, "big") + b"\0" * 12
         elif len(guid) != 16:
             raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
-        if len(payload) > PUT_MAX_PAYLOAD_SIZE_SOFT:
-            raise EncodeError(
-                f"payload of {len(payload)} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
-            )
         if raw:
             props: bytes | memoryview = b""
             cat = compression
@@ -744,6 +729,11 @@ class PutEventBuilder(_MessageEventBuilder):
         if options is None:
             options = encode_msg_group_id(msg_group_id) if msg_group_id else b""
         app_len = len(props) + len(payload)
+        if app_len > PUT_MAX_PAYLOAD_SIZE_SOFT:
+            # Upstream (PutEventBuilder::packMessageInternal) limits the application data as sent.
+            raise EncodeError(
+                f"application data of {app_len} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
+            )
         pad = PADDING[app_len & 3]
         if crc32c is None:
             crc32c = _crc32c(payload, _crc32c(props)) if props else _crc32c(payload)
@@ -768,8 +758,8 @@ class PutEventBuilder(_MessageEventBuilder):
     def add_many(
         self,
         queue_id: int,
-        payloads: Iterable[bytes],
-        guids: Iterable[bytes],
+        payloads: Sequence[bytes],
+        guids: Sequence[bytes],
         *,
         properties: MessageProperties | None = None,
         ack_requested: bool = True,
@@ -779,6 +769,8 @@ class PutEventBuilder(_MessageEventBuilder):
 
         The properties are encoded (and their CRC32-C computed) once for the whole batch.
         """
+        if len(payloads) != len(guids):
+            raise UsageError(f"{len(payloads)} payloads but {len(guids)} guids")
         props = (
             properties.encode(extended_properties)
             if properties is not None and len(properties)
@@ -796,13 +788,14 @@ class PutEventBuilder(_MessageEventBuilder):
         w0_base = fbits << 28
         w1 = 9  # header words; no options, no compression
         max_size = self.max_event_size
+        max_app = PUT_MAX_PAYLOAD_SIZE_SOFT
         parts = self._parts
-        for payload, guid in zip(payloads, guids, strict=False):
+        for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
             app_len = plen + len(payload)
             pad = pads[app_len & 3]
             size = 36 + app_len + len(pad)
-            if self._size + size > max_size or len(guid) != 16:
-                # Rare: full event or a bad guid; let the checked path handle it.
+            if self._size + size > max_size or len(guid) != 16 or app_len > max_app:
+                # Rare: full event, bad guid or oversized data; the checked path handles it.
                 self.add(queue_id, payload, guid=guid, properties=properties,
                          ack_requested=ack_requested,
                          extended_properties=extended_properties)  # fmt: skip

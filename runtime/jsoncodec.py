@@ -13,6 +13,7 @@ import binascii
 import contextlib
 import enum
 import json
+import math
 from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError
@@ -46,6 +47,16 @@ def str_(value: object, path: str) -> str:
     if not isinstance(value, str):
         raise EncodeError(f"{path}: expected a str, got {type(value).__name__}")
     return _dump_str(value).replace("/", "\\/")
+
+
+def float_(value: object, path: str) -> str:
+    """A double as the shortest text that reads back to the same value (NaN/inf refused)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise EncodeError(f"{path}: expected a float, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise EncodeError(f"{path}: {number} has no JSON number form")
+    return repr(number)
 
 
 def bytes_(value: object, path: str) -> str:
@@ -140,6 +151,21 @@ def dec_str(value: object, path: str, name: str) -> str:
     if not isinstance(value, str):
         raise DecodeError(f"expected a string, got {_kind(value)}", path=f"{path}.{name}")
     return value
+
+
+def dec_float(value: object, path: str, name: str) -> float:
+    # Any JSON number; like baljsn, also a number written as a string ("1.5", "nan", "-inf").
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            raise DecodeError(f"expected a number, got string {value!r}", path=f"{path}.{name}") from None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise DecodeError(f"expected a number, got {_kind(value)}", path=f"{path}.{name}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise DecodeError(f"number {value} does not fit a double", path=f"{path}.{name}") from None
 
 
 def dec_bytes(value: object, path: str, name: str) -> bytes:

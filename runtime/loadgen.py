@@ -55,6 +55,10 @@ def make_payload(size: int) -> bytes:
     return (pattern * (size // len(pattern) + 1))[:size]
 
 
+def _timed(callback: Callable[[Ack, float], None], sent: float) -> Callable[[Ack], None]:
+    return lambda ack: callback(ack, sent)
+
+
 async def post_messages(
     queue: AsyncQueue,
     count: int,
@@ -105,10 +109,7 @@ async def post_messages(
             room.clear()
             await room.wait()
         if measure_latency:
-            sent = clock()
-            queue.post_nowait(
-                payload, properties=properties, on_ack=lambda ack, s=sent: on_ack(ack, s)
-            )
+            queue.post_nowait(payload, properties=properties, on_ack=_timed(on_ack, clock()))
         else:
             queue.post_nowait(payload, properties=properties, on_ack=on_ack)
         in_flight += 1

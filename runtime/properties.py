@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     MAX_PROPERTY_VALUE_LENGTH,
     MESSAGE_PROPERTIES_HEADER,
     MESSAGE_PROPERTY_HEADER,
+    PADDING,
     PropertyType,
 )
 
@@ -35,12 +36,14 @@ __all__ = ["MessageProperties", "PropertyType", "PropertyValue", "decode_propert
 
 PropertyValue = bool | int | str | bytes
 
+# Plain ints on the decode path: IntEnum attribute access costs several times an int compare.
+_BOOL, _STRING, _BINARY = int(PropertyType.BOOL), int(PropertyType.STRING), int(PropertyType.BINARY)
 _FIXED: dict[int, struct.Struct] = {
-    PropertyType.BOOL: struct.Struct(">?"),
-    PropertyType.CHAR: struct.Struct(">b"),
-    PropertyType.SHORT: struct.Struct(">h"),
-    PropertyType.INT32: struct.Struct(">i"),
-    PropertyType.INT64: struct.Struct(">q"),
+    int(PropertyType.BOOL): struct.Struct(">?"),
+    int(PropertyType.CHAR): struct.Struct(">b"),
+    int(PropertyType.SHORT): struct.Struct(">h"),
+    int(PropertyType.INT32): struct.Struct(">i"),
+    int(PropertyType.INT64): struct.Struct(">q"),
 }
 _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.CHAR: (-(1 << 7), 1 << 7),
@@ -48,7 +51,6 @@ _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.INT32: (-(1 << 31), 1 << 31),
     PropertyType.INT64: (-(1 << 63), 1 << 63),
 }
-_PADDING = (b"\x04\x04\x04\x04", b"\x03\x03\x03", b"\x02\x02", b"\x01")
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
@@ -187,8 +189,12 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def set(self, name: str, value: PropertyValue, ptype: int | None = None) -> None:
         """Set ``name``; the type is inferred when not given (int -> INT32, else INT64)."""
-        if not isinstance(name, str) or not name:
-            raise EncodeError(f"property name must be a non-empty str, got {name!r}")
+        if not isinstance(name, str) or not name or not (name[0].isascii() and name[0].isalnum()):
+            # bmqp_messageproperties.h isValidPropertyName: names starting otherwise are the
+            # broker's (system properties), never set by clients.
+            raise EncodeError(
+                f"property name must be a str starting with an ASCII letter or digit, got {name!r}"
+            )
         if len(name.encode(_ENCODING, _ERRORS)) > MAX_PROPERTY_NAME_LENGTH:
             raise EncodeError(f"property name longer than {MAX_PROPERTY_NAME_LENGTH} bytes")
         if ptype is None:
@@ -286,7 +292,7 @@ def encode_properties(
     total = header_size + len(items) * property_header_size + offset
     if total > MAX_PROPERTIES_AREA_LENGTH:
         raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
-    pad = _PADDING[total & 3]
+    pad = PADDING[total & 3]
     words = (total + len(pad)) >> 2
     header = MESSAGE_PROPERTIES_HEADER.pack(
         ((property_header_size // 2) << 3) | (header_size // 2),
@@ -318,6 +324,8 @@ def decode_properties(
     area: bytes | bytearray | memoryview, *, extended: bool, offset: int = 0
 ) -> dict[str, tuple[int, PropertyValue]]:
     """Parse a wire-form properties area (as upstream validates it); ``offset`` is for errors."""
+    if not isinstance(area, bytes):
+        area = bytes(area)
 
     def fail(msg: str, at: int, path: str) -> ProtocolError:
         return ProtocolError(msg, offset=offset + at, path=path)
@@ -350,55 +358,53 @@ def decode_properties(
         raise fail(
             "property headers overrun the properties area", header_size, "MessagePropertyHeader"
         )
-    heads = []
-    for i in range(count):
-        at = header_size + i * mph_size
-        hi, lo, nlen = MESSAGE_PROPERTY_HEADER.unpack_from(area, at)
-        ptype = (hi >> 10) & 0x1F
-        if not PropertyType.BOOL <= ptype <= PropertyType.BINARY:
-            raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
-        heads.append((at, ptype, ((hi & 0x3FF) << 16) | lo, nlen & 0xFFF))
     items: dict[str, tuple[int, PropertyValue]] = {}
+    unpack = MESSAGE_PROPERTY_HEADER.unpack_from
+    fixed_structs = _FIXED
     cursor = data_start
-    for i, (at, ptype, field, nlen) in enumerate(heads):
+    at = header_size
+    last = count - 1
+    for i in range(count):
+        hi, lo, nlen = unpack(area, at)
+        ptype = (hi >> 10) & 0x1F
+        if not _BOOL <= ptype <= _BINARY:
+            raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
+        nlen &= 0xFFF
+        vstart = cursor + nlen
         if extended:
-            start = data_start + field
-            if i == 0 and field != 0:
-                raise fail("first property offset must be 0", at, "MessagePropertyHeader")
-            nxt = data_start + heads[i + 1][2] if i + 1 < count else total
-            if start != cursor or nxt < start + nlen:
+            # The field is the offset of this property's name; lengths follow from the next one.
+            if data_start + (((hi & 0x3FF) << 16) | lo) != cursor:
                 raise fail("inconsistent property offsets", at, "MessagePropertyHeader")
-            vlen = nxt - start - nlen
+            if i < last:
+                nhi, nlo, _ = unpack(area, at + mph_size)
+                vend = data_start + (((nhi & 0x3FF) << 16) | nlo)
+            else:
+                vend = total
+            if vend < vstart:
+                raise fail("inconsistent property offsets", at, "MessagePropertyHeader")
         else:
-            start = cursor
-            vlen = field
-        vstart = start + nlen
-        vend = vstart + vlen
+            vend = vstart + (((hi & 0x3FF) << 16) | lo)
         if vend > total:
             raise fail("property overruns the properties area", at, "MessagePropertyHeader")
-        try:
-            name = bytes(area[start:vstart]).decode(_ENCODING, _ERRORS)
-        except UnicodeDecodeError:  # pragma: no cover - surrogateescape accepts every byte
-            raise fail("undecodable property name", start, "MessageProperty.name") from None
-        if not name:
-            raise fail("empty property name", at, "MessagePropertyHeader.propertyNameLength")
+        name = area[cursor:vstart].decode(_ENCODING, _ERRORS)
         if name in items:
-            raise fail(f"duplicate property name {name!r}", start, "MessageProperty.name")
-        fixed = _FIXED.get(ptype)
+            raise fail(f"duplicate property name {name!r}", cursor, "MessageProperty.name")
+        fixed = fixed_structs.get(ptype)
         if fixed is not None:
-            if vlen != fixed.size:
+            if vend - vstart != fixed.size:
                 raise fail(
-                    f"property {name!r}: {PropertyType(ptype).name} value of {vlen} bytes",
+                    f"property {name!r}: {PropertyType(ptype).name} value of {vend - vstart} bytes",
                     at,
                     "MessagePropertyHeader.propertyValueLength",
                 )
             value: PropertyValue = fixed.unpack_from(area, vstart)[0]
-        elif ptype == PropertyType.STRING:
-            value = bytes(area[vstart:vend]).decode(_ENCODING, _ERRORS)
+        elif ptype == _STRING:
+            value = area[vstart:vend].decode(_ENCODING, _ERRORS)
         else:
-            value = bytes(area[vstart:vend])
+            value = area[vstart:vend]
         items[name] = (ptype, value)
         cursor = vend
+        at += mph_size
     if cursor != total:
         raise fail(
             f"properties end at {cursor} but the area holds {total} bytes",

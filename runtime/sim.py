@@ -61,10 +61,21 @@ class _Connection(asyncio.Protocol):
 
 
 class BrokerSimulator:
-    """An in-memory BlazingMQ broker on a TCP port (asyncio)."""
+    """An in-memory BlazingMQ broker on a TCP port (asyncio).
 
-    def __init__(self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None) -> None:
+    ``host``/``port`` given here are where ``start()`` (and ``async with``) listen by default.
+    """
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        hooks: BrokerHooks | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.broker = Broker(config, hooks)
+        self._listen = (host, port)
         self._server: asyncio.base_events.Server | None = None
         self._transports: dict[ClientSession, asyncio.Transport] = {}
         self._timer: asyncio.Task[None] | None = None
@@ -83,9 +94,11 @@ class BrokerSimulator:
         """``tcp://host:port``, the form both pybmq and the official SDK take as broker address."""
         return f"tcp://{self.host}:{self.port}"
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    async def start(self, host: str | None = None, port: int | None = None) -> None:
         if self._server is not None:
             raise SimulatorError("the simulator is already started")
+        host = self._listen[0] if host is None else host
+        port = self._listen[1] if port is None else port
         self._loop = asyncio.get_running_loop()
         try:
             self._server = await self._loop.create_server(lambda: _Connection(self), host, port)
@@ -159,8 +172,15 @@ class BrokerSimulator:
 class ThreadedBrokerSimulator:
     """``BrokerSimulator`` on its own event loop thread, for synchronous code and tests."""
 
-    def __init__(self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None) -> None:
-        self._sim = BrokerSimulator(config, hooks)
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        hooks: BrokerHooks | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self._sim = BrokerSimulator(config, hooks, host=host, port=port)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -177,7 +197,7 @@ class ThreadedBrokerSimulator:
     def url(self) -> str:
         return self._sim.url
 
-    def start(self, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0) -> None:
+    def start(self, host: str | None = None, port: int | None = None, timeout: float = 10.0) -> None:
         if self._thread is not None:
             raise SimulatorError("the simulator is already started")
         loop = asyncio.new_event_loop()

@@ -10,113 +10,83 @@ broker does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pybmq.checksum import crc32c
 from pybmq.compression import decompress
 from pybmq.errors import ProtocolError
 from pybmq.events import (
     AckEventBuilder,
+    ConfirmMessage,
     PushEventBuilder,
+    PutMessage,
     encode_sub_queue_ids_old,
+    event_header_bytes,
     iter_confirm,
     iter_put,
 )
 from pybmq.framing import Event
-from pybmq.generated.wire_codec import CompressionAlgorithmType, PushHeaderFlags, PutHeaderFlags
+from pybmq.generated.wire_codec import (
+    EVENT_HEADER_SIZE,
+    PADDING,
+    PUSH_HEADER,
+    PUSH_HEADER_SIZE,
+    CompressionAlgorithmType,
+    EventType,
+    PutHeaderFlags,
+)
 from pybmq.properties import MessageProperties, decode_properties
 
-SUPPORTED_PUT_FLAGS = PutHeaderFlags.ACK_REQUESTED | PutHeaderFlags.MESSAGE_PROPERTIES
+SUPPORTED_PUT_FLAGS = int(PutHeaderFlags.ACK_REQUESTED | PutHeaderFlags.MESSAGE_PROPERTIES)
+_UNSUPPORTED_PUT_FLAGS = 0xF & ~SUPPORTED_PUT_FLAGS
+ACK_REQUESTED = int(PutHeaderFlags.ACK_REQUESTED)
+MESSAGE_PROPERTIES = int(PutHeaderFlags.MESSAGE_PROPERTIES)  # the same bit in PUT and PUSH
 KNOWN_COMPRESSION = frozenset(int(c) for c in CompressionAlgorithmType)
 MAX_PUSH_EVENT_SIZE = 1 << 20  # batch PUSH messages into events of at most 1 MiB
 
 
-@dataclass(frozen=True)
-class PutRecord:
-    """One PUT message, structurally valid; ``app_data`` is exactly what the producer sent."""
-
-    index: int  # position of the message in its event (for logs)
-    flags: int
-    queue_id: int
-    guid: bytes
-    crc32c: int
-    schema_id: int
-    compression: int
-    options: bytes
-    properties_area: bytes  # b"" without properties or in old-format compressed data
-    payload: bytes  # wire form (still compressed if compression != 0)
-
-    @property
-    def ack_requested(self) -> bool:
-        return bool(self.flags & PutHeaderFlags.ACK_REQUESTED)
-
-    @property
-    def has_properties(self) -> bool:
-        return bool(self.flags & PutHeaderFlags.MESSAGE_PROPERTIES)
-
-    @property
-    def app_data(self) -> bytes:
-        return self.properties_area + self.payload
-
-    def problem(self) -> str | None:
-        """Why a broker would refuse this message (NACK), or None."""
-        actual = crc32c(self.payload, crc32c(self.properties_area))
-        if actual != self.crc32c:
-            return f"CRC32-C mismatch (header {self.crc32c:#010x}, data {actual:#010x})"
-        if not any(self.guid):
-            return "unset GUID"
-        if self.options:
-            return "PUT options are not supported"
-        if self.has_properties and self.properties_area:
-            try:
-                decode_properties(self.properties_area, extended=self.schema_id != 0)
-            except ProtocolError as exc:
-                return f"malformed message properties: {exc}"
-        if not self.payload and not self.properties_area:
-            return "empty message"
-        return None
+def put_problem(put: PutMessage) -> str | None:
+    """Why a broker would refuse this message (NACK), or None. Cheapest checks first."""
+    props = put.properties_area
+    actual = crc32c(put.payload, crc32c(props)) if props else crc32c(put.payload)
+    if actual != put.crc32c:
+        return f"CRC32-C mismatch (header {put.crc32c:#010x}, data {actual:#010x})"
+    if not any(put.guid):
+        return "unset GUID"
+    if put.options:
+        return "PUT options are not supported"
+    if props:
+        try:
+            decode_properties(props, extended=put.schema_id != 0)
+        except ProtocolError as exc:
+            return f"malformed message properties: {exc}"
+    elif not put.payload:
+        return "empty message"
+    return None
 
 
-def read_put_event(event: Event) -> Iterator[PutRecord]:
-    """The messages of a PUT event; ProtocolError for anything that breaks the framing."""
-    for index, put in enumerate(iter_put(event, decompress=False)):
-        if put.flags & ~SUPPORTED_PUT_FLAGS:
+def read_put_event(event: Event) -> Iterator[PutMessage]:
+    """The messages of a PUT event (wire form: still compressed); ProtocolError for anything
+    that breaks the framing or that no broker accepts (unknown flags or compression)."""
+    for put in iter_put(event, decompress=False):
+        if put.flags & _UNSUPPORTED_PUT_FLAGS:
             raise ProtocolError(
-                f"message {index}: unsupported PUT flags {put.flags:#x}",
+                f"unsupported PUT flags {put.flags:#x} (GUID {put.guid.hex()})",
                 offset=event.offset,
                 path="PutHeader.flags",
             )
-        if put.compression not in KNOWN_COMPRESSION:
+        if put.compression and put.compression not in KNOWN_COMPRESSION:
             raise ProtocolError(
-                f"message {index}: unknown compression algorithm {put.compression}",
+                f"unknown compression algorithm {put.compression} (GUID {put.guid.hex()})",
                 offset=event.offset,
                 path="PutHeader.compressionAlgorithmType",
             )
-        yield PutRecord(
-            index,
-            put.flags,
-            put.queue_id,
-            put.guid,
-            put.crc32c,
-            put.schema_id,
-            put.compression,
-            put.options,
-            put.properties_area,
-            put.payload,
-        )
+        yield put
 
 
-@dataclass(frozen=True)
-class ConfirmRecord:
-    index: int
-    queue_id: int
-    guid: bytes
-    sub_queue_id: int
-
-
-def read_confirm_event(event: Event) -> Iterator[ConfirmRecord]:
-    for index, confirm in enumerate(iter_confirm(event)):
-        yield ConfirmRecord(index, confirm.queue_id, confirm.guid, confirm.sub_queue_id)
+def read_confirm_event(event: Event) -> Iterator[ConfirmMessage]:
+    """The (queue_id, guid, sub_queue_id) entries of a CONFIRM event."""
+    return iter_confirm(event)
 
 
 def ack_events(acks: Sequence[tuple[int, bytes, int]]) -> list[bytes]:
@@ -126,8 +96,7 @@ def ack_events(acks: Sequence[tuple[int, bytes, int]]) -> list[bytes]:
     return builder.finish()
 
 
-@dataclass(frozen=True)
-class PushItem:
+class PushItem(NamedTuple):
     queue_id: int
     sub_queue_id: int
     guid: bytes
@@ -146,12 +115,55 @@ def _to_old_format(item: PushItem) -> tuple[bytes, int, int]:
     return props + payload, CompressionAlgorithmType.NONE, 0
 
 
+_OPTIONS: dict[int, bytes] = {}
+
+
+def _option(sub_queue_id: int) -> bytes:
+    option = _OPTIONS.get(sub_queue_id)
+    if option is None:
+        option = encode_sub_queue_ids_old((sub_queue_id,))
+        if len(_OPTIONS) < 4096:
+            _OPTIONS[sub_queue_id] = option
+    return option
+
+
 def push_events(items: Sequence[PushItem]) -> list[bytes]:
-    """PUSH events holding ``items`` in order.
+    """PUSH events holding ``items`` in order, cut at about MAX_PUSH_EVENT_SIZE bytes.
 
     Each message carries a SUB_QUEUE_IDS_OLD option with its consumer's id: what a broker sends
-    to a first-hop SDK client.
+    to a first-hop SDK client. The common case is packed here with the generated PushHeader
+    struct; converting properties for an old consumer goes through ``PushEventBuilder``.
     """
+    if any(i.old_properties and i.has_properties and i.schema_id for i in items):
+        return _push_events_converting(items)
+    events: list[bytes] = []
+    parts: list[bytes] = []
+    size = EVENT_HEADER_SIZE
+    pack = PUSH_HEADER.pack
+    for item in items:
+        option = _option(item.sub_queue_id)
+        app_len = len(item.properties_area) + len(item.payload)
+        pad = PADDING[app_len & 3]
+        length = PUSH_HEADER_SIZE + len(option) + app_len + len(pad)
+        if size + length > MAX_PUSH_EVENT_SIZE and parts:
+            events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
+            parts, size = [], EVENT_HEADER_SIZE
+        header = pack(
+            ((MESSAGE_PROPERTIES << 28) if item.has_properties else 0) | (length >> 2),
+            ((len(option) >> 2) << 8) | (item.compression << 5) | (PUSH_HEADER_SIZE >> 2),
+            item.queue_id,
+            item.guid,
+            item.schema_id,
+            0,
+        )
+        parts += (header, option, item.properties_area, item.payload, pad)
+        size += length
+    if parts:
+        events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
+    return events
+
+
+def _push_events_converting(items: Sequence[PushItem]) -> list[bytes]:
     builder = PushEventBuilder(MAX_PUSH_EVENT_SIZE)
     for item in items:
         app_data = item.properties_area + item.payload
@@ -163,9 +175,9 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
             item.guid,
             app_data,
             raw=True,
-            flags=PushHeaderFlags.MESSAGE_PROPERTIES if item.has_properties else 0,
+            flags=MESSAGE_PROPERTIES if item.has_properties else 0,
             compression=compression,
             schema_id=schema,
-            options=encode_sub_queue_ids_old((item.sub_queue_id,)),
+            options=_option(item.sub_queue_id),
         )
     return builder.finish()

@@ -35,11 +35,12 @@ from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
 from pybmq.generated.wire_codec import AckStatus, EncodingType, EventType
 from pybmq.sim_dataplane import (
-    ConfirmRecord,
+    ACK_REQUESTED,
+    MESSAGE_PROPERTIES,
     PushItem,
-    PutRecord,
     ack_events,
     push_events,
+    put_problem,
     read_confirm_event,
     read_put_event,
 )
@@ -61,6 +62,7 @@ T = TypeVar("T")
 FLAG_ADMIN, FLAG_READ, FLAG_WRITE, FLAG_ACK = 1, 2, 4, 8
 KNOWN_QUEUE_FLAGS = FLAG_ADMIN | FLAG_READ | FLAG_WRITE | FLAG_ACK
 PROTOCOL_VERSION = 1
+RESERVED_QUEUE_ID = 2**32 - 10  # bmqp::QueueId::k_RESERVED_QUEUE_ID: qIds from here up are reserved
 BROKER_VERSION = 999999  # what a broker built from source reports
 
 
@@ -85,8 +87,9 @@ class BrokerConfig:
 class BrokerHooks:
     """Where fault injection plugs in; the default changes nothing.
 
-    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of an ACK
-    the broker is about to send, ``outgoing`` may rewrite or drop (return b"") a session's bytes.
+    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of the
+    ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
+    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes.
     """
 
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
@@ -123,13 +126,13 @@ class QueueHandle:
     readable: bool
     writable: bool
     consumer: Consumer | None = None
-    final_close_received: bool = False
 
 
 @dataclass
 class BrokerStats:
     sessions: int = 0
     puts: int = 0
+    compressed_puts: int = 0
     acks: int = 0
     nacks: int = 0
     pushes: int = 0
@@ -201,7 +204,9 @@ class ClientSession:
         self.close_reason: str | None = None
         self.client_identity: ctrl.ClientIdentity | None = None
         self.extended_properties = False  # the client reads MESSAGE_PROPERTIES_EX
-        self.handles: dict[int, QueueHandle] = {}
+        # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
+        # fan-out queue under one qId, each with its own subId.
+        self.handles: dict[tuple[int, int], QueueHandle] = {}
         self._reader = EventReader()
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
@@ -209,6 +214,7 @@ class ClientSession:
         self._last_received = now
         self._last_heartbeat_sent = now
         self._disconnecting = False
+        self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
 
     # -- the shell's interface ---------------------------------------------------------------
 
@@ -232,6 +238,10 @@ class ClientSession:
         except ProtocolError as exc:
             self._violation(str(exc))
         finally:
+            if self._touched:
+                touched, self._touched = self._touched, set()
+                for queue in touched:
+                    self.broker._dispatch(queue.deliver())
             self.broker._mark(self)
 
     def data_to_send(self) -> bytes:
@@ -385,8 +395,6 @@ class ClientSession:
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")
-        if params.q_id in self.handles:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id} is already in use")
         flags = params.flags
         if flags & ~KNOWN_QUEUE_FLAGS or flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
@@ -397,23 +405,35 @@ class ClientSession:
                 f"counts read={params.read_count} write={params.write_count} admin={params.admin_count} "
                 f"do not match flags {flags:#x}",
             )
+        if params.q_id >= RESERVED_QUEUE_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id} is in the reserved range")
         info = params.sub_id_info
-        app_id = info.app_id if info is not None else DEFAULT_APP_ID
+        # The appId comes from subIdInfo (as for a broker); a ?id= in the URI must agree with it.
+        app_id = info.app_id if info is not None else (uri.app_id or DEFAULT_APP_ID)
         sub_id = info.sub_id if info is not None else 0
-        if (uri.app_id or DEFAULT_APP_ID) != app_id:
+        if uri.app_id is not None and uri.app_id != app_id:
             raise RequestRefused("E_INVALID_ARGUMENT", f"subIdInfo appId {app_id!r} does not match URI {uri.text!r}")
+        if (app_id == DEFAULT_APP_ID) != (sub_id == 0):
+            raise RequestRefused("E_INVALID_ARGUMENT", f"subId {sub_id} with appId {app_id!r}")
+        if writable and app_id != DEFAULT_APP_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", "an appId may not be given when opening for writing")
         if mode is RoutingMode.FANOUT:
             if readable and app_id not in FANOUT_APP_IDS:
                 raise RequestRefused(
                     "E_INVALID_ARGUMENT",
                     f"fan-out queue {uri.canonical} has appIds {', '.join(FANOUT_APP_IDS)}; got {app_id!r}",
                 )
-            if writable and not readable and uri.app_id:
-                raise RequestRefused("E_INVALID_ARGUMENT", "a producer opens a fan-out queue without ?id=")
-        elif uri.app_id is not None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {uri.app_id!r}")
+        elif app_id != DEFAULT_APP_ID:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}")
+        if (params.q_id, sub_id) in self.handles:
+            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open")
+        for (q_id, _), other in self.handles.items():
+            if q_id == params.q_id and other.queue.uri != uri.canonical:
+                raise RequestRefused(
+                    "E_INVALID_ARGUMENT", f"queue id {q_id} is already in use for {other.queue.uri}"
+                )
         queue = self.broker.store.get_or_create(uri.canonical, mode)
-        self.handles[params.q_id] = QueueHandle(
+        self.handles[(params.q_id, sub_id)] = QueueHandle(
             params.q_id, uri, queue, app_id, sub_id, params, readable, writable
         )
         log.info("session %d: opened %s as queue id %d (flags %#x)", self.session_id, uri.text, params.q_id, flags)
@@ -425,24 +445,21 @@ class ClientSession:
             )
         )
 
-    def _handle_for_configure(self, q_id: int) -> QueueHandle:
-        handle = self.handles.get(q_id)
-        if handle is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"configure of unknown queue id {q_id}")
-        if handle.final_close_received:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"configure of closed queue id {q_id}")
-        return handle
+    def _handle_for_configure(self, q_id: int, app_id: str, sub_id: int | None) -> QueueHandle:
+        """The handle a configure request names: by subId (old style) or by appId (new style)."""
+        for (handle_q_id, handle_sub_id), handle in self.handles.items():
+            if handle_q_id == q_id and handle.app_id == app_id and sub_id in (None, handle_sub_id):
+                return handle
+        raise RequestRefused(
+            "E_INVALID_ARGUMENT", f"configure of queue id {q_id}, appId {app_id!r}, which is not open"
+        )
 
     def _configure_queue_stream(self, request: ctrl.ConfigureQueueStream) -> ctrl.ControlMessage:
-        handle = self._handle_for_configure(request.q_id)
         params = request.stream_parameters
         info = params.sub_id_info
-        if info is not None and (info.app_id != handle.app_id or info.sub_id != handle.sub_id):
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT",
-                f"subIdInfo ({info.sub_id}, {info.app_id!r}) does not match the open "
-                f"({handle.sub_id}, {handle.app_id!r})",
-            )
+        handle = self._handle_for_configure(
+            request.q_id, info.app_id if info else DEFAULT_APP_ID, info.sub_id if info else 0
+        )
         if handle.readable:
             self._set_consumer(
                 handle,
@@ -454,12 +471,8 @@ class ClientSession:
         return ctrl.ControlMessage(configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request))
 
     def _configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
-        handle = self._handle_for_configure(request.q_id)
         params = request.stream_parameters
-        if params.app_id != handle.app_id:
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT", f"appId {params.app_id!r} does not match the open ({handle.app_id!r})"
-            )
+        handle = self._handle_for_configure(request.q_id, params.app_id, None)
         if len(params.subscriptions) > 1:
             raise RequestRefused("E_NOT_SUPPORTED", "the simulator serves one subscription per queue handle")
         if handle.readable:
@@ -488,23 +501,25 @@ class ClientSession:
         consumer = handle.consumer
         if consumer is None:
             consumer = handle.consumer = Consumer(self, handle.queue_id, sub_queue_id)
-            stream.consumers.append(consumer)
+            stream.attach(consumer)
         consumer.sub_queue_id = sub_queue_id
         consumer.priority = priority
         consumer.max_messages = max(messages, 0)
         consumer.max_bytes = max(size, 0)
+        stream.changed()
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
-        handle = self.handles.get(params.q_id)
+        key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
+        handle = self.handles.get(key)
         if handle is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"close of unknown queue id {params.q_id}")
+            raise RequestRefused("E_INVALID_ARGUMENT", f"close of queue id {key[0]}, subId {key[1]}, which is not open")
         if params.uri != handle.parameters.uri:
             raise RequestRefused(
                 "E_INVALID_ARGUMENT", f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}"
             )
         self._release(handle)
-        del self.handles[params.q_id]
+        del self.handles[key]
         log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id)
         return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
 
@@ -522,104 +537,91 @@ class ClientSession:
         handle.queue.streams[handle.app_id].detach(consumer)
         self._pushes = [p for p in self._pushes if p.queue_id != handle.queue_id]
 
-    def _deliverable(self) -> list[tuple[Consumer, StoredMessage]]:
-        out: list[tuple[Consumer, StoredMessage]] = []
-        for queue in {id(h.queue): h.queue for h in self.handles.values() if h.readable}.values():
-            out.extend(queue.deliver())
-        return out
-
     # -- data plane --------------------------------------------------------------------------
 
     def _put(self, event: Event) -> None:
-        stats = self.broker.stats
+        """Store each message and queue its ACK; NACK what a broker refuses. The hot path."""
+        broker = self.broker
+        stats = broker.stats
+        hooks = broker.hooks if type(broker.hooks) is not BrokerHooks else None
+        acks = self._acks
+        handles = self.handles
+        dispatch = broker._dispatch
         for put in read_put_event(event):
             stats.puts += 1
-            status, queue = self._accept_put(put)
-            if status == AckStatus.SUCCESS:
-                assert queue is not None
-                deliveries = queue.post(
-                    StoredMessage(
-                        put.guid,
-                        put.properties_area,
-                        put.payload,
-                        put.has_properties,
-                        put.compression,
-                        put.schema_id,
-                    )
+            flags = put.flags
+            if put.compression:
+                stats.compressed_puts += 1
+            handle = handles.get((put.queue_id, 0))  # writers always use the default subId
+            if handle is None:
+                problem: str | None = "unknown queue id"
+            elif not handle.writable:
+                problem = "queue not opened for writing"
+            else:
+                problem = put_problem(put)
+            status: int = AckStatus.SUCCESS
+            if problem is None:
+                assert handle is not None
+                message = StoredMessage(
+                    put.guid,
+                    put.properties_area,
+                    put.payload,
+                    bool(flags & MESSAGE_PROPERTIES),
+                    put.compression,
+                    put.schema_id,
                 )
-                self.broker._dispatch(deliveries)
-            uri = queue.uri if queue is not None else ""
-            status = self.broker.hooks.ack_status(self, uri, put.guid, status)
+                deliveries = handle.queue.post(message)
+                if deliveries:
+                    dispatch(deliveries)
+            else:
+                status = AckStatus.UNKNOWN
+                log.warning(
+                    "session %d: NACK GUID %s, queue id %d: %s",
+                    self.session_id,
+                    put.guid.hex(),
+                    put.queue_id,
+                    problem,
+                )
+            if hooks is not None:
+                uri = handle.queue.uri if handle is not None else ""
+                status = hooks.ack_status(self, uri, put.guid, status)
             if status != AckStatus.SUCCESS:
                 stats.nacks += 1
-                self._acks.append((status, put.guid, put.queue_id))
-            elif put.ack_requested:
+                acks.append((status, put.guid, put.queue_id))
+            elif flags & ACK_REQUESTED:
                 stats.acks += 1
-                self._acks.append((status, put.guid, put.queue_id))
-
-    def _accept_put(self, put: PutRecord) -> tuple[int, SimQueue | None]:
-        """The ACK status for ``put`` (a NACK names no queue when the id is unknown)."""
-        handle = self.handles.get(put.queue_id)
-
-        def nack(why: str) -> tuple[int, SimQueue | None]:
-            log.warning(
-                "session %d: NACK message %d, GUID %s, queue id %d: %s",
-                self.session_id,
-                put.index,
-                put.guid.hex(),
-                put.queue_id,
-                why,
-            )
-            return AckStatus.UNKNOWN, handle.queue if handle else None
-
-        if handle is None:
-            return nack("unknown queue id")
-        if not handle.writable:
-            return nack("queue not opened for writing")
-        if handle.final_close_received:
-            return nack("queue already closed")
-        problem = put.problem()
-        if problem:
-            return nack(problem)
-        return AckStatus.SUCCESS, handle.queue
+                acks.append((status, put.guid, put.queue_id))
 
     def _confirm(self, event: Event) -> None:
-        for record in read_confirm_event(event):
-            self._confirm_one(record, event)
-        self.broker._dispatch(self._deliverable())
-
-    def _confirm_one(self, record: ConfirmRecord, event: Event) -> None:
-        handle = self.handles.get(record.queue_id)
-        where = event.offset
-        if handle is None or not handle.readable:
-            raise ProtocolError(
-                f"CONFIRM for queue id {record.queue_id}, which is not open for reading",
-                offset=where,
-                path="ConfirmMessage.queueId",
-            )
-        consumer = handle.consumer
-        if consumer is None:
-            raise ProtocolError(
-                f"CONFIRM for queue id {record.queue_id}, which has no configured consumer",
-                offset=where,
-                path="ConfirmMessage.queueId",
-            )
-        if record.sub_queue_id not in (handle.sub_id, consumer.sub_queue_id):
-            raise ProtocolError(
-                f"CONFIRM with subQueueId {record.sub_queue_id} for queue id {record.queue_id} "
-                f"(expected {handle.sub_id})",
-                offset=where,
-                path="ConfirmMessage.subQueueId",
-            )
-        if handle.queue.mode is RoutingMode.BROADCAST:
-            return  # at most once: nothing is kept to confirm
-        if not consumer.confirm(record.guid):
-            raise ProtocolError(
-                f"CONFIRM of GUID {record.guid.hex()} which is not unconfirmed on queue id {record.queue_id}",
-                offset=where,
-                path="ConfirmMessage.messageGUID",
-            )
-        self.broker.stats.confirms += 1
+        """Release confirmed messages; delivery into the freed room waits for the end of the
+        received chunk (``receive_data``), so many one-message CONFIRM events make one PUSH."""
+        handles = self.handles
+        touched = self._touched
+        stats = self.broker.stats
+        for index, record in enumerate(read_confirm_event(event)):
+            # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even
+            # when the PUSH carried a subscription id).
+            handle = handles.get((record.queue_id, record.sub_queue_id))
+            consumer = handle.consumer if handle is not None and handle.readable else None
+            if handle is None or consumer is None:
+                raise ProtocolError(
+                    f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
+                    f"{record.sub_queue_id}, which is not open for reading (or not configured)",
+                    offset=event.offset,
+                    path="ConfirmMessage.queueId",
+                )
+            queue = handle.queue
+            if queue.mode is RoutingMode.BROADCAST:
+                continue  # at most once: nothing is kept to confirm
+            if not consumer.confirm(record.guid):
+                raise ProtocolError(
+                    f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
+                    f"message of queue id {record.queue_id}",
+                    offset=event.offset,
+                    path="ConfirmMessage.messageGUID",
+                )
+            stats.confirms += 1
+            touched.add(queue)
 
     def _push(self, consumer: Consumer, message: StoredMessage) -> None:
         self.broker.stats.pushes += 1
@@ -633,7 +635,7 @@ class ClientSession:
                 message.has_properties,
                 message.compression,
                 message.schema_id,
-                old_properties=not self.extended_properties,
+                not self.extended_properties,
             )
         )
         self.broker._mark(self)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pybmq.sim_routing import DEFAULT_APP_ID, FANOUT_APP_IDS, RoutingMode
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class StoredMessage:
     """A message as the producer sent it: application data stays opaque (maybe compressed)."""
 
@@ -38,7 +38,7 @@ class StoredMessage:
         return len(self.properties_area) + len(self.payload)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Consumer:
     """One reader handle's subscription to one stream of a queue."""
 
@@ -84,19 +84,37 @@ class AppStream:
     pending: deque[StoredMessage] = field(default_factory=deque)
     consumers: list[Consumer] = field(default_factory=list)
     _next: int = 0  # round-robin position among the highest-priority consumers
+    _top: list[Consumer] | None = None  # cached top_consumers(); None after any change
+
+    def attach(self, consumer: Consumer) -> None:
+        self.consumers.append(consumer)
+        self._top = None
+
+    def changed(self) -> None:
+        """A consumer's priority or limits changed: recompute who is on top."""
+        self._top = None
 
     def top_consumers(self) -> list[Consumer]:
-        active = [c for c in self.consumers if c.active]
-        if not active:
-            return []
-        best = max(c.priority for c in active)
-        return [c for c in active if c.priority == best]
+        top = self._top
+        if top is None:
+            active = [c for c in self.consumers if c.active]
+            best = max((c.priority for c in active), default=0)
+            top = self._top = [c for c in active if c.priority == best]
+        return top
 
     def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
         """Hand pending messages to consumers with room, round-robin among the best."""
         out: list[tuple[Consumer, StoredMessage]] = []
         top = self.top_consumers()
         if not top:
+            return out
+        if len(top) == 1:  # the common case: one consumer
+            only = top[0]
+            pending = self.pending
+            while pending and only.has_room():
+                message = pending.popleft()
+                only.take(message, track=True)
+                out.append((only, message))
             return out
         while self.pending:
             for step in range(len(top)):
@@ -122,6 +140,7 @@ class AppStream:
     def detach(self, consumer: Consumer) -> None:
         """Remove ``consumer``; its unconfirmed messages go back to the front, in order."""
         self.consumers.remove(consumer)
+        self._top = None
         returned = list(consumer.unconfirmed.values())
         consumer.unconfirmed.clear()
         consumer.unconfirmed_bytes = 0

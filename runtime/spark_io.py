@@ -132,7 +132,7 @@ def _post_chunk(
     ack_timeout: float,
 ) -> int:
     tracker.before_post(len(chunk), time.monotonic() + ack_timeout)
-    queue.post_many(chunk, on_ack=tracker.on_ack)
+    queue.post_batch(chunk, on_ack=tracker.on_ack)
     return len(chunk)
 
 

@@ -23,8 +23,15 @@ from pybmq.client_events import (
     SessionStarted,
     SessionStopped,
 )
-from pybmq.client_options import SessionOptions
-from pybmq.engine import FLAG_ACK, FLAG_READ, FLAG_WRITE, ClientEngine, decode_control
+from pybmq.client_options import QueueOptions, SessionOptions
+from pybmq.engine import (
+    FLAG_ACK,
+    FLAG_READ,
+    FLAG_WRITE,
+    ClientEngine,
+    decode_control,
+    encode_control,
+)
 from pybmq.errors import (
     BrokerError,
     InvalidTransitionError,
@@ -148,7 +155,7 @@ def test_open_queue_sends_open_then_configure_and_tracks_both_states() -> None:
     [event] = sent_events(engine)
     request = control(event)
     params = request.open_queue.handle_parameters  # type: ignore[union-attr]
-    assert params.uri == URI and params.q_id == queue_id
+    assert params.uri == URI + "?id=foo" and params.q_id == queue.qid == 0
     assert params.flags == FLAG_READ and (params.read_count, params.write_count) == (1, 0)
     assert params.sub_id_info is not None and params.sub_id_info.app_id == "foo"
     reply(engine, request)
@@ -188,7 +195,19 @@ def test_request_timeout_then_late_response_is_dropped(caplog: pytest.LogCapture
     with caplog.at_level(logging.WARNING, logger="pybmq.engine"):
         reply(engine, request, 31.0)
     assert engine.next_events() == []
+    assert "late open" in caplog.text
+    # The broker opened it after all: the engine detaches again, for nobody's operation.
+    [event] = [e for e in sent_events(engine) if e.header.type == EventType.CONTROL]
+    close = control(event)
+    assert close.close_queue is not None and close.close_queue.is_final
+    assert close.close_queue.handle_parameters.uri == URI
+    reply(engine, close, 31.5)
+    assert engine.next_events() == []
+    # Any other late or unknown response is only logged.
+    with caplog.at_level(logging.WARNING, logger="pybmq.engine"):
+        reply(engine, close, 32.0)
     assert "late or unknown response" in caplog.text
+    assert engine.data_to_send() == b""
 
 
 def test_broker_failure_status_fails_the_operation() -> None:
@@ -200,8 +219,6 @@ def test_broker_failure_status_fails_the_operation() -> None:
         r_id=request.r_id,
         status=ctrl.Status(category=ctrl.StatusCategory.E_REFUSED, code=-1, message="no such domain"),
     )
-    from pybmq.engine import encode_control
-
     engine.receive_data(encode_control(failure, "JSON"), 0.0)
     error = completed(engine.next_events())[op_id].error
     assert isinstance(error, BrokerError) and "no such domain" in str(error)
@@ -265,6 +282,10 @@ def test_post_validation() -> None:
     writer = open_queue(engine, URI.replace("q1", "q2"), write=True)
     with pytest.raises(UsageError, match="empty payload"):
         engine.post(writer, b"", 0.0)
+    with pytest.raises(UsageError, match="must be bytes"):
+        engine.post(writer, "text", 0.0)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="no property type"):
+        engine.post(writer, b"x", 0.0, properties={"bad": 1.5})
     with pytest.raises(UsageError, match="write=True"):
         engine.post(reader, b"x", 0.0)
     with pytest.raises(UsageError, match="not open"):
@@ -396,3 +417,44 @@ def test_push_for_an_unknown_queue_is_a_protocol_error() -> None:
     with pytest.raises(Exception, match="PUSH for unknown queue id 7"):
         engine.receive_data(event, 0.0)
     assert engine.state is SessionState.STOPPED
+
+
+def test_subscription_expressions_and_flow_control_go_into_configure_stream() -> None:
+    engine, _ = started_engine()
+    options = QueueOptions(
+        max_unconfirmed_messages=10,
+        max_unconfirmed_bytes=4096,
+        consumer_priority=7,
+        subscriptions=("price > 10", "kind == 'x'"),
+    )
+    _op, _queue_id = engine.open_queue(URI, 0.0, read=True, options=options)
+    reply(engine, control(sent_events(engine)[0]))
+    [event] = sent_events(engine)
+    stream = control(event).configure_stream.stream_parameters  # type: ignore[union-attr]
+    assert [s.expression.text for s in stream.subscriptions] == ["price > 10", "kind == 'x'"]
+    assert {s.expression.version for s in stream.subscriptions} == {ctrl.ExpressionVersion.E_VERSION_1}
+    assert len({s.s_id for s in stream.subscriptions}) == 2
+    for subscription in stream.subscriptions:
+        [consumer] = subscription.consumers
+        assert (consumer.max_unconfirmed_messages, consumer.max_unconfirmed_bytes) == (10, 4096)
+        assert (consumer.consumer_priority, consumer.consumer_priority_count) == (7, 1)
+
+
+def test_failed_configure_fails_the_open_and_releases_the_queue() -> None:
+    engine, _ = started_engine()
+    op_id, queue_id = engine.open_queue(URI, 0.0, read=True)
+    reply(engine, control(sent_events(engine)[0]))
+    [event] = sent_events(engine)
+    configure = control(event)
+    refusal = ctrl.ControlMessage(
+        r_id=configure.r_id,
+        status=ctrl.Status(category=ctrl.StatusCategory.E_NOT_SUPPORTED, code=-1, message="no"),
+    )
+    engine.receive_data(encode_control(refusal, "JSON"), 0.0)
+    error = completed(engine.next_events())[op_id].error
+    assert isinstance(error, BrokerError) and error.category == "E_NOT_SUPPORTED"
+    [event] = sent_events(engine)
+    close = control(event)
+    assert close.close_queue is not None  # the broker had opened it: detach again
+    reply(engine, close)
+    assert queue_id not in engine.queues

@@ -64,7 +64,9 @@ def _check_java_client_identity(ci: ClientIdentity | None, language: ClientLangu
 
 
 def test_ber_negotiation_client_identity() -> None:
-    msg, payload, enc, raw = _decode(JAVA / "msg_control_nego_client_04042018.bin", NegotiationMessage)
+    msg, payload, enc, raw = _decode(
+        JAVA / "msg_control_nego_client_04042018.bin", NegotiationMessage
+    )
     assert enc == BER and isinstance(msg, NegotiationMessage)
     assert msg.selection == "client_identity"
     _check_java_client_identity(msg.client_identity, ClientLanguage.E_CPP)
@@ -89,7 +91,11 @@ def test_ber_broker_response() -> None:
     assert isinstance(msg, NegotiationMessage) and msg.selection == "broker_response"
     br = msg.broker_response
     assert br is not None
-    assert (br.result.category, br.result.code, br.result.message) == (StatusCategory.E_SUCCESS, 0, "")
+    assert (br.result.category, br.result.code, br.result.message) == (
+        StatusCategory.E_SUCCESS,
+        0,
+        "",
+    )
     assert (br.protocol_version, br.broker_version, br.is_deprecated_sdk) == (1, 999999, True)
     bi = br.broker_identity
     assert (bi.client_type, bi.process_name, bi.pid, bi.session_id) == (

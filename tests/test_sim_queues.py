@@ -16,7 +16,7 @@ def consumer(owner: str, priority: int = 0, messages: int = 100, size: int = 1 <
 
 
 def attach(queue: SimQueue, c: Consumer, app: str = "__default") -> Consumer:
-    queue.streams[app].consumers.append(c)
+    queue.streams[app].attach(c)
     return c
 
 

@@ -38,6 +38,10 @@ def test_sizes_and_field_order_agree() -> None:
     for name, struct in STRUCTS.items():
         assert wire_layout.STRUCTS[name].sizeof() == wire_codec.STRUCTS[name].size == struct.size
         assert getattr(wire_codec, name)._fields == tuple(f.name for f in struct.fields)
+        bits = getattr(wire_codec, f"{struct.const}_BITS")
+        assert [b[0] for b in bits] == [f.name for f in struct.fields]
+        assert [b[1] for b in bits] == [sum(w for _, _, w in bits[:i]) for i in range(len(bits))]
+        assert sum(w for _, _, w in bits) == struct.size * 8
 
 
 @pytest.mark.parametrize("name", sorted(STRUCTS))

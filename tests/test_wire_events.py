@@ -202,3 +202,43 @@ def test_compression_is_payload_only_with_extended_properties() -> None:
     decoded = list(iter_put(event, verify_crc=True))
     assert [m.payload for m in decoded] == [payload, payload, b"short"]
     assert decoded[1].properties == props and not decoded[1].extended_properties
+
+
+def test_put_application_data_limit_is_upstreams() -> None:
+    from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
+
+    big = bytes(PUT_MAX_PAYLOAD_SIZE_SOFT + 1)
+    builder = PutEventBuilder()
+    with pytest.raises(EncodeError, match="application data"):
+        builder.add(1, big, correlation_id=1)
+    with pytest.raises(EncodeError, match="application data"):
+        builder.add_many(1, [big], [b"g" * 16])
+    # Compressible data is judged after compression, as upstream does.
+    builder.add(1, big, correlation_id=1, compression=CompressionAlgorithmType.ZLIB)
+    (event,) = builder.finish()
+    assert len(event) < 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("name", "extended", "header_size"),
+    [
+        ("msg_props.bin", True, 6),
+        ("msg_props_old.bin", False, 6),
+        ("msg_props_long_headers.bin", True, 8),
+    ],
+)
+def test_property_area_vectors(
+    java_vectors: Path, name: str, extended: bool, header_size: int
+) -> None:
+    from pybmq.properties import MessageProperties
+
+    raw = (java_vectors / name).read_bytes()
+    props = MessageProperties.decode(raw, extended=extended)
+    assert props.typed_items() == [(n, t, v) for n, (t, v) in PROPS.items()]
+    assert props.encode(extended) == raw  # unmodified: the received bytes, as upstream
+    fresh = MessageProperties(PROPS)
+    assert fresh.encode(extended, header_size=header_size, property_header_size=header_size) == raw
+    # The other format holds the same properties in different bytes.
+    other = fresh.encode(not extended)
+    assert other != raw[: len(other)]
+    assert MessageProperties.decode(other, extended=not extended) == props

@@ -168,3 +168,49 @@ def test_arbitrary_bytes_into_the_reader_raise_only_protocol_error(data: bytes, 
         pass
     with contextlib.suppress(ProtocolError):
         split_events(data)
+
+
+def test_control_helpers_decode_and_reencode_every_control_vector(java_vectors: Path) -> None:
+    from pybmq.events import decode_control, encode_control
+    from pybmq.generated.bmqp_ctrlmsg import ControlMessage, NegotiationMessage
+
+    kinds = set()
+    for path in event_vectors(java_vectors):
+        for event in split_events(path.read_bytes())[0]:
+            if event.type != EventType.CONTROL:
+                continue
+            encoding, message = decode_control(event)
+            kinds.add(type(message))
+            again = encode_control(message, encoding)
+            assert decode_control(again) == (encoding, message)
+            if encoding == EncodingType.JSON:
+                # Compact JSON has one form, so it re-encodes byte for byte (BER has several).
+                assert again == event.data, path.name
+    assert kinds == {ControlMessage, NegotiationMessage}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.binary(max_size=300), min_size=1, max_size=20),
+    st.lists(st.integers(1, 97), min_size=1, max_size=10),
+)
+def test_reader_frames_any_chunking_like_the_whole_buffer(
+    payloads: list[bytes], cuts: list[int]
+) -> None:
+    stream = b"".join(
+        encode_control_event(p, EncodingType.JSON) if i % 3 else HEARTBEAT_REQ_EVENT
+        for i, p in enumerate(payloads)
+    )
+    reader = EventReader()
+    got: list[Event] = []
+    pos = 0
+    i = 0
+    while pos < len(stream):
+        size = cuts[i % len(cuts)]
+        got.extend(reader.feed(stream[pos : pos + size]))
+        pos += size
+        i += 1
+    whole, filler = split_events(stream)
+    assert filler is None and reader.at_boundary()
+    assert [(e.offset, e.data) for e in got] == [(e.offset, e.data) for e in whole]
+    assert len(whole) == len(payloads)

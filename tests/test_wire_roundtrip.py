@@ -20,6 +20,7 @@ from pybmq.events import (
     PushEventBuilder,
     PutEventBuilder,
     RejectEventBuilder,
+    decode_control,
     decode_control_event,
     encode_control_event,
     iter_ack,
@@ -35,7 +36,11 @@ from pybmq.properties import MessageProperties
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12)
+names = st.builds(
+    lambda first, rest: first + rest,
+    st.sampled_from("abcXYZ019"),
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=11),
+)
 typed_values = st.one_of(
     st.tuples(st.just(PropertyType.BOOL), st.booleans()),
     st.tuples(st.just(PropertyType.CHAR), st.integers(-128, 127)),
@@ -77,6 +82,8 @@ def test_property_limits() -> None:
         props.set("n" * 4096, 1)
     with pytest.raises(EncodeError):
         props.set_char("c", 128)
+    with pytest.raises(EncodeError):
+        props.set_string("_system", "x")  # upstream: names start with a letter or digit
     with pytest.raises(EncodeError):
         props.set_bool("b", 1)  # type: ignore[arg-type]
     assert MessageProperties.decode(props.encode(), extended=True)["p254"] == 254
@@ -234,6 +241,7 @@ def _consume(data: bytes) -> None:
         lambda d: list(iter_confirm(d)),
         lambda d: list(iter_reject(d)),
         decode_control_event,
+        decode_control,
         split_events,
         lambda d: EventReader(max_event_size=1 << 16).feed(d),
         lambda d: dict(MessageProperties.decode(d, extended=True)),

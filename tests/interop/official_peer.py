@@ -4,7 +4,8 @@ Why a separate process: the official SDK is a C++ core behind a Python binding; 
 inside it (we have seen it segfault on a malformed broker response) must not take pytest down, and
 its threads must not share a process with the simulator under test.
 
-Usage: ``python official_peer.py {produce,consume,bench-post,bench-consume}`` with a JSON job on
+Usage: ``python official_peer.py MODE`` (produce, consume, bench-post, bench-latency, bench-consume)
+with a JSON job on
 stdin. Every line this program reports on stdout starts with ``@@`` followed by one JSON object,
 so the SDK's own log lines can never be mistaken for results.
 """
@@ -178,6 +179,42 @@ def bench_post(job: dict[str, Any]) -> int:
     return 0
 
 
+def bench_latency(job: dict[str, Any]) -> int:
+    """One post in flight at a time: the time from ``post`` to its ACK callback."""
+    samples = int(job["count"])
+    payload = b"x" * int(job.get("size", 100))
+    acked = threading.Event()
+    status: list[object] = []
+    latencies: list[float] = []
+
+    def on_ack(ack: blazingmq.Ack) -> None:
+        status.append(ack.status)
+        acked.set()
+
+    session = blazingmq.Session(on_session_event, **session_kwargs(job))
+    try:
+        session.open_queue(job["queue"], write=True)
+        for _ in range(samples):
+            acked.clear()
+            start = time.perf_counter()
+            session.post(job["queue"], payload, on_ack=on_ack)
+            if not acked.wait(job.get("timeout", 20)):
+                break
+            latencies.append(time.perf_counter() - start)
+        session.close_queue(job["queue"])
+    finally:
+        session.stop()
+    latencies.sort()
+    report(
+        event="bench",
+        complete=len(latencies) == samples,
+        failures=sum(1 for s in status if s is not blazingmq.AckStatus.SUCCESS),
+        p50=latencies[len(latencies) // 2] if latencies else None,
+        p99=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else None,
+    )
+    return 0
+
+
 def bench_consume(job: dict[str, Any]) -> int:
     """Receive and confirm ``count`` messages; report the rate from first to last message."""
     count = int(job["count"])
@@ -212,7 +249,13 @@ def bench_consume(job: dict[str, Any]) -> int:
     return 0
 
 
-MODES = {"produce": produce, "consume": consume, "bench-post": bench_post, "bench-consume": bench_consume}
+MODES = {
+    "produce": produce,
+    "consume": consume,
+    "bench-post": bench_post,
+    "bench-latency": bench_latency,
+    "bench-consume": bench_consume,
+}
 
 
 def main() -> int:

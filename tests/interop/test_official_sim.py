@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from official import run_official, start_official
-from pybmq.sim import ThreadedBrokerSimulator
+from pybmq.sim import BrokerConfig, ThreadedBrokerSimulator
 
 ALL_TYPES: dict[str, dict[str, Any]] = {
     "flag": {"type": "BOOL", "value": True},
@@ -24,9 +24,11 @@ ALL_TYPES: dict[str, dict[str, Any]] = {
 
 
 def messages(count: int, size: int = 100, properties: bool = True) -> list[dict[str, Any]]:
+    """``count`` distinct messages; with ``properties``, every property type plus a sequence number."""
     out = []
+    tag = "p" if properties else "n"
     for i in range(count):
-        payload = (f"message {i} ".encode() * size)[:size]
+        payload = (f"{tag}{size}-message {i} ".encode() * size)[:size]
         props = dict(ALL_TYPES, seq={"type": "INT32", "value": i}) if properties else {}
         out.append({"payload": payload.hex(), "properties": props})
     return out
@@ -83,3 +85,43 @@ def test_official_fanout_each_app_gets_every_message(bmq_sim: ThreadedBrokerSimu
         check_received(result.of("message"), sent)
     # baz had no consumer: its copies wait in the queue.
     assert bmq_sim.call(lambda b: b.queue(queue).pending_count("baz")) == 6  # type: ignore[union-attr]
+
+
+def test_official_with_old_style_configure_queue_stream() -> None:
+    """Without SUBSCRIPTIONS:CONFIGURE_STREAM advertised the SDK uses configureQueueStream."""
+    with ThreadedBrokerSimulator(BrokerConfig(advertise_subscriptions=False)) as sim:
+        transfer(sim, "bmq://bmq.test.mem.priority/interop-old-configure", messages(5))
+        queue = "bmq://bmq.test.mem.fanout/interop-old-configure"
+        consumer = start_official("consume", job(sim, f"{queue}?id=baz", count=3))
+        consumer.wait_for("ready")
+        produced = run_official("produce", job(sim, queue, messages=messages(3)))
+        assert {a["status"] for a in produced.of("ack")} == {"SUCCESS"}, produced.describe()
+        result = consumer.finish()
+        assert result.returncode == 0, result.describe()
+        check_received(result.of("message"), messages(3))
+        assert sim.call(lambda b: list(b.stats.violations)) == []
+
+
+def test_unconfirmed_messages_go_to_the_next_official_consumer(bmq_sim: ThreadedBrokerSimulator) -> None:
+    queue = "bmq://bmq.test.mem.priority/interop-redelivery"
+    sent = messages(8)
+    produced = run_official("produce", job(bmq_sim, queue, messages=sent))
+    assert {a["status"] for a in produced.of("ack")} == {"SUCCESS"}, produced.describe()
+    # The first consumer takes everything, confirms nothing and goes away.
+    first = run_official("consume", job(bmq_sim, queue, count=len(sent), confirm=False))
+    assert first.returncode == 0 and len(first.of("message")) == len(sent), first.describe()
+    second = run_official("consume", job(bmq_sim, queue, count=len(sent)))
+    assert second.returncode == 0, second.describe()
+    check_received(second.of("message"), sent)
+    assert {m["guid"] for m in second.of("message")} == {m["guid"] for m in first.of("message")}
+    assert bmq_sim.call(lambda b: (b.stats.redelivered, b.stats.confirms)) == (len(sent), len(sent))
+
+
+def test_official_answers_heartbeats() -> None:
+    """A session idle for many heartbeat intervals stays up: the SDK answers every request."""
+    config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=3)
+    with ThreadedBrokerSimulator(config) as sim:
+        result = run_official("consume", job(sim, "bmq://bmq.test.mem.priority/idle", count=0, linger=1.5))
+        assert result.returncode == 0, result.describe()
+        assert not result.of("error")
+        assert sim.call(lambda b: (b.stats.sessions, list(b.stats.violations))) == (1, [])

@@ -1,0 +1,65 @@
+"""decode_push's fast path for PUSHes with one sub-queue info option (what brokers send most)
+returns exactly what the general path does, and still refuses malformed messages."""
+
+from __future__ import annotations
+
+import pytest
+from pybmq import events as wire
+from pybmq.errors import ProtocolError
+from pybmq.properties import MessageProperties
+
+GUID = bytes([0x40]) + bytes(range(1, 16))
+
+
+
+@pytest.mark.parametrize("with_properties", [False, True])
+@pytest.mark.parametrize("option", ["plain", "packed"])
+def test_one_option_pushes_decode_fully(with_properties: bool, option: str) -> None:
+    properties = MessageProperties({"k": "v", "n": 3}) if with_properties else None
+    builder = wire.PushEventBuilder()
+    for i in range(5):
+        if option == "plain":
+            builder.add(7, GUID, b"payload-%d" % i, properties=properties, sub_queue_infos=[(9, None)])
+        else:
+            builder.add(7, GUID, b"payload-%d" % i, properties=properties, packed_rda=5)
+    [event] = builder.finish()
+    messages = wire.decode_push(event)
+    assert [m.payload for m in messages] == [b"payload-%d" % i for i in range(5)]
+    for m in messages:
+        assert (m.queue_id, m.guid, m.header_words, m.compression) == (7, GUID, 8, 0)
+        assert m.options and len(m.options) == (12 if option == "plain" else 4)
+        [info] = m.sub_queue_infos
+        if option == "plain":
+            assert (info.sub_queue_id, info.rda_unlimited) == (9, 1)
+        else:
+            assert (info.sub_queue_id, info.rda_counter) == (0, 5)
+        assert (dict(m.properties) if m.properties is not None else None) == (
+            {"k": "v", "n": 3} if with_properties else None
+        )
+
+
+def test_fast_path_refuses_bad_padding() -> None:
+    builder = wire.PushEventBuilder()
+    builder.add(7, GUID, b"abc", sub_queue_infos=[(9, None)])
+    [event] = builder.finish()
+    broken = bytearray(event)
+    broken[-1] = 9  # the padding byte must be 1..4
+    with pytest.raises(ProtocolError, match="padding"):
+        wire.decode_push(bytes(broken))
+
+
+def test_option_is_parsed_once_per_event_not_per_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    original = wire.parse_options
+
+    def counting(*args: object) -> object:
+        calls.append(args)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(wire, "parse_options", counting)
+    builder = wire.PushEventBuilder()
+    for i in range(50):
+        builder.add(7, GUID, b"p%d" % i, sub_queue_infos=[(9, None)])
+    [event] = builder.finish()
+    assert len(wire.decode_push(event)) == 50
+    assert len(calls) == 1
