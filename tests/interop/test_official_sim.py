@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from official import run_official, start_official
-from pybmq.sim import BrokerConfig, ThreadedBrokerSimulator
+from pybmq.sim import BrokerConfig, BrokerHooks, ThreadedBrokerSimulator
+from pybmq.sim_engine import ClientSession
 
 ALL_TYPES: dict[str, dict[str, Any]] = {
     "flag": {"type": "BOOL", "value": True},
@@ -125,3 +126,25 @@ def test_official_answers_heartbeats() -> None:
         assert result.returncode == 0, result.describe()
         assert not result.of("error")
         assert sim.call(lambda b: (b.stats.sessions, list(b.stats.violations))) == (1, [])
+
+
+def test_official_sees_open_failure_for_an_unknown_domain(bmq_sim: ThreadedBrokerSimulator) -> None:
+    result = run_official("produce", job(bmq_sim, "bmq://bmq.test.mem.nosuch/q", messages=messages(1)))
+    assert result.returncode == 1, result.describe()
+    (error,) = result.of("error")
+    assert "does not exist" in error["error"], result.describe()  # our status message reached it
+
+
+def test_official_gets_nacks_with_their_status() -> None:
+    class NackEveryOther(BrokerHooks):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+            self.count += 1
+            return 6 if self.count % 2 == 0 else status  # 6 = STORAGE_FAILURE on the wire
+
+    with ThreadedBrokerSimulator(hooks=NackEveryOther()) as sim:
+        result = run_official("produce", job(sim, "bmq://bmq.test.mem.priority/nacks", messages=messages(4)))
+        assert result.returncode == 0, result.describe()
+        assert sorted(a["status"] for a in result.of("ack")) == ["STORAGE_FAILURE"] * 2 + ["SUCCESS"] * 2
