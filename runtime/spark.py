@@ -327,6 +327,9 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         consumer = self._started()
         first = _seq(start)
+        # Spark plans the batch after ``start`` only once every batch before it is in the sink
+        # and the commit log, so those messages are done whether or not ``commit`` came yet.
+        self._confirm_below(consumer, first)
         with consumer.lock:
             if consumer.next_seq is None or consumer.next_seq < first:
                 consumer.next_seq = first
@@ -362,14 +365,16 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             yield buffer.to_batch(self.arrow_schema)
 
     def commit(self, end: dict[str, Any]) -> None:
-        consumer = self._started()
-        last = _seq(end)
+        self._confirm_below(self._started(), _seq(end))
+
+    @staticmethod
+    def _confirm_below(consumer: _Consumer, last: int) -> None:
         done = []
         with consumer.lock:
             while consumer.numbered and consumer.numbered[0][0] < last:
                 done.append(consumer.numbered.popleft()[1])
-        for message in done:
-            consumer.queue.confirm(message)
+        if done:
+            consumer.queue.confirm_many(done)
 
     def stop(self) -> None:
         if self._consumer is not None:
