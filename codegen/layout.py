@@ -21,6 +21,7 @@ from pybmq.codegen.driver import Artifact
 from pybmq.errors import SchemaError
 
 SPEC_NAME = "bmqp_layout.yaml"
+DEFAULT_PADDING = {"word": 4, "min": 1, "max": 4, "fill": "count"}
 TEMPLATES = Path(__file__).parent / "templates"
 
 # unit kind -> (struct format character, width in bits, signed)
@@ -171,9 +172,9 @@ def load_spec(path: Path) -> Spec:
         for name, e in raw["enums"].items()
     ]
     spec = Spec(dict(raw["constants"]), enums)
-    # Older revisions of the spec (e.g. schema/baseline/, which schema-check compares against)
-    # predate these two sections: the padding rule has always been upstream's, events add docs.
-    spec.padding = _padding_table(raw.get("padding", _UPSTREAM_PADDING))
+    # Older specs (e.g. a baseline kept for schema checks) predate these sections: the protocol's
+    # padding rule and no event descriptions are then assumed.
+    spec.padding = _padding_table(raw.get("padding", DEFAULT_PADDING))
     spec.events = {str(k): str(v) for k, v in raw.get("events", {}).items()}
     event_types = next(e for e in enums if e.name == "EventType").values
     for name in spec.events:
@@ -191,9 +192,6 @@ def load_spec(path: Path) -> Spec:
                 raise SchemaError(f"{name}.{f.name}: unknown enum {f.enum}")
         spec.structs.append(struct)
     return spec
-
-
-_UPSTREAM_PADDING = {"word": 4, "min": 1, "max": 4, "fill": "count"}
 
 
 def _padding_table(raw: dict[str, Any]) -> list[bytes]:

@@ -6,8 +6,9 @@ Codecs: bmqp_ctrlmsg_json (baljsn-compatible JSON) and bmqp_ctrlmsg_ber (balber-
 Conventions: one class per XSD type, fields are the snake_case element names, XSD defaults are
 field defaults, optional elements are ``X | None``, arrays are lists, and every choice (named, or
 anonymous inside a sequence) is flattened into one ``X | None`` field per selection with exactly one
-set (``selection`` names it). ``_absent`` is codec bookkeeping: elements a decoded peer message
-did not carry, so that re-encoding reproduces it byte for byte while they keep their default.
+set (``selection`` names it). ``_absent`` (not a field) is codec bookkeeping: the elements a
+decoded peer message did not carry, so that re-encoding reproduces it byte for byte while they keep
+their default.
 """
 
 from __future__ import annotations
@@ -122,6 +123,22 @@ __all__ = [
 ]
 
 _NO_ABSENT: frozenset[str] = frozenset()
+
+
+class _Message:
+    """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
+
+    __slots__ = ("_absent_",)
+
+    @property
+    def _absent(self) -> frozenset[str]:
+        """XSD names of the elements a decoded message did not carry; empty for a value built
+        here (or copied with ``dataclasses.replace``). Encoders leave such an element out again
+        while it still holds its default, so a peer's message re-encodes byte for byte."""
+        try:
+            return self._absent_
+        except AttributeError:
+            return _NO_ABSENT
 
 
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:
@@ -272,7 +289,7 @@ class ClientLanguage(enum.IntEnum):
 
 
 @dataclass(slots=True, kw_only=True)
-class Status:
+class Status(_Message):
     """Generic type to represent a status.
 
     category.: the category of the status
@@ -283,11 +300,10 @@ class Status:
     category: StatusCategory = StatusCategory.E_SUCCESS
     code: int = 0
     message: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ControlMessage:
+class ControlMessage(_Message):
     """This type is the top level type for any message being sent by a client
     to the broker or a broker to another broker. Each message can be
     associated with an optional 'rId' (requestId) that, if specified, will
@@ -330,7 +346,6 @@ class ControlMessage:
     configure_queue_stream_response: ConfigureQueueStreamResponse | None = None
     configure_stream: ConfigureStream | None = None
     configure_stream_response: ConfigureStreamResponse | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.status is not None) + (self.disconnect is not None) + (
@@ -365,37 +380,32 @@ class ControlMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class Disconnect:
+class Disconnect(_Message):
     """This request is sent by the SDK to the broker to perform a gracefull
     clean shutdown.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class DisconnectResponse:
+class DisconnectResponse(_Message):
     """This response is sent by the broker to the SDK in response to a
     'Disconnect' request, to acknowledge reception of the request and
     indicate to the client it's good to close the channel.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class AdminCommand:
+class AdminCommand(_Message):
     """This request is sent by the admin client to execute the specified
     command on the broker.  Command is expected in a human-friendly text
     format, to get a list of available commands 'help' command can be sent.
     """
 
     command: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AdminCommandResponse:
+class AdminCommandResponse(_Message):
     """This response is sent by the broker to the admin client in response to
     an 'AdminCommand' request with the command execution results.  The
     resulting text can be both non-structured text or represent a valid
@@ -404,11 +414,10 @@ class AdminCommandResponse:
     """
 
     text: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class OpenQueue:
+class OpenQueue(_Message):
     """This request is an indication that the client wants to open a queue,
     and the upstream node should create a queue handle for the requester.
 
@@ -418,11 +427,10 @@ class OpenQueue:
     handle_parameters: QueueHandleParameters = field(
         default_factory=lambda: QueueHandleParameters()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class OpenQueueResponse:
+class OpenQueueResponse(_Message):
     """Response of an 'OpenQueue' request indicating success of the operation.
 
     originalRequest......: original request this 'OpenQueueResponse' is the
@@ -440,11 +448,10 @@ class OpenQueueResponse:
         default_factory=lambda: RoutingConfiguration()
     )
     deduplication_time_ms: int = 300000
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConfigureQueueStream:
+class ConfigureQueueStream(_Message):
     """This request contains parameters advertised by the downstream node so
     that upstream node can configure the stream associated with the
     downstream node.
@@ -457,21 +464,19 @@ class ConfigureQueueStream:
     stream_parameters: QueueStreamParameters = field(
         default_factory=lambda: QueueStreamParameters()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConfigureQueueStreamResponse:
+class ConfigureQueueStreamResponse(_Message):
     """Response of a 'ConfigureQueueStream' request, indicating success of the
     operation.
     """
 
     request: ConfigureQueueStream = field(default_factory=lambda: ConfigureQueueStream())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class CloseQueue:
+class CloseQueue(_Message):
     """This request contains parameters advertised by the downstream node
     when it wants to close a queue on an upstream node.
 
@@ -487,20 +492,17 @@ class CloseQueue:
         default_factory=lambda: QueueHandleParameters()
     )
     is_final: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class CloseQueueResponse:
+class CloseQueueResponse(_Message):
     """Response of a 'CloseQueue' request, indicating success of the
     operation.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class ConfigureStream:
+class ConfigureStream(_Message):
     """This request contains parameters advertised by the downstream node so
     that upstream node can configure subscriptions associated with the
     given queue on the downstream node.
@@ -511,21 +513,19 @@ class ConfigureStream:
 
     q_id: int = 0
     stream_parameters: StreamParameters = field(default_factory=lambda: StreamParameters())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConfigureStreamResponse:
+class ConfigureStreamResponse(_Message):
     """Response of a 'ConfigureStream' request, indicating success of
     the operation.
     """
 
     request: ConfigureStream = field(default_factory=lambda: ConfigureStream())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueHandleParameters:
+class QueueHandleParameters(_Message):
     """This complex type contains various parameters required by an upstream
     node to create a queue handle for the requester.
 
@@ -549,11 +549,10 @@ class QueueHandleParameters:
     read_count: int = 0
     write_count: int = 0
     admin_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueStreamParameters:
+class QueueStreamParameters(_Message):
     """This complex type contains various parameters required by an upstream
     node to configure a queue handle (i.e., a "stream") that has already
     been created.
@@ -578,11 +577,10 @@ class QueueStreamParameters:
     max_unconfirmed_bytes: int = 0
     consumer_priority: int = -2147483648
     consumer_priority_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class SubQueueIdInfo:
+class SubQueueIdInfo(_Message):
     """This complex type contains various attributes which uniquely
     identify a subQueueId (which typically would represent a fanout
     consumer).
@@ -594,11 +592,10 @@ class SubQueueIdInfo:
 
     sub_id: int = 0
     app_id: str = "__default"
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StreamParameters:
+class StreamParameters(_Message):
     """This request contains parameters advertised by the downstream node so
     that upstream node can configure subscriptions associated with the
     given queue on the downstream node.
@@ -610,11 +607,10 @@ class StreamParameters:
 
     app_id: str = "__default"
     subscriptions: list[Subscription] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Expression:
+class Expression(_Message):
     """This complex type contains expression to evaluate when selecting
     Subscription for delivery.
 
@@ -624,11 +620,10 @@ class Expression:
 
     version: ExpressionVersion = ExpressionVersion.E_UNDEFINED
     text: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerInfo:
+class ConsumerInfo(_Message):
     """This complex type contains various parameters required by an upstream
     node to configure subscription for a queue handle that has already been
     created.
@@ -649,11 +644,10 @@ class ConsumerInfo:
     max_unconfirmed_bytes: int = 0
     consumer_priority: int = -2147483648
     consumer_priority_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Subscription:
+class Subscription(_Message):
     """This complex type contains various parameters required by an upstream
     node to configure subscription for a queue handle that has already been
     created.
@@ -665,11 +659,10 @@ class Subscription:
     s_id: int = 0
     expression: Expression = field(default_factory=lambda: Expression())
     consumers: list[ConsumerInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RoutingConfiguration:
+class RoutingConfiguration(_Message):
     """This complex type contains various attributes required by the
     downstream node to route messages to the consumers attached to it.
 
@@ -680,11 +673,10 @@ class RoutingConfiguration:
     """This is an unsigned representation with flag bits specified on
     the 'RoutingConfigurationFlags' type.
     """
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterMessage:
+class ClusterMessage(_Message):
     """This type is the top level type for any message being sent by a node
     inside the cluster to one or more peer nodes.  Note that this type of
     message is not sent outside the cluster.
@@ -755,7 +747,6 @@ class ClusterMessage:
     queue_update_advisory: QueueUpdateAdvisory | None = None
     cluster_state_fsm_message: ClusterStateFSMMessage | None = None
     partition_message: PartitionMessage | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.partition_primary_advisory is not None) + (self.leader_advisory is not None) + (
@@ -822,7 +813,7 @@ class ClusterMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterStateFSMMessage:
+class ClusterStateFSMMessage(_Message):
     """This type is the top level type for any message being sent by a node
     inside the cluster to one or more peer nodes that triggers an event in
     the Cluster State FSM.
@@ -846,7 +837,6 @@ class ClusterStateFSMMessage:
     registration_response: RegistrationResponse | None = None
     follower_cluster_state_request: FollowerClusterStateRequest | None = None
     follower_cluster_state_response: FollowerClusterStateResponse | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.follower_lsn_request is not None) + (self.follower_lsn_response is not None) + (
@@ -867,16 +857,14 @@ class ClusterStateFSMMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class FollowerLSNRequest:
+class FollowerLSNRequest(_Message):
     """This type represents a request sent by the leader to a follower to
     query its leader-sequence number.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class FollowerLSNResponse:
+class FollowerLSNResponse(_Message):
     """This type represents a response to the 'FollowerLSNRequest' sent by
     a follower to the leader.
 
@@ -884,11 +872,10 @@ class FollowerLSNResponse:
     """
 
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RegistrationRequest:
+class RegistrationRequest(_Message):
     """This type represents a request sent by a follower to the leader to
     register its leader-sequence number.
 
@@ -896,29 +883,24 @@ class RegistrationRequest:
     """
 
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RegistrationResponse:
+class RegistrationResponse(_Message):
     """This type represents a response to the 'RegistrationRequest' sent by
     the leader to a follower.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class FollowerClusterStateRequest:
+class FollowerClusterStateRequest(_Message):
     """This type represents a request sent by the leader to the highest LSN
     follower to obtain its cluster state snapshot.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class FollowerClusterStateResponse:
+class FollowerClusterStateResponse(_Message):
     """This type represents a response to the 'FollowerClusterStateRequest'
     sent by the highest LSN follower to the leader, containing its cluster
     state snapshot.
@@ -928,11 +910,10 @@ class FollowerClusterStateResponse:
     """
 
     cluster_state_snapshot: LeaderAdvisory = field(default_factory=lambda: LeaderAdvisory())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionMessage:
+class PartitionMessage(_Message):
     """This type is the top level type for any message being sent by a node
     inside the cluster to one or more peer nodes to exchange partition
     state. Note that this type of message is not sent outside the cluster.
@@ -955,7 +936,6 @@ class PartitionMessage:
     primary_state_response: PrimaryStateResponse | None = None
     replica_data_request: ReplicaDataRequest | None = None
     replica_data_response: ReplicaDataResponse | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.replica_state_request is not None) + (self.replica_state_response is not None) + (
@@ -974,7 +954,7 @@ class PartitionMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicaStateRequest:
+class ReplicaStateRequest(_Message):
     """This type represents a request sent to the replica by the primary to
     ask for replica's sequence numbers. The primary also sends its own
     sequence numbers as part of this request.
@@ -994,11 +974,10 @@ class ReplicaStateRequest:
     first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicaStateResponse:
+class ReplicaStateResponse(_Message):
     """This type represents a response sent by a replica to the primary along
     with its sequence numbers.
 
@@ -1017,11 +996,10 @@ class ReplicaStateResponse:
     first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PrimaryStateRequest:
+class PrimaryStateRequest(_Message):
     """This type represents a request sent to the primary by a replica to
     ask for primary's sequence number. The replica also sends it own
     sequence numbers as part of this request.
@@ -1041,11 +1019,10 @@ class PrimaryStateRequest:
     first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PrimaryStateResponse:
+class PrimaryStateResponse(_Message):
     """This type represents a response sent by a primary to the replica along
     with its sequence numbers.
 
@@ -1064,11 +1041,10 @@ class PrimaryStateResponse:
     first_sync_point_after_rollover_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicaDataRequest:
+class ReplicaDataRequest(_Message):
     """This type represents a request sent to the replica by the primary to
     start the synchronization of data.
 
@@ -1091,11 +1067,10 @@ class ReplicaDataRequest:
     end_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicaDataResponse:
+class ReplicaDataResponse(_Message):
     """This type represents a response sent by a replica to the primary for
     the data synchronization request received by it.
 
@@ -1121,11 +1096,10 @@ class ReplicaDataResponse:
     end_sequence_number: PartitionSequenceNumber = field(
         default_factory=lambda: PartitionSequenceNumber()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionPrimaryAdvisory:
+class PartitionPrimaryAdvisory(_Message):
     """This type represents a one way message sent by the leader to all
     followers with a mapping of partition -&gt; primary node, and other
     relevant infomration.
@@ -1133,52 +1107,47 @@ class PartitionPrimaryAdvisory:
 
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
     partitions: list[PartitionPrimaryInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderMessageSequence:
+class LeaderMessageSequence(_Message):
     """This type represents the sequence number of a message/advisory/response
     sent by the leader.
     """
 
     elector_term: int = 0
     sequence_number: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSequenceNumber:
+class PartitionSequenceNumber(_Message):
     """This type represents the logical sequence number in a partition."""
 
     primary_lease_id: int = 0
     sequence_number: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionPrimaryInfo:
+class PartitionPrimaryInfo(_Message):
     """This type represents the details of parition-&gt;primary node mapping."""
 
     partition_id: int = 0
     primary_node_id: int = 0
     primary_lease_id: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AppIdInfo:
+class AppIdInfo(_Message):
     """This type represents the details of an application id, that is the app
     id string and app key bytes for a queue.
     """
 
     app_id: str = ""
     app_key: bytes = b""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueInfo:
+class QueueInfo(_Message):
     """This type represents a queue assignment, that is the key and
     partitionId assigned to a given URI.
     """
@@ -1187,11 +1156,10 @@ class QueueInfo:
     key: bytes = b""
     partition_id: int = 0
     app_ids: list[AppIdInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueInfoUpdate:
+class QueueInfoUpdate(_Message):
     """This type represents a queue update, that is the added or removed
     appIds for a given URI. In the case of (un)registering appIds for a
     domain without any queues present, the 'domain' field will be populated
@@ -1205,33 +1173,30 @@ class QueueInfoUpdate:
     added_app_ids: list[AppIdInfo] = field(default_factory=list)
     removed_app_ids: list[AppIdInfo] = field(default_factory=list)
     domain: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueAssignmentAdvisory:
+class QueueAssignmentAdvisory(_Message):
     """This type represents a one way message sent by the leader to all
     followers when a queue is assigned a partition.
     """
 
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
     queues: list[QueueInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueUpdateAdvisory:
+class QueueUpdateAdvisory(_Message):
     """This type represents a one way message sent by the leader to all
     followers when appIds are added to, or removed from, a queue.
     """
 
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
     queue_updates: list[QueueInfoUpdate] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueUnAssignmentAdvisory:
+class QueueUnAssignmentAdvisory(_Message):
     """This type represents a one way message sent by the leader to all peers
     when queues are unmapped from that partition. Once the logic is updated
     such that leader broadcasts queue unassigned advisories, primary node
@@ -1244,11 +1209,10 @@ class QueueUnAssignmentAdvisory:
     primary_lease_id: int = 0
     primary_node_id: int = 0
     queues: list[QueueInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderAdvisory:
+class LeaderAdvisory(_Message):
     """This type represents a one way message sent by the leader to all
     followers about partition/primary and queue info mappings.
     """
@@ -1256,11 +1220,10 @@ class LeaderAdvisory:
     sequence_number: LeaderMessageSequence = field(default_factory=lambda: LeaderMessageSequence())
     partitions: list[PartitionPrimaryInfo] = field(default_factory=list)
     queues: list[QueueInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderAdvisoryAck:
+class LeaderAdvisoryAck(_Message):
     """This type represents a one way message indicating receipt of a specific
     leader advisory.
     """
@@ -1268,11 +1231,10 @@ class LeaderAdvisoryAck:
     sequence_number_acked: LeaderMessageSequence = field(
         default_factory=lambda: LeaderMessageSequence()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderAdvisoryCommit:
+class LeaderAdvisoryCommit(_Message):
     """This type represents a one way message indicating commit of a specific
     leader advisory.
     """
@@ -1281,11 +1243,10 @@ class LeaderAdvisoryCommit:
     sequence_number_committed: LeaderMessageSequence = field(
         default_factory=lambda: LeaderMessageSequence()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StateNotification:
+class StateNotification(_Message):
     """Choice of all the various cluster state notifications sent from a
     node in the cluster to a peer node with the capacity to take action
     upon the notification.
@@ -1296,7 +1257,6 @@ class StateNotification:
     SELECTIONS: ClassVar[tuple[str, ...]] = ("leader_passive",)
 
     leader_passive: LeaderPassive | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.leader_passive is not None) != 1:
@@ -1311,17 +1271,15 @@ class StateNotification:
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderPassive:
+class LeaderPassive(_Message):
     """This type represents a particular type of cluster issue whereby the
     leader is seen as passive by a follower node, resulting in invalid
     cluster state.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class SyncPoint:
+class SyncPoint(_Message):
     """This type represents a 'sync point' for a given partition (file store)
     in the BlazingMQ replicated state machine.  Note that sync point is
     sent as a binary message, not a schema message.  This type exists in
@@ -1342,11 +1300,10 @@ class SyncPoint:
     sequence_num: int = 0
     data_file_offset_dwords: int = 0
     qlist_file_offset_words: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class SyncPointOffsetPair:
+class SyncPointOffsetPair(_Message):
     """A pair of SyncPt and the offset in the journal where that SyncPt
     appears.  Note that in future, we may introduce a journal-offset field
     in the SyncPt itself, but that could be different from the offset of
@@ -1355,30 +1312,26 @@ class SyncPointOffsetPair:
 
     sync_point: SyncPoint = field(default_factory=lambda: SyncPoint())
     offset: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class NodeStatusAdvisory:
+class NodeStatusAdvisory(_Message):
     """This type represents a one way message sent by a node to its peers
     whenever its status changes, as it deemed by the node itself.
     """
 
     status: NodeStatus = NodeStatus.E_UNKNOWN
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderSyncStateQuery:
+class LeaderSyncStateQuery(_Message):
     """This type represents a request sent by current leader to a follower to
     query follower's view of the cluster state maintained by the leader.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class LeaderSyncStateQueryResponse:
+class LeaderSyncStateQueryResponse(_Message):
     """This type represents a response to the 'LeaderSyncStateQuery' sent by
     the follower to the leader.
     """
@@ -1386,41 +1339,36 @@ class LeaderSyncStateQueryResponse:
     leader_message_sequence: LeaderMessageSequence = field(
         default_factory=lambda: LeaderMessageSequence()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderSyncDataQuery:
+class LeaderSyncDataQuery(_Message):
     """This type represents a request sent by current leader to a follower to
     ask follower to send the leader its partition/primary mapping and queue
     information.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class LeaderSyncDataQueryResponse:
+class LeaderSyncDataQueryResponse(_Message):
     """This type represents a response to the 'LeaderSyncDataQuery' sent by
     the follower to the leader.
     """
 
     leader_sync_data: LeaderAdvisory = field(default_factory=lambda: LeaderAdvisory())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueAssignmentRequest:
+class QueueAssignmentRequest(_Message):
     """This type represents a request, sent to the leader, to assign the queue
     with the specified 'queueUri'.
     """
 
     queue_uri: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueUnassignmentRequest:
+class QueueUnassignmentRequest(_Message):
     """This type represents a request, sent to the leader, to unassign the
     queue with the specified 'queueUri'.
     """
@@ -1428,11 +1376,10 @@ class QueueUnassignmentRequest:
     queue_uri: str = ""
     partition_id: int = 0
     queue_key: bytes = b""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageSyncRequest:
+class StorageSyncRequest(_Message):
     """This type represents a request sent by a cluster node to a peer node in
     the cluster requesting to initiate storage sync.
 
@@ -1444,11 +1391,10 @@ class StorageSyncRequest:
     partition_id: int = 0
     begin_sync_point_offset_pair: SyncPointOffsetPair | None = None
     end_sync_point_offset_pair: SyncPointOffsetPair | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageSyncResponse:
+class StorageSyncResponse(_Message):
     """This type represents the message sent by the peer node in response to
     a storage sync request.
 
@@ -1462,11 +1408,10 @@ class StorageSyncResponse:
     storage_sync_response_type: StorageSyncResponseType = StorageSyncResponseType.E_UNDEFINED
     begin_sync_point: SyncPoint = field(default_factory=lambda: SyncPoint())
     end_sync_point: SyncPoint = field(default_factory=lambda: SyncPoint())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSyncStateQuery:
+class PartitionSyncStateQuery(_Message):
     """This type represents a request sent by a new primary node to all its
     AVAILABLE peers to query their current state for a given partition.
 
@@ -1474,11 +1419,10 @@ class PartitionSyncStateQuery:
     """
 
     partition_id: int = -1
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSyncStateQueryResponse:
+class PartitionSyncStateQueryResponse(_Message):
     """This type represents a message sent by a peer node in response to
     PartitionSyncStateQueryQuery.
 
@@ -1494,11 +1438,10 @@ class PartitionSyncStateQueryResponse:
     last_sync_point_offset_pair: SyncPointOffsetPair = field(
         default_factory=lambda: SyncPointOffsetPair()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSyncDataQuery:
+class PartitionSyncDataQuery(_Message):
     """This type represents a request sent by a new primary node to one of the
     AVAILABLE peers to asking for syncing the partition.
 
@@ -1514,11 +1457,10 @@ class PartitionSyncDataQuery:
     last_sync_point_offset_pair: SyncPointOffsetPair = field(
         default_factory=lambda: SyncPointOffsetPair()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSyncDataQueryResponse:
+class PartitionSyncDataQueryResponse(_Message):
     """This type represents a message sent by a peer node to the new primary
     in response to PartitionSyncDataQuery.
 
@@ -1528,11 +1470,10 @@ class PartitionSyncDataQueryResponse:
     partition_id: int = 0
     end_primary_lease_id: int = 0
     end_sequence_num: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionSyncDataQueryStatus:
+class PartitionSyncDataQueryStatus(_Message):
     """This type represents a message sent by a peer node to the new primary
     after it is finished sending partition sync data.  This message
     indicates to the new primary node that partition sync from peer is
@@ -1545,11 +1486,10 @@ class PartitionSyncDataQueryStatus:
 
     partition_id: int = 0
     status: Status = field(default_factory=lambda: Status())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PrimaryStatusAdvisory:
+class PrimaryStatusAdvisory(_Message):
     """This type represents a message sent by a primary node to the replicas
     whenever primary's status changes.
 
@@ -1560,22 +1500,20 @@ class PrimaryStatusAdvisory:
     partition_id: int = 0
     primary_lease_id: int = 0
     status: PrimaryStatus = PrimaryStatus.E_UNDEFINED
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StopRequest:
+class StopRequest(_Message):
     """This type represents a request sent by a cluster member node upon
     graceful shutdown / going into maintenance mode.
     """
 
     cluster_name: str = ""
     version: int = 1
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StopResponse:
+class StopResponse(_Message):
     """This type represents a response sent by a cluster member node or
     proxy after completing processing stopRequest.
 
@@ -1583,11 +1521,10 @@ class StopResponse:
     """
 
     cluster_name: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectorMessage:
+class ElectorMessage(_Message):
     """This type is the top level type for any message being sent by elector
     component in the cluster.
 
@@ -1615,7 +1552,6 @@ class ElectorMessage:
     scouting_request: ScoutingRequest | None = None
     scouting_response: ScoutingResponse | None = None
     leadership_cession_notification: LeadershipCessionNotification | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.election_proposal is not None) + (self.election_response is not None) + (
@@ -1638,43 +1574,35 @@ class ElectorMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectionProposal:
+class ElectionProposal(_Message):
     """This type represents an election proposal from a given node in the BMQ
     leader election algorithm.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class ElectionResponse:
+class ElectionResponse(_Message):
     """This type represents an election response from a given node in the BMQ
     leader election algorithm.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class LeadershipCessionNotification:
+class LeadershipCessionNotification(_Message):
     """This type represents a notification signalling cession of leadership
     from the leader node in the BlazingMQ leader election algorithm.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class LeaderHeartbeat:
+class LeaderHeartbeat(_Message):
     """This type represents a heartbeat from the leader node in the BlazingMQ
     leader election algorithm.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class ElectorNodeStatus:
+class ElectorNodeStatus(_Message):
     """This type represents a notification from a node about its status.
 
     isAvailable..: flag indicated whether an elector node is available or
@@ -1682,30 +1610,25 @@ class ElectorNodeStatus:
     """
 
     is_available: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class HeartbeatResponse:
+class HeartbeatResponse(_Message):
     """This type represents a response sent by a peer node to the node which
     sent it a leader heartbeat message.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class ScoutingRequest:
+class ScoutingRequest(_Message):
     """This type represents a request sent by a peer node to gauge the
     interest peer nodes in supporting it, with the term specified in
     the top level type.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class ScoutingResponse:
+class ScoutingResponse(_Message):
     """This type represents a message sent by a peer node as a response to the
     scouting request from another peer.
 
@@ -1715,21 +1638,19 @@ class ScoutingResponse:
     """
 
     will_vote: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DumpMessages:
+class DumpMessages(_Message):
     """The XSD type DumpMessages."""
 
     msg_type_to_dump: DumpMsgType = DumpMsgType.E_INCOMING
     dump_action_type: DumpActionType = DumpActionType.E_ON
     dump_action_value: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class NegotiationMessage:
+class NegotiationMessage(_Message):
     """This type is the top level type for any message being exchanged during
     negotiation of a connection with the broker, whether by a BlazingMQ
     client or another broker.
@@ -1767,7 +1688,7 @@ class NegotiationMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class GuidInfo:
+class GuidInfo(_Message):
     """This represents the 'clientId' and 'nanoSecondsFromEpoch' provided by
     bmqp::MessageGUIDGenerator.  Sending them to the broker will allow to
     retrieve the source and compute the absolute time of a GUID.
@@ -1778,11 +1699,10 @@ class GuidInfo:
 
     client_id: str = ""
     nano_seconds_from_epoch: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClientIdentity:
+class ClientIdentity(_Message):
     """This represents the 'identification' sent by a client to the broker
     during connection negotiation.
 
@@ -1831,11 +1751,10 @@ class ClientIdentity:
     sdk_language: ClientLanguage = ClientLanguage.E_CPP
     guid_info: GuidInfo = field(default_factory=lambda: GuidInfo())
     user_agent: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class BrokerResponse:
+class BrokerResponse(_Message):
     """This represents the response from the broker to a 'ClientIdentity'
     message during connection negotiation.
 
@@ -1852,18 +1771,15 @@ class BrokerResponse:
     broker_identity: ClientIdentity = field(default_factory=lambda: ClientIdentity())
     heartbeat_interval_ms: int = 3000
     max_missed_heartbeats: int = 10
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DummyType:
+class DummyType(_Message):
     """This type is used protocol messages that have been deprecated and removed."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class AuthenticationMessage:
+class AuthenticationMessage(_Message):
     """This type is the top level type for any message being exchanged during
     authentication of a connection with the broker, whether by a BlazingMQ
     client or another broker.
@@ -1898,7 +1814,7 @@ class AuthenticationMessage:
 
 
 @dataclass(slots=True, kw_only=True)
-class AuthenticationRequest:
+class AuthenticationRequest(_Message):
     """This request is a messages sent from a client to a broker during
     session initiation or reauthentication. The message indicates the client
     is attempting to authenticate with the supplied authentication material
@@ -1910,11 +1826,10 @@ class AuthenticationRequest:
 
     mechanism: str = ""
     data: bytes | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AuthenticationResponse:
+class AuthenticationResponse(_Message):
     """Response of an 'AuthenticationRequest' request indicating the result of
     the operation. The message is sent to a client from a broker during
     authentication.
@@ -1929,4 +1844,3 @@ class AuthenticationResponse:
 
     status: Status = field(default_factory=lambda: Status())
     lifetime_ms: int | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)

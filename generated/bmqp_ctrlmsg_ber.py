@@ -121,7 +121,6 @@ from pybmq.generated.bmqp_ctrlmsg import (
 __all__ = ["decode_ber", "encode_ber"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 _TOP = _b.identifier(0x00, True, 16)  # balber tags the top-level value as a universal SEQUENCE
 
 
@@ -186,12 +185,14 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
     if f_message is None:
         f_message = ""
         absent.append("message")
-    return Status(
+    result = Status(
         category=f_category,
         code=f_code,
         message=f_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ControlMessage(v: ControlMessage, out: bytearray, tag: bytes) -> None:
@@ -435,7 +436,7 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
             path=path,
         )
     absent: list[str] = []
-    return ControlMessage(
+    result = ControlMessage(
         r_id=f_r_id,
         status=f_status,
         disconnect=f_disconnect,
@@ -451,8 +452,10 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
         configure_queue_stream_response=f_configure_queue_stream_response,
         configure_stream=f_configure_stream,
         configure_stream_response=f_configure_stream_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Disconnect(v: Disconnect, out: bytearray, tag: bytes) -> None:
@@ -476,9 +479,10 @@ def _dec_Disconnect(r: _b.BerReader, end: int | None, path: str) -> Disconnect:
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return Disconnect(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Disconnect()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DisconnectResponse(v: DisconnectResponse, out: bytearray, tag: bytes) -> None:
@@ -502,9 +506,10 @@ def _dec_DisconnectResponse(r: _b.BerReader, end: int | None, path: str) -> Disc
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return DisconnectResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = DisconnectResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AdminCommand(v: AdminCommand, out: bytearray, tag: bytes) -> None:
@@ -539,10 +544,12 @@ def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminComma
     if f_command is None:
         f_command = ""
         absent.append("command")
-    return AdminCommand(
+    result = AdminCommand(
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AdminCommandResponse(v: AdminCommandResponse, out: bytearray, tag: bytes) -> None:
@@ -577,10 +584,12 @@ def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> Ad
     if f_text is None:
         f_text = ""
         absent.append("text")
-    return AdminCommandResponse(
+    result = AdminCommandResponse(
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_OpenQueue(v: OpenQueue, out: bytearray, tag: bytes) -> None:
@@ -621,10 +630,12 @@ def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
     if f_handle_parameters is None:
         f_handle_parameters = QueueHandleParameters()
         absent.append("handleParameters")
-    return OpenQueue(
+    result = OpenQueue(
         handle_parameters=f_handle_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_OpenQueueResponse(v: OpenQueueResponse, out: bytearray, tag: bytes) -> None:
@@ -698,12 +709,14 @@ def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQ
     if f_deduplication_time_ms is None:
         f_deduplication_time_ms = 300000
         absent.append("deduplicationTimeMs")
-    return OpenQueueResponse(
+    result = OpenQueueResponse(
         original_request=f_original_request,
         routing_configuration=f_routing_configuration,
         deduplication_time_ms=f_deduplication_time_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureQueueStream(v: ConfigureQueueStream, out: bytearray, tag: bytes) -> None:
@@ -755,11 +768,13 @@ def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> Co
     if f_stream_parameters is None:
         f_stream_parameters = QueueStreamParameters()
         absent.append("streamParameters")
-    return ConfigureQueueStream(
+    result = ConfigureQueueStream(
         q_id=f_q_id,
         stream_parameters=f_stream_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureQueueStreamResponse(
@@ -798,10 +813,12 @@ def _dec_ConfigureQueueStreamResponse(
     if f_request is None:
         f_request = ConfigureQueueStream()
         absent.append("request")
-    return ConfigureQueueStreamResponse(
+    result = ConfigureQueueStreamResponse(
         request=f_request,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CloseQueue(v: CloseQueue, out: bytearray, tag: bytes) -> None:
@@ -853,11 +870,13 @@ def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
     if f_is_final is None:
         f_is_final = False
         absent.append("isFinal")
-    return CloseQueue(
+    result = CloseQueue(
         handle_parameters=f_handle_parameters,
         is_final=f_is_final,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CloseQueueResponse(v: CloseQueueResponse, out: bytearray, tag: bytes) -> None:
@@ -881,9 +900,10 @@ def _dec_CloseQueueResponse(r: _b.BerReader, end: int | None, path: str) -> Clos
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return CloseQueueResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = CloseQueueResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureStream(v: ConfigureStream, out: bytearray, tag: bytes) -> None:
@@ -931,11 +951,13 @@ def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> Configu
     if f_stream_parameters is None:
         f_stream_parameters = StreamParameters()
         absent.append("streamParameters")
-    return ConfigureStream(
+    result = ConfigureStream(
         q_id=f_q_id,
         stream_parameters=f_stream_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureStreamResponse(v: ConfigureStreamResponse, out: bytearray, tag: bytes) -> None:
@@ -972,10 +994,12 @@ def _dec_ConfigureStreamResponse(
     if f_request is None:
         f_request = ConfigureStream()
         absent.append("request")
-    return ConfigureStreamResponse(
+    result = ConfigureStreamResponse(
         request=f_request,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandleParameters(v: QueueHandleParameters, out: bytearray, tag: bytes) -> None:
@@ -1081,7 +1105,7 @@ def _dec_QueueHandleParameters(
     if f_admin_count is None:
         f_admin_count = 0
         absent.append("adminCount")
-    return QueueHandleParameters(
+    result = QueueHandleParameters(
         uri=f_uri,
         q_id=f_q_id,
         sub_id_info=f_sub_id_info,
@@ -1089,8 +1113,10 @@ def _dec_QueueHandleParameters(
         read_count=f_read_count,
         write_count=f_write_count,
         admin_count=f_admin_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStreamParameters(v: QueueStreamParameters, out: bytearray, tag: bytes) -> None:
@@ -1204,14 +1230,16 @@ def _dec_QueueStreamParameters(
     if f_consumer_priority_count is None:
         f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
-    return QueueStreamParameters(
+    result = QueueStreamParameters(
         sub_id_info=f_sub_id_info,
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubQueueIdInfo(v: SubQueueIdInfo, out: bytearray, tag: bytes) -> None:
@@ -1257,11 +1285,13 @@ def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueue
     if f_app_id is None:
         f_app_id = "__default"
         absent.append("appId")
-    return SubQueueIdInfo(
+    result = SubQueueIdInfo(
         sub_id=f_sub_id,
         app_id=f_app_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StreamParameters(v: StreamParameters, out: bytearray, tag: bytes) -> None:
@@ -1325,11 +1355,13 @@ def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> Stream
     if f_subscriptions is None:
         f_subscriptions = []
         absent.append("subscriptions")
-    return StreamParameters(
+    result = StreamParameters(
         app_id=f_app_id,
         subscriptions=f_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
@@ -1375,11 +1407,13 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
     if f_text is None:
         f_text = ""
         absent.append("text")
-    return Expression(
+    result = Expression(
         version=f_version,
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
@@ -1483,13 +1517,15 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
     if f_consumer_priority_count is None:
         f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
-    return ConsumerInfo(
+    result = ConsumerInfo(
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
@@ -1564,12 +1600,14 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
     if f_consumers is None:
         f_consumers = []
         absent.append("consumers")
-    return Subscription(
+    result = Subscription(
         s_id=f_s_id,
         expression=f_expression,
         consumers=f_consumers,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RoutingConfiguration(v: RoutingConfiguration, out: bytearray, tag: bytes) -> None:
@@ -1604,10 +1642,12 @@ def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> Ro
     if f_flags is None:
         f_flags = 0
         absent.append("flags")
-    return RoutingConfiguration(
+    result = RoutingConfiguration(
         flags=f_flags,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterMessage(v: ClusterMessage, out: bytearray, tag: bytes) -> None:
@@ -2110,7 +2150,7 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
             path=path,
         )
     absent: list[str] = []
-    return ClusterMessage(
+    result = ClusterMessage(
         partition_primary_advisory=f_partition_primary_advisory,
         leader_advisory=f_leader_advisory,
         queue_assignment_advisory=f_queue_assignment_advisory,
@@ -2141,8 +2181,10 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
         queue_update_advisory=f_queue_update_advisory,
         cluster_state_fsm_message=f_cluster_state_fsm_message,
         partition_message=f_partition_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage, out: bytearray, tag: bytes) -> None:
@@ -2276,15 +2318,17 @@ def _dec_ClusterStateFSMMessage(
             path=path,
         )
     absent: list[str] = []
-    return ClusterStateFSMMessage(
+    result = ClusterStateFSMMessage(
         follower_lsn_request=f_follower_lsn_request,
         follower_lsn_response=f_follower_lsn_response,
         registration_request=f_registration_request,
         registration_response=f_registration_response,
         follower_cluster_state_request=f_follower_cluster_state_request,
         follower_cluster_state_response=f_follower_cluster_state_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerLSNRequest(v: FollowerLSNRequest, out: bytearray, tag: bytes) -> None:
@@ -2308,9 +2352,10 @@ def _dec_FollowerLSNRequest(r: _b.BerReader, end: int | None, path: str) -> Foll
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return FollowerLSNRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FollowerLSNRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerLSNResponse(v: FollowerLSNResponse, out: bytearray, tag: bytes) -> None:
@@ -2347,10 +2392,12 @@ def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> Fol
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    return FollowerLSNResponse(
+    result = FollowerLSNResponse(
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RegistrationRequest(v: RegistrationRequest, out: bytearray, tag: bytes) -> None:
@@ -2387,10 +2434,12 @@ def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> Reg
     if f_sequence_number is None:
         f_sequence_number = LeaderMessageSequence()
         absent.append("sequenceNumber")
-    return RegistrationRequest(
+    result = RegistrationRequest(
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RegistrationResponse(v: RegistrationResponse, out: bytearray, tag: bytes) -> None:
@@ -2414,9 +2463,10 @@ def _dec_RegistrationResponse(r: _b.BerReader, end: int | None, path: str) -> Re
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return RegistrationResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = RegistrationResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerClusterStateRequest(
@@ -2444,9 +2494,10 @@ def _dec_FollowerClusterStateRequest(
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return FollowerClusterStateRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FollowerClusterStateRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerClusterStateResponse(
@@ -2491,10 +2542,12 @@ def _dec_FollowerClusterStateResponse(
     if f_cluster_state_snapshot is None:
         f_cluster_state_snapshot = LeaderAdvisory()
         absent.append("clusterStateSnapshot")
-    return FollowerClusterStateResponse(
+    result = FollowerClusterStateResponse(
         cluster_state_snapshot=f_cluster_state_snapshot,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionMessage(v: PartitionMessage, out: bytearray, tag: bytes) -> None:
@@ -2620,15 +2673,17 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
             path=path,
         )
     absent: list[str] = []
-    return PartitionMessage(
+    result = PartitionMessage(
         replica_state_request=f_replica_state_request,
         replica_state_response=f_replica_state_response,
         primary_state_request=f_primary_state_request,
         primary_state_response=f_primary_state_response,
         replica_data_request=f_replica_data_request,
         replica_data_response=f_replica_data_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaStateRequest(v: ReplicaStateRequest, out: bytearray, tag: bytes) -> None:
@@ -2717,13 +2772,15 @@ def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> Rep
     if f_first_sync_point_after_rollover_sequence_number is None:
         f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
-    return ReplicaStateRequest(
+    result = ReplicaStateRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaStateResponse(v: ReplicaStateResponse, out: bytearray, tag: bytes) -> None:
@@ -2817,13 +2874,15 @@ def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> Re
     if f_first_sync_point_after_rollover_sequence_number is None:
         f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
-    return ReplicaStateResponse(
+    result = ReplicaStateResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStateRequest(v: PrimaryStateRequest, out: bytearray, tag: bytes) -> None:
@@ -2912,13 +2971,15 @@ def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> Pri
     if f_first_sync_point_after_rollover_sequence_number is None:
         f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
-    return PrimaryStateRequest(
+    result = PrimaryStateRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStateResponse(v: PrimaryStateResponse, out: bytearray, tag: bytes) -> None:
@@ -3012,13 +3073,15 @@ def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> Pr
     if f_first_sync_point_after_rollover_sequence_number is None:
         f_first_sync_point_after_rollover_sequence_number = PartitionSequenceNumber()
         absent.append("firstSyncPointAfterRolloverSequenceNumber")
-    return PrimaryStateResponse(
+    result = PrimaryStateResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaDataRequest(v: ReplicaDataRequest, out: bytearray, tag: bytes) -> None:
@@ -3119,14 +3182,16 @@ def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> Repl
     if f_end_sequence_number is None:
         f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
-    return ReplicaDataRequest(
+    result = ReplicaDataRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         replica_data_type=f_replica_data_type,
         begin_sequence_number=f_begin_sequence_number,
         end_sequence_number=f_end_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaDataResponse(v: ReplicaDataResponse, out: bytearray, tag: bytes) -> None:
@@ -3231,14 +3296,16 @@ def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> Rep
     if f_end_sequence_number is None:
         f_end_sequence_number = PartitionSequenceNumber()
         absent.append("endSequenceNumber")
-    return ReplicaDataResponse(
+    result = ReplicaDataResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         replica_data_type=f_replica_data_type,
         begin_sequence_number=f_begin_sequence_number,
         end_sequence_number=f_end_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionPrimaryAdvisory(v: PartitionPrimaryAdvisory, out: bytearray, tag: bytes) -> None:
@@ -3306,11 +3373,13 @@ def _dec_PartitionPrimaryAdvisory(
     if f_partitions is None:
         f_partitions = []
         absent.append("partitions")
-    return PartitionPrimaryAdvisory(
+    result = PartitionPrimaryAdvisory(
         sequence_number=f_sequence_number,
         partitions=f_partitions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderMessageSequence(v: LeaderMessageSequence, out: bytearray, tag: bytes) -> None:
@@ -3372,11 +3441,13 @@ def _dec_LeaderMessageSequence(
     if f_sequence_number is None:
         f_sequence_number = 0
         absent.append("sequenceNumber")
-    return LeaderMessageSequence(
+    result = LeaderMessageSequence(
         elector_term=f_elector_term,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSequenceNumber(v: PartitionSequenceNumber, out: bytearray, tag: bytes) -> None:
@@ -3438,11 +3509,13 @@ def _dec_PartitionSequenceNumber(
     if f_sequence_number is None:
         f_sequence_number = 0
         absent.append("sequenceNumber")
-    return PartitionSequenceNumber(
+    result = PartitionSequenceNumber(
         primary_lease_id=f_primary_lease_id,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionPrimaryInfo(v: PartitionPrimaryInfo, out: bytearray, tag: bytes) -> None:
@@ -3515,12 +3588,14 @@ def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> Pa
     if f_primary_lease_id is None:
         f_primary_lease_id = 0
         absent.append("primaryLeaseId")
-    return PartitionPrimaryInfo(
+    result = PartitionPrimaryInfo(
         partition_id=f_partition_id,
         primary_node_id=f_primary_node_id,
         primary_lease_id=f_primary_lease_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppIdInfo(v: AppIdInfo, out: bytearray, tag: bytes) -> None:
@@ -3566,11 +3641,13 @@ def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
     if f_app_key is None:
         f_app_key = b""
         absent.append("appKey")
-    return AppIdInfo(
+    result = AppIdInfo(
         app_id=f_app_id,
         app_key=f_app_key,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInfo(v: QueueInfo, out: bytearray, tag: bytes) -> None:
@@ -3653,13 +3730,15 @@ def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
     if f_app_ids is None:
         f_app_ids = []
         absent.append("appIds")
-    return QueueInfo(
+    result = QueueInfo(
         uri=f_uri,
         key=f_key,
         partition_id=f_partition_id,
         app_ids=f_app_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInfoUpdate(v: QueueInfoUpdate, out: bytearray, tag: bytes) -> None:
@@ -3787,15 +3866,17 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
     if f_domain is None:
         f_domain = ""
         absent.append("domain")
-    return QueueInfoUpdate(
+    result = QueueInfoUpdate(
         uri=f_uri,
         key=f_key,
         partition_id=f_partition_id,
         added_app_ids=f_added_app_ids,
         removed_app_ids=f_removed_app_ids,
         domain=f_domain,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueAssignmentAdvisory(v: QueueAssignmentAdvisory, out: bytearray, tag: bytes) -> None:
@@ -3858,11 +3939,13 @@ def _dec_QueueAssignmentAdvisory(
     if f_queues is None:
         f_queues = []
         absent.append("queues")
-    return QueueAssignmentAdvisory(
+    result = QueueAssignmentAdvisory(
         sequence_number=f_sequence_number,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUpdateAdvisory(v: QueueUpdateAdvisory, out: bytearray, tag: bytes) -> None:
@@ -3928,11 +4011,13 @@ def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> Que
     if f_queue_updates is None:
         f_queue_updates = []
         absent.append("queueUpdates")
-    return QueueUpdateAdvisory(
+    result = QueueUpdateAdvisory(
         sequence_number=f_sequence_number,
         queue_updates=f_queue_updates,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUnAssignmentAdvisory(
@@ -4051,14 +4136,16 @@ def _dec_QueueUnAssignmentAdvisory(
     if f_queues is None:
         f_queues = []
         absent.append("queues")
-    return QueueUnAssignmentAdvisory(
+    result = QueueUnAssignmentAdvisory(
         sequence_number=f_sequence_number,
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         primary_node_id=f_primary_node_id,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisory(v: LeaderAdvisory, out: bytearray, tag: bytes) -> None:
@@ -4148,12 +4235,14 @@ def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAd
     if f_queues is None:
         f_queues = []
         absent.append("queues")
-    return LeaderAdvisory(
+    result = LeaderAdvisory(
         sequence_number=f_sequence_number,
         partitions=f_partitions,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisoryAck(v: LeaderAdvisoryAck, out: bytearray, tag: bytes) -> None:
@@ -4194,10 +4283,12 @@ def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> Leade
     if f_sequence_number_acked is None:
         f_sequence_number_acked = LeaderMessageSequence()
         absent.append("sequenceNumberAcked")
-    return LeaderAdvisoryAck(
+    result = LeaderAdvisoryAck(
         sequence_number_acked=f_sequence_number_acked,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisoryCommit(v: LeaderAdvisoryCommit, out: bytearray, tag: bytes) -> None:
@@ -4251,11 +4342,13 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
     if f_sequence_number_committed is None:
         f_sequence_number_committed = LeaderMessageSequence()
         absent.append("sequenceNumberCommitted")
-    return LeaderAdvisoryCommit(
+    result = LeaderAdvisoryCommit(
         sequence_number=f_sequence_number,
         sequence_number_committed=f_sequence_number_committed,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StateNotification(v: StateNotification, out: bytearray, tag: bytes) -> None:
@@ -4313,10 +4406,12 @@ def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> State
             path=path,
         )
     absent: list[str] = []
-    return StateNotification(
+    result = StateNotification(
         leader_passive=f_leader_passive,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderPassive(v: LeaderPassive, out: bytearray, tag: bytes) -> None:
@@ -4340,9 +4435,10 @@ def _dec_LeaderPassive(r: _b.BerReader, end: int | None, path: str) -> LeaderPas
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return LeaderPassive(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderPassive()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyncPoint(v: SyncPoint, out: bytearray, tag: bytes) -> None:
@@ -4418,13 +4514,15 @@ def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
     if f_qlist_file_offset_words is None:
         f_qlist_file_offset_words = 0
         absent.append("qlistFileOffsetWords")
-    return SyncPoint(
+    result = SyncPoint(
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
         data_file_offset_dwords=f_data_file_offset_dwords,
         qlist_file_offset_words=f_qlist_file_offset_words,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyncPointOffsetPair(v: SyncPointOffsetPair, out: bytearray, tag: bytes) -> None:
@@ -4470,11 +4568,13 @@ def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> Syn
     if f_offset is None:
         f_offset = 0
         absent.append("offset")
-    return SyncPointOffsetPair(
+    result = SyncPointOffsetPair(
         sync_point=f_sync_point,
         offset=f_offset,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NodeStatusAdvisory(v: NodeStatusAdvisory, out: bytearray, tag: bytes) -> None:
@@ -4509,10 +4609,12 @@ def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> Node
     if f_status is None:
         f_status = NodeStatus.E_UNKNOWN
         absent.append("status")
-    return NodeStatusAdvisory(
+    result = NodeStatusAdvisory(
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery, out: bytearray, tag: bytes) -> None:
@@ -4536,9 +4638,10 @@ def _dec_LeaderSyncStateQuery(r: _b.BerReader, end: int | None, path: str) -> Le
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return LeaderSyncStateQuery(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderSyncStateQuery()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncStateQueryResponse(
@@ -4583,10 +4686,12 @@ def _dec_LeaderSyncStateQueryResponse(
     if f_leader_message_sequence is None:
         f_leader_message_sequence = LeaderMessageSequence()
         absent.append("leaderMessageSequence")
-    return LeaderSyncStateQueryResponse(
+    result = LeaderSyncStateQueryResponse(
         leader_message_sequence=f_leader_message_sequence,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery, out: bytearray, tag: bytes) -> None:
@@ -4610,9 +4715,10 @@ def _dec_LeaderSyncDataQuery(r: _b.BerReader, end: int | None, path: str) -> Lea
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return LeaderSyncDataQuery(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderSyncDataQuery()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncDataQueryResponse(
@@ -4653,10 +4759,12 @@ def _dec_LeaderSyncDataQueryResponse(
     if f_leader_sync_data is None:
         f_leader_sync_data = LeaderAdvisory()
         absent.append("leaderSyncData")
-    return LeaderSyncDataQueryResponse(
+    result = LeaderSyncDataQueryResponse(
         leader_sync_data=f_leader_sync_data,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueAssignmentRequest(v: QueueAssignmentRequest, out: bytearray, tag: bytes) -> None:
@@ -4693,10 +4801,12 @@ def _dec_QueueAssignmentRequest(
     if f_queue_uri is None:
         f_queue_uri = ""
         absent.append("queueUri")
-    return QueueAssignmentRequest(
+    result = QueueAssignmentRequest(
         queue_uri=f_queue_uri,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUnassignmentRequest(v: QueueUnassignmentRequest, out: bytearray, tag: bytes) -> None:
@@ -4762,12 +4872,14 @@ def _dec_QueueUnassignmentRequest(
     if f_queue_key is None:
         f_queue_key = b""
         absent.append("queueKey")
-    return QueueUnassignmentRequest(
+    result = QueueUnassignmentRequest(
         queue_uri=f_queue_uri,
         partition_id=f_partition_id,
         queue_key=f_queue_key,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncRequest(v: StorageSyncRequest, out: bytearray, tag: bytes) -> None:
@@ -4824,12 +4936,14 @@ def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> Stor
     if f_partition_id is None:
         f_partition_id = 0
         absent.append("partitionId")
-    return StorageSyncRequest(
+    result = StorageSyncRequest(
         partition_id=f_partition_id,
         begin_sync_point_offset_pair=f_begin_sync_point_offset_pair,
         end_sync_point_offset_pair=f_end_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncResponse(v: StorageSyncResponse, out: bytearray, tag: bytes) -> None:
@@ -4913,13 +5027,15 @@ def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> Sto
     if f_end_sync_point is None:
         f_end_sync_point = SyncPoint()
         absent.append("endSyncPoint")
-    return StorageSyncResponse(
+    result = StorageSyncResponse(
         partition_id=f_partition_id,
         storage_sync_response_type=f_storage_sync_response_type,
         begin_sync_point=f_begin_sync_point,
         end_sync_point=f_end_sync_point,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncStateQuery(v: PartitionSyncStateQuery, out: bytearray, tag: bytes) -> None:
@@ -4963,10 +5079,12 @@ def _dec_PartitionSyncStateQuery(
     if f_partition_id is None:
         f_partition_id = -1
         absent.append("partitionId")
-    return PartitionSyncStateQuery(
+    result = PartitionSyncStateQuery(
         partition_id=f_partition_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncStateQueryResponse(
@@ -5065,13 +5183,15 @@ def _dec_PartitionSyncStateQueryResponse(
     if f_last_sync_point_offset_pair is None:
         f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
-    return PartitionSyncStateQueryResponse(
+    result = PartitionSyncStateQueryResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQuery(v: PartitionSyncDataQuery, out: bytearray, tag: bytes) -> None:
@@ -5208,15 +5328,17 @@ def _dec_PartitionSyncDataQuery(
     if f_last_sync_point_offset_pair is None:
         f_last_sync_point_offset_pair = SyncPointOffsetPair()
         absent.append("lastSyncPointOffsetPair")
-    return PartitionSyncDataQuery(
+    result = PartitionSyncDataQuery(
         partition_id=f_partition_id,
         last_primary_lease_id=f_last_primary_lease_id,
         last_sequence_num=f_last_sequence_num,
         upto_primary_lease_id=f_upto_primary_lease_id,
         upto_sequence_num=f_upto_sequence_num,
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQueryResponse(
@@ -5298,12 +5420,14 @@ def _dec_PartitionSyncDataQueryResponse(
     if f_end_sequence_num is None:
         f_end_sequence_num = 0
         absent.append("endSequenceNum")
-    return PartitionSyncDataQueryResponse(
+    result = PartitionSyncDataQueryResponse(
         partition_id=f_partition_id,
         end_primary_lease_id=f_end_primary_lease_id,
         end_sequence_num=f_end_sequence_num,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQueryStatus(
@@ -5360,11 +5484,13 @@ def _dec_PartitionSyncDataQueryStatus(
     if f_status is None:
         f_status = Status()
         absent.append("status")
-    return PartitionSyncDataQueryStatus(
+    result = PartitionSyncDataQueryStatus(
         partition_id=f_partition_id,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStatusAdvisory(v: PrimaryStatusAdvisory, out: bytearray, tag: bytes) -> None:
@@ -5432,12 +5558,14 @@ def _dec_PrimaryStatusAdvisory(
     if f_status is None:
         f_status = PrimaryStatus.E_UNDEFINED
         absent.append("status")
-    return PrimaryStatusAdvisory(
+    result = PrimaryStatusAdvisory(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StopRequest(v: StopRequest, out: bytearray, tag: bytes) -> None:
@@ -5483,11 +5611,13 @@ def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest
     if f_version is None:
         f_version = 1
         absent.append("version")
-    return StopRequest(
+    result = StopRequest(
         cluster_name=f_cluster_name,
         version=f_version,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StopResponse(v: StopResponse, out: bytearray, tag: bytes) -> None:
@@ -5522,10 +5652,12 @@ def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopRespon
     if f_cluster_name is None:
         f_cluster_name = ""
         absent.append("clusterName")
-    return StopResponse(
+    result = StopResponse(
         cluster_name=f_cluster_name,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorMessage(v: ElectorMessage, out: bytearray, tag: bytes) -> None:
@@ -5693,7 +5825,7 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
     if f_term is None:
         f_term = 0
         absent.append("term")
-    return ElectorMessage(
+    result = ElectorMessage(
         term=f_term,
         election_proposal=f_election_proposal,
         election_response=f_election_response,
@@ -5703,8 +5835,10 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
         scouting_request=f_scouting_request,
         scouting_response=f_scouting_response,
         leadership_cession_notification=f_leadership_cession_notification,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectionProposal(v: ElectionProposal, out: bytearray, tag: bytes) -> None:
@@ -5728,9 +5862,10 @@ def _dec_ElectionProposal(r: _b.BerReader, end: int | None, path: str) -> Electi
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return ElectionProposal(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ElectionProposal()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectionResponse(v: ElectionResponse, out: bytearray, tag: bytes) -> None:
@@ -5754,9 +5889,10 @@ def _dec_ElectionResponse(r: _b.BerReader, end: int | None, path: str) -> Electi
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return ElectionResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ElectionResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeadershipCessionNotification(
@@ -5784,9 +5920,10 @@ def _dec_LeadershipCessionNotification(
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return LeadershipCessionNotification(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeadershipCessionNotification()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderHeartbeat(v: LeaderHeartbeat, out: bytearray, tag: bytes) -> None:
@@ -5810,9 +5947,10 @@ def _dec_LeaderHeartbeat(r: _b.BerReader, end: int | None, path: str) -> LeaderH
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return LeaderHeartbeat(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderHeartbeat()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorNodeStatus(v: ElectorNodeStatus, out: bytearray, tag: bytes) -> None:
@@ -5847,10 +5985,12 @@ def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> Elect
     if f_is_available is None:
         f_is_available = False
         absent.append("isAvailable")
-    return ElectorNodeStatus(
+    result = ElectorNodeStatus(
         is_available=f_is_available,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_HeartbeatResponse(v: HeartbeatResponse, out: bytearray, tag: bytes) -> None:
@@ -5874,9 +6014,10 @@ def _dec_HeartbeatResponse(r: _b.BerReader, end: int | None, path: str) -> Heart
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return HeartbeatResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = HeartbeatResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ScoutingRequest(v: ScoutingRequest, out: bytearray, tag: bytes) -> None:
@@ -5900,9 +6041,10 @@ def _dec_ScoutingRequest(r: _b.BerReader, end: int | None, path: str) -> Scoutin
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return ScoutingRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ScoutingRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ScoutingResponse(v: ScoutingResponse, out: bytearray, tag: bytes) -> None:
@@ -5937,10 +6079,12 @@ def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> Scouti
     if f_will_vote is None:
         f_will_vote = False
         absent.append("willVote")
-    return ScoutingResponse(
+    result = ScoutingResponse(
         will_vote=f_will_vote,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DumpMessages(v: DumpMessages, out: bytearray, tag: bytes) -> None:
@@ -6006,12 +6150,14 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
     if f_dump_action_value is None:
         f_dump_action_value = 0
         absent.append("dumpActionValue")
-    return DumpMessages(
+    result = DumpMessages(
         msg_type_to_dump=f_msg_type_to_dump,
         dump_action_type=f_dump_action_type,
         dump_action_value=f_dump_action_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NegotiationMessage(v: NegotiationMessage, out: bytearray, tag: bytes) -> None:
@@ -6084,11 +6230,12 @@ def _dec_NegotiationMessage(r: _b.BerReader, end: int | None, path: str) -> Nego
             offset=r.pos,
             path=path,
         )
-    return NegotiationMessage(
+    result = NegotiationMessage(
         client_identity=f_client_identity,
         broker_response=f_broker_response,
         place_holder=f_place_holder,
     )
+    return result
 
 
 def _enc_GuidInfo(v: GuidInfo, out: bytearray, tag: bytes) -> None:
@@ -6143,11 +6290,13 @@ def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
     if f_nano_seconds_from_epoch is None:
         f_nano_seconds_from_epoch = 0
         absent.append("nanoSecondsFromEpoch")
-    return GuidInfo(
+    result = GuidInfo(
         client_id=f_client_id,
         nano_seconds_from_epoch=f_nano_seconds_from_epoch,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClientIdentity(v: ClientIdentity, out: bytearray, tag: bytes) -> None:
@@ -6327,7 +6476,7 @@ def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientId
     if f_user_agent is None:
         f_user_agent = ""
         absent.append("userAgent")
-    return ClientIdentity(
+    result = ClientIdentity(
         protocol_version=f_protocol_version,
         sdk_version=f_sdk_version,
         client_type=f_client_type,
@@ -6341,8 +6490,10 @@ def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientId
         sdk_language=f_sdk_language,
         guid_info=f_guid_info,
         user_agent=f_user_agent,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BrokerResponse(v: BrokerResponse, out: bytearray, tag: bytes) -> None:
@@ -6474,7 +6625,7 @@ def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerRe
     if f_max_missed_heartbeats is None:
         f_max_missed_heartbeats = 10
         absent.append("maxMissedHeartbeats")
-    return BrokerResponse(
+    result = BrokerResponse(
         result=f_result,
         protocol_version=f_protocol_version,
         broker_version=f_broker_version,
@@ -6482,8 +6633,10 @@ def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerRe
         broker_identity=f_broker_identity,
         heartbeat_interval_ms=f_heartbeat_interval_ms,
         max_missed_heartbeats=f_max_missed_heartbeats,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DummyType(v: DummyType, out: bytearray, tag: bytes) -> None:
@@ -6507,9 +6660,10 @@ def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return DummyType(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = DummyType()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticationMessage(v: AuthenticationMessage, out: bytearray, tag: bytes) -> None:
@@ -6570,10 +6724,11 @@ def _dec_AuthenticationMessage(
             offset=r.pos,
             path=path,
         )
-    return AuthenticationMessage(
+    result = AuthenticationMessage(
         authentication_request=f_authentication_request,
         authentication_response=f_authentication_response,
     )
+    return result
 
 
 def _enc_AuthenticationRequest(v: AuthenticationRequest, out: bytearray, tag: bytes) -> None:
@@ -6618,11 +6773,13 @@ def _dec_AuthenticationRequest(
     if f_mechanism is None:
         f_mechanism = ""
         absent.append("mechanism")
-    return AuthenticationRequest(
+    result = AuthenticationRequest(
         mechanism=f_mechanism,
         data=f_data,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticationResponse(v: AuthenticationResponse, out: bytearray, tag: bytes) -> None:
@@ -6674,11 +6831,13 @@ def _dec_AuthenticationResponse(
     if f_status is None:
         f_status = Status()
         absent.append("status")
-    return AuthenticationResponse(
+    result = AuthenticationResponse(
         status=f_status,
         lifetime_ms=f_lifetime_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray, bytes], None]] = {

@@ -120,7 +120,6 @@ from pybmq.generated.bmqp_ctrlmsg import (
 __all__ = ["decode_json", "encode_json"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 
 
 def _enc_Status(v: Status) -> str:
@@ -158,12 +157,14 @@ def _dec_Status(d: object, path: str, depth: int) -> Status:
         absent.append("message")
     else:
         f_message = _j.dec_str(x, path, "message")
-    return Status(
+    result = Status(
         category=f_category,
         code=f_code,
         message=f_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ControlMessage(v: ControlMessage) -> str:
@@ -320,7 +321,7 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ControlMessage(
+    result = ControlMessage(
         r_id=f_r_id,
         status=f_status,
         disconnect=f_disconnect,
@@ -336,8 +337,10 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
         configure_queue_stream_response=f_configure_queue_stream_response,
         configure_stream=f_configure_stream,
         configure_stream_response=f_configure_stream_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Disconnect(v: Disconnect) -> str:
@@ -351,9 +354,10 @@ def _enc_Disconnect(v: Disconnect) -> str:
 def _dec_Disconnect(d: object, path: str, depth: int) -> Disconnect:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return Disconnect(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Disconnect()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DisconnectResponse(v: DisconnectResponse) -> str:
@@ -367,9 +371,10 @@ def _enc_DisconnectResponse(v: DisconnectResponse) -> str:
 def _dec_DisconnectResponse(d: object, path: str, depth: int) -> DisconnectResponse:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return DisconnectResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = DisconnectResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AdminCommand(v: AdminCommand) -> str:
@@ -391,10 +396,12 @@ def _dec_AdminCommand(d: object, path: str, depth: int) -> AdminCommand:
         absent.append("command")
     else:
         f_command = _j.dec_str(x, path, "command")
-    return AdminCommand(
+    result = AdminCommand(
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AdminCommandResponse(v: AdminCommandResponse) -> str:
@@ -416,10 +423,12 @@ def _dec_AdminCommandResponse(d: object, path: str, depth: int) -> AdminCommandR
         absent.append("text")
     else:
         f_text = _j.dec_str(x, path, "text")
-    return AdminCommandResponse(
+    result = AdminCommandResponse(
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_OpenQueue(v: OpenQueue) -> str:
@@ -447,10 +456,12 @@ def _dec_OpenQueue(d: object, path: str, depth: int) -> OpenQueue:
         f_handle_parameters = _dec_QueueHandleParameters(
             x, path + "." + "handleParameters", depth + 1
         )
-    return OpenQueue(
+    result = OpenQueue(
         handle_parameters=f_handle_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_OpenQueueResponse(v: OpenQueueResponse) -> str:
@@ -504,12 +515,14 @@ def _dec_OpenQueueResponse(d: object, path: str, depth: int) -> OpenQueueRespons
         f_deduplication_time_ms = _j.dec_int(
             x, -2147483648, 2147483647, path, "deduplicationTimeMs"
         )
-    return OpenQueueResponse(
+    result = OpenQueueResponse(
         original_request=f_original_request,
         routing_configuration=f_routing_configuration,
         deduplication_time_ms=f_deduplication_time_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureQueueStream(v: ConfigureQueueStream) -> str:
@@ -545,11 +558,13 @@ def _dec_ConfigureQueueStream(d: object, path: str, depth: int) -> ConfigureQueu
         f_stream_parameters = _dec_QueueStreamParameters(
             x, path + "." + "streamParameters", depth + 1
         )
-    return ConfigureQueueStream(
+    result = ConfigureQueueStream(
         q_id=f_q_id,
         stream_parameters=f_stream_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureQueueStreamResponse(v: ConfigureQueueStreamResponse) -> str:
@@ -573,10 +588,12 @@ def _dec_ConfigureQueueStreamResponse(
         absent.append("request")
     else:
         f_request = _dec_ConfigureQueueStream(x, path + "." + "request", depth + 1)
-    return ConfigureQueueStreamResponse(
+    result = ConfigureQueueStreamResponse(
         request=f_request,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CloseQueue(v: CloseQueue) -> str:
@@ -612,11 +629,13 @@ def _dec_CloseQueue(d: object, path: str, depth: int) -> CloseQueue:
         absent.append("isFinal")
     else:
         f_is_final = _j.dec_bool(x, path, "isFinal")
-    return CloseQueue(
+    result = CloseQueue(
         handle_parameters=f_handle_parameters,
         is_final=f_is_final,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CloseQueueResponse(v: CloseQueueResponse) -> str:
@@ -630,9 +649,10 @@ def _enc_CloseQueueResponse(v: CloseQueueResponse) -> str:
 def _dec_CloseQueueResponse(d: object, path: str, depth: int) -> CloseQueueResponse:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return CloseQueueResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = CloseQueueResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureStream(v: ConfigureStream) -> str:
@@ -662,11 +682,13 @@ def _dec_ConfigureStream(d: object, path: str, depth: int) -> ConfigureStream:
         absent.append("streamParameters")
     else:
         f_stream_parameters = _dec_StreamParameters(x, path + "." + "streamParameters", depth + 1)
-    return ConfigureStream(
+    result = ConfigureStream(
         q_id=f_q_id,
         stream_parameters=f_stream_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigureStreamResponse(v: ConfigureStreamResponse) -> str:
@@ -688,10 +710,12 @@ def _dec_ConfigureStreamResponse(d: object, path: str, depth: int) -> ConfigureS
         absent.append("request")
     else:
         f_request = _dec_ConfigureStream(x, path + "." + "request", depth + 1)
-    return ConfigureStreamResponse(
+    result = ConfigureStreamResponse(
         request=f_request,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandleParameters(v: QueueHandleParameters) -> str:
@@ -770,7 +794,7 @@ def _dec_QueueHandleParameters(d: object, path: str, depth: int) -> QueueHandleP
         absent.append("adminCount")
     else:
         f_admin_count = _j.dec_int(x, -2147483648, 2147483647, path, "adminCount")
-    return QueueHandleParameters(
+    result = QueueHandleParameters(
         uri=f_uri,
         q_id=f_q_id,
         sub_id_info=f_sub_id_info,
@@ -778,8 +802,10 @@ def _dec_QueueHandleParameters(d: object, path: str, depth: int) -> QueueHandleP
         read_count=f_read_count,
         write_count=f_write_count,
         admin_count=f_admin_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStreamParameters(v: QueueStreamParameters) -> str:
@@ -869,14 +895,16 @@ def _dec_QueueStreamParameters(d: object, path: str, depth: int) -> QueueStreamP
         f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
-    return QueueStreamParameters(
+    result = QueueStreamParameters(
         sub_id_info=f_sub_id_info,
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubQueueIdInfo(v: SubQueueIdInfo) -> str:
@@ -906,11 +934,13 @@ def _dec_SubQueueIdInfo(d: object, path: str, depth: int) -> SubQueueIdInfo:
         absent.append("appId")
     else:
         f_app_id = _j.dec_str(x, path, "appId")
-    return SubQueueIdInfo(
+    result = SubQueueIdInfo(
         sub_id=f_sub_id,
         app_id=f_app_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StreamParameters(v: StreamParameters) -> str:
@@ -946,11 +976,13 @@ def _dec_StreamParameters(d: object, path: str, depth: int) -> StreamParameters:
             f_subscriptions.append(
                 _dec_Subscription(item, path + "." + "subscriptions[%d]" % i, depth + 1)
             )
-    return StreamParameters(
+    result = StreamParameters(
         app_id=f_app_id,
         subscriptions=f_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Expression(v: Expression) -> str:
@@ -980,11 +1012,13 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
         absent.append("text")
     else:
         f_text = _j.dec_str(x, path, "text")
-    return Expression(
+    result = Expression(
         version=f_version,
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConsumerInfo(v: ConsumerInfo) -> str:
@@ -1063,13 +1097,15 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
         f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
-    return ConsumerInfo(
+    result = ConsumerInfo(
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription) -> str:
@@ -1109,12 +1145,14 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
     else:
         for i, item in enumerate(_j.arr(x, path, "consumers")):
             f_consumers.append(_dec_ConsumerInfo(item, path + "." + "consumers[%d]" % i, depth + 1))
-    return Subscription(
+    result = Subscription(
         s_id=f_s_id,
         expression=f_expression,
         consumers=f_consumers,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RoutingConfiguration(v: RoutingConfiguration) -> str:
@@ -1138,10 +1176,12 @@ def _dec_RoutingConfiguration(d: object, path: str, depth: int) -> RoutingConfig
         absent.append("flags")
     else:
         f_flags = _j.dec_int(x, 0, 18446744073709551615, path, "flags")
-    return RoutingConfiguration(
+    result = RoutingConfiguration(
         flags=f_flags,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterMessage(v: ClusterMessage) -> str:
@@ -1520,7 +1560,7 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterMessage(
+    result = ClusterMessage(
         partition_primary_advisory=f_partition_primary_advisory,
         leader_advisory=f_leader_advisory,
         queue_assignment_advisory=f_queue_assignment_advisory,
@@ -1551,8 +1591,10 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         queue_update_advisory=f_queue_update_advisory,
         cluster_state_fsm_message=f_cluster_state_fsm_message,
         partition_message=f_partition_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStateFSMMessage(v: ClusterStateFSMMessage) -> str:
@@ -1644,15 +1686,17 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterStateFSMMessage(
+    result = ClusterStateFSMMessage(
         follower_lsn_request=f_follower_lsn_request,
         follower_lsn_response=f_follower_lsn_response,
         registration_request=f_registration_request,
         registration_response=f_registration_response,
         follower_cluster_state_request=f_follower_cluster_state_request,
         follower_cluster_state_response=f_follower_cluster_state_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerLSNRequest(v: FollowerLSNRequest) -> str:
@@ -1666,9 +1710,10 @@ def _enc_FollowerLSNRequest(v: FollowerLSNRequest) -> str:
 def _dec_FollowerLSNRequest(d: object, path: str, depth: int) -> FollowerLSNRequest:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return FollowerLSNRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FollowerLSNRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerLSNResponse(v: FollowerLSNResponse) -> str:
@@ -1690,10 +1735,12 @@ def _dec_FollowerLSNResponse(d: object, path: str, depth: int) -> FollowerLSNRes
         absent.append("sequenceNumber")
     else:
         f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
-    return FollowerLSNResponse(
+    result = FollowerLSNResponse(
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RegistrationRequest(v: RegistrationRequest) -> str:
@@ -1715,10 +1762,12 @@ def _dec_RegistrationRequest(d: object, path: str, depth: int) -> RegistrationRe
         absent.append("sequenceNumber")
     else:
         f_sequence_number = _dec_LeaderMessageSequence(x, path + "." + "sequenceNumber", depth + 1)
-    return RegistrationRequest(
+    result = RegistrationRequest(
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RegistrationResponse(v: RegistrationResponse) -> str:
@@ -1732,9 +1781,10 @@ def _enc_RegistrationResponse(v: RegistrationResponse) -> str:
 def _dec_RegistrationResponse(d: object, path: str, depth: int) -> RegistrationResponse:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return RegistrationResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = RegistrationResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerClusterStateRequest(v: FollowerClusterStateRequest) -> str:
@@ -1750,9 +1800,10 @@ def _dec_FollowerClusterStateRequest(
 ) -> FollowerClusterStateRequest:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return FollowerClusterStateRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FollowerClusterStateRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FollowerClusterStateResponse(v: FollowerClusterStateResponse) -> str:
@@ -1782,10 +1833,12 @@ def _dec_FollowerClusterStateResponse(
         f_cluster_state_snapshot = _dec_LeaderAdvisory(
             x, path + "." + "clusterStateSnapshot", depth + 1
         )
-    return FollowerClusterStateResponse(
+    result = FollowerClusterStateResponse(
         cluster_state_snapshot=f_cluster_state_snapshot,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionMessage(v: PartitionMessage) -> str:
@@ -1867,15 +1920,17 @@ def _dec_PartitionMessage(d: object, path: str, depth: int) -> PartitionMessage:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return PartitionMessage(
+    result = PartitionMessage(
         replica_state_request=f_replica_state_request,
         replica_state_response=f_replica_state_response,
         primary_state_request=f_primary_state_request,
         primary_state_response=f_primary_state_response,
         replica_data_request=f_replica_data_request,
         replica_data_response=f_replica_data_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaStateRequest(v: ReplicaStateRequest) -> str:
@@ -1944,13 +1999,15 @@ def _dec_ReplicaStateRequest(d: object, path: str, depth: int) -> ReplicaStateRe
         f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
-    return ReplicaStateRequest(
+    result = ReplicaStateRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaStateResponse(v: ReplicaStateResponse) -> str:
@@ -2019,13 +2076,15 @@ def _dec_ReplicaStateResponse(d: object, path: str, depth: int) -> ReplicaStateR
         f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
-    return ReplicaStateResponse(
+    result = ReplicaStateResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStateRequest(v: PrimaryStateRequest) -> str:
@@ -2094,13 +2153,15 @@ def _dec_PrimaryStateRequest(d: object, path: str, depth: int) -> PrimaryStateRe
         f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
-    return PrimaryStateRequest(
+    result = PrimaryStateRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStateResponse(v: PrimaryStateResponse) -> str:
@@ -2169,13 +2230,15 @@ def _dec_PrimaryStateResponse(d: object, path: str, depth: int) -> PrimaryStateR
         f_first_sync_point_after_rollover_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "firstSyncPointAfterRolloverSequenceNumber", depth + 1
         )
-    return PrimaryStateResponse(
+    result = PrimaryStateResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         latest_sequence_number=f_latest_sequence_number,
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaDataRequest(v: ReplicaDataRequest) -> str:
@@ -2254,14 +2317,16 @@ def _dec_ReplicaDataRequest(d: object, path: str, depth: int) -> ReplicaDataRequ
         f_end_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "endSequenceNumber", depth + 1
         )
-    return ReplicaDataRequest(
+    result = ReplicaDataRequest(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         replica_data_type=f_replica_data_type,
         begin_sequence_number=f_begin_sequence_number,
         end_sequence_number=f_end_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ReplicaDataResponse(v: ReplicaDataResponse) -> str:
@@ -2340,14 +2405,16 @@ def _dec_ReplicaDataResponse(d: object, path: str, depth: int) -> ReplicaDataRes
         f_end_sequence_number = _dec_PartitionSequenceNumber(
             x, path + "." + "endSequenceNumber", depth + 1
         )
-    return ReplicaDataResponse(
+    result = ReplicaDataResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         replica_data_type=f_replica_data_type,
         begin_sequence_number=f_begin_sequence_number,
         end_sequence_number=f_end_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionPrimaryAdvisory(v: PartitionPrimaryAdvisory) -> str:
@@ -2383,11 +2450,13 @@ def _dec_PartitionPrimaryAdvisory(d: object, path: str, depth: int) -> Partition
             f_partitions.append(
                 _dec_PartitionPrimaryInfo(item, path + "." + "partitions[%d]" % i, depth + 1)
             )
-    return PartitionPrimaryAdvisory(
+    result = PartitionPrimaryAdvisory(
         sequence_number=f_sequence_number,
         partitions=f_partitions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderMessageSequence(v: LeaderMessageSequence) -> str:
@@ -2425,11 +2494,13 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
         absent.append("sequenceNumber")
     else:
         f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
-    return LeaderMessageSequence(
+    result = LeaderMessageSequence(
         elector_term=f_elector_term,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSequenceNumber(v: PartitionSequenceNumber) -> str:
@@ -2467,11 +2538,13 @@ def _dec_PartitionSequenceNumber(d: object, path: str, depth: int) -> PartitionS
         absent.append("sequenceNumber")
     else:
         f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
-    return PartitionSequenceNumber(
+    result = PartitionSequenceNumber(
         primary_lease_id=f_primary_lease_id,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionPrimaryInfo(v: PartitionPrimaryInfo) -> str:
@@ -2520,12 +2593,14 @@ def _dec_PartitionPrimaryInfo(d: object, path: str, depth: int) -> PartitionPrim
         absent.append("primaryLeaseId")
     else:
         f_primary_lease_id = _j.dec_int(x, 0, 4294967295, path, "primaryLeaseId")
-    return PartitionPrimaryInfo(
+    result = PartitionPrimaryInfo(
         partition_id=f_partition_id,
         primary_node_id=f_primary_node_id,
         primary_lease_id=f_primary_lease_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppIdInfo(v: AppIdInfo) -> str:
@@ -2555,11 +2630,13 @@ def _dec_AppIdInfo(d: object, path: str, depth: int) -> AppIdInfo:
         absent.append("appKey")
     else:
         f_app_key = _j.dec_bytes(x, path, "appKey")
-    return AppIdInfo(
+    result = AppIdInfo(
         app_id=f_app_id,
         app_key=f_app_key,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInfo(v: QueueInfo) -> str:
@@ -2610,13 +2687,15 @@ def _dec_QueueInfo(d: object, path: str, depth: int) -> QueueInfo:
     else:
         for i, item in enumerate(_j.arr(x, path, "appIds")):
             f_app_ids.append(_dec_AppIdInfo(item, path + "." + "appIds[%d]" % i, depth + 1))
-    return QueueInfo(
+    result = QueueInfo(
         uri=f_uri,
         key=f_key,
         partition_id=f_partition_id,
         app_ids=f_app_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInfoUpdate(v: QueueInfoUpdate) -> str:
@@ -2689,15 +2768,17 @@ def _dec_QueueInfoUpdate(d: object, path: str, depth: int) -> QueueInfoUpdate:
         absent.append("domain")
     else:
         f_domain = _j.dec_str(x, path, "domain")
-    return QueueInfoUpdate(
+    result = QueueInfoUpdate(
         uri=f_uri,
         key=f_key,
         partition_id=f_partition_id,
         added_app_ids=f_added_app_ids,
         removed_app_ids=f_removed_app_ids,
         domain=f_domain,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueAssignmentAdvisory(v: QueueAssignmentAdvisory) -> str:
@@ -2729,11 +2810,13 @@ def _dec_QueueAssignmentAdvisory(d: object, path: str, depth: int) -> QueueAssig
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
             f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
-    return QueueAssignmentAdvisory(
+    result = QueueAssignmentAdvisory(
         sequence_number=f_sequence_number,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUpdateAdvisory(v: QueueUpdateAdvisory) -> str:
@@ -2769,11 +2852,13 @@ def _dec_QueueUpdateAdvisory(d: object, path: str, depth: int) -> QueueUpdateAdv
             f_queue_updates.append(
                 _dec_QueueInfoUpdate(item, path + "." + "queueUpdates[%d]" % i, depth + 1)
             )
-    return QueueUpdateAdvisory(
+    result = QueueUpdateAdvisory(
         sequence_number=f_sequence_number,
         queue_updates=f_queue_updates,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUnAssignmentAdvisory(v: QueueUnAssignmentAdvisory) -> str:
@@ -2845,14 +2930,16 @@ def _dec_QueueUnAssignmentAdvisory(d: object, path: str, depth: int) -> QueueUnA
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
             f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
-    return QueueUnAssignmentAdvisory(
+    result = QueueUnAssignmentAdvisory(
         sequence_number=f_sequence_number,
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         primary_node_id=f_primary_node_id,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisory(v: LeaderAdvisory) -> str:
@@ -2898,12 +2985,14 @@ def _dec_LeaderAdvisory(d: object, path: str, depth: int) -> LeaderAdvisory:
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
             f_queues.append(_dec_QueueInfo(item, path + "." + "queues[%d]" % i, depth + 1))
-    return LeaderAdvisory(
+    result = LeaderAdvisory(
         sequence_number=f_sequence_number,
         partitions=f_partitions,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisoryAck(v: LeaderAdvisoryAck) -> str:
@@ -2931,10 +3020,12 @@ def _dec_LeaderAdvisoryAck(d: object, path: str, depth: int) -> LeaderAdvisoryAc
         f_sequence_number_acked = _dec_LeaderMessageSequence(
             x, path + "." + "sequenceNumberAcked", depth + 1
         )
-    return LeaderAdvisoryAck(
+    result = LeaderAdvisoryAck(
         sequence_number_acked=f_sequence_number_acked,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderAdvisoryCommit(v: LeaderAdvisoryCommit) -> str:
@@ -2972,11 +3063,13 @@ def _dec_LeaderAdvisoryCommit(d: object, path: str, depth: int) -> LeaderAdvisor
         f_sequence_number_committed = _dec_LeaderMessageSequence(
             x, path + "." + "sequenceNumberCommitted", depth + 1
         )
-    return LeaderAdvisoryCommit(
+    result = LeaderAdvisoryCommit(
         sequence_number=f_sequence_number,
         sequence_number_committed=f_sequence_number_committed,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StateNotification(v: StateNotification) -> str:
@@ -3005,10 +3098,12 @@ def _dec_StateNotification(d: object, path: str, depth: int) -> StateNotificatio
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StateNotification(
+    result = StateNotification(
         leader_passive=f_leader_passive,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderPassive(v: LeaderPassive) -> str:
@@ -3022,9 +3117,10 @@ def _enc_LeaderPassive(v: LeaderPassive) -> str:
 def _dec_LeaderPassive(d: object, path: str, depth: int) -> LeaderPassive:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return LeaderPassive(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderPassive()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyncPoint(v: SyncPoint) -> str:
@@ -3082,13 +3178,15 @@ def _dec_SyncPoint(d: object, path: str, depth: int) -> SyncPoint:
         absent.append("qlistFileOffsetWords")
     else:
         f_qlist_file_offset_words = _j.dec_int(x, 0, 4294967295, path, "qlistFileOffsetWords")
-    return SyncPoint(
+    result = SyncPoint(
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
         data_file_offset_dwords=f_data_file_offset_dwords,
         qlist_file_offset_words=f_qlist_file_offset_words,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyncPointOffsetPair(v: SyncPointOffsetPair) -> str:
@@ -3120,11 +3218,13 @@ def _dec_SyncPointOffsetPair(d: object, path: str, depth: int) -> SyncPointOffse
         absent.append("offset")
     else:
         f_offset = _j.dec_int(x, 0, 18446744073709551615, path, "offset")
-    return SyncPointOffsetPair(
+    result = SyncPointOffsetPair(
         sync_point=f_sync_point,
         offset=f_offset,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NodeStatusAdvisory(v: NodeStatusAdvisory) -> str:
@@ -3146,10 +3246,12 @@ def _dec_NodeStatusAdvisory(d: object, path: str, depth: int) -> NodeStatusAdvis
         absent.append("status")
     else:
         f_status = _j.dec_enum(x, NodeStatus, path, "status")
-    return NodeStatusAdvisory(
+    result = NodeStatusAdvisory(
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery) -> str:
@@ -3163,9 +3265,10 @@ def _enc_LeaderSyncStateQuery(v: LeaderSyncStateQuery) -> str:
 def _dec_LeaderSyncStateQuery(d: object, path: str, depth: int) -> LeaderSyncStateQuery:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return LeaderSyncStateQuery(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderSyncStateQuery()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncStateQueryResponse(v: LeaderSyncStateQueryResponse) -> str:
@@ -3197,10 +3300,12 @@ def _dec_LeaderSyncStateQueryResponse(
         f_leader_message_sequence = _dec_LeaderMessageSequence(
             x, path + "." + "leaderMessageSequence", depth + 1
         )
-    return LeaderSyncStateQueryResponse(
+    result = LeaderSyncStateQueryResponse(
         leader_message_sequence=f_leader_message_sequence,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery) -> str:
@@ -3214,9 +3319,10 @@ def _enc_LeaderSyncDataQuery(v: LeaderSyncDataQuery) -> str:
 def _dec_LeaderSyncDataQuery(d: object, path: str, depth: int) -> LeaderSyncDataQuery:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return LeaderSyncDataQuery(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderSyncDataQuery()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderSyncDataQueryResponse(v: LeaderSyncDataQueryResponse) -> str:
@@ -3240,10 +3346,12 @@ def _dec_LeaderSyncDataQueryResponse(
         absent.append("leaderSyncData")
     else:
         f_leader_sync_data = _dec_LeaderAdvisory(x, path + "." + "leaderSyncData", depth + 1)
-    return LeaderSyncDataQueryResponse(
+    result = LeaderSyncDataQueryResponse(
         leader_sync_data=f_leader_sync_data,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueAssignmentRequest(v: QueueAssignmentRequest) -> str:
@@ -3265,10 +3373,12 @@ def _dec_QueueAssignmentRequest(d: object, path: str, depth: int) -> QueueAssign
         absent.append("queueUri")
     else:
         f_queue_uri = _j.dec_str(x, path, "queueUri")
-    return QueueAssignmentRequest(
+    result = QueueAssignmentRequest(
         queue_uri=f_queue_uri,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueUnassignmentRequest(v: QueueUnassignmentRequest) -> str:
@@ -3311,12 +3421,14 @@ def _dec_QueueUnassignmentRequest(d: object, path: str, depth: int) -> QueueUnas
         absent.append("queueKey")
     else:
         f_queue_key = _j.dec_bytes(x, path, "queueKey")
-    return QueueUnassignmentRequest(
+    result = QueueUnassignmentRequest(
         queue_uri=f_queue_uri,
         partition_id=f_partition_id,
         queue_key=f_queue_key,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncRequest(v: StorageSyncRequest) -> str:
@@ -3361,12 +3473,14 @@ def _dec_StorageSyncRequest(d: object, path: str, depth: int) -> StorageSyncRequ
         if x is None
         else _dec_SyncPointOffsetPair(x, path + "." + "endSyncPointOffsetPair", depth + 1)
     )
-    return StorageSyncRequest(
+    result = StorageSyncRequest(
         partition_id=f_partition_id,
         begin_sync_point_offset_pair=f_begin_sync_point_offset_pair,
         end_sync_point_offset_pair=f_end_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncResponse(v: StorageSyncResponse) -> str:
@@ -3428,13 +3542,15 @@ def _dec_StorageSyncResponse(d: object, path: str, depth: int) -> StorageSyncRes
         absent.append("endSyncPoint")
     else:
         f_end_sync_point = _dec_SyncPoint(x, path + "." + "endSyncPoint", depth + 1)
-    return StorageSyncResponse(
+    result = StorageSyncResponse(
         partition_id=f_partition_id,
         storage_sync_response_type=f_storage_sync_response_type,
         begin_sync_point=f_begin_sync_point,
         end_sync_point=f_end_sync_point,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncStateQuery(v: PartitionSyncStateQuery) -> str:
@@ -3461,10 +3577,12 @@ def _dec_PartitionSyncStateQuery(d: object, path: str, depth: int) -> PartitionS
         absent.append("partitionId")
     else:
         f_partition_id = _j.dec_int(x, -2147483648, 2147483647, path, "partitionId")
-    return PartitionSyncStateQuery(
+    result = PartitionSyncStateQuery(
         partition_id=f_partition_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncStateQueryResponse(v: PartitionSyncStateQueryResponse) -> str:
@@ -3541,13 +3659,15 @@ def _dec_PartitionSyncStateQueryResponse(
         f_last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
             x, path + "." + "lastSyncPointOffsetPair", depth + 1
         )
-    return PartitionSyncStateQueryResponse(
+    result = PartitionSyncStateQueryResponse(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQuery(v: PartitionSyncDataQuery) -> str:
@@ -3646,15 +3766,17 @@ def _dec_PartitionSyncDataQuery(d: object, path: str, depth: int) -> PartitionSy
         f_last_sync_point_offset_pair = _dec_SyncPointOffsetPair(
             x, path + "." + "lastSyncPointOffsetPair", depth + 1
         )
-    return PartitionSyncDataQuery(
+    result = PartitionSyncDataQuery(
         partition_id=f_partition_id,
         last_primary_lease_id=f_last_primary_lease_id,
         last_sequence_num=f_last_sequence_num,
         upto_primary_lease_id=f_upto_primary_lease_id,
         upto_sequence_num=f_upto_sequence_num,
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQueryResponse(v: PartitionSyncDataQueryResponse) -> str:
@@ -3718,12 +3840,14 @@ def _dec_PartitionSyncDataQueryResponse(
         absent.append("endSequenceNum")
     else:
         f_end_sequence_num = _j.dec_int(x, 0, 18446744073709551615, path, "endSequenceNum")
-    return PartitionSyncDataQueryResponse(
+    result = PartitionSyncDataQueryResponse(
         partition_id=f_partition_id,
         end_primary_lease_id=f_end_primary_lease_id,
         end_sequence_num=f_end_sequence_num,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionSyncDataQueryStatus(v: PartitionSyncDataQueryStatus) -> str:
@@ -3760,11 +3884,13 @@ def _dec_PartitionSyncDataQueryStatus(
         absent.append("status")
     else:
         f_status = _dec_Status(x, path + "." + "status", depth + 1)
-    return PartitionSyncDataQueryStatus(
+    result = PartitionSyncDataQueryStatus(
         partition_id=f_partition_id,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PrimaryStatusAdvisory(v: PrimaryStatusAdvisory) -> str:
@@ -3808,12 +3934,14 @@ def _dec_PrimaryStatusAdvisory(d: object, path: str, depth: int) -> PrimaryStatu
         absent.append("status")
     else:
         f_status = _j.dec_enum(x, PrimaryStatus, path, "status")
-    return PrimaryStatusAdvisory(
+    result = PrimaryStatusAdvisory(
         partition_id=f_partition_id,
         primary_lease_id=f_primary_lease_id,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StopRequest(v: StopRequest) -> str:
@@ -3845,11 +3973,13 @@ def _dec_StopRequest(d: object, path: str, depth: int) -> StopRequest:
         absent.append("version")
     else:
         f_version = _j.dec_int(x, -2147483648, 2147483647, path, "version")
-    return StopRequest(
+    result = StopRequest(
         cluster_name=f_cluster_name,
         version=f_version,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StopResponse(v: StopResponse) -> str:
@@ -3871,10 +4001,12 @@ def _dec_StopResponse(d: object, path: str, depth: int) -> StopResponse:
         absent.append("clusterName")
     else:
         f_cluster_name = _j.dec_str(x, path, "clusterName")
-    return StopResponse(
+    result = StopResponse(
         cluster_name=f_cluster_name,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorMessage(v: ElectorMessage) -> str:
@@ -3981,7 +4113,7 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ElectorMessage(
+    result = ElectorMessage(
         term=f_term,
         election_proposal=f_election_proposal,
         election_response=f_election_response,
@@ -3991,8 +4123,10 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
         scouting_request=f_scouting_request,
         scouting_response=f_scouting_response,
         leadership_cession_notification=f_leadership_cession_notification,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectionProposal(v: ElectionProposal) -> str:
@@ -4006,9 +4140,10 @@ def _enc_ElectionProposal(v: ElectionProposal) -> str:
 def _dec_ElectionProposal(d: object, path: str, depth: int) -> ElectionProposal:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return ElectionProposal(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ElectionProposal()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectionResponse(v: ElectionResponse) -> str:
@@ -4022,9 +4157,10 @@ def _enc_ElectionResponse(v: ElectionResponse) -> str:
 def _dec_ElectionResponse(d: object, path: str, depth: int) -> ElectionResponse:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return ElectionResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ElectionResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeadershipCessionNotification(v: LeadershipCessionNotification) -> str:
@@ -4040,9 +4176,10 @@ def _dec_LeadershipCessionNotification(
 ) -> LeadershipCessionNotification:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return LeadershipCessionNotification(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeadershipCessionNotification()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderHeartbeat(v: LeaderHeartbeat) -> str:
@@ -4056,9 +4193,10 @@ def _enc_LeaderHeartbeat(v: LeaderHeartbeat) -> str:
 def _dec_LeaderHeartbeat(d: object, path: str, depth: int) -> LeaderHeartbeat:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return LeaderHeartbeat(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = LeaderHeartbeat()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorNodeStatus(v: ElectorNodeStatus) -> str:
@@ -4080,10 +4218,12 @@ def _dec_ElectorNodeStatus(d: object, path: str, depth: int) -> ElectorNodeStatu
         absent.append("isAvailable")
     else:
         f_is_available = _j.dec_bool(x, path, "isAvailable")
-    return ElectorNodeStatus(
+    result = ElectorNodeStatus(
         is_available=f_is_available,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_HeartbeatResponse(v: HeartbeatResponse) -> str:
@@ -4097,9 +4237,10 @@ def _enc_HeartbeatResponse(v: HeartbeatResponse) -> str:
 def _dec_HeartbeatResponse(d: object, path: str, depth: int) -> HeartbeatResponse:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return HeartbeatResponse(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = HeartbeatResponse()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ScoutingRequest(v: ScoutingRequest) -> str:
@@ -4113,9 +4254,10 @@ def _enc_ScoutingRequest(v: ScoutingRequest) -> str:
 def _dec_ScoutingRequest(d: object, path: str, depth: int) -> ScoutingRequest:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return ScoutingRequest(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = ScoutingRequest()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ScoutingResponse(v: ScoutingResponse) -> str:
@@ -4137,10 +4279,12 @@ def _dec_ScoutingResponse(d: object, path: str, depth: int) -> ScoutingResponse:
         absent.append("willVote")
     else:
         f_will_vote = _j.dec_bool(x, path, "willVote")
-    return ScoutingResponse(
+    result = ScoutingResponse(
         will_vote=f_will_vote,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DumpMessages(v: DumpMessages) -> str:
@@ -4187,12 +4331,14 @@ def _dec_DumpMessages(d: object, path: str, depth: int) -> DumpMessages:
         absent.append("dumpActionValue")
     else:
         f_dump_action_value = _j.dec_int(x, -2147483648, 2147483647, path, "dumpActionValue")
-    return DumpMessages(
+    result = DumpMessages(
         msg_type_to_dump=f_msg_type_to_dump,
         dump_action_type=f_dump_action_type,
         dump_action_value=f_dump_action_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NegotiationMessage(v: NegotiationMessage) -> str:
@@ -4235,11 +4381,12 @@ def _dec_NegotiationMessage(d: object, path: str, depth: int) -> NegotiationMess
             " (an unknown selection is skipped)",
             path=path,
         )
-    return NegotiationMessage(
+    result = NegotiationMessage(
         client_identity=f_client_identity,
         broker_response=f_broker_response,
         place_holder=f_place_holder,
     )
+    return result
 
 
 def _enc_GuidInfo(v: GuidInfo) -> str:
@@ -4279,11 +4426,13 @@ def _dec_GuidInfo(d: object, path: str, depth: int) -> GuidInfo:
         f_nano_seconds_from_epoch = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "nanoSecondsFromEpoch"
         )
-    return GuidInfo(
+    result = GuidInfo(
         client_id=f_client_id,
         nano_seconds_from_epoch=f_nano_seconds_from_epoch,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClientIdentity(v: ClientIdentity) -> str:
@@ -4418,7 +4567,7 @@ def _dec_ClientIdentity(d: object, path: str, depth: int) -> ClientIdentity:
         absent.append("userAgent")
     else:
         f_user_agent = _j.dec_str(x, path, "userAgent")
-    return ClientIdentity(
+    result = ClientIdentity(
         protocol_version=f_protocol_version,
         sdk_version=f_sdk_version,
         client_type=f_client_type,
@@ -4432,8 +4581,10 @@ def _dec_ClientIdentity(d: object, path: str, depth: int) -> ClientIdentity:
         sdk_language=f_sdk_language,
         guid_info=f_guid_info,
         user_agent=f_user_agent,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BrokerResponse(v: BrokerResponse) -> str:
@@ -4531,7 +4682,7 @@ def _dec_BrokerResponse(d: object, path: str, depth: int) -> BrokerResponse:
         f_max_missed_heartbeats = _j.dec_int(
             x, -2147483648, 2147483647, path, "maxMissedHeartbeats"
         )
-    return BrokerResponse(
+    result = BrokerResponse(
         result=f_result,
         protocol_version=f_protocol_version,
         broker_version=f_broker_version,
@@ -4539,8 +4690,10 @@ def _dec_BrokerResponse(d: object, path: str, depth: int) -> BrokerResponse:
         broker_identity=f_broker_identity,
         heartbeat_interval_ms=f_heartbeat_interval_ms,
         max_missed_heartbeats=f_max_missed_heartbeats,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DummyType(v: DummyType) -> str:
@@ -4554,9 +4707,10 @@ def _enc_DummyType(v: DummyType) -> str:
 def _dec_DummyType(d: object, path: str, depth: int) -> DummyType:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return DummyType(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = DummyType()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticationMessage(v: AuthenticationMessage) -> str:
@@ -4597,10 +4751,11 @@ def _dec_AuthenticationMessage(d: object, path: str, depth: int) -> Authenticati
             " (an unknown selection is skipped)",
             path=path,
         )
-    return AuthenticationMessage(
+    result = AuthenticationMessage(
         authentication_request=f_authentication_request,
         authentication_response=f_authentication_response,
     )
+    return result
 
 
 def _enc_AuthenticationRequest(v: AuthenticationRequest) -> str:
@@ -4626,11 +4781,13 @@ def _dec_AuthenticationRequest(d: object, path: str, depth: int) -> Authenticati
         f_mechanism = _j.dec_str(x, path, "mechanism")
     x = o.get("data")
     f_data = None if x is None else _j.dec_bytes(x, path, "data")
-    return AuthenticationRequest(
+    result = AuthenticationRequest(
         mechanism=f_mechanism,
         data=f_data,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticationResponse(v: AuthenticationResponse) -> str:
@@ -4661,11 +4818,13 @@ def _dec_AuthenticationResponse(d: object, path: str, depth: int) -> Authenticat
     f_lifetime_ms = (
         None if x is None else _j.dec_int(x, 0, 18446744073709551615, path, "lifetimeMs")
     )
-    return AuthenticationResponse(
+    result = AuthenticationResponse(
         status=f_status,
         lifetime_ms=f_lifetime_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {

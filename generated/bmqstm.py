@@ -6,8 +6,9 @@ Codecs: bmqstm_json (baljsn-compatible JSON) and bmqstm_ber (balber-compatible B
 Conventions: one class per XSD type, fields are the snake_case element names, XSD defaults are
 field defaults, optional elements are ``X | None``, arrays are lists, and every choice (named, or
 anonymous inside a sequence) is flattened into one ``X | None`` field per selection with exactly one
-set (``selection`` names it). ``_absent`` is codec bookkeeping: elements a decoded peer message
-did not carry, so that re-encoding reproduces it byte for byte while they keep their default.
+set (``selection`` names it). ``_absent`` (not a field) is codec bookkeeping: the elements a
+decoded peer message did not carry, so that re-encoding reproduces it byte for byte while they keep
+their default.
 """
 
 from __future__ import annotations
@@ -31,6 +32,22 @@ __all__ = [
 ]
 
 _NO_ABSENT: frozenset[str] = frozenset()
+
+
+class _Message:
+    """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
+
+    __slots__ = ("_absent_",)
+
+    @property
+    def _absent(self) -> frozenset[str]:
+        """XSD names of the elements a decoded message did not carry; empty for a value built
+        here (or copied with ``dataclasses.replace``). Encoders leave such an element out again
+        while it still holds its default, so a peer's message re-encodes byte for byte."""
+        try:
+            return self._absent_
+        except AttributeError:
+            return _NO_ABSENT
 
 
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:
@@ -92,7 +109,7 @@ class StatValueFields(enum.IntEnum):
 
 
 @dataclass(slots=True, kw_only=True)
-class StatContextUpdate:
+class StatContextUpdate(_Message):
     """This type represents an externalizable 'StatContext', having an integer
     'id' distinct from all sibling contexts, a set of 'flags' denoting if
     this is a new or deleted context, an optional 'configuration' that
@@ -107,19 +124,17 @@ class StatContextUpdate:
     direct_values: list[StatValueUpdate] = field(default_factory=list)
     expired_values: list[StatValueUpdate] = field(default_factory=list)
     subcontexts: list[StatContextUpdate] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatContextUpdateList:
+class StatContextUpdateList(_Message):
     """This type represents a sequence of 'StatContext' objects."""
 
     contexts: list[StatContextUpdate] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatContextConfiguration:
+class StatContextConfiguration(_Message):
     """This type represents the configuration of a stat context, having some
     configuration 'flags', a user supplied 'userId' that may either be a
     long integer 'id' or a string 'name', and a set of 'values' to track.
@@ -136,7 +151,6 @@ class StatContextConfiguration:
     id: int | None = None
     name: str | None = None
     values: list[StatValueDefinition] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.id is not None) + (self.name is not None) != 1:
@@ -151,7 +165,7 @@ class StatContextConfiguration:
 
 
 @dataclass(slots=True, kw_only=True)
-class StatValueDefinition:
+class StatValueDefinition(_Message):
     """This type represents the definition of a stat collecting value, having
     a 'name', a 'type' and an array of 'historySizes' indicating the number
     of snapshots and levels of snapshots to keep.
@@ -160,11 +174,10 @@ class StatValueDefinition:
     name: str = ""
     type: StatValueType = StatValueType.E_CONTINUOUS
     history_sizes: list[int] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatValueUpdate:
+class StatValueUpdate(_Message):
     """This type represents changes made to a particular state value.  The
     bits of the 'fieldMask' indicate which actual fields in a stat value
     the elements of 'fields' are updating.  For instance, if the value in
@@ -176,4 +189,3 @@ class StatValueUpdate:
 
     field_mask: int = 0
     fields: list[int] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)

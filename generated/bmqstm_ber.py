@@ -30,7 +30,6 @@ from pybmq.generated.bmqstm import (
 __all__ = ["decode_ber", "encode_ber"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 _TOP = _b.identifier(0x00, True, 16)  # balber tags the top-level value as a universal SEQUENCE
 
 
@@ -201,7 +200,7 @@ def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatC
     if f_subcontexts is None:
         f_subcontexts = []
         absent.append("subcontexts")
-    return StatContextUpdate(
+    result = StatContextUpdate(
         id=f_id,
         flags=f_flags,
         time_stamp=f_time_stamp,
@@ -209,8 +208,10 @@ def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatC
         direct_values=f_direct_values,
         expired_values=f_expired_values,
         subcontexts=f_subcontexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatContextUpdateList(v: StatContextUpdateList, out: bytearray, tag: bytes) -> None:
@@ -265,10 +266,12 @@ def _dec_StatContextUpdateList(
     if f_contexts is None:
         f_contexts = []
         absent.append("contexts")
-    return StatContextUpdateList(
+    result = StatContextUpdateList(
         contexts=f_contexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatContextConfiguration(v: StatContextConfiguration, out: bytearray, tag: bytes) -> None:
@@ -381,13 +384,15 @@ def _dec_StatContextConfiguration(
     if f_values is None:
         f_values = []
         absent.append("values")
-    return StatContextConfiguration(
+    result = StatContextConfiguration(
         flags=f_flags,
         id=f_id,
         name=f_name,
         values=f_values,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatValueDefinition(v: StatValueDefinition, out: bytearray, tag: bytes) -> None:
@@ -459,12 +464,14 @@ def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> Sta
     if f_history_sizes is None:
         f_history_sizes = []
         absent.append("historySizes")
-    return StatValueDefinition(
+    result = StatValueDefinition(
         name=f_name,
         type=f_type,
         history_sizes=f_history_sizes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatValueUpdate(v: StatValueUpdate, out: bytearray, tag: bytes) -> None:
@@ -536,11 +543,13 @@ def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatVal
     if f_fields is None:
         f_fields = []
         absent.append("fields")
-    return StatValueUpdate(
+    result = StatValueUpdate(
         field_mask=f_field_mask,
         fields=f_fields,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray, bytes], None]] = {

@@ -29,7 +29,6 @@ from pybmq.generated.bmqstm import (
 __all__ = ["decode_json", "encode_json"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 
 
 def _enc_StatContextUpdate(v: StatContextUpdate) -> str:
@@ -125,7 +124,7 @@ def _dec_StatContextUpdate(d: object, path: str, depth: int) -> StatContextUpdat
             f_subcontexts.append(
                 _dec_StatContextUpdate(item, path + "." + "subcontexts[%d]" % i, depth + 1)
             )
-    return StatContextUpdate(
+    result = StatContextUpdate(
         id=f_id,
         flags=f_flags,
         time_stamp=f_time_stamp,
@@ -133,8 +132,10 @@ def _dec_StatContextUpdate(d: object, path: str, depth: int) -> StatContextUpdat
         direct_values=f_direct_values,
         expired_values=f_expired_values,
         subcontexts=f_subcontexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatContextUpdateList(v: StatContextUpdateList) -> str:
@@ -162,10 +163,12 @@ def _dec_StatContextUpdateList(d: object, path: str, depth: int) -> StatContextU
             f_contexts.append(
                 _dec_StatContextUpdate(item, path + "." + "contexts[%d]" % i, depth + 1)
             )
-    return StatContextUpdateList(
+    result = StatContextUpdateList(
         contexts=f_contexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatContextConfiguration(v: StatContextConfiguration) -> str:
@@ -225,13 +228,15 @@ def _dec_StatContextConfiguration(d: object, path: str, depth: int) -> StatConte
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StatContextConfiguration(
+    result = StatContextConfiguration(
         flags=f_flags,
         id=f_id,
         name=f_name,
         values=f_values,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatValueDefinition(v: StatValueDefinition) -> str:
@@ -277,12 +282,14 @@ def _dec_StatValueDefinition(d: object, path: str, depth: int) -> StatValueDefin
     else:
         for i, item in enumerate(_j.arr(x, path, "historySizes")):
             f_history_sizes.append(_j.dec_int(item, 0, 4294967295, path, "historySizes[%d]" % i))
-    return StatValueDefinition(
+    result = StatValueDefinition(
         name=f_name,
         type=f_type,
         history_sizes=f_history_sizes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatValueUpdate(v: StatValueUpdate) -> str:
@@ -329,11 +336,13 @@ def _dec_StatValueUpdate(d: object, path: str, depth: int) -> StatValueUpdate:
             f_fields.append(
                 _j.dec_int(item, -9223372036854775808, 9223372036854775807, path, "fields[%d]" % i)
             )
-    return StatValueUpdate(
+    result = StatValueUpdate(
         field_mask=f_field_mask,
         fields=f_fields,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {

@@ -6,8 +6,9 @@ Codecs: mqbcfg_json (baljsn-compatible JSON) and mqbcfg_ber (balber-compatible B
 Conventions: one class per XSD type, fields are the snake_case element names, XSD defaults are
 field defaults, optional elements are ``X | None``, arrays are lists, and every choice (named, or
 anonymous inside a sequence) is flattened into one ``X | None`` field per selection with exactly one
-set (``selection`` names it). ``_absent`` is codec bookkeeping: elements a decoded peer message
-did not carry, so that re-encoding reproduces it byte for byte while they keep their default.
+set (``selection`` names it). ``_absent`` (not a field) is codec bookkeeping: the elements a
+decoded peer message did not carry, so that re-encoding reproduces it byte for byte while they keep
+their default.
 """
 
 from __future__ import annotations
@@ -74,6 +75,22 @@ __all__ = [
 _NO_ABSENT: frozenset[str] = frozenset()
 
 
+class _Message:
+    """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
+
+    __slots__ = ("_absent_",)
+
+    @property
+    def _absent(self) -> frozenset[str]:
+        """XSD names of the elements a decoded message did not carry; empty for a value built
+        here (or copied with ``dataclasses.replace``). Encoders leave such an element out again
+        while it still holds its default, so a peer's message re-encodes byte for byte."""
+        try:
+            return self._absent_
+        except AttributeError:
+            return _NO_ABSENT
+
+
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:
     chosen = [name for name in names if getattr(obj, name) is not None]
     if len(chosen) > 1:
@@ -127,47 +144,43 @@ class MasterAssignmentAlgorithm(enum.IntEnum):
 
 
 @dataclass(slots=True, kw_only=True)
-class Configuration:
+class Configuration(_Message):
     """The XSD type Configuration."""
 
     task_config: TaskConfig = field(default_factory=lambda: TaskConfig())
     app_config: AppConfig = field(default_factory=lambda: AppConfig())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class TaskConfig:
+class TaskConfig(_Message):
     """The XSD type TaskConfig."""
 
     allocator_type: AllocatorType = AllocatorType.NEWDELETE
     allocation_limit: int = 0
     log_controller: LogController = field(default_factory=lambda: LogController())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class SyslogConfig:
+class SyslogConfig(_Message):
     """The XSD type SyslogConfig."""
 
     enabled: bool = False
     app_name: str = ""
     log_format: str = ""
     verbosity: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LogDumpConfig:
+class LogDumpConfig(_Message):
     """The XSD type LogDumpConfig."""
 
     record_buffer_size: int = 32768
     recording_level: str = "OFF"
     trigger_level: str = "OFF"
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LogController:
+class LogController(_Message):
     """The XSD type LogController."""
 
     file_name: str = ""
@@ -181,11 +194,10 @@ class LogController:
     categories: list[str] = field(default_factory=list)
     syslog: SyslogConfig = field(default_factory=lambda: SyslogConfig())
     log_dump: LogDumpConfig = field(default_factory=lambda: LogDumpConfig())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AppConfig:
+class AppConfig(_Message):
     """Top level type for the broker's configuration.
 
     brokerInstanceName...: name of the broker instance
@@ -233,32 +245,29 @@ class AppConfig:
     authentication: AuthenticatorConfig = field(default_factory=lambda: AuthenticatorConfig())
     authorization: AuthorizerConfig = field(default_factory=lambda: AuthorizerConfig())
     tls_config: TlsConfig | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DispatcherProcessorParameters:
+class DispatcherProcessorParameters(_Message):
     """The XSD type DispatcherProcessorParameters."""
 
     queue_size: int = 0
     queue_size_low_watermark: int = 0
     queue_size_high_watermark: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DispatcherProcessorConfig:
+class DispatcherProcessorConfig(_Message):
     """The XSD type DispatcherProcessorConfig."""
 
     num_processors: int = 0
     processor_config: DispatcherProcessorParameters = field(
         default_factory=lambda: DispatcherProcessorParameters()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DispatcherConfig:
+class DispatcherConfig(_Message):
     """The XSD type DispatcherConfig."""
 
     sessions: DispatcherProcessorConfig = field(default_factory=lambda: DispatcherProcessorConfig())
@@ -266,21 +275,19 @@ class DispatcherConfig:
     clusters: DispatcherProcessorConfig = field(default_factory=lambda: DispatcherProcessorConfig())
     alarm_timeout_ms: int = 180000
     warning_timeout_ms: int = 10000
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatsConfig:
+class StatsConfig(_Message):
     """The XSD type StatsConfig."""
 
     snapshot_interval: int = 1
     plugins: list[StatPluginConfig] = field(default_factory=list)
     printer: StatsPrinterConfig = field(default_factory=lambda: StatsPrinterConfig())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatPluginConfig:
+class StatPluginConfig(_Message):
     """The XSD type StatPluginConfig."""
 
     name: str = ""
@@ -292,21 +299,19 @@ class StatPluginConfig:
     hosts: list[str] = field(default_factory=list)
     instance_id: str = ""
     prometheus_specific: StatPluginConfigPrometheus | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatPluginConfigPrometheus:
+class StatPluginConfigPrometheus(_Message):
     """The XSD type StatPluginConfigPrometheus."""
 
     mode: ExportMode = ExportMode.E_PULL
     host: str = "localhost"
     port: int = 8080
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StatsPrinterConfig:
+class StatsPrinterConfig(_Message):
     """The XSD type StatsPrinterConfig."""
 
     print_interval: int = 60
@@ -315,20 +320,18 @@ class StatsPrinterConfig:
     rotate_bytes: int = 268435456
     rotate_days: int = 1
     encoding: StatsPrinterEncodingFormat = StatsPrinterEncodingFormat.TABLE_AND_JSON
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class NetworkInterfaces:
+class NetworkInterfaces(_Message):
     """The XSD type NetworkInterfaces."""
 
     heartbeats: Heartbeat = field(default_factory=lambda: Heartbeat())
     tcp_interface: TcpInterfaceConfig | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class MessagePropertiesV2:
+class MessagePropertiesV2(_Message):
     """This complex type captures information which can be used to tell a
     broker if it should advertise support for message properties v2 format
     (also knownn as extended or 'EX' message properties at some places).
@@ -339,11 +342,10 @@ class MessagePropertiesV2:
     advertise_v2_support: bool = True
     min_cpp_sdk_version: int = 11207
     min_java_sdk_version: int = 10
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Heartbeat:
+class Heartbeat(_Message):
     """The following parameters define, for the various connection types,
     after how many missed heartbeats the connection should be proactively
     resetted.  Note that a value of 0 means that smart-heartbeat is
@@ -369,11 +371,10 @@ class Heartbeat:
     downstream_broker: int = 0
     upstream_broker: int = 0
     cluster_peer: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class TcpInterfaceConfig:
+class TcpInterfaceConfig(_Message):
     """name.................:
         The name of the TCP session manager.
     port.................:
@@ -403,11 +404,10 @@ class TcpInterfaceConfig:
     node_high_watermark: int = 2048
     heartbeat_interval_ms: int = 3000
     listeners: list[TcpInterfaceListener] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class TcpInterfaceListener:
+class TcpInterfaceListener(_Message):
     """This type describes the information needed for the broker to open a TCP listener.
 
     name.................:
@@ -424,28 +424,25 @@ class TcpInterfaceListener:
     address: str = "0.0.0.0"
     port: int = 0
     tls: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class BmqconfConfig:
+class BmqconfConfig(_Message):
     """The XSD type BmqconfConfig."""
 
     cache_ttl_seconds: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Plugins:
+class Plugins(_Message):
     """The XSD type Plugins."""
 
     libraries: list[str] = field(default_factory=list)
     enabled: list[str] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AuthenticatorConfig:
+class AuthenticatorConfig(_Message):
     """Top level type for the broker's authentication configurations.
 
     authenticators...........:
@@ -473,11 +470,10 @@ class AuthenticatorConfig:
     min_threads: int = 1
     max_threads: int = 8
     credential_provider: CredentialProviderConfig | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AnonymousCredential:
+class AnonymousCredential(_Message):
     """Type representing the anonymous credential configuration.
 
     disallow...:
@@ -510,7 +506,7 @@ class AnonymousCredential:
 
 
 @dataclass(slots=True, kw_only=True)
-class Credential:
+class Credential(_Message):
     """Type representing a credential used for authentication.
 
     This type is used to represent a credential that can be used for
@@ -519,11 +515,10 @@ class Credential:
 
     mechanism: str = ""
     identity: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Disallow:
+class Disallow(_Message):
     """Type representing the disallow anonymous credential configuration.
 
     This type is used to indicate that anonymous authentication is not
@@ -532,11 +527,9 @@ class Disallow:
     which cannot or do not authenticate will be rejected.
     """
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class AuthenticatorPluginConfig:
+class AuthenticatorPluginConfig(_Message):
     """The configuration for an authenticator plugin.
 
     name.....:
@@ -547,11 +540,10 @@ class AuthenticatorPluginConfig:
 
     name: str = ""
     settings: list[PluginSettingKeyValue] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class CredentialProviderConfig:
+class CredentialProviderConfig(_Message):
     """The configuration for the broker's credential provider.
 
     name.....:
@@ -562,11 +554,10 @@ class CredentialProviderConfig:
 
     name: str = ""
     settings: list[PluginSettingKeyValue] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AuthorizerConfig:
+class AuthorizerConfig(_Message):
     """Top level type for the broker's authorization configurations.
 
     authorizer...........:
@@ -574,11 +565,10 @@ class AuthorizerConfig:
     """
 
     authorizer: AuthorizerPluginConfig | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AuthorizerPluginConfig:
+class AuthorizerPluginConfig(_Message):
     """The configuration for an authorizer plugin.
 
     name.....:
@@ -589,11 +579,10 @@ class AuthorizerPluginConfig:
 
     name: str = ""
     settings: list[PluginSettingKeyValue] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PluginSettingKeyValue:
+class PluginSettingKeyValue(_Message):
     """The key-value pair used for plugin settings.
 
     key...: setting key/name
@@ -602,11 +591,10 @@ class PluginSettingKeyValue:
 
     key: str = ""
     value: PluginSettingValue
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PluginSettingValue:
+class PluginSettingValue(_Message):
     """The XSD type PluginSettingValue."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -638,7 +626,7 @@ class PluginSettingValue:
 
 
 @dataclass(slots=True, kw_only=True)
-class TlsConfig:
+class TlsConfig(_Message):
     """certificateAuthority.:
         A path to the FILE, containing concatenation of known certificates
         the server can use to reference as its certificate store.
@@ -656,11 +644,10 @@ class TlsConfig:
     certificate: str = ""
     key: str = ""
     versions: str = "TLSv1.3"
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ResolvedDomain:
+class ResolvedDomain(_Message):
     """Top level type representing the information retrieved when resolving a
     domain.
 
@@ -670,11 +657,10 @@ class ResolvedDomain:
 
     resolved_name: str = ""
     cluster_name: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClustersDefinition:
+class ClustersDefinition(_Message):
     """Top level type representing the configuration for all clusters.
 
     myClusters.................:
@@ -689,11 +675,10 @@ class ClustersDefinition:
     my_clusters: list[ClusterDefinition] = field(default_factory=list)
     my_virtual_clusters: list[VirtualClusterInformation] = field(default_factory=list)
     proxy_clusters: list[ClusterProxyDefinition] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class VirtualClusterInformation:
+class VirtualClusterInformation(_Message):
     """Type representing the information about the current node with regards
     to virtual cluster.
 
@@ -703,11 +688,10 @@ class VirtualClusterInformation:
 
     name: str = ""
     self_node_id: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterDefinition:
+class ClusterDefinition(_Message):
     """Type representing the configuration for a cluster.
 
     name..................: name of the cluster
@@ -735,11 +719,10 @@ class ClusterDefinition:
     message_throttle_config: MessageThrottleConfig = field(
         default_factory=lambda: MessageThrottleConfig()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterProxyDefinition:
+class ClusterProxyDefinition(_Message):
     """Type representing the configuration for a cluster proxy.
 
     name..................: name of the cluster
@@ -759,11 +742,10 @@ class ClusterProxyDefinition:
     message_throttle_config: MessageThrottleConfig = field(
         default_factory=lambda: MessageThrottleConfig()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionConfig:
+class PartitionConfig(_Message):
     """Type representing the configuration for the storage layer of a cluster.
 
     numPartitions........: number of partitions at each node in the cluster
@@ -797,11 +779,10 @@ class PartitionConfig:
     prefault_pages: bool = False
     flush_at_shutdown: bool = True
     sync_config: StorageSyncConfig = field(default_factory=lambda: StorageSyncConfig())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectorConfig:
+class ElectorConfig(_Message):
     """Type representing the configuration for leader election amongst a
     cluster of nodes.
 
@@ -849,11 +830,10 @@ class ElectorConfig:
     heartbeat_miss_count: int = 10
     quorum: int = 0
     leader_sync_delay_ms: int = 80000
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueOperationsConfig:
+class QueueOperationsConfig(_Message):
     """Type representing the configuration for queue operations on a cluster.
 
     openTimeoutMs..............:
@@ -922,11 +902,10 @@ class QueueOperationsConfig:
     stop_timeout_ms: int = 10000
     shutdown_timeout_ms: int = 20000
     ack_window_size: int = 500
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterMonitorConfig:
+class ClusterMonitorConfig(_Message):
     """Type representing the configuration for cluster state monitor.
 
     maxTimeLeader......:
@@ -969,11 +948,10 @@ class ClusterMonitorConfig:
     threshold_master: int = 60
     threshold_node: int = 60
     threshold_failover: int = 300
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterAttributes:
+class ClusterAttributes(_Message):
     """Type representing the attributes specific to a cluster.
 
     isCSLModeEnabled...............:
@@ -1006,11 +984,10 @@ class ClusterAttributes:
     cluster_fsm_watchdog_num_retries: int = 1
     partition_fsm_watchdog_timeout_sec: int = 300
     partition_fsm_watchdog_num_retries: int = 1
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageThrottleConfig:
+class MessageThrottleConfig(_Message):
     """Configuration values for message throttling intervals and thresholds.
 
     lowInterval...: time in milliseconds.
@@ -1031,11 +1008,10 @@ class MessageThrottleConfig:
     high_threshold: int = 4
     low_interval: int = 1000
     high_interval: int = 3000
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageSyncConfig:
+class StorageSyncConfig(_Message):
     """Type representing the configuration for storage synchronization and
     recovery of a cluster.
 
@@ -1108,11 +1084,10 @@ class StorageSyncConfig:
     startup_wait_duration_ms: int = 60000
     file_chunk_size: int = 4194304
     partition_sync_event_size: int = 4194304
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterNode:
+class ClusterNode(_Message):
     """Type representing the configuration of a node in a cluster.
 
     id.........: the unique ID of that node in the cluster; must be a &gt; 0
@@ -1127,11 +1102,10 @@ class ClusterNode:
     name: str = ""
     data_center: str = ""
     transport: ClusterNodeConnection
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterNodeConnection:
+class ClusterNodeConnection(_Message):
     """Choice of all the various transport mode available to establish
     connectivity with a node.
 
@@ -1155,11 +1129,10 @@ class ClusterNodeConnection:
 
 
 @dataclass(slots=True, kw_only=True)
-class TcpClusterNodeConnection:
+class TcpClusterNodeConnection(_Message):
     """Configuration of a TCP based cluster node connectivity.
 
     endpoint.: endpoint URI of the node address
     """
 
     endpoint: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)

@@ -71,7 +71,6 @@ from pybmq.generated.mqbcfg import (
 __all__ = ["decode_ber", "encode_ber"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 _TOP = _b.identifier(0x00, True, 16)  # balber tags the top-level value as a universal SEQUENCE
 
 
@@ -125,11 +124,13 @@ def _dec_Configuration(r: _b.BerReader, end: int | None, path: str) -> Configura
     if f_app_config is None:
         f_app_config = AppConfig()
         absent.append("appConfig")
-    return Configuration(
+    result = Configuration(
         task_config=f_task_config,
         app_config=f_app_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TaskConfig(v: TaskConfig, out: bytearray, tag: bytes) -> None:
@@ -192,12 +193,14 @@ def _dec_TaskConfig(r: _b.BerReader, end: int | None, path: str) -> TaskConfig:
     if f_log_controller is None:
         f_log_controller = LogController()
         absent.append("logController")
-    return TaskConfig(
+    result = TaskConfig(
         allocator_type=f_allocator_type,
         allocation_limit=f_allocation_limit,
         log_controller=f_log_controller,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyslogConfig(v: SyslogConfig, out: bytearray, tag: bytes) -> None:
@@ -265,13 +268,15 @@ def _dec_SyslogConfig(r: _b.BerReader, end: int | None, path: str) -> SyslogConf
     if f_verbosity is None:
         f_verbosity = ""
         absent.append("verbosity")
-    return SyslogConfig(
+    result = SyslogConfig(
         enabled=f_enabled,
         app_name=f_app_name,
         log_format=f_log_format,
         verbosity=f_verbosity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LogDumpConfig(v: LogDumpConfig, out: bytearray, tag: bytes) -> None:
@@ -337,12 +342,14 @@ def _dec_LogDumpConfig(r: _b.BerReader, end: int | None, path: str) -> LogDumpCo
     if f_trigger_level is None:
         f_trigger_level = "OFF"
         absent.append("triggerLevel")
-    return LogDumpConfig(
+    result = LogDumpConfig(
         record_buffer_size=f_record_buffer_size,
         recording_level=f_recording_level,
         trigger_level=f_trigger_level,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LogController(v: LogController, out: bytearray, tag: bytes) -> None:
@@ -517,7 +524,7 @@ def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogContro
     if f_log_dump is None:
         f_log_dump = LogDumpConfig()
         absent.append("logDump")
-    return LogController(
+    result = LogController(
         file_name=f_file_name,
         file_max_age_days=f_file_max_age_days,
         rotation_bytes=f_rotation_bytes,
@@ -529,8 +536,10 @@ def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogContro
         categories=f_categories,
         syslog=f_syslog,
         log_dump=f_log_dump,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppConfig(v: AppConfig, out: bytearray, tag: bytes) -> None:
@@ -828,7 +837,7 @@ def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
     if f_authorization is None:
         f_authorization = AuthorizerConfig()
         absent.append("authorization")
-    return AppConfig(
+    result = AppConfig(
         broker_instance_name=f_broker_instance_name,
         broker_version=f_broker_version,
         config_version=f_config_version,
@@ -850,8 +859,10 @@ def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
         authentication=f_authentication,
         authorization=f_authorization,
         tls_config=f_tls_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherProcessorParameters(
@@ -937,12 +948,14 @@ def _dec_DispatcherProcessorParameters(
     if f_queue_size_high_watermark is None:
         f_queue_size_high_watermark = 0
         absent.append("queueSizeHighWatermark")
-    return DispatcherProcessorParameters(
+    result = DispatcherProcessorParameters(
         queue_size=f_queue_size,
         queue_size_low_watermark=f_queue_size_low_watermark,
         queue_size_high_watermark=f_queue_size_high_watermark,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherProcessorConfig(
@@ -1005,11 +1018,13 @@ def _dec_DispatcherProcessorConfig(
     if f_processor_config is None:
         f_processor_config = DispatcherProcessorParameters()
         absent.append("processorConfig")
-    return DispatcherProcessorConfig(
+    result = DispatcherProcessorConfig(
         num_processors=f_num_processors,
         processor_config=f_processor_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherConfig(v: DispatcherConfig, out: bytearray, tag: bytes) -> None:
@@ -1108,14 +1123,16 @@ def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> Dispat
     if f_warning_timeout_ms is None:
         f_warning_timeout_ms = 10000
         absent.append("warningTimeoutMs")
-    return DispatcherConfig(
+    result = DispatcherConfig(
         sessions=f_sessions,
         queues=f_queues,
         clusters=f_clusters,
         alarm_timeout_ms=f_alarm_timeout_ms,
         warning_timeout_ms=f_warning_timeout_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatsConfig(v: StatsConfig, out: bytearray, tag: bytes) -> None:
@@ -1199,12 +1216,14 @@ def _dec_StatsConfig(r: _b.BerReader, end: int | None, path: str) -> StatsConfig
     if f_printer is None:
         f_printer = StatsPrinterConfig()
         absent.append("printer")
-    return StatsConfig(
+    result = StatsConfig(
         snapshot_interval=f_snapshot_interval,
         plugins=f_plugins,
         printer=f_printer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatPluginConfig(v: StatPluginConfig, out: bytearray, tag: bytes) -> None:
@@ -1366,7 +1385,7 @@ def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPl
     if f_instance_id is None:
         f_instance_id = ""
         absent.append("instanceId")
-    return StatPluginConfig(
+    result = StatPluginConfig(
         name=f_name,
         queue_size=f_queue_size,
         queue_high_watermark=f_queue_high_watermark,
@@ -1376,8 +1395,10 @@ def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPl
         hosts=f_hosts,
         instance_id=f_instance_id,
         prometheus_specific=f_prometheus_specific,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatPluginConfigPrometheus(
@@ -1438,12 +1459,14 @@ def _dec_StatPluginConfigPrometheus(
     if f_port is None:
         f_port = 8080
         absent.append("port")
-    return StatPluginConfigPrometheus(
+    result = StatPluginConfigPrometheus(
         mode=f_mode,
         host=f_host,
         port=f_port,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatsPrinterConfig(v: StatsPrinterConfig, out: bytearray, tag: bytes) -> None:
@@ -1552,15 +1575,17 @@ def _dec_StatsPrinterConfig(r: _b.BerReader, end: int | None, path: str) -> Stat
     if f_encoding is None:
         f_encoding = StatsPrinterEncodingFormat.TABLE_AND_JSON
         absent.append("encoding")
-    return StatsPrinterConfig(
+    result = StatsPrinterConfig(
         print_interval=f_print_interval,
         file=f_file,
         max_age_days=f_max_age_days,
         rotate_bytes=f_rotate_bytes,
         rotate_days=f_rotate_days,
         encoding=f_encoding,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NetworkInterfaces(v: NetworkInterfaces, out: bytearray, tag: bytes) -> None:
@@ -1605,11 +1630,13 @@ def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> Netwo
     if f_heartbeats is None:
         f_heartbeats = Heartbeat()
         absent.append("heartbeats")
-    return NetworkInterfaces(
+    result = NetworkInterfaces(
         heartbeats=f_heartbeats,
         tcp_interface=f_tcp_interface,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessagePropertiesV2(v: MessagePropertiesV2, out: bytearray, tag: bytes) -> None:
@@ -1684,12 +1711,14 @@ def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> Mes
     if f_min_java_sdk_version is None:
         f_min_java_sdk_version = 10
         absent.append("minJavaSdkVersion")
-    return MessagePropertiesV2(
+    result = MessagePropertiesV2(
         advertise_v2_support=f_advertise_v2_support,
         min_cpp_sdk_version=f_min_cpp_sdk_version,
         min_java_sdk_version=f_min_java_sdk_version,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Heartbeat(v: Heartbeat, out: bytearray, tag: bytes) -> None:
@@ -1763,13 +1792,15 @@ def _dec_Heartbeat(r: _b.BerReader, end: int | None, path: str) -> Heartbeat:
     if f_cluster_peer is None:
         f_cluster_peer = 0
         absent.append("clusterPeer")
-    return Heartbeat(
+    result = Heartbeat(
         client=f_client,
         downstream_broker=f_downstream_broker,
         upstream_broker=f_upstream_broker,
         cluster_peer=f_cluster_peer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TcpInterfaceConfig(v: TcpInterfaceConfig, out: bytearray, tag: bytes) -> None:
@@ -1975,7 +2006,7 @@ def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpI
     if f_listeners is None:
         f_listeners = []
         absent.append("listeners")
-    return TcpInterfaceConfig(
+    result = TcpInterfaceConfig(
         name=f_name,
         port=f_port,
         io_threads=f_io_threads,
@@ -1986,8 +2017,10 @@ def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpI
         node_high_watermark=f_node_high_watermark,
         heartbeat_interval_ms=f_heartbeat_interval_ms,
         listeners=f_listeners,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TcpInterfaceListener(v: TcpInterfaceListener, out: bytearray, tag: bytes) -> None:
@@ -2055,13 +2088,15 @@ def _dec_TcpInterfaceListener(r: _b.BerReader, end: int | None, path: str) -> Tc
     if f_tls is None:
         f_tls = False
         absent.append("tls")
-    return TcpInterfaceListener(
+    result = TcpInterfaceListener(
         name=f_name,
         address=f_address,
         port=f_port,
         tls=f_tls,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BmqconfConfig(v: BmqconfConfig, out: bytearray, tag: bytes) -> None:
@@ -2105,10 +2140,12 @@ def _dec_BmqconfConfig(r: _b.BerReader, end: int | None, path: str) -> BmqconfCo
     if f_cache_ttl_seconds is None:
         f_cache_ttl_seconds = 0
         absent.append("cacheTTLSeconds")
-    return BmqconfConfig(
+    result = BmqconfConfig(
         cache_ttl_seconds=f_cache_ttl_seconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Plugins(v: Plugins, out: bytearray, tag: bytes) -> None:
@@ -2176,11 +2213,13 @@ def _dec_Plugins(r: _b.BerReader, end: int | None, path: str) -> Plugins:
     if f_enabled is None:
         f_enabled = []
         absent.append("enabled")
-    return Plugins(
+    result = Plugins(
         libraries=f_libraries,
         enabled=f_enabled,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticatorConfig(v: AuthenticatorConfig, out: bytearray, tag: bytes) -> None:
@@ -2279,14 +2318,16 @@ def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> Aut
     if f_max_threads is None:
         f_max_threads = 8
         absent.append("maxThreads")
-    return AuthenticatorConfig(
+    result = AuthenticatorConfig(
         authenticators=f_authenticators,
         anonymous_credential=f_anonymous_credential,
         min_threads=f_min_threads,
         max_threads=f_max_threads,
         credential_provider=f_credential_provider,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AnonymousCredential(v: AnonymousCredential, out: bytearray, tag: bytes) -> None:
@@ -2341,10 +2382,11 @@ def _dec_AnonymousCredential(r: _b.BerReader, end: int | None, path: str) -> Ano
             offset=r.pos,
             path=path,
         )
-    return AnonymousCredential(
+    result = AnonymousCredential(
         disallow=f_disallow,
         credential=f_credential,
     )
+    return result
 
 
 def _enc_Credential(v: Credential, out: bytearray, tag: bytes) -> None:
@@ -2390,11 +2432,13 @@ def _dec_Credential(r: _b.BerReader, end: int | None, path: str) -> Credential:
     if f_identity is None:
         f_identity = ""
         absent.append("identity")
-    return Credential(
+    result = Credential(
         mechanism=f_mechanism,
         identity=f_identity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Disallow(v: Disallow, out: bytearray, tag: bytes) -> None:
@@ -2418,9 +2462,10 @@ def _dec_Disallow(r: _b.BerReader, end: int | None, path: str) -> Disallow:
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return Disallow(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Disallow()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticatorPluginConfig(
@@ -2488,11 +2533,13 @@ def _dec_AuthenticatorPluginConfig(
     if f_settings is None:
         f_settings = []
         absent.append("settings")
-    return AuthenticatorPluginConfig(
+    result = AuthenticatorPluginConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CredentialProviderConfig(v: CredentialProviderConfig, out: bytearray, tag: bytes) -> None:
@@ -2558,11 +2605,13 @@ def _dec_CredentialProviderConfig(
     if f_settings is None:
         f_settings = []
         absent.append("settings")
-    return CredentialProviderConfig(
+    result = CredentialProviderConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthorizerConfig(v: AuthorizerConfig, out: bytearray, tag: bytes) -> None:
@@ -2596,10 +2645,12 @@ def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> Author
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return AuthorizerConfig(
+    result = AuthorizerConfig(
         authorizer=f_authorizer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthorizerPluginConfig(v: AuthorizerPluginConfig, out: bytearray, tag: bytes) -> None:
@@ -2665,11 +2716,13 @@ def _dec_AuthorizerPluginConfig(
     if f_settings is None:
         f_settings = []
         absent.append("settings")
-    return AuthorizerPluginConfig(
+    result = AuthorizerPluginConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PluginSettingKeyValue(v: PluginSettingKeyValue, out: bytearray, tag: bytes) -> None:
@@ -2715,11 +2768,13 @@ def _dec_PluginSettingKeyValue(
         absent.append("key")
     if f_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".value")
-    return PluginSettingKeyValue(
+    result = PluginSettingKeyValue(
         key=f_key,
         value=f_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PluginSettingValue(v: PluginSettingValue, out: bytearray, tag: bytes) -> None:
@@ -2815,13 +2870,14 @@ def _dec_PluginSettingValue(r: _b.BerReader, end: int | None, path: str) -> Plug
             offset=r.pos,
             path=path,
         )
-    return PluginSettingValue(
+    result = PluginSettingValue(
         bool_val=f_bool_val,
         int_val=f_int_val,
         long_val=f_long_val,
         double_val=f_double_val,
         string_val=f_string_val,
     )
+    return result
 
 
 def _enc_TlsConfig(v: TlsConfig, out: bytearray, tag: bytes) -> None:
@@ -2889,13 +2945,15 @@ def _dec_TlsConfig(r: _b.BerReader, end: int | None, path: str) -> TlsConfig:
     if f_versions is None:
         f_versions = "TLSv1.3"
         absent.append("versions")
-    return TlsConfig(
+    result = TlsConfig(
         certificate_authority=f_certificate_authority,
         certificate=f_certificate,
         key=f_key,
         versions=f_versions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ResolvedDomain(v: ResolvedDomain, out: bytearray, tag: bytes) -> None:
@@ -2941,11 +2999,13 @@ def _dec_ResolvedDomain(r: _b.BerReader, end: int | None, path: str) -> Resolved
     if f_cluster_name is None:
         f_cluster_name = ""
         absent.append("clusterName")
-    return ResolvedDomain(
+    result = ResolvedDomain(
         resolved_name=f_resolved_name,
         cluster_name=f_cluster_name,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClustersDefinition(v: ClustersDefinition, out: bytearray, tag: bytes) -> None:
@@ -3056,12 +3116,14 @@ def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> Clus
     if f_proxy_clusters is None:
         f_proxy_clusters = []
         absent.append("proxyClusters")
-    return ClustersDefinition(
+    result = ClustersDefinition(
         my_clusters=f_my_clusters,
         my_virtual_clusters=f_my_virtual_clusters,
         proxy_clusters=f_proxy_clusters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_VirtualClusterInformation(
@@ -3118,11 +3180,13 @@ def _dec_VirtualClusterInformation(
     if f_self_node_id is None:
         f_self_node_id = 0
         absent.append("selfNodeId")
-    return VirtualClusterInformation(
+    result = VirtualClusterInformation(
         name=f_name,
         self_node_id=f_self_node_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDefinition(v: ClusterDefinition, out: bytearray, tag: bytes) -> None:
@@ -3296,7 +3360,7 @@ def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> Clust
     if f_message_throttle_config is None:
         f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
-    return ClusterDefinition(
+    result = ClusterDefinition(
         name=f_name,
         nodes=f_nodes,
         partition_config=f_partition_config,
@@ -3306,8 +3370,10 @@ def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> Clust
         cluster_attributes=f_cluster_attributes,
         cluster_monitor_config=f_cluster_monitor_config,
         message_throttle_config=f_message_throttle_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterProxyDefinition(v: ClusterProxyDefinition, out: bytearray, tag: bytes) -> None:
@@ -3419,14 +3485,16 @@ def _dec_ClusterProxyDefinition(
     if f_message_throttle_config is None:
         f_message_throttle_config = MessageThrottleConfig()
         absent.append("messageThrottleConfig")
-    return ClusterProxyDefinition(
+    result = ClusterProxyDefinition(
         name=f_name,
         nodes=f_nodes,
         queue_operations=f_queue_operations,
         cluster_monitor_config=f_cluster_monitor_config,
         message_throttle_config=f_message_throttle_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionConfig(v: PartitionConfig, out: bytearray, tag: bytes) -> None:
@@ -3629,7 +3697,7 @@ def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> Partiti
     if f_sync_config is None:
         f_sync_config = StorageSyncConfig()
         absent.append("syncConfig")
-    return PartitionConfig(
+    result = PartitionConfig(
         num_partitions=f_num_partitions,
         location=f_location,
         archive_location=f_archive_location,
@@ -3642,8 +3710,10 @@ def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> Partiti
         prefault_pages=f_prefault_pages,
         flush_at_shutdown=f_flush_at_shutdown,
         sync_config=f_sync_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorConfig(v: ElectorConfig, out: bytearray, tag: bytes) -> None:
@@ -3850,7 +3920,7 @@ def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorCo
     if f_leader_sync_delay_ms is None:
         f_leader_sync_delay_ms = 80000
         absent.append("leaderSyncDelayMs")
-    return ElectorConfig(
+    result = ElectorConfig(
         initial_wait_timeout_ms=f_initial_wait_timeout_ms,
         max_random_wait_timeout_ms=f_max_random_wait_timeout_ms,
         scouting_result_timeout_ms=f_scouting_result_timeout_ms,
@@ -3860,8 +3930,10 @@ def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorCo
         heartbeat_miss_count=f_heartbeat_miss_count,
         quorum=f_quorum,
         leader_sync_delay_ms=f_leader_sync_delay_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueOperationsConfig(v: QueueOperationsConfig, out: bytearray, tag: bytes) -> None:
@@ -4123,7 +4195,7 @@ def _dec_QueueOperationsConfig(
     if f_ack_window_size is None:
         f_ack_window_size = 500
         absent.append("ackWindowSize")
-    return QueueOperationsConfig(
+    result = QueueOperationsConfig(
         open_timeout_ms=f_open_timeout_ms,
         configure_timeout_ms=f_configure_timeout_ms,
         close_timeout_ms=f_close_timeout_ms,
@@ -4136,8 +4208,10 @@ def _dec_QueueOperationsConfig(
         stop_timeout_ms=f_stop_timeout_ms,
         shutdown_timeout_ms=f_shutdown_timeout_ms,
         ack_window_size=f_ack_window_size,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterMonitorConfig(v: ClusterMonitorConfig, out: bytearray, tag: bytes) -> None:
@@ -4313,7 +4387,7 @@ def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> Cl
     if f_threshold_failover is None:
         f_threshold_failover = 300
         absent.append("thresholdFailover")
-    return ClusterMonitorConfig(
+    result = ClusterMonitorConfig(
         max_time_leader=f_max_time_leader,
         max_time_master=f_max_time_master,
         max_time_node=f_max_time_node,
@@ -4322,8 +4396,10 @@ def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> Cl
         threshold_master=f_threshold_master,
         threshold_node=f_threshold_node,
         threshold_failover=f_threshold_failover,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterAttributes(v: ClusterAttributes, out: bytearray, tag: bytes) -> None:
@@ -4476,7 +4552,7 @@ def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> Clust
     if f_partition_fsm_watchdog_num_retries is None:
         f_partition_fsm_watchdog_num_retries = 1
         absent.append("partitionFsmWatchdogNumRetries")
-    return ClusterAttributes(
+    result = ClusterAttributes(
         is_csl_mode_enabled=f_is_csl_mode_enabled,
         is_fsm_workflow=f_is_fsm_workflow,
         does_fs_mwrite_qlist=f_does_fs_mwrite_qlist,
@@ -4484,8 +4560,10 @@ def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> Clust
         cluster_fsm_watchdog_num_retries=f_cluster_fsm_watchdog_num_retries,
         partition_fsm_watchdog_timeout_sec=f_partition_fsm_watchdog_timeout_sec,
         partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageThrottleConfig(v: MessageThrottleConfig, out: bytearray, tag: bytes) -> None:
@@ -4561,13 +4639,15 @@ def _dec_MessageThrottleConfig(
     if f_high_interval is None:
         f_high_interval = 3000
         absent.append("highInterval")
-    return MessageThrottleConfig(
+    result = MessageThrottleConfig(
         low_threshold=f_low_threshold,
         high_threshold=f_high_threshold,
         low_interval=f_low_interval,
         high_interval=f_high_interval,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncConfig(v: StorageSyncConfig, out: bytearray, tag: bytes) -> None:
@@ -4793,7 +4873,7 @@ def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> Stora
     if f_partition_sync_event_size is None:
         f_partition_sync_event_size = 4194304
         absent.append("partitionSyncEventSize")
-    return StorageSyncConfig(
+    result = StorageSyncConfig(
         startup_recovery_max_duration_ms=f_startup_recovery_max_duration_ms,
         max_attempts_storage_sync=f_max_attempts_storage_sync,
         storage_sync_req_timeout_ms=f_storage_sync_req_timeout_ms,
@@ -4803,8 +4883,10 @@ def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> Stora
         startup_wait_duration_ms=f_startup_wait_duration_ms,
         file_chunk_size=f_file_chunk_size,
         partition_sync_event_size=f_partition_sync_event_size,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
@@ -4872,13 +4954,15 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
         absent.append("dataCenter")
     if f_transport is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".transport")
-    return ClusterNode(
+    result = ClusterNode(
         id=f_id,
         name=f_name,
         data_center=f_data_center,
         transport=f_transport,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNodeConnection(v: ClusterNodeConnection, out: bytearray, tag: bytes) -> None:
@@ -4927,9 +5011,10 @@ def _dec_ClusterNodeConnection(
             offset=r.pos,
             path=path,
         )
-    return ClusterNodeConnection(
+    result = ClusterNodeConnection(
         tcp=f_tcp,
     )
+    return result
 
 
 def _enc_TcpClusterNodeConnection(v: TcpClusterNodeConnection, out: bytearray, tag: bytes) -> None:
@@ -4966,10 +5051,12 @@ def _dec_TcpClusterNodeConnection(
     if f_endpoint is None:
         f_endpoint = ""
         absent.append("endpoint")
-    return TcpClusterNodeConnection(
+    result = TcpClusterNodeConnection(
         endpoint=f_endpoint,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray, bytes], None]] = {

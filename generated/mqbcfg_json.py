@@ -70,7 +70,6 @@ from pybmq.generated.mqbcfg import (
 __all__ = ["decode_json", "encode_json"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 
 
 def _enc_Configuration(v: Configuration) -> str:
@@ -100,11 +99,13 @@ def _dec_Configuration(d: object, path: str, depth: int) -> Configuration:
         absent.append("appConfig")
     else:
         f_app_config = _dec_AppConfig(x, path + "." + "appConfig", depth + 1)
-    return Configuration(
+    result = Configuration(
         task_config=f_task_config,
         app_config=f_app_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TaskConfig(v: TaskConfig) -> str:
@@ -148,12 +149,14 @@ def _dec_TaskConfig(d: object, path: str, depth: int) -> TaskConfig:
         absent.append("logController")
     else:
         f_log_controller = _dec_LogController(x, path + "." + "logController", depth + 1)
-    return TaskConfig(
+    result = TaskConfig(
         allocator_type=f_allocator_type,
         allocation_limit=f_allocation_limit,
         log_controller=f_log_controller,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SyslogConfig(v: SyslogConfig) -> str:
@@ -199,13 +202,15 @@ def _dec_SyslogConfig(d: object, path: str, depth: int) -> SyslogConfig:
         absent.append("verbosity")
     else:
         f_verbosity = _j.dec_str(x, path, "verbosity")
-    return SyslogConfig(
+    result = SyslogConfig(
         enabled=f_enabled,
         app_name=f_app_name,
         log_format=f_log_format,
         verbosity=f_verbosity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LogDumpConfig(v: LogDumpConfig) -> str:
@@ -248,12 +253,14 @@ def _dec_LogDumpConfig(d: object, path: str, depth: int) -> LogDumpConfig:
         absent.append("triggerLevel")
     else:
         f_trigger_level = _j.dec_str(x, path, "triggerLevel")
-    return LogDumpConfig(
+    result = LogDumpConfig(
         record_buffer_size=f_record_buffer_size,
         recording_level=f_recording_level,
         trigger_level=f_trigger_level,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LogController(v: LogController) -> str:
@@ -379,7 +386,7 @@ def _dec_LogController(d: object, path: str, depth: int) -> LogController:
         absent.append("logDump")
     else:
         f_log_dump = _dec_LogDumpConfig(x, path + "." + "logDump", depth + 1)
-    return LogController(
+    result = LogController(
         file_name=f_file_name,
         file_max_age_days=f_file_max_age_days,
         rotation_bytes=f_rotation_bytes,
@@ -391,8 +398,10 @@ def _dec_LogController(d: object, path: str, depth: int) -> LogController:
         categories=f_categories,
         syslog=f_syslog,
         log_dump=f_log_dump,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppConfig(v: AppConfig) -> str:
@@ -618,7 +627,7 @@ def _dec_AppConfig(d: object, path: str, depth: int) -> AppConfig:
         f_authorization = _dec_AuthorizerConfig(x, path + "." + "authorization", depth + 1)
     x = o.get("tlsConfig")
     f_tls_config = None if x is None else _dec_TlsConfig(x, path + "." + "tlsConfig", depth + 1)
-    return AppConfig(
+    result = AppConfig(
         broker_instance_name=f_broker_instance_name,
         broker_version=f_broker_version,
         config_version=f_config_version,
@@ -640,8 +649,10 @@ def _dec_AppConfig(d: object, path: str, depth: int) -> AppConfig:
         authentication=f_authentication,
         authorization=f_authorization,
         tls_config=f_tls_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherProcessorParameters(v: DispatcherProcessorParameters) -> str:
@@ -706,12 +717,14 @@ def _dec_DispatcherProcessorParameters(
         f_queue_size_high_watermark = _j.dec_int(
             x, -2147483648, 2147483647, path, "queueSizeHighWatermark"
         )
-    return DispatcherProcessorParameters(
+    result = DispatcherProcessorParameters(
         queue_size=f_queue_size,
         queue_size_low_watermark=f_queue_size_low_watermark,
         queue_size_high_watermark=f_queue_size_high_watermark,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherProcessorConfig(v: DispatcherProcessorConfig) -> str:
@@ -752,11 +765,13 @@ def _dec_DispatcherProcessorConfig(d: object, path: str, depth: int) -> Dispatch
         f_processor_config = _dec_DispatcherProcessorParameters(
             x, path + "." + "processorConfig", depth + 1
         )
-    return DispatcherProcessorConfig(
+    result = DispatcherProcessorConfig(
         num_processors=f_num_processors,
         processor_config=f_processor_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DispatcherConfig(v: DispatcherConfig) -> str:
@@ -820,14 +835,16 @@ def _dec_DispatcherConfig(d: object, path: str, depth: int) -> DispatcherConfig:
         absent.append("warningTimeoutMs")
     else:
         f_warning_timeout_ms = _j.dec_int(x, -2147483648, 2147483647, path, "warningTimeoutMs")
-    return DispatcherConfig(
+    result = DispatcherConfig(
         sessions=f_sessions,
         queues=f_queues,
         clusters=f_clusters,
         alarm_timeout_ms=f_alarm_timeout_ms,
         warning_timeout_ms=f_warning_timeout_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatsConfig(v: StatsConfig) -> str:
@@ -870,12 +887,14 @@ def _dec_StatsConfig(d: object, path: str, depth: int) -> StatsConfig:
         absent.append("printer")
     else:
         f_printer = _dec_StatsPrinterConfig(x, path + "." + "printer", depth + 1)
-    return StatsConfig(
+    result = StatsConfig(
         snapshot_interval=f_snapshot_interval,
         plugins=f_plugins,
         printer=f_printer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatPluginConfig(v: StatPluginConfig) -> str:
@@ -990,7 +1009,7 @@ def _dec_StatPluginConfig(d: object, path: str, depth: int) -> StatPluginConfig:
         if x is None
         else _dec_StatPluginConfigPrometheus(x, path + "." + "prometheusSpecific", depth + 1)
     )
-    return StatPluginConfig(
+    result = StatPluginConfig(
         name=f_name,
         queue_size=f_queue_size,
         queue_high_watermark=f_queue_high_watermark,
@@ -1000,8 +1019,10 @@ def _dec_StatPluginConfig(d: object, path: str, depth: int) -> StatPluginConfig:
         hosts=f_hosts,
         instance_id=f_instance_id,
         prometheus_specific=f_prometheus_specific,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatPluginConfigPrometheus(v: StatPluginConfigPrometheus) -> str:
@@ -1041,12 +1062,14 @@ def _dec_StatPluginConfigPrometheus(d: object, path: str, depth: int) -> StatPlu
         absent.append("port")
     else:
         f_port = _j.dec_int(x, -2147483648, 2147483647, path, "port")
-    return StatPluginConfigPrometheus(
+    result = StatPluginConfigPrometheus(
         mode=f_mode,
         host=f_host,
         port=f_port,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StatsPrinterConfig(v: StatsPrinterConfig) -> str:
@@ -1127,15 +1150,17 @@ def _dec_StatsPrinterConfig(d: object, path: str, depth: int) -> StatsPrinterCon
         absent.append("encoding")
     else:
         f_encoding = _j.dec_enum(x, StatsPrinterEncodingFormat, path, "encoding")
-    return StatsPrinterConfig(
+    result = StatsPrinterConfig(
         print_interval=f_print_interval,
         file=f_file,
         max_age_days=f_max_age_days,
         rotate_bytes=f_rotate_bytes,
         rotate_days=f_rotate_days,
         encoding=f_encoding,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NetworkInterfaces(v: NetworkInterfaces) -> str:
@@ -1163,11 +1188,13 @@ def _dec_NetworkInterfaces(d: object, path: str, depth: int) -> NetworkInterface
     f_tcp_interface = (
         None if x is None else _dec_TcpInterfaceConfig(x, path + "." + "tcpInterface", depth + 1)
     )
-    return NetworkInterfaces(
+    result = NetworkInterfaces(
         heartbeats=f_heartbeats,
         tcp_interface=f_tcp_interface,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessagePropertiesV2(v: MessagePropertiesV2) -> str:
@@ -1224,12 +1251,14 @@ def _dec_MessagePropertiesV2(d: object, path: str, depth: int) -> MessagePropert
         absent.append("minJavaSdkVersion")
     else:
         f_min_java_sdk_version = _j.dec_int(x, -2147483648, 2147483647, path, "minJavaSdkVersion")
-    return MessagePropertiesV2(
+    result = MessagePropertiesV2(
         advertise_v2_support=f_advertise_v2_support,
         min_cpp_sdk_version=f_min_cpp_sdk_version,
         min_java_sdk_version=f_min_java_sdk_version,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Heartbeat(v: Heartbeat) -> str:
@@ -1284,13 +1313,15 @@ def _dec_Heartbeat(d: object, path: str, depth: int) -> Heartbeat:
         absent.append("clusterPeer")
     else:
         f_cluster_peer = _j.dec_int(x, -2147483648, 2147483647, path, "clusterPeer")
-    return Heartbeat(
+    result = Heartbeat(
         client=f_client,
         downstream_broker=f_downstream_broker,
         upstream_broker=f_upstream_broker,
         cluster_peer=f_cluster_peer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TcpInterfaceConfig(v: TcpInterfaceConfig) -> str:
@@ -1448,7 +1479,7 @@ def _dec_TcpInterfaceConfig(d: object, path: str, depth: int) -> TcpInterfaceCon
             f_listeners.append(
                 _dec_TcpInterfaceListener(item, path + "." + "listeners[%d]" % i, depth + 1)
             )
-    return TcpInterfaceConfig(
+    result = TcpInterfaceConfig(
         name=f_name,
         port=f_port,
         io_threads=f_io_threads,
@@ -1459,8 +1490,10 @@ def _dec_TcpInterfaceConfig(d: object, path: str, depth: int) -> TcpInterfaceCon
         node_high_watermark=f_node_high_watermark,
         heartbeat_interval_ms=f_heartbeat_interval_ms,
         listeners=f_listeners,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TcpInterfaceListener(v: TcpInterfaceListener) -> str:
@@ -1508,13 +1541,15 @@ def _dec_TcpInterfaceListener(d: object, path: str, depth: int) -> TcpInterfaceL
         absent.append("tls")
     else:
         f_tls = _j.dec_bool(x, path, "tls")
-    return TcpInterfaceListener(
+    result = TcpInterfaceListener(
         name=f_name,
         address=f_address,
         port=f_port,
         tls=f_tls,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BmqconfConfig(v: BmqconfConfig) -> str:
@@ -1539,10 +1574,12 @@ def _dec_BmqconfConfig(d: object, path: str, depth: int) -> BmqconfConfig:
         absent.append("cacheTTLSeconds")
     else:
         f_cache_ttl_seconds = _j.dec_int(x, -2147483648, 2147483647, path, "cacheTTLSeconds")
-    return BmqconfConfig(
+    result = BmqconfConfig(
         cache_ttl_seconds=f_cache_ttl_seconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Plugins(v: Plugins) -> str:
@@ -1580,11 +1617,13 @@ def _dec_Plugins(d: object, path: str, depth: int) -> Plugins:
     else:
         for i, item in enumerate(_j.arr(x, path, "enabled")):
             f_enabled.append(_j.dec_str(item, path, "enabled[%d]" % i))
-    return Plugins(
+    result = Plugins(
         libraries=f_libraries,
         enabled=f_enabled,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticatorConfig(v: AuthenticatorConfig) -> str:
@@ -1654,14 +1693,16 @@ def _dec_AuthenticatorConfig(d: object, path: str, depth: int) -> AuthenticatorC
         if x is None
         else _dec_CredentialProviderConfig(x, path + "." + "credentialProvider", depth + 1)
     )
-    return AuthenticatorConfig(
+    result = AuthenticatorConfig(
         authenticators=f_authenticators,
         anonymous_credential=f_anonymous_credential,
         min_threads=f_min_threads,
         max_threads=f_max_threads,
         credential_provider=f_credential_provider,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AnonymousCredential(v: AnonymousCredential) -> str:
@@ -1690,10 +1731,11 @@ def _dec_AnonymousCredential(d: object, path: str, depth: int) -> AnonymousCrede
             " (an unknown selection is skipped)",
             path=path,
         )
-    return AnonymousCredential(
+    result = AnonymousCredential(
         disallow=f_disallow,
         credential=f_credential,
     )
+    return result
 
 
 def _enc_Credential(v: Credential) -> str:
@@ -1723,11 +1765,13 @@ def _dec_Credential(d: object, path: str, depth: int) -> Credential:
         absent.append("identity")
     else:
         f_identity = _j.dec_str(x, path, "identity")
-    return Credential(
+    result = Credential(
         mechanism=f_mechanism,
         identity=f_identity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Disallow(v: Disallow) -> str:
@@ -1741,9 +1785,10 @@ def _enc_Disallow(v: Disallow) -> str:
 def _dec_Disallow(d: object, path: str, depth: int) -> Disallow:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return Disallow(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Disallow()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthenticatorPluginConfig(v: AuthenticatorPluginConfig) -> str:
@@ -1779,11 +1824,13 @@ def _dec_AuthenticatorPluginConfig(d: object, path: str, depth: int) -> Authenti
             f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
-    return AuthenticatorPluginConfig(
+    result = AuthenticatorPluginConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CredentialProviderConfig(v: CredentialProviderConfig) -> str:
@@ -1819,11 +1866,13 @@ def _dec_CredentialProviderConfig(d: object, path: str, depth: int) -> Credentia
             f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
-    return CredentialProviderConfig(
+    result = CredentialProviderConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthorizerConfig(v: AuthorizerConfig) -> str:
@@ -1843,10 +1892,12 @@ def _dec_AuthorizerConfig(d: object, path: str, depth: int) -> AuthorizerConfig:
     f_authorizer = (
         None if x is None else _dec_AuthorizerPluginConfig(x, path + "." + "authorizer", depth + 1)
     )
-    return AuthorizerConfig(
+    result = AuthorizerConfig(
         authorizer=f_authorizer,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AuthorizerPluginConfig(v: AuthorizerPluginConfig) -> str:
@@ -1882,11 +1933,13 @@ def _dec_AuthorizerPluginConfig(d: object, path: str, depth: int) -> AuthorizerP
             f_settings.append(
                 _dec_PluginSettingKeyValue(item, path + "." + "settings[%d]" % i, depth + 1)
             )
-    return AuthorizerPluginConfig(
+    result = AuthorizerPluginConfig(
         name=f_name,
         settings=f_settings,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PluginSettingKeyValue(v: PluginSettingKeyValue) -> str:
@@ -1913,11 +1966,13 @@ def _dec_PluginSettingKeyValue(d: object, path: str, depth: int) -> PluginSettin
     if x is None:
         raise DecodeError("missing required element", path=path + ".value")
     f_value = _dec_PluginSettingValue(x, path + "." + "value", depth + 1)
-    return PluginSettingKeyValue(
+    result = PluginSettingKeyValue(
         key=f_key,
         value=f_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PluginSettingValue(v: PluginSettingValue) -> str:
@@ -1977,13 +2032,14 @@ def _dec_PluginSettingValue(d: object, path: str, depth: int) -> PluginSettingVa
             " (an unknown selection is skipped)",
             path=path,
         )
-    return PluginSettingValue(
+    result = PluginSettingValue(
         bool_val=f_bool_val,
         int_val=f_int_val,
         long_val=f_long_val,
         double_val=f_double_val,
         string_val=f_string_val,
     )
+    return result
 
 
 def _enc_TlsConfig(v: TlsConfig) -> str:
@@ -2032,13 +2088,15 @@ def _dec_TlsConfig(d: object, path: str, depth: int) -> TlsConfig:
         absent.append("versions")
     else:
         f_versions = _j.dec_str(x, path, "versions")
-    return TlsConfig(
+    result = TlsConfig(
         certificate_authority=f_certificate_authority,
         certificate=f_certificate,
         key=f_key,
         versions=f_versions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ResolvedDomain(v: ResolvedDomain) -> str:
@@ -2068,11 +2126,13 @@ def _dec_ResolvedDomain(d: object, path: str, depth: int) -> ResolvedDomain:
         absent.append("clusterName")
     else:
         f_cluster_name = _j.dec_str(x, path, "clusterName")
-    return ResolvedDomain(
+    result = ResolvedDomain(
         resolved_name=f_resolved_name,
         cluster_name=f_cluster_name,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClustersDefinition(v: ClustersDefinition) -> str:
@@ -2134,12 +2194,14 @@ def _dec_ClustersDefinition(d: object, path: str, depth: int) -> ClustersDefinit
             f_proxy_clusters.append(
                 _dec_ClusterProxyDefinition(item, path + "." + "proxyClusters[%d]" % i, depth + 1)
             )
-    return ClustersDefinition(
+    result = ClustersDefinition(
         my_clusters=f_my_clusters,
         my_virtual_clusters=f_my_virtual_clusters,
         proxy_clusters=f_proxy_clusters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_VirtualClusterInformation(v: VirtualClusterInformation) -> str:
@@ -2174,11 +2236,13 @@ def _dec_VirtualClusterInformation(d: object, path: str, depth: int) -> VirtualC
         absent.append("selfNodeId")
     else:
         f_self_node_id = _j.dec_int(x, -2147483648, 2147483647, path, "selfNodeId")
-    return VirtualClusterInformation(
+    result = VirtualClusterInformation(
         name=f_name,
         self_node_id=f_self_node_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDefinition(v: ClusterDefinition) -> str:
@@ -2301,7 +2365,7 @@ def _dec_ClusterDefinition(d: object, path: str, depth: int) -> ClusterDefinitio
         f_message_throttle_config = _dec_MessageThrottleConfig(
             x, path + "." + "messageThrottleConfig", depth + 1
         )
-    return ClusterDefinition(
+    result = ClusterDefinition(
         name=f_name,
         nodes=f_nodes,
         partition_config=f_partition_config,
@@ -2311,8 +2375,10 @@ def _dec_ClusterDefinition(d: object, path: str, depth: int) -> ClusterDefinitio
         cluster_attributes=f_cluster_attributes,
         cluster_monitor_config=f_cluster_monitor_config,
         message_throttle_config=f_message_throttle_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterProxyDefinition(v: ClusterProxyDefinition) -> str:
@@ -2388,14 +2454,16 @@ def _dec_ClusterProxyDefinition(d: object, path: str, depth: int) -> ClusterProx
         f_message_throttle_config = _dec_MessageThrottleConfig(
             x, path + "." + "messageThrottleConfig", depth + 1
         )
-    return ClusterProxyDefinition(
+    result = ClusterProxyDefinition(
         name=f_name,
         nodes=f_nodes,
         queue_operations=f_queue_operations,
         cluster_monitor_config=f_cluster_monitor_config,
         message_throttle_config=f_message_throttle_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionConfig(v: PartitionConfig) -> str:
@@ -2545,7 +2613,7 @@ def _dec_PartitionConfig(d: object, path: str, depth: int) -> PartitionConfig:
         absent.append("syncConfig")
     else:
         f_sync_config = _dec_StorageSyncConfig(x, path + "." + "syncConfig", depth + 1)
-    return PartitionConfig(
+    result = PartitionConfig(
         num_partitions=f_num_partitions,
         location=f_location,
         archive_location=f_archive_location,
@@ -2558,8 +2626,10 @@ def _dec_PartitionConfig(d: object, path: str, depth: int) -> PartitionConfig:
         prefault_pages=f_prefault_pages,
         flush_at_shutdown=f_flush_at_shutdown,
         sync_config=f_sync_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorConfig(v: ElectorConfig) -> str:
@@ -2727,7 +2797,7 @@ def _dec_ElectorConfig(d: object, path: str, depth: int) -> ElectorConfig:
         absent.append("leaderSyncDelayMs")
     else:
         f_leader_sync_delay_ms = _j.dec_int(x, -2147483648, 2147483647, path, "leaderSyncDelayMs")
-    return ElectorConfig(
+    result = ElectorConfig(
         initial_wait_timeout_ms=f_initial_wait_timeout_ms,
         max_random_wait_timeout_ms=f_max_random_wait_timeout_ms,
         scouting_result_timeout_ms=f_scouting_result_timeout_ms,
@@ -2737,8 +2807,10 @@ def _dec_ElectorConfig(d: object, path: str, depth: int) -> ElectorConfig:
         heartbeat_miss_count=f_heartbeat_miss_count,
         quorum=f_quorum,
         leader_sync_delay_ms=f_leader_sync_delay_ms,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueOperationsConfig(v: QueueOperationsConfig) -> str:
@@ -2944,7 +3016,7 @@ def _dec_QueueOperationsConfig(d: object, path: str, depth: int) -> QueueOperati
         absent.append("ackWindowSize")
     else:
         f_ack_window_size = _j.dec_int(x, -2147483648, 2147483647, path, "ackWindowSize")
-    return QueueOperationsConfig(
+    result = QueueOperationsConfig(
         open_timeout_ms=f_open_timeout_ms,
         configure_timeout_ms=f_configure_timeout_ms,
         close_timeout_ms=f_close_timeout_ms,
@@ -2957,8 +3029,10 @@ def _dec_QueueOperationsConfig(d: object, path: str, depth: int) -> QueueOperati
         stop_timeout_ms=f_stop_timeout_ms,
         shutdown_timeout_ms=f_shutdown_timeout_ms,
         ack_window_size=f_ack_window_size,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterMonitorConfig(v: ClusterMonitorConfig) -> str:
@@ -3077,7 +3151,7 @@ def _dec_ClusterMonitorConfig(d: object, path: str, depth: int) -> ClusterMonito
         absent.append("thresholdFailover")
     else:
         f_threshold_failover = _j.dec_int(x, -2147483648, 2147483647, path, "thresholdFailover")
-    return ClusterMonitorConfig(
+    result = ClusterMonitorConfig(
         max_time_leader=f_max_time_leader,
         max_time_master=f_max_time_master,
         max_time_node=f_max_time_node,
@@ -3086,8 +3160,10 @@ def _dec_ClusterMonitorConfig(d: object, path: str, depth: int) -> ClusterMonito
         threshold_master=f_threshold_master,
         threshold_node=f_threshold_node,
         threshold_failover=f_threshold_failover,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterAttributes(v: ClusterAttributes) -> str:
@@ -3221,7 +3297,7 @@ def _dec_ClusterAttributes(d: object, path: str, depth: int) -> ClusterAttribute
         f_partition_fsm_watchdog_num_retries = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionFsmWatchdogNumRetries"
         )
-    return ClusterAttributes(
+    result = ClusterAttributes(
         is_csl_mode_enabled=f_is_csl_mode_enabled,
         is_fsm_workflow=f_is_fsm_workflow,
         does_fs_mwrite_qlist=f_does_fs_mwrite_qlist,
@@ -3229,8 +3305,10 @@ def _dec_ClusterAttributes(d: object, path: str, depth: int) -> ClusterAttribute
         cluster_fsm_watchdog_num_retries=f_cluster_fsm_watchdog_num_retries,
         partition_fsm_watchdog_timeout_sec=f_partition_fsm_watchdog_timeout_sec,
         partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageThrottleConfig(v: MessageThrottleConfig) -> str:
@@ -3288,13 +3366,15 @@ def _dec_MessageThrottleConfig(d: object, path: str, depth: int) -> MessageThrot
         absent.append("highInterval")
     else:
         f_high_interval = _j.dec_int(x, 0, 4294967295, path, "highInterval")
-    return MessageThrottleConfig(
+    result = MessageThrottleConfig(
         low_threshold=f_low_threshold,
         high_threshold=f_high_threshold,
         low_interval=f_low_interval,
         high_interval=f_high_interval,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageSyncConfig(v: StorageSyncConfig) -> str:
@@ -3487,7 +3567,7 @@ def _dec_StorageSyncConfig(d: object, path: str, depth: int) -> StorageSyncConfi
         f_partition_sync_event_size = _j.dec_int(
             x, -2147483648, 2147483647, path, "partitionSyncEventSize"
         )
-    return StorageSyncConfig(
+    result = StorageSyncConfig(
         startup_recovery_max_duration_ms=f_startup_recovery_max_duration_ms,
         max_attempts_storage_sync=f_max_attempts_storage_sync,
         storage_sync_req_timeout_ms=f_storage_sync_req_timeout_ms,
@@ -3497,8 +3577,10 @@ def _dec_StorageSyncConfig(d: object, path: str, depth: int) -> StorageSyncConfi
         startup_wait_duration_ms=f_startup_wait_duration_ms,
         file_chunk_size=f_file_chunk_size,
         partition_sync_event_size=f_partition_sync_event_size,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNode(v: ClusterNode) -> str:
@@ -3541,13 +3623,15 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
     if x is None:
         raise DecodeError("missing required element", path=path + ".transport")
     f_transport = _dec_ClusterNodeConnection(x, path + "." + "transport", depth + 1)
-    return ClusterNode(
+    result = ClusterNode(
         id=f_id,
         name=f_name,
         data_center=f_data_center,
         transport=f_transport,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNodeConnection(v: ClusterNodeConnection) -> str:
@@ -3572,9 +3656,10 @@ def _dec_ClusterNodeConnection(d: object, path: str, depth: int) -> ClusterNodeC
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterNodeConnection(
+    result = ClusterNodeConnection(
         tcp=f_tcp,
     )
+    return result
 
 
 def _enc_TcpClusterNodeConnection(v: TcpClusterNodeConnection) -> str:
@@ -3596,10 +3681,12 @@ def _dec_TcpClusterNodeConnection(d: object, path: str, depth: int) -> TcpCluste
         absent.append("endpoint")
     else:
         f_endpoint = _j.dec_str(x, path, "endpoint")
-    return TcpClusterNodeConnection(
+    result = TcpClusterNodeConnection(
         endpoint=f_endpoint,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {

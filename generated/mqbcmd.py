@@ -6,8 +6,9 @@ Codecs: mqbcmd_json (baljsn-compatible JSON) and mqbcmd_ber (balber-compatible B
 Conventions: one class per XSD type, fields are the snake_case element names, XSD defaults are
 field defaults, optional elements are ``X | None``, arrays are lists, and every choice (named, or
 anonymous inside a sequence) is flattened into one ``X | None`` field per selection with exactly one
-set (``selection`` names it). ``_absent`` is codec bookkeeping: elements a decoded peer message
-did not carry, so that re-encoding reproduces it byte for byte while they keep their default.
+set (``selection`` names it). ``_absent`` (not a field) is codec bookkeeping: the elements a
+decoded peer message did not carry, so that re-encoding reproduces it byte for byte while they keep
+their default.
 """
 
 from __future__ import annotations
@@ -150,6 +151,22 @@ __all__ = [
 _NO_ABSENT: frozenset[str] = frozenset()
 
 
+class _Message:
+    """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
+
+    __slots__ = ("_absent_",)
+
+    @property
+    def _absent(self) -> frozenset[str]:
+        """XSD names of the elements a decoded message did not carry; empty for a value built
+        here (or copied with ``dataclasses.replace``). Encoders leave such an element out again
+        while it still holds its default, so a peer's message re-encodes byte for byte."""
+        try:
+            return self._absent_
+        except AttributeError:
+            return _NO_ABSENT
+
+
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:
     chosen = [name for name in names if getattr(obj, name) is not None]
     if len(chosen) > 1:
@@ -237,7 +254,7 @@ class ConsumerStatus(enum.IntEnum):
 
 
 @dataclass(slots=True, kw_only=True)
-class Command:
+class Command(_Message):
     """The type represents a variant representing Command with options
     common for all commands.
 
@@ -261,7 +278,6 @@ class Command:
     clusters: ClustersCommand | None = None
     broker_config: BrokerConfigCommand | None = None
     encoding: EncodingFormat = EncodingFormat.TEXT
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.help is not None) + (self.domains is not None) + (
@@ -280,41 +296,37 @@ class Command:
 
 
 @dataclass(slots=True, kw_only=True)
-class RouteResponse:
+class RouteResponse(_Message):
     """A report of a command routed to a particular node."""
 
     source_node_description: str = ""
     response: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RouteResponseList:
+class RouteResponseList(_Message):
     """A list of the textual responses from a routed command."""
 
     responses: list[RouteResponse] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RouteResponseResult:
+class RouteResponseResult(_Message):
     """A response from a routed command containing the decoded result."""
 
     source_node_description: str = ""
     result: Result
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RouteResponseResultList:
+class RouteResponseResultList(_Message):
     """A list of responses containing decoded results."""
 
     responses: list[RouteResponseResult] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class InternalResult:
+class InternalResult(_Message):
     """The type represents a command execution result with all intermediate
     structures created after each command dispatch.
     """
@@ -376,7 +388,7 @@ class InternalResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class Result:
+class Result(_Message):
     """The type represents a command execution result flattened for a calling
     client.  Client doesn't need to know about dispatcher hops happened to
     process a command.
@@ -489,7 +501,7 @@ class Result:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainsResult:
+class DomainsResult(_Message):
     """The XSD type DomainsResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -517,7 +529,7 @@ class DomainsResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainResult:
+class DomainResult(_Message):
     """The XSD type DomainResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -549,7 +561,7 @@ class DomainResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClustersResult:
+class ClustersResult(_Message):
     """The XSD type ClustersResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -579,7 +591,7 @@ class ClustersResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterResult:
+class ClusterResult(_Message):
     """The XSD type ClusterResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -619,7 +631,7 @@ class ClusterResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageResult:
+class StorageResult(_Message):
     """The XSD type StorageResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -655,7 +667,7 @@ class StorageResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectorResult:
+class ElectorResult(_Message):
     """The XSD type ElectorResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -685,7 +697,7 @@ class ElectorResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicationResult:
+class ReplicationResult(_Message):
     """The XSD type ReplicationResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -715,7 +727,7 @@ class ReplicationResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class StatResult:
+class StatResult(_Message):
     """The XSD type StatResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -747,7 +759,7 @@ class StatResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueResult:
+class QueueResult(_Message):
     """The XSD type QueueResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -777,15 +789,14 @@ class QueueResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class PurgedQueues:
+class PurgedQueues(_Message):
     """The XSD type PurgedQueues."""
 
     queues: list[PurgeQueueResult] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PurgeQueueResult:
+class PurgeQueueResult(_Message):
     """The XSD type PurgeQueueResult."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -809,7 +820,7 @@ class PurgeQueueResult:
 
 
 @dataclass(slots=True, kw_only=True)
-class PurgedQueueDetails:
+class PurgedQueueDetails(_Message):
     """The XSD type PurgedQueueDetails."""
 
     queue_uri: str = ""
@@ -817,34 +828,29 @@ class PurgedQueueDetails:
     app_key: str = ""
     num_messages_purged: int = 0
     num_bytes_purged: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Void:
+class Void(_Message):
     """The XSD type Void."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class Error:
+class Error(_Message):
     """The XSD type Error."""
 
     message: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class HelpCommand:
+class HelpCommand(_Message):
     """The XSD type HelpCommand."""
 
     plumbing: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Value:
+class Value(_Message):
     """The XSD type Value."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -888,27 +894,25 @@ class Value:
 
 
 @dataclass(slots=True, kw_only=True)
-class Tunable:
+class Tunable(_Message):
     """The XSD type Tunable."""
 
     name: str = ""
     value: Value
     description: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class TunableConfirmation:
+class TunableConfirmation(_Message):
     """The XSD type TunableConfirmation."""
 
     name: str = ""
     old_value: Value
     new_value: Value
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainCommand:
+class DomainCommand(_Message):
     """The XSD type DomainCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -934,7 +938,7 @@ class DomainCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterCommand:
+class ClusterCommand(_Message):
     """The XSD type ClusterCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -966,7 +970,7 @@ class ClusterCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterStateCommand:
+class ClusterStateCommand(_Message):
     """The XSD type ClusterStateCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("elector",)
@@ -986,7 +990,7 @@ class ClusterStateCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageCommand:
+class StorageCommand(_Message):
     """The XSD type StorageCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1018,7 +1022,7 @@ class StorageCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClearCache:
+class ClearCache(_Message):
     """The XSD type ClearCache."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1042,40 +1046,36 @@ class ClearCache:
 
 
 @dataclass(slots=True, kw_only=True)
-class Tunables:
+class Tunables(_Message):
     """The XSD type Tunables."""
 
     tunables: list[Tunable] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterDomainQueueStatuses:
+class ClusterDomainQueueStatuses(_Message):
     """The XSD type ClusterDomainQueueStatuses."""
 
     statuses: QueueStatuses | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueStatuses:
+class QueueStatuses(_Message):
     """The XSD type QueueStatuses."""
 
     queue_statuses: list[StorageContent] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterStorageSummary:
+class ClusterStorageSummary(_Message):
     """The XSD type ClusterStorageSummary."""
 
     cluster_file_store_location: str = ""
     file_stores: list[FileStore] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class FileStoreSummary:
+class FileStoreSummary(_Message):
     """The XSD type FileStoreSummary."""
 
     primary_node_description: str = ""
@@ -1089,39 +1089,35 @@ class FileStoreSummary:
     num_unreceipted_messages: int = 0
     nagle_packet_count: int = 0
     storage_content: StorageContent = field(default_factory=lambda: StorageContent())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class FileInfo:
+class FileInfo(_Message):
     """The XSD type FileInfo."""
 
     position_bytes: int = 0
     size_bytes: int = 0
     outstanding_bytes: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Help:
+class Help(_Message):
     """The XSD type Help."""
 
     commands: list[CommandSpec] = field(default_factory=list)
     is_plumbing: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class CommandSpec:
+class CommandSpec(_Message):
     """The XSD type CommandSpec."""
 
     command: str = ""
     description: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterStatus:
+class ClusterStatus(_Message):
     """The XSD type ClusterStatus."""
 
     name: str = ""
@@ -1135,11 +1131,10 @@ class ClusterStatus:
     cluster_storage_summary: ClusterStorageSummary = field(
         default_factory=lambda: ClusterStorageSummary()
     )
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterProxyStatus:
+class ClusterProxyStatus(_Message):
     """The XSD type ClusterProxyStatus."""
 
     description: str = ""
@@ -1147,27 +1142,24 @@ class ClusterProxyStatus:
     is_healthy: bool = False
     node_statuses: NodeStatuses = field(default_factory=lambda: NodeStatuses())
     queues_info: StorageContent = field(default_factory=lambda: StorageContent())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class NodeStatuses:
+class NodeStatuses(_Message):
     """The XSD type NodeStatuses."""
 
     nodes: list[ClusterNodeInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionsInfo:
+class PartitionsInfo(_Message):
     """The XSD type PartitionsInfo."""
 
     partitions: list[PartitionInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectorInfo:
+class ElectorInfo(_Message):
     """The XSD type ElectorInfo."""
 
     elector_state: ElectorState = ElectorState.DORMANT
@@ -1176,11 +1168,10 @@ class ElectorInfo:
         default_factory=lambda: LeaderMessageSequence()
     )
     leader_status: LeaderStatus = LeaderStatus.UNDEFINED
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PartitionInfo:
+class PartitionInfo(_Message):
     """The XSD type PartitionInfo."""
 
     num_queues_mapped: int = 0
@@ -1188,28 +1179,25 @@ class PartitionInfo:
     primary_node: str | None = None
     primary_lease_id: int = 0
     primary_status: PrimaryStatus = PrimaryStatus.UNDEFINED
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeaderMessageSequence:
+class LeaderMessageSequence(_Message):
     """The XSD type LeaderMessageSequence."""
 
     elector_term: int = 0
     sequence_number: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class BrokerConfig:
+class BrokerConfig(_Message):
     """The XSD type BrokerConfig."""
 
     as_json: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterQueueHelper:
+class ClusterQueueHelper(_Message):
     """The XSD type ClusterQueueHelper."""
 
     cluster_name: str = ""
@@ -1219,11 +1207,10 @@ class ClusterQueueHelper:
     num_pending_reopen_queue_requests: int = 0
     domains: list[ClusterDomain] = field(default_factory=list)
     queues: list[ClusterQueue] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainInfo:
+class DomainInfo(_Message):
     """The XSD type DomainInfo."""
 
     name: str = ""
@@ -1232,19 +1219,17 @@ class DomainInfo:
     capacity_meter: CapacityMeter = field(default_factory=lambda: CapacityMeter())
     queue_uris: list[str] = field(default_factory=list)
     storage_content: StorageContent = field(default_factory=lambda: StorageContent())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageContent:
+class StorageContent(_Message):
     """The XSD type StorageContent."""
 
     storages: list[StorageQueueInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageQueueInfo:
+class StorageQueueInfo(_Message):
     """The XSD type StorageQueueInfo."""
 
     queue_uri: str = ""
@@ -1254,20 +1239,18 @@ class StorageQueueInfo:
     num_bytes: int = 0
     is_persistent: bool = False
     internal_queue_id: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueInternals:
+class QueueInternals(_Message):
     """The XSD type QueueInternals."""
 
     state: QueueState = field(default_factory=lambda: QueueState())
     queue: Queue
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RemoteQueue:
+class RemoteQueue(_Message):
     """The XSD type RemoteQueue."""
 
     num_pending_puts: int = 0
@@ -1276,29 +1259,26 @@ class RemoteQueue:
     num_upstream_generation: int = 0
     streams: list[RemoteStreamInfo] = field(default_factory=list)
     queue_engine: QueueEngine
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RemoteStreamInfo:
+class RemoteStreamInfo(_Message):
     """The XSD type RemoteStreamInfo."""
 
     id: int = 0
     state: str = ""
     gen_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LocalQueue:
+class LocalQueue(_Message):
     """The XSD type LocalQueue."""
 
     queue_engine: QueueEngine
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueEngine:
+class QueueEngine(_Message):
     """The XSD type QueueEngine."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1322,136 +1302,123 @@ class QueueEngine:
 
 
 @dataclass(slots=True, kw_only=True)
-class FanoutQueueEngine:
+class FanoutQueueEngine(_Message):
     """The XSD type FanoutQueueEngine."""
 
     max_consumers: int = 0
     mode: str = ""
     consumer_states: list[ConsumerState] = field(default_factory=list)
     routing: Routing = field(default_factory=lambda: Routing())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Routing:
+class Routing(_Message):
     """The XSD type Routing."""
 
     subscription_groups: list[SubscriptionGroup] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class SubscriptionGroup:
+class SubscriptionGroup(_Message):
     """The XSD type SubscriptionGroup."""
 
     id: int = 0
     expression: str = ""
     upstream_sub_queue_id: int = 0
     priority_group: PriorityGroup | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class PriorityGroup:
+class PriorityGroup(_Message):
     """The XSD type PriorityGroup."""
 
     id: int = 0
     highest_subscriptions: list[Subscription] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Subscription:
+class Subscription(_Message):
     """The XSD type Subscription."""
 
     downstream_subscription_id: int = 0
     consumer: ConsumerInfo = field(default_factory=lambda: ConsumerInfo())
     subscriber: Subscriber = field(default_factory=lambda: Subscriber())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Subscriber:
+class Subscriber(_Message):
     """The XSD type Subscriber."""
 
     downstream_sub_queue_id: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerInfo:
+class ConsumerInfo(_Message):
     """The XSD type ConsumerInfo."""
 
     max_unconfirmed_messages: int = 0
     max_unconfirmed_bytes: int = 0
     consumer_priority: int = 0
     consumer_priority_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RoundRobinRouter:
+class RoundRobinRouter(_Message):
     """The XSD type RoundRobinRouter."""
 
     consumers: list[RouterConsumer] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageGroupIdHelper:
+class MessageGroupIdHelper(_Message):
     """The XSD type MessageGroupIdHelper."""
 
     timeout_nanoseconds: int = 0
     max_msg_group_ids: int = 0
     is_rebalance_on: bool = False
     status: MessageGroupIdManagerIndex = field(default_factory=lambda: MessageGroupIdManagerIndex())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageGroupIdManagerIndex:
+class MessageGroupIdManagerIndex(_Message):
     """The XSD type MessageGroupIdManagerIndex."""
 
     least_recently_used_group_ids: list[LeastRecentlyUsedGroupId] = field(default_factory=list)
     num_msg_groups_per_client: list[ClientMsgGroupsCount] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RouterConsumer:
+class RouterConsumer(_Message):
     """The XSD type RouterConsumer."""
 
     priority: int = 0
     queue_handle: QueueHandle = field(default_factory=lambda: QueueHandle())
     count: int = 0
     expression: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RelayQueueEngine:
+class RelayQueueEngine(_Message):
     """The XSD type RelayQueueEngine."""
 
     num_substreams: int = 0
     sub_streams: list[RelayQueueEngineSubStream] = field(default_factory=list)
     app_states: list[AppState] = field(default_factory=list)
     routing: Routing = field(default_factory=lambda: Routing())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class RelayQueueEngineSubStream:
+class RelayQueueEngineSubStream(_Message):
     """The XSD type RelayQueueEngineSubStream."""
 
     app_id: str = ""
     app_key: str = ""
     """a.k.a. "storage key\""""
     num_messages: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueState:
+class QueueState(_Message):
     """The XSD type QueueState."""
 
     uri: str = ""
@@ -1463,11 +1430,10 @@ class QueueState:
     storage: QueueStorage | None = None
     capacity_meter: CapacityMeter | None = None
     handles: list[QueueHandle] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class CapacityMeter:
+class CapacityMeter(_Message):
     """The XSD type CapacityMeter."""
 
     name: str = ""
@@ -1479,22 +1445,20 @@ class CapacityMeter:
     byte_capacity: int = 0
     num_bytes_reserved: int = 0
     parent: CapacityMeter | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueHandle:
+class QueueHandle(_Message):
     """The XSD type QueueHandle."""
 
     client_description: str = ""
     parameters_json: str = ""
     is_client_cluster_member: bool = False
     sub_streams: list[QueueHandleSubStream] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ResourceUsageMonitor:
+class ResourceUsageMonitor(_Message):
     """The XSD type ResourceUsageMonitor."""
 
     state: ResourceUsageMonitorState = ResourceUsageMonitorState.STATE_NORMAL
@@ -1508,29 +1472,26 @@ class ResourceUsageMonitor:
     bytes_low_watermark_ratio: int = 0
     bytes_high_watermark_ratio: int = 0
     bytes_capacity: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueContents:
+class QueueContents(_Message):
     """The XSD type QueueContents."""
 
     messages: list[Message] = field(default_factory=list)
     offset: int = 0
     total_queue_messages: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterList:
+class ClusterList(_Message):
     """The XSD type ClusterList."""
 
     clusters: list[ClusterInfo] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainsCommand:
+class DomainsCommand(_Message):
     """The XSD type DomainsCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1560,7 +1521,7 @@ class DomainsCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainResolverCommand:
+class DomainResolverCommand(_Message):
     """The XSD type DomainResolverCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("clear_cache",)
@@ -1580,7 +1541,7 @@ class DomainResolverCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainReconfigure:
+class DomainReconfigure(_Message):
     """The XSD type DomainReconfigure."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("domain",)
@@ -1600,16 +1561,15 @@ class DomainReconfigure:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainRemove:
+class DomainRemove(_Message):
     """The XSD type DomainRemove."""
 
     domain: str = ""
     finalize: bool | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ConfigProviderCommand:
+class ConfigProviderCommand(_Message):
     """The XSD type ConfigProviderCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("clear_cache",)
@@ -1629,7 +1589,7 @@ class ConfigProviderCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class StatCommand:
+class StatCommand(_Message):
     """The XSD type StatCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1659,7 +1619,7 @@ class StatCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class BrokerConfigCommand:
+class BrokerConfigCommand(_Message):
     """The XSD type BrokerConfigCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("dump",)
@@ -1679,7 +1639,7 @@ class BrokerConfigCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class ClustersCommand:
+class ClustersCommand(_Message):
     """The XSD type ClustersCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1703,43 +1663,39 @@ class ClustersCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainQueue:
+class DomainQueue(_Message):
     """The XSD type DomainQueue."""
 
     name: str = ""
     command: QueueCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StoragePartition:
+class StoragePartition(_Message):
     """The XSD type StoragePartition."""
 
     partition_id: int = 0
     command: StoragePartitionCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageDomain:
+class StorageDomain(_Message):
     """The XSD type StorageDomain."""
 
     name: str = ""
     command: StorageDomainCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageQueue:
+class StorageQueue(_Message):
     """The XSD type StorageQueue."""
 
     canonical_uri: str = ""
     command: StorageQueueCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ElectorCommand:
+class ElectorCommand(_Message):
     """The XSD type ElectorCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1767,7 +1723,7 @@ class ElectorCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class ReplicationCommand:
+class ReplicationCommand(_Message):
     """The XSD type ReplicationCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1795,57 +1751,52 @@ class ReplicationCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class FileStore:
+class FileStore(_Message):
     """The XSD type FileStore."""
 
     partition_id: int = 0
     state: FileStoreState = FileStoreState.open
     summary: FileStoreSummary = field(default_factory=lambda: FileStoreSummary())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class FileSet:
+class FileSet(_Message):
     """The XSD type FileSet."""
 
     data_file_name: str = ""
     aliased_blob_buffer_count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ActiveFileSet:
+class ActiveFileSet(_Message):
     """The XSD type ActiveFileSet."""
 
     data_file: FileInfo = field(default_factory=lambda: FileInfo())
     journal_file: FileInfo = field(default_factory=lambda: FileInfo())
     qlist_file: FileInfo = field(default_factory=lambda: FileInfo())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterNodeInfo:
+class ClusterNodeInfo(_Message):
     """The XSD type ClusterNodeInfo."""
 
     description: str = ""
     is_available: bool | None = None
     status: NodeStatus = NodeStatus.E_UNKNOWN
     primary_for_partition_ids: list[int] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterDomain:
+class ClusterDomain(_Message):
     """The XSD type ClusterDomain."""
 
     name: str = ""
     num_assigned_queues: int = 0
     loaded: bool = False
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterQueue:
+class ClusterQueue(_Message):
     """The XSD type ClusterQueue."""
 
     uri: str = ""
@@ -1859,20 +1810,18 @@ class ClusterQueue:
     key: str = ""
     is_created: bool = False
     contexts: list[Context] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class SubId:
+class SubId(_Message):
     """The XSD type SubId."""
 
     sub_id: int = 0
     app_id: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Queue:
+class Queue(_Message):
     """The XSD type Queue."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -1900,58 +1849,53 @@ class Queue:
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerState:
+class ConsumerState(_Message):
     """The XSD type ConsumerState."""
 
     app_id: str = ""
     status: ConsumerStatus = ConsumerStatus.alive
     is_at_end_of_storage: bool | None = None
     app_state: AppState = field(default_factory=lambda: AppState())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class AppState:
+class AppState(_Message):
     """The XSD type AppState."""
 
     app_id: str = ""
     num_consumers: int = 0
     redelivery_list_length: int = 0
     round_robin_router: RoundRobinRouter = field(default_factory=lambda: RoundRobinRouter())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class LeastRecentlyUsedGroupId:
+class LeastRecentlyUsedGroupId(_Message):
     """The XSD type LeastRecentlyUsedGroupId."""
 
     client_description: str = ""
     msg_group_id: str = ""
     last_seen_delta_nanoseconds: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClientMsgGroupsCount:
+class ClientMsgGroupsCount(_Message):
     """The XSD type ClientMsgGroupsCount."""
 
     client_description: str = ""
     num_msg_group_ids: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueStorage:
+class QueueStorage(_Message):
     """The XSD type QueueStorage."""
 
     num_messages: int = 0
     num_bytes: int = 0
     virtual_storages: list[VirtualStorage] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueHandleSubStream:
+class QueueHandleSubStream(_Message):
     """The XSD type QueueHandleSubStream."""
 
     sub_id: int = 0
@@ -1959,49 +1903,44 @@ class QueueHandleSubStream:
     parameters_json: str = ""
     unconfirmed_monitors: list[ResourceUsageMonitor] = field(default_factory=list)
     num_unconfirmed_messages: int | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Message:
+class Message(_Message):
     """The XSD type Message."""
 
     guid: str = ""
     size_bytes: int = 0
     arrival_timestamp: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterInfo:
+class ClusterInfo(_Message):
     """The XSD type ClusterInfo."""
 
     locality: Locality = Locality.remote
     name: str = ""
     nodes: list[ClusterNode] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Domain:
+class Domain(_Message):
     """The XSD type Domain."""
 
     name: str = ""
     command: DomainCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Cluster:
+class Cluster(_Message):
     """The XSD type Cluster."""
 
     name: str = ""
     command: ClusterCommand
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueCommand:
+class QueueCommand(_Message):
     """The XSD type QueueCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -2030,7 +1969,7 @@ class QueueCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class StoragePartitionCommand:
+class StoragePartitionCommand(_Message):
     """The XSD type StoragePartitionCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -2060,7 +1999,7 @@ class StoragePartitionCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageDomainCommand:
+class StorageDomainCommand(_Message):
     """The XSD type StorageDomainCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -2084,7 +2023,7 @@ class StorageDomainCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageQueueCommand:
+class StorageQueueCommand(_Message):
     """The XSD type StorageQueueCommand."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = ("purge_app_id",)
@@ -2105,7 +2044,7 @@ class StorageQueueCommand:
 
 
 @dataclass(slots=True, kw_only=True)
-class SetTunable:
+class SetTunable(_Message):
     """The XSD type SetTunable."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -2117,7 +2056,6 @@ class SetTunable:
     value: Value
     all: Void | None = None
     self: Void | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.all is not None) + (self.self is not None) != 1:
@@ -2132,7 +2070,7 @@ class SetTunable:
 
 
 @dataclass(slots=True, kw_only=True)
-class GetTunable:
+class GetTunable(_Message):
     """The XSD type GetTunable."""
 
     SELECTIONS: ClassVar[tuple[str, ...]] = (
@@ -2143,7 +2081,6 @@ class GetTunable:
     name: str = ""
     all: Void | None = None
     self: Void | None = None
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.all is not None) + (self.self is not None) != 1:
@@ -2158,45 +2095,39 @@ class GetTunable:
 
 
 @dataclass(slots=True, kw_only=True)
-class Context:
+class Context(_Message):
     """The XSD type Context."""
 
     queue_handle_parameters_json: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class UninitializedQueue:
+class UninitializedQueue(_Message):
     """The XSD type UninitializedQueue."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class VirtualStorage:
+class VirtualStorage(_Message):
     """The XSD type VirtualStorage."""
 
     app_id: str = ""
     app_key: str = ""
     num_messages: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ClusterNode:
+class ClusterNode(_Message):
     """The XSD type ClusterNode."""
 
     host_name: str = ""
     node_id: int = 0
     data_center: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class ListMessages:
+class ListMessages(_Message):
     """The XSD type ListMessages."""
 
     app_id: str | None = None
     offset: int = 0
     count: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)

@@ -147,7 +147,6 @@ from pybmq.generated.mqbcmd import (
 __all__ = ["decode_ber", "encode_ber"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 _TOP = _b.identifier(0x00, True, 16)  # balber tags the top-level value as a universal SEQUENCE
 
 
@@ -284,7 +283,7 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
     if f_encoding is None:
         f_encoding = EncodingFormat.TEXT
         absent.append("encoding")
-    return Command(
+    result = Command(
         help=f_help,
         domains=f_domains,
         config_provider=f_config_provider,
@@ -292,8 +291,10 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
         clusters=f_clusters,
         broker_config=f_broker_config,
         encoding=f_encoding,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponse(v: RouteResponse, out: bytearray, tag: bytes) -> None:
@@ -339,11 +340,13 @@ def _dec_RouteResponse(r: _b.BerReader, end: int | None, path: str) -> RouteResp
     if f_response is None:
         f_response = ""
         absent.append("response")
-    return RouteResponse(
+    result = RouteResponse(
         source_node_description=f_source_node_description,
         response=f_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseList(v: RouteResponseList, out: bytearray, tag: bytes) -> None:
@@ -396,10 +399,12 @@ def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> Route
     if f_responses is None:
         f_responses = []
         absent.append("responses")
-    return RouteResponseList(
+    result = RouteResponseList(
         responses=f_responses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseResult(v: RouteResponseResult, out: bytearray, tag: bytes) -> None:
@@ -445,11 +450,13 @@ def _dec_RouteResponseResult(r: _b.BerReader, end: int | None, path: str) -> Rou
         absent.append("sourceNodeDescription")
     if f_result is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".result")
-    return RouteResponseResult(
+    result = RouteResponseResult(
         source_node_description=f_source_node_description,
         result=f_result,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseResultList(v: RouteResponseResultList, out: bytearray, tag: bytes) -> None:
@@ -504,10 +511,12 @@ def _dec_RouteResponseResultList(
     if f_responses is None:
         f_responses = []
         absent.append("responses")
-    return RouteResponseResultList(
+    result = RouteResponseResultList(
         responses=f_responses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_InternalResult(v: InternalResult, out: bytearray, tag: bytes) -> None:
@@ -684,7 +693,7 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
             offset=r.pos,
             path=path,
         )
-    return InternalResult(
+    result = InternalResult(
         error=f_error,
         success=f_success,
         domains_result=f_domains_result,
@@ -698,6 +707,7 @@ def _dec_InternalResult(r: _b.BerReader, end: int | None, path: str) -> Internal
         cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
         broker_config=f_broker_config,
     )
+    return result
 
 
 def _enc_Result(v: Result, out: bytearray, tag: bytes) -> None:
@@ -1031,7 +1041,7 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
             offset=r.pos,
             path=path,
         )
-    return Result(
+    result = Result(
         error=f_error,
         success=f_success,
         value=f_value,
@@ -1058,6 +1068,7 @@ def _dec_Result(r: _b.BerReader, end: int | None, path: str) -> Result:
         cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
         broker_config=f_broker_config,
     )
+    return result
 
 
 def _enc_DomainsResult(v: DomainsResult, out: bytearray, tag: bytes) -> None:
@@ -1122,11 +1133,12 @@ def _dec_DomainsResult(r: _b.BerReader, end: int | None, path: str) -> DomainsRe
             offset=r.pos,
             path=path,
         )
-    return DomainsResult(
+    result = DomainsResult(
         success=f_success,
         error=f_error,
         domain_result=f_domain_result,
     )
+    return result
 
 
 def _enc_DomainResult(v: DomainResult, out: bytearray, tag: bytes) -> None:
@@ -1215,13 +1227,14 @@ def _dec_DomainResult(r: _b.BerReader, end: int | None, path: str) -> DomainResu
             offset=r.pos,
             path=path,
         )
-    return DomainResult(
+    result = DomainResult(
         success=f_success,
         error=f_error,
         domain_info=f_domain_info,
         purged_queues=f_purged_queues,
         queue_result=f_queue_result,
     )
+    return result
 
 
 def _enc_ClustersResult(v: ClustersResult, out: bytearray, tag: bytes) -> None:
@@ -1301,12 +1314,13 @@ def _dec_ClustersResult(r: _b.BerReader, end: int | None, path: str) -> Clusters
             offset=r.pos,
             path=path,
         )
-    return ClustersResult(
+    result = ClustersResult(
         error=f_error,
         success=f_success,
         cluster_list=f_cluster_list,
         cluster_result=f_cluster_result,
     )
+    return result
 
 
 def _enc_ClusterResult(v: ClusterResult, out: bytearray, tag: bytes) -> None:
@@ -1423,7 +1437,7 @@ def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterRe
             offset=r.pos,
             path=path,
         )
-    return ClusterResult(
+    result = ClusterResult(
         error=f_error,
         success=f_success,
         elector_result=f_elector_result,
@@ -1432,6 +1446,7 @@ def _dec_ClusterResult(r: _b.BerReader, end: int | None, path: str) -> ClusterRe
         cluster_status=f_cluster_status,
         cluster_proxy_status=f_cluster_proxy_status,
     )
+    return result
 
 
 def _enc_StorageResult(v: StorageResult, out: bytearray, tag: bytes) -> None:
@@ -1535,7 +1550,7 @@ def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageRe
             offset=r.pos,
             path=path,
         )
-    return StorageResult(
+    result = StorageResult(
         success=f_success,
         error=f_error,
         storage_content=f_storage_content,
@@ -1543,6 +1558,7 @@ def _dec_StorageResult(r: _b.BerReader, end: int | None, path: str) -> StorageRe
         replication_result=f_replication_result,
         purged_queues=f_purged_queues,
     )
+    return result
 
 
 def _enc_ElectorResult(v: ElectorResult, out: bytearray, tag: bytes) -> None:
@@ -1622,12 +1638,13 @@ def _dec_ElectorResult(r: _b.BerReader, end: int | None, path: str) -> ElectorRe
             offset=r.pos,
             path=path,
         )
-    return ElectorResult(
+    result = ElectorResult(
         error=f_error,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_ReplicationResult(v: ReplicationResult, out: bytearray, tag: bytes) -> None:
@@ -1707,12 +1724,13 @@ def _dec_ReplicationResult(r: _b.BerReader, end: int | None, path: str) -> Repli
             offset=r.pos,
             path=path,
         )
-    return ReplicationResult(
+    result = ReplicationResult(
         error=f_error,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_StatResult(v: StatResult, out: bytearray, tag: bytes) -> None:
@@ -1801,13 +1819,14 @@ def _dec_StatResult(r: _b.BerReader, end: int | None, path: str) -> StatResult:
             offset=r.pos,
             path=path,
         )
-    return StatResult(
+    result = StatResult(
         error=f_error,
         stats=f_stats,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_QueueResult(v: QueueResult, out: bytearray, tag: bytes) -> None:
@@ -1891,12 +1910,13 @@ def _dec_QueueResult(r: _b.BerReader, end: int | None, path: str) -> QueueResult
             offset=r.pos,
             path=path,
         )
-    return QueueResult(
+    result = QueueResult(
         error=f_error,
         purged_queues=f_purged_queues,
         queue_contents=f_queue_contents,
         queue_internals=f_queue_internals,
     )
+    return result
 
 
 def _enc_PurgedQueues(v: PurgedQueues, out: bytearray, tag: bytes) -> None:
@@ -1946,10 +1966,12 @@ def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueu
     if f_queues is None:
         f_queues = []
         absent.append("queues")
-    return PurgedQueues(
+    result = PurgedQueues(
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PurgeQueueResult(v: PurgeQueueResult, out: bytearray, tag: bytes) -> None:
@@ -2004,10 +2026,11 @@ def _dec_PurgeQueueResult(r: _b.BerReader, end: int | None, path: str) -> PurgeQ
             offset=r.pos,
             path=path,
         )
-    return PurgeQueueResult(
+    result = PurgeQueueResult(
         error=f_error,
         queue=f_queue,
     )
+    return result
 
 
 def _enc_PurgedQueueDetails(v: PurgedQueueDetails, out: bytearray, tag: bytes) -> None:
@@ -2104,14 +2127,16 @@ def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> Purg
     if f_num_bytes_purged is None:
         f_num_bytes_purged = 0
         absent.append("numBytesPurged")
-    return PurgedQueueDetails(
+    result = PurgedQueueDetails(
         queue_uri=f_queue_uri,
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages_purged=f_num_messages_purged,
         num_bytes_purged=f_num_bytes_purged,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Void(v: Void, out: bytearray, tag: bytes) -> None:
@@ -2135,9 +2160,10 @@ def _dec_Void(r: _b.BerReader, end: int | None, path: str) -> Void:
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return Void(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Void()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Error(v: Error, out: bytearray, tag: bytes) -> None:
@@ -2172,10 +2198,12 @@ def _dec_Error(r: _b.BerReader, end: int | None, path: str) -> Error:
     if f_message is None:
         f_message = ""
         absent.append("message")
-    return Error(
+    result = Error(
         message=f_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_HelpCommand(v: HelpCommand, out: bytearray, tag: bytes) -> None:
@@ -2210,10 +2238,12 @@ def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand
     if f_plumbing is None:
         f_plumbing = False
         absent.append("plumbing")
-    return HelpCommand(
+    result = HelpCommand(
         plumbing=f_plumbing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Value(v: Value, out: bytearray, tag: bytes) -> None:
@@ -2338,7 +2368,7 @@ def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
             offset=r.pos,
             path=path,
         )
-    return Value(
+    result = Value(
         the_null=f_the_null,
         the_bool=f_the_bool,
         the_integer=f_the_integer,
@@ -2348,6 +2378,7 @@ def _dec_Value(r: _b.BerReader, end: int | None, path: str) -> Value:
         the_datetime=f_the_datetime,
         the_string=f_the_string,
     )
+    return result
 
 
 def _enc_Tunable(v: Tunable, out: bytearray, tag: bytes) -> None:
@@ -2402,12 +2433,14 @@ def _dec_Tunable(r: _b.BerReader, end: int | None, path: str) -> Tunable:
     if f_description is None:
         f_description = ""
         absent.append("description")
-    return Tunable(
+    result = Tunable(
         name=f_name,
         value=f_value,
         description=f_description,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TunableConfirmation(v: TunableConfirmation, out: bytearray, tag: bytes) -> None:
@@ -2460,12 +2493,14 @@ def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> Tun
         raise DecodeError("missing required element", offset=r.pos, path=path + ".oldValue")
     if f_new_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".newValue")
-    return TunableConfirmation(
+    result = TunableConfirmation(
         name=f_name,
         old_value=f_old_value,
         new_value=f_new_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainCommand(v: DomainCommand, out: bytearray, tag: bytes) -> None:
@@ -2528,11 +2563,12 @@ def _dec_DomainCommand(r: _b.BerReader, end: int | None, path: str) -> DomainCom
             offset=r.pos,
             path=path,
         )
-    return DomainCommand(
+    result = DomainCommand(
         purge=f_purge,
         info=f_info,
         queue=f_queue,
     )
+    return result
 
 
 def _enc_ClusterCommand(v: ClusterCommand, out: bytearray, tag: bytes) -> None:
@@ -2619,13 +2655,14 @@ def _dec_ClusterCommand(r: _b.BerReader, end: int | None, path: str) -> ClusterC
             offset=r.pos,
             path=path,
         )
-    return ClusterCommand(
+    result = ClusterCommand(
         status=f_status,
         queue_helper=f_queue_helper,
         force_gc_queues=f_force_gc_queues,
         storage=f_storage,
         state=f_state,
     )
+    return result
 
 
 def _enc_ClusterStateCommand(v: ClusterStateCommand, out: bytearray, tag: bytes) -> None:
@@ -2672,9 +2709,10 @@ def _dec_ClusterStateCommand(r: _b.BerReader, end: int | None, path: str) -> Clu
             offset=r.pos,
             path=path,
         )
-    return ClusterStateCommand(
+    result = ClusterStateCommand(
         elector=f_elector,
     )
+    return result
 
 
 def _enc_StorageCommand(v: StorageCommand, out: bytearray, tag: bytes) -> None:
@@ -2763,13 +2801,14 @@ def _dec_StorageCommand(r: _b.BerReader, end: int | None, path: str) -> StorageC
             offset=r.pos,
             path=path,
         )
-    return StorageCommand(
+    result = StorageCommand(
         summary=f_summary,
         partition=f_partition,
         domain=f_domain,
         queue=f_queue,
         replication=f_replication,
     )
+    return result
 
 
 def _enc_ClearCache(v: ClearCache, out: bytearray, tag: bytes) -> None:
@@ -2824,10 +2863,11 @@ def _dec_ClearCache(r: _b.BerReader, end: int | None, path: str) -> ClearCache:
             offset=r.pos,
             path=path,
         )
-    return ClearCache(
+    result = ClearCache(
         domain=f_domain,
         all=f_all,
     )
+    return result
 
 
 def _enc_Tunables(v: Tunables, out: bytearray, tag: bytes) -> None:
@@ -2877,10 +2917,12 @@ def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
     if f_tunables is None:
         f_tunables = []
         absent.append("tunables")
-    return Tunables(
+    result = Tunables(
         tunables=f_tunables,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDomainQueueStatuses(
@@ -2916,10 +2958,12 @@ def _dec_ClusterDomainQueueStatuses(
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return ClusterDomainQueueStatuses(
+    result = ClusterDomainQueueStatuses(
         statuses=f_statuses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStatuses(v: QueueStatuses, out: bytearray, tag: bytes) -> None:
@@ -2972,10 +3016,12 @@ def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStat
     if f_queue_statuses is None:
         f_queue_statuses = []
         absent.append("queueStatuses")
-    return QueueStatuses(
+    result = QueueStatuses(
         queue_statuses=f_queue_statuses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStorageSummary(v: ClusterStorageSummary, out: bytearray, tag: bytes) -> None:
@@ -3050,11 +3096,13 @@ def _dec_ClusterStorageSummary(
     if f_file_stores is None:
         f_file_stores = []
         absent.append("fileStores")
-    return ClusterStorageSummary(
+    result = ClusterStorageSummary(
         cluster_file_store_location=f_cluster_file_store_location,
         file_stores=f_file_stores,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileStoreSummary(v: FileStoreSummary, out: bytearray, tag: bytes) -> None:
@@ -3253,7 +3301,7 @@ def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileSt
     if f_storage_content is None:
         f_storage_content = StorageContent()
         absent.append("storageContent")
-    return FileStoreSummary(
+    result = FileStoreSummary(
         primary_node_description=f_primary_node_description,
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
@@ -3265,8 +3313,10 @@ def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileSt
         num_unreceipted_messages=f_num_unreceipted_messages,
         nagle_packet_count=f_nagle_packet_count,
         storage_content=f_storage_content,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileInfo(v: FileInfo, out: bytearray, tag: bytes) -> None:
@@ -3329,12 +3379,14 @@ def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
     if f_outstanding_bytes is None:
         f_outstanding_bytes = 0
         absent.append("outstandingBytes")
-    return FileInfo(
+    result = FileInfo(
         position_bytes=f_position_bytes,
         size_bytes=f_size_bytes,
         outstanding_bytes=f_outstanding_bytes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Help(v: Help, out: bytearray, tag: bytes) -> None:
@@ -3395,11 +3447,13 @@ def _dec_Help(r: _b.BerReader, end: int | None, path: str) -> Help:
     if f_is_plumbing is None:
         f_is_plumbing = False
         absent.append("isPlumbing")
-    return Help(
+    result = Help(
         commands=f_commands,
         is_plumbing=f_is_plumbing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CommandSpec(v: CommandSpec, out: bytearray, tag: bytes) -> None:
@@ -3445,11 +3499,13 @@ def _dec_CommandSpec(r: _b.BerReader, end: int | None, path: str) -> CommandSpec
     if f_description is None:
         f_description = ""
         absent.append("description")
-    return CommandSpec(
+    result = CommandSpec(
         command=f_command,
         description=f_description,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStatus(v: ClusterStatus, out: bytearray, tag: bytes) -> None:
@@ -3580,7 +3636,7 @@ def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterSt
     if f_cluster_storage_summary is None:
         f_cluster_storage_summary = ClusterStorageSummary()
         absent.append("clusterStorageSummary")
-    return ClusterStatus(
+    result = ClusterStatus(
         name=f_name,
         description=f_description,
         self_node_description=f_self_node_description,
@@ -3590,8 +3646,10 @@ def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterSt
         partitions_info=f_partitions_info,
         queues_info=f_queues_info,
         cluster_storage_summary=f_cluster_storage_summary,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterProxyStatus(v: ClusterProxyStatus, out: bytearray, tag: bytes) -> None:
@@ -3669,14 +3727,16 @@ def _dec_ClusterProxyStatus(r: _b.BerReader, end: int | None, path: str) -> Clus
     if f_queues_info is None:
         f_queues_info = StorageContent()
         absent.append("queuesInfo")
-    return ClusterProxyStatus(
+    result = ClusterProxyStatus(
         description=f_description,
         active_node_description=f_active_node_description,
         is_healthy=f_is_healthy,
         node_statuses=f_node_statuses,
         queues_info=f_queues_info,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NodeStatuses(v: NodeStatuses, out: bytearray, tag: bytes) -> None:
@@ -3726,10 +3786,12 @@ def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatus
     if f_nodes is None:
         f_nodes = []
         absent.append("nodes")
-    return NodeStatuses(
+    result = NodeStatuses(
         nodes=f_nodes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionsInfo(v: PartitionsInfo, out: bytearray, tag: bytes) -> None:
@@ -3782,10 +3844,12 @@ def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> Partitio
     if f_partitions is None:
         f_partitions = []
         absent.append("partitions")
-    return PartitionsInfo(
+    result = PartitionsInfo(
         partitions=f_partitions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorInfo(v: ElectorInfo, out: bytearray, tag: bytes) -> None:
@@ -3859,13 +3923,15 @@ def _dec_ElectorInfo(r: _b.BerReader, end: int | None, path: str) -> ElectorInfo
     if f_leader_status is None:
         f_leader_status = LeaderStatus.UNDEFINED
         absent.append("leaderStatus")
-    return ElectorInfo(
+    result = ElectorInfo(
         elector_state=f_elector_state,
         leader_node=f_leader_node,
         leader_message_sequence=f_leader_message_sequence,
         leader_status=f_leader_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionInfo(v: PartitionInfo, out: bytearray, tag: bytes) -> None:
@@ -3959,14 +4025,16 @@ def _dec_PartitionInfo(r: _b.BerReader, end: int | None, path: str) -> Partition
     if f_primary_status is None:
         f_primary_status = PrimaryStatus.UNDEFINED
         absent.append("primaryStatus")
-    return PartitionInfo(
+    result = PartitionInfo(
         num_queues_mapped=f_num_queues_mapped,
         num_active_queues=f_num_active_queues,
         primary_node=f_primary_node,
         primary_lease_id=f_primary_lease_id,
         primary_status=f_primary_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderMessageSequence(v: LeaderMessageSequence, out: bytearray, tag: bytes) -> None:
@@ -4028,11 +4096,13 @@ def _dec_LeaderMessageSequence(
     if f_sequence_number is None:
         f_sequence_number = 0
         absent.append("sequenceNumber")
-    return LeaderMessageSequence(
+    result = LeaderMessageSequence(
         elector_term=f_elector_term,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BrokerConfig(v: BrokerConfig, out: bytearray, tag: bytes) -> None:
@@ -4067,10 +4137,12 @@ def _dec_BrokerConfig(r: _b.BerReader, end: int | None, path: str) -> BrokerConf
     if f_as_json is None:
         f_as_json = ""
         absent.append("asJSON")
-    return BrokerConfig(
+    result = BrokerConfig(
         as_json=f_as_json,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterQueueHelper(v: ClusterQueueHelper, out: bytearray, tag: bytes) -> None:
@@ -4214,7 +4286,7 @@ def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> Clus
     if f_queues is None:
         f_queues = []
         absent.append("queues")
-    return ClusterQueueHelper(
+    result = ClusterQueueHelper(
         cluster_name=f_cluster_name,
         locality=f_locality,
         num_queues=f_num_queues,
@@ -4222,8 +4294,10 @@ def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> Clus
         num_pending_reopen_queue_requests=f_num_pending_reopen_queue_requests,
         domains=f_domains,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainInfo(v: DomainInfo, out: bytearray, tag: bytes) -> None:
@@ -4328,15 +4402,17 @@ def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
     if f_storage_content is None:
         f_storage_content = StorageContent()
         absent.append("storageContent")
-    return DomainInfo(
+    result = DomainInfo(
         name=f_name,
         config_json=f_config_json,
         cluster_name=f_cluster_name,
         capacity_meter=f_capacity_meter,
         queue_uris=f_queue_uris,
         storage_content=f_storage_content,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageContent(v: StorageContent, out: bytearray, tag: bytes) -> None:
@@ -4389,10 +4465,12 @@ def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageC
     if f_storages is None:
         f_storages = []
         absent.append("storages")
-    return StorageContent(
+    result = StorageContent(
         storages=f_storages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageQueueInfo(v: StorageQueueInfo, out: bytearray, tag: bytes) -> None:
@@ -4515,7 +4593,7 @@ def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> Storag
     if f_internal_queue_id is None:
         f_internal_queue_id = 0
         absent.append("internalQueueId")
-    return StorageQueueInfo(
+    result = StorageQueueInfo(
         queue_uri=f_queue_uri,
         queue_key=f_queue_key,
         partition_id=f_partition_id,
@@ -4523,8 +4601,10 @@ def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> Storag
         num_bytes=f_num_bytes,
         is_persistent=f_is_persistent,
         internal_queue_id=f_internal_queue_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInternals(v: QueueInternals, out: bytearray, tag: bytes) -> None:
@@ -4568,11 +4648,13 @@ def _dec_QueueInternals(r: _b.BerReader, end: int | None, path: str) -> QueueInt
         absent.append("state")
     if f_queue is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queue")
-    return QueueInternals(
+    result = QueueInternals(
         state=f_state,
         queue=f_queue,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RemoteQueue(v: RemoteQueue, out: bytearray, tag: bytes) -> None:
@@ -4716,15 +4798,17 @@ def _dec_RemoteQueue(r: _b.BerReader, end: int | None, path: str) -> RemoteQueue
         absent.append("streams")
     if f_queue_engine is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queueEngine")
-    return RemoteQueue(
+    result = RemoteQueue(
         num_pending_puts=f_num_pending_puts,
         num_pending_confirms=f_num_pending_confirms,
         is_push_expiration_timer_scheduled=f_is_push_expiration_timer_scheduled,
         num_upstream_generation=f_num_upstream_generation,
         streams=f_streams,
         queue_engine=f_queue_engine,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RemoteStreamInfo(v: RemoteStreamInfo, out: bytearray, tag: bytes) -> None:
@@ -4790,12 +4874,14 @@ def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> Remote
     if f_gen_count is None:
         f_gen_count = 0
         absent.append("genCount")
-    return RemoteStreamInfo(
+    result = RemoteStreamInfo(
         id=f_id,
         state=f_state,
         gen_count=f_gen_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LocalQueue(v: LocalQueue, out: bytearray, tag: bytes) -> None:
@@ -4828,10 +4914,12 @@ def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
     absent: list[str] = []
     if f_queue_engine is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".queueEngine")
-    return LocalQueue(
+    result = LocalQueue(
         queue_engine=f_queue_engine,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueEngine(v: QueueEngine, out: bytearray, tag: bytes) -> None:
@@ -4886,10 +4974,11 @@ def _dec_QueueEngine(r: _b.BerReader, end: int | None, path: str) -> QueueEngine
             offset=r.pos,
             path=path,
         )
-    return QueueEngine(
+    result = QueueEngine(
         fanout=f_fanout,
         relay=f_relay,
     )
+    return result
 
 
 def _enc_FanoutQueueEngine(v: FanoutQueueEngine, out: bytearray, tag: bytes) -> None:
@@ -4975,13 +5064,15 @@ def _dec_FanoutQueueEngine(r: _b.BerReader, end: int | None, path: str) -> Fanou
     if f_routing is None:
         f_routing = Routing()
         absent.append("Routing")
-    return FanoutQueueEngine(
+    result = FanoutQueueEngine(
         max_consumers=f_max_consumers,
         mode=f_mode,
         consumer_states=f_consumer_states,
         routing=f_routing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Routing(v: Routing, out: bytearray, tag: bytes) -> None:
@@ -5034,10 +5125,12 @@ def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
     if f_subscription_groups is None:
         f_subscription_groups = []
         absent.append("subscriptionGroups")
-    return Routing(
+    result = Routing(
         subscription_groups=f_subscription_groups,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubscriptionGroup(v: SubscriptionGroup, out: bytearray, tag: bytes) -> None:
@@ -5111,13 +5204,15 @@ def _dec_SubscriptionGroup(r: _b.BerReader, end: int | None, path: str) -> Subsc
     if f_upstream_sub_queue_id is None:
         f_upstream_sub_queue_id = 0
         absent.append("upstreamSubQueueId")
-    return SubscriptionGroup(
+    result = SubscriptionGroup(
         id=f_id,
         expression=f_expression,
         upstream_sub_queue_id=f_upstream_sub_queue_id,
         priority_group=f_priority_group,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PriorityGroup(v: PriorityGroup, out: bytearray, tag: bytes) -> None:
@@ -5183,11 +5278,13 @@ def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityG
     if f_highest_subscriptions is None:
         f_highest_subscriptions = []
         absent.append("highestSubscriptions")
-    return PriorityGroup(
+    result = PriorityGroup(
         id=f_id,
         highest_subscriptions=f_highest_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
@@ -5253,12 +5350,14 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
     if f_subscriber is None:
         f_subscriber = Subscriber()
         absent.append("subscriber")
-    return Subscription(
+    result = Subscription(
         downstream_subscription_id=f_downstream_subscription_id,
         consumer=f_consumer,
         subscriber=f_subscriber,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscriber(v: Subscriber, out: bytearray, tag: bytes) -> None:
@@ -5302,10 +5401,12 @@ def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
     if f_downstream_sub_queue_id is None:
         f_downstream_sub_queue_id = 0
         absent.append("downstreamSubQueueId")
-    return Subscriber(
+    result = Subscriber(
         downstream_sub_queue_id=f_downstream_sub_queue_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConsumerInfo(v: ConsumerInfo, out: bytearray, tag: bytes) -> None:
@@ -5409,13 +5510,15 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
     if f_consumer_priority_count is None:
         f_consumer_priority_count = 0
         absent.append("consumerPriorityCount")
-    return ConsumerInfo(
+    result = ConsumerInfo(
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RoundRobinRouter(v: RoundRobinRouter, out: bytearray, tag: bytes) -> None:
@@ -5468,10 +5571,12 @@ def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundR
     if f_consumers is None:
         f_consumers = []
         absent.append("consumers")
-    return RoundRobinRouter(
+    result = RoundRobinRouter(
         consumers=f_consumers,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageGroupIdHelper(v: MessageGroupIdHelper, out: bytearray, tag: bytes) -> None:
@@ -5557,13 +5662,15 @@ def _dec_MessageGroupIdHelper(r: _b.BerReader, end: int | None, path: str) -> Me
     if f_status is None:
         f_status = MessageGroupIdManagerIndex()
         absent.append("status")
-    return MessageGroupIdHelper(
+    result = MessageGroupIdHelper(
         timeout_nanoseconds=f_timeout_nanoseconds,
         max_msg_group_ids=f_max_msg_group_ids,
         is_rebalance_on=f_is_rebalance_on,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageGroupIdManagerIndex(
@@ -5659,11 +5766,13 @@ def _dec_MessageGroupIdManagerIndex(
     if f_num_msg_groups_per_client is None:
         f_num_msg_groups_per_client = []
         absent.append("numMsgGroupsPerClient")
-    return MessageGroupIdManagerIndex(
+    result = MessageGroupIdManagerIndex(
         least_recently_used_group_ids=f_least_recently_used_group_ids,
         num_msg_groups_per_client=f_num_msg_groups_per_client,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouterConsumer(v: RouterConsumer, out: bytearray, tag: bytes) -> None:
@@ -5731,13 +5840,15 @@ def _dec_RouterConsumer(r: _b.BerReader, end: int | None, path: str) -> RouterCo
     if f_expression is None:
         f_expression = ""
         absent.append("expression")
-    return RouterConsumer(
+    result = RouterConsumer(
         priority=f_priority,
         queue_handle=f_queue_handle,
         count=f_count,
         expression=f_expression,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RelayQueueEngine(v: RelayQueueEngine, out: bytearray, tag: bytes) -> None:
@@ -5838,13 +5949,15 @@ def _dec_RelayQueueEngine(r: _b.BerReader, end: int | None, path: str) -> RelayQ
     if f_routing is None:
         f_routing = Routing()
         absent.append("Routing")
-    return RelayQueueEngine(
+    result = RelayQueueEngine(
         num_substreams=f_num_substreams,
         sub_streams=f_sub_streams,
         app_states=f_app_states,
         routing=f_routing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RelayQueueEngineSubStream(
@@ -5907,12 +6020,14 @@ def _dec_RelayQueueEngineSubStream(
     if f_num_messages is None:
         f_num_messages = 0
         absent.append("numMessages")
-    return RelayQueueEngineSubStream(
+    result = RelayQueueEngineSubStream(
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages=f_num_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueState(v: QueueState, out: bytearray, tag: bytes) -> None:
@@ -6046,7 +6161,7 @@ def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
     if f_handles is None:
         f_handles = []
         absent.append("handles")
-    return QueueState(
+    result = QueueState(
         uri=f_uri,
         handle_parameters_json=f_handle_parameters_json,
         stream_parameters_json=f_stream_parameters_json,
@@ -6056,8 +6171,10 @@ def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
         storage=f_storage,
         capacity_meter=f_capacity_meter,
         handles=f_handles,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CapacityMeter(v: CapacityMeter, out: bytearray, tag: bytes) -> None:
@@ -6231,7 +6348,7 @@ def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityM
     if f_num_bytes_reserved is None:
         f_num_bytes_reserved = 0
         absent.append("numBytesReserved")
-    return CapacityMeter(
+    result = CapacityMeter(
         name=f_name,
         is_disabled=f_is_disabled,
         num_messages=f_num_messages,
@@ -6241,8 +6358,10 @@ def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityM
         byte_capacity=f_byte_capacity,
         num_bytes_reserved=f_num_bytes_reserved,
         parent=f_parent,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandle(v: QueueHandle, out: bytearray, tag: bytes) -> None:
@@ -6328,13 +6447,15 @@ def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle
     if f_sub_streams is None:
         f_sub_streams = []
         absent.append("subStreams")
-    return QueueHandle(
+    result = QueueHandle(
         client_description=f_client_description,
         parameters_json=f_parameters_json,
         is_client_cluster_member=f_is_client_cluster_member,
         sub_streams=f_sub_streams,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ResourceUsageMonitor(v: ResourceUsageMonitor, out: bytearray, tag: bytes) -> None:
@@ -6583,7 +6704,7 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
     if f_bytes_capacity is None:
         f_bytes_capacity = 0
         absent.append("bytesCapacity")
-    return ResourceUsageMonitor(
+    result = ResourceUsageMonitor(
         state=f_state,
         messages_state=f_messages_state,
         num_messages=f_num_messages,
@@ -6595,8 +6716,10 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
         bytes_low_watermark_ratio=f_bytes_low_watermark_ratio,
         bytes_high_watermark_ratio=f_bytes_high_watermark_ratio,
         bytes_capacity=f_bytes_capacity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueContents(v: QueueContents, out: bytearray, tag: bytes) -> None:
@@ -6684,12 +6807,14 @@ def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueCont
     if f_total_queue_messages is None:
         f_total_queue_messages = 0
         absent.append("totalQueueMessages")
-    return QueueContents(
+    result = QueueContents(
         messages=f_messages,
         offset=f_offset,
         total_queue_messages=f_total_queue_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterList(v: ClusterList, out: bytearray, tag: bytes) -> None:
@@ -6739,10 +6864,12 @@ def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList
     if f_clusters is None:
         f_clusters = []
         absent.append("clusters")
-    return ClusterList(
+    result = ClusterList(
         clusters=f_clusters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainsCommand(v: DomainsCommand, out: bytearray, tag: bytes) -> None:
@@ -6824,12 +6951,13 @@ def _dec_DomainsCommand(r: _b.BerReader, end: int | None, path: str) -> DomainsC
             offset=r.pos,
             path=path,
         )
-    return DomainsCommand(
+    result = DomainsCommand(
         domain=f_domain,
         resolver=f_resolver,
         reconfigure=f_reconfigure,
         remove=f_remove,
     )
+    return result
 
 
 def _enc_DomainResolverCommand(v: DomainResolverCommand, out: bytearray, tag: bytes) -> None:
@@ -6878,9 +7006,10 @@ def _dec_DomainResolverCommand(
             offset=r.pos,
             path=path,
         )
-    return DomainResolverCommand(
+    result = DomainResolverCommand(
         clear_cache=f_clear_cache,
     )
+    return result
 
 
 def _enc_DomainReconfigure(v: DomainReconfigure, out: bytearray, tag: bytes) -> None:
@@ -6927,9 +7056,10 @@ def _dec_DomainReconfigure(r: _b.BerReader, end: int | None, path: str) -> Domai
             offset=r.pos,
             path=path,
         )
-    return DomainReconfigure(
+    result = DomainReconfigure(
         domain=f_domain,
     )
+    return result
 
 
 def _enc_DomainRemove(v: DomainRemove, out: bytearray, tag: bytes) -> None:
@@ -6972,11 +7102,13 @@ def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemo
     if f_domain is None:
         f_domain = ""
         absent.append("domain")
-    return DomainRemove(
+    result = DomainRemove(
         domain=f_domain,
         finalize=f_finalize,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigProviderCommand(v: ConfigProviderCommand, out: bytearray, tag: bytes) -> None:
@@ -7025,9 +7157,10 @@ def _dec_ConfigProviderCommand(
             offset=r.pos,
             path=path,
         )
-    return ConfigProviderCommand(
+    result = ConfigProviderCommand(
         clear_cache=f_clear_cache,
     )
+    return result
 
 
 def _enc_StatCommand(v: StatCommand, out: bytearray, tag: bytes) -> None:
@@ -7105,12 +7238,13 @@ def _dec_StatCommand(r: _b.BerReader, end: int | None, path: str) -> StatCommand
             offset=r.pos,
             path=path,
         )
-    return StatCommand(
+    result = StatCommand(
         show=f_show,
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_BrokerConfigCommand(v: BrokerConfigCommand, out: bytearray, tag: bytes) -> None:
@@ -7157,9 +7291,10 @@ def _dec_BrokerConfigCommand(r: _b.BerReader, end: int | None, path: str) -> Bro
             offset=r.pos,
             path=path,
         )
-    return BrokerConfigCommand(
+    result = BrokerConfigCommand(
         dump=f_dump,
     )
+    return result
 
 
 def _enc_ClustersCommand(v: ClustersCommand, out: bytearray, tag: bytes) -> None:
@@ -7214,10 +7349,11 @@ def _dec_ClustersCommand(r: _b.BerReader, end: int | None, path: str) -> Cluster
             offset=r.pos,
             path=path,
         )
-    return ClustersCommand(
+    result = ClustersCommand(
         list=f_list,
         cluster=f_cluster,
     )
+    return result
 
 
 def _enc_DomainQueue(v: DomainQueue, out: bytearray, tag: bytes) -> None:
@@ -7261,11 +7397,13 @@ def _dec_DomainQueue(r: _b.BerReader, end: int | None, path: str) -> DomainQueue
         absent.append("name")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return DomainQueue(
+    result = DomainQueue(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StoragePartition(v: StoragePartition, out: bytearray, tag: bytes) -> None:
@@ -7311,11 +7449,13 @@ def _dec_StoragePartition(r: _b.BerReader, end: int | None, path: str) -> Storag
         absent.append("partitionId")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return StoragePartition(
+    result = StoragePartition(
         partition_id=f_partition_id,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageDomain(v: StorageDomain, out: bytearray, tag: bytes) -> None:
@@ -7359,11 +7499,13 @@ def _dec_StorageDomain(r: _b.BerReader, end: int | None, path: str) -> StorageDo
         absent.append("name")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return StorageDomain(
+    result = StorageDomain(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageQueue(v: StorageQueue, out: bytearray, tag: bytes) -> None:
@@ -7407,11 +7549,13 @@ def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQue
         absent.append("canonicalUri")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return StorageQueue(
+    result = StorageQueue(
         canonical_uri=f_canonical_uri,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorCommand(v: ElectorCommand, out: bytearray, tag: bytes) -> None:
@@ -7478,11 +7622,12 @@ def _dec_ElectorCommand(r: _b.BerReader, end: int | None, path: str) -> ElectorC
             offset=r.pos,
             path=path,
         )
-    return ElectorCommand(
+    result = ElectorCommand(
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_ReplicationCommand(v: ReplicationCommand, out: bytearray, tag: bytes) -> None:
@@ -7549,11 +7694,12 @@ def _dec_ReplicationCommand(r: _b.BerReader, end: int | None, path: str) -> Repl
             offset=r.pos,
             path=path,
         )
-    return ReplicationCommand(
+    result = ReplicationCommand(
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_FileStore(v: FileStore, out: bytearray, tag: bytes) -> None:
@@ -7610,12 +7756,14 @@ def _dec_FileStore(r: _b.BerReader, end: int | None, path: str) -> FileStore:
     if f_summary is None:
         f_summary = FileStoreSummary()
         absent.append("summary")
-    return FileStore(
+    result = FileStore(
         partition_id=f_partition_id,
         state=f_state,
         summary=f_summary,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileSet(v: FileSet, out: bytearray, tag: bytes) -> None:
@@ -7670,11 +7818,13 @@ def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
     if f_aliased_blob_buffer_count is None:
         f_aliased_blob_buffer_count = 0
         absent.append("aliasedBlobBufferCount")
-    return FileSet(
+    result = FileSet(
         data_file_name=f_data_file_name,
         aliased_blob_buffer_count=f_aliased_blob_buffer_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ActiveFileSet(v: ActiveFileSet, out: bytearray, tag: bytes) -> None:
@@ -7731,12 +7881,14 @@ def _dec_ActiveFileSet(r: _b.BerReader, end: int | None, path: str) -> ActiveFil
     if f_qlist_file is None:
         f_qlist_file = FileInfo()
         absent.append("qlistFile")
-    return ActiveFileSet(
+    result = ActiveFileSet(
         data_file=f_data_file,
         journal_file=f_journal_file,
         qlist_file=f_qlist_file,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNodeInfo(v: ClusterNodeInfo, out: bytearray, tag: bytes) -> None:
@@ -7829,13 +7981,15 @@ def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> Cluster
     if f_primary_for_partition_ids is None:
         f_primary_for_partition_ids = []
         absent.append("primaryForPartitionIds")
-    return ClusterNodeInfo(
+    result = ClusterNodeInfo(
         description=f_description,
         is_available=f_is_available,
         status=f_status,
         primary_for_partition_ids=f_primary_for_partition_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDomain(v: ClusterDomain, out: bytearray, tag: bytes) -> None:
@@ -7894,12 +8048,14 @@ def _dec_ClusterDomain(r: _b.BerReader, end: int | None, path: str) -> ClusterDo
     if f_loaded is None:
         f_loaded = False
         absent.append("loaded")
-    return ClusterDomain(
+    result = ClusterDomain(
         name=f_name,
         num_assigned_queues=f_num_assigned_queues,
         loaded=f_loaded,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterQueue(v: ClusterQueue, out: bytearray, tag: bytes) -> None:
@@ -8080,7 +8236,7 @@ def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQue
     if f_contexts is None:
         f_contexts = []
         absent.append("contexts")
-    return ClusterQueue(
+    result = ClusterQueue(
         uri=f_uri,
         num_in_flight_contexts=f_num_in_flight_contexts,
         is_assigned=f_is_assigned,
@@ -8092,8 +8248,10 @@ def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQue
         key=f_key,
         is_created=f_is_created,
         contexts=f_contexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubId(v: SubId, out: bytearray, tag: bytes) -> None:
@@ -8139,11 +8297,13 @@ def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
     if f_app_id is None:
         f_app_id = ""
         absent.append("appId")
-    return SubId(
+    result = SubId(
         sub_id=f_sub_id,
         app_id=f_app_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Queue(v: Queue, out: bytearray, tag: bytes) -> None:
@@ -8214,11 +8374,12 @@ def _dec_Queue(r: _b.BerReader, end: int | None, path: str) -> Queue:
             offset=r.pos,
             path=path,
         )
-    return Queue(
+    result = Queue(
         local_queue=f_local_queue,
         remote_queue=f_remote_queue,
         uninitialized_queue=f_uninitialized_queue,
     )
+    return result
 
 
 def _enc_ConsumerState(v: ConsumerState, out: bytearray, tag: bytes) -> None:
@@ -8283,13 +8444,15 @@ def _dec_ConsumerState(r: _b.BerReader, end: int | None, path: str) -> ConsumerS
     if f_app_state is None:
         f_app_state = AppState()
         absent.append("appState")
-    return ConsumerState(
+    result = ConsumerState(
         app_id=f_app_id,
         status=f_status,
         is_at_end_of_storage=f_is_at_end_of_storage,
         app_state=f_app_state,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppState(v: AppState, out: bytearray, tag: bytes) -> None:
@@ -8368,13 +8531,15 @@ def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
     if f_round_robin_router is None:
         f_round_robin_router = RoundRobinRouter()
         absent.append("roundRobinRouter")
-    return AppState(
+    result = AppState(
         app_id=f_app_id,
         num_consumers=f_num_consumers,
         redelivery_list_length=f_redelivery_list_length,
         round_robin_router=f_round_robin_router,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeastRecentlyUsedGroupId(v: LeastRecentlyUsedGroupId, out: bytearray, tag: bytes) -> None:
@@ -8442,12 +8607,14 @@ def _dec_LeastRecentlyUsedGroupId(
     if f_last_seen_delta_nanoseconds is None:
         f_last_seen_delta_nanoseconds = 0
         absent.append("lastSeenDeltaNanoseconds")
-    return LeastRecentlyUsedGroupId(
+    result = LeastRecentlyUsedGroupId(
         client_description=f_client_description,
         msg_group_id=f_msg_group_id,
         last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClientMsgGroupsCount(v: ClientMsgGroupsCount, out: bytearray, tag: bytes) -> None:
@@ -8495,11 +8662,13 @@ def _dec_ClientMsgGroupsCount(r: _b.BerReader, end: int | None, path: str) -> Cl
     if f_num_msg_group_ids is None:
         f_num_msg_group_ids = 0
         absent.append("numMsgGroupIds")
-    return ClientMsgGroupsCount(
+    result = ClientMsgGroupsCount(
         client_description=f_client_description,
         num_msg_group_ids=f_num_msg_group_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStorage(v: QueueStorage, out: bytearray, tag: bytes) -> None:
@@ -8574,12 +8743,14 @@ def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStora
     if f_virtual_storages is None:
         f_virtual_storages = []
         absent.append("virtualStorages")
-    return QueueStorage(
+    result = QueueStorage(
         num_messages=f_num_messages,
         num_bytes=f_num_bytes,
         virtual_storages=f_virtual_storages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandleSubStream(v: QueueHandleSubStream, out: bytearray, tag: bytes) -> None:
@@ -8681,14 +8852,16 @@ def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> Qu
     if f_unconfirmed_monitors is None:
         f_unconfirmed_monitors = []
         absent.append("unconfirmedMonitors")
-    return QueueHandleSubStream(
+    result = QueueHandleSubStream(
         sub_id=f_sub_id,
         app_id=f_app_id,
         parameters_json=f_parameters_json,
         unconfirmed_monitors=f_unconfirmed_monitors,
         num_unconfirmed_messages=f_num_unconfirmed_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Message(v: Message, out: bytearray, tag: bytes) -> None:
@@ -8754,12 +8927,14 @@ def _dec_Message(r: _b.BerReader, end: int | None, path: str) -> Message:
     if f_arrival_timestamp is None:
         f_arrival_timestamp = ""
         absent.append("arrivalTimestamp")
-    return Message(
+    result = Message(
         guid=f_guid,
         size_bytes=f_size_bytes,
         arrival_timestamp=f_arrival_timestamp,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterInfo(v: ClusterInfo, out: bytearray, tag: bytes) -> None:
@@ -8829,12 +9004,14 @@ def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo
     if f_nodes is None:
         f_nodes = []
         absent.append("nodes")
-    return ClusterInfo(
+    result = ClusterInfo(
         locality=f_locality,
         name=f_name,
         nodes=f_nodes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
@@ -8878,11 +9055,13 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
         absent.append("name")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return Domain(
+    result = Domain(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Cluster(v: Cluster, out: bytearray, tag: bytes) -> None:
@@ -8926,11 +9105,13 @@ def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
         absent.append("name")
     if f_command is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".command")
-    return Cluster(
+    result = Cluster(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueCommand(v: QueueCommand, out: bytearray, tag: bytes) -> None:
@@ -8993,11 +9174,12 @@ def _dec_QueueCommand(r: _b.BerReader, end: int | None, path: str) -> QueueComma
             offset=r.pos,
             path=path,
         )
-    return QueueCommand(
+    result = QueueCommand(
         purge_app_id=f_purge_app_id,
         internals=f_internals,
         messages=f_messages,
     )
+    return result
 
 
 def _enc_StoragePartitionCommand(v: StoragePartitionCommand, out: bytearray, tag: bytes) -> None:
@@ -9077,12 +9259,13 @@ def _dec_StoragePartitionCommand(
             offset=r.pos,
             path=path,
         )
-    return StoragePartitionCommand(
+    result = StoragePartitionCommand(
         enable=f_enable,
         disable=f_disable,
         summary=f_summary,
         rollover=f_rollover,
     )
+    return result
 
 
 def _enc_StorageDomainCommand(v: StorageDomainCommand, out: bytearray, tag: bytes) -> None:
@@ -9137,10 +9320,11 @@ def _dec_StorageDomainCommand(r: _b.BerReader, end: int | None, path: str) -> St
             offset=r.pos,
             path=path,
         )
-    return StorageDomainCommand(
+    result = StorageDomainCommand(
         queue_status=f_queue_status,
         purge=f_purge,
     )
+    return result
 
 
 def _enc_StorageQueueCommand(v: StorageQueueCommand, out: bytearray, tag: bytes) -> None:
@@ -9187,9 +9371,10 @@ def _dec_StorageQueueCommand(r: _b.BerReader, end: int | None, path: str) -> Sto
             offset=r.pos,
             path=path,
         )
-    return StorageQueueCommand(
+    result = StorageQueueCommand(
         purge_app_id=f_purge_app_id,
     )
+    return result
 
 
 def _enc_SetTunable(v: SetTunable, out: bytearray, tag: bytes) -> None:
@@ -9273,13 +9458,15 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
         absent.append("name")
     if f_value is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".value")
-    return SetTunable(
+    result = SetTunable(
         name=f_name,
         value=f_value,
         all=f_all,
         self=f_self,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_GetTunable(v: GetTunable, out: bytearray, tag: bytes) -> None:
@@ -9354,12 +9541,14 @@ def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
     if f_name is None:
         f_name = ""
         absent.append("name")
-    return GetTunable(
+    result = GetTunable(
         name=f_name,
         all=f_all,
         self=f_self,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Context(v: Context, out: bytearray, tag: bytes) -> None:
@@ -9400,10 +9589,12 @@ def _dec_Context(r: _b.BerReader, end: int | None, path: str) -> Context:
     if f_queue_handle_parameters_json is None:
         f_queue_handle_parameters_json = ""
         absent.append("queueHandleParametersJson")
-    return Context(
+    result = Context(
         queue_handle_parameters_json=f_queue_handle_parameters_json,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_UninitializedQueue(v: UninitializedQueue, out: bytearray, tag: bytes) -> None:
@@ -9427,9 +9618,10 @@ def _dec_UninitializedQueue(r: _b.BerReader, end: int | None, path: str) -> Unin
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return UninitializedQueue(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = UninitializedQueue()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_VirtualStorage(v: VirtualStorage, out: bytearray, tag: bytes) -> None:
@@ -9486,12 +9678,14 @@ def _dec_VirtualStorage(r: _b.BerReader, end: int | None, path: str) -> VirtualS
     if f_num_messages is None:
         f_num_messages = 0
         absent.append("numMessages")
-    return VirtualStorage(
+    result = VirtualStorage(
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages=f_num_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNode(v: ClusterNode, out: bytearray, tag: bytes) -> None:
@@ -9548,12 +9742,14 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
     if f_data_center is None:
         f_data_center = ""
         absent.append("dataCenter")
-    return ClusterNode(
+    result = ClusterNode(
         host_name=f_host_name,
         node_id=f_node_id,
         data_center=f_data_center,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ListMessages(v: ListMessages, out: bytearray, tag: bytes) -> None:
@@ -9607,12 +9803,14 @@ def _dec_ListMessages(r: _b.BerReader, end: int | None, path: str) -> ListMessag
     if f_count is None:
         f_count = 0
         absent.append("count")
-    return ListMessages(
+    result = ListMessages(
         app_id=f_app_id,
         offset=f_offset,
         count=f_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray, bytes], None]] = {

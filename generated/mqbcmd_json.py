@@ -146,7 +146,6 @@ from pybmq.generated.mqbcmd import (
 __all__ = ["decode_json", "encode_json"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 
 
 def _enc_Command(v: Command) -> str:
@@ -216,7 +215,7 @@ def _dec_Command(d: object, path: str, depth: int) -> Command:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Command(
+    result = Command(
         help=f_help,
         domains=f_domains,
         config_provider=f_config_provider,
@@ -224,8 +223,10 @@ def _dec_Command(d: object, path: str, depth: int) -> Command:
         clusters=f_clusters,
         broker_config=f_broker_config,
         encoding=f_encoding,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponse(v: RouteResponse) -> str:
@@ -258,11 +259,13 @@ def _dec_RouteResponse(d: object, path: str, depth: int) -> RouteResponse:
         absent.append("response")
     else:
         f_response = _j.dec_str(x, path, "response")
-    return RouteResponse(
+    result = RouteResponse(
         source_node_description=f_source_node_description,
         response=f_response,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseList(v: RouteResponseList) -> str:
@@ -288,10 +291,12 @@ def _dec_RouteResponseList(d: object, path: str, depth: int) -> RouteResponseLis
             f_responses.append(
                 _dec_RouteResponse(item, path + "." + "responses[%d]" % i, depth + 1)
             )
-    return RouteResponseList(
+    result = RouteResponseList(
         responses=f_responses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseResult(v: RouteResponseResult) -> str:
@@ -321,11 +326,13 @@ def _dec_RouteResponseResult(d: object, path: str, depth: int) -> RouteResponseR
     if x is None:
         raise DecodeError("missing required element", path=path + ".result")
     f_result = _dec_Result(x, path + "." + "result", depth + 1)
-    return RouteResponseResult(
+    result = RouteResponseResult(
         source_node_description=f_source_node_description,
         result=f_result,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouteResponseResultList(v: RouteResponseResultList) -> str:
@@ -353,10 +360,12 @@ def _dec_RouteResponseResultList(d: object, path: str, depth: int) -> RouteRespo
             f_responses.append(
                 _dec_RouteResponseResult(item, path + "." + "responses[%d]" % i, depth + 1)
             )
-    return RouteResponseResultList(
+    result = RouteResponseResultList(
         responses=f_responses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_InternalResult(v: InternalResult) -> str:
@@ -479,7 +488,7 @@ def _dec_InternalResult(d: object, path: str, depth: int) -> InternalResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return InternalResult(
+    result = InternalResult(
         error=f_error,
         success=f_success,
         domains_result=f_domains_result,
@@ -493,6 +502,7 @@ def _dec_InternalResult(d: object, path: str, depth: int) -> InternalResult:
         cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
         broker_config=f_broker_config,
     )
+    return result
 
 
 def _enc_Result(v: Result) -> str:
@@ -728,7 +738,7 @@ def _dec_Result(d: object, path: str, depth: int) -> Result:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Result(
+    result = Result(
         error=f_error,
         success=f_success,
         value=f_value,
@@ -755,6 +765,7 @@ def _dec_Result(d: object, path: str, depth: int) -> Result:
         cluster_domain_queue_statuses=f_cluster_domain_queue_statuses,
         broker_config=f_broker_config,
     )
+    return result
 
 
 def _enc_DomainsResult(v: DomainsResult) -> str:
@@ -789,11 +800,12 @@ def _dec_DomainsResult(d: object, path: str, depth: int) -> DomainsResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainsResult(
+    result = DomainsResult(
         success=f_success,
         error=f_error,
         domain_result=f_domain_result,
     )
+    return result
 
 
 def _enc_DomainResult(v: DomainResult) -> str:
@@ -846,13 +858,14 @@ def _dec_DomainResult(d: object, path: str, depth: int) -> DomainResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainResult(
+    result = DomainResult(
         success=f_success,
         error=f_error,
         domain_info=f_domain_info,
         purged_queues=f_purged_queues,
         queue_result=f_queue_result,
     )
+    return result
 
 
 def _enc_ClustersResult(v: ClustersResult) -> str:
@@ -900,12 +913,13 @@ def _dec_ClustersResult(d: object, path: str, depth: int) -> ClustersResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClustersResult(
+    result = ClustersResult(
         error=f_error,
         success=f_success,
         cluster_list=f_cluster_list,
         cluster_result=f_cluster_result,
     )
+    return result
 
 
 def _enc_ClusterResult(v: ClusterResult) -> str:
@@ -980,7 +994,7 @@ def _dec_ClusterResult(d: object, path: str, depth: int) -> ClusterResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterResult(
+    result = ClusterResult(
         error=f_error,
         success=f_success,
         elector_result=f_elector_result,
@@ -989,6 +1003,7 @@ def _dec_ClusterResult(d: object, path: str, depth: int) -> ClusterResult:
         cluster_status=f_cluster_status,
         cluster_proxy_status=f_cluster_proxy_status,
     )
+    return result
 
 
 def _enc_StorageResult(v: StorageResult) -> str:
@@ -1056,7 +1071,7 @@ def _dec_StorageResult(d: object, path: str, depth: int) -> StorageResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StorageResult(
+    result = StorageResult(
         success=f_success,
         error=f_error,
         storage_content=f_storage_content,
@@ -1064,6 +1079,7 @@ def _dec_StorageResult(d: object, path: str, depth: int) -> StorageResult:
         replication_result=f_replication_result,
         purged_queues=f_purged_queues,
     )
+    return result
 
 
 def _enc_ElectorResult(v: ElectorResult) -> str:
@@ -1111,12 +1127,13 @@ def _dec_ElectorResult(d: object, path: str, depth: int) -> ElectorResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ElectorResult(
+    result = ElectorResult(
         error=f_error,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_ReplicationResult(v: ReplicationResult) -> str:
@@ -1164,12 +1181,13 @@ def _dec_ReplicationResult(d: object, path: str, depth: int) -> ReplicationResul
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ReplicationResult(
+    result = ReplicationResult(
         error=f_error,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_StatResult(v: StatResult) -> str:
@@ -1222,13 +1240,14 @@ def _dec_StatResult(d: object, path: str, depth: int) -> StatResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StatResult(
+    result = StatResult(
         error=f_error,
         stats=f_stats,
         tunable=f_tunable,
         tunables=f_tunables,
         tunable_confirmation=f_tunable_confirmation,
     )
+    return result
 
 
 def _enc_QueueResult(v: QueueResult) -> str:
@@ -1278,12 +1297,13 @@ def _dec_QueueResult(d: object, path: str, depth: int) -> QueueResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return QueueResult(
+    result = QueueResult(
         error=f_error,
         purged_queues=f_purged_queues,
         queue_contents=f_queue_contents,
         queue_internals=f_queue_internals,
     )
+    return result
 
 
 def _enc_PurgedQueues(v: PurgedQueues) -> str:
@@ -1307,10 +1327,12 @@ def _dec_PurgedQueues(d: object, path: str, depth: int) -> PurgedQueues:
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
             f_queues.append(_dec_PurgeQueueResult(item, path + "." + "queues[%d]" % i, depth + 1))
-    return PurgedQueues(
+    result = PurgedQueues(
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PurgeQueueResult(v: PurgeQueueResult) -> str:
@@ -1339,10 +1361,11 @@ def _dec_PurgeQueueResult(d: object, path: str, depth: int) -> PurgeQueueResult:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return PurgeQueueResult(
+    result = PurgeQueueResult(
         error=f_error,
         queue=f_queue,
     )
+    return result
 
 
 def _enc_PurgedQueueDetails(v: PurgedQueueDetails) -> str:
@@ -1416,14 +1439,16 @@ def _dec_PurgedQueueDetails(d: object, path: str, depth: int) -> PurgedQueueDeta
         f_num_bytes_purged = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "numBytesPurged"
         )
-    return PurgedQueueDetails(
+    result = PurgedQueueDetails(
         queue_uri=f_queue_uri,
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages_purged=f_num_messages_purged,
         num_bytes_purged=f_num_bytes_purged,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Void(v: Void) -> str:
@@ -1437,9 +1462,10 @@ def _enc_Void(v: Void) -> str:
 def _dec_Void(d: object, path: str, depth: int) -> Void:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return Void(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = Void()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Error(v: Error) -> str:
@@ -1461,10 +1487,12 @@ def _dec_Error(d: object, path: str, depth: int) -> Error:
         absent.append("message")
     else:
         f_message = _j.dec_str(x, path, "message")
-    return Error(
+    result = Error(
         message=f_message,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_HelpCommand(v: HelpCommand) -> str:
@@ -1486,10 +1514,12 @@ def _dec_HelpCommand(d: object, path: str, depth: int) -> HelpCommand:
         absent.append("plumbing")
     else:
         f_plumbing = _j.dec_bool(x, path, "plumbing")
-    return HelpCommand(
+    result = HelpCommand(
         plumbing=f_plumbing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Value(v: Value) -> str:
@@ -1562,7 +1592,7 @@ def _dec_Value(d: object, path: str, depth: int) -> Value:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Value(
+    result = Value(
         the_null=f_the_null,
         the_bool=f_the_bool,
         the_integer=f_the_integer,
@@ -1572,6 +1602,7 @@ def _dec_Value(d: object, path: str, depth: int) -> Value:
         the_datetime=f_the_datetime,
         the_string=f_the_string,
     )
+    return result
 
 
 def _enc_Tunable(v: Tunable) -> str:
@@ -1606,12 +1637,14 @@ def _dec_Tunable(d: object, path: str, depth: int) -> Tunable:
         absent.append("description")
     else:
         f_description = _j.dec_str(x, path, "description")
-    return Tunable(
+    result = Tunable(
         name=f_name,
         value=f_value,
         description=f_description,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_TunableConfirmation(v: TunableConfirmation) -> str:
@@ -1643,12 +1676,14 @@ def _dec_TunableConfirmation(d: object, path: str, depth: int) -> TunableConfirm
     if x is None:
         raise DecodeError("missing required element", path=path + ".newValue")
     f_new_value = _dec_Value(x, path + "." + "newValue", depth + 1)
-    return TunableConfirmation(
+    result = TunableConfirmation(
         name=f_name,
         old_value=f_old_value,
         new_value=f_new_value,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainCommand(v: DomainCommand) -> str:
@@ -1681,11 +1716,12 @@ def _dec_DomainCommand(d: object, path: str, depth: int) -> DomainCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainCommand(
+    result = DomainCommand(
         purge=f_purge,
         info=f_info,
         queue=f_queue,
     )
+    return result
 
 
 def _enc_ClusterCommand(v: ClusterCommand) -> str:
@@ -1734,13 +1770,14 @@ def _dec_ClusterCommand(d: object, path: str, depth: int) -> ClusterCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterCommand(
+    result = ClusterCommand(
         status=f_status,
         queue_helper=f_queue_helper,
         force_gc_queues=f_force_gc_queues,
         storage=f_storage,
         state=f_state,
     )
+    return result
 
 
 def _enc_ClusterStateCommand(v: ClusterStateCommand) -> str:
@@ -1765,9 +1802,10 @@ def _dec_ClusterStateCommand(d: object, path: str, depth: int) -> ClusterStateCo
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClusterStateCommand(
+    result = ClusterStateCommand(
         elector=f_elector,
     )
+    return result
 
 
 def _enc_StorageCommand(v: StorageCommand) -> str:
@@ -1820,13 +1858,14 @@ def _dec_StorageCommand(d: object, path: str, depth: int) -> StorageCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StorageCommand(
+    result = StorageCommand(
         summary=f_summary,
         partition=f_partition,
         domain=f_domain,
         queue=f_queue,
         replication=f_replication,
     )
+    return result
 
 
 def _enc_ClearCache(v: ClearCache) -> str:
@@ -1855,10 +1894,11 @@ def _dec_ClearCache(d: object, path: str, depth: int) -> ClearCache:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClearCache(
+    result = ClearCache(
         domain=f_domain,
         all=f_all,
     )
+    return result
 
 
 def _enc_Tunables(v: Tunables) -> str:
@@ -1882,10 +1922,12 @@ def _dec_Tunables(d: object, path: str, depth: int) -> Tunables:
     else:
         for i, item in enumerate(_j.arr(x, path, "tunables")):
             f_tunables.append(_dec_Tunable(item, path + "." + "tunables[%d]" % i, depth + 1))
-    return Tunables(
+    result = Tunables(
         tunables=f_tunables,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDomainQueueStatuses(v: ClusterDomainQueueStatuses) -> str:
@@ -1903,10 +1945,12 @@ def _dec_ClusterDomainQueueStatuses(d: object, path: str, depth: int) -> Cluster
     absent: list[str] = []
     x = o.get("statuses")
     f_statuses = None if x is None else _dec_QueueStatuses(x, path + "." + "statuses", depth + 1)
-    return ClusterDomainQueueStatuses(
+    result = ClusterDomainQueueStatuses(
         statuses=f_statuses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStatuses(v: QueueStatuses) -> str:
@@ -1934,10 +1978,12 @@ def _dec_QueueStatuses(d: object, path: str, depth: int) -> QueueStatuses:
             f_queue_statuses.append(
                 _dec_StorageContent(item, path + "." + "queueStatuses[%d]" % i, depth + 1)
             )
-    return QueueStatuses(
+    result = QueueStatuses(
         queue_statuses=f_queue_statuses,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStorageSummary(v: ClusterStorageSummary) -> str:
@@ -1978,11 +2024,13 @@ def _dec_ClusterStorageSummary(d: object, path: str, depth: int) -> ClusterStora
     else:
         for i, item in enumerate(_j.arr(x, path, "fileStores")):
             f_file_stores.append(_dec_FileStore(item, path + "." + "fileStores[%d]" % i, depth + 1))
-    return ClusterStorageSummary(
+    result = ClusterStorageSummary(
         cluster_file_store_location=f_cluster_file_store_location,
         file_stores=f_file_stores,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileStoreSummary(v: FileStoreSummary) -> str:
@@ -2113,7 +2161,7 @@ def _dec_FileStoreSummary(d: object, path: str, depth: int) -> FileStoreSummary:
         absent.append("storageContent")
     else:
         f_storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
-    return FileStoreSummary(
+    result = FileStoreSummary(
         primary_node_description=f_primary_node_description,
         primary_lease_id=f_primary_lease_id,
         sequence_num=f_sequence_num,
@@ -2125,8 +2173,10 @@ def _dec_FileStoreSummary(d: object, path: str, depth: int) -> FileStoreSummary:
         num_unreceipted_messages=f_num_unreceipted_messages,
         nagle_packet_count=f_nagle_packet_count,
         storage_content=f_storage_content,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileInfo(v: FileInfo) -> str:
@@ -2172,12 +2222,14 @@ def _dec_FileInfo(d: object, path: str, depth: int) -> FileInfo:
         absent.append("outstandingBytes")
     else:
         f_outstanding_bytes = _j.dec_int(x, 0, 18446744073709551615, path, "outstandingBytes")
-    return FileInfo(
+    result = FileInfo(
         position_bytes=f_position_bytes,
         size_bytes=f_size_bytes,
         outstanding_bytes=f_outstanding_bytes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Help(v: Help) -> str:
@@ -2209,11 +2261,13 @@ def _dec_Help(d: object, path: str, depth: int) -> Help:
         absent.append("isPlumbing")
     else:
         f_is_plumbing = _j.dec_bool(x, path, "isPlumbing")
-    return Help(
+    result = Help(
         commands=f_commands,
         is_plumbing=f_is_plumbing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CommandSpec(v: CommandSpec) -> str:
@@ -2243,11 +2297,13 @@ def _dec_CommandSpec(d: object, path: str, depth: int) -> CommandSpec:
         absent.append("description")
     else:
         f_description = _j.dec_str(x, path, "description")
-    return CommandSpec(
+    result = CommandSpec(
         command=f_command,
         description=f_description,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterStatus(v: ClusterStatus) -> str:
@@ -2344,7 +2400,7 @@ def _dec_ClusterStatus(d: object, path: str, depth: int) -> ClusterStatus:
         f_cluster_storage_summary = _dec_ClusterStorageSummary(
             x, path + "." + "clusterStorageSummary", depth + 1
         )
-    return ClusterStatus(
+    result = ClusterStatus(
         name=f_name,
         description=f_description,
         self_node_description=f_self_node_description,
@@ -2354,8 +2410,10 @@ def _dec_ClusterStatus(d: object, path: str, depth: int) -> ClusterStatus:
         partitions_info=f_partitions_info,
         queues_info=f_queues_info,
         cluster_storage_summary=f_cluster_storage_summary,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterProxyStatus(v: ClusterProxyStatus) -> str:
@@ -2408,14 +2466,16 @@ def _dec_ClusterProxyStatus(d: object, path: str, depth: int) -> ClusterProxySta
         absent.append("queuesInfo")
     else:
         f_queues_info = _dec_StorageContent(x, path + "." + "queuesInfo", depth + 1)
-    return ClusterProxyStatus(
+    result = ClusterProxyStatus(
         description=f_description,
         active_node_description=f_active_node_description,
         is_healthy=f_is_healthy,
         node_statuses=f_node_statuses,
         queues_info=f_queues_info,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_NodeStatuses(v: NodeStatuses) -> str:
@@ -2439,10 +2499,12 @@ def _dec_NodeStatuses(d: object, path: str, depth: int) -> NodeStatuses:
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
             f_nodes.append(_dec_ClusterNodeInfo(item, path + "." + "nodes[%d]" % i, depth + 1))
-    return NodeStatuses(
+    result = NodeStatuses(
         nodes=f_nodes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionsInfo(v: PartitionsInfo) -> str:
@@ -2468,10 +2530,12 @@ def _dec_PartitionsInfo(d: object, path: str, depth: int) -> PartitionsInfo:
             f_partitions.append(
                 _dec_PartitionInfo(item, path + "." + "partitions[%d]" % i, depth + 1)
             )
-    return PartitionsInfo(
+    result = PartitionsInfo(
         partitions=f_partitions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorInfo(v: ElectorInfo) -> str:
@@ -2529,13 +2593,15 @@ def _dec_ElectorInfo(d: object, path: str, depth: int) -> ElectorInfo:
         absent.append("leaderStatus")
     else:
         f_leader_status = _j.dec_enum(x, LeaderStatus, path, "leaderStatus")
-    return ElectorInfo(
+    result = ElectorInfo(
         elector_state=f_elector_state,
         leader_node=f_leader_node,
         leader_message_sequence=f_leader_message_sequence,
         leader_status=f_leader_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PartitionInfo(v: PartitionInfo) -> str:
@@ -2597,14 +2663,16 @@ def _dec_PartitionInfo(d: object, path: str, depth: int) -> PartitionInfo:
         absent.append("primaryStatus")
     else:
         f_primary_status = _j.dec_enum(x, PrimaryStatus, path, "primaryStatus")
-    return PartitionInfo(
+    result = PartitionInfo(
         num_queues_mapped=f_num_queues_mapped,
         num_active_queues=f_num_active_queues,
         primary_node=f_primary_node,
         primary_lease_id=f_primary_lease_id,
         primary_status=f_primary_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeaderMessageSequence(v: LeaderMessageSequence) -> str:
@@ -2642,11 +2710,13 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
         absent.append("sequenceNumber")
     else:
         f_sequence_number = _j.dec_int(x, 0, 18446744073709551615, path, "sequenceNumber")
-    return LeaderMessageSequence(
+    result = LeaderMessageSequence(
         elector_term=f_elector_term,
         sequence_number=f_sequence_number,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_BrokerConfig(v: BrokerConfig) -> str:
@@ -2668,10 +2738,12 @@ def _dec_BrokerConfig(d: object, path: str, depth: int) -> BrokerConfig:
         absent.append("asJSON")
     else:
         f_as_json = _j.dec_str(x, path, "asJSON")
-    return BrokerConfig(
+    result = BrokerConfig(
         as_json=f_as_json,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterQueueHelper(v: ClusterQueueHelper) -> str:
@@ -2764,7 +2836,7 @@ def _dec_ClusterQueueHelper(d: object, path: str, depth: int) -> ClusterQueueHel
     else:
         for i, item in enumerate(_j.arr(x, path, "queues")):
             f_queues.append(_dec_ClusterQueue(item, path + "." + "queues[%d]" % i, depth + 1))
-    return ClusterQueueHelper(
+    result = ClusterQueueHelper(
         cluster_name=f_cluster_name,
         locality=f_locality,
         num_queues=f_num_queues,
@@ -2772,8 +2844,10 @@ def _dec_ClusterQueueHelper(d: object, path: str, depth: int) -> ClusterQueueHel
         num_pending_reopen_queue_requests=f_num_pending_reopen_queue_requests,
         domains=f_domains,
         queues=f_queues,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainInfo(v: DomainInfo) -> str:
@@ -2841,15 +2915,17 @@ def _dec_DomainInfo(d: object, path: str, depth: int) -> DomainInfo:
         absent.append("storageContent")
     else:
         f_storage_content = _dec_StorageContent(x, path + "." + "storageContent", depth + 1)
-    return DomainInfo(
+    result = DomainInfo(
         name=f_name,
         config_json=f_config_json,
         cluster_name=f_cluster_name,
         capacity_meter=f_capacity_meter,
         queue_uris=f_queue_uris,
         storage_content=f_storage_content,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageContent(v: StorageContent) -> str:
@@ -2875,10 +2951,12 @@ def _dec_StorageContent(d: object, path: str, depth: int) -> StorageContent:
             f_storages.append(
                 _dec_StorageQueueInfo(item, path + "." + "storages[%d]" % i, depth + 1)
             )
-    return StorageContent(
+    result = StorageContent(
         storages=f_storages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageQueueInfo(v: StorageQueueInfo) -> str:
@@ -2969,7 +3047,7 @@ def _dec_StorageQueueInfo(d: object, path: str, depth: int) -> StorageQueueInfo:
         absent.append("internalQueueId")
     else:
         f_internal_queue_id = _j.dec_int(x, 0, 4294967295, path, "internalQueueId")
-    return StorageQueueInfo(
+    result = StorageQueueInfo(
         queue_uri=f_queue_uri,
         queue_key=f_queue_key,
         partition_id=f_partition_id,
@@ -2977,8 +3055,10 @@ def _dec_StorageQueueInfo(d: object, path: str, depth: int) -> StorageQueueInfo:
         num_bytes=f_num_bytes,
         is_persistent=f_is_persistent,
         internal_queue_id=f_internal_queue_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueInternals(v: QueueInternals) -> str:
@@ -3005,11 +3085,13 @@ def _dec_QueueInternals(d: object, path: str, depth: int) -> QueueInternals:
     if x is None:
         raise DecodeError("missing required element", path=path + ".queue")
     f_queue = _dec_Queue(x, path + "." + "queue", depth + 1)
-    return QueueInternals(
+    result = QueueInternals(
         state=f_state,
         queue=f_queue,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RemoteQueue(v: RemoteQueue) -> str:
@@ -3104,15 +3186,17 @@ def _dec_RemoteQueue(d: object, path: str, depth: int) -> RemoteQueue:
     if x is None:
         raise DecodeError("missing required element", path=path + ".queueEngine")
     f_queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
-    return RemoteQueue(
+    result = RemoteQueue(
         num_pending_puts=f_num_pending_puts,
         num_pending_confirms=f_num_pending_confirms,
         is_push_expiration_timer_scheduled=f_is_push_expiration_timer_scheduled,
         num_upstream_generation=f_num_upstream_generation,
         streams=f_streams,
         queue_engine=f_queue_engine,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RemoteStreamInfo(v: RemoteStreamInfo) -> str:
@@ -3155,12 +3239,14 @@ def _dec_RemoteStreamInfo(d: object, path: str, depth: int) -> RemoteStreamInfo:
         absent.append("genCount")
     else:
         f_gen_count = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "genCount")
-    return RemoteStreamInfo(
+    result = RemoteStreamInfo(
         id=f_id,
         state=f_state,
         gen_count=f_gen_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LocalQueue(v: LocalQueue) -> str:
@@ -3179,10 +3265,12 @@ def _dec_LocalQueue(d: object, path: str, depth: int) -> LocalQueue:
     if x is None:
         raise DecodeError("missing required element", path=path + ".queueEngine")
     f_queue_engine = _dec_QueueEngine(x, path + "." + "queueEngine", depth + 1)
-    return LocalQueue(
+    result = LocalQueue(
         queue_engine=f_queue_engine,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueEngine(v: QueueEngine) -> str:
@@ -3211,10 +3299,11 @@ def _dec_QueueEngine(d: object, path: str, depth: int) -> QueueEngine:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return QueueEngine(
+    result = QueueEngine(
         fanout=f_fanout,
         relay=f_relay,
     )
+    return result
 
 
 def _enc_FanoutQueueEngine(v: FanoutQueueEngine) -> str:
@@ -3269,13 +3358,15 @@ def _dec_FanoutQueueEngine(d: object, path: str, depth: int) -> FanoutQueueEngin
         absent.append("Routing")
     else:
         f_routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
-    return FanoutQueueEngine(
+    result = FanoutQueueEngine(
         max_consumers=f_max_consumers,
         mode=f_mode,
         consumer_states=f_consumer_states,
         routing=f_routing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Routing(v: Routing) -> str:
@@ -3305,10 +3396,12 @@ def _dec_Routing(d: object, path: str, depth: int) -> Routing:
             f_subscription_groups.append(
                 _dec_SubscriptionGroup(item, path + "." + "subscriptionGroups[%d]" % i, depth + 1)
             )
-    return Routing(
+    result = Routing(
         subscription_groups=f_subscription_groups,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubscriptionGroup(v: SubscriptionGroup) -> str:
@@ -3357,13 +3450,15 @@ def _dec_SubscriptionGroup(d: object, path: str, depth: int) -> SubscriptionGrou
     f_priority_group = (
         None if x is None else _dec_PriorityGroup(x, path + "." + "priorityGroup", depth + 1)
     )
-    return SubscriptionGroup(
+    result = SubscriptionGroup(
         id=f_id,
         expression=f_expression,
         upstream_sub_queue_id=f_upstream_sub_queue_id,
         priority_group=f_priority_group,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_PriorityGroup(v: PriorityGroup) -> str:
@@ -3399,11 +3494,13 @@ def _dec_PriorityGroup(d: object, path: str, depth: int) -> PriorityGroup:
             f_highest_subscriptions.append(
                 _dec_Subscription(item, path + "." + "highestSubscriptions[%d]" % i, depth + 1)
             )
-    return PriorityGroup(
+    result = PriorityGroup(
         id=f_id,
         highest_subscriptions=f_highest_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription) -> str:
@@ -3448,12 +3545,14 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
         absent.append("subscriber")
     else:
         f_subscriber = _dec_Subscriber(x, path + "." + "subscriber", depth + 1)
-    return Subscription(
+    result = Subscription(
         downstream_subscription_id=f_downstream_subscription_id,
         consumer=f_consumer,
         subscriber=f_subscriber,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscriber(v: Subscriber) -> str:
@@ -3485,10 +3584,12 @@ def _dec_Subscriber(d: object, path: str, depth: int) -> Subscriber:
         f_downstream_sub_queue_id = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "downstreamSubQueueId"
         )
-    return Subscriber(
+    result = Subscriber(
         downstream_sub_queue_id=f_downstream_sub_queue_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConsumerInfo(v: ConsumerInfo) -> str:
@@ -3567,13 +3668,15 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
         f_consumer_priority_count = _j.dec_int(
             x, -2147483648, 2147483647, path, "consumerPriorityCount"
         )
-    return ConsumerInfo(
+    result = ConsumerInfo(
         max_unconfirmed_messages=f_max_unconfirmed_messages,
         max_unconfirmed_bytes=f_max_unconfirmed_bytes,
         consumer_priority=f_consumer_priority,
         consumer_priority_count=f_consumer_priority_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RoundRobinRouter(v: RoundRobinRouter) -> str:
@@ -3599,10 +3702,12 @@ def _dec_RoundRobinRouter(d: object, path: str, depth: int) -> RoundRobinRouter:
             f_consumers.append(
                 _dec_RouterConsumer(item, path + "." + "consumers[%d]" % i, depth + 1)
             )
-    return RoundRobinRouter(
+    result = RoundRobinRouter(
         consumers=f_consumers,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageGroupIdHelper(v: MessageGroupIdHelper) -> str:
@@ -3665,13 +3770,15 @@ def _dec_MessageGroupIdHelper(d: object, path: str, depth: int) -> MessageGroupI
         absent.append("status")
     else:
         f_status = _dec_MessageGroupIdManagerIndex(x, path + "." + "status", depth + 1)
-    return MessageGroupIdHelper(
+    result = MessageGroupIdHelper(
         timeout_nanoseconds=f_timeout_nanoseconds,
         max_msg_group_ids=f_max_msg_group_ids,
         is_rebalance_on=f_is_rebalance_on,
         status=f_status,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MessageGroupIdManagerIndex(v: MessageGroupIdManagerIndex) -> str:
@@ -3725,11 +3832,13 @@ def _dec_MessageGroupIdManagerIndex(d: object, path: str, depth: int) -> Message
                     item, path + "." + "numMsgGroupsPerClient[%d]" % i, depth + 1
                 )
             )
-    return MessageGroupIdManagerIndex(
+    result = MessageGroupIdManagerIndex(
         least_recently_used_group_ids=f_least_recently_used_group_ids,
         num_msg_groups_per_client=f_num_msg_groups_per_client,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RouterConsumer(v: RouterConsumer) -> str:
@@ -3777,13 +3886,15 @@ def _dec_RouterConsumer(d: object, path: str, depth: int) -> RouterConsumer:
         absent.append("expression")
     else:
         f_expression = _j.dec_str(x, path, "expression")
-    return RouterConsumer(
+    result = RouterConsumer(
         priority=f_priority,
         queue_handle=f_queue_handle,
         count=f_count,
         expression=f_expression,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RelayQueueEngine(v: RelayQueueEngine) -> str:
@@ -3842,13 +3953,15 @@ def _dec_RelayQueueEngine(d: object, path: str, depth: int) -> RelayQueueEngine:
         absent.append("Routing")
     else:
         f_routing = _dec_Routing(x, path + "." + "Routing", depth + 1)
-    return RelayQueueEngine(
+    result = RelayQueueEngine(
         num_substreams=f_num_substreams,
         sub_streams=f_sub_streams,
         app_states=f_app_states,
         routing=f_routing,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_RelayQueueEngineSubStream(v: RelayQueueEngineSubStream) -> str:
@@ -3889,12 +4002,14 @@ def _dec_RelayQueueEngineSubStream(d: object, path: str, depth: int) -> RelayQue
         absent.append("numMessages")
     else:
         f_num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
-    return RelayQueueEngineSubStream(
+    result = RelayQueueEngineSubStream(
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages=f_num_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueState(v: QueueState) -> str:
@@ -3985,7 +4100,7 @@ def _dec_QueueState(d: object, path: str, depth: int) -> QueueState:
     else:
         for i, item in enumerate(_j.arr(x, path, "handles")):
             f_handles.append(_dec_QueueHandle(item, path + "." + "handles[%d]" % i, depth + 1))
-    return QueueState(
+    result = QueueState(
         uri=f_uri,
         handle_parameters_json=f_handle_parameters_json,
         stream_parameters_json=f_stream_parameters_json,
@@ -3995,8 +4110,10 @@ def _dec_QueueState(d: object, path: str, depth: int) -> QueueState:
         storage=f_storage,
         capacity_meter=f_capacity_meter,
         handles=f_handles,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_CapacityMeter(v: CapacityMeter) -> str:
@@ -4133,7 +4250,7 @@ def _dec_CapacityMeter(d: object, path: str, depth: int) -> CapacityMeter:
         )
     x = o.get("parent")
     f_parent = None if x is None else _dec_CapacityMeter(x, path + "." + "parent", depth + 1)
-    return CapacityMeter(
+    result = CapacityMeter(
         name=f_name,
         is_disabled=f_is_disabled,
         num_messages=f_num_messages,
@@ -4143,8 +4260,10 @@ def _dec_CapacityMeter(d: object, path: str, depth: int) -> CapacityMeter:
         byte_capacity=f_byte_capacity,
         num_bytes_reserved=f_num_bytes_reserved,
         parent=f_parent,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandle(v: QueueHandle) -> str:
@@ -4201,13 +4320,15 @@ def _dec_QueueHandle(d: object, path: str, depth: int) -> QueueHandle:
             f_sub_streams.append(
                 _dec_QueueHandleSubStream(item, path + "." + "subStreams[%d]" % i, depth + 1)
             )
-    return QueueHandle(
+    result = QueueHandle(
         client_description=f_client_description,
         parameters_json=f_parameters_json,
         is_client_cluster_member=f_is_client_cluster_member,
         sub_streams=f_sub_streams,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ResourceUsageMonitor(v: ResourceUsageMonitor) -> str:
@@ -4413,7 +4534,7 @@ def _dec_ResourceUsageMonitor(d: object, path: str, depth: int) -> ResourceUsage
         f_bytes_capacity = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "bytesCapacity"
         )
-    return ResourceUsageMonitor(
+    result = ResourceUsageMonitor(
         state=f_state,
         messages_state=f_messages_state,
         num_messages=f_num_messages,
@@ -4425,8 +4546,10 @@ def _dec_ResourceUsageMonitor(d: object, path: str, depth: int) -> ResourceUsage
         bytes_low_watermark_ratio=f_bytes_low_watermark_ratio,
         bytes_high_watermark_ratio=f_bytes_high_watermark_ratio,
         bytes_capacity=f_bytes_capacity,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueContents(v: QueueContents) -> str:
@@ -4479,12 +4602,14 @@ def _dec_QueueContents(d: object, path: str, depth: int) -> QueueContents:
         f_total_queue_messages = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "totalQueueMessages"
         )
-    return QueueContents(
+    result = QueueContents(
         messages=f_messages,
         offset=f_offset,
         total_queue_messages=f_total_queue_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterList(v: ClusterList) -> str:
@@ -4508,10 +4633,12 @@ def _dec_ClusterList(d: object, path: str, depth: int) -> ClusterList:
     else:
         for i, item in enumerate(_j.arr(x, path, "clusters")):
             f_clusters.append(_dec_ClusterInfo(item, path + "." + "clusters[%d]" % i, depth + 1))
-    return ClusterList(
+    result = ClusterList(
         clusters=f_clusters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainsCommand(v: DomainsCommand) -> str:
@@ -4559,12 +4686,13 @@ def _dec_DomainsCommand(d: object, path: str, depth: int) -> DomainsCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainsCommand(
+    result = DomainsCommand(
         domain=f_domain,
         resolver=f_resolver,
         reconfigure=f_reconfigure,
         remove=f_remove,
     )
+    return result
 
 
 def _enc_DomainResolverCommand(v: DomainResolverCommand) -> str:
@@ -4589,9 +4717,10 @@ def _dec_DomainResolverCommand(d: object, path: str, depth: int) -> DomainResolv
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainResolverCommand(
+    result = DomainResolverCommand(
         clear_cache=f_clear_cache,
     )
+    return result
 
 
 def _enc_DomainReconfigure(v: DomainReconfigure) -> str:
@@ -4616,9 +4745,10 @@ def _dec_DomainReconfigure(d: object, path: str, depth: int) -> DomainReconfigur
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainReconfigure(
+    result = DomainReconfigure(
         domain=f_domain,
     )
+    return result
 
 
 def _enc_DomainRemove(v: DomainRemove) -> str:
@@ -4644,11 +4774,13 @@ def _dec_DomainRemove(d: object, path: str, depth: int) -> DomainRemove:
         f_domain = _j.dec_str(x, path, "domain")
     x = o.get("finalize")
     f_finalize = None if x is None else _j.dec_bool(x, path, "finalize")
-    return DomainRemove(
+    result = DomainRemove(
         domain=f_domain,
         finalize=f_finalize,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ConfigProviderCommand(v: ConfigProviderCommand) -> str:
@@ -4673,9 +4805,10 @@ def _dec_ConfigProviderCommand(d: object, path: str, depth: int) -> ConfigProvid
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ConfigProviderCommand(
+    result = ConfigProviderCommand(
         clear_cache=f_clear_cache,
     )
+    return result
 
 
 def _enc_StatCommand(v: StatCommand) -> str:
@@ -4719,12 +4852,13 @@ def _dec_StatCommand(d: object, path: str, depth: int) -> StatCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StatCommand(
+    result = StatCommand(
         show=f_show,
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_BrokerConfigCommand(v: BrokerConfigCommand) -> str:
@@ -4749,9 +4883,10 @@ def _dec_BrokerConfigCommand(d: object, path: str, depth: int) -> BrokerConfigCo
             " (an unknown selection is skipped)",
             path=path,
         )
-    return BrokerConfigCommand(
+    result = BrokerConfigCommand(
         dump=f_dump,
     )
+    return result
 
 
 def _enc_ClustersCommand(v: ClustersCommand) -> str:
@@ -4780,10 +4915,11 @@ def _dec_ClustersCommand(d: object, path: str, depth: int) -> ClustersCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ClustersCommand(
+    result = ClustersCommand(
         list=f_list,
         cluster=f_cluster,
     )
+    return result
 
 
 def _enc_DomainQueue(v: DomainQueue) -> str:
@@ -4810,11 +4946,13 @@ def _dec_DomainQueue(d: object, path: str, depth: int) -> DomainQueue:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_QueueCommand(x, path + "." + "command", depth + 1)
-    return DomainQueue(
+    result = DomainQueue(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StoragePartition(v: StoragePartition) -> str:
@@ -4844,11 +4982,13 @@ def _dec_StoragePartition(d: object, path: str, depth: int) -> StoragePartition:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_StoragePartitionCommand(x, path + "." + "command", depth + 1)
-    return StoragePartition(
+    result = StoragePartition(
         partition_id=f_partition_id,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageDomain(v: StorageDomain) -> str:
@@ -4875,11 +5015,13 @@ def _dec_StorageDomain(d: object, path: str, depth: int) -> StorageDomain:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_StorageDomainCommand(x, path + "." + "command", depth + 1)
-    return StorageDomain(
+    result = StorageDomain(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageQueue(v: StorageQueue) -> str:
@@ -4906,11 +5048,13 @@ def _dec_StorageQueue(d: object, path: str, depth: int) -> StorageQueue:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_StorageQueueCommand(x, path + "." + "command", depth + 1)
-    return StorageQueue(
+    result = StorageQueue(
         canonical_uri=f_canonical_uri,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ElectorCommand(v: ElectorCommand) -> str:
@@ -4947,11 +5091,12 @@ def _dec_ElectorCommand(d: object, path: str, depth: int) -> ElectorCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ElectorCommand(
+    result = ElectorCommand(
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_ReplicationCommand(v: ReplicationCommand) -> str:
@@ -4988,11 +5133,12 @@ def _dec_ReplicationCommand(d: object, path: str, depth: int) -> ReplicationComm
             " (an unknown selection is skipped)",
             path=path,
         )
-    return ReplicationCommand(
+    result = ReplicationCommand(
         set_tunable=f_set_tunable,
         get_tunable=f_get_tunable,
         list_tunables=f_list_tunables,
     )
+    return result
 
 
 def _enc_FileStore(v: FileStore) -> str:
@@ -5033,12 +5179,14 @@ def _dec_FileStore(d: object, path: str, depth: int) -> FileStore:
         absent.append("summary")
     else:
         f_summary = _dec_FileStoreSummary(x, path + "." + "summary", depth + 1)
-    return FileStore(
+    result = FileStore(
         partition_id=f_partition_id,
         state=f_state,
         summary=f_summary,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileSet(v: FileSet) -> str:
@@ -5078,11 +5226,13 @@ def _dec_FileSet(d: object, path: str, depth: int) -> FileSet:
         f_aliased_blob_buffer_count = _j.dec_int(
             x, 0, 18446744073709551615, path, "aliasedBlobBufferCount"
         )
-    return FileSet(
+    result = FileSet(
         data_file_name=f_data_file_name,
         aliased_blob_buffer_count=f_aliased_blob_buffer_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ActiveFileSet(v: ActiveFileSet) -> str:
@@ -5120,12 +5270,14 @@ def _dec_ActiveFileSet(d: object, path: str, depth: int) -> ActiveFileSet:
         absent.append("qlistFile")
     else:
         f_qlist_file = _dec_FileInfo(x, path + "." + "qlistFile", depth + 1)
-    return ActiveFileSet(
+    result = ActiveFileSet(
         data_file=f_data_file,
         journal_file=f_journal_file,
         qlist_file=f_qlist_file,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNodeInfo(v: ClusterNodeInfo) -> str:
@@ -5180,13 +5332,15 @@ def _dec_ClusterNodeInfo(d: object, path: str, depth: int) -> ClusterNodeInfo:
             f_primary_for_partition_ids.append(
                 _j.dec_int(item, -2147483648, 2147483647, path, "primaryForPartitionIds[%d]" % i)
             )
-    return ClusterNodeInfo(
+    result = ClusterNodeInfo(
         description=f_description,
         is_available=f_is_available,
         status=f_status,
         primary_for_partition_ids=f_primary_for_partition_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterDomain(v: ClusterDomain) -> str:
@@ -5227,12 +5381,14 @@ def _dec_ClusterDomain(d: object, path: str, depth: int) -> ClusterDomain:
         absent.append("loaded")
     else:
         f_loaded = _j.dec_bool(x, path, "loaded")
-    return ClusterDomain(
+    result = ClusterDomain(
         name=f_name,
         num_assigned_queues=f_num_assigned_queues,
         loaded=f_loaded,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterQueue(v: ClusterQueue) -> str:
@@ -5348,7 +5504,7 @@ def _dec_ClusterQueue(d: object, path: str, depth: int) -> ClusterQueue:
     else:
         for i, item in enumerate(_j.arr(x, path, "contexts")):
             f_contexts.append(_dec_Context(item, path + "." + "contexts[%d]" % i, depth + 1))
-    return ClusterQueue(
+    result = ClusterQueue(
         uri=f_uri,
         num_in_flight_contexts=f_num_in_flight_contexts,
         is_assigned=f_is_assigned,
@@ -5360,8 +5516,10 @@ def _dec_ClusterQueue(d: object, path: str, depth: int) -> ClusterQueue:
         key=f_key,
         is_created=f_is_created,
         contexts=f_contexts,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_SubId(v: SubId) -> str:
@@ -5391,11 +5549,13 @@ def _dec_SubId(d: object, path: str, depth: int) -> SubId:
         absent.append("appId")
     else:
         f_app_id = _j.dec_str(x, path, "appId")
-    return SubId(
+    result = SubId(
         sub_id=f_sub_id,
         app_id=f_app_id,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Queue(v: Queue) -> str:
@@ -5440,11 +5600,12 @@ def _dec_Queue(d: object, path: str, depth: int) -> Queue:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Queue(
+    result = Queue(
         local_queue=f_local_queue,
         remote_queue=f_remote_queue,
         uninitialized_queue=f_uninitialized_queue,
     )
+    return result
 
 
 def _enc_ConsumerState(v: ConsumerState) -> str:
@@ -5489,13 +5650,15 @@ def _dec_ConsumerState(d: object, path: str, depth: int) -> ConsumerState:
         absent.append("appState")
     else:
         f_app_state = _dec_AppState(x, path + "." + "appState", depth + 1)
-    return ConsumerState(
+    result = ConsumerState(
         app_id=f_app_id,
         status=f_status,
         is_at_end_of_storage=f_is_at_end_of_storage,
         app_state=f_app_state,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_AppState(v: AppState) -> str:
@@ -5553,13 +5716,15 @@ def _dec_AppState(d: object, path: str, depth: int) -> AppState:
         absent.append("roundRobinRouter")
     else:
         f_round_robin_router = _dec_RoundRobinRouter(x, path + "." + "roundRobinRouter", depth + 1)
-    return AppState(
+    result = AppState(
         app_id=f_app_id,
         num_consumers=f_num_consumers,
         redelivery_list_length=f_redelivery_list_length,
         round_robin_router=f_round_robin_router,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_LeastRecentlyUsedGroupId(v: LeastRecentlyUsedGroupId) -> str:
@@ -5610,12 +5775,14 @@ def _dec_LeastRecentlyUsedGroupId(d: object, path: str, depth: int) -> LeastRece
         f_last_seen_delta_nanoseconds = _j.dec_int(
             x, -9223372036854775808, 9223372036854775807, path, "lastSeenDeltaNanoseconds"
         )
-    return LeastRecentlyUsedGroupId(
+    result = LeastRecentlyUsedGroupId(
         client_description=f_client_description,
         msg_group_id=f_msg_group_id,
         last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClientMsgGroupsCount(v: ClientMsgGroupsCount) -> str:
@@ -5651,11 +5818,13 @@ def _dec_ClientMsgGroupsCount(d: object, path: str, depth: int) -> ClientMsgGrou
         absent.append("numMsgGroupIds")
     else:
         f_num_msg_group_ids = _j.dec_int(x, 0, 4294967295, path, "numMsgGroupIds")
-    return ClientMsgGroupsCount(
+    result = ClientMsgGroupsCount(
         client_description=f_client_description,
         num_msg_group_ids=f_num_msg_group_ids,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueStorage(v: QueueStorage) -> str:
@@ -5701,12 +5870,14 @@ def _dec_QueueStorage(d: object, path: str, depth: int) -> QueueStorage:
             f_virtual_storages.append(
                 _dec_VirtualStorage(item, path + "." + "virtualStorages[%d]" % i, depth + 1)
             )
-    return QueueStorage(
+    result = QueueStorage(
         num_messages=f_num_messages,
         num_bytes=f_num_bytes,
         virtual_storages=f_virtual_storages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueHandleSubStream(v: QueueHandleSubStream) -> str:
@@ -5778,14 +5949,16 @@ def _dec_QueueHandleSubStream(d: object, path: str, depth: int) -> QueueHandleSu
             x, -9223372036854775808, 9223372036854775807, path, "numUnconfirmedMessages"
         )
     )
-    return QueueHandleSubStream(
+    result = QueueHandleSubStream(
         sub_id=f_sub_id,
         app_id=f_app_id,
         parameters_json=f_parameters_json,
         unconfirmed_monitors=f_unconfirmed_monitors,
         num_unconfirmed_messages=f_num_unconfirmed_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Message(v: Message) -> str:
@@ -5826,12 +5999,14 @@ def _dec_Message(d: object, path: str, depth: int) -> Message:
         absent.append("arrivalTimestamp")
     else:
         f_arrival_timestamp = _j.dec_str(x, path, "arrivalTimestamp")
-    return Message(
+    result = Message(
         guid=f_guid,
         size_bytes=f_size_bytes,
         arrival_timestamp=f_arrival_timestamp,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterInfo(v: ClusterInfo) -> str:
@@ -5871,12 +6046,14 @@ def _dec_ClusterInfo(d: object, path: str, depth: int) -> ClusterInfo:
     else:
         for i, item in enumerate(_j.arr(x, path, "nodes")):
             f_nodes.append(_dec_ClusterNode(item, path + "." + "nodes[%d]" % i, depth + 1))
-    return ClusterInfo(
+    result = ClusterInfo(
         locality=f_locality,
         name=f_name,
         nodes=f_nodes,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Domain(v: Domain) -> str:
@@ -5903,11 +6080,13 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_DomainCommand(x, path + "." + "command", depth + 1)
-    return Domain(
+    result = Domain(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Cluster(v: Cluster) -> str:
@@ -5934,11 +6113,13 @@ def _dec_Cluster(d: object, path: str, depth: int) -> Cluster:
     if x is None:
         raise DecodeError("missing required element", path=path + ".command")
     f_command = _dec_ClusterCommand(x, path + "." + "command", depth + 1)
-    return Cluster(
+    result = Cluster(
         name=f_name,
         command=f_command,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueCommand(v: QueueCommand) -> str:
@@ -5971,11 +6152,12 @@ def _dec_QueueCommand(d: object, path: str, depth: int) -> QueueCommand:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return QueueCommand(
+    result = QueueCommand(
         purge_app_id=f_purge_app_id,
         internals=f_internals,
         messages=f_messages,
     )
+    return result
 
 
 def _enc_StoragePartitionCommand(v: StoragePartitionCommand) -> str:
@@ -6019,12 +6201,13 @@ def _dec_StoragePartitionCommand(d: object, path: str, depth: int) -> StoragePar
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StoragePartitionCommand(
+    result = StoragePartitionCommand(
         enable=f_enable,
         disable=f_disable,
         summary=f_summary,
         rollover=f_rollover,
     )
+    return result
 
 
 def _enc_StorageDomainCommand(v: StorageDomainCommand) -> str:
@@ -6053,10 +6236,11 @@ def _dec_StorageDomainCommand(d: object, path: str, depth: int) -> StorageDomain
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StorageDomainCommand(
+    result = StorageDomainCommand(
         queue_status=f_queue_status,
         purge=f_purge,
     )
+    return result
 
 
 def _enc_StorageQueueCommand(v: StorageQueueCommand) -> str:
@@ -6081,9 +6265,10 @@ def _dec_StorageQueueCommand(d: object, path: str, depth: int) -> StorageQueueCo
             " (an unknown selection is skipped)",
             path=path,
         )
-    return StorageQueueCommand(
+    result = StorageQueueCommand(
         purge_app_id=f_purge_app_id,
     )
+    return result
 
 
 def _enc_SetTunable(v: SetTunable) -> str:
@@ -6127,13 +6312,15 @@ def _dec_SetTunable(d: object, path: str, depth: int) -> SetTunable:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return SetTunable(
+    result = SetTunable(
         name=f_name,
         value=f_value,
         all=f_all,
         self=f_self,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_GetTunable(v: GetTunable) -> str:
@@ -6172,12 +6359,14 @@ def _dec_GetTunable(d: object, path: str, depth: int) -> GetTunable:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return GetTunable(
+    result = GetTunable(
         name=f_name,
         all=f_all,
         self=f_self,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Context(v: Context) -> str:
@@ -6206,10 +6395,12 @@ def _dec_Context(d: object, path: str, depth: int) -> Context:
         absent.append("queueHandleParametersJson")
     else:
         f_queue_handle_parameters_json = _j.dec_str(x, path, "queueHandleParametersJson")
-    return Context(
+    result = Context(
         queue_handle_parameters_json=f_queue_handle_parameters_json,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_UninitializedQueue(v: UninitializedQueue) -> str:
@@ -6223,9 +6414,10 @@ def _enc_UninitializedQueue(v: UninitializedQueue) -> str:
 def _dec_UninitializedQueue(d: object, path: str, depth: int) -> UninitializedQueue:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return UninitializedQueue(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = UninitializedQueue()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_VirtualStorage(v: VirtualStorage) -> str:
@@ -6265,12 +6457,14 @@ def _dec_VirtualStorage(d: object, path: str, depth: int) -> VirtualStorage:
         absent.append("numMessages")
     else:
         f_num_messages = _j.dec_int(x, 0, 4294967295, path, "numMessages")
-    return VirtualStorage(
+    result = VirtualStorage(
         app_id=f_app_id,
         app_key=f_app_key,
         num_messages=f_num_messages,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ClusterNode(v: ClusterNode) -> str:
@@ -6308,12 +6502,14 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
         absent.append("dataCenter")
     else:
         f_data_center = _j.dec_str(x, path, "dataCenter")
-    return ClusterNode(
+    result = ClusterNode(
         host_name=f_host_name,
         node_id=f_node_id,
         data_center=f_data_center,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_ListMessages(v: ListMessages) -> str:
@@ -6347,12 +6543,14 @@ def _dec_ListMessages(d: object, path: str, depth: int) -> ListMessages:
         absent.append("count")
     else:
         f_count = _j.dec_int(x, -2147483648, 2147483647, path, "count")
-    return ListMessages(
+    result = ListMessages(
         app_id=f_app_id,
         offset=f_offset,
         count=f_count,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {

@@ -6,8 +6,9 @@ Codecs: mqbconf_json (baljsn-compatible JSON) and mqbconf_ber (balber-compatible
 Conventions: one class per XSD type, fields are the snake_case element names, XSD defaults are
 field defaults, optional elements are ``X | None``, arrays are lists, and every choice (named, or
 anonymous inside a sequence) is flattened into one ``X | None`` field per selection with exactly one
-set (``selection`` names it). ``_absent`` is codec bookkeeping: elements a decoded peer message
-did not carry, so that re-encoding reproduces it byte for byte while they keep their default.
+set (``selection`` names it). ``_absent`` (not a field) is codec bookkeeping: the elements a
+decoded peer message did not carry, so that re-encoding reproduces it byte for byte while they keep
+their default.
 """
 
 from __future__ import annotations
@@ -43,6 +44,22 @@ __all__ = [
 _NO_ABSENT: frozenset[str] = frozenset()
 
 
+class _Message:
+    """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
+
+    __slots__ = ("_absent_",)
+
+    @property
+    def _absent(self) -> frozenset[str]:
+        """XSD names of the elements a decoded message did not carry; empty for a value built
+        here (or copied with ``dataclasses.replace``). Encoders leave such an element out again
+        while it still holds its default, so a peer's message re-encodes byte for byte."""
+        try:
+            return self._absent_
+        except AttributeError:
+            return _NO_ABSENT
+
+
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:
     chosen = [name for name in names if getattr(obj, name) is not None]
     if len(chosen) > 1:
@@ -62,7 +79,7 @@ class ExpressionVersion(enum.IntEnum):
 
 
 @dataclass(slots=True, kw_only=True)
-class Limits:
+class Limits(_Message):
     """Represent the various limitations to apply to either a 'domain' or an
     individual 'queue'.
 
@@ -80,11 +97,10 @@ class Limits:
     messages_watermark_ratio: float = 0.8
     bytes: int = 0
     bytes_watermark_ratio: float = 0.8
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Domain:
+class Domain(_Message):
     """Configuration for a Domain using the custom Bloomberg Domain.
 
     name................: name of this domain
@@ -131,11 +147,10 @@ class Domain:
     deduplication_time_ms: int = 300000
     consistency: Consistency
     subscriptions: list[Subscription] = field(default_factory=list)
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class MsgGroupIdConfig:
+class MsgGroupIdConfig(_Message):
     """Configuration for the use of Group Ids for routing. The garbage
     collection arguments could be assigned manually or get calculated out
     of statistics on the streams. They are considered internal and our
@@ -157,11 +172,10 @@ class MsgGroupIdConfig:
     rebalance: bool = False
     max_groups: int = 2147483647
     ttl_seconds: int = 0
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueMode:
+class QueueMode(_Message):
     """Choice of all the various modes a queue can be configured in.
 
     fanout.........: multiple consumers are each getting all messages
@@ -195,7 +209,7 @@ class QueueMode:
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueModeFanout:
+class QueueModeFanout(_Message):
     """Configuration for a fanout queue.
 
     appIDs.............: List of appIDs authorized to consume from the
@@ -205,25 +219,20 @@ class QueueModeFanout:
 
     app_i_ds: list[str] = field(default_factory=list)
     publish_app_id_metrics: bool = True
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueModePriority:
+class QueueModePriority(_Message):
     """Configuration for a priority queue."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class QueueModeBroadcast:
+class QueueModeBroadcast(_Message):
     """Configuration for a broadcast queue."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class Consistency:
+class Consistency(_Message):
     """Consistency choices to configure a queue.
 
     eventual........: no Replication Receipt is required.
@@ -251,21 +260,17 @@ class Consistency:
 
 
 @dataclass(slots=True, kw_only=True)
-class QueueConsistencyEventual:
+class QueueConsistencyEventual(_Message):
     """Configuration for eventual consistency."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class QueueConsistencyStrong:
+class QueueConsistencyStrong(_Message):
     """Configuration for strong consistency."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class Expression:
+class Expression(_Message):
     """This complex type contains expression to evaluate when selecting
     Subscription for delivery.
 
@@ -275,11 +280,10 @@ class Expression:
 
     version: ExpressionVersion = ExpressionVersion.E_UNDEFINED
     text: str = ""
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Subscription:
+class Subscription(_Message):
     """This complex type contains various parameters required by an upstream
     node to configure subscription for an app.
 
@@ -289,11 +293,10 @@ class Subscription:
 
     app_id: str = ""
     expression: Expression = field(default_factory=lambda: Expression())
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class StorageDefinition:
+class StorageDefinition(_Message):
     """Type representing the configuration for a Storage.
 
     config........: configuration for the type of storage to use
@@ -306,11 +309,10 @@ class StorageDefinition:
     domain_limits: Limits = field(default_factory=lambda: Limits())
     queue_limits: Limits = field(default_factory=lambda: Limits())
     config: Storage
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class Storage:
+class Storage(_Message):
     """Choice of all the various Storage backends
 
     inMemory....: store data in memory
@@ -338,21 +340,17 @@ class Storage:
 
 
 @dataclass(slots=True, kw_only=True)
-class InMemoryStorage:
+class InMemoryStorage(_Message):
     """Configuration for storage using an in-memory map."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class FileBackedStorage:
+class FileBackedStorage(_Message):
     """Configuration for storage using a file on disk."""
 
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
-
 
 @dataclass(slots=True, kw_only=True)
-class DomainDefinition:
+class DomainDefinition(_Message):
     """Top level type representing the information retrieved when resolving a
     domain.
 
@@ -364,11 +362,10 @@ class DomainDefinition:
 
     location: str = ""
     parameters: Domain
-    _absent: frozenset[str] = field(default=_NO_ABSENT, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
-class DomainVariant:
+class DomainVariant(_Message):
     """Either a Domain or a DomainRedirection.
 
     definition..: The full definition of a domain

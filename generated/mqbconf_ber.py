@@ -40,7 +40,6 @@ from pybmq.generated.mqbconf import (
 __all__ = ["decode_ber", "encode_ber"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 _TOP = _b.identifier(0x00, True, 16)  # balber tags the top-level value as a universal SEQUENCE
 
 
@@ -120,13 +119,15 @@ def _dec_Limits(r: _b.BerReader, end: int | None, path: str) -> Limits:
     if f_bytes_watermark_ratio is None:
         f_bytes_watermark_ratio = 0.8
         absent.append("bytesWatermarkRatio")
-    return Limits(
+    result = Limits(
         messages=f_messages,
         messages_watermark_ratio=f_messages_watermark_ratio,
         bytes=f_bytes,
         bytes_watermark_ratio=f_bytes_watermark_ratio,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Domain(v: Domain, out: bytearray, tag: bytes) -> None:
@@ -331,7 +332,7 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
     if f_subscriptions is None:
         f_subscriptions = []
         absent.append("subscriptions")
-    return Domain(
+    result = Domain(
         name=f_name,
         mode=f_mode,
         storage=f_storage,
@@ -345,8 +346,10 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
         deduplication_time_ms=f_deduplication_time_ms,
         consistency=f_consistency,
         subscriptions=f_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MsgGroupIdConfig(v: MsgGroupIdConfig, out: bytearray, tag: bytes) -> None:
@@ -414,12 +417,14 @@ def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGro
     if f_ttl_seconds is None:
         f_ttl_seconds = 0
         absent.append("ttlSeconds")
-    return MsgGroupIdConfig(
+    result = MsgGroupIdConfig(
         rebalance=f_rebalance,
         max_groups=f_max_groups,
         ttl_seconds=f_ttl_seconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueMode(v: QueueMode, out: bytearray, tag: bytes) -> None:
@@ -484,11 +489,12 @@ def _dec_QueueMode(r: _b.BerReader, end: int | None, path: str) -> QueueMode:
             offset=r.pos,
             path=path,
         )
-    return QueueMode(
+    result = QueueMode(
         fanout=f_fanout,
         priority=f_priority,
         broadcast=f_broadcast,
     )
+    return result
 
 
 def _enc_QueueModeFanout(v: QueueModeFanout, out: bytearray, tag: bytes) -> None:
@@ -545,11 +551,13 @@ def _dec_QueueModeFanout(r: _b.BerReader, end: int | None, path: str) -> QueueMo
     if f_publish_app_id_metrics is None:
         f_publish_app_id_metrics = True
         absent.append("publishAppIdMetrics")
-    return QueueModeFanout(
+    result = QueueModeFanout(
         app_i_ds=f_app_i_ds,
         publish_app_id_metrics=f_publish_app_id_metrics,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueModePriority(v: QueueModePriority, out: bytearray, tag: bytes) -> None:
@@ -573,9 +581,10 @@ def _dec_QueueModePriority(r: _b.BerReader, end: int | None, path: str) -> Queue
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return QueueModePriority(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueModePriority()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueModeBroadcast(v: QueueModeBroadcast, out: bytearray, tag: bytes) -> None:
@@ -599,9 +608,10 @@ def _dec_QueueModeBroadcast(r: _b.BerReader, end: int | None, path: str) -> Queu
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return QueueModeBroadcast(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueModeBroadcast()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Consistency(v: Consistency, out: bytearray, tag: bytes) -> None:
@@ -658,10 +668,11 @@ def _dec_Consistency(r: _b.BerReader, end: int | None, path: str) -> Consistency
             offset=r.pos,
             path=path,
         )
-    return Consistency(
+    result = Consistency(
         eventual=f_eventual,
         strong=f_strong,
     )
+    return result
 
 
 def _enc_QueueConsistencyEventual(v: QueueConsistencyEventual, out: bytearray, tag: bytes) -> None:
@@ -687,9 +698,10 @@ def _dec_QueueConsistencyEventual(
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return QueueConsistencyEventual(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueConsistencyEventual()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueConsistencyStrong(v: QueueConsistencyStrong, out: bytearray, tag: bytes) -> None:
@@ -715,9 +727,10 @@ def _dec_QueueConsistencyStrong(
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return QueueConsistencyStrong(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueConsistencyStrong()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Expression(v: Expression, out: bytearray, tag: bytes) -> None:
@@ -763,11 +776,13 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
     if f_text is None:
         f_text = ""
         absent.append("text")
-    return Expression(
+    result = Expression(
         version=f_version,
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription, out: bytearray, tag: bytes) -> None:
@@ -813,11 +828,13 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
     if f_expression is None:
         f_expression = Expression()
         absent.append("expression")
-    return Subscription(
+    result = Subscription(
         app_id=f_app_id,
         expression=f_expression,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageDefinition(v: StorageDefinition, out: bytearray, tag: bytes) -> None:
@@ -872,12 +889,14 @@ def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> Stora
         absent.append("queueLimits")
     if f_config is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".config")
-    return StorageDefinition(
+    result = StorageDefinition(
         domain_limits=f_domain_limits,
         queue_limits=f_queue_limits,
         config=f_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Storage(v: Storage, out: bytearray, tag: bytes) -> None:
@@ -934,10 +953,11 @@ def _dec_Storage(r: _b.BerReader, end: int | None, path: str) -> Storage:
             offset=r.pos,
             path=path,
         )
-    return Storage(
+    result = Storage(
         in_memory=f_in_memory,
         file_backed=f_file_backed,
     )
+    return result
 
 
 def _enc_InMemoryStorage(v: InMemoryStorage, out: bytearray, tag: bytes) -> None:
@@ -961,9 +981,10 @@ def _dec_InMemoryStorage(r: _b.BerReader, end: int | None, path: str) -> InMemor
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return InMemoryStorage(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = InMemoryStorage()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileBackedStorage(v: FileBackedStorage, out: bytearray, tag: bytes) -> None:
@@ -987,9 +1008,10 @@ def _dec_FileBackedStorage(r: _b.BerReader, end: int | None, path: str) -> FileB
             r.skip(cc, length, path)
     r.depth -= 1
     absent: list[str] = []
-    return FileBackedStorage(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FileBackedStorage()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainDefinition(v: DomainDefinition, out: bytearray, tag: bytes) -> None:
@@ -1033,11 +1055,13 @@ def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> Domain
         absent.append("location")
     if f_parameters is None:
         raise DecodeError("missing required element", offset=r.pos, path=path + ".parameters")
-    return DomainDefinition(
+    result = DomainDefinition(
         location=f_location,
         parameters=f_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainVariant(v: DomainVariant, out: bytearray, tag: bytes) -> None:
@@ -1094,10 +1118,11 @@ def _dec_DomainVariant(r: _b.BerReader, end: int | None, path: str) -> DomainVar
             offset=r.pos,
             path=path,
         )
-    return DomainVariant(
+    result = DomainVariant(
         definition=f_definition,
         redirect=f_redirect,
     )
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray, bytes], None]] = {

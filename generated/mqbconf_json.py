@@ -39,7 +39,6 @@ from pybmq.generated.mqbconf import (
 __all__ = ["decode_json", "encode_json"]
 
 T = TypeVar("T")
-_NO_ABSENT: frozenset[str] = frozenset()
 
 
 def _enc_Limits(v: Limits) -> str:
@@ -96,13 +95,15 @@ def _dec_Limits(d: object, path: str, depth: int) -> Limits:
         absent.append("bytesWatermarkRatio")
     else:
         f_bytes_watermark_ratio = _j.dec_float(x, path, "bytesWatermarkRatio")
-    return Limits(
+    result = Limits(
         messages=f_messages,
         messages_watermark_ratio=f_messages_watermark_ratio,
         bytes=f_bytes,
         bytes_watermark_ratio=f_bytes_watermark_ratio,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Domain(v: Domain) -> str:
@@ -243,7 +244,7 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
             f_subscriptions.append(
                 _dec_Subscription(item, path + "." + "subscriptions[%d]" % i, depth + 1)
             )
-    return Domain(
+    result = Domain(
         name=f_name,
         mode=f_mode,
         storage=f_storage,
@@ -257,8 +258,10 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
         deduplication_time_ms=f_deduplication_time_ms,
         consistency=f_consistency,
         subscriptions=f_subscriptions,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_MsgGroupIdConfig(v: MsgGroupIdConfig) -> str:
@@ -307,12 +310,14 @@ def _dec_MsgGroupIdConfig(d: object, path: str, depth: int) -> MsgGroupIdConfig:
         absent.append("ttlSeconds")
     else:
         f_ttl_seconds = _j.dec_int(x, -9223372036854775808, 9223372036854775807, path, "ttlSeconds")
-    return MsgGroupIdConfig(
+    result = MsgGroupIdConfig(
         rebalance=f_rebalance,
         max_groups=f_max_groups,
         ttl_seconds=f_ttl_seconds,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueMode(v: QueueMode) -> str:
@@ -349,11 +354,12 @@ def _dec_QueueMode(d: object, path: str, depth: int) -> QueueMode:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return QueueMode(
+    result = QueueMode(
         fanout=f_fanout,
         priority=f_priority,
         broadcast=f_broadcast,
     )
+    return result
 
 
 def _enc_QueueModeFanout(v: QueueModeFanout) -> str:
@@ -392,11 +398,13 @@ def _dec_QueueModeFanout(d: object, path: str, depth: int) -> QueueModeFanout:
         absent.append("publishAppIdMetrics")
     else:
         f_publish_app_id_metrics = _j.dec_bool(x, path, "publishAppIdMetrics")
-    return QueueModeFanout(
+    result = QueueModeFanout(
         app_i_ds=f_app_i_ds,
         publish_app_id_metrics=f_publish_app_id_metrics,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueModePriority(v: QueueModePriority) -> str:
@@ -410,9 +418,10 @@ def _enc_QueueModePriority(v: QueueModePriority) -> str:
 def _dec_QueueModePriority(d: object, path: str, depth: int) -> QueueModePriority:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return QueueModePriority(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueModePriority()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueModeBroadcast(v: QueueModeBroadcast) -> str:
@@ -426,9 +435,10 @@ def _enc_QueueModeBroadcast(v: QueueModeBroadcast) -> str:
 def _dec_QueueModeBroadcast(d: object, path: str, depth: int) -> QueueModeBroadcast:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return QueueModeBroadcast(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueModeBroadcast()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Consistency(v: Consistency) -> str:
@@ -461,10 +471,11 @@ def _dec_Consistency(d: object, path: str, depth: int) -> Consistency:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Consistency(
+    result = Consistency(
         eventual=f_eventual,
         strong=f_strong,
     )
+    return result
 
 
 def _enc_QueueConsistencyEventual(v: QueueConsistencyEventual) -> str:
@@ -478,9 +489,10 @@ def _enc_QueueConsistencyEventual(v: QueueConsistencyEventual) -> str:
 def _dec_QueueConsistencyEventual(d: object, path: str, depth: int) -> QueueConsistencyEventual:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return QueueConsistencyEventual(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueConsistencyEventual()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_QueueConsistencyStrong(v: QueueConsistencyStrong) -> str:
@@ -494,9 +506,10 @@ def _enc_QueueConsistencyStrong(v: QueueConsistencyStrong) -> str:
 def _dec_QueueConsistencyStrong(d: object, path: str, depth: int) -> QueueConsistencyStrong:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return QueueConsistencyStrong(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = QueueConsistencyStrong()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Expression(v: Expression) -> str:
@@ -526,11 +539,13 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
         absent.append("text")
     else:
         f_text = _j.dec_str(x, path, "text")
-    return Expression(
+    result = Expression(
         version=f_version,
         text=f_text,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Subscription(v: Subscription) -> str:
@@ -560,11 +575,13 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
         absent.append("expression")
     else:
         f_expression = _dec_Expression(x, path + "." + "expression", depth + 1)
-    return Subscription(
+    result = Subscription(
         app_id=f_app_id,
         expression=f_expression,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_StorageDefinition(v: StorageDefinition) -> str:
@@ -599,12 +616,14 @@ def _dec_StorageDefinition(d: object, path: str, depth: int) -> StorageDefinitio
     if x is None:
         raise DecodeError("missing required element", path=path + ".config")
     f_config = _dec_Storage(x, path + "." + "config", depth + 1)
-    return StorageDefinition(
+    result = StorageDefinition(
         domain_limits=f_domain_limits,
         queue_limits=f_queue_limits,
         config=f_config,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_Storage(v: Storage) -> str:
@@ -635,10 +654,11 @@ def _dec_Storage(d: object, path: str, depth: int) -> Storage:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return Storage(
+    result = Storage(
         in_memory=f_in_memory,
         file_backed=f_file_backed,
     )
+    return result
 
 
 def _enc_InMemoryStorage(v: InMemoryStorage) -> str:
@@ -652,9 +672,10 @@ def _enc_InMemoryStorage(v: InMemoryStorage) -> str:
 def _dec_InMemoryStorage(d: object, path: str, depth: int) -> InMemoryStorage:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return InMemoryStorage(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = InMemoryStorage()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_FileBackedStorage(v: FileBackedStorage) -> str:
@@ -668,9 +689,10 @@ def _enc_FileBackedStorage(v: FileBackedStorage) -> str:
 def _dec_FileBackedStorage(d: object, path: str, depth: int) -> FileBackedStorage:
     o = _j.obj(d, path, depth)
     absent: list[str] = []
-    return FileBackedStorage(
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
-    )
+    result = FileBackedStorage()
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainDefinition(v: DomainDefinition) -> str:
@@ -697,11 +719,13 @@ def _dec_DomainDefinition(d: object, path: str, depth: int) -> DomainDefinition:
     if x is None:
         raise DecodeError("missing required element", path=path + ".parameters")
     f_parameters = _dec_Domain(x, path + "." + "parameters", depth + 1)
-    return DomainDefinition(
+    result = DomainDefinition(
         location=f_location,
         parameters=f_parameters,
-        _absent=frozenset(absent) if absent else _NO_ABSENT,
     )
+    if absent:
+        result._absent_ = frozenset(absent)
+    return result
 
 
 def _enc_DomainVariant(v: DomainVariant) -> str:
@@ -732,10 +756,11 @@ def _dec_DomainVariant(d: object, path: str, depth: int) -> DomainVariant:
             " (an unknown selection is skipped)",
             path=path,
         )
-    return DomainVariant(
+    result = DomainVariant(
         definition=f_definition,
         redirect=f_redirect,
     )
+    return result
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {

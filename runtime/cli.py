@@ -19,6 +19,8 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli_consume",
     "pybmq.sim_cli",
     "pybmq.cli_decode",
+    "pybmq.cli_schema_diff",
+    "pybmq.cli_schema_check",
 ]
 
 

@@ -115,11 +115,25 @@ class _PendingRequest:
 class _PendingPut:
     """One unacknowledged post; kept small because there can be millions in flight."""
 
-    __slots__ = ("context", "queue_id")
+    __slots__ = ("batch", "context", "queue_id")
 
     def __init__(self, queue_id: int, context: object) -> None:
         self.queue_id = queue_id
         self.context = context
+        self.batch: _AckBatch | None = None  # set when the post leaves in a PUT event
+
+
+class _AckBatch:
+    """The posts that left in one flush share one ACK deadline. ``remaining`` counts those still
+    unacknowledged, so a fully acknowledged batch is dropped at once instead of holding its
+    GUIDs until the deadline."""
+
+    __slots__ = ("deadline", "guids", "remaining")
+
+    def __init__(self, deadline: float, guids: list[bytes]) -> None:
+        self.deadline = deadline
+        self.guids = guids
+        self.remaining = len(guids)
 
 
 class QueueRecord:
@@ -229,7 +243,7 @@ class ClientEngine:
         self._next_handle = 0
         self._unacked: dict[bytes, _PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
-        self._ack_deadlines: collections.deque[tuple[float, list[bytes]]] = collections.deque()
+        self._ack_deadlines: collections.deque[_AckBatch] = collections.deque()
         self._now = 0.0
         self._last_received = 0.0
         self._last_probe = 0.0
@@ -606,8 +620,12 @@ class ClientEngine:
             props = None
         threshold = self.options.compression_threshold
         compress = bool(threshold) and len(payload) >= threshold
-        guid = self._guids.generate()
         wants_ack = bool(queue.flags & FLAG_ACK)
+        if context is not None and not wants_ack:
+            raise UsageError(
+                f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
+            )
+        guid = self._guids.generate()
         self._puts.append((queue_id, guid, payload, props, wants_ack, compress))
         if wants_ack:
             self._unacked[guid] = _PendingPut(queue_id, context)
@@ -627,6 +645,11 @@ class ClientEngine:
     @property
     def unacked_count(self) -> int:
         return len(self._unacked)
+
+    @property
+    def pending_ack_batches(self) -> int:
+        """Flushes that still have unacknowledged posts (each holds one ACK deadline)."""
+        return len(self._ack_deadlines)
 
     @property
     def buffered_count(self) -> int:
@@ -682,7 +705,11 @@ class ClientEngine:
         self._out.extend(builder.finish())
         puts.clear()
         if acked:
-            self._ack_deadlines.append((self._now + self.options.ack_timeout, acked))
+            batch = _AckBatch(self._now + self.options.ack_timeout, acked)
+            unacked = self._unacked
+            for guid in acked:
+                unacked[guid].batch = batch
+            self._ack_deadlines.append(batch)
 
     # ------------------------------------------------------------------ bytes out / events out
 
@@ -706,7 +733,7 @@ class ClientEngine:
             return self._negotiation_deadline
         candidates = [r.deadline for r in self._requests.values()]
         if self._ack_deadlines:
-            candidates.append(self._ack_deadlines[0][0])
+            candidates.append(self._ack_deadlines[0].deadline)
         if self._stop_deadline is not None and self.state is SessionState.STOPPING:
             candidates.append(self._stop_deadline)
         if self.state in (SessionState.STARTED, SessionState.STOPPING):
@@ -733,9 +760,8 @@ class ClientEngine:
                 self._on_request_failed(
                     request, RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
                 )
-        while self._ack_deadlines and self._ack_deadlines[0][0] <= now:
-            _, guids = self._ack_deadlines.popleft()
-            for guid in guids:
+        while self._ack_deadlines and self._ack_deadlines[0].deadline <= now:
+            for guid in self._ack_deadlines.popleft().guids:
                 pending = self._unacked.pop(guid, None)
                 if pending is not None:
                     queue = self.queues.get(pending.queue_id)
@@ -827,9 +853,15 @@ class ClientEngine:
             if pending is None:
                 log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
                 continue
+            batch = pending.batch
+            if batch is not None:
+                batch.remaining -= 1
             queue = queues.get(pending.queue_id)
             uri = queue.uri if queue is not None else ""
             append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
+        batches = self._ack_deadlines
+        while batches and batches[0].remaining <= 0:
+            batches.popleft()
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
@@ -1028,6 +1060,8 @@ class ClientEngine:
         for guid, pending in list(self._unacked.items()):
             if pending.queue_id == queue.queue_id:
                 del self._unacked[guid]
+                if pending.batch is not None:
+                    pending.batch.remaining -= 1
                 ack = Ack(guid, queue.uri, AckStatus.CANCELED, local=True, reason="queue closed")
                 self._events.append(AckReceived(ack, pending.context))
 

@@ -324,8 +324,11 @@ _PUSH_FULL = struct.Struct(">IIi16sH2xI")
 _SCHEMA = struct.Struct(">H")
 _NO_INFOS: tuple[SubQueueInfo, ...] = ()
 _WORD = struct.Struct(">I")
-# Second PushHeader word with 8 header words and, in the options area, one plain
-# SUB_QUEUE_INFOS option of 3 words (header + one 8-byte item) or one packed option (1 word).
+# Second PushHeader word with 8 header words and, in the options area, one SUB_QUEUE_IDS_OLD
+# option with one id (2 words), one plain SUB_QUEUE_INFOS option of 3 words (header + one 8-byte
+# item) or one packed option (1 word).
+_ONE_ID_OLD_W1 = (2 << 8) | 8
+_ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << 26) | 2
 _ONE_INFO_W1 = (3 << 8) | 8
 _PACKED_INFO_W1 = (1 << 8) | 8
 _ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
@@ -515,14 +518,19 @@ def decode_push(
                     ))  # fmt: skip
                 pos += size
                 continue
-            if (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION) or (
-                w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION
+            if (
+                (w1 == _ONE_ID_OLD_W1 and word == _ONE_ID_OLD_OPTION)
+                or (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION)
+                or (w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION)
             ):
-                # What brokers send most: a 32-byte header and ONE sub-queue info option (plain
-                # with one 8-byte item, or packed), no compression. Infos are cached per value.
-                if w1 == _ONE_INFO_W1:
+                # What brokers send most: a 32-byte header and ONE sub-queue option (one old-style
+                # id, one plain 8-byte info, or packed), no compression. Infos cached per value.
+                if w1 == _ONE_ID_OLD_W1:
+                    start = pos + 40
+                    key = data[pos + 36 : pos + 40]
+                elif w1 == _ONE_INFO_W1:
                     start = pos + 44
-                    key = data[pos + 36 : pos + 41]
+                    key = data[pos + 35 : pos + 41]  # distinct from the 4-byte old-style key
                 else:
                     start = pos + 36
                     key = word & 0xFF

@@ -458,6 +458,8 @@ async def test_posts_and_confirms_of_one_loop_turn_leave_in_one_event_each() -> 
     try:
         async with AsyncSession(f"tcp://127.0.0.1:{port}") as session:
             queue = await session.open_queue(PRIORITY, read=True, write=True, ack=False)
+            with pytest.raises(UsageError, match="ack=False"):
+                await queue.post(b"would wait forever")
             for i in range(100):
                 queue.post_nowait(b"turn-%d" % i)
             received = [await asyncio.wait_for(queue.get(), 10) for _ in range(100)]

@@ -458,3 +458,24 @@ def test_failed_configure_fails_the_open_and_releases_the_queue() -> None:
     assert close.close_queue is not None  # the broker had opened it: detach again
     reply(engine, close)
     assert queue_id not in engine.queues
+
+
+def test_acknowledged_batches_release_their_guids_before_the_deadline() -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    first = [engine.post(writer, b"a", 0.0) for _ in range(3)]
+    engine.data_to_send()
+    second = [engine.post(writer, b"b", 0.0) for _ in range(2)]
+    [event] = sent_events(engine)
+    qid = next(wire.iter_put(event)).queue_id
+    assert engine.pending_ack_batches == 2
+    acks = wire.AckEventBuilder()
+    for guid in first:
+        acks.add(0, 0, guid, qid)
+    [ack_event] = acks.finish()
+    engine.receive_data(ack_event, 1.0)
+    assert engine.pending_ack_batches == 1  # the first flush is fully acknowledged: dropped
+    engine.handle_timeout(30.0)
+    nacks = [e.ack for e in engine.next_events() if isinstance(e, AckReceived) and e.ack.local]
+    assert [n.guid for n in nacks] == second
+    assert engine.pending_ack_batches == 0

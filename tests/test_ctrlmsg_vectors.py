@@ -285,6 +285,8 @@ def test_elements_absent_on_the_wire_are_written_once_changed() -> None:
     assert again != payload and b"pybmq" in again
     # sdkLanguage and guidInfo were absent and still hold their defaults: still not written
     assert decode_ber(NegotiationMessage, again).client_identity._absent == {"sdkLanguage", "guidInfo"}  # type: ignore[union-attr]
-    fresh = dataclasses.replace(msg.client_identity, _absent=frozenset())
+    fresh = dataclasses.replace(msg.client_identity)  # a new value: nothing absent
+    assert fresh._absent == frozenset()
+    assert "_absent" not in {f.name for f in dataclasses.fields(fresh)}
     full = encode_ber(NegotiationMessage(client_identity=fresh))
     assert len(full) > len(again) and decode_ber(NegotiationMessage, full).client_identity == fresh

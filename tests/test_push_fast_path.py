@@ -13,23 +13,28 @@ GUID = bytes([0x40]) + bytes(range(1, 16))
 
 
 @pytest.mark.parametrize("with_properties", [False, True])
-@pytest.mark.parametrize("option", ["plain", "packed"])
+@pytest.mark.parametrize("option", ["plain", "packed", "old"])
 def test_one_option_pushes_decode_fully(with_properties: bool, option: str) -> None:
     properties = MessageProperties({"k": "v", "n": 3}) if with_properties else None
     builder = wire.PushEventBuilder()
     for i in range(5):
         if option == "plain":
             builder.add(7, GUID, b"payload-%d" % i, properties=properties, sub_queue_infos=[(9, None)])
-        else:
+        elif option == "packed":
             builder.add(7, GUID, b"payload-%d" % i, properties=properties, packed_rda=5)
+        else:
+            builder.add(
+                7, GUID, b"payload-%d" % i, properties=properties,
+                options=wire.encode_sub_queue_ids_old([9]),
+            )  # fmt: skip
     [event] = builder.finish()
     messages = wire.decode_push(event)
     assert [m.payload for m in messages] == [b"payload-%d" % i for i in range(5)]
     for m in messages:
         assert (m.queue_id, m.guid, m.header_words, m.compression) == (7, GUID, 8, 0)
-        assert m.options and len(m.options) == (12 if option == "plain" else 4)
+        assert m.options and len(m.options) == {"plain": 12, "packed": 4, "old": 8}[option]
         [info] = m.sub_queue_infos
-        if option == "plain":
+        if option != "packed":
             assert (info.sub_queue_id, info.rda_unlimited) == (9, 1)
         else:
             assert (info.sub_queue_id, info.rda_counter) == (0, 5)
@@ -60,6 +65,9 @@ def test_option_is_parsed_once_per_event_not_per_message(monkeypatch: pytest.Mon
     builder = wire.PushEventBuilder()
     for i in range(50):
         builder.add(7, GUID, b"p%d" % i, sub_queue_infos=[(9, None)])
+        builder.add(7, GUID, b"o%d" % i, options=wire.encode_sub_queue_ids_old([9]))
     [event] = builder.finish()
-    assert len(wire.decode_push(event)) == 50
-    assert len(calls) == 1
+    messages = wire.decode_push(event)
+    assert len(messages) == 100
+    assert len(calls) == 2  # once per distinct option value, not per message
+    assert {m.sub_queue_ids for m in messages} == {(9,)}
