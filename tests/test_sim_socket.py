@@ -108,7 +108,8 @@ def test_threaded_simulator_and_port_conflicts() -> None:
             ThreadedBrokerSimulator(port=sim.port).start()
 
 
-def test_cli_prints_its_address_and_stops_on_sigterm() -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_cli_prints_its_address_and_stops_on_a_signal(stop_signal: signal.Signals) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0"],
         stdout=subprocess.PIPE,
@@ -125,7 +126,7 @@ def test_cli_prints_its_address_and_stops_on_sigterm() -> None:
             sock.sendall(negotiation())
             sock.settimeout(10)
             assert sock.recv(8)[4] & 0x3F == EventType.CONTROL
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop_signal)
         out, err = process.communicate(timeout=20)
     finally:
         if process.poll() is None:
