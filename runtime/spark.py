@@ -267,9 +267,13 @@ class _Consumer:
 
     def _pump(self) -> None:
         try:
-            for message in self.queue:
+            while True:
+                try:
+                    batch = self.queue.get_many(4096)  # one hop per burst, not per message
+                except SessionStoppedError:
+                    break
                 with self.lock:
-                    self.arrived.append(message)
+                    self.arrived.extend(batch)
             if not self.stopping:
                 self.failure = SessionStoppedError(
                     f"the stream's session to {self.options.target.broker} stopped"
