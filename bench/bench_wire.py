@@ -18,6 +18,7 @@ from pybmq.events import (
     ConfirmEventBuilder,
     PushEventBuilder,
     PutEventBuilder,
+    decode_put,
     iter_ack,
     iter_confirm,
     iter_push,
@@ -72,6 +73,13 @@ def run(quick: bool) -> list[Result]:
             parts += (header, area, payload, pad)
         b"".join(parts)
         return n
+
+    put_builder = PutEventBuilder()
+    put_builder.add_many(5, payloads, guids, properties=props)
+    (put_event,) = put_builder.finish()
+
+    def put_decode() -> int:
+        return len(decode_put(put_event, verify_crc=True))
 
     push = PushEventBuilder()
     for payload, guid in zip(payloads, guids, strict=True):
@@ -158,6 +166,7 @@ def run(quick: bool) -> list[Result]:
     rows = [
         ("PUT encode, add_many (CRC32C, 2 props)", put_add_many, put_construct, "goal 700k/s"),
         ("PUT encode, add (checked, per message)", put_add, None, ""),
+        ("PUT decode, CRC32C verified (broker side)", put_decode, None, ""),
         ("PUSH decode (properties lazy)", push_decode, push_construct, "goal 1M/s"),
         ("PUSH decode + properties parsed", push_decode_props, None, ""),
         ("ACK batch build", ack_build, ack_build_construct, "goal 2M/s"),

@@ -39,9 +39,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 CACHE_DIR = Path(__file__).resolve().parent.parent / "build" / "codegen-cache"
 BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 
-# How each XSD built-in is held in Python, and how BER tags it inside an array (balber's
-# universal tag numbers: BOOLEAN 1, INTEGER 2, OCTET STRING 4, ENUMERATED 10, UTF8String 12).
-_BUILTIN_PY = {"int": "int", "boolean": "bool", "string": "str", "bytes": "bytes"}
+# How BER tags a value inside an array (balber's universal tag numbers: BOOLEAN 1, INTEGER 2,
+# OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 # REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
 # an array tags as VisibleString 26.
 _UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}

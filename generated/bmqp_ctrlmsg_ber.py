@@ -191,7 +191,7 @@ def _dec_Status(r: _b.BerReader, end: int | None, path: str) -> Status:
         message=f_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -454,7 +454,7 @@ def _dec_ControlMessage(r: _b.BerReader, end: int | None, path: str) -> ControlM
         configure_stream_response=f_configure_stream_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -481,7 +481,7 @@ def _dec_Disconnect(r: _b.BerReader, end: int | None, path: str) -> Disconnect:
     absent: list[str] = []
     result = Disconnect()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -508,7 +508,7 @@ def _dec_DisconnectResponse(r: _b.BerReader, end: int | None, path: str) -> Disc
     absent: list[str] = []
     result = DisconnectResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -548,7 +548,7 @@ def _dec_AdminCommand(r: _b.BerReader, end: int | None, path: str) -> AdminComma
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -588,7 +588,7 @@ def _dec_AdminCommandResponse(r: _b.BerReader, end: int | None, path: str) -> Ad
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -634,7 +634,7 @@ def _dec_OpenQueue(r: _b.BerReader, end: int | None, path: str) -> OpenQueue:
         handle_parameters=f_handle_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -715,7 +715,7 @@ def _dec_OpenQueueResponse(r: _b.BerReader, end: int | None, path: str) -> OpenQ
         deduplication_time_ms=f_deduplication_time_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -773,7 +773,7 @@ def _dec_ConfigureQueueStream(r: _b.BerReader, end: int | None, path: str) -> Co
         stream_parameters=f_stream_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -817,7 +817,7 @@ def _dec_ConfigureQueueStreamResponse(
         request=f_request,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -875,7 +875,7 @@ def _dec_CloseQueue(r: _b.BerReader, end: int | None, path: str) -> CloseQueue:
         is_final=f_is_final,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -902,7 +902,7 @@ def _dec_CloseQueueResponse(r: _b.BerReader, end: int | None, path: str) -> Clos
     absent: list[str] = []
     result = CloseQueueResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -956,7 +956,7 @@ def _dec_ConfigureStream(r: _b.BerReader, end: int | None, path: str) -> Configu
         stream_parameters=f_stream_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -998,7 +998,7 @@ def _dec_ConfigureStreamResponse(
         request=f_request,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1115,7 +1115,7 @@ def _dec_QueueHandleParameters(
         admin_count=f_admin_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1238,7 +1238,7 @@ def _dec_QueueStreamParameters(
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1290,7 +1290,7 @@ def _dec_SubQueueIdInfo(r: _b.BerReader, end: int | None, path: str) -> SubQueue
         app_id=f_app_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1360,7 +1360,7 @@ def _dec_StreamParameters(r: _b.BerReader, end: int | None, path: str) -> Stream
         subscriptions=f_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1412,7 +1412,7 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1524,7 +1524,7 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1606,7 +1606,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
         consumers=f_consumers,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1646,7 +1646,7 @@ def _dec_RoutingConfiguration(r: _b.BerReader, end: int | None, path: str) -> Ro
         flags=f_flags,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2183,7 +2183,7 @@ def _dec_ClusterMessage(r: _b.BerReader, end: int | None, path: str) -> ClusterM
         partition_message=f_partition_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2327,7 +2327,7 @@ def _dec_ClusterStateFSMMessage(
         follower_cluster_state_response=f_follower_cluster_state_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2354,7 +2354,7 @@ def _dec_FollowerLSNRequest(r: _b.BerReader, end: int | None, path: str) -> Foll
     absent: list[str] = []
     result = FollowerLSNRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2396,7 +2396,7 @@ def _dec_FollowerLSNResponse(r: _b.BerReader, end: int | None, path: str) -> Fol
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2438,7 +2438,7 @@ def _dec_RegistrationRequest(r: _b.BerReader, end: int | None, path: str) -> Reg
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2465,7 +2465,7 @@ def _dec_RegistrationResponse(r: _b.BerReader, end: int | None, path: str) -> Re
     absent: list[str] = []
     result = RegistrationResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2496,7 +2496,7 @@ def _dec_FollowerClusterStateRequest(
     absent: list[str] = []
     result = FollowerClusterStateRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2546,7 +2546,7 @@ def _dec_FollowerClusterStateResponse(
         cluster_state_snapshot=f_cluster_state_snapshot,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2682,7 +2682,7 @@ def _dec_PartitionMessage(r: _b.BerReader, end: int | None, path: str) -> Partit
         replica_data_response=f_replica_data_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2779,7 +2779,7 @@ def _dec_ReplicaStateRequest(r: _b.BerReader, end: int | None, path: str) -> Rep
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2881,7 +2881,7 @@ def _dec_ReplicaStateResponse(r: _b.BerReader, end: int | None, path: str) -> Re
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2978,7 +2978,7 @@ def _dec_PrimaryStateRequest(r: _b.BerReader, end: int | None, path: str) -> Pri
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3080,7 +3080,7 @@ def _dec_PrimaryStateResponse(r: _b.BerReader, end: int | None, path: str) -> Pr
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3190,7 +3190,7 @@ def _dec_ReplicaDataRequest(r: _b.BerReader, end: int | None, path: str) -> Repl
         end_sequence_number=f_end_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3304,7 +3304,7 @@ def _dec_ReplicaDataResponse(r: _b.BerReader, end: int | None, path: str) -> Rep
         end_sequence_number=f_end_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3378,7 +3378,7 @@ def _dec_PartitionPrimaryAdvisory(
         partitions=f_partitions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3446,7 +3446,7 @@ def _dec_LeaderMessageSequence(
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3514,7 +3514,7 @@ def _dec_PartitionSequenceNumber(
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3594,7 +3594,7 @@ def _dec_PartitionPrimaryInfo(r: _b.BerReader, end: int | None, path: str) -> Pa
         primary_lease_id=f_primary_lease_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3646,7 +3646,7 @@ def _dec_AppIdInfo(r: _b.BerReader, end: int | None, path: str) -> AppIdInfo:
         app_key=f_app_key,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3737,7 +3737,7 @@ def _dec_QueueInfo(r: _b.BerReader, end: int | None, path: str) -> QueueInfo:
         app_ids=f_app_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3875,7 +3875,7 @@ def _dec_QueueInfoUpdate(r: _b.BerReader, end: int | None, path: str) -> QueueIn
         domain=f_domain,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3944,7 +3944,7 @@ def _dec_QueueAssignmentAdvisory(
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4016,7 +4016,7 @@ def _dec_QueueUpdateAdvisory(r: _b.BerReader, end: int | None, path: str) -> Que
         queue_updates=f_queue_updates,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4144,7 +4144,7 @@ def _dec_QueueUnAssignmentAdvisory(
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4241,7 +4241,7 @@ def _dec_LeaderAdvisory(r: _b.BerReader, end: int | None, path: str) -> LeaderAd
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4287,7 +4287,7 @@ def _dec_LeaderAdvisoryAck(r: _b.BerReader, end: int | None, path: str) -> Leade
         sequence_number_acked=f_sequence_number_acked,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4347,7 +4347,7 @@ def _dec_LeaderAdvisoryCommit(r: _b.BerReader, end: int | None, path: str) -> Le
         sequence_number_committed=f_sequence_number_committed,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4410,7 +4410,7 @@ def _dec_StateNotification(r: _b.BerReader, end: int | None, path: str) -> State
         leader_passive=f_leader_passive,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4437,7 +4437,7 @@ def _dec_LeaderPassive(r: _b.BerReader, end: int | None, path: str) -> LeaderPas
     absent: list[str] = []
     result = LeaderPassive()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4521,7 +4521,7 @@ def _dec_SyncPoint(r: _b.BerReader, end: int | None, path: str) -> SyncPoint:
         qlist_file_offset_words=f_qlist_file_offset_words,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4573,7 +4573,7 @@ def _dec_SyncPointOffsetPair(r: _b.BerReader, end: int | None, path: str) -> Syn
         offset=f_offset,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4613,7 +4613,7 @@ def _dec_NodeStatusAdvisory(r: _b.BerReader, end: int | None, path: str) -> Node
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4640,7 +4640,7 @@ def _dec_LeaderSyncStateQuery(r: _b.BerReader, end: int | None, path: str) -> Le
     absent: list[str] = []
     result = LeaderSyncStateQuery()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4690,7 +4690,7 @@ def _dec_LeaderSyncStateQueryResponse(
         leader_message_sequence=f_leader_message_sequence,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4717,7 +4717,7 @@ def _dec_LeaderSyncDataQuery(r: _b.BerReader, end: int | None, path: str) -> Lea
     absent: list[str] = []
     result = LeaderSyncDataQuery()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4763,7 +4763,7 @@ def _dec_LeaderSyncDataQueryResponse(
         leader_sync_data=f_leader_sync_data,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4805,7 +4805,7 @@ def _dec_QueueAssignmentRequest(
         queue_uri=f_queue_uri,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4878,7 +4878,7 @@ def _dec_QueueUnassignmentRequest(
         queue_key=f_queue_key,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4942,7 +4942,7 @@ def _dec_StorageSyncRequest(r: _b.BerReader, end: int | None, path: str) -> Stor
         end_sync_point_offset_pair=f_end_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5034,7 +5034,7 @@ def _dec_StorageSyncResponse(r: _b.BerReader, end: int | None, path: str) -> Sto
         end_sync_point=f_end_sync_point,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5083,7 +5083,7 @@ def _dec_PartitionSyncStateQuery(
         partition_id=f_partition_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5190,7 +5190,7 @@ def _dec_PartitionSyncStateQueryResponse(
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5337,7 +5337,7 @@ def _dec_PartitionSyncDataQuery(
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5426,7 +5426,7 @@ def _dec_PartitionSyncDataQueryResponse(
         end_sequence_num=f_end_sequence_num,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5489,7 +5489,7 @@ def _dec_PartitionSyncDataQueryStatus(
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5564,7 +5564,7 @@ def _dec_PrimaryStatusAdvisory(
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5616,7 +5616,7 @@ def _dec_StopRequest(r: _b.BerReader, end: int | None, path: str) -> StopRequest
         version=f_version,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5656,7 +5656,7 @@ def _dec_StopResponse(r: _b.BerReader, end: int | None, path: str) -> StopRespon
         cluster_name=f_cluster_name,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5837,7 +5837,7 @@ def _dec_ElectorMessage(r: _b.BerReader, end: int | None, path: str) -> ElectorM
         leadership_cession_notification=f_leadership_cession_notification,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5864,7 +5864,7 @@ def _dec_ElectionProposal(r: _b.BerReader, end: int | None, path: str) -> Electi
     absent: list[str] = []
     result = ElectionProposal()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5891,7 +5891,7 @@ def _dec_ElectionResponse(r: _b.BerReader, end: int | None, path: str) -> Electi
     absent: list[str] = []
     result = ElectionResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5922,7 +5922,7 @@ def _dec_LeadershipCessionNotification(
     absent: list[str] = []
     result = LeadershipCessionNotification()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5949,7 +5949,7 @@ def _dec_LeaderHeartbeat(r: _b.BerReader, end: int | None, path: str) -> LeaderH
     absent: list[str] = []
     result = LeaderHeartbeat()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5989,7 +5989,7 @@ def _dec_ElectorNodeStatus(r: _b.BerReader, end: int | None, path: str) -> Elect
         is_available=f_is_available,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6016,7 +6016,7 @@ def _dec_HeartbeatResponse(r: _b.BerReader, end: int | None, path: str) -> Heart
     absent: list[str] = []
     result = HeartbeatResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6043,7 +6043,7 @@ def _dec_ScoutingRequest(r: _b.BerReader, end: int | None, path: str) -> Scoutin
     absent: list[str] = []
     result = ScoutingRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6083,7 +6083,7 @@ def _dec_ScoutingResponse(r: _b.BerReader, end: int | None, path: str) -> Scouti
         will_vote=f_will_vote,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6156,7 +6156,7 @@ def _dec_DumpMessages(r: _b.BerReader, end: int | None, path: str) -> DumpMessag
         dump_action_value=f_dump_action_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6295,7 +6295,7 @@ def _dec_GuidInfo(r: _b.BerReader, end: int | None, path: str) -> GuidInfo:
         nano_seconds_from_epoch=f_nano_seconds_from_epoch,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6492,7 +6492,7 @@ def _dec_ClientIdentity(r: _b.BerReader, end: int | None, path: str) -> ClientId
         user_agent=f_user_agent,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6635,7 +6635,7 @@ def _dec_BrokerResponse(r: _b.BerReader, end: int | None, path: str) -> BrokerRe
         max_missed_heartbeats=f_max_missed_heartbeats,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6662,7 +6662,7 @@ def _dec_DummyType(r: _b.BerReader, end: int | None, path: str) -> DummyType:
     absent: list[str] = []
     result = DummyType()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6778,7 +6778,7 @@ def _dec_AuthenticationRequest(
         data=f_data,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6836,7 +6836,7 @@ def _dec_AuthenticationResponse(
         lifetime_ms=f_lifetime_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

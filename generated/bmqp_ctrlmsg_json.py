@@ -163,7 +163,7 @@ def _dec_Status(d: object, path: str, depth: int) -> Status:
         message=f_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -339,7 +339,7 @@ def _dec_ControlMessage(d: object, path: str, depth: int) -> ControlMessage:
         configure_stream_response=f_configure_stream_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -356,7 +356,7 @@ def _dec_Disconnect(d: object, path: str, depth: int) -> Disconnect:
     absent: list[str] = []
     result = Disconnect()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -373,7 +373,7 @@ def _dec_DisconnectResponse(d: object, path: str, depth: int) -> DisconnectRespo
     absent: list[str] = []
     result = DisconnectResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -400,7 +400,7 @@ def _dec_AdminCommand(d: object, path: str, depth: int) -> AdminCommand:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -427,7 +427,7 @@ def _dec_AdminCommandResponse(d: object, path: str, depth: int) -> AdminCommandR
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -460,7 +460,7 @@ def _dec_OpenQueue(d: object, path: str, depth: int) -> OpenQueue:
         handle_parameters=f_handle_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -521,7 +521,7 @@ def _dec_OpenQueueResponse(d: object, path: str, depth: int) -> OpenQueueRespons
         deduplication_time_ms=f_deduplication_time_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -563,7 +563,7 @@ def _dec_ConfigureQueueStream(d: object, path: str, depth: int) -> ConfigureQueu
         stream_parameters=f_stream_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -592,7 +592,7 @@ def _dec_ConfigureQueueStreamResponse(
         request=f_request,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -634,7 +634,7 @@ def _dec_CloseQueue(d: object, path: str, depth: int) -> CloseQueue:
         is_final=f_is_final,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -651,7 +651,7 @@ def _dec_CloseQueueResponse(d: object, path: str, depth: int) -> CloseQueueRespo
     absent: list[str] = []
     result = CloseQueueResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -687,7 +687,7 @@ def _dec_ConfigureStream(d: object, path: str, depth: int) -> ConfigureStream:
         stream_parameters=f_stream_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -714,7 +714,7 @@ def _dec_ConfigureStreamResponse(d: object, path: str, depth: int) -> ConfigureS
         request=f_request,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -804,7 +804,7 @@ def _dec_QueueHandleParameters(d: object, path: str, depth: int) -> QueueHandleP
         admin_count=f_admin_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -903,7 +903,7 @@ def _dec_QueueStreamParameters(d: object, path: str, depth: int) -> QueueStreamP
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -939,7 +939,7 @@ def _dec_SubQueueIdInfo(d: object, path: str, depth: int) -> SubQueueIdInfo:
         app_id=f_app_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -981,7 +981,7 @@ def _dec_StreamParameters(d: object, path: str, depth: int) -> StreamParameters:
         subscriptions=f_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1017,7 +1017,7 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1104,7 +1104,7 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1151,7 +1151,7 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
         consumers=f_consumers,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1180,7 +1180,7 @@ def _dec_RoutingConfiguration(d: object, path: str, depth: int) -> RoutingConfig
         flags=f_flags,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1593,7 +1593,7 @@ def _dec_ClusterMessage(d: object, path: str, depth: int) -> ClusterMessage:
         partition_message=f_partition_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1695,7 +1695,7 @@ def _dec_ClusterStateFSMMessage(d: object, path: str, depth: int) -> ClusterStat
         follower_cluster_state_response=f_follower_cluster_state_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1712,7 +1712,7 @@ def _dec_FollowerLSNRequest(d: object, path: str, depth: int) -> FollowerLSNRequ
     absent: list[str] = []
     result = FollowerLSNRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1739,7 +1739,7 @@ def _dec_FollowerLSNResponse(d: object, path: str, depth: int) -> FollowerLSNRes
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1766,7 +1766,7 @@ def _dec_RegistrationRequest(d: object, path: str, depth: int) -> RegistrationRe
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1783,7 +1783,7 @@ def _dec_RegistrationResponse(d: object, path: str, depth: int) -> RegistrationR
     absent: list[str] = []
     result = RegistrationResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1802,7 +1802,7 @@ def _dec_FollowerClusterStateRequest(
     absent: list[str] = []
     result = FollowerClusterStateRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1837,7 +1837,7 @@ def _dec_FollowerClusterStateResponse(
         cluster_state_snapshot=f_cluster_state_snapshot,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1929,7 +1929,7 @@ def _dec_PartitionMessage(d: object, path: str, depth: int) -> PartitionMessage:
         replica_data_response=f_replica_data_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2006,7 +2006,7 @@ def _dec_ReplicaStateRequest(d: object, path: str, depth: int) -> ReplicaStateRe
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2083,7 +2083,7 @@ def _dec_ReplicaStateResponse(d: object, path: str, depth: int) -> ReplicaStateR
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2160,7 +2160,7 @@ def _dec_PrimaryStateRequest(d: object, path: str, depth: int) -> PrimaryStateRe
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2237,7 +2237,7 @@ def _dec_PrimaryStateResponse(d: object, path: str, depth: int) -> PrimaryStateR
         first_sync_point_after_rollover_sequence_number=f_first_sync_point_after_rollover_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2325,7 +2325,7 @@ def _dec_ReplicaDataRequest(d: object, path: str, depth: int) -> ReplicaDataRequ
         end_sequence_number=f_end_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2413,7 +2413,7 @@ def _dec_ReplicaDataResponse(d: object, path: str, depth: int) -> ReplicaDataRes
         end_sequence_number=f_end_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2455,7 +2455,7 @@ def _dec_PartitionPrimaryAdvisory(d: object, path: str, depth: int) -> Partition
         partitions=f_partitions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2499,7 +2499,7 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2543,7 +2543,7 @@ def _dec_PartitionSequenceNumber(d: object, path: str, depth: int) -> PartitionS
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2599,7 +2599,7 @@ def _dec_PartitionPrimaryInfo(d: object, path: str, depth: int) -> PartitionPrim
         primary_lease_id=f_primary_lease_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2635,7 +2635,7 @@ def _dec_AppIdInfo(d: object, path: str, depth: int) -> AppIdInfo:
         app_key=f_app_key,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2694,7 +2694,7 @@ def _dec_QueueInfo(d: object, path: str, depth: int) -> QueueInfo:
         app_ids=f_app_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2777,7 +2777,7 @@ def _dec_QueueInfoUpdate(d: object, path: str, depth: int) -> QueueInfoUpdate:
         domain=f_domain,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2815,7 +2815,7 @@ def _dec_QueueAssignmentAdvisory(d: object, path: str, depth: int) -> QueueAssig
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2857,7 +2857,7 @@ def _dec_QueueUpdateAdvisory(d: object, path: str, depth: int) -> QueueUpdateAdv
         queue_updates=f_queue_updates,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2938,7 +2938,7 @@ def _dec_QueueUnAssignmentAdvisory(d: object, path: str, depth: int) -> QueueUnA
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2991,7 +2991,7 @@ def _dec_LeaderAdvisory(d: object, path: str, depth: int) -> LeaderAdvisory:
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3024,7 +3024,7 @@ def _dec_LeaderAdvisoryAck(d: object, path: str, depth: int) -> LeaderAdvisoryAc
         sequence_number_acked=f_sequence_number_acked,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3068,7 +3068,7 @@ def _dec_LeaderAdvisoryCommit(d: object, path: str, depth: int) -> LeaderAdvisor
         sequence_number_committed=f_sequence_number_committed,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3102,7 +3102,7 @@ def _dec_StateNotification(d: object, path: str, depth: int) -> StateNotificatio
         leader_passive=f_leader_passive,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3119,7 +3119,7 @@ def _dec_LeaderPassive(d: object, path: str, depth: int) -> LeaderPassive:
     absent: list[str] = []
     result = LeaderPassive()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3185,7 +3185,7 @@ def _dec_SyncPoint(d: object, path: str, depth: int) -> SyncPoint:
         qlist_file_offset_words=f_qlist_file_offset_words,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3223,7 +3223,7 @@ def _dec_SyncPointOffsetPair(d: object, path: str, depth: int) -> SyncPointOffse
         offset=f_offset,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3250,7 +3250,7 @@ def _dec_NodeStatusAdvisory(d: object, path: str, depth: int) -> NodeStatusAdvis
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3267,7 +3267,7 @@ def _dec_LeaderSyncStateQuery(d: object, path: str, depth: int) -> LeaderSyncSta
     absent: list[str] = []
     result = LeaderSyncStateQuery()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3304,7 +3304,7 @@ def _dec_LeaderSyncStateQueryResponse(
         leader_message_sequence=f_leader_message_sequence,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3321,7 +3321,7 @@ def _dec_LeaderSyncDataQuery(d: object, path: str, depth: int) -> LeaderSyncData
     absent: list[str] = []
     result = LeaderSyncDataQuery()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3350,7 +3350,7 @@ def _dec_LeaderSyncDataQueryResponse(
         leader_sync_data=f_leader_sync_data,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3377,7 +3377,7 @@ def _dec_QueueAssignmentRequest(d: object, path: str, depth: int) -> QueueAssign
         queue_uri=f_queue_uri,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3427,7 +3427,7 @@ def _dec_QueueUnassignmentRequest(d: object, path: str, depth: int) -> QueueUnas
         queue_key=f_queue_key,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3479,7 +3479,7 @@ def _dec_StorageSyncRequest(d: object, path: str, depth: int) -> StorageSyncRequ
         end_sync_point_offset_pair=f_end_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3549,7 +3549,7 @@ def _dec_StorageSyncResponse(d: object, path: str, depth: int) -> StorageSyncRes
         end_sync_point=f_end_sync_point,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3581,7 +3581,7 @@ def _dec_PartitionSyncStateQuery(d: object, path: str, depth: int) -> PartitionS
         partition_id=f_partition_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3666,7 +3666,7 @@ def _dec_PartitionSyncStateQueryResponse(
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3775,7 +3775,7 @@ def _dec_PartitionSyncDataQuery(d: object, path: str, depth: int) -> PartitionSy
         last_sync_point_offset_pair=f_last_sync_point_offset_pair,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3846,7 +3846,7 @@ def _dec_PartitionSyncDataQueryResponse(
         end_sequence_num=f_end_sequence_num,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3889,7 +3889,7 @@ def _dec_PartitionSyncDataQueryStatus(
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3940,7 +3940,7 @@ def _dec_PrimaryStatusAdvisory(d: object, path: str, depth: int) -> PrimaryStatu
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3978,7 +3978,7 @@ def _dec_StopRequest(d: object, path: str, depth: int) -> StopRequest:
         version=f_version,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4005,7 +4005,7 @@ def _dec_StopResponse(d: object, path: str, depth: int) -> StopResponse:
         cluster_name=f_cluster_name,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4125,7 +4125,7 @@ def _dec_ElectorMessage(d: object, path: str, depth: int) -> ElectorMessage:
         leadership_cession_notification=f_leadership_cession_notification,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4142,7 +4142,7 @@ def _dec_ElectionProposal(d: object, path: str, depth: int) -> ElectionProposal:
     absent: list[str] = []
     result = ElectionProposal()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4159,7 +4159,7 @@ def _dec_ElectionResponse(d: object, path: str, depth: int) -> ElectionResponse:
     absent: list[str] = []
     result = ElectionResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4178,7 +4178,7 @@ def _dec_LeadershipCessionNotification(
     absent: list[str] = []
     result = LeadershipCessionNotification()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4195,7 +4195,7 @@ def _dec_LeaderHeartbeat(d: object, path: str, depth: int) -> LeaderHeartbeat:
     absent: list[str] = []
     result = LeaderHeartbeat()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4222,7 +4222,7 @@ def _dec_ElectorNodeStatus(d: object, path: str, depth: int) -> ElectorNodeStatu
         is_available=f_is_available,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4239,7 +4239,7 @@ def _dec_HeartbeatResponse(d: object, path: str, depth: int) -> HeartbeatRespons
     absent: list[str] = []
     result = HeartbeatResponse()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4256,7 +4256,7 @@ def _dec_ScoutingRequest(d: object, path: str, depth: int) -> ScoutingRequest:
     absent: list[str] = []
     result = ScoutingRequest()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4283,7 +4283,7 @@ def _dec_ScoutingResponse(d: object, path: str, depth: int) -> ScoutingResponse:
         will_vote=f_will_vote,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4337,7 +4337,7 @@ def _dec_DumpMessages(d: object, path: str, depth: int) -> DumpMessages:
         dump_action_value=f_dump_action_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4431,7 +4431,7 @@ def _dec_GuidInfo(d: object, path: str, depth: int) -> GuidInfo:
         nano_seconds_from_epoch=f_nano_seconds_from_epoch,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4583,7 +4583,7 @@ def _dec_ClientIdentity(d: object, path: str, depth: int) -> ClientIdentity:
         user_agent=f_user_agent,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4692,7 +4692,7 @@ def _dec_BrokerResponse(d: object, path: str, depth: int) -> BrokerResponse:
         max_missed_heartbeats=f_max_missed_heartbeats,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4709,7 +4709,7 @@ def _dec_DummyType(d: object, path: str, depth: int) -> DummyType:
     absent: list[str] = []
     result = DummyType()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4786,7 +4786,7 @@ def _dec_AuthenticationRequest(d: object, path: str, depth: int) -> Authenticati
         data=f_data,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4823,7 +4823,7 @@ def _dec_AuthenticationResponse(d: object, path: str, depth: int) -> Authenticat
         lifetime_ms=f_lifetime_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

@@ -210,7 +210,7 @@ def _dec_StatContextUpdate(r: _b.BerReader, end: int | None, path: str) -> StatC
         subcontexts=f_subcontexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -270,7 +270,7 @@ def _dec_StatContextUpdateList(
         contexts=f_contexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -391,7 +391,7 @@ def _dec_StatContextConfiguration(
         values=f_values,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -470,7 +470,7 @@ def _dec_StatValueDefinition(r: _b.BerReader, end: int | None, path: str) -> Sta
         history_sizes=f_history_sizes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -548,7 +548,7 @@ def _dec_StatValueUpdate(r: _b.BerReader, end: int | None, path: str) -> StatVal
         fields=f_fields,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

@@ -134,7 +134,7 @@ def _dec_StatContextUpdate(d: object, path: str, depth: int) -> StatContextUpdat
         subcontexts=f_subcontexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -167,7 +167,7 @@ def _dec_StatContextUpdateList(d: object, path: str, depth: int) -> StatContextU
         contexts=f_contexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -235,7 +235,7 @@ def _dec_StatContextConfiguration(d: object, path: str, depth: int) -> StatConte
         values=f_values,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -288,7 +288,7 @@ def _dec_StatValueDefinition(d: object, path: str, depth: int) -> StatValueDefin
         history_sizes=f_history_sizes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -341,7 +341,7 @@ def _dec_StatValueUpdate(d: object, path: str, depth: int) -> StatValueUpdate:
         fields=f_fields,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

@@ -129,7 +129,7 @@ def _dec_Configuration(r: _b.BerReader, end: int | None, path: str) -> Configura
         app_config=f_app_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -199,7 +199,7 @@ def _dec_TaskConfig(r: _b.BerReader, end: int | None, path: str) -> TaskConfig:
         log_controller=f_log_controller,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -275,7 +275,7 @@ def _dec_SyslogConfig(r: _b.BerReader, end: int | None, path: str) -> SyslogConf
         verbosity=f_verbosity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -348,7 +348,7 @@ def _dec_LogDumpConfig(r: _b.BerReader, end: int | None, path: str) -> LogDumpCo
         trigger_level=f_trigger_level,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -538,7 +538,7 @@ def _dec_LogController(r: _b.BerReader, end: int | None, path: str) -> LogContro
         log_dump=f_log_dump,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -861,7 +861,7 @@ def _dec_AppConfig(r: _b.BerReader, end: int | None, path: str) -> AppConfig:
         tls_config=f_tls_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -954,7 +954,7 @@ def _dec_DispatcherProcessorParameters(
         queue_size_high_watermark=f_queue_size_high_watermark,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1023,7 +1023,7 @@ def _dec_DispatcherProcessorConfig(
         processor_config=f_processor_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1131,7 +1131,7 @@ def _dec_DispatcherConfig(r: _b.BerReader, end: int | None, path: str) -> Dispat
         warning_timeout_ms=f_warning_timeout_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1222,7 +1222,7 @@ def _dec_StatsConfig(r: _b.BerReader, end: int | None, path: str) -> StatsConfig
         printer=f_printer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1397,7 +1397,7 @@ def _dec_StatPluginConfig(r: _b.BerReader, end: int | None, path: str) -> StatPl
         prometheus_specific=f_prometheus_specific,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1465,7 +1465,7 @@ def _dec_StatPluginConfigPrometheus(
         port=f_port,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1584,7 +1584,7 @@ def _dec_StatsPrinterConfig(r: _b.BerReader, end: int | None, path: str) -> Stat
         encoding=f_encoding,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1635,7 +1635,7 @@ def _dec_NetworkInterfaces(r: _b.BerReader, end: int | None, path: str) -> Netwo
         tcp_interface=f_tcp_interface,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1717,7 +1717,7 @@ def _dec_MessagePropertiesV2(r: _b.BerReader, end: int | None, path: str) -> Mes
         min_java_sdk_version=f_min_java_sdk_version,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1799,7 +1799,7 @@ def _dec_Heartbeat(r: _b.BerReader, end: int | None, path: str) -> Heartbeat:
         cluster_peer=f_cluster_peer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2019,7 +2019,7 @@ def _dec_TcpInterfaceConfig(r: _b.BerReader, end: int | None, path: str) -> TcpI
         listeners=f_listeners,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2095,7 +2095,7 @@ def _dec_TcpInterfaceListener(r: _b.BerReader, end: int | None, path: str) -> Tc
         tls=f_tls,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2144,7 +2144,7 @@ def _dec_BmqconfConfig(r: _b.BerReader, end: int | None, path: str) -> BmqconfCo
         cache_ttl_seconds=f_cache_ttl_seconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2218,7 +2218,7 @@ def _dec_Plugins(r: _b.BerReader, end: int | None, path: str) -> Plugins:
         enabled=f_enabled,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2326,7 +2326,7 @@ def _dec_AuthenticatorConfig(r: _b.BerReader, end: int | None, path: str) -> Aut
         credential_provider=f_credential_provider,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2437,7 +2437,7 @@ def _dec_Credential(r: _b.BerReader, end: int | None, path: str) -> Credential:
         identity=f_identity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2464,7 +2464,7 @@ def _dec_Disallow(r: _b.BerReader, end: int | None, path: str) -> Disallow:
     absent: list[str] = []
     result = Disallow()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2538,7 +2538,7 @@ def _dec_AuthenticatorPluginConfig(
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2610,7 +2610,7 @@ def _dec_CredentialProviderConfig(
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2649,7 +2649,7 @@ def _dec_AuthorizerConfig(r: _b.BerReader, end: int | None, path: str) -> Author
         authorizer=f_authorizer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2721,7 +2721,7 @@ def _dec_AuthorizerPluginConfig(
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2773,7 +2773,7 @@ def _dec_PluginSettingKeyValue(
         value=f_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2952,7 +2952,7 @@ def _dec_TlsConfig(r: _b.BerReader, end: int | None, path: str) -> TlsConfig:
         versions=f_versions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3004,7 +3004,7 @@ def _dec_ResolvedDomain(r: _b.BerReader, end: int | None, path: str) -> Resolved
         cluster_name=f_cluster_name,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3122,7 +3122,7 @@ def _dec_ClustersDefinition(r: _b.BerReader, end: int | None, path: str) -> Clus
         proxy_clusters=f_proxy_clusters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3185,7 +3185,7 @@ def _dec_VirtualClusterInformation(
         self_node_id=f_self_node_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3372,7 +3372,7 @@ def _dec_ClusterDefinition(r: _b.BerReader, end: int | None, path: str) -> Clust
         message_throttle_config=f_message_throttle_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3493,7 +3493,7 @@ def _dec_ClusterProxyDefinition(
         message_throttle_config=f_message_throttle_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3712,7 +3712,7 @@ def _dec_PartitionConfig(r: _b.BerReader, end: int | None, path: str) -> Partiti
         sync_config=f_sync_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3932,7 +3932,7 @@ def _dec_ElectorConfig(r: _b.BerReader, end: int | None, path: str) -> ElectorCo
         leader_sync_delay_ms=f_leader_sync_delay_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4210,7 +4210,7 @@ def _dec_QueueOperationsConfig(
         ack_window_size=f_ack_window_size,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4398,7 +4398,7 @@ def _dec_ClusterMonitorConfig(r: _b.BerReader, end: int | None, path: str) -> Cl
         threshold_failover=f_threshold_failover,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4562,7 +4562,7 @@ def _dec_ClusterAttributes(r: _b.BerReader, end: int | None, path: str) -> Clust
         partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4646,7 +4646,7 @@ def _dec_MessageThrottleConfig(
         high_interval=f_high_interval,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4885,7 +4885,7 @@ def _dec_StorageSyncConfig(r: _b.BerReader, end: int | None, path: str) -> Stora
         partition_sync_event_size=f_partition_sync_event_size,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4961,7 +4961,7 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
         transport=f_transport,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5055,7 +5055,7 @@ def _dec_TcpClusterNodeConnection(
         endpoint=f_endpoint,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

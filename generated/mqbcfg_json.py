@@ -104,7 +104,7 @@ def _dec_Configuration(d: object, path: str, depth: int) -> Configuration:
         app_config=f_app_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -155,7 +155,7 @@ def _dec_TaskConfig(d: object, path: str, depth: int) -> TaskConfig:
         log_controller=f_log_controller,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -209,7 +209,7 @@ def _dec_SyslogConfig(d: object, path: str, depth: int) -> SyslogConfig:
         verbosity=f_verbosity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -259,7 +259,7 @@ def _dec_LogDumpConfig(d: object, path: str, depth: int) -> LogDumpConfig:
         trigger_level=f_trigger_level,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -400,7 +400,7 @@ def _dec_LogController(d: object, path: str, depth: int) -> LogController:
         log_dump=f_log_dump,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -651,7 +651,7 @@ def _dec_AppConfig(d: object, path: str, depth: int) -> AppConfig:
         tls_config=f_tls_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -723,7 +723,7 @@ def _dec_DispatcherProcessorParameters(
         queue_size_high_watermark=f_queue_size_high_watermark,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -770,7 +770,7 @@ def _dec_DispatcherProcessorConfig(d: object, path: str, depth: int) -> Dispatch
         processor_config=f_processor_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -843,7 +843,7 @@ def _dec_DispatcherConfig(d: object, path: str, depth: int) -> DispatcherConfig:
         warning_timeout_ms=f_warning_timeout_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -893,7 +893,7 @@ def _dec_StatsConfig(d: object, path: str, depth: int) -> StatsConfig:
         printer=f_printer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1021,7 +1021,7 @@ def _dec_StatPluginConfig(d: object, path: str, depth: int) -> StatPluginConfig:
         prometheus_specific=f_prometheus_specific,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1068,7 +1068,7 @@ def _dec_StatPluginConfigPrometheus(d: object, path: str, depth: int) -> StatPlu
         port=f_port,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1159,7 +1159,7 @@ def _dec_StatsPrinterConfig(d: object, path: str, depth: int) -> StatsPrinterCon
         encoding=f_encoding,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1193,7 +1193,7 @@ def _dec_NetworkInterfaces(d: object, path: str, depth: int) -> NetworkInterface
         tcp_interface=f_tcp_interface,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1257,7 +1257,7 @@ def _dec_MessagePropertiesV2(d: object, path: str, depth: int) -> MessagePropert
         min_java_sdk_version=f_min_java_sdk_version,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1320,7 +1320,7 @@ def _dec_Heartbeat(d: object, path: str, depth: int) -> Heartbeat:
         cluster_peer=f_cluster_peer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1492,7 +1492,7 @@ def _dec_TcpInterfaceConfig(d: object, path: str, depth: int) -> TcpInterfaceCon
         listeners=f_listeners,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1548,7 +1548,7 @@ def _dec_TcpInterfaceListener(d: object, path: str, depth: int) -> TcpInterfaceL
         tls=f_tls,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1578,7 +1578,7 @@ def _dec_BmqconfConfig(d: object, path: str, depth: int) -> BmqconfConfig:
         cache_ttl_seconds=f_cache_ttl_seconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1622,7 +1622,7 @@ def _dec_Plugins(d: object, path: str, depth: int) -> Plugins:
         enabled=f_enabled,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1701,7 +1701,7 @@ def _dec_AuthenticatorConfig(d: object, path: str, depth: int) -> AuthenticatorC
         credential_provider=f_credential_provider,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1770,7 +1770,7 @@ def _dec_Credential(d: object, path: str, depth: int) -> Credential:
         identity=f_identity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1787,7 +1787,7 @@ def _dec_Disallow(d: object, path: str, depth: int) -> Disallow:
     absent: list[str] = []
     result = Disallow()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1829,7 +1829,7 @@ def _dec_AuthenticatorPluginConfig(d: object, path: str, depth: int) -> Authenti
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1871,7 +1871,7 @@ def _dec_CredentialProviderConfig(d: object, path: str, depth: int) -> Credentia
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1896,7 +1896,7 @@ def _dec_AuthorizerConfig(d: object, path: str, depth: int) -> AuthorizerConfig:
         authorizer=f_authorizer,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1938,7 +1938,7 @@ def _dec_AuthorizerPluginConfig(d: object, path: str, depth: int) -> AuthorizerP
         settings=f_settings,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1971,7 +1971,7 @@ def _dec_PluginSettingKeyValue(d: object, path: str, depth: int) -> PluginSettin
         value=f_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2095,7 +2095,7 @@ def _dec_TlsConfig(d: object, path: str, depth: int) -> TlsConfig:
         versions=f_versions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2131,7 +2131,7 @@ def _dec_ResolvedDomain(d: object, path: str, depth: int) -> ResolvedDomain:
         cluster_name=f_cluster_name,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2200,7 +2200,7 @@ def _dec_ClustersDefinition(d: object, path: str, depth: int) -> ClustersDefinit
         proxy_clusters=f_proxy_clusters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2241,7 +2241,7 @@ def _dec_VirtualClusterInformation(d: object, path: str, depth: int) -> VirtualC
         self_node_id=f_self_node_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2377,7 +2377,7 @@ def _dec_ClusterDefinition(d: object, path: str, depth: int) -> ClusterDefinitio
         message_throttle_config=f_message_throttle_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2462,7 +2462,7 @@ def _dec_ClusterProxyDefinition(d: object, path: str, depth: int) -> ClusterProx
         message_throttle_config=f_message_throttle_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2628,7 +2628,7 @@ def _dec_PartitionConfig(d: object, path: str, depth: int) -> PartitionConfig:
         sync_config=f_sync_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2809,7 +2809,7 @@ def _dec_ElectorConfig(d: object, path: str, depth: int) -> ElectorConfig:
         leader_sync_delay_ms=f_leader_sync_delay_ms,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3031,7 +3031,7 @@ def _dec_QueueOperationsConfig(d: object, path: str, depth: int) -> QueueOperati
         ack_window_size=f_ack_window_size,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3162,7 +3162,7 @@ def _dec_ClusterMonitorConfig(d: object, path: str, depth: int) -> ClusterMonito
         threshold_failover=f_threshold_failover,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3307,7 +3307,7 @@ def _dec_ClusterAttributes(d: object, path: str, depth: int) -> ClusterAttribute
         partition_fsm_watchdog_num_retries=f_partition_fsm_watchdog_num_retries,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3373,7 +3373,7 @@ def _dec_MessageThrottleConfig(d: object, path: str, depth: int) -> MessageThrot
         high_interval=f_high_interval,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3579,7 +3579,7 @@ def _dec_StorageSyncConfig(d: object, path: str, depth: int) -> StorageSyncConfi
         partition_sync_event_size=f_partition_sync_event_size,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3630,7 +3630,7 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
         transport=f_transport,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3685,7 +3685,7 @@ def _dec_TcpClusterNodeConnection(d: object, path: str, depth: int) -> TcpCluste
         endpoint=f_endpoint,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

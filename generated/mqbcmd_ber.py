@@ -293,7 +293,7 @@ def _dec_Command(r: _b.BerReader, end: int | None, path: str) -> Command:
         encoding=f_encoding,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -345,7 +345,7 @@ def _dec_RouteResponse(r: _b.BerReader, end: int | None, path: str) -> RouteResp
         response=f_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -403,7 +403,7 @@ def _dec_RouteResponseList(r: _b.BerReader, end: int | None, path: str) -> Route
         responses=f_responses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -455,7 +455,7 @@ def _dec_RouteResponseResult(r: _b.BerReader, end: int | None, path: str) -> Rou
         result=f_result,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -515,7 +515,7 @@ def _dec_RouteResponseResultList(
         responses=f_responses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1970,7 +1970,7 @@ def _dec_PurgedQueues(r: _b.BerReader, end: int | None, path: str) -> PurgedQueu
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2135,7 +2135,7 @@ def _dec_PurgedQueueDetails(r: _b.BerReader, end: int | None, path: str) -> Purg
         num_bytes_purged=f_num_bytes_purged,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2162,7 +2162,7 @@ def _dec_Void(r: _b.BerReader, end: int | None, path: str) -> Void:
     absent: list[str] = []
     result = Void()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2202,7 +2202,7 @@ def _dec_Error(r: _b.BerReader, end: int | None, path: str) -> Error:
         message=f_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2242,7 +2242,7 @@ def _dec_HelpCommand(r: _b.BerReader, end: int | None, path: str) -> HelpCommand
         plumbing=f_plumbing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2439,7 +2439,7 @@ def _dec_Tunable(r: _b.BerReader, end: int | None, path: str) -> Tunable:
         description=f_description,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2499,7 +2499,7 @@ def _dec_TunableConfirmation(r: _b.BerReader, end: int | None, path: str) -> Tun
         new_value=f_new_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2921,7 +2921,7 @@ def _dec_Tunables(r: _b.BerReader, end: int | None, path: str) -> Tunables:
         tunables=f_tunables,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2962,7 +2962,7 @@ def _dec_ClusterDomainQueueStatuses(
         statuses=f_statuses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3020,7 +3020,7 @@ def _dec_QueueStatuses(r: _b.BerReader, end: int | None, path: str) -> QueueStat
         queue_statuses=f_queue_statuses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3101,7 +3101,7 @@ def _dec_ClusterStorageSummary(
         file_stores=f_file_stores,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3315,7 +3315,7 @@ def _dec_FileStoreSummary(r: _b.BerReader, end: int | None, path: str) -> FileSt
         storage_content=f_storage_content,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3385,7 +3385,7 @@ def _dec_FileInfo(r: _b.BerReader, end: int | None, path: str) -> FileInfo:
         outstanding_bytes=f_outstanding_bytes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3452,7 +3452,7 @@ def _dec_Help(r: _b.BerReader, end: int | None, path: str) -> Help:
         is_plumbing=f_is_plumbing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3504,7 +3504,7 @@ def _dec_CommandSpec(r: _b.BerReader, end: int | None, path: str) -> CommandSpec
         description=f_description,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3648,7 +3648,7 @@ def _dec_ClusterStatus(r: _b.BerReader, end: int | None, path: str) -> ClusterSt
         cluster_storage_summary=f_cluster_storage_summary,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3735,7 +3735,7 @@ def _dec_ClusterProxyStatus(r: _b.BerReader, end: int | None, path: str) -> Clus
         queues_info=f_queues_info,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3790,7 +3790,7 @@ def _dec_NodeStatuses(r: _b.BerReader, end: int | None, path: str) -> NodeStatus
         nodes=f_nodes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3848,7 +3848,7 @@ def _dec_PartitionsInfo(r: _b.BerReader, end: int | None, path: str) -> Partitio
         partitions=f_partitions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3930,7 +3930,7 @@ def _dec_ElectorInfo(r: _b.BerReader, end: int | None, path: str) -> ElectorInfo
         leader_status=f_leader_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4033,7 +4033,7 @@ def _dec_PartitionInfo(r: _b.BerReader, end: int | None, path: str) -> Partition
         primary_status=f_primary_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4101,7 +4101,7 @@ def _dec_LeaderMessageSequence(
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4141,7 +4141,7 @@ def _dec_BrokerConfig(r: _b.BerReader, end: int | None, path: str) -> BrokerConf
         as_json=f_as_json,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4296,7 +4296,7 @@ def _dec_ClusterQueueHelper(r: _b.BerReader, end: int | None, path: str) -> Clus
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4411,7 +4411,7 @@ def _dec_DomainInfo(r: _b.BerReader, end: int | None, path: str) -> DomainInfo:
         storage_content=f_storage_content,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4469,7 +4469,7 @@ def _dec_StorageContent(r: _b.BerReader, end: int | None, path: str) -> StorageC
         storages=f_storages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4603,7 +4603,7 @@ def _dec_StorageQueueInfo(r: _b.BerReader, end: int | None, path: str) -> Storag
         internal_queue_id=f_internal_queue_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4653,7 +4653,7 @@ def _dec_QueueInternals(r: _b.BerReader, end: int | None, path: str) -> QueueInt
         queue=f_queue,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4807,7 +4807,7 @@ def _dec_RemoteQueue(r: _b.BerReader, end: int | None, path: str) -> RemoteQueue
         queue_engine=f_queue_engine,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4880,7 +4880,7 @@ def _dec_RemoteStreamInfo(r: _b.BerReader, end: int | None, path: str) -> Remote
         gen_count=f_gen_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4918,7 +4918,7 @@ def _dec_LocalQueue(r: _b.BerReader, end: int | None, path: str) -> LocalQueue:
         queue_engine=f_queue_engine,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5071,7 +5071,7 @@ def _dec_FanoutQueueEngine(r: _b.BerReader, end: int | None, path: str) -> Fanou
         routing=f_routing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5129,7 +5129,7 @@ def _dec_Routing(r: _b.BerReader, end: int | None, path: str) -> Routing:
         subscription_groups=f_subscription_groups,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5211,7 +5211,7 @@ def _dec_SubscriptionGroup(r: _b.BerReader, end: int | None, path: str) -> Subsc
         priority_group=f_priority_group,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5283,7 +5283,7 @@ def _dec_PriorityGroup(r: _b.BerReader, end: int | None, path: str) -> PriorityG
         highest_subscriptions=f_highest_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5356,7 +5356,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
         subscriber=f_subscriber,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5405,7 +5405,7 @@ def _dec_Subscriber(r: _b.BerReader, end: int | None, path: str) -> Subscriber:
         downstream_sub_queue_id=f_downstream_sub_queue_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5517,7 +5517,7 @@ def _dec_ConsumerInfo(r: _b.BerReader, end: int | None, path: str) -> ConsumerIn
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5575,7 +5575,7 @@ def _dec_RoundRobinRouter(r: _b.BerReader, end: int | None, path: str) -> RoundR
         consumers=f_consumers,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5669,7 +5669,7 @@ def _dec_MessageGroupIdHelper(r: _b.BerReader, end: int | None, path: str) -> Me
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5771,7 +5771,7 @@ def _dec_MessageGroupIdManagerIndex(
         num_msg_groups_per_client=f_num_msg_groups_per_client,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5847,7 +5847,7 @@ def _dec_RouterConsumer(r: _b.BerReader, end: int | None, path: str) -> RouterCo
         expression=f_expression,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5956,7 +5956,7 @@ def _dec_RelayQueueEngine(r: _b.BerReader, end: int | None, path: str) -> RelayQ
         routing=f_routing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6026,7 +6026,7 @@ def _dec_RelayQueueEngineSubStream(
         num_messages=f_num_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6173,7 +6173,7 @@ def _dec_QueueState(r: _b.BerReader, end: int | None, path: str) -> QueueState:
         handles=f_handles,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6360,7 +6360,7 @@ def _dec_CapacityMeter(r: _b.BerReader, end: int | None, path: str) -> CapacityM
         parent=f_parent,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6454,7 +6454,7 @@ def _dec_QueueHandle(r: _b.BerReader, end: int | None, path: str) -> QueueHandle
         sub_streams=f_sub_streams,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6718,7 +6718,7 @@ def _dec_ResourceUsageMonitor(r: _b.BerReader, end: int | None, path: str) -> Re
         bytes_capacity=f_bytes_capacity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6813,7 +6813,7 @@ def _dec_QueueContents(r: _b.BerReader, end: int | None, path: str) -> QueueCont
         total_queue_messages=f_total_queue_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6868,7 +6868,7 @@ def _dec_ClusterList(r: _b.BerReader, end: int | None, path: str) -> ClusterList
         clusters=f_clusters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7107,7 +7107,7 @@ def _dec_DomainRemove(r: _b.BerReader, end: int | None, path: str) -> DomainRemo
         finalize=f_finalize,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7402,7 +7402,7 @@ def _dec_DomainQueue(r: _b.BerReader, end: int | None, path: str) -> DomainQueue
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7454,7 +7454,7 @@ def _dec_StoragePartition(r: _b.BerReader, end: int | None, path: str) -> Storag
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7504,7 +7504,7 @@ def _dec_StorageDomain(r: _b.BerReader, end: int | None, path: str) -> StorageDo
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7554,7 +7554,7 @@ def _dec_StorageQueue(r: _b.BerReader, end: int | None, path: str) -> StorageQue
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7762,7 +7762,7 @@ def _dec_FileStore(r: _b.BerReader, end: int | None, path: str) -> FileStore:
         summary=f_summary,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7823,7 +7823,7 @@ def _dec_FileSet(r: _b.BerReader, end: int | None, path: str) -> FileSet:
         aliased_blob_buffer_count=f_aliased_blob_buffer_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7887,7 +7887,7 @@ def _dec_ActiveFileSet(r: _b.BerReader, end: int | None, path: str) -> ActiveFil
         qlist_file=f_qlist_file,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -7988,7 +7988,7 @@ def _dec_ClusterNodeInfo(r: _b.BerReader, end: int | None, path: str) -> Cluster
         primary_for_partition_ids=f_primary_for_partition_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8054,7 +8054,7 @@ def _dec_ClusterDomain(r: _b.BerReader, end: int | None, path: str) -> ClusterDo
         loaded=f_loaded,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8250,7 +8250,7 @@ def _dec_ClusterQueue(r: _b.BerReader, end: int | None, path: str) -> ClusterQue
         contexts=f_contexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8302,7 +8302,7 @@ def _dec_SubId(r: _b.BerReader, end: int | None, path: str) -> SubId:
         app_id=f_app_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8451,7 +8451,7 @@ def _dec_ConsumerState(r: _b.BerReader, end: int | None, path: str) -> ConsumerS
         app_state=f_app_state,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8538,7 +8538,7 @@ def _dec_AppState(r: _b.BerReader, end: int | None, path: str) -> AppState:
         round_robin_router=f_round_robin_router,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8613,7 +8613,7 @@ def _dec_LeastRecentlyUsedGroupId(
         last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8667,7 +8667,7 @@ def _dec_ClientMsgGroupsCount(r: _b.BerReader, end: int | None, path: str) -> Cl
         num_msg_group_ids=f_num_msg_group_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8749,7 +8749,7 @@ def _dec_QueueStorage(r: _b.BerReader, end: int | None, path: str) -> QueueStora
         virtual_storages=f_virtual_storages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8860,7 +8860,7 @@ def _dec_QueueHandleSubStream(r: _b.BerReader, end: int | None, path: str) -> Qu
         num_unconfirmed_messages=f_num_unconfirmed_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -8933,7 +8933,7 @@ def _dec_Message(r: _b.BerReader, end: int | None, path: str) -> Message:
         arrival_timestamp=f_arrival_timestamp,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9010,7 +9010,7 @@ def _dec_ClusterInfo(r: _b.BerReader, end: int | None, path: str) -> ClusterInfo
         nodes=f_nodes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9060,7 +9060,7 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9110,7 +9110,7 @@ def _dec_Cluster(r: _b.BerReader, end: int | None, path: str) -> Cluster:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9465,7 +9465,7 @@ def _dec_SetTunable(r: _b.BerReader, end: int | None, path: str) -> SetTunable:
         self=f_self,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9547,7 +9547,7 @@ def _dec_GetTunable(r: _b.BerReader, end: int | None, path: str) -> GetTunable:
         self=f_self,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9593,7 +9593,7 @@ def _dec_Context(r: _b.BerReader, end: int | None, path: str) -> Context:
         queue_handle_parameters_json=f_queue_handle_parameters_json,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9620,7 +9620,7 @@ def _dec_UninitializedQueue(r: _b.BerReader, end: int | None, path: str) -> Unin
     absent: list[str] = []
     result = UninitializedQueue()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9684,7 +9684,7 @@ def _dec_VirtualStorage(r: _b.BerReader, end: int | None, path: str) -> VirtualS
         num_messages=f_num_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9748,7 +9748,7 @@ def _dec_ClusterNode(r: _b.BerReader, end: int | None, path: str) -> ClusterNode
         data_center=f_data_center,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -9809,7 +9809,7 @@ def _dec_ListMessages(r: _b.BerReader, end: int | None, path: str) -> ListMessag
         count=f_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

@@ -225,7 +225,7 @@ def _dec_Command(d: object, path: str, depth: int) -> Command:
         encoding=f_encoding,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -264,7 +264,7 @@ def _dec_RouteResponse(d: object, path: str, depth: int) -> RouteResponse:
         response=f_response,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -295,7 +295,7 @@ def _dec_RouteResponseList(d: object, path: str, depth: int) -> RouteResponseLis
         responses=f_responses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -331,7 +331,7 @@ def _dec_RouteResponseResult(d: object, path: str, depth: int) -> RouteResponseR
         result=f_result,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -364,7 +364,7 @@ def _dec_RouteResponseResultList(d: object, path: str, depth: int) -> RouteRespo
         responses=f_responses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1331,7 +1331,7 @@ def _dec_PurgedQueues(d: object, path: str, depth: int) -> PurgedQueues:
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1447,7 +1447,7 @@ def _dec_PurgedQueueDetails(d: object, path: str, depth: int) -> PurgedQueueDeta
         num_bytes_purged=f_num_bytes_purged,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1464,7 +1464,7 @@ def _dec_Void(d: object, path: str, depth: int) -> Void:
     absent: list[str] = []
     result = Void()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1491,7 +1491,7 @@ def _dec_Error(d: object, path: str, depth: int) -> Error:
         message=f_message,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1518,7 +1518,7 @@ def _dec_HelpCommand(d: object, path: str, depth: int) -> HelpCommand:
         plumbing=f_plumbing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1643,7 +1643,7 @@ def _dec_Tunable(d: object, path: str, depth: int) -> Tunable:
         description=f_description,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1682,7 +1682,7 @@ def _dec_TunableConfirmation(d: object, path: str, depth: int) -> TunableConfirm
         new_value=f_new_value,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1926,7 +1926,7 @@ def _dec_Tunables(d: object, path: str, depth: int) -> Tunables:
         tunables=f_tunables,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1949,7 +1949,7 @@ def _dec_ClusterDomainQueueStatuses(d: object, path: str, depth: int) -> Cluster
         statuses=f_statuses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1982,7 +1982,7 @@ def _dec_QueueStatuses(d: object, path: str, depth: int) -> QueueStatuses:
         queue_statuses=f_queue_statuses,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2029,7 +2029,7 @@ def _dec_ClusterStorageSummary(d: object, path: str, depth: int) -> ClusterStora
         file_stores=f_file_stores,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2175,7 +2175,7 @@ def _dec_FileStoreSummary(d: object, path: str, depth: int) -> FileStoreSummary:
         storage_content=f_storage_content,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2228,7 +2228,7 @@ def _dec_FileInfo(d: object, path: str, depth: int) -> FileInfo:
         outstanding_bytes=f_outstanding_bytes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2266,7 +2266,7 @@ def _dec_Help(d: object, path: str, depth: int) -> Help:
         is_plumbing=f_is_plumbing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2302,7 +2302,7 @@ def _dec_CommandSpec(d: object, path: str, depth: int) -> CommandSpec:
         description=f_description,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2412,7 +2412,7 @@ def _dec_ClusterStatus(d: object, path: str, depth: int) -> ClusterStatus:
         cluster_storage_summary=f_cluster_storage_summary,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2474,7 +2474,7 @@ def _dec_ClusterProxyStatus(d: object, path: str, depth: int) -> ClusterProxySta
         queues_info=f_queues_info,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2503,7 +2503,7 @@ def _dec_NodeStatuses(d: object, path: str, depth: int) -> NodeStatuses:
         nodes=f_nodes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2534,7 +2534,7 @@ def _dec_PartitionsInfo(d: object, path: str, depth: int) -> PartitionsInfo:
         partitions=f_partitions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2600,7 +2600,7 @@ def _dec_ElectorInfo(d: object, path: str, depth: int) -> ElectorInfo:
         leader_status=f_leader_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2671,7 +2671,7 @@ def _dec_PartitionInfo(d: object, path: str, depth: int) -> PartitionInfo:
         primary_status=f_primary_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2715,7 +2715,7 @@ def _dec_LeaderMessageSequence(d: object, path: str, depth: int) -> LeaderMessag
         sequence_number=f_sequence_number,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2742,7 +2742,7 @@ def _dec_BrokerConfig(d: object, path: str, depth: int) -> BrokerConfig:
         as_json=f_as_json,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2846,7 +2846,7 @@ def _dec_ClusterQueueHelper(d: object, path: str, depth: int) -> ClusterQueueHel
         queues=f_queues,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2924,7 +2924,7 @@ def _dec_DomainInfo(d: object, path: str, depth: int) -> DomainInfo:
         storage_content=f_storage_content,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -2955,7 +2955,7 @@ def _dec_StorageContent(d: object, path: str, depth: int) -> StorageContent:
         storages=f_storages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3057,7 +3057,7 @@ def _dec_StorageQueueInfo(d: object, path: str, depth: int) -> StorageQueueInfo:
         internal_queue_id=f_internal_queue_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3090,7 +3090,7 @@ def _dec_QueueInternals(d: object, path: str, depth: int) -> QueueInternals:
         queue=f_queue,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3195,7 +3195,7 @@ def _dec_RemoteQueue(d: object, path: str, depth: int) -> RemoteQueue:
         queue_engine=f_queue_engine,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3245,7 +3245,7 @@ def _dec_RemoteStreamInfo(d: object, path: str, depth: int) -> RemoteStreamInfo:
         gen_count=f_gen_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3269,7 +3269,7 @@ def _dec_LocalQueue(d: object, path: str, depth: int) -> LocalQueue:
         queue_engine=f_queue_engine,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3365,7 +3365,7 @@ def _dec_FanoutQueueEngine(d: object, path: str, depth: int) -> FanoutQueueEngin
         routing=f_routing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3400,7 +3400,7 @@ def _dec_Routing(d: object, path: str, depth: int) -> Routing:
         subscription_groups=f_subscription_groups,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3457,7 +3457,7 @@ def _dec_SubscriptionGroup(d: object, path: str, depth: int) -> SubscriptionGrou
         priority_group=f_priority_group,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3499,7 +3499,7 @@ def _dec_PriorityGroup(d: object, path: str, depth: int) -> PriorityGroup:
         highest_subscriptions=f_highest_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3551,7 +3551,7 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
         subscriber=f_subscriber,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3588,7 +3588,7 @@ def _dec_Subscriber(d: object, path: str, depth: int) -> Subscriber:
         downstream_sub_queue_id=f_downstream_sub_queue_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3675,7 +3675,7 @@ def _dec_ConsumerInfo(d: object, path: str, depth: int) -> ConsumerInfo:
         consumer_priority_count=f_consumer_priority_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3706,7 +3706,7 @@ def _dec_RoundRobinRouter(d: object, path: str, depth: int) -> RoundRobinRouter:
         consumers=f_consumers,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3777,7 +3777,7 @@ def _dec_MessageGroupIdHelper(d: object, path: str, depth: int) -> MessageGroupI
         status=f_status,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3837,7 +3837,7 @@ def _dec_MessageGroupIdManagerIndex(d: object, path: str, depth: int) -> Message
         num_msg_groups_per_client=f_num_msg_groups_per_client,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3893,7 +3893,7 @@ def _dec_RouterConsumer(d: object, path: str, depth: int) -> RouterConsumer:
         expression=f_expression,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -3960,7 +3960,7 @@ def _dec_RelayQueueEngine(d: object, path: str, depth: int) -> RelayQueueEngine:
         routing=f_routing,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4008,7 +4008,7 @@ def _dec_RelayQueueEngineSubStream(d: object, path: str, depth: int) -> RelayQue
         num_messages=f_num_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4112,7 +4112,7 @@ def _dec_QueueState(d: object, path: str, depth: int) -> QueueState:
         handles=f_handles,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4262,7 +4262,7 @@ def _dec_CapacityMeter(d: object, path: str, depth: int) -> CapacityMeter:
         parent=f_parent,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4327,7 +4327,7 @@ def _dec_QueueHandle(d: object, path: str, depth: int) -> QueueHandle:
         sub_streams=f_sub_streams,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4548,7 +4548,7 @@ def _dec_ResourceUsageMonitor(d: object, path: str, depth: int) -> ResourceUsage
         bytes_capacity=f_bytes_capacity,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4608,7 +4608,7 @@ def _dec_QueueContents(d: object, path: str, depth: int) -> QueueContents:
         total_queue_messages=f_total_queue_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4637,7 +4637,7 @@ def _dec_ClusterList(d: object, path: str, depth: int) -> ClusterList:
         clusters=f_clusters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4779,7 +4779,7 @@ def _dec_DomainRemove(d: object, path: str, depth: int) -> DomainRemove:
         finalize=f_finalize,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4951,7 +4951,7 @@ def _dec_DomainQueue(d: object, path: str, depth: int) -> DomainQueue:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -4987,7 +4987,7 @@ def _dec_StoragePartition(d: object, path: str, depth: int) -> StoragePartition:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5020,7 +5020,7 @@ def _dec_StorageDomain(d: object, path: str, depth: int) -> StorageDomain:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5053,7 +5053,7 @@ def _dec_StorageQueue(d: object, path: str, depth: int) -> StorageQueue:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5185,7 +5185,7 @@ def _dec_FileStore(d: object, path: str, depth: int) -> FileStore:
         summary=f_summary,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5231,7 +5231,7 @@ def _dec_FileSet(d: object, path: str, depth: int) -> FileSet:
         aliased_blob_buffer_count=f_aliased_blob_buffer_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5276,7 +5276,7 @@ def _dec_ActiveFileSet(d: object, path: str, depth: int) -> ActiveFileSet:
         qlist_file=f_qlist_file,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5339,7 +5339,7 @@ def _dec_ClusterNodeInfo(d: object, path: str, depth: int) -> ClusterNodeInfo:
         primary_for_partition_ids=f_primary_for_partition_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5387,7 +5387,7 @@ def _dec_ClusterDomain(d: object, path: str, depth: int) -> ClusterDomain:
         loaded=f_loaded,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5518,7 +5518,7 @@ def _dec_ClusterQueue(d: object, path: str, depth: int) -> ClusterQueue:
         contexts=f_contexts,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5554,7 +5554,7 @@ def _dec_SubId(d: object, path: str, depth: int) -> SubId:
         app_id=f_app_id,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5657,7 +5657,7 @@ def _dec_ConsumerState(d: object, path: str, depth: int) -> ConsumerState:
         app_state=f_app_state,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5723,7 +5723,7 @@ def _dec_AppState(d: object, path: str, depth: int) -> AppState:
         round_robin_router=f_round_robin_router,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5781,7 +5781,7 @@ def _dec_LeastRecentlyUsedGroupId(d: object, path: str, depth: int) -> LeastRece
         last_seen_delta_nanoseconds=f_last_seen_delta_nanoseconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5823,7 +5823,7 @@ def _dec_ClientMsgGroupsCount(d: object, path: str, depth: int) -> ClientMsgGrou
         num_msg_group_ids=f_num_msg_group_ids,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5876,7 +5876,7 @@ def _dec_QueueStorage(d: object, path: str, depth: int) -> QueueStorage:
         virtual_storages=f_virtual_storages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -5957,7 +5957,7 @@ def _dec_QueueHandleSubStream(d: object, path: str, depth: int) -> QueueHandleSu
         num_unconfirmed_messages=f_num_unconfirmed_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6005,7 +6005,7 @@ def _dec_Message(d: object, path: str, depth: int) -> Message:
         arrival_timestamp=f_arrival_timestamp,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6052,7 +6052,7 @@ def _dec_ClusterInfo(d: object, path: str, depth: int) -> ClusterInfo:
         nodes=f_nodes,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6085,7 +6085,7 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6118,7 +6118,7 @@ def _dec_Cluster(d: object, path: str, depth: int) -> Cluster:
         command=f_command,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6319,7 +6319,7 @@ def _dec_SetTunable(d: object, path: str, depth: int) -> SetTunable:
         self=f_self,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6365,7 +6365,7 @@ def _dec_GetTunable(d: object, path: str, depth: int) -> GetTunable:
         self=f_self,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6399,7 +6399,7 @@ def _dec_Context(d: object, path: str, depth: int) -> Context:
         queue_handle_parameters_json=f_queue_handle_parameters_json,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6416,7 +6416,7 @@ def _dec_UninitializedQueue(d: object, path: str, depth: int) -> UninitializedQu
     absent: list[str] = []
     result = UninitializedQueue()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6463,7 +6463,7 @@ def _dec_VirtualStorage(d: object, path: str, depth: int) -> VirtualStorage:
         num_messages=f_num_messages,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6508,7 +6508,7 @@ def _dec_ClusterNode(d: object, path: str, depth: int) -> ClusterNode:
         data_center=f_data_center,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -6549,7 +6549,7 @@ def _dec_ListMessages(d: object, path: str, depth: int) -> ListMessages:
         count=f_count,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

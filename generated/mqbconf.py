@@ -48,6 +48,7 @@ class _Message:
     """Base of the generated classes: codec bookkeeping kept out of the dataclass fields."""
 
     __slots__ = ("_absent_",)
+    _absent_: frozenset[str]
 
     @property
     def _absent(self) -> frozenset[str]:
@@ -58,6 +59,9 @@ class _Message:
             return self._absent_
         except AttributeError:
             return _NO_ABSENT
+
+    def _set_absent(self, names: frozenset[str]) -> None:
+        self._absent_ = names
 
 
 def _one_selection(obj: object, names: tuple[str, ...], owner: str, required: bool) -> str | None:

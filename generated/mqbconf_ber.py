@@ -126,7 +126,7 @@ def _dec_Limits(r: _b.BerReader, end: int | None, path: str) -> Limits:
         bytes_watermark_ratio=f_bytes_watermark_ratio,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -348,7 +348,7 @@ def _dec_Domain(r: _b.BerReader, end: int | None, path: str) -> Domain:
         subscriptions=f_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -423,7 +423,7 @@ def _dec_MsgGroupIdConfig(r: _b.BerReader, end: int | None, path: str) -> MsgGro
         ttl_seconds=f_ttl_seconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -556,7 +556,7 @@ def _dec_QueueModeFanout(r: _b.BerReader, end: int | None, path: str) -> QueueMo
         publish_app_id_metrics=f_publish_app_id_metrics,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -583,7 +583,7 @@ def _dec_QueueModePriority(r: _b.BerReader, end: int | None, path: str) -> Queue
     absent: list[str] = []
     result = QueueModePriority()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -610,7 +610,7 @@ def _dec_QueueModeBroadcast(r: _b.BerReader, end: int | None, path: str) -> Queu
     absent: list[str] = []
     result = QueueModeBroadcast()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -700,7 +700,7 @@ def _dec_QueueConsistencyEventual(
     absent: list[str] = []
     result = QueueConsistencyEventual()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -729,7 +729,7 @@ def _dec_QueueConsistencyStrong(
     absent: list[str] = []
     result = QueueConsistencyStrong()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -781,7 +781,7 @@ def _dec_Expression(r: _b.BerReader, end: int | None, path: str) -> Expression:
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -833,7 +833,7 @@ def _dec_Subscription(r: _b.BerReader, end: int | None, path: str) -> Subscripti
         expression=f_expression,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -895,7 +895,7 @@ def _dec_StorageDefinition(r: _b.BerReader, end: int | None, path: str) -> Stora
         config=f_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -983,7 +983,7 @@ def _dec_InMemoryStorage(r: _b.BerReader, end: int | None, path: str) -> InMemor
     absent: list[str] = []
     result = InMemoryStorage()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1010,7 +1010,7 @@ def _dec_FileBackedStorage(r: _b.BerReader, end: int | None, path: str) -> FileB
     absent: list[str] = []
     result = FileBackedStorage()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -1060,7 +1060,7 @@ def _dec_DomainDefinition(r: _b.BerReader, end: int | None, path: str) -> Domain
         parameters=f_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

@@ -102,7 +102,7 @@ def _dec_Limits(d: object, path: str, depth: int) -> Limits:
         bytes_watermark_ratio=f_bytes_watermark_ratio,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -260,7 +260,7 @@ def _dec_Domain(d: object, path: str, depth: int) -> Domain:
         subscriptions=f_subscriptions,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -316,7 +316,7 @@ def _dec_MsgGroupIdConfig(d: object, path: str, depth: int) -> MsgGroupIdConfig:
         ttl_seconds=f_ttl_seconds,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -403,7 +403,7 @@ def _dec_QueueModeFanout(d: object, path: str, depth: int) -> QueueModeFanout:
         publish_app_id_metrics=f_publish_app_id_metrics,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -420,7 +420,7 @@ def _dec_QueueModePriority(d: object, path: str, depth: int) -> QueueModePriorit
     absent: list[str] = []
     result = QueueModePriority()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -437,7 +437,7 @@ def _dec_QueueModeBroadcast(d: object, path: str, depth: int) -> QueueModeBroadc
     absent: list[str] = []
     result = QueueModeBroadcast()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -491,7 +491,7 @@ def _dec_QueueConsistencyEventual(d: object, path: str, depth: int) -> QueueCons
     absent: list[str] = []
     result = QueueConsistencyEventual()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -508,7 +508,7 @@ def _dec_QueueConsistencyStrong(d: object, path: str, depth: int) -> QueueConsis
     absent: list[str] = []
     result = QueueConsistencyStrong()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -544,7 +544,7 @@ def _dec_Expression(d: object, path: str, depth: int) -> Expression:
         text=f_text,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -580,7 +580,7 @@ def _dec_Subscription(d: object, path: str, depth: int) -> Subscription:
         expression=f_expression,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -622,7 +622,7 @@ def _dec_StorageDefinition(d: object, path: str, depth: int) -> StorageDefinitio
         config=f_config,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -674,7 +674,7 @@ def _dec_InMemoryStorage(d: object, path: str, depth: int) -> InMemoryStorage:
     absent: list[str] = []
     result = InMemoryStorage()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -691,7 +691,7 @@ def _dec_FileBackedStorage(d: object, path: str, depth: int) -> FileBackedStorag
     absent: list[str] = []
     result = FileBackedStorage()
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 
@@ -724,7 +724,7 @@ def _dec_DomainDefinition(d: object, path: str, depth: int) -> DomainDefinition:
         parameters=f_parameters,
     )
     if absent:
-        result._absent_ = frozenset(absent)
+        result._set_absent(frozenset(absent))
     return result
 
 

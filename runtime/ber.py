@@ -150,7 +150,6 @@ def enum_value(value: object, enum_cls: type[E], path: str) -> E:
 
 
 def check_list(value: object, path: str) -> list[Any]:
-    # list[Any]: the generated encoders pass each item to the encoder of its declared type.
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value

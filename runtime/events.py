@@ -80,6 +80,7 @@ __all__ = [
     "decode_control",
     "decode_control_event",
     "decode_push",
+    "decode_put",
     "encode_control",
     "encode_control_event",
     "encode_msg_group_id",
@@ -318,6 +319,8 @@ class PushMessage(NamedTuple):
 _TWO_WORDS = struct.Struct(">II")
 _PUT_BODY = struct.Struct(">i16sI")  # queue id, guid, crc32c after the first two words
 _PUSH_BODY = struct.Struct(">i16s")
+# A whole 36-byte PutHeader and the word after it (the start of the properties header, if any).
+_PUT_FULL = struct.Struct(">IIi16sIH2xI")
 # A whole 32-byte PushHeader and the word after it (the start of the properties header, if any)
 # in one call.
 _PUSH_FULL = struct.Struct(">IIi16sH2xI")
@@ -402,12 +405,80 @@ def iter_put(
     verify_crc: bool = False,
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> Iterator[PutMessage]:
-    """The messages of a PUT event. ``verify_crc`` checks each CRC32-C (what a broker does)."""
+    """The messages of a PUT event. ``verify_crc`` checks each CRC32-C (what a broker does).
+
+    The whole event is validated before the first message is returned.
+    """
+    return iter(
+        decode_put(
+            event,
+            decompress=decompress,
+            verify_crc=verify_crc,
+            max_decompressed_size=max_decompressed_size,
+        )
+    )
+
+
+def _crc_mismatch(expected: int, actual: int, offset: int) -> ProtocolError:
+    return ProtocolError(
+        f"CRC32-C mismatch: header says {expected:#010x}, data gives {actual:#010x}",
+        offset=offset,
+        path="PutHeader.crc32c",
+    )
+
+
+def decode_put(
+    event: Event | bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    verify_crc: bool = False,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> list[PutMessage]:
+    """``iter_put`` as a list (the broker side's hot path: one list, no generator)."""
+    out: list[PutMessage] = []
+    append = out.append
     data = bytes(_event_bytes(event))
     hsize, length, _ = _check_event(data, EventType.PUT)
     pos = hsize
     unpack_body = _PUT_BODY.unpack_from
+    unpack_header = _PUT_FULL.unpack_from
+    new = tuple.__new__
     while pos < length:
+        # The common case (36-byte header, no options, no compression) stays inline, as in
+        # decode_push.
+        if length - pos >= 40:
+            w0, w1, queue_id, guid, crc, schema, word = unpack_header(data, pos)
+            size = (w0 & 0x0FFFFFFF) << 2
+            end = pos + size
+            if w1 == 9 and end <= length and size > 36:
+                start = pos + 36
+                pad = data[end - 1]
+                if not 1 <= pad <= 4 or pad > end - start:
+                    _pad_count(data, start, end, pos)  # raises with the details
+                end -= pad
+                if verify_crc:
+                    actual = _crc32c(data[start:end])
+                    if actual != crc:
+                        raise _crc_mismatch(crc, actual, pos)
+                flags = w0 >> 28
+                if flags & 2:
+                    # ``word`` starts the MessagePropertiesHeader: area words in its low 24 bits.
+                    split = start + ((word & 0xFFFFFF) << 2)
+                    if split <= start or split > end:
+                        properties_area_size(data, start, end)  # raises with the details
+                    append(new(
+                        PutMessage,
+                        (queue_id, guid, flags, 0, crc, schema, data[start:split],
+                         data[split:end], b"", 9, _NO_INFOS, None),
+                    ))  # fmt: skip
+                else:
+                    append(new(
+                        PutMessage,
+                        (queue_id, guid, flags, 0, crc, schema, b"", data[start:end], b"", 9,
+                         _NO_INFOS, None),
+                    ))  # fmt: skip
+                pos += size
+                continue
         flags, size, hwords, opt_start, start, cat, owords = _message_bounds(
             data, pos, length, 32, "PutHeader"
         )
@@ -418,11 +489,7 @@ def iter_put(
         if verify_crc:
             actual = _crc32c(data[start:end])
             if actual != crc:
-                raise ProtocolError(
-                    f"CRC32-C mismatch: header says {crc:#010x}, data gives {actual:#010x}",
-                    offset=pos,
-                    path="PutHeader.crc32c",
-                )
+                raise _crc_mismatch(crc, actual, pos)
         if owords:
             options = data[opt_start:start]
             infos, group_id = parse_options(data, opt_start, start)
@@ -431,21 +498,24 @@ def iter_put(
         props, payload = _split_app_data(
             data, start, end, flags, cat, schema, decompress, max_decompressed_size
         )
-        yield PutMessage(
-            queue_id,
-            guid,
-            flags,
-            cat,
-            crc,
-            schema,
-            props,
-            payload,
-            options,
-            hwords,
-            infos,
-            group_id,
+        append(
+            PutMessage(
+                queue_id,
+                guid,
+                flags,
+                cat,
+                crc,
+                schema,
+                props,
+                payload,
+                options,
+                hwords,
+                infos,
+                group_id,
+            )
         )
         pos += size
+    return out
 
 
 def iter_push(

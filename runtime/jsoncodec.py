@@ -76,7 +76,6 @@ def enum_(value: object, enum_cls: type[E], path: str) -> str:
 
 
 def list_(value: object, path: str) -> list[Any]:
-    # list[Any]: the generated encoders pass each item to the encoder of its declared type.
     if not isinstance(value, list):
         raise EncodeError(f"{path}: expected a list, got {type(value).__name__}")
     return value

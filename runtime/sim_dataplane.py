@@ -20,10 +20,10 @@ from pybmq.events import (
     ConfirmMessage,
     PushEventBuilder,
     PutMessage,
+    decode_put,
     encode_sub_queue_ids_old,
     event_header_bytes,
     iter_confirm,
-    iter_put,
 )
 from pybmq.framing import Event
 from pybmq.generated.wire_codec import (
@@ -68,7 +68,7 @@ def put_problem(put: PutMessage) -> str | None:
 def read_put_event(event: Event) -> Iterator[PutMessage]:
     """The messages of a PUT event (wire form: still compressed); ProtocolError for anything
     that breaks the framing or that no broker accepts (unknown flags or compression)."""
-    for put in iter_put(event, decompress=False):
+    for put in decode_put(event, decompress=False):
         if put.flags & _UNSUPPORTED_PUT_FLAGS:
             raise ProtocolError(
                 f"unsupported PUT flags {put.flags:#x} (GUID {put.guid.hex()})",

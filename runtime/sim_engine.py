@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -44,6 +44,7 @@ from pybmq.sim_dataplane import (
     read_confirm_event,
     read_put_event,
 )
+from pybmq.sim_expressions import ExpressionError, compile_expression
 from pybmq.sim_queues import Consumer, QueueStore, SimQueue, StoredMessage
 from pybmq.sim_routing import (
     DEFAULT_APP_ID,
@@ -125,7 +126,8 @@ class QueueHandle:
     parameters: ctrl.QueueHandleParameters
     readable: bool
     writable: bool
-    consumer: Consumer | None = None
+    # The handle's subscriptions by id (the sId, or the subId for configureQueueStream).
+    consumers: dict[int, Consumer] = field(default_factory=dict)
 
 
 @dataclass
@@ -461,51 +463,83 @@ class ClientSession:
             request.q_id, info.app_id if info else DEFAULT_APP_ID, info.sub_id if info else 0
         )
         if handle.readable:
-            self._set_consumer(
+            self._set_consumers(
                 handle,
-                handle.sub_id,
-                params.consumer_priority,
-                params.max_unconfirmed_messages,
-                params.max_unconfirmed_bytes,
+                [
+                    (
+                        handle.sub_id,
+                        params.consumer_priority,
+                        params.max_unconfirmed_messages,
+                        params.max_unconfirmed_bytes,
+                        None,
+                    )
+                ],
             )
         return ctrl.ControlMessage(configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request))
 
     def _configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
         params = request.stream_parameters
         handle = self._handle_for_configure(request.q_id, params.app_id, None)
-        if len(params.subscriptions) > 1:
-            raise RequestRefused("E_NOT_SUPPORTED", "the simulator serves one subscription per queue handle")
-        if handle.readable:
-            if not params.subscriptions:
-                self._set_consumer(handle, handle.sub_id, 0, 0, 0)
-            else:
-                subscription = params.subscriptions[0]
-                if subscription.expression.text:
-                    raise RequestRefused("E_NOT_SUPPORTED", "subscription expressions are not simulated")
-                if len(subscription.consumers) != 1:
+        wanted: list[tuple[int, int, int, int, Callable[[Mapping[str, object]], bool] | None]] = []
+        for subscription in params.subscriptions:
+            if len(subscription.consumers) != 1:
+                raise RequestRefused(
+                    "E_INVALID_ARGUMENT",
+                    f"subscription {subscription.s_id} needs one ConsumerInfo, got {len(subscription.consumers)}",
+                )
+            matches = None
+            if subscription.expression.text:
+                try:
+                    matches = compile_expression(subscription.expression.text)
+                except ExpressionError as exc:
                     raise RequestRefused(
-                        "E_INVALID_ARGUMENT", f"a subscription needs one ConsumerInfo, got {len(subscription.consumers)}"
-                    )
-                info = subscription.consumers[0]
-                self._set_consumer(
-                    handle,
+                        "E_INVALID_ARGUMENT", f"subscription {subscription.s_id}: invalid expression: {exc}"
+                    ) from None
+            info = subscription.consumers[0]
+            wanted.append(
+                (
                     subscription.s_id,
                     info.consumer_priority,
                     info.max_unconfirmed_messages,
                     info.max_unconfirmed_bytes,
+                    matches,
                 )
+            )
+        if len({w[0] for w in wanted}) != len(wanted):
+            raise RequestRefused("E_INVALID_ARGUMENT", "subscription ids must be unique")
+        if handle.readable:
+            self._set_consumers(handle, wanted)
         return ctrl.ControlMessage(configure_stream_response=ctrl.ConfigureStreamResponse(request=request))
 
-    def _set_consumer(self, handle: QueueHandle, sub_queue_id: int, priority: int, messages: int, size: int) -> None:
+    def _set_consumers(
+        self,
+        handle: QueueHandle,
+        wanted: list[tuple[int, int, int, int, Callable[[Mapping[str, object]], bool] | None]],
+    ) -> None:
+        """Make the handle's subscriptions exactly ``wanted`` (id, priority, max messages, max
+        bytes, expression)."""
         stream = handle.queue.streams[handle.app_id]
-        consumer = handle.consumer
-        if consumer is None:
-            consumer = handle.consumer = Consumer(self, handle.queue_id, sub_queue_id)
-            stream.attach(consumer)
-        consumer.sub_queue_id = sub_queue_id
-        consumer.priority = priority
-        consumer.max_messages = max(messages, 0)
-        consumer.max_bytes = max(size, 0)
+        keep = {w[0] for w in wanted}
+        for sub_queue_id in [i for i in handle.consumers if i not in keep]:
+            dropped = handle.consumers[sub_queue_id]
+            if dropped.unconfirmed:
+                # Retired, not detached: the client may still confirm what it holds (it does
+                # while closing); what stays unconfirmed is redelivered when the queue closes.
+                dropped.max_messages = dropped.max_bytes = 0
+                dropped.matches = None
+            else:
+                self._detach(handle, handle.consumers.pop(sub_queue_id))
+        for sub_queue_id, priority, messages, size, matches in wanted:
+            existing = handle.consumers.get(sub_queue_id)
+            if existing is None:
+                consumer = handle.consumers[sub_queue_id] = Consumer(self, handle.queue_id, sub_queue_id)
+                stream.attach(consumer)
+            else:
+                consumer = existing
+            consumer.priority = priority
+            consumer.max_messages = max(messages, 0)
+            consumer.max_bytes = max(size, 0)
+            consumer.matches = matches
         stream.changed()
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
@@ -527,15 +561,21 @@ class ClientSession:
         return ctrl.ControlMessage(disconnect_response=ctrl.DisconnectResponse())
 
     def _release(self, handle: QueueHandle) -> None:
-        """Detach a handle's consumer; its unconfirmed messages go to the next consumer."""
-        consumer = handle.consumer
-        if consumer is None:
-            return
-        handle.consumer = None
-        returned = len(consumer.unconfirmed)
-        self.broker.stats.redelivered += returned if handle.queue.mode is not RoutingMode.BROADCAST else 0
+        """Detach a handle's consumers; their unconfirmed messages go to the next consumer."""
+        for consumer in handle.consumers.values():
+            self._detach(handle, consumer)
+        handle.consumers.clear()
+
+    def _detach(self, handle: QueueHandle, consumer: Consumer) -> None:
+        if handle.queue.mode is not RoutingMode.BROADCAST:
+            self.broker.stats.redelivered += len(consumer.unconfirmed)
         handle.queue.streams[handle.app_id].detach(consumer)
-        self._pushes = [p for p in self._pushes if p.queue_id != handle.queue_id]
+        # PUSHes not yet written for this consumer: their messages were just returned.
+        self._pushes = [
+            p
+            for p in self._pushes
+            if not (p.queue_id == consumer.queue_id and p.sub_queue_id == consumer.sub_queue_id)
+        ]
 
     # -- data plane --------------------------------------------------------------------------
 
@@ -602,8 +642,7 @@ class ClientSession:
             # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even
             # when the PUSH carried a subscription id).
             handle = handles.get((record.queue_id, record.sub_queue_id))
-            consumer = handle.consumer if handle is not None and handle.readable else None
-            if handle is None or consumer is None:
+            if handle is None or not handle.readable or not handle.consumers:
                 raise ProtocolError(
                     f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
                     f"{record.sub_queue_id}, which is not open for reading (or not configured)",
@@ -613,7 +652,7 @@ class ClientSession:
             queue = handle.queue
             if queue.mode is RoutingMode.BROADCAST:
                 continue  # at most once: nothing is kept to confirm
-            if not consumer.confirm(record.guid):
+            if not any(c.confirm(record.guid) for c in handle.consumers.values()):
                 raise ProtocolError(
                     f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
                     f"message of queue id {record.queue_id}",

@@ -17,8 +17,12 @@ Semantics follow BlazingMQ's documented behaviour:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pybmq.compression import decompress
+from pybmq.errors import ProtocolError
+from pybmq.properties import decode_properties, properties_area_size
 from pybmq.sim_routing import DEFAULT_APP_ID, FANOUT_APP_IDS, RoutingMode
 
 
@@ -32,10 +36,29 @@ class StoredMessage:
     has_properties: bool
     compression: int
     schema_id: int
+    _values: dict[str, object] | None = None
 
     @property
     def size(self) -> int:
         return len(self.properties_area) + len(self.payload)
+
+    def property_values(self) -> dict[str, object]:
+        """Name -> value, decoded once (for subscription expressions); {} if undecodable."""
+        values = self._values
+        if values is None:
+            values = self._values = {}
+            if self.has_properties:
+                try:
+                    area = self.properties_area
+                    extended = self.schema_id != 0
+                    if not area and self.compression:  # old format: compressed with the payload
+                        app = decompress(self.payload, self.compression)
+                        area = app[: properties_area_size(app, 0, len(app))]
+                    for name, (_type, value) in decode_properties(area, extended=extended).items():
+                        values[name] = value
+                except ProtocolError:
+                    values.clear()
+        return values
 
 
 @dataclass(eq=False, slots=True)
@@ -50,6 +73,10 @@ class Consumer:
     max_bytes: int = 0
     unconfirmed: dict[bytes, StoredMessage] = field(default_factory=dict)
     unconfirmed_bytes: int = 0
+    matches: Callable[[Mapping[str, object]], bool] | None = None  # subscription expression
+
+    def wants(self, message: StoredMessage) -> bool:
+        return self.matches is None or self.matches(message.property_values())
 
     @property
     def active(self) -> bool:
@@ -104,6 +131,8 @@ class AppStream:
 
     def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
         """Hand pending messages to consumers with room, round-robin among the best."""
+        if any(c.matches is not None for c in self.consumers):
+            return self._deliver_filtered()
         out: list[tuple[Consumer, StoredMessage]] = []
         top = self.top_consumers()
         if not top:
@@ -129,9 +158,38 @@ class AppStream:
                 break  # every top consumer is full
         return out
 
+    def _deliver_filtered(self) -> list[tuple[Consumer, StoredMessage]]:
+        """With subscription expressions: each message goes to the highest-priority subscriptions
+        whose expression it matches (round-robin); a message nobody matches, or whose best
+        subscriptions are all full, waits in place while later messages may pass it."""
+        out: list[tuple[Consumer, StoredMessage]] = []
+        active = [c for c in self.consumers if c.active]
+        waiting: deque[StoredMessage] = deque()
+        for message in self.pending:
+            matching = [c for c in active if c.wants(message)]
+            chosen = None
+            if matching:
+                best = max(c.priority for c in matching)
+                top = [c for c in matching if c.priority == best]
+                for step in range(len(top)):
+                    candidate = top[(self._next + step) % len(top)]
+                    if candidate.has_room():
+                        self._next = (self._next + step + 1) % len(top)
+                        chosen = candidate
+                        break
+            if chosen is None:
+                waiting.append(message)
+            else:
+                chosen.take(message, track=True)
+                out.append((chosen, message))
+        self.pending = waiting
+        return out
+
     def broadcast(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
         out = []
-        for consumer in self.top_consumers():
+        matching = [c for c in self.consumers if c.active and c.wants(message)]
+        best = max((c.priority for c in matching), default=0)
+        for consumer in (c for c in matching if c.priority == best):
             if consumer.has_room():
                 consumer.take(message, track=False)
                 out.append((consumer, message))

@@ -1,5 +1,5 @@
-"""Live against the official SDK: its ClientIdentity decodes and re-encodes exactly, and it
-accepts the negotiation and disconnect answers our codecs write.
+"""Live against the official SDK: its ClientIdentity and its queue requests decode and re-encode
+exactly, and it accepts the answers our codecs write (negotiation, open/configure/close, disconnect).
 
 A plain asyncio server on an ephemeral 127.0.0.1 port plays the broker for a few events; the official
 `blazingmq` SDK runs in a subprocess pointed at it, bounded in time and killed if still running.
@@ -19,9 +19,13 @@ from pybmq.generated.bmqp_ctrlmsg import (
     ClientIdentity,
     ClientLanguage,
     ClientType,
+    CloseQueueResponse,
+    ConfigureQueueStreamResponse,
     ControlMessage,
     DisconnectResponse,
     NegotiationMessage,
+    OpenQueueResponse,
+    RoutingConfiguration,
     Status,
     StatusCategory,
 )
@@ -109,23 +113,52 @@ async def test_official_sdk_client_identity(tmp_path: Path) -> None:
 
 SESSION_CLIENT = textwrap.dedent("""
     import sys, blazingmq
+    uri = "bmq://bmq.test.mem.priority/pybmq-codec"
+    events = []  # appended from the SDK's thread; printed once, from this one
     session = blazingmq.Session(
-        lambda event: print("EVENT", type(event).__name__, flush=True),
+        lambda event: events.append(type(event).__name__),
+        on_message=lambda message, handle: None,
         broker=f"tcp://127.0.0.1:{sys.argv[1]}",
         timeout=20,
     )
     print("CONNECTED", flush=True)
+    session.open_queue(uri, read=True, write=True, timeout=20)
+    print("OPENED", flush=True)
+    session.close_queue(uri, timeout=20)
+    print("CLOSED", flush=True)
     session.stop()
     print("STOPPED", flush=True)
+    print("EVENTS", ",".join(events), flush=True)
     """)
+
+
+def _answer(request: ControlMessage) -> ControlMessage:
+    """What a broker answers to each request the SDK sends in this session."""
+    if request.open_queue is not None:
+        return ControlMessage(
+            r_id=request.r_id,
+            open_queue_response=OpenQueueResponse(
+                original_request=request.open_queue,
+                routing_configuration=RoutingConfiguration(flags=0),
+            ),
+        )
+    if request.configure_queue_stream is not None:
+        response = ConfigureQueueStreamResponse(request=request.configure_queue_stream)
+        return ControlMessage(r_id=request.r_id, configure_queue_stream_response=response)
+    if request.close_queue is not None:
+        return ControlMessage(r_id=request.r_id, close_queue_response=CloseQueueResponse())
+    if request.disconnect is not None:
+        return ControlMessage(r_id=request.r_id, disconnect_response=DisconnectResponse())
+    raise AssertionError(f"unexpected request {request.selection}")
 
 
 @pytest.mark.interop
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("encoding", [BER, JSON])
-async def test_official_sdk_accepts_our_negotiation_and_disconnect(encoding: int) -> None:
-    """Our BrokerResponse (BER or JSON) lets the official SDK connect; its BER disconnect request
-    decodes and re-encodes exactly; our disconnectResponse lets it stop cleanly."""
+async def test_official_sdk_runs_a_queue_session_on_our_answers(encoding: int) -> None:
+    """The official SDK connects, opens, configures and closes a queue and disconnects, all on
+    answers our codecs wrote (BER, or JSON); each of its BER requests decodes to the expected
+    fields and re-encodes to the same bytes."""
     seen: list[ControlMessage] = []
     finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     encode = encode_ber if encoding == BER else encode_json
@@ -161,10 +194,9 @@ async def test_official_sdk_accepts_our_negotiation_and_disconnect(encoding: int
                 request = decode_ber(ControlMessage, event.payload)
                 assert encode_ber(request) == event.payload
                 seen.append(request)
+                writer.write(make_event(encode(_answer(request)), encoding))
+                await writer.drain()
                 if request.disconnect is not None:
-                    reply = ControlMessage(r_id=request.r_id, disconnect_response=DisconnectResponse())
-                    writer.write(make_event(encode(reply), encoding))
-                    await writer.drain()
                     break
             finished.set_result(None)
         except Exception as exc:
@@ -192,8 +224,26 @@ async def test_official_sdk_accepts_our_negotiation_and_disconnect(encoding: int
             await proc.wait()
         server.close()
         await server.wait_closed()
-    lines = out.decode().split()
-    assert "CONNECTED" in lines and "STOPPED" in lines
-    assert lines.index("CONNECTED") < lines.index("STOPPED")
-    assert [m.selection for m in seen] == ["disconnect"]
-    assert seen[0].r_id is not None
+    lines = out.decode().splitlines()
+    assert lines[:4] == ["CONNECTED", "OPENED", "CLOSED", "STOPPED"]
+    assert lines[4].startswith("EVENTS ") and "Connected" in lines[4].split(" ", 1)[1].split(",")
+    assert [m.selection for m in seen] == [
+        "open_queue",
+        "configure_queue_stream",
+        "configure_queue_stream",
+        "close_queue",
+        "disconnect",
+    ]
+    assert [m.r_id for m in seen] == [1, 2, 3, 4, 5]
+    open_request, configure, deconfigure, close, _ = seen
+    assert open_request.open_queue is not None
+    params = open_request.open_queue.handle_parameters
+    assert (params.uri, params.q_id, params.flags) == ("bmq://bmq.test.mem.priority/pybmq-codec", 0, 6)
+    assert (params.read_count, params.write_count, params.admin_count) == (1, 1, 0)
+    assert configure.configure_queue_stream is not None
+    stream = configure.configure_queue_stream.stream_parameters
+    assert (stream.max_unconfirmed_messages, stream.consumer_priority_count) == (1000, 1)
+    assert deconfigure.configure_queue_stream is not None
+    assert deconfigure.configure_queue_stream.stream_parameters.consumer_priority == -(2**31)
+    assert close.close_queue is not None and close.close_queue.is_final
+    assert close.close_queue.handle_parameters == params

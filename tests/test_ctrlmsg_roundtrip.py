@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from ctrlmsg_strategies import ctrlmsg_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg
 from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber, encode_ber
 from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
@@ -63,3 +65,18 @@ def test_control_message_roundtrips(value: Any) -> None:
 @given(MODEL.for_type("NegotiationMessage"))
 def test_negotiation_message_roundtrips(value: Any) -> None:
     _roundtrip(value)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_encodings_of_any_message_raise_only_protocol_errors(data: st.DataObject) -> None:
+    value = data.draw(MODEL.for_type(data.draw(st.sampled_from(["ControlMessage", "NegotiationMessage"]))))
+    cls = type(value)
+    for encode, decode in ((encode_ber, decode_ber), (encode_json, decode_json)):
+        buf = bytearray(encode(value))
+        for _ in range(data.draw(st.integers(1, 3))):
+            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+        cut = data.draw(st.integers(0, len(buf)))
+        for candidate in (bytes(buf), bytes(buf[:cut])):
+            with contextlib.suppress(ProtocolError):
+                decode(cls, candidate)

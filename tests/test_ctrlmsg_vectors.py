@@ -290,3 +290,35 @@ def test_elements_absent_on_the_wire_are_written_once_changed() -> None:
     assert "_absent" not in {f.name for f in dataclasses.fields(fresh)}
     full = encode_ber(NegotiationMessage(client_identity=fresh))
     assert len(full) > len(again) and decode_ber(NegotiationMessage, full).client_identity == fresh
+
+
+def test_official_sdk_queue_session_requests_offline() -> None:
+    def load(name: str) -> ControlMessage:
+        msg, payload, enc, raw = _decode(OFFICIAL / f"ctrl_{name}_blazingmq_1.2.2.bin", ControlMessage)
+        assert enc == BER and isinstance(msg, ControlMessage)
+        _assert_reencodes(msg, payload, enc, raw)
+        return msg
+
+    opened = load("open_queue")
+    assert opened.r_id == 1 and opened.open_queue is not None
+    params = opened.open_queue.handle_parameters
+    assert (params.uri, params.q_id, params.flags) == (
+        "bmq://bmq.test.mem.priority/pybmq-capture",
+        0,
+        6,
+    )
+    assert (params.read_count, params.write_count, params.admin_count) == (1, 1, 0)
+    configured = load("configure_queue_stream")
+    assert configured.r_id == 2 and configured.configure_queue_stream is not None
+    stream = configured.configure_queue_stream.stream_parameters
+    assert (stream.max_unconfirmed_messages, stream.max_unconfirmed_bytes) == (1000, 33554432)
+    assert (stream.consumer_priority, stream.consumer_priority_count) == (0, 1)
+    deconfigured = load("deconfigure_queue_stream")
+    assert deconfigured.configure_queue_stream is not None
+    zero = deconfigured.configure_queue_stream.stream_parameters
+    assert (zero.max_unconfirmed_messages, zero.consumer_priority) == (0, -(2**31))
+    closed = load("close_queue")
+    assert closed.r_id == 4 and closed.close_queue is not None
+    assert closed.close_queue.is_final and closed.close_queue.handle_parameters == params
+    bye = load("disconnect")
+    assert (bye.r_id, bye.selection) == (5, "disconnect")

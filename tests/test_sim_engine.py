@@ -286,10 +286,49 @@ def test_configure_and_close_of_unknown_handles_fail(broker: Broker) -> None:
     assert "not open" in failure(reply)[1]
 
 
-def test_subscription_expressions_are_refused(broker: Broker) -> None:
+def test_invalid_subscription_expression_is_refused(broker: Broker) -> None:
     p = peer(broker)
     p.open(PRIORITY, 1, READ)
-    assert failure(p.configure(1, expression="x > 1"))[0] == "E_NOT_SUPPORTED"
+    category, message = failure(p.configure(1, expression="x >"))
+    assert category == "E_INVALID_ARGUMENT" and "invalid expression" in message
+
+
+def test_subscriptions_route_by_expression_and_priority(broker: Broker) -> None:
+    producer, evens, odds, fallback = peer(broker), peer(broker), peer(broker), peer(broker)
+    producer.producer(PRIORITY)
+    evens.consumer(PRIORITY, s_id=1, expression="n % 2 == 0", priority=5)
+    odds.consumer(PRIORITY, s_id=2, expression="n % 2 == 1 && kind == \"x\"")
+    fallback.consumer(PRIORITY, s_id=3, priority=-1, expression="exists(n)")
+    for n in range(1, 7):
+        producer.put(0, n, properties=MessageProperties({"n": n, "kind": "x" if n < 5 else "y"}))
+    producer.put(0, 99)  # no properties: matches nobody, waits
+    assert [p.guid for p in evens.pushes()] == [guid(2), guid(4), guid(6)]
+    assert [(p.guid, p.sub_queue_ids) for p in odds.pushes()] == [(guid(1), (2,)), (guid(3), (2,))]
+    assert [p.guid for p in fallback.pushes()] == [guid(5)]  # odd but kind "y"
+    assert broker.queue(PRIORITY).pending_count() == 1  # type: ignore[union-attr]
+
+
+def test_several_subscriptions_on_one_handle(broker: Broker) -> None:
+    producer, consumer = peer(broker), peer(broker)
+    producer.producer(PRIORITY)
+    consumer.open(PRIORITY, 1, READ)
+    subscriptions = [
+        ctrl.Subscription(
+            s_id=s_id,
+            expression=ctrl.Expression(version=ctrl.ExpressionVersion.E_VERSION_1, text=text),
+            consumers=[ctrl.ConsumerInfo(max_unconfirmed_messages=10, max_unconfirmed_bytes=1 << 20)],
+        )
+        for s_id, text in ((7, "n < 3"), (8, "n >= 3"))
+    ]
+    params = ctrl.StreamParameters(app_id="__default", subscriptions=subscriptions)
+    assert consumer.request(configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)).configure_stream_response
+    for n in range(1, 5):
+        producer.put(0, n, properties=MessageProperties({"n": n}))
+    assert [(p.guid, p.sub_queue_ids) for p in consumer.pushes()] == [
+        (guid(1), (7,)), (guid(2), (7,)), (guid(3), (8,)), (guid(4), (8,))
+    ]
+    consumer.confirm(1, 1, 2, 3, 4)  # confirms name the subId (0), whichever subscription it was
+    assert broker.stats.confirms == 4 and not consumer.session.closed
 
 
 def test_old_style_configure_queue_stream_is_served(broker: Broker) -> None:
@@ -564,3 +603,21 @@ def test_hooks_can_nack_and_rewrite_output() -> None:
     broker.on_timer(1.5)
     p.pump()
     assert p.take() == []  # the heartbeat request was dropped on its way out
+
+
+def test_messages_held_by_a_dropped_subscription_can_still_be_confirmed(broker: Broker) -> None:
+    """The close sequence (configure to nothing, then closeQueue) may cross the client's confirms."""
+    producer, consumer, other = peer(broker), peer(broker), peer(broker)
+    producer.producer(PRIORITY)
+    consumer.consumer(PRIORITY, priority=2)
+    other.consumer(PRIORITY, priority=1)
+    producer.put(0, 1, 2)
+    assert len(consumer.pushes()) == 2
+    params = ctrl.StreamParameters(app_id="__default", subscriptions=[])
+    assert consumer.request(configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)).configure_stream_response
+    consumer.confirm(1, 1)
+    assert not consumer.session.closed and other.pushes() == []
+    handle = ctrl.QueueHandleParameters(uri=PRIORITY, q_id=1, flags=READ, read_count=1)
+    consumer.request(close_queue=ctrl.CloseQueue(handle_parameters=handle, is_final=True))
+    consumer.pump()
+    assert [p.guid for p in other.pushes()] == [guid(2)]  # the unconfirmed one moves on

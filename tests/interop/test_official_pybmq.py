@@ -130,3 +130,29 @@ def test_every_official_property_type_is_covered() -> None:
         "STRING",
         "BINARY",
     }
+
+
+def test_official_and_pybmq_consumers_share_a_queue(bmq_sim: ThreadedBrokerSimulator) -> None:
+    """Two consumers of equal priority, one per SDK: round-robin, each message once, all confirmed."""
+    queue = "bmq://bmq.test.mem.priority/shared"
+    sent = messages(20)
+    official = start_official("consume", job(bmq_sim, queue, count=10))
+    official.wait_for("ready")
+
+    async def pybmq_side() -> list[bytes]:
+        async with AsyncSession(bmq_sim.url) as session:
+            reader = await session.open_queue(queue, read=True)
+            await pybmq_produce(bmq_sim.url, queue, sent, SessionOptions())
+            payloads = []
+            for _ in range(10):
+                message = await asyncio.wait_for(reader.get(), 20)
+                payloads.append(message.payload.hex())
+                await message.confirm()
+            await reader.close()
+        return payloads
+
+    mine = asyncio.run(pybmq_side())
+    theirs = [m["payload"] for m in official.finish().of("message")]
+    assert sorted(mine + theirs) == sorted(m["payload"] for m in sent)
+    assert len(mine) == len(theirs) == 10
+    assert bmq_sim.call(lambda b: (b.stats.confirms, list(b.stats.violations))) == (20, [])
