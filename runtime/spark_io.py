@@ -43,10 +43,11 @@ def typed_properties(properties: Any) -> dict[str, Typed]:
 
 
 def open_session(target: Target, **session_options: Any) -> Session:
+    """A started session; ``connectTimeoutMs`` bounds the start and the queue open."""
     session = Session(
         target.broker,
         options=SessionOptions(**session_options),
-        timeout=target.connect_timeout + 30.0,
+        timeout=target.connect_timeout,
     )
     try:
         session.start()
