@@ -74,3 +74,12 @@ class BrokerError(PybmqError):
         self.code = code
         self.broker_message = message
         super().__init__(f"{operation} refused by the broker: {category} ({code}) {message}".rstrip())
+
+
+class DeliveryError(PybmqError):
+    """Posts were NACKed or not ACKed in time: the caller must treat them as not stored."""
+
+    def __init__(self, message: str, *, posted: int, acked: int) -> None:
+        self.posted = posted
+        self.acked = acked
+        super().__init__(message)
