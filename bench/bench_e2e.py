@@ -7,15 +7,9 @@ ACK latency (one post in flight, and under a flood), the client's memory per in-
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
 
 from pybmq.aio import AsyncSession
 from pybmq.client_events import Ack, MessageReceived
@@ -25,34 +19,9 @@ from pybmq.framing import EventReader
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.loadgen import Stats, consume_messages, make_payload, post_messages
 
-from bench.common import Result
+from bench.common import Result, sim_process
 
 PAYLOAD = make_payload(100)
-
-
-@contextlib.contextmanager
-def _sim_process() -> Iterator[str]:
-    """``pybmq sim`` in its own process (as bench_official runs it), so the client measured here
-    does not share its process or its loop with the broker."""
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert sim.stdout is not None
-        url = sim.stdout.readline().strip().rsplit(" ", 1)[-1]
-        if not url.startswith("tcp://"):
-            raise RuntimeError(f"pybmq sim did not start: {url!r}")
-        yield url
-    finally:
-        sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(20)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait(10)
 
 
 async def _rates(url: str, count: int) -> tuple[Stats, Stats]:
@@ -192,7 +161,7 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
 
 def run(quick: bool) -> list[Result]:
     count = 2_000 if quick else 50_000
-    with _sim_process() as url:
+    with sim_process() as url:
         posted, consumed = asyncio.run(_rates(url, count))
         p50, p99 = _quantiles(asyncio.run(_latency(url, 50 if quick else 2_000)))
     flood50, flood99 = _quantiles(posted.latencies)

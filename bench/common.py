@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,3 +49,64 @@ def print_table(results: list[Result]) -> None:
     for r in results:
         note = f"  ({r.note})" if r.note else ""
         print(f"{r.name:<{width}}  {r.value:>14,.1f} {r.unit}{note}")
+
+
+@contextlib.contextmanager
+def sim_process() -> Iterator[str]:
+    """``pybmq sim`` in its own process, yielding its URL, so the client being measured does not
+    share a process or an event loop with the broker."""
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert sim.stdout is not None
+        url = sim.stdout.readline().strip().rsplit(" ", 1)[-1]
+        if not url.startswith("tcp://"):
+            raise RuntimeError(f"pybmq sim did not start: {url!r}")
+        yield url
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        try:
+            sim.wait(20)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            sim.wait(10)
+
+
+def _peer(peer: Path, mode: str, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one benchmark program of an official-SDK-API peer; return its ``bench`` report."""
+    done = subprocess.run(
+        [sys.executable, str(peer), mode],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    reports = [json.loads(line[2:]) for line in done.stdout.splitlines() if line.startswith("@@")]
+    bench = [r for r in reports if r.get("event") == "bench"]
+    if done.returncode != 0 or not bench or not bench[0].get("complete", False):
+        raise RuntimeError(
+            f"{peer.name} {mode} failed: rc={done.returncode} {reports}\n{done.stderr[-2000:]}"
+        )
+    report: dict[str, Any] = bench[0]
+    return report
+
+
+def run_peer_benchmark(peer: Path, queue: str, quick: bool) -> dict[str, dict[str, Any]]:
+    """Post, consume and latency runs of a peer program (official_peer.py speaks the official
+    SDK's API; compat_peer.py runs the same program on pybmq.compat) through ``pybmq sim``."""
+    count = 2_000 if quick else 50_000
+    samples = 50 if quick else 2_000
+    with sim_process() as url:
+        job = {"broker": url, "queue": queue, "size": 100, "timeout": 300}
+        return {
+            "post": _peer(peer, "bench-post", {**job, "count": count}, timeout=600),
+            "consume": _peer(peer, "bench-consume", {**job, "count": count}, timeout=600),
+            "latency": _peer(
+                peer, "bench-latency", {**job, "queue": queue + "-latency", "count": samples}, 600
+            ),
+        }

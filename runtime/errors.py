@@ -78,3 +78,12 @@ class BrokerError(PybmqError):
 
 class PostBufferFullError(PybmqError):
     """A post was refused while reconnecting: the bounded buffer of held posts is full."""
+
+
+class DeliveryError(PybmqError):
+    """Posts were NACKed or not ACKed in time: the caller must treat them as not stored."""
+
+    def __init__(self, message: str, *, posted: int, acked: int) -> None:
+        self.posted = posted
+        self.acked = acked
+        super().__init__(message)

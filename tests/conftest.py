@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,3 +17,11 @@ JAVA_VECTORS = TESTS_DIR / "vectors" / "java-sdk"
 def java_vectors() -> Path:
     """Binary vectors from the Java SDK's own tests (see tests/vectors/java-sdk/README.md)."""
     return JAVA_VECTORS
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The shared local[2] SparkSession with the ``blazingmq`` data source registered."""
+    from spark_support import local_spark
+
+    yield from local_spark(tmp_path_factory.mktemp("spark"))

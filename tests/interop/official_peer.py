@@ -6,19 +6,26 @@ its threads must not share a process with the simulator under test.
 
 Usage: ``python official_peer.py MODE`` (produce, consume, bench-post, bench-latency, bench-consume)
 with a JSON job on
-stdin. Every line this program reports on stdout starts with ``@@`` followed by one JSON object,
-so the SDK's own log lines can never be mistaken for results.
+stdin. Every line this program reports on stdout starts with ``@@`` followed by one JSON object.
+Reports go through a private copy of stdout, and file descriptor 1 itself is pointed at stderr
+before the SDK loads: the SDK's C++ threads write to stdout too, and a write of theirs without a
+newline would otherwise glue onto one of our report lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
 from typing import Any
 
-import blazingmq
+_REPORTS = os.fdopen(os.dup(1), "w", buffering=1)
+sys.stdout.flush()
+os.dup2(2, 1)
+
+import blazingmq  # noqa: E402  (after the stdout redirection above, on purpose)
 
 MARK = "@@"
 
@@ -26,8 +33,8 @@ PROPERTY_TYPES = {t.name: t for t in blazingmq.PropertyType}
 
 
 def report(**fields: Any) -> None:
-    sys.stdout.write(MARK + json.dumps(fields, sort_keys=True) + "\n")
-    sys.stdout.flush()
+    _REPORTS.write(MARK + json.dumps(fields, sort_keys=True) + "\n")
+    _REPORTS.flush()
 
 
 def encode_value(kind: str, value: object) -> object:
