@@ -7,6 +7,7 @@ choices come from one ``random.Random(seed)`` so a failing run can be replayed.
 from __future__ import annotations
 
 import random
+import weakref
 from dataclasses import dataclass
 
 from pybmq.errors import UsageError
@@ -53,7 +54,8 @@ class FaultInjector(BrokerHooks):
         self.rng = random.Random(config.seed)
         self.dropped = 0
         self.nacked = 0
-        self._received: dict[int, int] = {}  # session id → events since its last drop
+        # Events since the last drop, per connection (weak: closed sessions are forgotten).
+        self._received: weakref.WeakKeyDictionary[ClientSession, int] = weakref.WeakKeyDictionary()
         self._armed: list[int | None] = []  # client sessionIds to drop on their next event
 
     def arm_drop(self, client_session_id: int | None = None) -> None:
@@ -74,15 +76,15 @@ class FaultInjector(BrokerHooks):
             self.dropped += 1
             return True
         config = self.config
-        count = self._received.get(session.session_id, 0) + 1
-        self._received[session.session_id] = count
+        count = self._received.get(session, 0) + 1
+        self._received[session] = count
         if config.max_drops is not None and self.dropped >= config.max_drops:
             return False
         drop = (config.drop_after_events is not None and count >= config.drop_after_events) or (
             config.drop_probability > 0 and self.rng.random() < config.drop_probability
         )
         if drop:
-            self._received.pop(session.session_id, None)
+            self._received.pop(session, None)
             self.dropped += 1
         return drop
 
