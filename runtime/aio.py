@@ -297,6 +297,9 @@ class AsyncSession:
         except (OSError, asyncio.TimeoutError) as exc:
             self._engine.connection_lost(self._loop_time(), exc)
             self._pump()
+            if self._started.done():
+                # The engine's stop failed this future; the error raised below replaces it.
+                self._started.exception()
             raise SessionStoppedError(f"cannot connect to {self.broker}: {exc}") from exc
         assert isinstance(transport, asyncio.Transport)
         self._protocol = protocol

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from collections.abc import AsyncIterator
 
@@ -158,8 +159,16 @@ async def test_unreachable_broker_is_a_clear_error() -> None:
     port = server.sockets[0].getsockname()[1]
     server.close()
     await server.wait_closed()
-    with pytest.raises(SessionStoppedError, match="cannot connect"):
-        await AsyncSession(f"tcp://127.0.0.1:{port}").start()
+    unretrieved: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        with pytest.raises(SessionStoppedError, match="cannot connect"):
+            await AsyncSession(f"tcp://127.0.0.1:{port}").start()
+        gc.collect()  # an abandoned future with an exception reports itself when collected
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []
 
 
 async def test_cli_post_then_consume(broker: str) -> None:

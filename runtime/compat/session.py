@@ -438,14 +438,7 @@ class Session:
 
     @staticmethod
     async def _start_once(session: AsyncSession, timeout: float) -> None:
-        try:
-            await asyncio.wait_for(session.start(), timeout)
-        finally:
-            # A failed start also fails AsyncSession's own start future: mark it seen, so asyncio
-            # does not warn about an exception nobody retrieved.
-            started = session._started
-            if started is not None and started.done() and not started.cancelled():
-                started.exception()
+        await asyncio.wait_for(session.start(), timeout)
 
     def _on_resilience_event(self, event: object) -> None:
         """On the loop: the engine's reconnect events as the official SDK's session events, in
