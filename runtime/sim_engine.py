@@ -7,9 +7,11 @@ session in ``broker.take_dirty()`` (closing the ones whose ``closed`` is set). A
 session produces PUSH bytes on others, which is why output is collected per session.
 
 Strict like a real broker: a peer that breaks the protocol's structure (bad framing, unknown
-event type, unsupported flags, a CONFIRM for a message it does not hold ...) is disconnected with
-a log line that says why and where; a well-formed request that cannot be served gets the failure
-a broker would give (a failure status, a NACK).
+event type, unsupported flags ...) is disconnected with a log line that says why and where; a
+well-formed request that cannot be served gets the failure a broker would give (a failure status,
+a NACK). A CONFIRM the broker cannot apply (a GUID it does not hold, a sub-queue not open for
+reading) is what a real broker logs as ``#CLIENT_IMPROPER_BEHAVIOR`` and ignores (mqbblp
+QueueHandle): so does this one, and it records it in ``stats.improper`` for tests to assert on.
 """
 
 from __future__ import annotations
@@ -156,6 +158,8 @@ class BrokerStats:
     confirms: int = 0
     redelivered: int = 0
     violations: list[str] = field(default_factory=list)
+    # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
+    improper: list[str] = field(default_factory=list)
 
 
 class Broker:
@@ -679,22 +683,21 @@ class ClientSession:
             # when the PUSH carried a subscription id).
             handle = handles.get((record.queue_id, record.sub_queue_id))
             if handle is None or not handle.readable or not handle.consumers:
-                raise ProtocolError(
+                self._improper(
                     f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
-                    f"{record.sub_queue_id}, which is not open for reading (or not configured)",
-                    offset=event.offset,
-                    path="ConfirmMessage.queueId",
+                    f"{record.sub_queue_id}, which is not open for reading (or not configured)"
                 )
+                continue
             queue = handle.queue
             if queue.mode is RoutingMode.BROADCAST:
                 continue  # at most once: nothing is kept to confirm
             if not any(c.confirm(record.guid) for c in handle.consumers.values()):
-                raise ProtocolError(
+                # Confirmed twice, never delivered here, or delivered before a broker restart.
+                self._improper(
                     f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
-                    f"message of queue id {record.queue_id}",
-                    offset=event.offset,
-                    path="ConfirmMessage.messageGUID",
+                    f"message of queue id {record.queue_id}"
                 )
+                continue
             stats.confirms += 1
             touched.add(queue)
 
@@ -733,6 +736,12 @@ class ClientSession:
         self._flush_data_plane()  # keep ACK/PUSH ahead of what follows them
         self._out.append(data)
         self.broker._mark(self)
+
+    def _improper(self, reason: str) -> None:
+        """Log and record what a real broker tolerates with a warning; the session stays open."""
+        text = f"session {self.session_id} ({self.peer}): {reason}"
+        log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored)", text)
+        self.broker.stats.improper.append(text)
 
     def _violation(self, reason: str) -> None:
         self.broker.stats.violations.append(f"session {self.session_id} ({self.peer}): {reason}")

@@ -225,6 +225,7 @@ async def test_restart_keeps_queue_contents_and_consumer_gets_them_after_reconne
         assert set(payloads) == {b"kept %d" % i for i in range(10)}
         await consumer.stop()
         assert sim.broker.stats.violations == []
+        assert sim.broker.stats.improper == []  # no stale confirm crossed a reconnect
 
 
 async def test_reconnect_moves_to_the_next_endpoint_when_the_first_is_gone() -> None:

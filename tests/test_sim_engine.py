@@ -412,7 +412,8 @@ def test_fanout_and_broadcast(broker: Broker) -> None:
     assert [(p.guid, p.sub_queue_ids) for p in bar.pushes()] == [(guid(1), (12,))]
     foo.confirm(1, 1, sub_queue_id=1)  # by subId
     bar.confirm(1, 1, sub_queue_id=12)  # by subscription id: not a sub-queue of this session
-    assert bar.session.closed and "not open for reading" in (bar.session.close_reason or "")
+    assert not bar.session.closed  # a real broker logs it and ignores it
+    assert "not open for reading" in broker.stats.improper[-1]
     listener = peer(broker)
     producer.put(1, 2)  # nobody listens yet: dropped
     listener.consumer(BROADCAST, q_id=4)
@@ -495,7 +496,19 @@ def test_unsupported_put_flags_close(broker: Broker) -> None:
     violation(p, builder.finish()[0], "unsupported PUT flags")
 
 
-def test_confirm_of_unknown_guid_closes(broker: Broker) -> None:
+# -- what a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores: the session stays open -----
+
+
+def improper(p: Peer, data: bytes, expected: str) -> None:
+    broker = p.session.broker
+    before = len(broker.stats.improper)
+    p.send(data)
+    assert not p.session.closed, p.session.close_reason
+    assert len(broker.stats.improper) == before + 1
+    assert expected in broker.stats.improper[-1]
+
+
+def test_confirm_of_a_guid_confirmed_before_is_ignored(broker: Broker) -> None:
     producer, consumer = peer(broker), peer(broker)
     producer.producer(PRIORITY)
     consumer.consumer(PRIORITY)
@@ -504,15 +517,19 @@ def test_confirm_of_unknown_guid_closes(broker: Broker) -> None:
     consumer.confirm(1, 1)
     builder = ConfirmEventBuilder()
     builder.add(1, guid(1), 0)  # the same message again
-    violation(consumer, builder.finish()[0], "not an unconfirmed message")
+    improper(consumer, builder.finish()[0], "not an unconfirmed message")
+    assert broker.stats.confirms == 1
+    producer.put(0, 2)  # the session still works
+    assert [m.guid for m in consumer.pushes()] == [guid(2)]
 
 
-def test_confirm_for_a_queue_not_open_for_reading_closes(broker: Broker) -> None:
+def test_confirm_for_a_queue_not_open_for_reading_is_ignored(broker: Broker) -> None:
     p = peer(broker)
     p.producer(PRIORITY)
     builder = ConfirmEventBuilder()
     builder.add(0, guid(1), 0)
-    violation(p, builder.finish()[0], "not open for reading")
+    improper(p, builder.finish()[0], "not open for reading")
+    assert broker.stats.confirms == 0 and broker.stats.violations == []
 
 
 @pytest.mark.parametrize("event_type", [EventType.PUSH, EventType.ACK, EventType.STORAGE])

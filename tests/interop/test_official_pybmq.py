@@ -81,7 +81,11 @@ def test_official_producer_to_pybmq_consumer(bmq_sim: ThreadedBrokerSimulator, c
     assert len(by_payload) == len(sent)
     for original in sent:
         assert by_payload[original["payload"]] == original["properties"]
-    assert bmq_sim.call(lambda b: (b.stats.confirms, list(b.stats.violations))) == (len(sent), [])
+    assert bmq_sim.call(lambda b: (b.stats.confirms, b.stats.violations, b.stats.improper)) == (
+        len(sent),
+        [],
+        [],
+    )
     compressed = bmq_sim.call(lambda b: b.stats.compressed_puts)
     assert compressed == (10 if compression == "zlib" else 0)
 
@@ -155,4 +159,8 @@ def test_official_and_pybmq_consumers_share_a_queue(bmq_sim: ThreadedBrokerSimul
     theirs = [m["payload"] for m in official.finish().of("message")]
     assert sorted(mine + theirs) == sorted(m["payload"] for m in sent)
     assert len(mine) == len(theirs) == 10
-    assert bmq_sim.call(lambda b: (b.stats.confirms, list(b.stats.violations))) == (20, [])
+    assert bmq_sim.call(lambda b: (b.stats.confirms, b.stats.violations, b.stats.improper)) == (
+        20,
+        [],
+        [],
+    )
