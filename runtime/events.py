@@ -862,6 +862,8 @@ class PutEventBuilder(_MessageEventBuilder):
         """
         if len(payloads) != len(guids):
             raise UsageError(f"{len(payloads)} payloads but {len(guids)} guids")
+        if not -(1 << 31) <= queue_id < (1 << 31):
+            raise EncodeError(f"queue_id {queue_id} does not fit a signed 32-bit field")
         props = (
             properties.encode(extended_properties)
             if properties is not None and len(properties)
@@ -881,24 +883,43 @@ class PutEventBuilder(_MessageEventBuilder):
         max_size = self.max_event_size
         max_app = PUT_MAX_PAYLOAD_SIZE_SOFT
         parts = self._parts
-        for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
-            app_len = plen + len(payload)
-            pad = pads[app_len & 3]
-            size = 36 + app_len + len(pad)
-            if self._size + size > max_size or len(guid) != 16 or app_len > max_app:
-                # Rare: full event, bad guid or oversized data; the checked path handles it.
-                self.add(queue_id, payload, guid=guid, properties=properties,
-                         ack_requested=ack_requested,
-                         extended_properties=extended_properties)  # fmt: skip
-                parts = self._parts
-                continue
-            header = pack(
-                w0_base | (size >> 2), w1, queue_id, guid, crc(payload, props_crc), schema, 0
-            )
-            parts += (header, props, payload, pad)
-            self._size += size
-            self._count += 1
-            self.message_count += 1
+        # The event size and the message counts live in locals in the loop (attribute updates
+        # cost more than the rest of the per-message work); they are written back before the
+        # checked path runs and when the loop ends.
+        total = self._size
+        added = 0
+        try:
+            for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
+                app_len = plen + len(payload)
+                pad = pads[app_len & 3]
+                size = 36 + app_len + len(pad)
+                if total + size > max_size or len(guid) != 16 or app_len > max_app:
+                    # Rare: full event, bad guid or oversized data; the checked path handles it.
+                    self._size = total
+                    self._count += added
+                    self.message_count += added
+                    added = 0
+                    self.add(queue_id, payload, guid=guid, properties=properties,
+                             ack_requested=ack_requested,
+                             extended_properties=extended_properties)  # fmt: skip
+                    parts = self._parts
+                    total = self._size
+                    continue
+                header = pack(
+                    w0_base | (size >> 2), w1, queue_id, guid, crc(payload, props_crc), schema, 0
+                )
+                parts += (
+                    header,
+                    props,
+                    payload,
+                    pad,
+                )
+                total += size
+                added += 1
+        finally:
+            self._size = total
+            self._count += added
+            self.message_count += added
 
 
 def _resize_header(header: bytes, size: int, minimum: int) -> bytes:
