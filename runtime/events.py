@@ -551,41 +551,54 @@ def decode_push(
     schema_word = _SCHEMA.unpack_from
     new = tuple.__new__
     info_cache: dict[object, tuple[SubQueueInfo, ...]] = {}
+    no_infos = _NO_INFOS
+    record = PushMessage
+    limit = length - 36  # a whole 32-byte header and the word after it fit up to here
     while pos < length:
         # The common case (28/32-byte header, no options, no compression) stays inline: one
         # unpack for the whole header and a record made without a Python-level constructor.
-        if length - pos >= 36:
+        if pos <= limit:
             w0, w1, queue_id, guid, schema, word = unpack_header(data, pos)
             size = (w0 & 0x0FFFFFFF) << 2
             end = pos + size
-            if (w1 == 8 or w1 == 7) and end <= length and size > 32:
-                start = pos + (w1 << 2)
-                if w1 == 7:
-                    # No schema id: those bytes already belong to the application data.
-                    schema = 0
-                    word = (schema_word(data, pos + 28)[0] << 16) | schema_word(data, pos + 30)[0]
+            if w1 == 8 and size > 32 and end <= length:
+                # What the C++ broker sends. ``size > 32`` (a multiple of 4) leaves at least 4
+                # bytes of application data, so a padding byte of 1..4 always fits.
                 pad = data[end - 1]
-                if not 1 <= pad <= 4 or pad > end - start:
-                    _pad_count(data, start, end, pos)  # raises with the details
+                if (pad - 1) >> 2:  # not in 1..4
+                    _pad_count(data, pos + 32, end, pos)  # raises with the details
                 end -= pad
+                start = pos + 32
                 flags = w0 >> 28
+                pos += size
                 if flags & 2:
                     # ``word`` is the first word of the MessagePropertiesHeader: area words in
                     # its low 24 bits.
                     split = start + ((word & 0xFFFFFF) << 2)
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
-                    append(new(
-                        PushMessage,
-                        (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
-                         b"", w1, _NO_INFOS, None),
-                    ))  # fmt: skip
+                    append(new(record, (queue_id, guid, flags, 0, schema, data[start:split],
+                                        data[split:end], b"", 8, no_infos, None)))  # fmt: skip
                 else:
-                    append(new(
-                        PushMessage,
-                        (queue_id, guid, flags, 0, schema, b"", data[start:end], b"", w1,
-                         _NO_INFOS, None),
-                    ))  # fmt: skip
+                    append(new(record, (queue_id, guid, flags, 0, schema, b"", data[start:end],
+                                        b"", 8, no_infos, None)))  # fmt: skip
+                continue
+            if w1 == 7 and size > 32 and end <= length:
+                # No schema id: those bytes already belong to the application data.
+                start = pos + 28
+                word = (schema_word(data, pos + 28)[0] << 16) | schema_word(data, pos + 30)[0]
+                pad = data[end - 1]
+                if (pad - 1) >> 2:
+                    _pad_count(data, start, end, pos)  # raises with the details
+                end -= pad
+                flags = w0 >> 28
+                split = start
+                if flags & 2:
+                    split = start + ((word & 0xFFFFFF) << 2)
+                    if split <= start or split > end:
+                        properties_area_size(data, start, end)  # raises with the details
+                append(new(record, (queue_id, guid, flags, 0, 0, data[start:split],
+                                    data[split:end], b"", 7, no_infos, None)))  # fmt: skip
                 pos += size
                 continue
             if (
@@ -849,6 +862,8 @@ class PutEventBuilder(_MessageEventBuilder):
         """
         if len(payloads) != len(guids):
             raise UsageError(f"{len(payloads)} payloads but {len(guids)} guids")
+        if not -(1 << 31) <= queue_id < (1 << 31):
+            raise EncodeError(f"queue_id {queue_id} does not fit a signed 32-bit field")
         props = (
             properties.encode(extended_properties)
             if properties is not None and len(properties)
@@ -868,24 +883,43 @@ class PutEventBuilder(_MessageEventBuilder):
         max_size = self.max_event_size
         max_app = PUT_MAX_PAYLOAD_SIZE_SOFT
         parts = self._parts
-        for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
-            app_len = plen + len(payload)
-            pad = pads[app_len & 3]
-            size = 36 + app_len + len(pad)
-            if self._size + size > max_size or len(guid) != 16 or app_len > max_app:
-                # Rare: full event, bad guid or oversized data; the checked path handles it.
-                self.add(queue_id, payload, guid=guid, properties=properties,
-                         ack_requested=ack_requested,
-                         extended_properties=extended_properties)  # fmt: skip
-                parts = self._parts
-                continue
-            header = pack(
-                w0_base | (size >> 2), w1, queue_id, guid, crc(payload, props_crc), schema, 0
-            )
-            parts += (header, props, payload, pad)
-            self._size += size
-            self._count += 1
-            self.message_count += 1
+        # The event size and the message counts live in locals in the loop (attribute updates
+        # cost more than the rest of the per-message work); they are written back before the
+        # checked path runs and when the loop ends.
+        total = self._size
+        added = 0
+        try:
+            for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
+                app_len = plen + len(payload)
+                pad = pads[app_len & 3]
+                size = 36 + app_len + len(pad)
+                if total + size > max_size or len(guid) != 16 or app_len > max_app:
+                    # Rare: full event, bad guid or oversized data; the checked path handles it.
+                    self._size = total
+                    self._count += added
+                    self.message_count += added
+                    added = 0
+                    self.add(queue_id, payload, guid=guid, properties=properties,
+                             ack_requested=ack_requested,
+                             extended_properties=extended_properties)  # fmt: skip
+                    parts = self._parts
+                    total = self._size
+                    continue
+                header = pack(
+                    w0_base | (size >> 2), w1, queue_id, guid, crc(payload, props_crc), schema, 0
+                )
+                parts += (
+                    header,
+                    props,
+                    payload,
+                    pad,
+                )
+                total += size
+                added += 1
+        finally:
+            self._size = total
+            self._count += added
+            self.message_count += added
 
 
 def _resize_header(header: bytes, size: int, minimum: int) -> bytes:

@@ -71,3 +71,42 @@ def test_option_is_parsed_once_per_event_not_per_message(monkeypatch: pytest.Mon
     assert len(messages) == 100
     assert len(calls) == 2  # once per distinct option value, not per message
     assert {m.sub_queue_ids for m in messages} == {(9,)}
+
+
+@pytest.mark.parametrize("header_words", [8, 7])
+@pytest.mark.parametrize("with_properties", [False, True])
+def test_no_option_pushes_decode_fully_and_refuse_bad_bytes(
+    header_words: int, with_properties: bool
+) -> None:
+    """The 32- and 28-byte header branches (no options): same fields as built, and bad padding
+    bytes (0, 5) or a properties area of 0 words or past the message raise ProtocolError."""
+    properties = MessageProperties({"k": "v", "n": 3}) if with_properties else None
+    builder = wire.PushEventBuilder()
+    for i in range(4):
+        builder.add(7, GUID, b"payload-%d" % i, properties=properties, header_words=header_words)
+    [event] = builder.finish()
+    messages = wire.decode_push(event)
+    assert [m.payload for m in messages] == [b"payload-%d" % i for i in range(4)]
+    for m in messages:
+        assert (m.queue_id, m.guid, m.header_words, m.options, m.sub_queue_infos) == (
+            7, GUID, header_words, b"", ()
+        )  # fmt: skip
+        # A 28-byte header has no schema id, so its properties read as the old format; the
+        # builder still wrote the extended one, so only the area's bounds are compared there.
+        assert bool(m.properties_area) == with_properties
+        if header_words == 8:
+            assert (dict(m.properties) if m.properties is not None else None) == (
+                {"k": "v", "n": 3} if with_properties else None
+            )
+    for bad in (0, 5):
+        broken = bytearray(event)
+        broken[-1] = bad
+        with pytest.raises(ProtocolError, match="padding"):
+            wire.decode_push(bytes(broken))
+    if with_properties:
+        area_word = 8 + header_words * 4  # first message: event header, PushHeader
+        for words in (0, 0xFFFFFF):
+            broken = bytearray(event)
+            broken[area_word + 1 : area_word + 4] = words.to_bytes(3, "big")
+            with pytest.raises(ProtocolError):
+                wire.decode_push(bytes(broken))

@@ -242,3 +242,33 @@ def test_property_area_vectors(
     other = fresh.encode(not extended)
     assert other != raw[: len(other)]
     assert MessageProperties.decode(other, extended=not extended) == props
+
+
+def test_put_add_many_matches_add_and_splits_events() -> None:
+    """The batched hot path writes exactly what ``add`` writes, cuts events where ``add`` does,
+    and keeps the builder's counts right across the cut and after a rejected message."""
+    from pybmq.properties import MessageProperties
+
+    props = MessageProperties({"encoding": 3, "source": "bench"})
+    payloads = [bytes([i]) * (90 + i % 7) for i in range(60)]
+    guids = [bytes([i]) * 16 for i in range(60)]
+    one_by_one = PutEventBuilder(max_event_size=2048)
+    for payload, guid in zip(payloads, guids, strict=True):
+        one_by_one.add(7, payload, guid=guid, properties=props, ack_requested=True)
+    batched = PutEventBuilder(max_event_size=2048)
+    batched.add_many(7, payloads[:25], guids[:25], properties=props)
+    assert len(batched) == 25
+    batched.add_many(7, payloads[25:], guids[25:], properties=props)
+    assert len(batched) == 60
+    expected = one_by_one.finish()
+    assert len(expected) > 2
+    assert batched.finish() == expected
+    assert len(batched) == 0
+    with pytest.raises(EncodeError, match="guid"):
+        batched.add_many(7, [b"a", b"b"], [b"g" * 16, b"short"])
+    assert len(batched) == 1  # the message before the bad guid is kept and counted
+    (event,) = batched.finish()
+    assert [m.payload for m in iter_put(event, verify_crc=True)] == [b"a"]
+    with pytest.raises(EncodeError, match="queue_id"):
+        batched.add_many(1 << 31, [b"a"], [b"g" * 16])
+    assert batched.finish() == []
