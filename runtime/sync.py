@@ -106,26 +106,7 @@ class Queue:
         """Post a batch in ONE hand-off to the I/O thread (the way to go fast from a thread, e.g.
         a Spark partition); ``on_ack`` runs on the dispatcher thread once per message. Returns
         the GUIDs; the batch leaves in as few PUT events as its size allows."""
-        dispatcher = self._session._dispatcher
-        callback = None
-        if on_ack is not None:
-            user_callback = on_ack
-
-            def callback(ack: Ack) -> None:
-                dispatcher.submit(lambda: user_callback(ack))
-
-        inner = self._inner
-        batch = list(payloads)
-
-        async def post() -> list[bytes]:
-            guids = []
-            for i, payload in enumerate(batch):
-                if i % 1024 == 1023:
-                    await inner.session.drain()
-                guids.append(inner.post_nowait(payload, properties=properties, on_ack=callback))
-            return guids
-
-        return self._session._call(post())
+        return self.post_batch(((payload, properties) for payload in payloads), on_ack=on_ack)
 
     def get(self, timeout: float | None = None) -> ReceivedMessage:
         """The next message (blocks); TimeoutError after ``timeout`` seconds."""
@@ -157,7 +138,12 @@ class Queue:
 
         async def post() -> list[bytes]:
             await inner.session.drain()
-            return [inner.post_nowait(p, properties=props, on_ack=callback) for p, props in batch]
+            guids = []
+            for i, (payload, props) in enumerate(batch, 1):
+                if i % 1024 == 0:  # let the socket take what is written so far
+                    await inner.session.drain()
+                guids.append(inner.post_nowait(payload, properties=props, on_ack=callback))
+            return guids
 
         return self._session._call(post())
 
