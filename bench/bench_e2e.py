@@ -66,7 +66,9 @@ def _started_engine(*, read: bool = False, write: bool = False) -> tuple[ClientE
         protocol_version=1,
         broker_identity=identity,
     )
-    engine.receive_data(encode_control(ctrl.NegotiationMessage(broker_response=response), "JSON"), 0.0)
+    engine.receive_data(
+        encode_control(ctrl.NegotiationMessage(broker_response=response), "JSON"), 0.0
+    )
     _op, queue_id = engine.open_queue(
         "bmq://bmq.test.mem.priority/bench-engine", 0.0, read=read, write=write
     )

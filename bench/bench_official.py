@@ -33,6 +33,16 @@ def run(quick: bool) -> list[Result]:
         Result("e2e official consume→confirm", consumed["rate"], "msgs/s", note),
         Result("e2e official ACK latency p50", latency["p50"] * 1e6, "µs", "one post in flight"),
         Result("e2e official ACK latency p99", latency["p99"] * 1e6, "µs", "one post in flight"),
-        Result("e2e official ACK latency p50 (flood)", posted["p50"] * 1e6, "µs", f"{count} posted at once"),
-        Result("e2e official ACK latency p99 (flood)", posted["p99"] * 1e6, "µs", f"{count} posted at once"),
+        Result(
+            "e2e official ACK latency p50 (flood)",
+            posted["p50"] * 1e6,
+            "µs",
+            f"{count} posted at once",
+        ),
+        Result(
+            "e2e official ACK latency p99 (flood)",
+            posted["p99"] * 1e6,
+            "µs",
+            f"{count} posted at once",
+        ),
     ]

@@ -60,9 +60,9 @@ def run(quick: bool) -> list[Result]:
             )
             frame.count()  # materialize outside the timing
             start = time.perf_counter()
-            frame.write.format("blazingmq").option("broker", sim.url).option(
-                "queue", queue
-            ).option("maxInFlight", "2000").mode("append").save()
+            frame.write.format("blazingmq").option("broker", sim.url).option("queue", queue).option(
+                "maxInFlight", "2000"
+            ).mode("append").save()
             write_s = time.perf_counter() - start
 
             start = time.perf_counter()

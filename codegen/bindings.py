@@ -43,7 +43,15 @@ BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 # OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 # REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which
 # an array tags as VisibleString 26.
-_UNIVERSAL_TAGS = {"int": 2, "bool": 1, "bytes": 4, "enum": 10, "str": 12, "float": 9, "temporal": 26}
+_UNIVERSAL_TAGS = {
+    "int": 2,
+    "bool": 1,
+    "bytes": 4,
+    "enum": 10,
+    "str": 12,
+    "float": 9,
+    "temporal": 26,
+}
 _CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 

@@ -102,7 +102,9 @@ def diff(artifacts: dict[str, str], generated_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pybmq.codegen", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail with a diff if generated/ is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="fail with a diff if generated/ is stale"
+    )
     parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
     args = parser.parse_args(argv)
@@ -111,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         text = diff(artifacts, args.out)
         if text:
             print(text, end="")
-            print("\ngenerated/ is stale or hand-edited: run `make generate` and commit the result.")
+            print(
+                "\ngenerated/ is stale or hand-edited: run `make generate` and commit the result."
+            )
             return 1
         print(f"generated/ is fresh ({len(artifacts)} files)")
         return 0

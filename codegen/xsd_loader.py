@@ -53,7 +53,9 @@ class _BdemSchemaParser(SchemaParser):  # type: ignore[misc]
     ) -> None:
         super().start(clazz, queue, objects, qname, attrs, ns_map)
         prefix = "{" + BDEM_NS + "}"
-        found = {key[len(prefix) :]: value for key, value in attrs.items() if key.startswith(prefix)}
+        found = {
+            key[len(prefix) :]: value for key, value in attrs.items() if key.startswith(prefix)
+        }
         if found:
             self.bdem[self.index] = found
 
@@ -226,9 +228,7 @@ class _Mapper:
         try:
             return int(raw)
         except ValueError as exc:
-            raise SchemaError(
-                f"{self.source}: {where}: bdem:id={raw!r} is not an integer"
-            ) from exc
+            raise SchemaError(f"{self.source}: {where}: bdem:id={raw!r} is not an integer") from exc
 
     def check_occurs_once(self, node: xsd.Sequence | xsd.Choice, where: str) -> None:
         if node.min_occurs != 1 or _max_occurs(node.max_occurs) != 1:

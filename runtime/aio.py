@@ -140,9 +140,7 @@ class AsyncQueue:
         session._schedule_flush()
         return guid
 
-    async def post(
-        self, payload: bytes, *, properties: Mapping[str, Any] | None = None
-    ) -> Ack:
+    async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
         session = self.session
@@ -158,7 +156,9 @@ class AsyncQueue:
         """Change flow control, priority or subscriptions of this (reader) queue."""
         options = queue_options(options, option_values)
         session = self.session
-        await session._operation(session._engine.configure_queue(self.queue_id, options, session._loop_time()))
+        await session._operation(
+            session._engine.configure_queue(self.queue_id, options, session._loop_time())
+        )
 
     async def close(self) -> None:
         """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
@@ -242,7 +242,9 @@ class AsyncSession:
         self._engine = ClientEngine(options)
         engine_options = self._engine.options
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
-        self._selector = EndpointSelector(endpoints, engine_options.reconnect_policy, rng or random.Random())
+        self._selector = EndpointSelector(
+            endpoints, engine_options.reconnect_policy, rng or random.Random()
+        )
         self._endpoint = broker  # the endpoint of the current (or last) connection
         self._reconnect_task: asyncio.Task[None] | None = None
         self._protocol: _Protocol | None = None

@@ -17,12 +17,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("uri", help="queue URI; bmq://domain/queue?id=app for a fanout app")
     parser.add_argument("--count", type=int, help="stop after N messages (default: run until idle)")
     parser.add_argument(
-        "--confirm", action=argparse.BooleanOptionalAction, default=True,
+        "--confirm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="confirm each message (default) or leave them unconfirmed",
     )
     parser.add_argument("--broker", default=DEFAULT_BROKER, help=f"default {DEFAULT_BROKER}")
     parser.add_argument(
-        "--idle-timeout", type=float, default=None, metavar="SECONDS",
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
         help="stop when no message came for this long (default: wait forever)",
     )
     parser.add_argument("--max-unconfirmed", type=int, default=1000, help="flow-control window")
@@ -52,15 +57,25 @@ async def _run(args: argparse.Namespace) -> int:
             await queue.close()
             return 0
         with Progress(
-            TextColumn("consume"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, disable=args.quiet, transient=True,
+            TextColumn("consume"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=args.quiet,
+            transient=True,
         ) as bar:
             task = bar.add_task("consume", total=args.count)
             stats = await consume_messages(
-                queue, args.count, confirm=args.confirm, idle_timeout=args.idle_timeout,
+                queue,
+                args.count,
+                confirm=args.confirm,
+                idle_timeout=args.idle_timeout,
                 progress=lambda n: bar.advance(task, n),
             )
         await queue.close()
     verb = "consumed and confirmed" if args.confirm else "consumed"
-    print(f"{verb} {stats.count} messages from {args.uri}: {stats.rate:,.0f} msgs/s ({stats.seconds:.2f} s)")
+    print(
+        f"{verb} {stats.count} messages from {args.uri}: {stats.rate:,.0f} msgs/s ({stats.seconds:.2f} s)"
+    )
     return 0 if args.count is None or stats.count >= args.count else 1

@@ -20,7 +20,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--properties", help="message properties: k=v,k2=7 (ints become ints)")
     parser.add_argument("--broker", default=DEFAULT_BROKER, help=f"default {DEFAULT_BROKER}")
     parser.add_argument(
-        "--compress-above", type=int, default=0, metavar="BYTES",
+        "--compress-above",
+        type=int,
+        default=0,
+        metavar="BYTES",
         help="zlib-compress payloads of at least BYTES bytes (default: never)",
     )
     parser.add_argument("--window", type=int, default=20_000, help="max unacknowledged posts")
@@ -40,12 +43,21 @@ async def _run(args: argparse.Namespace) -> int:
     async with AsyncSession(args.broker, options=options) as session:
         queue = await session.open_queue(args.uri, write=True)
         with Progress(
-            TextColumn("post"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, disable=args.quiet, transient=True,
+            TextColumn("post"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=args.quiet,
+            transient=True,
         ) as bar:
             task = bar.add_task("post", total=args.count)
             stats = await post_messages(
-                queue, args.count, payload, properties=properties, window=args.window,
+                queue,
+                args.count,
+                payload,
+                properties=properties,
+                window=args.window,
                 progress=lambda n: bar.advance(task, n),
             )
         await queue.close()

@@ -38,7 +38,9 @@ async def demo(count: int, size: int, console: Console) -> int:
             await consumer.close()
             await producer.close()
     ok = posted.count == count and consumed.count == count
-    console.print("[green]all messages acknowledged, delivered and confirmed[/]" if ok else "[red]mismatch[/]")
+    console.print(
+        "[green]all messages acknowledged, delivered and confirmed[/]" if ok else "[red]mismatch[/]"
+    )
     return 0 if ok else 1
 
 

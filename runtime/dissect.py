@@ -117,9 +117,11 @@ def _message_node(
         node["properties"] = props
     node["payload"] = {
         "size": len(message.payload),
-        "hex": message.payload.hex()
-        if payload_limit is None
-        else message.payload[:payload_limit].hex(),
+        "hex": (
+            message.payload.hex()
+            if payload_limit is None
+            else message.payload[:payload_limit].hex()
+        ),
         "preview": hexdump(message.payload, payload_limit),
     }
     return node

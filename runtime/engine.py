@@ -112,7 +112,6 @@ _EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
 FEATURE_CONFIGURE_STREAM = "CONFIGURE_STREAM"
 
 
-
 @dataclass(slots=True)
 class _PendingRequest:
     kind: str
@@ -320,7 +319,9 @@ class ClientEngine:
         if self.state in (SessionState.STOPPED, SessionState.RECONNECTING):
             return
         if self._can_reconnect():
-            self._drop_connection(f"connection lost: {error}" if error else "connection closed by the broker")
+            self._drop_connection(
+                f"connection lost: {error}" if error else "connection closed by the broker"
+            )
             return
         if self.state is SessionState.STOPPING and self._disconnect_sent:
             self._finish_stop("stopped")
@@ -331,7 +332,10 @@ class ClientEngine:
     def _can_reconnect(self) -> bool:
         return self.options.reconnect and (
             self.state is SessionState.STARTED
-            or (self._restoring and self.state in (SessionState.NEGOTIATING, SessionState.RECONNECTING))
+            or (
+                self._restoring
+                and self.state in (SessionState.NEGOTIATING, SessionState.RECONNECTING)
+            )
         )
 
     def _drop_connection(self, reason: str) -> None:
@@ -360,13 +364,21 @@ class ClientEngine:
                     queue.op_id = None
                 continue
             # Opening: failed. Closing: the lost connection detached it, so the close succeeded.
-            error = None if queue.state is QueueState.CLOSING else SessionStoppedError(f"{reason} ({queue.uri})")
+            error = (
+                None
+                if queue.state is QueueState.CLOSING
+                else SessionStoppedError(f"{reason} ({queue.uri})")
+            )
             queue.step(QueueInput.SESSION_DOWN)
             self._finish_queue_op(queue, error)
-            self._cancel_posts(queue, AckStatus.CANCELED, "queue closed" if error is None else reason)
+            self._cancel_posts(
+                queue, AckStatus.CANCELED, "queue closed" if error is None else reason
+            )
             self._forget(queue)
         if first_drop:
-            resend = [p.put for p in self._unacked.values() if p.batch is not None and p.put is not None]
+            resend = [
+                p.put for p in self._unacked.values() if p.batch is not None and p.put is not None
+            ]
             for pending in self._unacked.values():
                 pending.batch = None
             self._ack_deadlines.clear()
@@ -452,14 +464,14 @@ class ClientEngine:
         if any(r.kind != _Req.DISCONNECT for r in self._requests.values()):
             return
         self._disconnect_sent = True
-        self._request(ctrl.ControlMessage(disconnect=ctrl.Disconnect()), _Req.DISCONNECT, None, None)
+        self._request(
+            ctrl.ControlMessage(disconnect=ctrl.Disconnect()), _Req.DISCONNECT, None, None
+        )
 
     def _finish_stop(self, reason: str) -> None:
         if self.state is not SessionState.STOPPED:
             self._session_step(
-                SessionInput.DISCONNECTED
-                if reason == "stopped"
-                else SessionInput.STOP_TIMED_OUT
+                SessionInput.DISCONNECTED if reason == "stopped" else SessionInput.STOP_TIMED_OUT
             )
         self._fail_everything("session stopped")
         if self._stop_op is not None:
@@ -534,9 +546,9 @@ class ClientEngine:
         for other in self.queues.values():
             if other.base_uri == base_uri and other.app_id == app_id:
                 raise UsageError(
-                f"queue {uri!r} is already open (or opening) in this session; "
-                "open it once with read=True and write=True to do both"
-            )
+                    f"queue {uri!r} is already open (or opening) in this session; "
+                    "open it once with read=True and write=True to do both"
+                )
         flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
         if write and ack:
             flags |= FLAG_ACK
@@ -745,7 +757,9 @@ class ClientEngine:
         self._puts.append(put)
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
-            self._unacked[guid] = _PendingPut(queue_id, context, put if self.options.reconnect else None)
+            self._unacked[guid] = _PendingPut(
+                queue_id, context, put if self.options.reconnect else None
+            )
         return guid
 
     def confirm(self, queue_id: int, guid: bytes, generation: int | None = None) -> None:
@@ -815,7 +829,12 @@ class ClientEngine:
             j = i + 1
             while j < n:
                 other = puts[j]
-                if other[0] != queue_id or other[3] is not props or other[4] != wants_ack or other[5]:
+                if (
+                    other[0] != queue_id
+                    or other[3] is not props
+                    or other[4] != wants_ack
+                    or other[5]
+                ):
                     break
                 if wants_ack:
                     acked.append(other[1])
@@ -893,10 +912,20 @@ class ClientEngine:
                 if pending is not None:
                     queue = self.queues.get(pending.queue_id)
                     reason = f"no ACK within {self.options.ack_timeout:g}s"
-                    ack = Ack(guid, queue.uri if queue else "", AckStatus.TIMEOUT, local=True, reason=reason)
+                    ack = Ack(
+                        guid,
+                        queue.uri if queue else "",
+                        AckStatus.TIMEOUT,
+                        local=True,
+                        reason=reason,
+                    )
                     self._events.append(AckReceived(ack, pending.context))
         stop_deadline = self._stop_deadline
-        if self.state is SessionState.STOPPING and stop_deadline is not None and stop_deadline <= now:
+        if (
+            self.state is SessionState.STOPPING
+            and stop_deadline is not None
+            and stop_deadline <= now
+        ):
             self._finish_stop("stop timed out: no DisconnectResponse")
             return
         if self.state in (SessionState.STARTED, SessionState.STOPPING):
@@ -929,7 +958,9 @@ class ClientEngine:
         rid = self._next_rid
         self._next_rid = self._next_rid + 1 if self._next_rid < 2**31 - 1 else 1
         message.r_id = rid
-        self._requests[rid] = _PendingRequest(kind, self._now + self.options.request_timeout, queue_id, op_id)
+        self._requests[rid] = _PendingRequest(
+            kind, self._now + self.options.request_timeout, queue_id, op_id
+        )
         self._send_control(message)
 
     def _send_control(self, message: ctrl.ControlMessage | ctrl.NegotiationMessage) -> None:
@@ -1011,7 +1042,9 @@ class ClientEngine:
                         path="PushHeader.queueId",
                     )
                 properties = push.properties if push.properties_area else None
-                append(MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties)))
+                append(
+                    MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties))
+                )
 
     def _on_control(self, event: Event) -> None:
         if self.state is SessionState.NEGOTIATING:
@@ -1172,8 +1205,12 @@ class ClientEngine:
             return
         if kind in (_Req.REOPEN, _Req.REOPEN_CONFIGURE):
             if kind == _Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
-                close = ctrl.CloseQueue(handle_parameters=self._handle_parameters(queue), is_final=True)
-                self._request(ctrl.ControlMessage(close_queue=close), _Req.CLOSE_ABANDONED, None, None)
+                close = ctrl.CloseQueue(
+                    handle_parameters=self._handle_parameters(queue), is_final=True
+                )
+                self._request(
+                    ctrl.ControlMessage(close_queue=close), _Req.CLOSE_ABANDONED, None, None
+                )
             self._reopened(queue, error)
         elif kind == _Req.OPEN:
             queue.step(QueueInput.OPEN_FAILED)

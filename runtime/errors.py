@@ -73,7 +73,9 @@ class BrokerError(PybmqError):
         self.category = category
         self.code = code
         self.broker_message = message
-        super().__init__(f"{operation} refused by the broker: {category} ({code}) {message}".rstrip())
+        super().__init__(
+            f"{operation} refused by the broker: {category} ({code}) {message}".rstrip()
+        )
 
 
 class PostBufferFullError(PybmqError):

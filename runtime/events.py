@@ -337,7 +337,9 @@ _PACKED_INFO_W1 = (1 << 8) | 8
 _ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
 _PACKED_MASK = 0xFFFFFF00
 _PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
-_PROPS_FLAG = int(PutHeaderFlags.MESSAGE_PROPERTIES)  # same bit in PushHeaderFlags; a plain int: IntFlag & is slow
+_PROPS_FLAG = int(
+    PutHeaderFlags.MESSAGE_PROPERTIES
+)  # same bit in PushHeaderFlags; a plain int: IntFlag & is slow
 
 
 def _split_app_data(

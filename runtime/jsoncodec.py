@@ -132,7 +132,9 @@ def dec_int(value: object, lo: int, hi: int, path: str, name: str) -> int:
         try:
             value = int(value.strip(), 10)
         except ValueError:
-            raise DecodeError(f"expected an integer, got string {value!r}", path=f"{path}.{name}") from None
+            raise DecodeError(
+                f"expected an integer, got string {value!r}", path=f"{path}.{name}"
+            ) from None
     if not isinstance(value, int) or isinstance(value, bool):
         raise DecodeError(f"expected an integer, got {_kind(value)}", path=f"{path}.{name}")
     if not lo <= value <= hi:
@@ -158,7 +160,9 @@ def dec_float(value: object, path: str, name: str) -> float:
         try:
             return float(value.strip())
         except ValueError:
-            raise DecodeError(f"expected a number, got string {value!r}", path=f"{path}.{name}") from None
+            raise DecodeError(
+                f"expected a number, got string {value!r}", path=f"{path}.{name}"
+            ) from None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise DecodeError(f"expected a number, got {_kind(value)}", path=f"{path}.{name}")
     try:
@@ -178,7 +182,9 @@ def dec_bytes(value: object, path: str, name: str) -> bytes:
 
 def dec_enum(value: object, enum_cls: type[E], path: str, name: str) -> E:
     if not isinstance(value, str):
-        raise DecodeError(f"expected a {enum_cls.__name__} name, got {_kind(value)}", path=f"{path}.{name}")
+        raise DecodeError(
+            f"expected a {enum_cls.__name__} name, got {_kind(value)}", path=f"{path}.{name}"
+        )
     member = enum_cls.__members__.get(value)
     if member is None:
         raise DecodeError(f"{value!r} is not a {enum_cls.__name__}", path=f"{path}.{name}")

@@ -64,7 +64,9 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.session is not None:
             self.sim._transports.pop(self.session, None)
-            self.session.connection_lost("connection closed by peer" if exc is None else f"connection lost: {exc}")
+            self.session.connection_lost(
+                "connection closed by peer" if exc is None else f"connection lost: {exc}"
+            )
             self.sim._flush()
 
 
@@ -183,7 +185,11 @@ class BrokerSimulator:
         while True:
             deadline = self.broker.next_deadline()
             now = self._now()
-            delay = TIMER_MAX_SLEEP_S if deadline is None else min(max(deadline - now, 0.0), TIMER_MAX_SLEEP_S)
+            delay = (
+                TIMER_MAX_SLEEP_S
+                if deadline is None
+                else min(max(deadline - now, 0.0), TIMER_MAX_SLEEP_S)
+            )
             await asyncio.sleep(delay)
             self.broker.on_timer(self._now())
             self._flush()
@@ -218,7 +224,9 @@ class ThreadedBrokerSimulator:
     def url(self) -> str:
         return self._sim.url
 
-    def start(self, host: str | None = None, port: int | None = None, timeout: float = 10.0) -> None:
+    def start(
+        self, host: str | None = None, port: int | None = None, timeout: float = 10.0
+    ) -> None:
         if self._thread is not None:
             raise SimulatorError("the simulator is already started")
         loop = asyncio.new_event_loop()

@@ -18,9 +18,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
             ".priority, .fanout (appIds foo, bar, baz) and .broadcast exist; nothing else does."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)")
-    parser.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat interval advertised to clients")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)"
+    )
+    parser.add_argument(
+        "--heartbeat-ms", type=int, default=3000, help="heartbeat interval advertised to clients"
+    )
     parser.add_argument("--max-missed-heartbeats", type=int, default=10)
     parser.add_argument(
         "--no-configure-stream",
@@ -28,16 +34,46 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="do not advertise SUBSCRIPTIONS:CONFIGURE_STREAM (clients then use configureQueueStream)",
     )
     faults = parser.add_argument_group("fault injection")
-    faults.add_argument("--drop-after-events", type=int, metavar="N", help="close a client's connection after every N events it sends")
-    faults.add_argument("--drop-probability", type=float, default=0.0, metavar="P", help="close a client's connection after any event with probability P")
-    faults.add_argument("--max-drops", type=int, metavar="N", help="stop dropping connections after N drops")
+    faults.add_argument(
+        "--drop-after-events",
+        type=int,
+        metavar="N",
+        help="close a client's connection after every N events it sends",
+    )
+    faults.add_argument(
+        "--drop-probability",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="close a client's connection after any event with probability P",
+    )
+    faults.add_argument(
+        "--max-drops", type=int, metavar="N", help="stop dropping connections after N drops"
+    )
     faults.add_argument("--seed", type=int, help="seed of the fault injector's random choices")
     faults.add_argument("--ack-delay-ms", type=int, default=0, help="hold every ACK back this long")
-    faults.add_argument("--nack-share", type=float, default=0.0, metavar="P", help="NACK this share of PUTs (STORAGE_FAILURE)")
-    faults.add_argument("--no-heartbeats", action="store_true", help="never answer nor send heartbeats")
-    faults.add_argument("--refuse-negotiation", action="store_true", help="refuse every client (E_REFUSED)")
-    faults.add_argument("--restart-every", type=float, metavar="SECONDS", help="restart (same port, queues kept) this often")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)")
+    faults.add_argument(
+        "--nack-share",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="NACK this share of PUTs (STORAGE_FAILURE)",
+    )
+    faults.add_argument(
+        "--no-heartbeats", action="store_true", help="never answer nor send heartbeats"
+    )
+    faults.add_argument(
+        "--refuse-negotiation", action="store_true", help="refuse every client (E_REFUSED)"
+    )
+    faults.add_argument(
+        "--restart-every",
+        type=float,
+        metavar="SECONDS",
+        help="restart (same port, queues kept) this often",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)"
+    )
     parser.set_defaults(func=handler)
 
 
@@ -89,6 +125,12 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    level = (
+        logging.WARNING
+        if args.verbose == 0
+        else logging.INFO if args.verbose == 1 else logging.DEBUG
+    )
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     return asyncio.run(_serve(args))

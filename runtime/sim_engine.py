@@ -165,7 +165,9 @@ class BrokerStats:
 class Broker:
     """Shared state of the simulated broker: queues, sessions, which sessions have output."""
 
-    def __init__(self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None) -> None:
+    def __init__(
+        self, config: BrokerConfig | None = None, hooks: BrokerHooks | None = None
+    ) -> None:
         self.config = config or BrokerConfig()
         self.hooks = hooks or BrokerHooks()
         self.store = QueueStore()
@@ -302,7 +304,9 @@ class ClientSession:
         interval = config.heartbeat_interval_ms / 1000.0
         silent = now - self._last_received
         if silent >= interval * config.max_missed_heartbeats:
-            self._violation(f"no data for {silent:.1f}s ({config.max_missed_heartbeats} missed heartbeats)")
+            self._violation(
+                f"no data for {silent:.1f}s ({config.max_missed_heartbeats} missed heartbeats)"
+            )
             self.broker._mark(self)
             return
         if (
@@ -318,7 +322,9 @@ class ClientSession:
     def _handle_event(self, event: Event) -> None:
         header = event.header
         if header.fragment_bit:
-            raise ProtocolError("fragment bit set", offset=event.offset, path="EventHeader.fragmentBit")
+            raise ProtocolError(
+                "fragment bit set", offset=event.offset, path="EventHeader.fragmentBit"
+            )
         if header.protocol_version != PROTOCOL_VERSION:
             raise ProtocolError(
                 f"protocol version {header.protocol_version} (expected {PROTOCOL_VERSION})",
@@ -329,7 +335,9 @@ class ClientSession:
         if self.state is SessionState.NEGOTIATING:
             if etype != EventType.CONTROL:
                 raise ProtocolError(
-                    f"{event.type_name} event before negotiation", offset=event.offset, path="EventHeader.type"
+                    f"{event.type_name} event before negotiation",
+                    offset=event.offset,
+                    path="EventHeader.type",
                 )
             self._negotiate(event)
         elif etype == EventType.CONTROL:
@@ -345,7 +353,9 @@ class ClientSession:
             pass
         else:
             raise ProtocolError(
-                f"a client may not send {event.type_name} events", offset=event.offset, path="EventHeader.type"
+                f"a client may not send {event.type_name} events",
+                offset=event.offset,
+                path="EventHeader.type",
             )
 
     # -- negotiation -------------------------------------------------------------------------
@@ -363,7 +373,10 @@ class ClientSession:
         self.extended_properties = _has_feature(identity.features, "MPS", "MESSAGE_PROPERTIES_EX")
         problem = None
         if identity.protocol_version != PROTOCOL_VERSION:
-            problem = ("E_NOT_SUPPORTED", f"unsupported protocol version {identity.protocol_version}")
+            problem = (
+                "E_NOT_SUPPORTED",
+                f"unsupported protocol version {identity.protocol_version}",
+            )
         elif identity.client_type != ctrl.ClientType.E_TCPCLIENT:
             problem = ("E_NOT_SUPPORTED", f"unsupported client type {identity.client_type.name}")
         elif (refusal := self.broker.hooks.refuse_negotiation(self)) is not None:
@@ -372,7 +385,11 @@ class ClientSession:
         config = self.broker.config
         response = ctrl.NegotiationMessage(
             broker_response=ctrl.BrokerResponse(
-                result=ctrl.Status(category=ctrl.StatusCategory[category], code=0 if not problem else -1, message=text),
+                result=ctrl.Status(
+                    category=ctrl.StatusCategory[category],
+                    code=0 if not problem else -1,
+                    message=text,
+                ),
                 protocol_version=PROTOCOL_VERSION,
                 broker_version=BROKER_VERSION,
                 is_deprecated_sdk=False,
@@ -399,7 +416,12 @@ class ClientSession:
             self._close(f"negotiation refused: {text}")
             return
         self.state = SessionState.OPEN
-        log.info("session %d (%s): negotiated, features %r", self.session_id, self.peer, identity.features)
+        log.info(
+            "session %d (%s): negotiated, features %r",
+            self.session_id,
+            self.peer,
+            identity.features,
+        )
 
     # -- control requests --------------------------------------------------------------------
 
@@ -409,16 +431,22 @@ class ClientSession:
         handler = _REQUESTS.get(choice)
         if handler is None:
             raise ProtocolError(
-                f"a client may not send a {choice} control message", offset=event.offset, path="ControlMessage"
+                f"a client may not send a {choice} control message",
+                offset=event.offset,
+                path="ControlMessage",
             )
         if choice != "disconnect" and message.r_id is None:
-            raise ProtocolError(f"{choice} request without rId", offset=event.offset, path="ControlMessage.rId")
+            raise ProtocolError(
+                f"{choice} request without rId", offset=event.offset, path="ControlMessage.rId"
+            )
         try:
             response = handler(self, getattr(message, choice))
         except RequestRefused as refusal:
             log.info("session %d: %s refused: %s", self.session_id, choice, refusal)
             response = ctrl.ControlMessage(
-                status=ctrl.Status(category=ctrl.StatusCategory[refusal.category], code=-1, message=str(refusal))
+                status=ctrl.Status(
+                    category=ctrl.StatusCategory[refusal.category], code=-1, message=str(refusal)
+                )
             )
         response.r_id = message.r_id
         self._send(_encode_control(response, encoding))
@@ -426,7 +454,9 @@ class ClientSession:
             self._disconnecting = True
             self._close("client disconnected", level=logging.INFO)
         else:
-            self.broker._dispatch(d for q in list(self.broker.store.queues.values()) for d in q.deliver())
+            self.broker._dispatch(
+                d for q in list(self.broker.store.queues.values()) for d in q.deliver()
+            )
 
     def _open_queue(self, request: ctrl.OpenQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -440,24 +470,34 @@ class ClientSession:
         if flags & ~KNOWN_QUEUE_FLAGS or flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
         readable, writable = bool(flags & FLAG_READ), bool(flags & FLAG_WRITE)
-        if (params.read_count > 0) != readable or (params.write_count > 0) != writable or params.admin_count:
+        if (
+            (params.read_count > 0) != readable
+            or (params.write_count > 0) != writable
+            or params.admin_count
+        ):
             raise RequestRefused(
                 "E_INVALID_ARGUMENT",
                 f"counts read={params.read_count} write={params.write_count} admin={params.admin_count} "
                 f"do not match flags {flags:#x}",
             )
         if params.q_id >= RESERVED_QUEUE_ID:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id} is in the reserved range")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", f"queue id {params.q_id} is in the reserved range"
+            )
         info = params.sub_id_info
         # The appId comes from subIdInfo (as for a broker); a ?id= in the URI must agree with it.
         app_id = info.app_id if info is not None else (uri.app_id or DEFAULT_APP_ID)
         sub_id = info.sub_id if info is not None else 0
         if uri.app_id is not None and uri.app_id != app_id:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"subIdInfo appId {app_id!r} does not match URI {uri.text!r}")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", f"subIdInfo appId {app_id!r} does not match URI {uri.text!r}"
+            )
         if (app_id == DEFAULT_APP_ID) != (sub_id == 0):
             raise RequestRefused("E_INVALID_ARGUMENT", f"subId {sub_id} with appId {app_id!r}")
         if writable and app_id != DEFAULT_APP_ID:
-            raise RequestRefused("E_INVALID_ARGUMENT", "an appId may not be given when opening for writing")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", "an appId may not be given when opening for writing"
+            )
         if mode is RoutingMode.FANOUT:
             if readable and app_id not in FANOUT_APP_IDS:
                 raise RequestRefused(
@@ -465,9 +505,13 @@ class ClientSession:
                     f"fan-out queue {uri.canonical} has appIds {', '.join(FANOUT_APP_IDS)}; got {app_id!r}",
                 )
         elif app_id != DEFAULT_APP_ID:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}"
+            )
         if (params.q_id, sub_id) in self.handles:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open"
+            )
         for (q_id, _), other in self.handles.items():
             if q_id == params.q_id and other.queue.uri != uri.canonical:
                 raise RequestRefused(
@@ -477,7 +521,13 @@ class ClientSession:
         self.handles[(params.q_id, sub_id)] = QueueHandle(
             params.q_id, uri, queue, app_id, sub_id, params, readable, writable
         )
-        log.info("session %d: opened %s as queue id %d (flags %#x)", self.session_id, uri.text, params.q_id, flags)
+        log.info(
+            "session %d: opened %s as queue id %d (flags %#x)",
+            self.session_id,
+            uri.text,
+            params.q_id,
+            flags,
+        )
         return ctrl.ControlMessage(
             open_queue_response=ctrl.OpenQueueResponse(
                 original_request=request,
@@ -492,7 +542,8 @@ class ClientSession:
             if handle_q_id == q_id and handle.app_id == app_id and sub_id in (None, handle_sub_id):
                 return handle
         raise RequestRefused(
-            "E_INVALID_ARGUMENT", f"configure of queue id {q_id}, appId {app_id!r}, which is not open"
+            "E_INVALID_ARGUMENT",
+            f"configure of queue id {q_id}, appId {app_id!r}, which is not open",
         )
 
     def _configure_queue_stream(self, request: ctrl.ConfigureQueueStream) -> ctrl.ControlMessage:
@@ -514,7 +565,9 @@ class ClientSession:
                     )
                 ],
             )
-        return ctrl.ControlMessage(configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request))
+        return ctrl.ControlMessage(
+            configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request)
+        )
 
     def _configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
         params = request.stream_parameters
@@ -532,7 +585,8 @@ class ClientSession:
                     matches = compile_expression(subscription.expression.text)
                 except ExpressionError as exc:
                     raise RequestRefused(
-                        "E_INVALID_ARGUMENT", f"subscription {subscription.s_id}: invalid expression: {exc}"
+                        "E_INVALID_ARGUMENT",
+                        f"subscription {subscription.s_id}: invalid expression: {exc}",
                     ) from None
             info = subscription.consumers[0]
             wanted.append(
@@ -548,7 +602,9 @@ class ClientSession:
             raise RequestRefused("E_INVALID_ARGUMENT", "subscription ids must be unique")
         if handle.readable:
             self._set_consumers(handle, wanted)
-        return ctrl.ControlMessage(configure_stream_response=ctrl.ConfigureStreamResponse(request=request))
+        return ctrl.ControlMessage(
+            configure_stream_response=ctrl.ConfigureStreamResponse(request=request)
+        )
 
     def _set_consumers(
         self,
@@ -571,7 +627,9 @@ class ClientSession:
         for sub_queue_id, priority, messages, size, matches in wanted:
             existing = handle.consumers.get(sub_queue_id)
             if existing is None:
-                consumer = handle.consumers[sub_queue_id] = Consumer(self, handle.queue_id, sub_queue_id)
+                consumer = handle.consumers[sub_queue_id] = Consumer(
+                    self, handle.queue_id, sub_queue_id
+                )
                 stream.attach(consumer)
             else:
                 consumer = existing
@@ -586,14 +644,20 @@ class ClientSession:
         key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
         handle = self.handles.get(key)
         if handle is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"close of queue id {key[0]}, subId {key[1]}, which is not open")
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT",
+                f"close of queue id {key[0]}, subId {key[1]}, which is not open",
+            )
         if params.uri != handle.parameters.uri:
             raise RequestRefused(
-                "E_INVALID_ARGUMENT", f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}"
+                "E_INVALID_ARGUMENT",
+                f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}",
             )
         self._release(handle)
         del self.handles[key]
-        log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id)
+        log.info(
+            "session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id
+        )
         return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
 
     def _disconnect(self, request: ctrl.Disconnect) -> ctrl.ControlMessage:

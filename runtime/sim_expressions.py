@@ -46,7 +46,9 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
             break
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise ExpressionError(f"unexpected character {text[pos:].lstrip()[:1]!r} at offset {pos}")
+            raise ExpressionError(
+                f"unexpected character {text[pos:].lstrip()[:1]!r} at offset {pos}"
+            )
         kind = match.lastgroup or ""
         out.append((kind, match.group(kind), match.start(kind)))
         pos = match.end()
@@ -117,7 +119,13 @@ def _c_mod(a: int, b: int) -> int:
 _LEVELS: list[tuple[dict[str, Callable[[Node, Node], Node]], bool]] = [
     ({"||": lambda a, b: _logical(False, a, b)}, True),
     ({"&&": lambda a, b: _logical(True, a, b)}, True),
-    ({"==": lambda a, b: _comparison(operator.eq, a, b), "!=": lambda a, b: _comparison(operator.ne, a, b)}, False),
+    (
+        {
+            "==": lambda a, b: _comparison(operator.eq, a, b),
+            "!=": lambda a, b: _comparison(operator.ne, a, b),
+        },
+        False,
+    ),
     (
         {
             "<": lambda a, b: _comparison(operator.lt, a, b),
@@ -127,7 +135,13 @@ _LEVELS: list[tuple[dict[str, Callable[[Node, Node], Node]], bool]] = [
         },
         False,
     ),
-    ({"+": lambda a, b: _arithmetic(operator.add, a, b), "-": lambda a, b: _arithmetic(operator.sub, a, b)}, True),
+    (
+        {
+            "+": lambda a, b: _arithmetic(operator.add, a, b),
+            "-": lambda a, b: _arithmetic(operator.sub, a, b),
+        },
+        True,
+    ),
     (
         {
             "*": lambda a, b: _arithmetic(operator.mul, a, b),

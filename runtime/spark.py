@@ -199,11 +199,15 @@ class BlazingMQStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         posted, acked = _totals(messages)
-        log.info("batch %d: %d/%d posts to %s ACKed", batchId, acked, posted, self.options.target.queue)
+        log.info(
+            "batch %d: %d/%d posts to %s ACKed", batchId, acked, posted, self.options.target.queue
+        )
 
     def abort(self, messages: list[Any], batchId: int) -> None:
         posted, acked = _totals(messages)
-        log.warning("batch %d aborted after %d/%d ACKed posts; Spark retries it", batchId, acked, posted)
+        log.warning(
+            "batch %d aborted after %d/%d ACKed posts; Spark retries it", batchId, acked, posted
+        )
 
 
 # ----------------------------------------------------------------------------------- batch read

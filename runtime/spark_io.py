@@ -67,9 +67,9 @@ def probe(target: Target, *, read: bool) -> None:
             target.queue,
             read=read,
             write=not read,
-            options=QueueOptions(max_unconfirmed_messages=0, max_unconfirmed_bytes=0)
-            if read
-            else None,
+            options=(
+                QueueOptions(max_unconfirmed_messages=0, max_unconfirmed_bytes=0) if read else None
+            ),
         )
         queue.close()
     finally:

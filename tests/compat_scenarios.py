@@ -104,8 +104,19 @@ def producer_consumer(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
                 p_session.post(
                     uri,
                     f"message {i}".encode(),
-                    properties={"n": i, "name": f"m{i}", "flag": i % 2 == 0, "blob": b"\x00\xff", "c": b"A", "s": -i},
-                    property_type_overrides={"s": bmq.PropertyType.SHORT, "c": bmq.PropertyType.CHAR, "n": bmq.PropertyType.INT32},
+                    properties={
+                        "n": i,
+                        "name": f"m{i}",
+                        "flag": i % 2 == 0,
+                        "blob": b"\x00\xff",
+                        "c": b"A",
+                        "s": -i,
+                    },
+                    property_type_overrides={
+                        "s": bmq.PropertyType.SHORT,
+                        "c": bmq.PropertyType.CHAR,
+                        "n": bmq.PropertyType.INT32,
+                    },
                     on_ack=producer.on_ack,
                 )
             out["acks_arrived"] = producer.wait_count("ack", 5)
@@ -125,7 +136,9 @@ def producer_consumer(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
             "handle": masked(repr(h)),
             "data": m.data.decode(),
             "queue_uri": m.queue_uri == uri,
-            "properties": {k: (v.hex() if isinstance(v, bytes) else v) for k, v in sorted(m.properties.items())},
+            "properties": {
+                k: (v.hex() if isinstance(v, bytes) else v) for k, v in sorted(m.properties.items())
+            },
             "types": {k: t.name for k, t in sorted(m.property_types.items())},
         }
         for m, h in consumer.messages
@@ -155,26 +168,52 @@ def misuse(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
         "open_reader": lambda: session.open_queue(reader, read=True),
         "post_to_reader": lambda: session.post(reader, b"x"),
         "float_property": lambda: session.post(uri, b"x", properties={"a": 1.5}),
-        "override_missing": lambda: session.post(uri, b"x", properties={"a": 1}, property_type_overrides={"b": PT.INT32}),
+        "override_missing": lambda: session.post(
+            uri, b"x", properties={"a": 1}, property_type_overrides={"b": PT.INT32}
+        ),
         "override_only": lambda: session.post(uri, b"x", property_type_overrides={"a": PT.INT32}),
-        "override_wrong_type": lambda: session.post(uri, b"x", properties={"a": "s"}, property_type_overrides={"a": PT.INT32}),
-        "short_out_of_range": lambda: session.post(uri, b"x", properties={"a": 100000}, property_type_overrides={"a": PT.SHORT}),
+        "override_wrong_type": lambda: session.post(
+            uri, b"x", properties={"a": "s"}, property_type_overrides={"a": PT.INT32}
+        ),
+        "short_out_of_range": lambda: session.post(
+            uri, b"x", properties={"a": 100000}, property_type_overrides={"a": PT.SHORT}
+        ),
         "int64_out_of_range": lambda: session.post(uri, b"x", properties={"a": 2**63}),
-        "char_from_int": lambda: session.post(uri, b"x", properties={"a": 65}, property_type_overrides={"a": PT.CHAR}),
-        "char_two_bytes": lambda: session.post(uri, b"x", properties={"a": b"AB"}, property_type_overrides={"a": PT.CHAR}),
-        "bool_from_int": lambda: session.post(uri, b"x", properties={"a": 1}, property_type_overrides={"a": PT.BOOL}),
-        "binary_from_str": lambda: session.post(uri, b"x", properties={"a": "s"}, property_type_overrides={"a": PT.BINARY}),
-        "string_from_bytes": lambda: session.post(uri, b"x", properties={"a": b"s"}, property_type_overrides={"a": PT.STRING}),
+        "char_from_int": lambda: session.post(
+            uri, b"x", properties={"a": 65}, property_type_overrides={"a": PT.CHAR}
+        ),
+        "char_two_bytes": lambda: session.post(
+            uri, b"x", properties={"a": b"AB"}, property_type_overrides={"a": PT.CHAR}
+        ),
+        "bool_from_int": lambda: session.post(
+            uri, b"x", properties={"a": 1}, property_type_overrides={"a": PT.BOOL}
+        ),
+        "binary_from_str": lambda: session.post(
+            uri, b"x", properties={"a": "s"}, property_type_overrides={"a": PT.BINARY}
+        ),
+        "string_from_bytes": lambda: session.post(
+            uri, b"x", properties={"a": b"s"}, property_type_overrides={"a": PT.STRING}
+        ),
         "str_payload": lambda: session.post(uri, "text"),
         "bytearray_payload": lambda: session.post(uri, bytearray(b"x")),
         "empty_payload": lambda: session.post(uri, b""),
         "bytes_uri": lambda: session.post(uri.encode(), b"x"),
-        "configure_writer": lambda: session.configure_queue(uri, bmq.QueueOptions(max_unconfirmed_messages=5)),
-        "configure_priority_str": lambda: session.configure_queue(reader, bmq.QueueOptions(consumer_priority="x")),
-        "configure_priority_huge": lambda: session.configure_queue(reader, bmq.QueueOptions(consumer_priority=2**40)),
-        "configure_negative": lambda: session.configure_queue(reader, bmq.QueueOptions(max_unconfirmed_messages=-1)),
+        "configure_writer": lambda: session.configure_queue(
+            uri, bmq.QueueOptions(max_unconfirmed_messages=5)
+        ),
+        "configure_priority_str": lambda: session.configure_queue(
+            reader, bmq.QueueOptions(consumer_priority="x")
+        ),
+        "configure_priority_huge": lambda: session.configure_queue(
+            reader, bmq.QueueOptions(consumer_priority=2**40)
+        ),
+        "configure_negative": lambda: session.configure_queue(
+            reader, bmq.QueueOptions(max_unconfirmed_messages=-1)
+        ),
         "open_timeout_zero": lambda: session.open_queue(_queue(tag, "t"), write=True, timeout=0),
-        "suspend_without_monitor": lambda: session.open_queue(_queue(tag, "s"), write=True, options=bmq.QueueOptions(suspends_on_bad_host_health=True)),
+        "suspend_without_monitor": lambda: session.open_queue(
+            _queue(tag, "s"), write=True, options=bmq.QueueOptions(suspends_on_bad_host_health=True)
+        ),
         "confirm_not_a_message": lambda: session.confirm(5),
         "message_constructor": lambda: bmq.Message(),
         "ack_constructor": lambda: bmq.Ack(),
@@ -198,13 +237,21 @@ def construction_errors(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any
         closed = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
     cases: dict[str, Callable[[], object]] = {
         "timeout_zero": lambda: bmq.Session(on_event, broker=broker, timeout=0),
-        "negative_connect_timeout": lambda: bmq.Session(on_event, broker=broker, timeout=bmq.Timeouts(connect_timeout=-1)),
-        "negative_stats_interval": lambda: bmq.Session(on_event, broker=broker, stats_dump_interval=-1),
+        "negative_connect_timeout": lambda: bmq.Session(
+            on_event, broker=broker, timeout=bmq.Timeouts(connect_timeout=-1)
+        ),
+        "negative_stats_interval": lambda: bmq.Session(
+            on_event, broker=broker, stats_dump_interval=-1
+        ),
         "bad_monitor": lambda: bmq.Session(on_event, broker=broker, host_health_monitor="x"),
         "no_event_callback": lambda: bmq.Session(None, broker=broker),
-        "no_compression": lambda: bmq.Session(on_event, broker=broker, message_compression_algorithm=None),
+        "no_compression": lambda: bmq.Session(
+            on_event, broker=broker, message_compression_algorithm=None
+        ),
         "bad_broker_uri": lambda: bmq.Session(on_event, broker="http://nowhere"),
-        "unreachable": lambda: bmq.Session(on_event, broker=closed, timeout=bmq.Timeouts(connect_timeout=1.0)),
+        "unreachable": lambda: bmq.Session(
+            on_event, broker=closed, timeout=bmq.Timeouts(connect_timeout=1.0)
+        ),
     }
     return {name: outcome(fn) for name, fn in cases.items()}
 
@@ -214,22 +261,38 @@ def values(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     se = bmq.session_events
     return {
         "queue_options": [repr(bmq.QueueOptions()), repr(bmq.QueueOptions(1, 2, 3, True))],
-        "queue_options_eq": [bmq.QueueOptions(1) == bmq.QueueOptions(1), bmq.QueueOptions(1) == bmq.QueueOptions(2), bmq.QueueOptions() == None],  # noqa: E711
+        "queue_options_eq": [
+            bmq.QueueOptions(1) == bmq.QueueOptions(1),
+            bmq.QueueOptions(1) == bmq.QueueOptions(2),
+            bmq.QueueOptions() == None,  # noqa: E711
+        ],
         "defaults": [
             bmq.QueueOptions.DEFAULT_MAX_UNCONFIRMED_MESSAGES,
             bmq.QueueOptions.DEFAULT_MAX_UNCONFIRMED_BYTES,
             bmq.QueueOptions.DEFAULT_CONSUMER_PRIORITY,
             bmq.QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
         ],
-        "timeouts": [repr(bmq.Timeouts()), repr(bmq.Timeouts(1.0, close_queue_timeout=2)), bmq.Timeouts(3) == bmq.Timeouts(3)],
+        "timeouts": [
+            repr(bmq.Timeouts()),
+            repr(bmq.Timeouts(1.0, close_queue_timeout=2)),
+            bmq.Timeouts(3) == bmq.Timeouts(3),
+        ],
         "session_options": [
             repr(bmq.SessionOptions()),
             repr(bmq.SessionOptions(num_processing_threads=2, stats_dump_interval=30.0)),
             bmq.SessionOptions(blob_buffer_size=4) == bmq.SessionOptions(blob_buffer_size=4),
         ],
         "monitor": repr(bmq.BasicHealthMonitor()),
-        "enums": [repr(bmq.AckStatus.SUCCESS), repr(bmq.PropertyType.INT32), repr(bmq.CompressionAlgorithmType.ZLIB)],
-        "enum_members": [[m.name for m in bmq.AckStatus], [m.name for m in bmq.PropertyType], [m.name for m in bmq.CompressionAlgorithmType]],
+        "enums": [
+            repr(bmq.AckStatus.SUCCESS),
+            repr(bmq.PropertyType.INT32),
+            repr(bmq.CompressionAlgorithmType.ZLIB),
+        ],
+        "enum_members": [
+            [m.name for m in bmq.AckStatus],
+            [m.name for m in bmq.PropertyType],
+            [m.name for m in bmq.CompressionAlgorithmType],
+        ],
         "events": [
             repr(se.Connected(None)),
             repr(se.Error("bad thing")),
@@ -246,8 +309,15 @@ def values(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
             se.QueueResumed("bmq://d/q") != se.QueueSuspended("bmq://d/q"),
             se.Connected(None) == "<Connected>",
         ],
-        "event_classes": sorted(n for n in dir(se) if isinstance(getattr(se, n), type) and issubclass(getattr(se, n), se.SessionEvent)),
-        "exceptions": [issubclass(bmq.exceptions.BrokerTimeoutError, bmq.Error), bmq.exceptions.Error is bmq.Error],
+        "event_classes": sorted(
+            n
+            for n in dir(se)
+            if isinstance(getattr(se, n), type) and issubclass(getattr(se, n), se.SessionEvent)
+        ),
+        "exceptions": [
+            issubclass(bmq.exceptions.BrokerTimeoutError, bmq.Error),
+            bmq.exceptions.Error is bmq.Error,
+        ],
         "all": sorted(bmq.__all__),
     }
 
@@ -257,7 +327,9 @@ def queue_options(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     Session.with_options."""
     reader, writer = _queue(tag, "qo-r"), _queue(tag, "qo-w")
     rec = Recorder()
-    options = bmq.SessionOptions(timeouts=bmq.Timeouts(open_queue_timeout=30.0), num_processing_threads=1)
+    options = bmq.SessionOptions(
+        timeouts=bmq.Timeouts(open_queue_timeout=30.0), num_processing_threads=1
+    )
     out: dict[str, Any] = {}
     with bmq.Session.with_options(rec.on_event, rec.on_message, broker, options) as session:
         session.open_queue(reader, read=True, options=bmq.QueueOptions(max_unconfirmed_messages=7))
@@ -266,7 +338,11 @@ def queue_options(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
         out["writer_opened"] = repr(session.get_queue_options(writer))
         session.configure_queue(reader, bmq.QueueOptions(consumer_priority=3))
         out["reader_configured"] = repr(session.get_queue_options(reader))
-        session.configure_queue(reader, bmq.QueueOptions(max_unconfirmed_bytes=1024, max_unconfirmed_messages=2), timeout=10.0)
+        session.configure_queue(
+            reader,
+            bmq.QueueOptions(max_unconfirmed_bytes=1024, max_unconfirmed_messages=2),
+            timeout=10.0,
+        )
         out["reader_reconfigured"] = repr(session.get_queue_options(reader))
         session.configure_queue(writer, bmq.QueueOptions(max_unconfirmed_messages=5))
         out["writer_configured"] = repr(session.get_queue_options(writer))
@@ -295,7 +371,9 @@ def compression(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
         arrived = rec.wait_count("message", 3) and rec.wait_count("ack", 3)
         for _, handle in rec.messages:
             handle.confirm()
-        received = sorted((m.properties["i"], m.data == payloads[m.properties["i"]]) for m, _ in rec.messages)
+        received = sorted(
+            (m.properties["i"], m.data == payloads[m.properties["i"]]) for m, _ in rec.messages
+        )
     return {"arrived": arrived, "received": received, "acks": [a.status.name for a in rec.acks]}
 
 
@@ -318,7 +396,12 @@ def callbacks(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
         session.open_queue(uri, read=True, write=True)
         session.post(uri, b"first", on_ack=on_ack)
         arrived = rec.wait_count("ack", 2) and rec.wait_count("message", 2)
-    return {"arrived": arrived, "results": results, "threads": rec.callback_threads(), "events": rec.items[:1] + rec.items[-1:]}
+    return {
+        "arrived": arrived,
+        "results": results,
+        "threads": rec.callback_threads(),
+        "events": rec.items[:1] + rec.items[-1:],
+    }
 
 
 def host_health(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
@@ -328,8 +411,12 @@ def host_health(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     rec, producer = Recorder(), Recorder()
     out: dict[str, Any] = {}
     sensitive = bmq.QueueOptions(suspends_on_bad_host_health=True)
-    with bmq.Session(rec.on_event, on_message=rec.on_message, broker=broker, host_health_monitor=monitor) as session, \
-            bmq.Session(producer.on_event, broker=broker) as p_session:
+    with (
+        bmq.Session(
+            rec.on_event, on_message=rec.on_message, broker=broker, host_health_monitor=monitor
+        ) as session,
+        bmq.Session(producer.on_event, broker=broker) as p_session,
+    ):
         session.open_queue(uri, read=True, write=True, options=sensitive)
         session.open_queue(other, write=True)
         p_session.open_queue(uri, write=True)
@@ -371,9 +458,15 @@ def broker_timeout(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
     after the call's (or the session's) timeout; the session goes on working."""
     rec = Recorder()
     out: dict[str, Any] = {}
-    with bmq.Session(rec.on_event, broker=broker, timeout=bmq.Timeouts(open_queue_timeout=0.5)) as session:
-        out["session_timeout"] = outcome(lambda: session.open_queue(_queue(tag, "hang-a"), write=True))
-        out["call_timeout"] = outcome(lambda: session.open_queue(_queue(tag, "hang-b"), write=True, timeout=0.3))
+    with bmq.Session(
+        rec.on_event, broker=broker, timeout=bmq.Timeouts(open_queue_timeout=0.5)
+    ) as session:
+        out["session_timeout"] = outcome(
+            lambda: session.open_queue(_queue(tag, "hang-a"), write=True)
+        )
+        out["call_timeout"] = outcome(
+            lambda: session.open_queue(_queue(tag, "hang-b"), write=True, timeout=0.3)
+        )
         hung = _queue(tag, "hang-a")
         out["post_after"] = outcome(lambda: session.post(hung, b"x"))
         out["options_after"] = outcome(lambda: session.get_queue_options(hung))

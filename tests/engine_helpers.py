@@ -10,7 +10,9 @@ from pybmq.framing import Event, EventReader
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import EventType
 
-BROKER_FEATURES = "PROTOCOL_ENCODING:JSON,BER;MPS:MESSAGE_PROPERTIES_EX;SUBSCRIPTIONS:CONFIGURE_STREAM"
+BROKER_FEATURES = (
+    "PROTOCOL_ENCODING:JSON,BER;MPS:MESSAGE_PROPERTIES_EX;SUBSCRIPTIONS:CONFIGURE_STREAM"
+)
 
 
 def sent_events(engine: ClientEngine) -> list[Event]:
@@ -88,7 +90,9 @@ def reply_bytes(request: ctrl.ControlMessage) -> bytes:
         assert request.configure_stream is not None
         response = ctrl.ControlMessage(
             r_id=rid,
-            configure_stream_response=ctrl.ConfigureStreamResponse(request=request.configure_stream),
+            configure_stream_response=ctrl.ConfigureStreamResponse(
+                request=request.configure_stream
+            ),
         )
     elif kind == "close_queue":
         response = ctrl.ControlMessage(r_id=rid, close_queue_response=ctrl.CloseQueueResponse())

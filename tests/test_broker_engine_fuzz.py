@@ -32,7 +32,12 @@ def ready_peer() -> tuple[Broker, Peer, list[bytes]]:
     puts.add(0, b"payload", guid=guid(1), ack_requested=True)
     confirms = wire.ConfirmEventBuilder()
     confirms.add(1, guid(1), 0)
-    samples = [*puts.finish(), *confirms.finish(), wire.HEARTBEAT_REQ_EVENT, wire.HEARTBEAT_RSP_EVENT]
+    samples = [
+        *puts.finish(),
+        *confirms.finish(),
+        wire.HEARTBEAT_REQ_EVENT,
+        wire.HEARTBEAT_RSP_EVENT,
+    ]
     return broker, p, samples
 
 

@@ -127,7 +127,13 @@ async def test_properties_of_every_type_round_trip(broker: str) -> None:
         assert isinstance(first.properties, MessageProperties)
         assert sorted(first.properties.typed_items()) == sorted(typed.typed_items())
         assert {t.name for _, t, _ in first.properties.typed_items()} == {
-            "BOOL", "CHAR", "SHORT", "INT32", "INT64", "STRING", "BINARY"
+            "BOOL",
+            "CHAR",
+            "SHORT",
+            "INT32",
+            "INT64",
+            "STRING",
+            "BINARY",
         }
         assert dict(second.properties) == plain
         await first.confirm()
@@ -176,8 +182,15 @@ async def test_cli_post_then_consume(broker: str) -> None:
 
     async def cli(*args: str) -> str:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "pybmq.cli", *args, "--broker", broker, "--quiet",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "pybmq.cli",
+            *args,
+            "--broker",
+            broker,
+            "--quiet",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(process.communicate(), 50)
         assert process.returncode == 0, err.decode()

@@ -217,7 +217,9 @@ def test_broker_failure_status_fails_the_operation() -> None:
     request = control(event)
     failure = ctrl.ControlMessage(
         r_id=request.r_id,
-        status=ctrl.Status(category=ctrl.StatusCategory.E_REFUSED, code=-1, message="no such domain"),
+        status=ctrl.Status(
+            category=ctrl.StatusCategory.E_REFUSED, code=-1, message="no such domain"
+        ),
     )
     engine.receive_data(encode_control(failure, "JSON"), 0.0)
     error = completed(engine.next_events())[op_id].error
@@ -304,7 +306,6 @@ def test_unexpected_event_type_is_a_protocol_error() -> None:
     assert isinstance(engine.next_events()[-1], SessionStopped)
 
 
-
 # ------------------------------------------------------------------ data plane
 
 
@@ -341,7 +342,9 @@ def test_ack_resolves_the_matching_post_and_unknown_acks_are_dropped(
     [ack_event] = acks.finish()
     with caplog.at_level(logging.INFO, logger="pybmq.engine"):
         engine.receive_data(ack_event, 1.0)
-    results = [(e.context, e.ack.status) for e in engine.next_events() if isinstance(e, AckReceived)]
+    results = [
+        (e.context, e.ack.status) for e in engine.next_events() if isinstance(e, AckReceived)
+    ]
     assert results == [("second", AckStatus.SUCCESS), ("first", AckStatus.LIMIT_BYTES)]
     assert "unknown or expired GUID" in caplog.text
     assert engine.unacked_count == 0
@@ -432,7 +435,9 @@ def test_subscription_expressions_and_flow_control_go_into_configure_stream() ->
     [event] = sent_events(engine)
     stream = control(event).configure_stream.stream_parameters  # type: ignore[union-attr]
     assert [s.expression.text for s in stream.subscriptions] == ["price > 10", "kind == 'x'"]
-    assert {s.expression.version for s in stream.subscriptions} == {ctrl.ExpressionVersion.E_VERSION_1}
+    assert {s.expression.version for s in stream.subscriptions} == {
+        ctrl.ExpressionVersion.E_VERSION_1
+    }
     assert len({s.s_id for s in stream.subscriptions}) == 2
     for subscription in stream.subscriptions:
         [consumer] = subscription.consumers

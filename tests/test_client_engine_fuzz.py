@@ -28,7 +28,9 @@ def engine_with_reader_and_writer() -> tuple[ClientEngine, list[bytes]]:
     acks = wire.AckEventBuilder()
     acks.add(0, 0, guid, qid)
     pushes = wire.PushEventBuilder()
-    pushes.add(qid, guid, b"payload", sub_queue_infos=[(engine.queues[handle].subscription_ids[0], None)])
+    pushes.add(
+        qid, guid, b"payload", sub_queue_infos=[(engine.queues[handle].subscription_ids[0], None)]
+    )
     samples = [*acks.finish(), *pushes.finish(), wire.HEARTBEAT_REQ_EVENT]
     # A control message nobody asked for (unknown rId): logged and dropped.
     samples.append(reply_bytes(ctrl.ControlMessage(r_id=98, disconnect=ctrl.Disconnect())))

@@ -35,7 +35,9 @@ class Harness:
 
     def __init__(self, max_buffered: int = 10_000, request_timeout: float = 30.0) -> None:
         self.engine = ClientEngine(
-            SessionOptions(reconnect=True, max_buffered_posts=max_buffered, request_timeout=request_timeout)
+            SessionOptions(
+                reconnect=True, max_buffered_posts=max_buffered, request_timeout=request_timeout
+            )
         )
         self.outcomes: dict[bytes, list[AckStatus]] = {}
         self.sent: list[bytes] = []  # GUIDs in PUT events, in order, across connections
@@ -141,7 +143,11 @@ def test_reconnect_events_in_order_and_retransmission_with_original_guids() -> N
     assert h.sent == guids  # nothing sent while reconnecting
     h.connect()
     assert h.sent == guids + guids[1:] + [held]  # unacked first, in order, then the held one
-    order = [k for k in h.kinds if k in ("ConnectionLost", "Reconnected", "QueueReopened", "StateRestored")]
+    order = [
+        k
+        for k in h.kinds
+        if k in ("ConnectionLost", "Reconnected", "QueueReopened", "StateRestored")
+    ]
     assert order == ["ConnectionLost", "Reconnected", "QueueReopened", "StateRestored"]
 
 
@@ -189,7 +195,7 @@ def test_confirm_of_an_earlier_connection_is_not_sent() -> None:
     engine.data_to_send()
     engine.receive_data(broker_response(), 0.0)
     _op, handle = engine.open_queue(URI, 0.0, read=True)
-    while (data := engine.data_to_send()):
+    while data := engine.data_to_send():
         for event in EventReader().feed(data):
             reply(engine, control(event))
     generation = engine.generation
@@ -198,7 +204,7 @@ def test_confirm_of_an_earlier_connection_is_not_sent() -> None:
     engine.connection_made(0.0)
     engine.data_to_send()
     engine.receive_data(broker_response(), 0.0)
-    while (data := engine.data_to_send()):
+    while data := engine.data_to_send():
         for event in EventReader().feed(data):
             assert event.header.type != EventType.CONFIRM
             reply(engine, control(event))

@@ -61,13 +61,29 @@ def test_producer_consumer_as_documented(bmq_broker_url: str) -> None:
     first = out["messages"][0]
     assert first["repr"] == f"<Message[GUID] for {queue}>"
     assert first["handle"] == f"<MessageHandle[GUID] for {queue}>"
-    assert first["properties"] == {"blob": "00ff", "c": "41", "flag": True, "n": 0, "name": "m0", "s": 0}
+    assert first["properties"] == {
+        "blob": "00ff",
+        "c": "41",
+        "flag": True,
+        "n": 0,
+        "name": "m0",
+        "s": 0,
+    }
     assert first["types"] == {
-        "blob": "BINARY", "c": "CHAR", "flag": "BOOL", "n": "INT32", "name": "STRING", "s": "SHORT"
+        "blob": "BINARY",
+        "c": "CHAR",
+        "flag": "BOOL",
+        "n": "INT32",
+        "name": "STRING",
+        "s": "SHORT",
     }
     assert [m["properties"]["s"] for m in out["messages"]] == [0, -1, -2, -3, -4]
     # Every callback of a session on one thread, never the caller's.
-    assert out["consumer_threads"] == out["producer_threads"] == {"one_thread": True, "not_caller": True}
+    assert (
+        out["consumer_threads"]
+        == out["producer_threads"]
+        == {"one_thread": True, "not_caller": True}
+    )
 
 
 def test_misuse_raises_the_official_errors(bmq_broker_url: str) -> None:
@@ -84,11 +100,23 @@ def test_misuse_raises_the_official_errors(bmq_broker_url: str) -> None:
         "post_to_reader": ["Error", "Failed to construct message: QUEUE_READONLY"],
         "float_property": ["Error", "Property values of type 'float' are not supported"],
         "override_missing": ["Error", "Received override for non-existent property 'b'"],
-        "override_wrong_type": ["TypeError", "'a' value is of the incorrect type, 'str' provided, 'int' expected."],
-        "short_out_of_range": ["ValueError", "Property a value must be between [-32768, 32767], inclusive"],
-        "char_two_bytes": ["TypeError", "'a' value does not have exactly 1 byte, 2 bytes provided."],
+        "override_wrong_type": [
+            "TypeError",
+            "'a' value is of the incorrect type, 'str' provided, 'int' expected.",
+        ],
+        "short_out_of_range": [
+            "ValueError",
+            "Property a value must be between [-32768, 32767], inclusive",
+        ],
+        "char_two_bytes": [
+            "TypeError",
+            "'a' value does not have exactly 1 byte, 2 bytes provided.",
+        ],
         "string_from_bytes": ["ok"],
-        "str_payload": ["TypeError", "Argument 'payload' has incorrect type (expected bytes, got str)"],
+        "str_payload": [
+            "TypeError",
+            "Argument 'payload' has incorrect type (expected bytes, got str)",
+        ],
         "empty_payload": ["Error", "Failed to construct message: PAYLOAD_EMPTY"],
         "configure_writer": ["ok"],
         "configure_priority_huge": ["OverflowError", "value too large to convert to int"],
@@ -107,10 +135,19 @@ def test_constructor_validation(bmq_broker_url: str) -> None:
     assert out == {
         "timeout_zero": ["ValueError", "timeout must be greater than 0.0, was 0"],
         "negative_connect_timeout": ["ValueError", "timeout must be greater than 0.0, was -1"],
-        "negative_stats_interval": ["ValueError", "stats_dump_interval must be nonnegative, was -1"],
-        "bad_monitor": ["TypeError", "host_health_monitor must be None or an instance of blazingmq.BasicHealthMonitor"],
+        "negative_stats_interval": [
+            "ValueError",
+            "stats_dump_interval must be nonnegative, was -1",
+        ],
+        "bad_monitor": [
+            "TypeError",
+            "host_health_monitor must be None or an instance of blazingmq.BasicHealthMonitor",
+        ],
         "no_event_callback": ["TypeError", "Argument 'on_session_event' must not be None"],
-        "no_compression": ["TypeError", "Argument 'message_compression_algorithm' must not be None"],
+        "no_compression": [
+            "TypeError",
+            "Argument 'message_compression_algorithm' must not be None",
+        ],
         "bad_broker_uri": ["Error", "Failed to start session: INVALID_ARGUMENT"],
         "unreachable": ["BrokerTimeoutError", "Failed to start session: TIMEOUT"],
     }
@@ -124,12 +161,24 @@ def test_value_types(bmq_broker_url: str) -> None:
     ]
     assert out["queue_options_eq"] == [True, False, False]
     assert out["defaults"] == [1000, 33554432, 0, False]
-    assert out["timeouts"] == ["Timeouts()", "Timeouts(connect_timeout=1.0, close_queue_timeout=2)", True]
+    assert out["timeouts"] == [
+        "Timeouts()",
+        "Timeouts(connect_timeout=1.0, close_queue_timeout=2)",
+        True,
+    ]
     assert out["events"] == [
-        "<Connected>", "<Error: bad thing>", "<QueueSuspended: bmq://d/q>", "<QueueReopenFailed: bmq://d/q why>", "<ConnectionLost>"
+        "<Connected>",
+        "<Error: bad thing>",
+        "<QueueSuspended: bmq://d/q>",
+        "<QueueReopenFailed: bmq://d/q why>",
+        "<ConnectionLost>",
     ]
     assert out["events_eq"] == [True, False, False, True, False, True, False]
-    assert out["enums"] == ["<AckStatus.SUCCESS>", "<PropertyType.INT32>", "<CompressionAlgorithmType.ZLIB>"]
+    assert out["enums"] == [
+        "<AckStatus.SUCCESS>",
+        "<PropertyType.INT32>",
+        "<CompressionAlgorithmType.ZLIB>",
+    ]
     assert len(out["event_classes"]) == 20  # SessionEvent, QueueEvent and 18 concrete events
 
 
@@ -147,7 +196,11 @@ def test_queue_options_round_trip(bmq_broker_url: str) -> None:
 
 def test_zlib_compression(bmq_broker_url: str) -> None:
     out = scenario("compression", bmq_broker_url)
-    assert out == {"arrived": True, "received": [[0, True], [1, True], [2, True]], "acks": ["SUCCESS"] * 3}
+    assert out == {
+        "arrived": True,
+        "received": [[0, True], [1, True], [2, True]],
+        "acks": ["SUCCESS"] * 3,
+    }
 
 
 def test_post_and_confirm_from_callbacks(bmq_broker_url: str) -> None:
@@ -196,7 +249,10 @@ def test_timed_out_open_leaves_the_uri_unusable_as_upstream() -> None:
     hung = "bmq://bmq.test.mem.priority/compat-TAG-hang-a"
     assert out == {
         "session_timeout": ["BrokerTimeoutError", f"Failed to open {hung} queue: TIMEOUT"],
-        "call_timeout": ["BrokerTimeoutError", "Failed to open bmq://bmq.test.mem.priority/compat-TAG-hang-b queue: TIMEOUT"],
+        "call_timeout": [
+            "BrokerTimeoutError",
+            "Failed to open bmq://bmq.test.mem.priority/compat-TAG-hang-b queue: TIMEOUT",
+        ],
         "post_after": ["Error", "Failed to construct message: QUEUE_INVALID"],
         "options_after": ["ok"],
         "configure_after": ["Error", f"Failed to configure {hung} queue: INVALID_QUEUE"],
@@ -236,7 +292,9 @@ def recorder() -> Recorder:
 
 @pytest.fixture
 def session(bmq_broker_url: str, recorder: Recorder) -> Iterator[blazingmq.Session]:
-    with blazingmq.Session(recorder.on_event, on_message=recorder.on_message, broker=bmq_broker_url) as s:
+    with blazingmq.Session(
+        recorder.on_event, on_message=recorder.on_message, broker=bmq_broker_url
+    ) as s:
         yield s
 
 
@@ -256,7 +314,9 @@ def test_blocking_calls_from_a_callback_raise_instead_of_deadlocking(bmq_broker_
                 call()
                 outcomes.append("ok")
             except blazingmq.Error as exc:
-                outcomes.append("cannot be called from a BlazingMQ callback" in str(exc) and "refused")
+                outcomes.append(
+                    "cannot be called from a BlazingMQ callback" in str(exc) and "refused"
+                )
         outcomes.append(repr(s.get_queue_options(uri)))  # non-blocking: allowed
         done.set()
 
@@ -280,7 +340,11 @@ def test_connection_lost_then_stop_while_the_broker_is_down(recorder: Recorder) 
         sim.stop()
         assert recorder.wait_count("<ConnectionLost", 1)
         # Held while reconnecting (as the official SDK does), resolved when the session stops.
-        session.post("bmq://bmq.test.mem.priority/compat-lost", b"x", on_ack=lambda a: outcomes.append(str(a.status)))
+        session.post(
+            "bmq://bmq.test.mem.priority/compat-lost",
+            b"x",
+            on_ack=lambda a: outcomes.append(str(a.status)),
+        )
     finally:
         session.stop()
         sim.stop()
@@ -329,7 +393,10 @@ def test_slow_consumer_watermarks(bmq_broker_url: str, recorder: Recorder) -> No
         handle.confirm()
 
     with blazingmq.Session(
-        recorder.on_event, on_message=on_message, broker=bmq_broker_url, event_queue_watermarks=(1, 3)
+        recorder.on_event,
+        on_message=on_message,
+        broker=bmq_broker_url,
+        event_queue_watermarks=(1, 3),
     ) as session:
         session.open_queue(uri, read=True, write=True)
         for i in range(5):
@@ -367,12 +434,16 @@ def test_request_timeout_raises_broker_timeout_error(recorder: Recorder) -> None
                 session.open_queue("bmq://bmq.test.mem.priority/compat-hung", write=True)
             # Per-call timeouts win over the session's.
             with pytest.raises(exceptions.BrokerTimeoutError):
-                session.open_queue("bmq://bmq.test.mem.priority/compat-hung2", write=True, timeout=0.2)
+                session.open_queue(
+                    "bmq://bmq.test.mem.priority/compat-hung2", write=True, timeout=0.2
+                )
         finally:
             session.stop()
 
 
-def test_environment_chooses_the_broker(bmq_broker_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_chooses_the_broker(
+    bmq_broker_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BMQ_BROKER_URI", bmq_broker_url)
     with blazingmq.Session(lambda e: None, broker="tcp://127.0.0.1:9") as session:
         session.open_queue("bmq://bmq.test.mem.priority/compat-env", write=True)
@@ -417,7 +488,11 @@ def test_failing_callback_is_logged_and_dispatch_goes_on(
 
 def test_log_session_event_levels(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="pybmq.compat.session_events")
-    for event in (session_events.Connected(None), session_events.ConnectionLost(None), session_events.Error("x")):
+    for event in (
+        session_events.Connected(None),
+        session_events.ConnectionLost(None),
+        session_events.Error("x"),
+    ):
         session_events.log_session_event(event)
     assert [r.levelno for r in caplog.records] == [logging.INFO, logging.WARNING, logging.ERROR]
 
@@ -441,22 +516,35 @@ def test_confirm_after_close_and_stop(session: blazingmq.Session, recorder: Reco
 
 def test_scenarios_cover_the_parity_suite() -> None:
     assert set(SCENARIOS) == {
-        "producer_consumer", "misuse", "construction_errors", "values", "queue_options",
-        "compression", "callbacks", "host_health", "nacks", "broker_timeout",
+        "producer_consumer",
+        "misuse",
+        "construction_errors",
+        "values",
+        "queue_options",
+        "compression",
+        "callbacks",
+        "host_health",
+        "nacks",
+        "broker_timeout",
         "documented_patterns",
     }
 
 
 @pytest.mark.parametrize(
     ("algorithm", "expected"),
-    [(blazingmq.CompressionAlgorithmType.ZLIB, [1, 0]), (blazingmq.CompressionAlgorithmType.NONE, [0, 0])],
+    [
+        (blazingmq.CompressionAlgorithmType.ZLIB, [1, 0]),
+        (blazingmq.CompressionAlgorithmType.NONE, [0, 0]),
+    ],
 )
 def test_compression_reaches_the_wire(
     bmq_sim: ThreadedBrokerSimulator, recorder: Recorder, algorithm: Any, expected: list[int]
 ) -> None:
     """ZLIB compresses payloads of 1 KiB or more (upstream's rule); the broker stores them as sent."""
     uri = f"bmq://bmq.test.mem.priority/compat-wire-{algorithm.name}"
-    with blazingmq.Session(recorder.on_event, broker=bmq_sim.url, message_compression_algorithm=algorithm) as s:
+    with blazingmq.Session(
+        recorder.on_event, broker=bmq_sim.url, message_compression_algorithm=algorithm
+    ) as s:
         s.open_queue(uri, write=True)
         s.post(uri, b"a" * 5000, on_ack=recorder.on_ack)
         s.post(uri, b"short", on_ack=recorder.on_ack)
@@ -484,9 +572,12 @@ def test_post_over_the_channel_high_watermark_is_refused(recorder: Recorder) -> 
     """Like the C++ SDK: BW_LIMIT at once, not an unbounded buffer; posts work again once drained."""
     uri = "bmq://bmq.test.mem.priority/compat-bw"
     payload = b"p" * 32 * 1024
-    with ThreadedBrokerSimulator() as sim, blazingmq.Session(
-        recorder.on_event, broker=sim.url, channel_high_watermark=1  # the smallest: 64 KiB
-    ) as session:
+    with (
+        ThreadedBrokerSimulator() as sim,
+        blazingmq.Session(
+            recorder.on_event, broker=sim.url, channel_high_watermark=1  # the smallest: 64 KiB
+        ) as session,
+    ):
         session.open_queue(uri, write=True)
         _broker_reading(sim, False)
         refused = None
@@ -517,8 +608,15 @@ def test_posts_from_many_threads(bmq_broker_url: str, recorder: Recorder) -> Non
     """post() may be called from any number of threads at once: nothing lost, nothing doubled."""
     uri = "bmq://bmq.test.mem.priority/compat-threads"
     threads, per_thread = 4, 250
-    with blazingmq.Session(recorder.on_event, on_message=recorder.on_message, broker=bmq_broker_url) as s:
-        s.open_queue(uri, read=True, write=True, options=blazingmq.QueueOptions(max_unconfirmed_messages=2000))
+    with blazingmq.Session(
+        recorder.on_event, on_message=recorder.on_message, broker=bmq_broker_url
+    ) as s:
+        s.open_queue(
+            uri,
+            read=True,
+            write=True,
+            options=blazingmq.QueueOptions(max_unconfirmed_messages=2000),
+        )
 
         def produce(worker: int) -> None:
             for i in range(per_thread):
@@ -542,7 +640,9 @@ def test_posts_from_many_threads(bmq_broker_url: str, recorder: Recorder) -> Non
         assert mine == list(range(per_thread))
 
 
-def test_undecodable_message_is_reported_and_delivery_goes_on(session: blazingmq.Session, recorder: Recorder) -> None:
+def test_undecodable_message_is_reported_and_delivery_goes_on(
+    session: blazingmq.Session, recorder: Recorder
+) -> None:
     """A PUSH whose properties do not decode becomes an Error event; later messages still come."""
     from pybmq.client_events import Message as WireMessage
     from pybmq.properties import MessageProperties

@@ -87,7 +87,9 @@ def test_another_schema_generates_working_bindings(tmp_path: Path) -> None:
     xsd.write_text(MINI_XSD)
     types, ber, js = _import_generated(tmp_path, xsd, "mini")
     item = types.Item(tags=["a"], counts=[5, 2**32 - 1], number=-2)
-    assert item.color == types.Color.E_BLUE and types.Color.E_BLUE == 7 and item.selection == "number"
+    assert (
+        item.color == types.Color.E_BLUE and types.Color.E_BLUE == 7 and item.selection == "number"
+    )
     encoded = ber.encode_ber(item)
     assert encoded == bytes.fromhex(
         "3080"
@@ -98,7 +100,10 @@ def test_another_schema_generates_working_bindings(tmp_path: Path) -> None:
         "0000".replace(" ", "")
     )
     assert ber.decode_ber(types.Item, encoded) == item
-    assert js.encode_json(item) == b'{"tags":["a"],"counts":[5,4294967295],"color":"E_BLUE","number":-2}'
+    assert (
+        js.encode_json(item)
+        == b'{"tags":["a"],"counts":[5,4294967295],"color":"E_BLUE","number":-2}'
+    )
     envelope = types.Envelope(other=types.Item(name="n", key=b"\x01"))
     assert ber.encode_ber(envelope).startswith(bytes.fromhex("3080a080a180"))  # [0] wrapper, [1]
     assert ber.decode_ber(types.Envelope, ber.encode_ber(envelope)) == envelope
@@ -108,7 +113,9 @@ def test_another_schema_generates_working_bindings(tmp_path: Path) -> None:
 
 def test_array_in_a_choice_is_refused(tmp_path: Path) -> None:
     xsd = tmp_path / "bad.xsd"
-    xsd.write_text(MINI_XSD.replace("name='other' type='tns:Item'", "name='o' type='int' maxOccurs='9'"))
+    xsd.write_text(
+        MINI_XSD.replace("name='other' type='tns:Item'", "name='o' type='int' maxOccurs='9'")
+    )
     with pytest.raises(SchemaError, match="array in a choice"):
         generate_bindings(xsd, "bad")
 

@@ -24,7 +24,9 @@ from pybmq.generated.bmqp_ctrlmsg_json import decode_json, encode_json
 OPEN = ControlMessage(
     r_id=3,
     open_queue=OpenQueue(
-        handle_parameters=QueueHandleParameters(uri="bmq://bmq.test.mem.priority/q", q_id=1, flags=4)
+        handle_parameters=QueueHandleParameters(
+            uri="bmq://bmq.test.mem.priority/q", q_id=1, flags=4
+        )
     ),
 )
 OPEN_BER = encode_ber(OPEN)
@@ -64,7 +66,9 @@ def test_unencodable_values(encode) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(EncodeError, match=r"Status\.category"):
         encode(ControlMessage(status=Status(category=99)))  # type: ignore[arg-type]
     with pytest.raises(EncodeError, match=r"QueueHandleParameters\.qId"):
-        encode(ControlMessage(open_queue=OpenQueue(handle_parameters=QueueHandleParameters(q_id=-1))))
+        encode(
+            ControlMessage(open_queue=OpenQueue(handle_parameters=QueueHandleParameters(q_id=-1)))
+        )
     with pytest.raises(EncodeError, match="UTF-8"):
         encode(ControlMessage(status=Status(message="\ud800")))
     with pytest.raises(EncodeError, match="not a bmqp_ctrlmsg type"):
@@ -196,7 +200,9 @@ def test_json_wrong_types_name_the_path() -> None:
     with pytest.raises(DecodeError, match="expected a JSON object"):
         decode_json(ControlMessage, b"[1,2]")
     with pytest.raises(DecodeError, match="invalid base64") as info:
-        decode_json(AuthenticationMessage, b'{"authenticationRequest":{"mechanism":"m","data":"!"}}')
+        decode_json(
+            AuthenticationMessage, b'{"authenticationRequest":{"mechanism":"m","data":"!"}}'
+        )
     assert info.value.path == "AuthenticationMessage.authenticationRequest.data"
 
 

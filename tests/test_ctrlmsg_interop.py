@@ -246,7 +246,11 @@ async def test_official_sdk_runs_a_queue_session_on_our_answers(
     open_request, configure, deconfigure, close, _ = seen
     assert open_request.open_queue is not None
     params = open_request.open_queue.handle_parameters
-    assert (params.uri, params.q_id, params.flags) == ("bmq://bmq.test.mem.priority/pybmq-codec", 0, 6)
+    assert (params.uri, params.q_id, params.flags) == (
+        "bmq://bmq.test.mem.priority/pybmq-codec",
+        0,
+        6,
+    )
     assert (params.read_count, params.write_count, params.admin_count) == (1, 1, 0)
     assert configure.configure_queue_stream is not None
     stream = configure.configure_queue_stream.stream_parameters

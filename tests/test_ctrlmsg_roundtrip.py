@@ -70,7 +70,9 @@ def test_negotiation_message_roundtrips(value: Any) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_encodings_of_any_message_raise_only_protocol_errors(data: st.DataObject) -> None:
-    value = data.draw(MODEL.for_type(data.draw(st.sampled_from(["ControlMessage", "NegotiationMessage"]))))
+    value = data.draw(
+        MODEL.for_type(data.draw(st.sampled_from(["ControlMessage", "NegotiationMessage"])))
+    )
     cls = type(value)
     for encode, decode in ((encode_ber, decode_ber), (encode_json, decode_json)):
         buf = bytearray(encode(value))

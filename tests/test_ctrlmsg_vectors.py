@@ -294,7 +294,9 @@ def test_elements_absent_on_the_wire_are_written_once_changed() -> None:
 
 def test_official_sdk_queue_session_requests_offline() -> None:
     def load(name: str) -> ControlMessage:
-        msg, payload, enc, raw = _decode(OFFICIAL / f"ctrl_{name}_blazingmq_1.2.2.bin", ControlMessage)
+        msg, payload, enc, raw = _decode(
+            OFFICIAL / f"ctrl_{name}_blazingmq_1.2.2.bin", ControlMessage
+        )
         assert enc == BER and isinstance(msg, ControlMessage)
         _assert_reencodes(msg, payload, enc, raw)
         return msg

@@ -11,7 +11,6 @@ from pybmq.properties import MessageProperties
 GUID = bytes([0x40]) + bytes(range(1, 16))
 
 
-
 @pytest.mark.parametrize("with_properties", [False, True])
 @pytest.mark.parametrize("option", ["plain", "packed", "old"])
 def test_one_option_pushes_decode_fully(with_properties: bool, option: str) -> None:
@@ -19,7 +18,9 @@ def test_one_option_pushes_decode_fully(with_properties: bool, option: str) -> N
     builder = wire.PushEventBuilder()
     for i in range(5):
         if option == "plain":
-            builder.add(7, GUID, b"payload-%d" % i, properties=properties, sub_queue_infos=[(9, None)])
+            builder.add(
+                7, GUID, b"payload-%d" % i, properties=properties, sub_queue_infos=[(9, None)]
+            )
         elif option == "packed":
             builder.add(7, GUID, b"payload-%d" % i, properties=properties, packed_rda=5)
         else:

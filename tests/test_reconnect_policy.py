@@ -14,7 +14,9 @@ A, B, C = "tcp://a:1", "tcp://b:1", "tcp://c:1"
 def test_backoff_grows_exponentially_and_is_capped_without_jitter() -> None:
     policy = ReconnectPolicy(initial_delay=0.1, max_delay=1.0, multiplier=2.0, jitter=0.0)
     rng = random.Random(1)
-    assert [policy.backoff(n, rng) for n in range(6)] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.0, 1.0])
+    assert [policy.backoff(n, rng) for n in range(6)] == pytest.approx(
+        [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    )
 
 
 def test_jitter_stays_within_its_band_and_varies() -> None:
@@ -53,7 +55,9 @@ def test_round_robin_over_endpoints_and_success_resets_backoff() -> None:
 
 
 def test_failing_endpoint_is_isolated_then_probed_again() -> None:
-    policy = ReconnectPolicy(initial_delay=0.0, max_delay=0.0, jitter=0.0, isolate_after=2, isolation_period=30.0)
+    policy = ReconnectPolicy(
+        initial_delay=0.0, max_delay=0.0, jitter=0.0, isolate_after=2, isolation_period=30.0
+    )
     selector = EndpointSelector((A, B), policy, random.Random(0))
     # A fails twice in a row (B in between is not reached: each failure is recorded for A only).
     selector.record_failure(A, 100.0)
@@ -66,7 +70,9 @@ def test_failing_endpoint_is_isolated_then_probed_again() -> None:
 
 
 def test_all_isolated_waits_for_the_first_to_come_back() -> None:
-    policy = ReconnectPolicy(initial_delay=0.1, max_delay=0.1, jitter=0.0, isolate_after=1, isolation_period=10.0)
+    policy = ReconnectPolicy(
+        initial_delay=0.1, max_delay=0.1, jitter=0.0, isolate_after=1, isolation_period=10.0
+    )
     selector = EndpointSelector((A, B), policy, random.Random(0))
     selector.record_failure(A, 0.0)  # isolated until 10
     selector.record_failure(B, 5.0)  # isolated until 15

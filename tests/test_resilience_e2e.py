@@ -157,7 +157,12 @@ async def test_missed_heartbeats_lead_to_connection_lost_and_reconnect() -> None
         # upper bound is generous for a loaded machine.
         assert 0.15 <= times[0] - last_traffic < 3
         assert times[-1] - times[0] < 3  # reconnect (first backoff ~10 ms), reopen, restore
-        assert kinds(events)[:4] == ["ConnectionLost", "Reconnected", "QueueReopened", "StateRestored"]
+        assert kinds(events)[:4] == [
+            "ConnectionLost",
+            "Reconnected",
+            "QueueReopened",
+            "StateRestored",
+        ]
         assert isinstance(events[0], ConnectionLost) and "missed heartbeats" in events[0].reason
         assert isinstance(events[1], Reconnected)
         assert isinstance(events[2], QueueReopened) and events[2].error is None
@@ -235,7 +240,9 @@ async def test_reconnect_moves_to_the_next_endpoint_when_the_first_is_gone() -> 
     restored = asyncio.Event()
     options = replace(OPTIONS, endpoints=(second.url,))
     session = AsyncSession(
-        first.url, options=options, on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None
+        first.url,
+        options=options,
+        on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None,
     )
     try:
         await session.start()
@@ -299,7 +306,9 @@ async def test_cli_fault_flags_drop_and_refuse() -> None:
     try:
         restored = asyncio.Event()
         session = AsyncSession(
-            url, options=OPTIONS, on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None
+            url,
+            options=OPTIONS,
+            on_event=lambda e: restored.set() if isinstance(e, StateRestored) else None,
         )
         await session.start()
         writer = await session.open_queue(QUEUE, write=True)
@@ -331,7 +340,10 @@ def test_blocking_session_reconnects_and_reports_events_on_its_dispatcher() -> N
         if isinstance(event, StateRestored):
             restored.set()
 
-    with ThreadedBrokerSimulator() as sim, Session(sim.url, options=OPTIONS, on_event=on_event) as session:
+    with (
+        ThreadedBrokerSimulator() as sim,
+        Session(sim.url, options=OPTIONS, on_event=on_event) as session,
+    ):
         queue = session.open_queue(QUEUE, write=True)
         sim.restart()
         assert restored.wait(10)

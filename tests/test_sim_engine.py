@@ -77,7 +77,9 @@ class Peer:
         (event,) = self.take(EventType.CONTROL)
         encoding, payload = decode_control_event(event)
         assert encoding == self.encoding, "the broker answers in the encoding of the request"
-        return decode_ber(cls, payload) if encoding == EncodingType.BER else decode_json(cls, payload)
+        return (
+            decode_ber(cls, payload) if encoding == EncodingType.BER else decode_json(cls, payload)
+        )
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -111,7 +113,13 @@ class Peer:
         return reply
 
     def open(
-        self, uri: str, q_id: int, flags: int, app_id: str | None = None, sub_id: int = 0, **counts: int
+        self,
+        uri: str,
+        q_id: int,
+        flags: int,
+        app_id: str | None = None,
+        sub_id: int = 0,
+        **counts: int,
     ) -> ctrl.ControlMessage:
         params = ctrl.QueueHandleParameters(
             uri=uri,
@@ -146,7 +154,9 @@ class Peer:
             consumers=[consumer],
         )
         params = ctrl.StreamParameters(app_id=app_id, subscriptions=[subscription])
-        return self.request(configure_stream=ctrl.ConfigureStream(q_id=q_id, stream_parameters=params))
+        return self.request(
+            configure_stream=ctrl.ConfigureStream(q_id=q_id, stream_parameters=params)
+        )
 
     def consumer(self, uri: str, q_id: int = 1, **configure: Any) -> None:
         assert self.open(uri, q_id, READ).open_queue_response is not None
@@ -158,7 +168,13 @@ class Peer:
     def put(self, q_id: int, *numbers: int, **options: Any) -> None:
         builder = PutEventBuilder()
         for n in numbers:
-            builder.add(q_id, options.pop("payload", f"payload {n}".encode()), guid=guid(n), ack_requested=True, **options)
+            builder.add(
+                q_id,
+                options.pop("payload", f"payload {n}".encode()),
+                guid=guid(n),
+                ack_requested=True,
+                **options,
+            )
         for event in builder.finish():
             self.send(event)
 
@@ -202,7 +218,9 @@ def failure(reply: ctrl.ControlMessage) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("encoding", [EncodingType.JSON, EncodingType.BER])
-def test_negotiation_answers_in_the_request_encoding(broker: Broker, encoding: EncodingType) -> None:
+def test_negotiation_answers_in_the_request_encoding(
+    broker: Broker, encoding: EncodingType
+) -> None:
     p = Peer(broker, encoding)
     PEERS[id(p.session)] = p
     response = p.negotiate()
@@ -242,7 +260,9 @@ def test_open_response_echoes_the_request_with_routing(broker: Broker) -> None:
     response = reply.open_queue_response
     assert response is not None
     assert response.original_request.handle_parameters.uri == FANOUT + "?id=foo"
-    assert response.original_request.handle_parameters.sub_id_info == ctrl.SubQueueIdInfo(sub_id=7, app_id="foo")
+    assert response.original_request.handle_parameters.sub_id_info == ctrl.SubQueueIdInfo(
+        sub_id=7, app_id="foo"
+    )
     assert response.routing_configuration.flags == (1 << 1) | (1 << 3)
 
 
@@ -255,13 +275,39 @@ def test_open_response_echoes_the_request_with_routing(broker: Broker) -> None:
         (PRIORITY, 0, {}, "E_INVALID_ARGUMENT", "invalid queue flags"),
         (PRIORITY, WRITE, {"write_count": 0}, "E_INVALID_ARGUMENT", "do not match flags"),
         (PRIORITY, READ, {"admin_count": 1}, "E_INVALID_ARGUMENT", "do not match flags"),
-        (FANOUT + "?id=nope", READ, {"app_id": "nope", "sub_id": 1}, "E_INVALID_ARGUMENT", "has appIds"),
-        (FANOUT + "?id=foo", WRITE, {"app_id": "foo", "sub_id": 1}, "E_INVALID_ARGUMENT", "writing"),
-        (PRIORITY + "?id=foo", READ, {"app_id": "foo", "sub_id": 1}, "E_INVALID_ARGUMENT", "no appIds"),
-        (FANOUT + "?id=foo", READ, {"app_id": "bar", "sub_id": 1}, "E_INVALID_ARGUMENT", "does not match URI"),
+        (
+            FANOUT + "?id=nope",
+            READ,
+            {"app_id": "nope", "sub_id": 1},
+            "E_INVALID_ARGUMENT",
+            "has appIds",
+        ),
+        (
+            FANOUT + "?id=foo",
+            WRITE,
+            {"app_id": "foo", "sub_id": 1},
+            "E_INVALID_ARGUMENT",
+            "writing",
+        ),
+        (
+            PRIORITY + "?id=foo",
+            READ,
+            {"app_id": "foo", "sub_id": 1},
+            "E_INVALID_ARGUMENT",
+            "no appIds",
+        ),
+        (
+            FANOUT + "?id=foo",
+            READ,
+            {"app_id": "bar", "sub_id": 1},
+            "E_INVALID_ARGUMENT",
+            "does not match URI",
+        ),
     ],
 )
-def test_open_refusals(broker: Broker, uri: str, flags: int, extra: dict[str, Any], category: str, text: str) -> None:
+def test_open_refusals(
+    broker: Broker, uri: str, flags: int, extra: dict[str, Any], category: str, text: str
+) -> None:
     p = peer(broker)
     reply = p.open(uri, 0, flags, **extra)
     got_category, message = failure(reply)
@@ -297,7 +343,7 @@ def test_subscriptions_route_by_expression_and_priority(broker: Broker) -> None:
     producer, evens, odds, fallback = peer(broker), peer(broker), peer(broker), peer(broker)
     producer.producer(PRIORITY)
     evens.consumer(PRIORITY, s_id=1, expression="n % 2 == 0", priority=5)
-    odds.consumer(PRIORITY, s_id=2, expression="n % 2 == 1 && kind == \"x\"")
+    odds.consumer(PRIORITY, s_id=2, expression='n % 2 == 1 && kind == "x"')
     fallback.consumer(PRIORITY, s_id=3, priority=-1, expression="exists(n)")
     for n in range(1, 7):
         producer.put(0, n, properties=MessageProperties({"n": n, "kind": "x" if n < 5 else "y"}))
@@ -316,16 +362,23 @@ def test_several_subscriptions_on_one_handle(broker: Broker) -> None:
         ctrl.Subscription(
             s_id=s_id,
             expression=ctrl.Expression(version=ctrl.ExpressionVersion.E_VERSION_1, text=text),
-            consumers=[ctrl.ConsumerInfo(max_unconfirmed_messages=10, max_unconfirmed_bytes=1 << 20)],
+            consumers=[
+                ctrl.ConsumerInfo(max_unconfirmed_messages=10, max_unconfirmed_bytes=1 << 20)
+            ],
         )
         for s_id, text in ((7, "n < 3"), (8, "n >= 3"))
     ]
     params = ctrl.StreamParameters(app_id="__default", subscriptions=subscriptions)
-    assert consumer.request(configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)).configure_stream_response
+    assert consumer.request(
+        configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)
+    ).configure_stream_response
     for n in range(1, 5):
         producer.put(0, n, properties=MessageProperties({"n": n}))
     assert [(p.guid, p.sub_queue_ids) for p in consumer.pushes()] == [
-        (guid(1), (7,)), (guid(2), (7,)), (guid(3), (8,)), (guid(4), (8,))
+        (guid(1), (7,)),
+        (guid(2), (7,)),
+        (guid(3), (8,)),
+        (guid(4), (8,)),
     ]
     consumer.confirm(1, 1, 2, 3, 4)  # confirms name the subId (0), whichever subscription it was
     assert broker.stats.confirms == 4 and not consumer.session.closed
@@ -335,9 +388,14 @@ def test_old_style_configure_queue_stream_is_served(broker: Broker) -> None:
     p = peer(broker)
     p.open(PRIORITY, 1, READ)
     params = ctrl.QueueStreamParameters(
-        max_unconfirmed_messages=5, max_unconfirmed_bytes=1000, consumer_priority=1, consumer_priority_count=1
+        max_unconfirmed_messages=5,
+        max_unconfirmed_bytes=1000,
+        consumer_priority=1,
+        consumer_priority_count=1,
     )
-    reply = p.request(configure_queue_stream=ctrl.ConfigureQueueStream(q_id=1, stream_parameters=params))
+    reply = p.request(
+        configure_queue_stream=ctrl.ConfigureQueueStream(q_id=1, stream_parameters=params)
+    )
     assert reply.configure_queue_stream_response is not None
     assert reply.configure_queue_stream_response.request.stream_parameters == params
 
@@ -474,7 +532,9 @@ def test_post_after_close_is_nacked(broker: Broker) -> None:
     p = peer(broker)
     p.producer(PRIORITY)
     params = ctrl.QueueHandleParameters(uri=PRIORITY, q_id=0, flags=WRITE, write_count=1)
-    assert p.request(close_queue=ctrl.CloseQueue(handle_parameters=params, is_final=True)).close_queue_response
+    assert p.request(
+        close_queue=ctrl.CloseQueue(handle_parameters=params, is_final=True)
+    ).close_queue_response
     p.put(0, 1)
     assert p.acks() == [(AckStatus.UNKNOWN, guid(1))]
 
@@ -561,7 +621,11 @@ def test_garbage_control_message_closes(broker: Broker) -> None:
 
 def test_responses_from_a_client_close(broker: Broker) -> None:
     p = peer(broker)
-    violation(p, p.encode(ctrl.ControlMessage(r_id=1, close_queue_response=ctrl.CloseQueueResponse())), "may not send")
+    violation(
+        p,
+        p.encode(ctrl.ControlMessage(r_id=1, close_queue_response=ctrl.CloseQueueResponse())),
+        "may not send",
+    )
 
 
 # -- heartbeats and disconnect ---------------------------------------------------------------------
@@ -600,7 +664,9 @@ def test_hooks_can_nack_and_rewrite_output() -> None:
         def __init__(self) -> None:
             self.count = 0
 
-        def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+        def ack_status(
+            self, session: ClientSession, queue_uri: str, guid: bytes, status: int
+        ) -> int:
             self.count += 1
             return AckStatus.STORAGE_FAILURE if self.count % 2 == 0 else status
 
@@ -631,7 +697,9 @@ def test_messages_held_by_a_dropped_subscription_can_still_be_confirmed(broker: 
     producer.put(0, 1, 2)
     assert len(consumer.pushes()) == 2
     params = ctrl.StreamParameters(app_id="__default", subscriptions=[])
-    assert consumer.request(configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)).configure_stream_response
+    assert consumer.request(
+        configure_stream=ctrl.ConfigureStream(q_id=1, stream_parameters=params)
+    ).configure_stream_response
     consumer.confirm(1, 1)
     assert not consumer.session.closed and other.pushes() == []
     handle = ctrl.QueueHandleParameters(uri=PRIORITY, q_id=1, flags=READ, read_count=1)

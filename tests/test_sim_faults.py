@@ -17,7 +17,10 @@ from test_sim_engine import PEERS, PRIORITY, Peer, guid, peer
 def faulty_broker(**faults: object) -> tuple[Broker, FaultInjector]:
     PEERS.clear()
     injector = FaultInjector(FaultConfig(**faults))  # type: ignore[arg-type]
-    return Broker(BrokerConfig(heartbeat_interval_ms=1000, max_missed_heartbeats=3), injector), injector
+    return (
+        Broker(BrokerConfig(heartbeat_interval_ms=1000, max_missed_heartbeats=3), injector),
+        injector,
+    )
 
 
 def test_drop_after_n_events_closes_the_connection_each_time() -> None:
@@ -66,7 +69,9 @@ def test_silent_heartbeats_and_refused_negotiation() -> None:
     p = peer(broker)
     p.send(HEARTBEAT_REQ_EVENT)
     assert p.take(EventType.HEARTBEAT_RSP) == []
-    broker.on_timer(1.5)  # silent for more than one interval: a broker would probe; this one does not
+    broker.on_timer(
+        1.5
+    )  # silent for more than one interval: a broker would probe; this one does not
     p.pump()
     assert p.take(EventType.HEARTBEAT_REQ) == []
 
@@ -79,7 +84,12 @@ def test_silent_heartbeats_and_refused_negotiation() -> None:
 
 
 def test_invalid_fault_configs() -> None:
-    for kwargs in ({"drop_after_events": 0}, {"drop_probability": 2.0}, {"nack_share": -0.1}, {"ack_delay_ms": -1}):
+    for kwargs in (
+        {"drop_after_events": 0},
+        {"drop_probability": 2.0},
+        {"nack_share": -0.1},
+        {"ack_delay_ms": -1},
+    ):
         with pytest.raises(UsageError):
             FaultConfig(**kwargs)  # type: ignore[arg-type]
 

@@ -33,7 +33,9 @@ def negotiation() -> bytes:
         features="PROTOCOL_ENCODING:JSON;MPS:MESSAGE_PROPERTIES_EX",
         guid_info=ctrl.GuidInfo(client_id="0123456789AB", nano_seconds_from_epoch=1),
     )
-    return encode_control_event(encode_json(ctrl.NegotiationMessage(client_identity=identity)), EncodingType.JSON)
+    return encode_control_event(
+        encode_json(ctrl.NegotiationMessage(client_identity=identity)), EncodingType.JSON
+    )
 
 
 async def read_event(reader: asyncio.StreamReader) -> bytes:
@@ -42,7 +44,9 @@ async def read_event(reader: asyncio.StreamReader) -> bytes:
     return header + await asyncio.wait_for(reader.readexactly(length - 8), 10)
 
 
-async def negotiate(url_port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, ctrl.BrokerResponse]:
+async def negotiate(
+    url_port: int,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, ctrl.BrokerResponse]:
     reader, writer = await asyncio.open_connection("127.0.0.1", url_port)
     writer.write(negotiation())
     (event,) = EventReader().feed(await read_event(reader))

@@ -42,8 +42,9 @@ def test_batch_write_then_read_back(spark: Any, bmq_broker_url: str, bmq_sim: An
         .repartition(2)
         .select(
             F.format_string("message-%05d", "id").alias("payload"),
-            F.create_map(F.lit("source"), F.lit("spark"), F.lit("n"), F.col("id").cast("string"))
-            .alias("properties"),
+            F.create_map(
+                F.lit("source"), F.lit("spark"), F.lit("n"), F.col("id").cast("string")
+            ).alias("properties"),
             F.col("id").cast("int").alias("seq"),
             (F.col("id") * 1_000_000_007).alias("big"),
             (F.col("id") % 2 == 0).alias("even"),
@@ -78,7 +79,9 @@ def test_batch_write_then_read_back(spark: Any, bmq_broker_url: str, bmq_sim: An
         assert typed["even"]["type"] == "BOOL" and typed["even"]["bool"] is (i % 2 == 0)
         assert typed["small"]["type"] == "CHAR" and typed["small"]["char"] == i % 100
         assert typed["short"]["type"] == "SHORT" and typed["short"]["short"] == i % 30_000
-        assert typed["raw"]["type"] == "BINARY" and bytes(typed["raw"]["binary"]) == i.to_bytes(4, "big")
+        assert typed["raw"]["type"] == "BINARY" and bytes(typed["raw"]["binary"]) == i.to_bytes(
+            4, "big"
+        )
         assert (typed["source"]["type"], typed["source"]["string"]) == ("STRING", "spark")
         assert row.properties["n"] == str(i)
         assert row.properties["even"] == ("true" if i % 2 == 0 else "false")
@@ -187,9 +190,9 @@ def test_stream_survives_stop_and_restart(
 def test_stream_write(spark: Any, bmq_broker_url: str, tmp_path: Path) -> None:
     queue = fresh_queue()
     source = tmp_path / "source"
-    spark.createDataFrame([(i, f"w{i}") for i in range(500)], "id long, payload string").write.parquet(
-        str(source)
-    )
+    spark.createDataFrame(
+        [(i, f"w{i}") for i in range(500)], "id long, payload string"
+    ).write.parquet(str(source))
     query = start_query(
         lambda: spark.readStream.schema("id long, payload string")
         .parquet(str(source))

@@ -25,7 +25,9 @@ def write_options(url: str, **extra: str) -> WriteOptions:
     return WriteOptions.parse({"broker": url, "queue": Q, **extra})
 
 
-def test_post_all_waits_for_every_ack_then_consume_confirms(bmq_sim: ThreadedBrokerSimulator) -> None:
+def test_post_all_waits_for_every_ack_then_consume_confirms(
+    bmq_sim: ThreadedBrokerSimulator,
+) -> None:
     result = post_all(write_options(bmq_sim.url, maxinflight="100"), messages(1500))
     assert (result.posted, result.acked) == (1500, 1500)
     stats = bmq_sim.call(lambda broker: broker.stats)

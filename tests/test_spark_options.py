@@ -46,7 +46,9 @@ def test_bad_write_options(options: dict[str, str], message: str) -> None:
 def test_peeking_reads_cannot_be_split() -> None:
     with pytest.raises(UsageError, match="needs 'confirm' = true"):
         ReadOptions.parse({"queue": Q, "numpartitions": "2"})
-    assert ReadOptions.parse({"queue": Q, "numpartitions": "2", "confirm": "true"}).num_partitions == 2
+    assert (
+        ReadOptions.parse({"queue": Q, "numpartitions": "2", "confirm": "true"}).num_partitions == 2
+    )
 
 
 def test_write_schema_checks() -> None:

@@ -78,7 +78,9 @@ def test_vector_headers_agree(java_vectors: Path) -> None:
         for event in split_events(path.read_bytes())[0]:
             head = event.data[:8]
             assert dict(wire_codec.unpack_event_header(head)._asdict()) == {
-                k: v for k, v in wire_layout.EventHeader.parse(head).items() if not k.startswith("_")
+                k: v
+                for k, v in wire_layout.EventHeader.parse(head).items()
+                if not k.startswith("_")
             }
 
 

@@ -40,8 +40,7 @@ URI = "bmq://bmq.test.mem.priority/wire-interop"
 SMALL = b"x" * 100
 LARGE = b"hello wire layer " * 200  # 3400 bytes: compressed by the SDK (>= 1024, shrinks)
 
-CLIENT = textwrap.dedent(
-    f"""
+CLIENT = textwrap.dedent(f"""
     import json, sys, threading
     import blazingmq
 
@@ -72,8 +71,7 @@ CLIENT = textwrap.dedent(
     print("@@" + json.dumps(acks), flush=True)
     session.close_queue({URI!r}, timeout=20)
     session.stop()
-    """
-)
+    """)
 
 
 EXTENDED = "PROTOCOL_ENCODING:BER,JSON;MPS:MESSAGE_PROPERTIES_EX"
@@ -257,8 +255,7 @@ async def test_official_sdk_puts_and_our_acks(tmp_path: Path, features: str) -> 
     assert acks == [["SUCCESS", m.guid.hex()] for m in messages]
 
 
-CONSUMER = textwrap.dedent(
-    f"""
+CONSUMER = textwrap.dedent(f"""
     import json, sys, threading
     import blazingmq
 
@@ -287,8 +284,7 @@ CONSUMER = textwrap.dedent(
     print("@@" + json.dumps(got), flush=True)
     session.close_queue({URI!r}, timeout=20)
     session.stop()
-    """
-)
+    """)
 
 
 class FakeBrokerForConsumer(FakeBroker):

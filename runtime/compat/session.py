@@ -85,7 +85,9 @@ CONTROL_RESERVE = 4 * 1024 * 1024  # kept for control messages, as upstream does
 WRITER_ONLY_OPTIONS = (0, 0, -(2**31))  # what get_queue_options reports for a write-only queue
 _INT_MAX = 2**31 - 1
 # bmq://domain[~tier]/queue[?id=appId], the characters upstream's URI parser accepts.
-_URI = re.compile(r"bmq://[-A-Za-z0-9_.]+(~[-A-Za-z0-9_.]*)?/[-A-Za-z0-9_.~]+(\?id=[-A-Za-z0-9_.~]+)?")
+_URI = re.compile(
+    r"bmq://[-A-Za-z0-9_.]+(~[-A-Za-z0-9_.]*)?/[-A-Za-z0-9_.~]+(\?id=[-A-Za-z0-9_.~]+)?"
+)
 _STOPPED = "Method called after session was stopped"
 
 _ACK_STATUS = {
@@ -273,7 +275,9 @@ class Session:
         event_queue_watermarks: tuple[int, int] | None = None,
         stats_dump_interval: float | None = None,
     ) -> None:
-        if host_health_monitor is not None and not isinstance(host_health_monitor, BasicHealthMonitor):
+        if host_health_monitor is not None and not isinstance(
+            host_health_monitor, BasicHealthMonitor
+        ):
             raise TypeError(
                 "host_health_monitor must be None or an instance of blazingmq.BasicHealthMonitor"
             )
@@ -322,7 +326,9 @@ class Session:
         self._batch: list[tuple[Callable[[], object], bool]] = []  # loop thread only
         self._callbacks = _CallbackThread(on_session_event, watermarks)
         self._loop = asyncio.new_event_loop()
-        self._io = threading.Thread(target=self._loop.run_forever, name="pybmq-compat-io", daemon=True)
+        self._io = threading.Thread(
+            target=self._loop.run_forever, name="pybmq-compat-io", daemon=True
+        )
         self._io.start()
         try:
             parse_broker_url(broker)
@@ -579,7 +585,11 @@ class Session:
             if error is exc:
                 raise
             raise error from exc
-        if queue.options.suspends_on_bad_host_health and self._monitor and not self._monitor.healthy:
+        if (
+            queue.options.suspends_on_bad_host_health
+            and self._monitor
+            and not self._monitor.healthy
+        ):
             queue.suspended = queue.holding = True
 
     async def _open(self, queue: _Queue, options: RuntimeQueueOptions, seconds: float) -> None:
@@ -703,7 +713,9 @@ class Session:
     @staticmethod
     def _refuse_invalid(operation: str, queue: _Queue) -> None:
         if queue.invalid:
-            raise Error(f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out")
+            raise Error(
+                f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out"
+            )
 
     # ------------------------------------------------------------------ messages
 
@@ -750,7 +762,11 @@ class Session:
                 inner.post_nowait(message, properties=wire_properties, on_ack=callback)
             except PybmqError as exc:  # the queue closed or the session ended meanwhile
                 if callback is not None:
-                    callback(RuntimeAck(b"", queue.uri, RuntimeAckStatus.CANCELED, local=True, reason=str(exc)))
+                    callback(
+                        RuntimeAck(
+                            b"", queue.uri, RuntimeAckStatus.CANCELED, local=True, reason=str(exc)
+                        )
+                    )
 
         self._submit_op(op)
 

@@ -206,4 +206,3 @@ class SessionOptions(_ValueType):
         self.channel_high_watermark = channel_high_watermark
         self.event_queue_watermarks = event_queue_watermarks
         self.stats_dump_interval = stats_dump_interval
-

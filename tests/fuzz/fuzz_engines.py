@@ -37,8 +37,12 @@ def _broker_response() -> bytes:
     response = ctrl.NegotiationMessage(
         broker_response=ctrl.BrokerResponse(
             result=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS, code=0, message=""),
-            protocol_version=1, broker_version=1, is_deprecated_sdk=False, broker_identity=identity,
-            heartbeat_interval_ms=3000, max_missed_heartbeats=10,
+            protocol_version=1,
+            broker_version=1,
+            is_deprecated_sdk=False,
+            broker_identity=identity,
+            heartbeat_interval_ms=3000,
+            max_missed_heartbeats=10,
         )
     )
     return wire.encode_control_event(encode_json(response), EncodingType.JSON)
@@ -90,7 +94,9 @@ def fuzz_broker(data: bytes, negotiate: bool) -> None:
             guid_info=ctrl.GuidInfo(client_id="ABCDEF012345", nano_seconds_from_epoch=1),
         )  # fmt: skip
         message = ctrl.NegotiationMessage(client_identity=identity)
-        session.receive_data(wire.encode_control_event(encode_json(message), EncodingType.JSON), 0.0)
+        session.receive_data(
+            wire.encode_control_event(encode_json(message), EncodingType.JSON), 0.0
+        )
     for i, chunk in enumerate(_chunks(data[8:], data[:8])):
         session.receive_data(chunk, float(i))  # must not raise
         broker.on_timer(float(i))

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("blazingmq", reason="the official SDK (pip install blazingmq) is the oracle here")
+pytest.importorskip(
+    "blazingmq", reason="the official SDK (pip install blazingmq) is the oracle here"
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -71,7 +71,9 @@ class OfficialPeer:
                 item = self._lines.get(timeout=max(remaining, 0.0))
             except queue.Empty:
                 self.kill()
-                raise AssertionError(f"no {event!r} within {timeout}s\n{self.result().describe()}") from None
+                raise AssertionError(
+                    f"no {event!r} within {timeout}s\n{self.result().describe()}"
+                ) from None
             if item is None:
                 self._lines.put(None)
                 raise AssertionError(f"peer ended before {event!r}\n{self.result().describe()}")
@@ -87,7 +89,9 @@ class OfficialPeer:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"official {self.mode} did not exit within {timeout}s\n{self.result().describe()}") from None
+            raise AssertionError(
+                f"official {self.mode} did not exit within {timeout}s\n{self.result().describe()}"
+            ) from None
         self._drain()
         return self.result()
 

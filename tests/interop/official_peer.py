@@ -82,8 +82,13 @@ def produce(job: dict[str, Any]) -> int:
         session.open_queue(job["queue"], write=True)
         report(event="ready")
         for msg in messages:
-            props = {name: decode_value(p["type"], p["value"]) for name, p in msg.get("properties", {}).items()}
-            overrides = {name: PROPERTY_TYPES[p["type"]] for name, p in msg.get("properties", {}).items()}
+            props = {
+                name: decode_value(p["type"], p["value"])
+                for name, p in msg.get("properties", {}).items()
+            }
+            overrides = {
+                name: PROPERTY_TYPES[p["type"]] for name, p in msg.get("properties", {}).items()
+            }
             session.post(
                 job["queue"],
                 bytes.fromhex(msg["payload"]),
@@ -112,7 +117,13 @@ def consume(job: dict[str, Any]) -> int:
             name: {"type": msg.property_types[name].name, "value": encode_value("", value)}
             for name, value in msg.properties.items()
         }
-        report(event="message", guid=msg.guid.hex(), queue=msg.queue_uri, payload=msg.data.hex(), properties=props)
+        report(
+            event="message",
+            guid=msg.guid.hex(),
+            queue=msg.queue_uri,
+            payload=msg.data.hex(),
+            properties=props,
+        )
         if job.get("confirm", True):
             handle.confirm()
         with lock:

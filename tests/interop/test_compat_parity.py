@@ -54,9 +54,9 @@ def run_scenario(module: str, scenario: str, url: str, tag: str) -> dict[str, An
         timeout=120,
     )
     reports = [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")]
-    assert done.returncode == 0 and len(reports) == 1, (
-        f"{module} {scenario}: rc={done.returncode}\nstdout:{done.stdout[-2000:]}\nstderr:{done.stderr[-3000:]}"
-    )
+    assert (
+        done.returncode == 0 and len(reports) == 1
+    ), f"{module} {scenario}: rc={done.returncode}\nstdout:{done.stdout[-2000:]}\nstderr:{done.stderr[-3000:]}"
     return json.loads(reports[0])  # type: ignore[no-any-return]
 
 

@@ -52,15 +52,21 @@ STARTERS = {"official": start_official, "compat": start_compat}
     ("producer", "consumer"), [("compat", "compat"), ("official", "compat"), ("compat", "official")]
 )
 @pytest.mark.parametrize("compression", ["none", "zlib"])
-def test_transfer(bmq_sim: ThreadedBrokerSimulator, producer: str, consumer: str, compression: str) -> None:
+def test_transfer(
+    bmq_sim: ThreadedBrokerSimulator, producer: str, consumer: str, compression: str
+) -> None:
     queue = f"bmq://bmq.test.mem.priority/compat-peer-{producer}-{consumer}-{compression}"
     sent = messages(10) + messages(3, size=5000) + messages(2, size=40, properties=False)
     receiving = STARTERS[consumer]("consume", job(bmq_sim, queue, count=len(sent)))
     receiving.wait_for("ready")
-    produced = STARTERS[producer]("produce", job(bmq_sim, queue, messages=sent, compression=compression)).finish(120)
+    produced = STARTERS[producer](
+        "produce", job(bmq_sim, queue, messages=sent, compression=compression)
+    ).finish(120)
     assert produced.returncode == 0, produced.describe()
     acks = produced.of("ack")
-    assert len(acks) == len(sent) and {a["status"] for a in acks} == {"SUCCESS"}, produced.describe()
+    assert len(acks) == len(sent) and {a["status"] for a in acks} == {
+        "SUCCESS"
+    }, produced.describe()
     consumed = receiving.finish(120)
     assert consumed.returncode == 0, consumed.describe()
     check_received(consumed.of("message"), sent)
@@ -70,7 +76,10 @@ def test_transfer(bmq_sim: ThreadedBrokerSimulator, producer: str, consumer: str
 
 def test_compat_consumer_of_a_fanout_app(bmq_sim: ThreadedBrokerSimulator) -> None:
     queue = "bmq://bmq.test.mem.fanout/compat-peer-fanout"
-    consumers = [start_compat("consume", job(bmq_sim, f"{queue}?id={app}", count=4)) for app in ("foo", "bar")]
+    consumers = [
+        start_compat("consume", job(bmq_sim, f"{queue}?id={app}", count=4))
+        for app in ("foo", "bar")
+    ]
     for consumer in consumers:
         consumer.wait_for("ready")
     produced = run_official("produce", job(bmq_sim, queue, messages=messages(4)))

@@ -62,14 +62,18 @@ async def pybmq_consume(url: str, queue: str, count: int) -> list[tuple[bytes, d
         reader = await session.open_queue(queue, read=True)
         for _ in range(count):
             message = await asyncio.wait_for(reader.get(), 20)
-            received.append((message.payload, official_form(message.properties) if message.properties else {}))
+            received.append(
+                (message.payload, official_form(message.properties) if message.properties else {})
+            )
             await message.confirm()
         await reader.close()
     return received
 
 
 @pytest.mark.parametrize("compression", ["none", "zlib"])
-def test_official_producer_to_pybmq_consumer(bmq_sim: ThreadedBrokerSimulator, compression: str) -> None:
+def test_official_producer_to_pybmq_consumer(
+    bmq_sim: ThreadedBrokerSimulator, compression: str
+) -> None:
     queue = f"bmq://bmq.test.mem.priority/official-to-pybmq-{compression}"
     sent = messages(10, size=3000 if compression == "zlib" else 100) + messages(2, properties=False)
     produced = run_official("produce", job(bmq_sim, queue, messages=sent, compression=compression))
@@ -90,12 +94,16 @@ def test_official_producer_to_pybmq_consumer(bmq_sim: ThreadedBrokerSimulator, c
     assert compressed == (10 if compression == "zlib" else 0)
 
 
-async def pybmq_produce(url: str, queue: str, sent: list[dict[str, Any]], options: SessionOptions) -> list[Any]:
+async def pybmq_produce(
+    url: str, queue: str, sent: list[dict[str, Any]], options: SessionOptions
+) -> list[Any]:
     async with AsyncSession(url, options=options) as session:
         writer = await session.open_queue(queue, write=True)
         acks = await asyncio.gather(
             *(
-                writer.post(bytes.fromhex(m["payload"]), properties=pybmq_properties(m["properties"]))
+                writer.post(
+                    bytes.fromhex(m["payload"]), properties=pybmq_properties(m["properties"])
+                )
                 for m in sent
             )
         )
@@ -104,7 +112,9 @@ async def pybmq_produce(url: str, queue: str, sent: list[dict[str, Any]], option
 
 
 @pytest.mark.parametrize("compression", ["none", "zlib"])
-def test_pybmq_producer_to_official_consumer(bmq_sim: ThreadedBrokerSimulator, compression: str) -> None:
+def test_pybmq_producer_to_official_consumer(
+    bmq_sim: ThreadedBrokerSimulator, compression: str
+) -> None:
     queue = f"bmq://bmq.test.mem.priority/pybmq-to-official-{compression}"
     sent = messages(10, size=3000 if compression == "zlib" else 100) + messages(2, properties=False)
     consumer = start_official("consume", job(bmq_sim, queue, count=len(sent)))

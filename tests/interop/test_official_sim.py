@@ -47,13 +47,17 @@ def check_received(received: list[dict[str, Any]], sent: list[dict[str, Any]]) -
         assert got["properties"] == original["properties"]
 
 
-def transfer(sim: ThreadedBrokerSimulator, queue: str, sent: list[dict[str, Any]], **producer: Any) -> None:
+def transfer(
+    sim: ThreadedBrokerSimulator, queue: str, sent: list[dict[str, Any]], **producer: Any
+) -> None:
     consumer = start_official("consume", job(sim, queue, count=len(sent)))
     consumer.wait_for("ready")
     produced = run_official("produce", job(sim, queue, messages=sent, **producer))
     assert produced.returncode == 0, produced.describe()
     acks = produced.of("ack")
-    assert len(acks) == len(sent) and {a["status"] for a in acks} == {"SUCCESS"}, produced.describe()
+    assert len(acks) == len(sent) and {a["status"] for a in acks} == {
+        "SUCCESS"
+    }, produced.describe()
     consumed = consumer.finish()
     assert consumed.returncode == 0, consumed.describe()
     check_received(consumed.of("message"), sent)
@@ -75,7 +79,10 @@ def test_official_with_zlib_compression(bmq_sim: ThreadedBrokerSimulator) -> Non
 def test_official_fanout_each_app_gets_every_message(bmq_sim: ThreadedBrokerSimulator) -> None:
     sent = messages(6)
     queue = "bmq://bmq.test.mem.fanout/interop-fanout"
-    consumers = [start_official("consume", job(bmq_sim, f"{queue}?id={app}", count=6)) for app in ("foo", "bar")]
+    consumers = [
+        start_official("consume", job(bmq_sim, f"{queue}?id={app}", count=6))
+        for app in ("foo", "bar")
+    ]
     for consumer in consumers:
         consumer.wait_for("ready")
     produced = run_official("produce", job(bmq_sim, queue, messages=sent))
@@ -103,7 +110,9 @@ def test_official_with_old_style_configure_queue_stream() -> None:
         assert sim.call(lambda b: list(b.stats.violations)) == []
 
 
-def test_unconfirmed_messages_go_to_the_next_official_consumer(bmq_sim: ThreadedBrokerSimulator) -> None:
+def test_unconfirmed_messages_go_to_the_next_official_consumer(
+    bmq_sim: ThreadedBrokerSimulator,
+) -> None:
     queue = "bmq://bmq.test.mem.priority/interop-redelivery"
     sent = messages(8)
     produced = run_official("produce", job(bmq_sim, queue, messages=sent))
@@ -122,14 +131,18 @@ def test_official_answers_heartbeats() -> None:
     """A session idle for many heartbeat intervals stays up: the SDK answers every request."""
     config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=3)
     with ThreadedBrokerSimulator(config) as sim:
-        result = run_official("consume", job(sim, "bmq://bmq.test.mem.priority/idle", count=0, linger=1.5))
+        result = run_official(
+            "consume", job(sim, "bmq://bmq.test.mem.priority/idle", count=0, linger=1.5)
+        )
         assert result.returncode == 0, result.describe()
         assert not result.of("error")
         assert sim.call(lambda b: (b.stats.sessions, list(b.stats.violations))) == (1, [])
 
 
 def test_official_sees_open_failure_for_an_unknown_domain(bmq_sim: ThreadedBrokerSimulator) -> None:
-    result = run_official("produce", job(bmq_sim, "bmq://bmq.test.mem.nosuch/q", messages=messages(1)))
+    result = run_official(
+        "produce", job(bmq_sim, "bmq://bmq.test.mem.nosuch/q", messages=messages(1))
+    )
     assert result.returncode == 1, result.describe()
     (error,) = result.of("error")
     assert "does not exist" in error["error"], result.describe()  # our status message reached it
@@ -140,11 +153,18 @@ def test_official_gets_nacks_with_their_status() -> None:
         def __init__(self) -> None:
             self.count = 0
 
-        def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+        def ack_status(
+            self, session: ClientSession, queue_uri: str, guid: bytes, status: int
+        ) -> int:
             self.count += 1
             return 6 if self.count % 2 == 0 else status  # 6 = STORAGE_FAILURE on the wire
 
     with ThreadedBrokerSimulator(hooks=NackEveryOther()) as sim:
-        result = run_official("produce", job(sim, "bmq://bmq.test.mem.priority/nacks", messages=messages(4)))
+        result = run_official(
+            "produce", job(sim, "bmq://bmq.test.mem.priority/nacks", messages=messages(4))
+        )
         assert result.returncode == 0, result.describe()
-        assert sorted(a["status"] for a in result.of("ack")) == ["STORAGE_FAILURE"] * 2 + ["SUCCESS"] * 2
+        assert (
+            sorted(a["status"] for a in result.of("ack"))
+            == ["STORAGE_FAILURE"] * 2 + ["SUCCESS"] * 2
+        )
