@@ -11,7 +11,7 @@ $(PY):
 	$(PY) -m pip install --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install -e '.[dev,spark]'
+	$(PY) -m pip install -e '.[dev,spark,codegen]'
 
 generate:
 	$(PY) -m pybmq.codegen
@@ -24,6 +24,7 @@ schema-check:
 	$(VENV)/bin/pybmq schema-check --schema-dir schema
 
 lint:
+	$(PY) -m black --check --quiet runtime codegen tests bench
 	$(PY) -m ruff check runtime codegen tests bench
 	bash .ci/typecheck-tree.sh
 	$(PY) -m mypy

@@ -11,13 +11,16 @@ import statistics
 import time
 import tracemalloc
 
-from pybmq.aio import AsyncSession
-from pybmq.client_events import Ack, MessageReceived
-from pybmq.engine import ClientEngine, decode_control, encode_control
-from pybmq.events import AckEventBuilder, PushEventBuilder, iter_put
-from pybmq.framing import EventReader
+from pybmq.client.aio import AsyncSession
+from pybmq.client.engine import ClientEngine
+from pybmq.client.events import Ack, MessageReceived
+from pybmq.client.loadgen import Stats, consume_messages, make_payload, post_messages
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.loadgen import Stats, consume_messages, make_payload, post_messages
+from pybmq.wire.batches import AckEventBuilder
+from pybmq.wire.control import decode_control_as, encode_control
+from pybmq.wire.framing import EventReader
+from pybmq.wire.push import PushEventBuilder
+from pybmq.wire.put import iter_put
 
 from bench.common import Result, sim_process
 
@@ -74,7 +77,7 @@ def _started_engine(*, read: bool = False, write: bool = False) -> tuple[ClientE
     )
     while events := EventReader().feed(engine.data_to_send()):
         for event in events:
-            request, _ = decode_control(event, ctrl.ControlMessage)
+            request, _ = decode_control_as(event, ctrl.ControlMessage)
             if request.open_queue is not None:
                 answer = ctrl.ControlMessage(
                     open_queue_response=ctrl.OpenQueueResponse(original_request=request.open_queue)

@@ -25,7 +25,7 @@ def _spark(tmp: Path) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pybmq.spark import BlazingMQDataSource
+    from pybmq.spark.datasource import BlazingMQDataSource
     from pyspark.sql import SparkSession
 
     spark = (
@@ -43,7 +43,7 @@ def _spark(tmp: Path) -> Any:
 def run(quick: bool) -> list[Result]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         return []  # no JVM here: nothing to measure
-    from pybmq.sim import ThreadedBrokerSimulator
+    from pybmq.sim.server import ThreadedBrokerSimulator
     from pyspark.sql import functions as F
 
     rows = 2_000 if quick else 100_000

@@ -12,20 +12,13 @@ import time
 from collections.abc import Callable
 
 from crc32c import crc32c
-from pybmq.events import (
-    PADDING,
-    AckEventBuilder,
-    ConfirmEventBuilder,
-    PushEventBuilder,
-    PutEventBuilder,
-    decode_put,
-    iter_ack,
-    iter_confirm,
-    iter_push,
-)
 from pybmq.generated import wire_layout
-from pybmq.guid import MessageGuidGenerator
-from pybmq.properties import MessageProperties
+from pybmq.generated.wire_codec import PADDING
+from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, iter_ack, iter_confirm
+from pybmq.wire.guid import MessageGuidGenerator
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushEventBuilder, iter_push
+from pybmq.wire.put import PutEventBuilder, decode_put
 
 from bench.common import Result
 

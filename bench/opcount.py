@@ -13,9 +13,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from pybmq.events import PushEventBuilder, PutEventBuilder, decode_push, iter_push
-from pybmq.guid import MessageGuidGenerator
-from pybmq.properties import MessageProperties
+from pybmq.wire.guid import MessageGuidGenerator
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushEventBuilder, decode_push, iter_push
+from pybmq.wire.put import PutEventBuilder
 
 N = 1000
 

@@ -9,21 +9,14 @@ bmqp_ctrlmsg: ``generate_bindings(xsd, module)`` works for any schema the loader
 from __future__ import annotations
 
 import base64
-import hashlib
 import keyword
-import os
-import re
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import black
-import jinja2
-from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
-from black import __version__ as BLACK_VERSION  # type: ignore[attr-defined]
-from pybmq.ber import identifier
-from pybmq.codegen.driver import Artifact
+from pybmq.codec.ber import identifier
+from pybmq.codegen.artifact import Artifact
+from pybmq.codegen.filters import snake
 from pybmq.codegen.model import (
     BUILTIN_KINDS,
     INTEGER_RANGES,
@@ -31,13 +24,11 @@ from pybmq.codegen.model import (
     Element,
     Schema,
     SimpleType,
+    constructible,
 )
+from pybmq.codegen.render import environment, format_python
 from pybmq.codegen.xsd_loader import load_schema
 from pybmq.errors import SchemaError
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-CACHE_DIR = Path(__file__).resolve().parent.parent / "build" / "codegen-cache"
-BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
 
 # How BER tags a value inside an array (balber's universal tag numbers: BOOLEAN 1, INTEGER 2,
 # OCTET STRING 4, ENUMERATED 10, UTF8String 12).
@@ -53,12 +44,6 @@ _UNIVERSAL_TAGS = {
     "temporal": 26,
 }
 _CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
-
-
-def snake(name: str) -> str:
-    """``rId`` → ``r_id``, ``clusterStateFSMMessage`` → ``cluster_state_fsm_message``."""
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
-    return text + "_" if keyword.iskeyword(text) else text
 
 
 class Bindings:
@@ -121,7 +106,7 @@ class Bindings:
 
     def constructible(self, type_name: str) -> bool:
         """Can ``T()`` be built with no arguments (no mandatory choice inside)?"""
-        return _constructible(self.schema, type_name)
+        return constructible(self.schema, type_name)
 
     def default_value(self, element: Element) -> str | None:
         """The Python expression of the element's default value; None if it has none."""
@@ -284,63 +269,6 @@ class Bindings:
         }
 
 
-def _constructible(schema: Schema, type_name: str, seen: frozenset[str] = frozenset()) -> bool:
-    target = schema.type(type_name)
-    if not isinstance(target, ComplexType):
-        return True
-    if target.kind == "choice" or type_name in seen:
-        return False
-    if any(c.min_occurs > 0 for c in target.anonymous_choices):
-        return False
-    required = [
-        element
-        for element in target.members
-        if isinstance(element, Element)
-        and not (element.is_array or element.is_optional)
-        and element.default is None
-        and not element.type.builtin
-    ]
-    return all(_constructible(schema, e.type.name, seen | {type_name}) for e in required)
-
-
-def _environment(bindings: Bindings) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters.update(bindings.filters())
-    env.globals.update(b=bindings, schema=bindings.schema, module=bindings.module)
-    return env
-
-
-@lru_cache(maxsize=32)
-def format_python(text: str, origin: str = "template") -> str:
-    """black-format generated code. black takes seconds on these files, so results are memoised
-    in-process and on disk (build/codegen-cache, keyed by black's version and the exact input)."""
-    key = hashlib.sha256(f"{BLACK_VERSION}|{BLACK_MODE}|{text}".encode()).hexdigest()
-    cached = CACHE_DIR / f"{key}.py"
-    try:
-        return cached.read_text(encoding="utf-8")
-    except OSError:
-        pass
-    try:
-        formatted = black.format_str(text, mode=BLACK_MODE)
-    except InvalidInput as exc:  # a template bug: show where
-        raise SchemaError(f"{origin} rendered invalid Python: {exc}") from exc
-    try:
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(formatted, encoding="utf-8")
-        partial.replace(cached)
-    except OSError:
-        pass  # a read-only tree just means no cache
-    return formatted
-
-
 def generate_bindings(
     xsd_path: Path, module: str, package: str = "pybmq.generated"
 ) -> list[Artifact]:
@@ -351,7 +279,9 @@ def generate_bindings(
     """
     schema = load_schema(xsd_path)
     bindings = Bindings(schema, module, xsd_path.name)
-    env = _environment(bindings)
+    env = environment(
+        bindings.filters(), b=bindings, schema=bindings.schema, module=bindings.module
+    )
     env.globals["types_module"] = f"{package}.{module}" if package else module
     out = []
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))

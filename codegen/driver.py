@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+from pybmq.codegen.artifact import Generator
+from pybmq.codegen.bindings import generate_ctrlmsg
+from pybmq.codegen.layout import generate_layout
+from pybmq.codegen.other_schemas import generate_other_schemas
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "schema"
@@ -21,24 +24,8 @@ GENERATED_DIR = REPO_ROOT / "generated"
 UNOWNED = {"__init__.py"}
 
 
-@dataclass(frozen=True)
-class Artifact:
-    """One generated file: where it goes under generated/ and its full text."""
-
-    relpath: str
-    text: str
-
-
-Generator = Callable[[Path], Iterable[Artifact]]
-
-
 def registered_generators() -> list[tuple[str, Generator]]:
     """The generators that make up generated/, in a fixed order."""
-    # Late imports: the generators import Artifact from this module.
-    from pybmq.codegen.bindings import generate_ctrlmsg
-    from pybmq.codegen.layout import generate_layout
-    from pybmq.codegen.other_schemas import generate_other_schemas
-
     generators: list[tuple[str, Generator]] = [
         ("control messages", generate_ctrlmsg),
         ("binary layout", generate_layout),

@@ -8,16 +8,15 @@ a width or an order; a test proves they also agree about bytes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import black
-import jinja2
 import yaml
-from pybmq.codegen.driver import Artifact
+from pybmq.codegen.artifact import Artifact
+from pybmq.codegen.filters import snake
+from pybmq.codegen.render import environment, format_python
 from pybmq.errors import SchemaError
 
 SPEC_NAME = "bmqp_layout.yaml"
@@ -82,7 +81,7 @@ class Struct:
 
     @property
     def snake(self) -> str:
-        return snake_case(self.name)
+        return snake(self.name)
 
     @property
     def const(self) -> str:
@@ -129,16 +128,11 @@ class Enum:
 
 @dataclass
 class Spec:
-    constants: dict[str, int]
+    constants: dict[str, int | str]
     enums: list[Enum]
     structs: list[Struct] = field(default_factory=list)
     padding: list[bytes] = field(default_factory=list)  # indexed by data length % word
     events: dict[str, str] = field(default_factory=dict)
-
-
-def snake_case(name: str) -> str:
-    name = re.sub(r"(MessageGUID)", "MessageGuid", name)
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def _unit(struct: str, raw: dict[str, Any]) -> Unit:
@@ -206,34 +200,13 @@ def _padding_table(raw: dict[str, Any]) -> list[bytes]:
     return table
 
 
-def _hex(value: int) -> str:
-    return f"0x{value:X}"
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["hex"] = _hex
-    env.filters["snake"] = snake_case
-    return env
-
-
-def _format(text: str) -> str:
-    return black.format_str(text, mode=black.Mode(line_length=100))
-
-
 def generate_layout(schema_dir: Path) -> Iterable[Artifact]:
     """The generator registered in the driver: both wire modules from one spec."""
     spec = load_spec(schema_dir / SPEC_NAME)
-    env = _environment()
+    env = environment()
     for template, out in (
         ("wire_codec.py.j2", "wire_codec.py"),
         ("wire_layout.py.j2", "wire_layout.py"),
     ):
         text = env.get_template(template).render(spec=spec, spec_name=SPEC_NAME)
-        yield Artifact(out, _format(text))
+        yield Artifact(out, format_python(text, template))

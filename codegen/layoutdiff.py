@@ -102,7 +102,7 @@ class _LayoutDiffer:
 
     # -- constants -------------------------------------------------------------------------------
 
-    def constants(self, old: dict[str, int], new: dict[str, int]) -> None:
+    def constants(self, old: dict[str, int | str], new: dict[str, int | str]) -> None:
         for name in old.keys() - new.keys():
             self.add(
                 "constant-removed",

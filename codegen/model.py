@@ -258,3 +258,24 @@ class Schema:
         for element in complex_type.elements:
             if not element.type.builtin:
                 yield element.type.name
+
+
+def constructible(schema: Schema, type_name: str, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a value of ``type_name`` can be made with no arguments (every required member has
+    a default or is itself constructible): what a generated default factory needs."""
+    target = schema.type(type_name)
+    if not isinstance(target, ComplexType):
+        return True
+    if target.kind == "choice" or type_name in seen:
+        return False
+    if any(c.min_occurs > 0 for c in target.anonymous_choices):
+        return False
+    required = [
+        element
+        for element in target.members
+        if isinstance(element, Element)
+        and not (element.is_array or element.is_optional)
+        and element.default is None
+        and not element.type.builtin
+    ]
+    return all(constructible(schema, e.type.name, seen | {type_name}) for e in required)

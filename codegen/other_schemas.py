@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pybmq.codegen.artifact import Artifact
 from pybmq.codegen.bindings import generate_bindings
-from pybmq.codegen.driver import Artifact
 
 # schema file stem -> what it describes (upstream component in schema/UPSTREAM.md)
 OTHER_SCHEMAS: dict[str, str] = {

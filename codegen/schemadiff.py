@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # The generator's own rule for 'can T() be built': schema-diff judges what codegen emits.
-from pybmq.codegen.bindings import _constructible
 from pybmq.codegen.model import (
     INTEGER_RANGES,
     AnonymousChoice,
@@ -41,6 +40,7 @@ from pybmq.codegen.model import (
     Schema,
     SimpleType,
     TypeRef,
+    constructible,
 )
 from pybmq.codegen.xsd_loader import load_schema
 
@@ -851,7 +851,7 @@ def _fill(schema: Schema, element: Element) -> str | None:
             zero = [v for v in target.values if v.id == 0] or list(target.values)
             return zero[0].name
         return "0" if target.base.builtin_kind == "int" else "an empty value"
-    if _constructible(schema, target.name):
+    if constructible(schema, target.name):
         return f"an all-default {target.name}"
     return None
 

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from pybmq._version import __version__
 
 if TYPE_CHECKING:
-    from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage  # noqa: F401
-    from pybmq.client_events import Ack, AckStatus  # noqa: F401
-    from pybmq.client_options import QueueOptions, SessionOptions  # noqa: F401
-    from pybmq.sync import Queue, Session  # noqa: F401
+    from pybmq.client.aio import AsyncSession  # noqa: F401
+    from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage  # noqa: F401
+    from pybmq.client.events import Ack, AckStatus  # noqa: F401
+    from pybmq.client.options import QueueOptions, SessionOptions  # noqa: F401
+    from pybmq.client.sync import Queue, Session  # noqa: F401
 
 # The client is imported on first use, so `import pybmq` (and the CLI) stay cheap.
 _LAZY = {
-    "AsyncSession": "pybmq.aio",
-    "AsyncQueue": "pybmq.aio",
-    "ReceivedMessage": "pybmq.aio",
-    "Session": "pybmq.sync",
-    "Queue": "pybmq.sync",
-    "Ack": "pybmq.client_events",
-    "AckStatus": "pybmq.client_events",
-    "QueueOptions": "pybmq.client_options",
-    "SessionOptions": "pybmq.client_options",
+    "AsyncSession": "pybmq.client.aio",
+    "AsyncQueue": "pybmq.client.aio_queue",
+    "ReceivedMessage": "pybmq.client.aio_queue",
+    "Session": "pybmq.client.sync",
+    "Queue": "pybmq.client.sync",
+    "Ack": "pybmq.client.events",
+    "AckStatus": "pybmq.client.events",
+    "QueueOptions": "pybmq.client.options",
+    "SessionOptions": "pybmq.client.options",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -7,9 +7,9 @@ import argparse
 import asyncio
 import sys
 
-from pybmq.aio import AsyncSession
-from pybmq.loadgen import consume_messages, make_payload, post_messages
-from pybmq.sim import BrokerSimulator
+from pybmq.client.aio import AsyncSession
+from pybmq.client.loadgen import consume_messages, make_payload, post_messages
+from pybmq.sim.server import BrokerSimulator
 from rich.console import Console
 
 QUEUE = "bmq://bmq.test.mem.priority/pybmq-demo"

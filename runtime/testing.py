@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pybmq.sim import ThreadedBrokerSimulator
+    from pybmq.sim.server import ThreadedBrokerSimulator
 
 
 @pytest.fixture
 def bmq_sim() -> Iterator[ThreadedBrokerSimulator]:
     """A broker simulator on 127.0.0.1 and an ephemeral port, stopped after the test."""
-    from pybmq.sim import ThreadedBrokerSimulator  # imported late: plugin loading stays cheap
+    from pybmq.sim.server import (
+        ThreadedBrokerSimulator,  # imported late: plugin loading stays cheap
+    )
 
     sim = ThreadedBrokerSimulator()
     sim.start()

@@ -22,6 +22,6 @@ def java_vectors() -> Path:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The shared local[2] SparkSession with the ``blazingmq`` data source registered."""
-    from spark_support import local_spark
+    from tests.helpers.spark import local_spark
 
     yield from local_spark(tmp_path_factory.mktemp("spark"))

@@ -9,7 +9,7 @@ official SDK" for what each option means here and the known differences).
 
 from __future__ import annotations
 
-from pybmq import __version__
+from pybmq._version import __version__
 from pybmq.compat import exceptions, session_events
 from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import (

@@ -8,8 +8,8 @@ from typing import Any, NoReturn
 
 from pybmq.compat.exceptions import Error
 from pybmq.compat.values import AckStatus, PropertyType
-from pybmq.properties import MessageProperties
-from pybmq.properties import PropertyType as WireType
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.properties import PropertyType as WireType
 
 PropertyValueType = int | bytes | str
 PropertyValueDict = Mapping[str, PropertyValueType]

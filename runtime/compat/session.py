@@ -1,7 +1,7 @@
 """``Session``: the official SDK's blocking, callback-driven session, on pybmq's asyncio client.
 
 Threads, as in the official SDK: the caller's threads make the calls; the I/O runs on a background
-thread (an asyncio loop running :class:`pybmq.aio.AsyncSession`); every user callback — session
+thread (an asyncio loop running :class:`pybmq.client.aio.AsyncSession`); every user callback — session
 events, ``on_message`` and ``on_ack`` — runs on ONE other thread, in the order things happened.
 ``post`` and ``confirm`` never wait for the network (they are checked on the caller's thread, then
 handed to the loop), so they may be called from callbacks. ``open_queue``, ``configure_queue``,
@@ -10,6 +10,10 @@ called from a callback, this one raises :class:`~pybmq.compat.exceptions.Error`.
 
 Queues are named by their URI, as in the official API; the table ``_queues`` maps each URI to the
 pybmq queue behind it and the options the user asked for.
+
+Why one module of ~700 lines: it is one class, the official ``Session`` surface, whose methods
+share one lock, one loop thread and one callback thread; what does not need that state lives in
+``checks`` (defaults, argument checks, error wording), ``callbacks`` and ``queues``.
 """
 
 from __future__ import annotations
@@ -22,23 +26,37 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from pybmq.aio import AsyncQueue, AsyncSession, ReceivedMessage
-from pybmq.client_events import Ack as RuntimeAck
-from pybmq.client_events import AckStatus as RuntimeAckStatus
-from pybmq.client_events import ConnectionLost as RuntimeConnectionLost
-from pybmq.client_events import QueueReopened as RuntimeQueueReopened
-from pybmq.client_events import Reconnected as RuntimeReconnected
-from pybmq.client_events import StateRestored as RuntimeStateRestored
-from pybmq.client_options import QueueOptions as RuntimeQueueOptions
-from pybmq.client_options import SessionOptions as RuntimeSessionOptions
-from pybmq.client_options import parse_broker_url
+from pybmq.client.aio import AsyncSession
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.events import Ack as RuntimeAck
+from pybmq.client.events import AckStatus as RuntimeAckStatus
+from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
+from pybmq.client.events import QueueReopened as RuntimeQueueReopened
+from pybmq.client.events import Reconnected as RuntimeReconnected
+from pybmq.client.events import StateRestored as RuntimeStateRestored
+from pybmq.client.options import QueueOptions as RuntimeQueueOptions
+from pybmq.client.options import SessionOptions as RuntimeSessionOptions
 from pybmq.compat import session_events as ev
+from pybmq.compat.callbacks import CallbackThread
+from pybmq.compat.checks import (
+    ACK_STATUS,
+    CONTROL_RESERVE,
+    DEFAULT_CHANNEL_HIGH_WATERMARK,
+    DEFAULT_EVENT_QUEUE_WATERMARKS,
+    DEFAULT_SECONDS,
+    DEFAULT_TIMEOUT,
+    STOPPED,
+    check_int_option,
+    check_queue_options,
+    failure,
+    merged,
+    seconds_or_none,
+)
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.messages import (
     Ack,
@@ -49,6 +67,7 @@ from pybmq.compat.messages import (
     from_wire_properties,
     to_wire_properties,
 )
+from pybmq.compat.queues import QueueRecord
 from pybmq.compat.values import (
     AckStatus,
     BasicHealthMonitor,
@@ -58,6 +77,8 @@ from pybmq.compat.values import (
     Timeouts,
 )
 from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
+from pybmq.loopthread import LoopThread
+from pybmq.uri import parse_broker_url, parse_queue_uri
 
 log = logging.getLogger("pybmq.compat")
 T = TypeVar("T")
@@ -65,181 +86,6 @@ T = TypeVar("T")
 OnSessionEvent = Callable[[ev.SessionEvent], None]
 OnMessage = Callable[[Message, MessageHandle], None]
 OnAck = Callable[[Ack], None]
-
-
-class _DefaultTimeout(float):
-    """The "use the session's timeout" marker; prints as ``...`` in signatures."""
-
-    def __repr__(self) -> str:
-        return "..."
-
-
-DEFAULT_TIMEOUT = _DefaultTimeout()
-# The C++ SDK's defaults (bmqt::SessionOptions), in seconds.
-_DEFAULT_SECONDS = Timeouts(60.0, 30.0, 300.0, 300.0, 300.0)
-# Messages waiting for on_message: SlowConsumerHighWaterMark at `high`, SlowConsumerNormal back at
-# `low` (the official SDK's event-queue watermarks play this role; these are pybmq's defaults).
-DEFAULT_EVENT_QUEUE_WATERMARKS = (50, 2000)
-DEFAULT_CHANNEL_HIGH_WATERMARK = 128 * 1024 * 1024
-CONTROL_RESERVE = 4 * 1024 * 1024  # kept for control messages, as upstream does
-WRITER_ONLY_OPTIONS = (0, 0, -(2**31))  # what get_queue_options reports for a write-only queue
-_INT_MAX = 2**31 - 1
-# bmq://domain[~tier]/queue[?id=appId], the characters upstream's URI parser accepts.
-_URI = re.compile(
-    r"bmq://[-A-Za-z0-9_.]+(~[-A-Za-z0-9_.]*)?/[-A-Za-z0-9_.~]+(\?id=[-A-Za-z0-9_.~]+)?"
-)
-_STOPPED = "Method called after session was stopped"
-
-_ACK_STATUS = {
-    RuntimeAckStatus.SUCCESS: AckStatus.SUCCESS,
-    RuntimeAckStatus.LIMIT_MESSAGES: AckStatus.LIMIT_MESSAGES,
-    RuntimeAckStatus.LIMIT_BYTES: AckStatus.LIMIT_BYTES,
-    RuntimeAckStatus.STORAGE_FAILURE: AckStatus.STORAGE_FAILURE,
-    RuntimeAckStatus.NOT_READY: AckStatus.NOT_READY,
-    RuntimeAckStatus.UNKNOWN: AckStatus.UNKNOWN,
-    RuntimeAckStatus.TIMEOUT: AckStatus.TIMEOUT,
-    RuntimeAckStatus.NOT_CONNECTED: AckStatus.NOT_CONNECTED,
-    RuntimeAckStatus.CANCELED: AckStatus.CANCELED,
-}
-
-
-def _seconds(timeout: float | None, name: str = "timeout") -> float | None:
-    """The official SDK's check: None/default → None, else it must be > 0."""
-    if timeout is DEFAULT_TIMEOUT or timeout is None:
-        return None
-    if 0.0 < timeout < 2**63:
-        return float(timeout)
-    raise ValueError(f"{name} must be greater than 0.0, was {timeout}")
-
-
-def _check_int_option(name: str, value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, int):
-        raise TypeError(
-            f"Argument {name!r} has incorrect type (expected int, got {type(value).__name__})"
-        )
-    if not -(2**31) <= value <= _INT_MAX:
-        raise OverflowError("value too large to convert to int")
-
-
-def _check_queue_options(options: QueueOptions) -> None:
-    _check_int_option("max_unconfirmed_messages", options.max_unconfirmed_messages)
-    _check_int_option("consumer_priority", options.consumer_priority)
-    value = options.max_unconfirmed_bytes
-    if value is not None and not isinstance(value, int):
-        raise TypeError(
-            f"Argument 'max_unconfirmed_bytes' has incorrect type (expected int, got {type(value).__name__})"
-        )
-
-
-def _failure(operation: str, uri: str, exc: BaseException) -> Error:
-    """An error of the operation in the official SDK's words: ``Failed to <op> <uri> queue:
-    <STATUS>: <detail>``; a broker timeout is a BrokerTimeoutError."""
-    prefix = f"Failed to {operation} {uri} queue"
-    if isinstance(exc, RequestTimeoutError):
-        return BrokerTimeoutError(f"{prefix}: TIMEOUT: {exc}")
-    if isinstance(exc, BrokerError):
-        status = exc.category.removeprefix("E_")
-        return Error(f"{prefix}: {status}: {exc.broker_message or status}")
-    if isinstance(exc, UsageError):
-        return Error(f"{prefix}: INVALID_ARGUMENT: {exc}")
-    return Error(f"{prefix}: CANCELED: The request was canceled [reason: {exc}]")
-
-
-@dataclasses.dataclass
-class _Queue:
-    """One open queue as the user sees it: the options asked for and the suspension state."""
-
-    uri: str
-    read: bool
-    write: bool
-    options: QueueOptions
-    inner: AsyncQueue | None = None
-    suspended: bool = False  # posts refused (host unhealthy and the queue is sensitive)
-    holding: bool = False  # received messages kept back until the queue resumes
-    held: list[tuple[Message, MessageHandle]] = dataclasses.field(default_factory=list)
-    # Its open timed out. As in the official SDK the URI stays taken and unusable in this
-    # session (the engine closes the queue on the broker if the open succeeds late).
-    invalid: bool = False
-
-    def reported_options(self) -> QueueOptions:
-        if self.read:
-            return QueueOptions(**{a: getattr(self.options, a) for a in QueueOptions._ATTRS})
-        return QueueOptions(*WRITER_ONLY_OPTIONS, self.options.suspends_on_bad_host_health)
-
-    def runtime_options(self) -> RuntimeQueueOptions:
-        o = self.options
-        return RuntimeQueueOptions(
-            max_unconfirmed_messages=o.max_unconfirmed_messages,  # type: ignore[arg-type]
-            max_unconfirmed_bytes=o.max_unconfirmed_bytes,  # type: ignore[arg-type]
-            consumer_priority=o.consumer_priority,  # type: ignore[arg-type]
-        )
-
-
-class _CallbackThread:
-    """Runs user callbacks one at a time, in submission order, and watches the message backlog."""
-
-    def __init__(self, on_event: Callable[[ev.SessionEvent], None], watermarks: tuple[int, int]):
-        self._jobs: collections.deque[Callable[[], object] | None] = collections.deque()
-        self._ready = threading.Condition()
-        self._emit = on_event
-        self._low, self._high = watermarks
-        self._backlog = 0
-        self._slow = False
-        self.thread = threading.Thread(target=self._run, name="pybmq-compat-callbacks", daemon=True)
-        self.thread.start()
-
-    def submit(self, job: Callable[[], object]) -> None:
-        with self._ready:
-            self._jobs.append(job)
-            self._ready.notify_all()
-
-    def submit_event(self, event: ev.SessionEvent) -> None:
-        self.submit(lambda: self._emit(event))
-
-    def submit_many(self, batch: list[tuple[Callable[[], object], bool]]) -> None:
-        """Queue (job, is_message) pairs with one wake-up; messages count towards the backlog."""
-        with self._ready:
-            for job, is_message in batch:
-                self._jobs.append(job)
-                if is_message:
-                    self._backlog += 1
-                    if self._backlog >= self._high and not self._slow:
-                        self._slow = True
-                        event: ev.SessionEvent = ev.SlowConsumerHighWaterMark(None)
-                        self._jobs.append(lambda e=event: self._emit(e))  # type: ignore[misc]
-            self._ready.notify_all()
-
-    def _message_done(self) -> None:
-        with self._ready:
-            self._backlog -= 1
-            if self._slow and self._backlog <= self._low:
-                self._slow = False
-                event: ev.SessionEvent = ev.SlowConsumerNormal(None)
-                self._jobs.appendleft(lambda: self._emit(event))
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._jobs:
-                    self._ready.wait()
-                jobs, self._jobs = self._jobs, collections.deque()
-            for job in jobs:
-                if job is None:
-                    return
-                try:
-                    job()
-                except Exception:  # a user callback raised: report it and keep going, as upstream
-                    log.exception("exception in a BlazingMQ callback")
-
-    def close(self, timeout: float) -> None:
-        """Run what is queued, then end the thread (unless called from it)."""
-        with self._ready:
-            self._jobs.append(None)
-            self._ready.notify_all()
-        if threading.current_thread() is not self.thread:
-            self.thread.join(timeout)
 
 
 _live_sessions: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -283,7 +129,7 @@ class Session:
             )
         if not isinstance(timeout, Timeouts):
             timeout = Timeouts(None, None, timeout, timeout, timeout)
-        seconds = {a: _seconds(getattr(timeout, a)) for a in Timeouts._ATTRS}
+        seconds = {a: seconds_or_none(getattr(timeout, a)) for a in Timeouts._ATTRS}
         if stats_dump_interval is not None and not 0.0 <= stats_dump_interval < 2**63:
             raise ValueError(f"stats_dump_interval must be nonnegative, was {stats_dump_interval}")
         if on_session_event is None:
@@ -297,23 +143,23 @@ class Session:
             ("blob_buffer_size", blob_buffer_size),
             ("channel_high_watermark", channel_high_watermark),
         ):
-            _check_int_option(name, value)
+            check_int_option(name, value)
         watermarks = DEFAULT_EVENT_QUEUE_WATERMARKS
         if event_queue_watermarks is not None:
             low, high = event_queue_watermarks
-            _check_int_option("event_queue_watermarks", low)
-            _check_int_option("event_queue_watermarks", high)
+            check_int_option("event_queue_watermarks", low)
+            check_int_option("event_queue_watermarks", high)
             watermarks = (low, high)
         # The official SDK lets the environment choose the broker.
         broker = os.environ.get("BMQ_BROKER_URI", broker)
         if isinstance(broker, bytes):
             broker = broker.decode()
         self._timeouts = Timeouts(
-            **{a: seconds[a] or getattr(_DEFAULT_SECONDS, a) for a in Timeouts._ATTRS}
+            **{a: seconds[a] or getattr(DEFAULT_SECONDS, a) for a in Timeouts._ATTRS}
         )
         self._on_message = on_message
         self._monitor = host_health_monitor
-        self._queues: dict[str, _Queue] = {}
+        self._queues: dict[str, QueueRecord] = {}
         self._lock = threading.Lock()
         self._stopped = False
         self._connected = False
@@ -324,12 +170,9 @@ class Session:
         self._ops_scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
         self._batch: list[tuple[Callable[[], object], bool]] = []  # loop thread only
-        self._callbacks = _CallbackThread(on_session_event, watermarks)
-        self._loop = asyncio.new_event_loop()
-        self._io = threading.Thread(
-            target=self._loop.run_forever, name="pybmq-compat-io", daemon=True
-        )
-        self._io.start()
+        self._callbacks = CallbackThread(on_session_event, watermarks)
+        self._io = LoopThread("pybmq-compat-io")
+        self._loop = self._io.loop
         try:
             parse_broker_url(broker)
         except UsageError:
@@ -403,7 +246,7 @@ class Session:
 
     def _check_running(self) -> None:
         if self._stopped:
-            raise Error(_STOPPED)
+            raise Error(STOPPED)
         if self._lost:
             raise Error("the connection to the broker was lost and the session ended")
 
@@ -490,7 +333,7 @@ class Session:
     def _hand_over(self) -> None:
         batch, self._batch = self._batch, []
         if batch:
-            self._callbacks.submit_many(batch)
+            self._callbacks.submit_batch(batch)
 
     async def _hand_over_now(self) -> None:
         self._hand_over()
@@ -543,12 +386,12 @@ class Session:
                 "Queues cannot use suspends_on_bad_host_health if host health"
                 " monitoring was disabled when the Session was created"
             )
-        seconds = _seconds(timeout) or self._timeouts.open_queue_timeout
-        _check_queue_options(options)
+        seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
+        check_queue_options(options)
         self._check_running()
         self._blocking_call_allowed("open_queue")
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
-        if not _URI.fullmatch(uri):
+        if parse_queue_uri(uri) is None:
             raise Error(f"Failed to open {uri} queue: INVALID_URI: Invalid URI")
         if not (read or write):
             raise Error(
@@ -560,7 +403,7 @@ class Session:
             QueueOptions.DEFAULT_CONSUMER_PRIORITY,
             QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
         )
-        queue = _Queue(uri, bool(read), bool(write), _merged(defaults, options))
+        queue = QueueRecord(uri, bool(read), bool(write), merged(defaults, options))
         with self._lock:
             existing = self._queues.get(uri)
             if existing is not None and existing.invalid:
@@ -576,7 +419,7 @@ class Session:
         except BaseException as exc:
             error = exc
             if isinstance(exc, (PybmqError, ValueError)) and not isinstance(exc, Error):
-                error = _failure("open", uri, exc)
+                error = failure("open", uri, exc)
             if isinstance(error, BrokerTimeoutError):
                 queue.invalid = True
             else:
@@ -592,7 +435,7 @@ class Session:
         ):
             queue.suspended = queue.holding = True
 
-    async def _open(self, queue: _Queue, options: RuntimeQueueOptions, seconds: float) -> None:
+    async def _open(self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float) -> None:
         assert self._inner is not None
         self._set_request_timeout(seconds)
         inner = await self._inner.open_queue(
@@ -604,7 +447,7 @@ class Session:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _pump(self, queue: _Queue, inner: AsyncQueue) -> None:
+    async def _pump(self, queue: QueueRecord, inner: AsyncQueue) -> None:
         """Hand each message of a reader queue to the callback thread."""
         async for received in inner:
             try:
@@ -616,7 +459,7 @@ class Session:
                 continue
             self._from_loop(delivery, True)
 
-    def _delivery(self, queue: _Queue, received: ReceivedMessage) -> Callable[[], None]:
+    def _delivery(self, queue: QueueRecord, received: ReceivedMessage) -> Callable[[], None]:
         properties, types = from_wire_properties(received.message.properties)
         message = Message._make(
             received.payload, received.guid, queue.uri, properties, types, received.confirm_nowait
@@ -646,13 +489,13 @@ class Session:
                 "Queues cannot use suspends_on_bad_host_health if host health"
                 " monitoring was disabled when the Session was created"
             )
-        seconds = _seconds(timeout) or self._timeouts.configure_queue_timeout
-        _check_queue_options(options)
+        seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
+        check_queue_options(options)
         self._check_running()
         self._blocking_call_allowed("configure_queue")
         queue = self._queue(queue_uri)
         self._refuse_invalid("configure", queue)
-        wanted = _merged(queue.options, options)
+        wanted = merged(queue.options, options)
         if queue.read:
             candidate = dataclasses.replace(queue, options=wanted)
             try:
@@ -661,7 +504,7 @@ class Session:
             except (PybmqError, ValueError) as exc:
                 if isinstance(exc, Error):
                     raise
-                raise _failure("configure", queue.uri, exc) from exc
+                raise failure("configure", queue.uri, exc) from exc
         was = queue.options.suspends_on_bad_host_health
         queue.options = wanted
         if self._monitor is not None and not self._monitor.healthy:
@@ -671,7 +514,9 @@ class Session:
             elif was and not now:
                 self._resume([queue], announce_host=False)
 
-    async def _configure(self, queue: _Queue, options: RuntimeQueueOptions, seconds: float) -> None:
+    async def _configure(
+        self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
+    ) -> None:
         assert queue.inner is not None
         self._set_request_timeout(seconds)
         await queue.inner.configure(options)
@@ -683,7 +528,7 @@ class Session:
 
     def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Close an open queue; its URI can then be opened again."""
-        seconds = _seconds(timeout) or self._timeouts.close_queue_timeout
+        seconds = seconds_or_none(timeout) or self._timeouts.close_queue_timeout
         self._check_running()
         self._blocking_call_allowed("close_queue")
         queue = self._queue(queue_uri)
@@ -693,17 +538,17 @@ class Session:
         except PybmqError as exc:
             if isinstance(exc, Error):
                 raise
-            raise _failure("close", queue.uri, exc) from exc
+            raise failure("close", queue.uri, exc) from exc
         finally:
             with self._lock:
                 self._queues.pop(queue.uri, None)
 
-    async def _close(self, queue: _Queue, seconds: float) -> None:
+    async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None
         self._set_request_timeout(seconds)
         await queue.inner.close()
 
-    def _queue(self, queue_uri: str) -> _Queue:
+    def _queue(self, queue_uri: str) -> QueueRecord:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
         queue = self._queues.get(uri)  # one dict read is atomic; writers hold _lock
         if queue is None or (queue.inner is None and not queue.invalid):
@@ -711,7 +556,7 @@ class Session:
         return queue
 
     @staticmethod
-    def _refuse_invalid(operation: str, queue: _Queue) -> None:
+    def _refuse_invalid(operation: str, queue: QueueRecord) -> None:
         if queue.invalid:
             raise Error(
                 f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out"
@@ -774,7 +619,7 @@ class Session:
         submit = self._from_loop
 
         def deliver(ack: RuntimeAck) -> None:
-            status = _ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
+            status = ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
             # As in the official SDK, only a successful Ack names its message's GUID.
             guid = ack.guid if status is AckStatus.SUCCESS else None
             converted = Ack._make(guid, status, status.name, ack.queue_uri)
@@ -811,12 +656,12 @@ class Session:
             self._callbacks.submit_event(ev.HostUnhealthy(None))
             self._suspend(sensitive)
 
-    def _suspend(self, queues: list[_Queue]) -> None:
+    def _suspend(self, queues: list[QueueRecord]) -> None:
         for queue in queues:
             queue.suspended = queue.holding = True
             self._callbacks.submit_event(ev.QueueSuspended(queue.uri))
 
-    def _resume(self, queues: list[_Queue], announce_host: bool = True) -> None:
+    def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
         """QueueResumed for each queue, HostHealthRestored, then the messages held meanwhile
         (in the official SDK they come after the broker is asked again, so after those events)."""
         for queue in queues:
@@ -826,7 +671,7 @@ class Session:
             self._callbacks.submit_event(ev.HostHealthRestored(None))
         self._callbacks.submit(lambda: self._release(queues))
 
-    def _release(self, queues: list[_Queue]) -> None:
+    def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
         assert self._on_message is not None
         for queue in queues:
@@ -862,28 +707,13 @@ class Session:
     def _shutdown(self) -> None:
         self._stopped = True
         self._callbacks.close(self._timeouts.disconnect_timeout)  # type: ignore[arg-type]
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if threading.current_thread() is not self._io:
-            self._io.join(10)
-        if not self._loop.is_running():
-            self._loop.close()
+        self._io.stop()
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
         self.stop()
-
-
-def _merged(current: QueueOptions, change: QueueOptions) -> QueueOptions:
-    """``current`` with every option that ``change`` sets (not None) replaced."""
-    return QueueOptions(
-        *(
-            getattr(change, a) if getattr(change, a) is not None else getattr(current, a)
-            for a in QueueOptions._ATTRS
-        )
-    )
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Session"]

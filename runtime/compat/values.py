@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any
 
-from pybmq.client_options import QueueOptions as _RuntimeQueueOptions
+from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
 
 
 class _OpaqueEnum(enum.Enum):

@@ -16,15 +16,15 @@ import sys
 import atheris  # type: ignore[import-not-found]
 
 with atheris.instrument_imports():
-    from pybmq import events as wire
-    from pybmq.client_options import SessionOptions
-    from pybmq.engine import ClientEngine
+    from pybmq.client.engine import ClientEngine
+    from pybmq.client.fsm import SessionState
+    from pybmq.client.options import SessionOptions
     from pybmq.errors import ProtocolError
-    from pybmq.fsm import SessionState
     from pybmq.generated import bmqp_ctrlmsg as ctrl
     from pybmq.generated.bmqp_ctrlmsg_json import encode_json
     from pybmq.generated.wire_codec import EncodingType
-    from pybmq.sim_engine import Broker
+    from pybmq.sim.broker import Broker
+    from pybmq.wire.control import encode_control_event
 
 
 def _broker_response() -> bytes:
@@ -45,7 +45,7 @@ def _broker_response() -> bytes:
             max_missed_heartbeats=10,
         )
     )
-    return wire.encode_control_event(encode_json(response), EncodingType.JSON)
+    return encode_control_event(encode_json(response), EncodingType.JSON)
 
 
 BROKER_RESPONSE = _broker_response()
@@ -94,9 +94,7 @@ def fuzz_broker(data: bytes, negotiate: bool) -> None:
             guid_info=ctrl.GuidInfo(client_id="ABCDEF012345", nano_seconds_from_epoch=1),
         )  # fmt: skip
         message = ctrl.NegotiationMessage(client_identity=identity)
-        session.receive_data(
-            wire.encode_control_event(encode_json(message), EncodingType.JSON), 0.0
-        )
+        session.receive_data(encode_control_event(encode_json(message), EncodingType.JSON), 0.0)
     for i, chunk in enumerate(_chunks(data[8:], data[:8])):
         session.receive_data(chunk, float(i))  # must not raise
         broker.on_timer(float(i))

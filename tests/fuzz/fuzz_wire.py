@@ -14,16 +14,12 @@ import atheris  # type: ignore[import-not-found]
 
 with atheris.instrument_imports():
     from pybmq.errors import ProtocolError
-    from pybmq.events import (
-        decode_control,
-        iter_ack,
-        iter_confirm,
-        iter_push,
-        iter_put,
-        iter_reject,
-    )
-    from pybmq.framing import EventReader, split_events
-    from pybmq.properties import MessageProperties
+    from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
+    from pybmq.wire.control import decode_control
+    from pybmq.wire.framing import EventReader, split_events
+    from pybmq.wire.properties import MessageProperties
+    from pybmq.wire.push import iter_push
+    from pybmq.wire.put import iter_put
 
 
 def one_input(data: bytes) -> None:

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pybmq.sim import BrokerHooks, ThreadedBrokerSimulator
-from pybmq.sim_engine import ClientSession
+from pybmq.sim.server import BrokerHooks, ThreadedBrokerSimulator
+from pybmq.sim.session import ClientSession
 
-SCENARIOS_FILE = Path(__file__).parent.parent / "compat_scenarios.py"
-sys.path.insert(0, str(SCENARIOS_FILE.parent))
-from compat_scenarios import SCENARIOS  # noqa: E402
+from tests.helpers import compat_scenarios
+from tests.helpers.compat_scenarios import SCENARIOS
+
+SCENARIOS_FILE = Path(compat_scenarios.__file__)
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from official import OfficialPeer, PeerResult, run_official, start_official
-from pybmq.sim import ThreadedBrokerSimulator
-from test_official_sim import check_received, job, messages
+from pybmq.sim.server import ThreadedBrokerSimulator
+
+from tests.interop.official import OfficialPeer, PeerResult, run_official, start_official
+from tests.interop.test_official_sim import check_received, job, messages
 
 pytestmark = pytest.mark.timeout(180)
 COMPAT_PEER = Path(__file__).with_name("compat_peer.py")

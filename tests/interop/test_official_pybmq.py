@@ -11,12 +11,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from official import run_official, start_official
-from pybmq.aio import AsyncSession
-from pybmq.client_options import SessionOptions
-from pybmq.properties import MessageProperties
-from pybmq.sim import ThreadedBrokerSimulator
-from test_official_sim import ALL_TYPES, job, messages
+from pybmq.client.aio import AsyncSession
+from pybmq.client.options import SessionOptions
+from pybmq.sim.server import ThreadedBrokerSimulator
+from pybmq.wire.properties import MessageProperties
+
+from tests.interop.official import run_official, start_official
+from tests.interop.test_official_sim import ALL_TYPES, job, messages
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from official import run_official, start_official
-from pybmq.sim import BrokerConfig, BrokerHooks, ThreadedBrokerSimulator
-from pybmq.sim_engine import ClientSession
+from pybmq.sim.server import BrokerConfig, BrokerHooks, ThreadedBrokerSimulator
+from pybmq.sim.session import ClientSession
+
+from tests.interop.official import run_official, start_official
 
 ALL_TYPES: dict[str, dict[str, Any]] = {
     "flag": {"type": "BOOL", "value": True},

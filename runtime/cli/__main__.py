@@ -1,0 +1,7 @@
+"""``python -m pybmq.cli``: the same as the ``pybmq`` command."""
+
+import sys
+
+from pybmq.cli.main import main
+
+sys.exit(main())

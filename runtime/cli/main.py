@@ -1,0 +1,54 @@
+"""The ``pybmq`` command line: one module per subcommand, listed in ``SUBCOMMANDS``.
+
+Each subcommand module defines ``add_parser(subparsers)``, which adds its parser and sets
+``func=handler`` on it; ``handler(args) -> int`` returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from pybmq._version import __version__
+from pybmq.errors import PybmqError
+
+# Subcommand modules, in the order `pybmq --help` lists them.
+SUBCOMMANDS: list[str] = [
+    "pybmq.cli.post",
+    "pybmq.cli.consume",
+    "pybmq.cli.sim",
+    "pybmq.cli.decode",
+    "pybmq.cli.schema_diff",
+    "pybmq.cli.schema_check",
+    "pybmq.cli.generate",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pybmq", description="BlazingMQ tools in pure Python.")
+    parser.add_argument("--version", action="version", version=f"pybmq {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMANDS:
+        importlib.import_module(module_name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        status: int = args.func(args)
+    except PybmqError as exc:
+        print(f"pybmq {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""``pybmq schema-check``: the CI gate — schema/ against schema/baseline/ and the allow-list.
+
+Fails (exit 1) on a wire-breaking change that ``schema/allowed-changes.yaml`` does not name, on an
+allow-list entry that matches nothing, and on a schema file without a baseline. Exit 2 when a
+schema or the allow-list cannot be read. ``--update-baseline`` copies schema/ into the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pybmq.codegen import require_extra
+
+if TYPE_CHECKING:
+    pass
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "schema-check",
+        help="CI gate: fail on unreviewed wire-breaking schema changes",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--schema-dir", type=Path, default=Path("schema"))
+    parser.add_argument("--baseline-dir", type=Path, help="default: SCHEMA_DIR/baseline")
+    parser.add_argument("--allow-list", type=Path, help="default: SCHEMA_DIR/allowed-changes.yaml")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also list the compatible and api changes"
+    )
+    parser.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="after review: copy the schema files into the baseline (then empty the allow-list)",
+    )
+    parser.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    require_extra("pybmq schema-check")
+    from pybmq.codegen.schemacheck import check, update_baseline
+    from pybmq.codegen.schemadiff import Compat
+
+    if args.update_baseline:
+        names = update_baseline(args.schema_dir, args.baseline_dir)
+        print(f"baseline updated: {', '.join(names)}")
+        return 0
+    result = check(args.schema_dir, args.baseline_dir, args.allow_list)
+    for name, diff in result.diffs.items():
+        counts = ", ".join(f"{n} {label}" for label, n in diff.counts().items() if n)
+        print(f"{name}: {counts or 'unchanged'}")
+        if args.verbose:
+            for change in diff.changes:
+                if change.compat < Compat.WIRE:
+                    print(
+                        f"  {change.compat.label:<8} {change.path} ({change.kind}, {change.detail})"
+                    )
+    for name, change, allowance in result.allowed:
+        print(f"  allowed  {name}: {change.path} ({change.kind}): {allowance.reason}")
+    for name, change in result.blocking:
+        print(f"  BLOCKED  {name}: {change.path} ({change.kind}, {change.detail})")
+        print(f"           why: {change.reason}")
+    for allowance in result.unused:
+        print(f"  STALE    allow-list entry {allowance.file}: {allowance.path} matches no change")
+    for problem in result.problems:
+        print(f"  PROBLEM  {problem}")
+    if result.ok:
+        print("schema-check: OK")
+        return 0
+    print(
+        "schema-check: FAILED. Review each blocked change; if it is intended, name it in "
+        "schema/allowed-changes.yaml with a reason (see README, 'Schema evolution')."
+    )
+    return 1

@@ -1,0 +1,106 @@
+"""``pybmq schema-diff OLD NEW``: list every change between two schema revisions, with its class.
+
+Works on BDE-style XSDs (control messages) and on the binary layout spec (``*.yaml``); both files
+must be of the same kind. Exit status: 0, or 1 when a change at or above ``--fail-on`` is found,
+2 when an input cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from pybmq.codegen import require_extra
+from pybmq.errors import SchemaError
+
+if TYPE_CHECKING:
+    from pybmq.codegen.schemadiff import SchemaDiff
+
+XSD_SUFFIXES = {".xsd"}
+LAYOUT_SUFFIXES = {".yaml", ".yml"}
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "schema-diff",
+        help="classify the changes between two schema revisions (XSD or layout spec)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("old", type=Path, help="the older revision (.xsd or .yaml)")
+    parser.add_argument("new", type=Path, help="the newer revision (same kind)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--fail-on",
+        choices=("wire", "api", "none"),
+        default="wire",
+        help="exit 1 when a change of this class or worse is found (default: wire)",
+    )
+    parser.set_defaults(func=handler)
+
+
+def compare(old: Path, new: Path) -> SchemaDiff:
+    """Diff two files of the same kind, chosen by suffix (SchemaError otherwise)."""
+    from pybmq.codegen.layoutdiff import diff_layout_files
+    from pybmq.codegen.schemadiff import diff_files
+
+    kinds = {_kind(old), _kind(new)}
+    if len(kinds) != 1:
+        raise SchemaError(f"cannot compare {old.name} with {new.name}: not the same kind of schema")
+    for path in (old, new):
+        if not path.is_file():
+            raise SchemaError(f"cannot read {path}: no such file")
+    if kinds == {"layout"}:
+        return diff_layout_files(old, new)
+    return diff_files(old, new)
+
+
+def _kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in XSD_SUFFIXES:
+        return "xsd"
+    if suffix in LAYOUT_SUFFIXES:
+        return "layout"
+    raise SchemaError(f"{path.name}: expected a .xsd schema or a .yaml layout spec")
+
+
+def handler(args: argparse.Namespace) -> int:
+    require_extra("pybmq schema-diff")
+    from pybmq.codegen.schemadiff import Compat
+
+    result = compare(args.old, args.new)
+    if args.format == "json":
+        json.dump(to_json(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        write_text(result, sys.stdout)
+    return 1 if result.fails(Compat.from_fail_on(args.fail_on)) else 0
+
+
+def to_json(result: SchemaDiff) -> dict[str, object]:
+    worst = result.worst
+    return {
+        "old": result.old_label,
+        "new": result.new_label,
+        "worst": worst.label if worst is not None else None,
+        "counts": result.counts(),
+        "changes": [change.to_json() for change in result.changes],
+    }
+
+
+def write_text(result: SchemaDiff, out: TextIO) -> None:
+    out.write(f"{result.old_label} -> {result.new_label}\n")
+    width = max((len(c.compat.label) for c in result.changes), default=0)
+    for change in result.changes:
+        encodings = f" [breaks {', '.join(change.encodings)}]" if change.encodings else ""
+        out.write(
+            f"{change.compat.label:<{width}}  {change.path}: {change.kind}, {change.detail}\n"
+        )
+        out.write(f"{'':<{width}}    why: {change.reason}{encodings}\n")
+    counts = result.counts()
+    summary = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+    n = len(result.changes)
+    out.write(f"{n} change{'' if n == 1 else 's'}" + (f" ({summary})" if summary else "") + "\n")

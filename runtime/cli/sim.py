@@ -1,0 +1,136 @@
+"""``pybmq sim``: run the broker simulator until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "sim",
+        help="run an in-memory BlazingMQ broker simulator",
+        description=(
+            "An in-memory, strict BlazingMQ broker for tests and demos. Domains ending in "
+            ".priority, .fanout (appIds foo, bar, baz) and .broadcast exist; nothing else does."
+        ),
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)"
+    )
+    parser.add_argument(
+        "--heartbeat-ms", type=int, default=3000, help="heartbeat interval advertised to clients"
+    )
+    parser.add_argument("--max-missed-heartbeats", type=int, default=10)
+    parser.add_argument(
+        "--no-configure-stream",
+        action="store_true",
+        help="do not advertise SUBSCRIPTIONS:CONFIGURE_STREAM (clients then use configureQueueStream)",
+    )
+    faults = parser.add_argument_group("fault injection")
+    faults.add_argument(
+        "--drop-after-events",
+        type=int,
+        metavar="N",
+        help="close a client's connection after every N events it sends",
+    )
+    faults.add_argument(
+        "--drop-probability",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="close a client's connection after any event with probability P",
+    )
+    faults.add_argument(
+        "--max-drops", type=int, metavar="N", help="stop dropping connections after N drops"
+    )
+    faults.add_argument("--seed", type=int, help="seed of the fault injector's random choices")
+    faults.add_argument("--ack-delay-ms", type=int, default=0, help="hold every ACK back this long")
+    faults.add_argument(
+        "--nack-share",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="NACK this share of PUTs (STORAGE_FAILURE)",
+    )
+    faults.add_argument(
+        "--no-heartbeats", action="store_true", help="never answer nor send heartbeats"
+    )
+    faults.add_argument(
+        "--refuse-negotiation", action="store_true", help="refuse every client (E_REFUSED)"
+    )
+    faults.add_argument(
+        "--restart-every",
+        type=float,
+        metavar="SECONDS",
+        help="restart (same port, queues kept) this often",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)"
+    )
+    parser.set_defaults(func=handler)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    # Imported here so that `pybmq --help` does not load the engine and the generated codecs.
+    from pybmq.sim.config import BrokerConfig
+    from pybmq.sim.faults import FaultConfig
+    from pybmq.sim.server import BrokerSimulator
+
+    config = BrokerConfig(
+        heartbeat_interval_ms=args.heartbeat_ms,
+        max_missed_heartbeats=args.max_missed_heartbeats,
+        advertise_subscriptions=not args.no_configure_stream,
+    )
+    faults = FaultConfig(
+        drop_after_events=args.drop_after_events,
+        drop_probability=args.drop_probability,
+        max_drops=args.max_drops,
+        seed=args.seed,
+        ack_delay_ms=args.ack_delay_ms,
+        nack_share=args.nack_share,
+        answer_heartbeats=not args.no_heartbeats,
+        refuse_negotiation=args.refuse_negotiation,
+    )
+    sim = BrokerSimulator(config, faults=faults if faults.active else None)
+    await sim.start(args.host, args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"pybmq sim listening on {sim.url}", flush=True)
+    try:
+        while True:
+            try:
+                await asyncio.wait_for(stop.wait(), args.restart_every)
+                break
+            except asyncio.TimeoutError:
+                await sim.restart()
+                print(f"pybmq sim restarted on {sim.url}", flush=True)
+    finally:
+        await sim.stop()
+        stats = sim.broker.stats
+        print(
+            f"pybmq sim stopped: {stats.sessions} sessions, {stats.puts} PUTs, {stats.pushes} PUSHes, "
+            f"{stats.confirms} CONFIRMs, {stats.nacks} NACKs, {len(stats.violations)} protocol violations",
+            flush=True,
+        )
+    return 0
+
+
+def handler(args: argparse.Namespace) -> int:
+    level = (
+        logging.WARNING
+        if args.verbose == 0
+        else logging.INFO if args.verbose == 1 else logging.DEBUG
+    )
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    return asyncio.run(_serve(args))

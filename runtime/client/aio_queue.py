@@ -1,0 +1,178 @@
+"""The asyncio shell's queue (``AsyncQueue``: post, get, iterate) and the messages it yields
+(``ReceivedMessage``: payload, properties, confirm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pybmq.client.events import (
+    Ack,
+    Message,
+)
+from pybmq.client.options import (
+    QueueOptions,
+    queue_options,
+)
+from pybmq.errors import SessionStoppedError
+from pybmq.wire.properties import MessageProperties, PropertyValue
+
+if TYPE_CHECKING:
+    from pybmq.client.aio import AsyncSession
+
+AckCallback = Callable[[Ack], object]
+_NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+
+
+class ReceivedMessage:
+    """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
+
+    __slots__ = ("_generation", "_queue", "message")
+
+    def __init__(self, queue: AsyncQueue, message: Message, generation: int) -> None:
+        self._queue = queue
+        self.message = message
+        self._generation = generation  # which connection brought it
+
+    @property
+    def payload(self) -> bytes:
+        return self.message.payload
+
+    @property
+    def properties(self) -> Mapping[str, PropertyValue]:
+        """Name → value (a typed ``MessageProperties``; empty when the message has none)."""
+        return self.message.properties or _NO_PROPERTIES
+
+    @property
+    def guid(self) -> bytes:
+        return self.message.guid
+
+    @property
+    def queue(self) -> AsyncQueue:
+        return self._queue
+
+    def confirm_nowait(self) -> None:
+        """Buffer the CONFIRM; it leaves with the others of this loop turn."""
+        session = self._queue.session
+        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation)
+        session._schedule_flush()
+
+    async def confirm(self) -> None:
+        """Confirm, waiting first if the socket's write buffer is over its high-water mark."""
+        self.confirm_nowait()
+        await self._queue.session.drain()
+
+    def __repr__(self) -> str:
+        return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
+
+
+class AsyncQueue:
+    """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
+
+    def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
+        self.session = session
+        self.queue_id = queue_id
+        self.uri = uri
+        # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.
+        self._messages: collections.deque[ReceivedMessage] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._closed = False
+
+    def post_nowait(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: AckCallback | None = None,
+    ) -> bytes:
+        """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
+        Returns the message GUID."""
+        session = self.session
+        guid = session._engine.post(
+            self.queue_id, payload, session._loop_time(), properties=properties, context=on_ack
+        )
+        session._schedule_flush()
+        return guid
+
+    async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
+        """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
+        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
+        session = self.session
+        await session.drain()
+        future: asyncio.Future[Ack] = session._loop.create_future()
+        session._engine.post(
+            self.queue_id, payload, session._loop_time(), properties=properties, context=future
+        )
+        session._schedule_flush()
+        return await future
+
+    async def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change flow control, priority or subscriptions of this (reader) queue."""
+        options = queue_options(options, option_values)
+        session = self.session
+        await session._operation(
+            session._engine.configure_queue(self.queue_id, options, session._loop_time())
+        )
+
+    async def close(self) -> None:
+        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
+        session = self.session
+        if self._closed:
+            return
+        await session._operation(session._engine.close_queue(self.queue_id, session._loop_time()))
+        session._queues.pop(self.queue_id, None)
+        self._end()
+
+    async def get(self) -> ReceivedMessage:
+        """The next message; raises SessionStoppedError once the queue or session is closed
+        (messages that arrived before that are still returned first)."""
+        messages = self._messages
+        while not messages:
+            if self._closed:
+                raise SessionStoppedError(f"queue {self.uri} is closed")
+            waiter = self.session._loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+        return messages.popleft()
+
+    def get_nowait(self) -> ReceivedMessage | None:
+        """The next message if one is already here, else None."""
+        return self._messages.popleft() if self._messages else None
+
+    def __aiter__(self) -> AsyncQueue:
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        try:
+            return await self.get()
+        except SessionStoppedError:
+            raise StopAsyncIteration from None
+
+    def _deliver(self, message: Message) -> None:
+        self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
+        waiters = self._waiters
+        if waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _end(self) -> None:
+        if not self._closed:
+            self._closed = True
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def __repr__(self) -> str:
+        return f"<AsyncQueue {self.queue_id} {self.uri}>"

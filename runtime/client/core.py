@@ -1,0 +1,118 @@
+"""The state every layer of the client engine shares, and the few helpers all of them call."""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from pybmq.client.events import (
+    ClientEvent,
+    OperationCompleted,
+)
+from pybmq.client.fsm import (
+    SESSION_TRANSITIONS,
+    SessionInput,
+    SessionState,
+    step,
+)
+from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.records import (
+    AckBatch,
+    PendingPut,
+    PendingRequest,
+    Put,
+    QueueRecord,
+)
+from pybmq.errors import (
+    PybmqError,
+    SessionStoppedError,
+    UsageError,
+)
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.wire.framing import EventReader
+from pybmq.wire.guid import MessageGuidGenerator
+
+log = logging.getLogger("pybmq.client.engine")
+
+
+class EngineCore:
+    """The state every layer of the client engine shares, and the few helpers all of them call."""
+
+    def __init__(self, options: SessionOptions | None = None) -> None:
+        self.options = options or SessionOptions()
+        self.state = SessionState.CREATED
+        self.encoding = self.options.negotiation_encoding
+        self.heartbeat_interval = 3.0
+        self.max_missed_heartbeats = 10
+        self.broker_configure_stream = True
+        self.queues: dict[int, QueueRecord] = {}
+        self._reader = EventReader()
+        self._out: list[bytes] = []
+        self._events: collections.deque[ClientEvent] = collections.deque()
+        self._requests: dict[int, PendingRequest] = {}
+        self._next_rid = 1
+        self._next_op = 1
+        self._next_qid = 0
+        self._next_sub_id = 1
+        self._guids = MessageGuidGenerator(self.options.session_id)
+        self._puts: list[Put] = []
+        self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
+        # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
+        self._routes: dict[tuple[int, int], int] = {}
+        self._next_handle = 0
+        self._unacked: dict[bytes, PendingPut] = {}
+        # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
+        self._ack_deadlines: collections.deque[AckBatch] = collections.deque()
+        self._now = 0.0
+        self._last_received = 0.0
+        self._last_probe = 0.0
+        self._stop_op: int | None = None
+        self._stop_deadline: float | None = None
+        self._disconnect_sent = False
+        self._negotiation_deadline = 0.0
+        self._extra_stop_ops: list[int] = []
+        # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
+        self._abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
+        # Subscription ids sent in a ConfigureStream, applied to the queue once it is answered.
+        self._pending_subscriptions: dict[int, tuple[list[int], QueueOptions]] = {}
+        # Resilience: True from a connection drop until every queue is reopened (posts are held).
+        self._restoring = False
+        self._reopening: set[int] = set()
+        # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
+        self.generation = 0
+
+    def _session_step(self, event: SessionInput) -> None:
+        self.state = step("session", SESSION_TRANSITIONS, self.state, event)
+
+    def _new_op(self) -> int:
+        op_id = self._next_op
+        self._next_op += 1
+        return op_id
+
+    def _complete(self, op_id: int, error: PybmqError | None) -> None:
+        self._events.append(OperationCompleted(op_id, error))
+
+    def _queue(self, queue_id: int) -> QueueRecord:
+        try:
+            return self.queues[queue_id]
+        except KeyError:
+            raise UsageError(f"no open queue with id {queue_id}") from None
+
+    def _require_started(self, what: str) -> None:
+        if self._restoring and self.state is not SessionState.STOPPED:
+            raise UsageError(f"cannot {what}: the session is reconnecting (wait for StateRestored)")
+        if self.state is not SessionState.STARTED:
+            if self.state in (SessionState.STOPPING, SessionState.STOPPED):
+                raise SessionStoppedError(f"cannot {what}: session is {self.state.value}")
+            raise UsageError(f"cannot {what}: session is {self.state.value}, not STARTED")
+
+    @property
+    def stopped(self) -> bool:
+        """True once the session is over (the shell should close its transport)."""
+        return self.state is SessionState.STOPPED
+
+    def _new_stream_id(self) -> int:
+        """subIds and subscription ids from one counter, so a PUSH's id names one stream."""
+        value = self._next_sub_id
+        self._next_sub_id += 1
+        return value

@@ -1,0 +1,152 @@
+"""What the client engine tells its shell: immutable event records (the engine's whole vocabulary).
+
+The engine never calls user code. It queues these; the shell drains them with
+``ClientEngine.next_events()`` and turns them into future results, callbacks and queue iterators.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pybmq.errors import PybmqError
+from pybmq.wire.properties import MessageProperties
+
+
+class AckStatus(enum.Enum):
+    """Outcome of a post. Broker codes come from the ACK wire status; the rest are local NACKs."""
+
+    SUCCESS = "SUCCESS"
+    LIMIT_MESSAGES = "LIMIT_MESSAGES"
+    LIMIT_BYTES = "LIMIT_BYTES"
+    STORAGE_FAILURE = "STORAGE_FAILURE"
+    NOT_READY = "NOT_READY"
+    UNKNOWN = "UNKNOWN"
+    # Local outcomes (never on the wire).
+    TIMEOUT = "TIMEOUT"
+    NOT_CONNECTED = "NOT_CONNECTED"  # the session stopped or lost its connection
+    CANCELED = "CANCELED"  # the queue was closed before its ACK came
+
+    @classmethod
+    def from_wire(cls, code: int) -> AckStatus:
+        """Map the 4-bit ACK status code the way the broker defines it (5 and unknowns: UNKNOWN)."""
+        return _WIRE_ACK_STATUS.get(code, cls.UNKNOWN)
+
+
+_WIRE_ACK_STATUS = {
+    0: AckStatus.SUCCESS,
+    1: AckStatus.LIMIT_MESSAGES,
+    2: AckStatus.LIMIT_BYTES,
+    6: AckStatus.STORAGE_FAILURE,
+    7: AckStatus.NOT_READY,
+}
+
+
+class Ack(NamedTuple):
+    """The result of one post: which message (GUID), on which queue, and whether it was stored.
+
+    A NamedTuple rather than a dataclass: one is made per message, on the hot path."""
+
+    guid: bytes
+    queue_uri: str
+    status: AckStatus
+    correlation_id: int = 0
+    local: bool = False  # True when pybmq produced this NACK itself (timeout, session stopped)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is AckStatus.SUCCESS
+
+    def __repr__(self) -> str:
+        origin = "local " if self.local else ""
+        why = f" {self.reason!r}" if self.reason else ""
+        return f"<Ack {origin}{self.status.value} {self.guid.hex()} {self.queue_uri}{why}>"
+
+
+class Message(NamedTuple):
+    """One PUSHed message as the engine decoded it (``queue_id`` is the engine's queue handle)."""
+
+    queue_id: int
+    guid: bytes
+    payload: bytes
+    properties: MessageProperties | None = None  # parsed lazily on first access
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    broker_version: int
+    protocol_version: int
+    encoding: str  # control-message encoding both sides agreed on: "JSON" or "BER"
+    heartbeat_interval_ms: int
+    max_missed_heartbeats: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStopped:
+    """The session is over: stop() completed, negotiation failed or the connection was lost."""
+
+    reason: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OperationCompleted:
+    """A user operation (open, configure, close, stop) finished; ``error`` is None on success."""
+
+    op_id: int
+    error: PybmqError | None = None
+
+
+class AckReceived(NamedTuple):
+    """A post was resolved. ``context`` is whatever the shell attached to the post."""
+
+    ack: Ack
+    context: object
+
+
+class MessageReceived(NamedTuple):
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLost:
+    """The connection dropped (socket error, EOF or missed heartbeats); reconnecting follows.
+    Also sent when a reconnect attempt connects but fails to negotiate."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnected:
+    """A new connection negotiated; queues are being reopened next."""
+
+    info: SessionStarted
+
+
+@dataclass(frozen=True, slots=True)
+class QueueReopened:
+    """One queue that was open before the loss is open again (``error`` None) or was lost."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateRestored:
+    """Every queue was reopened (or given up); held and unacknowledged posts are being sent."""
+
+
+ClientEvent = (
+    SessionStarted
+    | SessionStopped
+    | OperationCompleted
+    | AckReceived
+    | MessageReceived
+    | ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+)

@@ -1,0 +1,91 @@
+"""Settings of a client session and of one queue, with the defaults the official SDKs use."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from pybmq.client.reconnect import ReconnectPolicy
+from pybmq.errors import UsageError
+from pybmq.uri import parse_broker_url
+
+
+def _process_name() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    return "".join(ch if 32 < ord(ch) < 127 else "_" for ch in name)[:64] or "python"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How the engine talks to its broker. Times are in seconds."""
+
+    request_timeout: float = 30.0  # open/configure/close/disconnect responses
+    ack_timeout: float = 30.0  # after this, a post resolves with a local TIMEOUT NACK
+    stop_timeout: float = 10.0
+    # Payloads of at least this many bytes are zlib-compressed (0 = never compress).
+    compression_threshold: int = 0
+    # A PUT event is cut when it reaches this size; the next post starts another event.
+    max_put_event_bytes: int = 1 << 20
+    # Control encodings we accept, in order of preference; the broker's list decides the rest.
+    encodings: tuple[str, ...] = ("JSON", "BER")
+    negotiation_encoding: str = "JSON"
+    process_name: str = field(default_factory=_process_name)
+    host_name: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    session_id: int = 1
+    # Resilience: reconnect (with backoff over ``endpoints``) instead of stopping on a lost
+    # connection, then reopen queues and retransmit unacknowledged posts with their GUIDs.
+    reconnect: bool = False
+    endpoints: tuple[str, ...] = ()  # more brokers to try, after the one the session was given
+    reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
+    max_buffered_posts: int = 10000
+
+    def __post_init__(self) -> None:
+        if self.max_buffered_posts < 1:
+            raise UsageError("max_buffered_posts must be >= 1")
+        for url in self.endpoints:
+            parse_broker_url(url)
+        for name in ("request_timeout", "ack_timeout", "stop_timeout"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"{name} must be > 0 seconds")
+        if self.compression_threshold < 0:
+            raise UsageError("compression_threshold must be >= 0")
+        if not self.encodings or any(e not in ("JSON", "BER") for e in self.encodings):
+            raise UsageError(f"encodings must be a non-empty subset of JSON, BER: {self.encodings}")
+        if self.negotiation_encoding not in ("JSON", "BER"):
+            raise UsageError("negotiation_encoding must be JSON or BER")
+
+
+@dataclass(frozen=True)
+class QueueOptions:
+    """Consumer flow control and routing (``ConfigureStream``). Producers can keep the defaults."""
+
+    max_unconfirmed_messages: int = 1000  # the official SDKs' default
+    max_unconfirmed_bytes: int = 32 * 1024 * 1024
+    consumer_priority: int = 0
+    # Subscription expressions (e.g. ``"price > 10"``); empty = one catch-all subscription.
+    subscriptions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.max_unconfirmed_messages < 0 or self.max_unconfirmed_bytes < 0:
+            raise UsageError("max_unconfirmed_messages/bytes must be >= 0")
+        if not -(2**31) < self.consumer_priority < 2**31:
+            raise UsageError("consumer_priority must fit in a signed 32-bit int")
+
+
+def queue_options(options: QueueOptions | None, values: dict[str, Any]) -> QueueOptions:
+    """``options`` itself, or QueueOptions built from keyword values (not both)."""
+    if not values:
+        return options or QueueOptions()
+    if options is not None:
+        raise UsageError("give options=QueueOptions(...) or its fields as keywords, not both")
+    unknown = set(values) - {f.name for f in fields(QueueOptions)}
+    if unknown:
+        raise UsageError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
+    if "subscriptions" in values:
+        values = {**values, "subscriptions": tuple(values["subscriptions"])}
+    return QueueOptions(**values)

@@ -1,0 +1,207 @@
+"""Posting: buffering posts, packing them into PUT events, and resolving each post exactly once
+(ACK, local NACK, timeout, cancel).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pybmq.client.core import EngineCore
+from pybmq.client.events import (
+    Ack,
+    AckReceived,
+    AckStatus,
+)
+from pybmq.client.fsm import (
+    QueueState,
+    SessionState,
+)
+from pybmq.client.records import (
+    FLAG_ACK,
+    ZLIB,
+    AckBatch,
+    PendingPut,
+    QueueRecord,
+)
+from pybmq.errors import (
+    PostBufferFullError,
+    UsageError,
+)
+from pybmq.wire.batches import ConfirmEventBuilder, iter_ack
+from pybmq.wire.framing import Event
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.put import PutEventBuilder
+
+log = logging.getLogger("pybmq.client.engine")
+
+
+class Publishing(EngineCore):
+    """Posting: buffering posts, packing them into PUT events, and resolving each post exactly once"""
+
+    def post(
+        self,
+        queue_id: int,
+        payload: bytes,
+        now: float,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        context: object = None,
+    ) -> bytes:
+        """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
+        with the ACK (or local NACK) for it."""
+        if self._restoring and self.state is not SessionState.STOPPED:
+            if len(self._puts) >= self.options.max_buffered_posts:
+                raise PostBufferFullError(
+                    f"cannot post while reconnecting: {len(self._puts)} posts already held "
+                    f"(max_buffered_posts={self.options.max_buffered_posts})"
+                )
+        elif self.state is not SessionState.STARTED:
+            self._require_started("post")
+        queue = self.queues.get(queue_id)
+        if queue is None or queue.state is not QueueState.OPENED:
+            state = queue.state.value if queue else "unknown"
+            raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
+        if not queue.writable:
+            raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
+        if not payload:
+            raise UsageError("cannot post an empty payload")
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
+        if properties:
+            props = (
+                properties
+                if isinstance(properties, MessageProperties)
+                else MessageProperties(properties)
+            )
+        else:
+            props = None
+        threshold = self.options.compression_threshold
+        compress = bool(threshold) and len(payload) >= threshold
+        wants_ack = bool(queue.flags & FLAG_ACK)
+        if context is not None and not wants_ack:
+            raise UsageError(
+                f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
+            )
+        guid = self._guids.generate()
+        put = (queue_id, guid, payload, props, wants_ack, compress)
+        self._puts.append(put)
+        if wants_ack:
+            # The payload is kept until the ACK only when it may have to be retransmitted.
+            self._unacked[guid] = PendingPut(
+                queue_id, context, put if self.options.reconnect else None
+            )
+        return guid
+
+    @property
+    def unacked_count(self) -> int:
+        return len(self._unacked)
+
+    @property
+    def pending_ack_batches(self) -> int:
+        """Flushes that still have unacknowledged posts (each holds one ACK deadline)."""
+        return len(self._ack_deadlines)
+
+    @property
+    def buffered_count(self) -> int:
+        """Posts and confirms waiting for the next ``data_to_send()``."""
+        return len(self._puts) + len(self._confirms)
+
+    def _flush_data(self) -> None:
+        if self._puts and not self._restoring:
+            self._flush_puts()
+        if self._confirms:
+            builder = ConfirmEventBuilder()
+            builder.add_many(self._confirms)
+            self._out.extend(builder.finish())
+            self._confirms.clear()
+
+    def _flush_puts(self) -> None:
+        threshold = self.options.compression_threshold or 1
+        builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=threshold)
+        queues = self.queues
+        acked: list[bytes] = []
+        puts = self._puts
+        i, n = 0, len(puts)
+        while i < n:
+            queue_id, guid, payload, props, wants_ack, compress = puts[i]
+            qid = queues[queue_id].qid
+            if wants_ack:
+                acked.append(guid)
+            if compress:
+                builder.add(
+                    qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
+                    compression=ZLIB,
+                )  # fmt: skip
+                i += 1
+                continue
+            # The fast path: a run of uncompressed posts to one queue sharing one properties
+            # object (the common case: a loop posting to one queue) is packed in one call.
+            j = i + 1
+            while j < n:
+                other = puts[j]
+                if (
+                    other[0] != queue_id
+                    or other[3] is not props
+                    or other[4] != wants_ack
+                    or other[5]
+                ):
+                    break
+                if wants_ack:
+                    acked.append(other[1])
+                j += 1
+            run = puts[i:j]
+            builder.add_many(
+                qid, [p[2] for p in run], [p[1] for p in run], properties=props,
+                ack_requested=wants_ack,
+            )  # fmt: skip
+            i = j
+        self._out.extend(builder.finish())
+        puts.clear()
+        if acked:
+            batch = AckBatch(self._now + self.options.ack_timeout, acked)
+            unacked = self._unacked
+            for guid in acked:
+                unacked[guid].batch = batch
+            self._ack_deadlines.append(batch)
+
+    def _on_ack(self, event: Event) -> None:
+        pop = self._unacked.pop
+        queues = self.queues
+        append = self._events.append
+        status_of = AckStatus.from_wire
+        for _reserved, status, correlation_id, guid, _qid in iter_ack(event):
+            pending = pop(guid, None)
+            if pending is None:
+                log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
+                continue
+            batch = pending.batch
+            if batch is not None:
+                batch.remaining -= 1
+            queue = queues.get(pending.queue_id)
+            uri = queue.uri if queue is not None else ""
+            append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
+        batches = self._ack_deadlines
+        while batches and batches[0].remaining <= 0:
+            batches.popleft()
+
+    def _cancel_posts(self, queue: QueueRecord, status: AckStatus, reason: str) -> None:
+        """Resolve every post to ``queue`` still pending or held (each exactly once)."""
+        for guid, pending in list(self._unacked.items()):
+            if pending.queue_id == queue.queue_id:
+                del self._unacked[guid]
+                if pending.batch is not None:
+                    pending.batch.remaining -= 1
+                ack = Ack(guid, queue.uri, status, local=True, reason=reason)
+                self._events.append(AckReceived(ack, pending.context))
+        self._puts = [p for p in self._puts if p[0] != queue.queue_id]
+
+    def _nack_all(self, status: AckStatus, reason: str) -> None:
+        # Posts still buffered (never sent) are in _unacked too, so they fail the same way.
+        for guid, pending in self._unacked.items():
+            queue = self.queues.get(pending.queue_id)
+            ack = Ack(guid, queue.uri if queue else "", status, local=True, reason=reason)
+            self._events.append(AckReceived(ack, pending.context))
+        self._unacked.clear()
+        self._ack_deadlines.clear()

@@ -1,0 +1,356 @@
+"""Queues: open, configure, close and reopen, each as a chain of control requests whose answers
+move the queue through ``QUEUE_TRANSITIONS``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pybmq.client.events import (
+    Ack,
+    AckReceived,
+    AckStatus,
+    QueueReopened,
+    StateRestored,
+)
+from pybmq.client.fsm import (
+    QueueInput,
+    RemoteQueueState,
+    SessionState,
+)
+from pybmq.client.options import QueueOptions
+from pybmq.client.records import (
+    FLAG_ACK,
+    FLAG_READ,
+    FLAG_WRITE,
+    PendingRequest,
+    QueueRecord,
+    Req,
+)
+from pybmq.client.requests import Requests
+from pybmq.errors import (
+    PybmqError,
+    UsageError,
+)
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.wire_codec import (
+    DEFAULT_APP_ID,
+)
+from pybmq.uri import require_queue_uri
+
+log = logging.getLogger("pybmq.client.engine")
+
+
+class Queues(Requests):
+    """Queues: open, configure, close and reopen, each as a chain of control requests whose answers"""
+
+    def open_queue(
+        self,
+        uri: str,
+        now: float,
+        *,
+        read: bool = False,
+        write: bool = False,
+        ack: bool = True,
+        options: QueueOptions | None = None,
+    ) -> tuple[int, int]:
+        """Start opening ``uri``; returns (op id, queue id). The op completes once configured."""
+        self._now = now
+        self._require_started("open a queue")
+        if not (read or write):
+            raise UsageError("open_queue needs read=True and/or write=True")
+        parsed = require_queue_uri(uri)
+        base_uri, app_id = parsed.base, parsed.app_id
+        if app_id is not None and not read:
+            raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
+        for other in self.queues.values():
+            if other.base_uri == base_uri and other.app_id == app_id:
+                raise UsageError(
+                    f"queue {uri!r} is already open (or opening) in this session; "
+                    "open it once with read=True and write=True to do both"
+                )
+        flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
+        if write and ack:
+            flags |= FLAG_ACK
+        queue_id = self._next_handle
+        self._next_handle += 1
+        # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
+        qid = next((q.qid for q in self.queues.values() if q.base_uri == base_uri), None)
+        if qid is None:
+            qid = self._next_qid
+            self._next_qid += 1
+        sub_id = self._new_stream_id() if app_id is not None else 0
+        queue = QueueRecord(queue_id, qid, base_uri, app_id, sub_id, flags)
+        self._routes[(qid, sub_id)] = queue_id
+        queue.options = options or QueueOptions()
+        queue.step(QueueInput.OPEN)
+        self.queues[queue_id] = queue
+        op_id = self._new_op()
+        queue.op_id = op_id
+        message = ctrl.ControlMessage(
+            open_queue=ctrl.OpenQueue(handle_parameters=self._handle_parameters(queue))
+        )
+        self._request(message, Req.OPEN, queue_id, None)
+        return op_id, queue_id
+
+    def configure_queue(self, queue_id: int, options: QueueOptions, now: float) -> int:
+        """Standalone ConfigureStream on an open queue; returns the op id."""
+        self._now = now
+        self._require_started("configure a queue")
+        queue = self._queue(queue_id)
+        if not queue.readable:
+            raise UsageError(f"only a reader can be configured; {queue.uri} was opened write-only")
+        if queue.op_id is not None:
+            raise UsageError(f"queue {queue.uri} already has an operation in progress")
+        queue.step(QueueInput.CONFIGURE)
+        op_id = self._new_op()
+        queue.op_id = op_id
+        self._send_configure(queue, Req.CONFIGURE, options)
+        return op_id
+
+    def close_queue(self, queue_id: int, now: float) -> int:
+        """ConfigureStream to nothing, then CloseQueue(isFinal); returns the op id."""
+        self._now = now
+        self._require_started("close a queue")
+        queue = self._queue(queue_id)
+        if queue.op_id is not None:
+            raise UsageError(f"queue {queue.uri} already has an operation in progress")
+        queue.step(QueueInput.CLOSE)
+        op_id = self._new_op()
+        queue.op_id = op_id
+        self._start_close(queue)
+        return op_id
+
+    def _start_close(self, queue: QueueRecord) -> None:
+        """A reader first configures its stream to nothing; a writer goes straight to CloseQueue."""
+        if queue.readable:
+            self._send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
+        else:
+            self._send_close(queue)
+
+    def _handle_parameters(self, queue: QueueRecord) -> ctrl.QueueHandleParameters:
+        sub_info = (
+            ctrl.SubQueueIdInfo(sub_id=queue.sub_id, app_id=queue.app_id)
+            if queue.app_id is not None
+            else None
+        )
+        return ctrl.QueueHandleParameters(
+            uri=queue.uri,
+            q_id=queue.qid,
+            sub_id_info=sub_info,
+            flags=queue.flags,
+            read_count=1 if queue.readable else 0,
+            write_count=1 if queue.writable else 0,
+            admin_count=0,
+        )
+
+    def _send_configure(
+        self, queue: QueueRecord, kind: str, options: QueueOptions | None, *, empty: bool = False
+    ) -> None:
+        options = options or queue.options
+        subscriptions: list[ctrl.Subscription] = []
+        if queue.readable and not empty:
+            expressions = options.subscriptions or ("",)
+            ids = []
+            for text in expressions:
+                sid = self._new_stream_id()
+                ids.append(sid)
+                subscriptions.append(
+                    ctrl.Subscription(
+                        s_id=sid,
+                        expression=ctrl.Expression(
+                            version=(
+                                ctrl.ExpressionVersion.E_VERSION_1
+                                if text
+                                else ctrl.ExpressionVersion.E_UNDEFINED
+                            ),
+                            text=text,
+                        ),
+                        consumers=[
+                            ctrl.ConsumerInfo(
+                                max_unconfirmed_messages=options.max_unconfirmed_messages,
+                                max_unconfirmed_bytes=options.max_unconfirmed_bytes,
+                                consumer_priority=options.consumer_priority,
+                                consumer_priority_count=1,
+                            )
+                        ],
+                    )
+                )
+            self._pending_subscriptions[queue.queue_id] = (ids, options)
+        if self.broker_configure_stream:
+            message = ctrl.ControlMessage(
+                configure_stream=ctrl.ConfigureStream(
+                    q_id=queue.qid,
+                    stream_parameters=ctrl.StreamParameters(
+                        app_id=queue.app_id or DEFAULT_APP_ID, subscriptions=subscriptions
+                    ),
+                )
+            )
+        else:
+            flowing = queue.readable and not empty
+            message = ctrl.ControlMessage(
+                configure_queue_stream=ctrl.ConfigureQueueStream(
+                    q_id=queue.qid,
+                    stream_parameters=ctrl.QueueStreamParameters(
+                        sub_id_info=(
+                            ctrl.SubQueueIdInfo(sub_id=queue.sub_id, app_id=queue.app_id)
+                            if queue.app_id is not None
+                            else None
+                        ),
+                        max_unconfirmed_messages=options.max_unconfirmed_messages if flowing else 0,
+                        max_unconfirmed_bytes=options.max_unconfirmed_bytes if flowing else 0,
+                        consumer_priority=options.consumer_priority if flowing else -(2**31),
+                        consumer_priority_count=1 if flowing else 0,
+                    ),
+                )
+            )
+        self._request(message, kind, queue.queue_id, None)
+
+    def _on_request_ok(self, request: PendingRequest, message: ctrl.ControlMessage) -> None:
+        kind = request.kind
+        if kind == Req.CLOSE_ABANDONED:
+            self._maybe_disconnect()
+            return
+        queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
+        if queue is None:
+            log.warning("response to %s for a queue no longer known dropped", kind)
+            return
+        if kind == Req.REOPEN:
+            queue.remote = RemoteQueueState.OPENED
+            if queue.readable:
+                self._send_configure(queue, Req.REOPEN_CONFIGURE, None)
+            else:
+                self._reopened(queue, None)
+        elif kind == Req.REOPEN_CONFIGURE:
+            queue.remote = RemoteQueueState.CONFIGURED
+            self._apply_subscriptions(queue)
+            self._reopened(queue, None)
+        elif kind == Req.OPEN:
+            queue.remote = RemoteQueueState.OPENED
+            queue.step(QueueInput.OPEN_OK)
+            if self.state is SessionState.STOPPING:
+                queue.step(QueueInput.CONFIGURE_FAILED)  # → CLOSING: undo the open
+                self._send_close(queue)
+            elif not queue.readable:
+                # Like the official SDKs: a write-only queue has no stream to configure.
+                queue.step(QueueInput.CONFIGURE_OK)
+                self._finish_queue_op(queue, None)
+            else:
+                self._send_configure(queue, Req.CONFIGURE_OPEN, None)
+        elif kind == Req.CONFIGURE_OPEN:
+            queue.remote = RemoteQueueState.CONFIGURED
+            self._apply_subscriptions(queue)
+            if self.state is SessionState.STOPPING:
+                queue.step(QueueInput.CONFIGURE_FAILED)
+                self._send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
+            else:
+                queue.step(QueueInput.CONFIGURE_OK)
+                self._finish_queue_op(queue, None)
+        elif kind == Req.CONFIGURE:
+            self._apply_subscriptions(queue)
+            self._finish_queue_op(queue, None)
+        elif kind == Req.CONFIGURE_CLOSE:
+            queue.remote = RemoteQueueState.OPENED
+            self._send_close(queue)
+        elif kind == Req.CLOSE:
+            self._closed(queue, None)
+        self._maybe_disconnect()
+
+    def _on_request_failed(self, request: PendingRequest, error: PybmqError) -> None:
+        kind = request.kind
+        queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
+        if queue is None:
+            self._maybe_disconnect()
+            return
+        if kind in (Req.REOPEN, Req.REOPEN_CONFIGURE):
+            if kind == Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
+                close = ctrl.CloseQueue(
+                    handle_parameters=self._handle_parameters(queue), is_final=True
+                )
+                self._request(
+                    ctrl.ControlMessage(close_queue=close), Req.CLOSE_ABANDONED, None, None
+                )
+            self._reopened(queue, error)
+        elif kind == Req.OPEN:
+            queue.step(QueueInput.OPEN_FAILED)
+            self._finish_queue_op(queue, error)
+            self._forget(queue)
+        elif kind == Req.CONFIGURE_OPEN:
+            # The broker holds the queue open: fail the open now and release the queue.
+            queue.step(QueueInput.CONFIGURE_FAILED)
+            self._finish_queue_op(queue, error)
+            self._send_close(queue)
+        elif kind == Req.CONFIGURE:
+            self._pending_subscriptions.pop(queue.queue_id, None)
+            self._finish_queue_op(queue, error)
+        elif kind == Req.CONFIGURE_CLOSE:
+            # Still detach: a refused reconfigure must not keep the queue attached.
+            self._send_close(queue)
+        elif kind == Req.CLOSE:
+            self._closed(queue, error)
+        self._maybe_disconnect()
+
+    def _send_close(self, queue: QueueRecord) -> None:
+        message = ctrl.ControlMessage(
+            close_queue=ctrl.CloseQueue(
+                handle_parameters=self._handle_parameters(queue), is_final=True
+            )
+        )
+        self._request(message, Req.CLOSE, queue.queue_id, None)
+
+    def _closed(self, queue: QueueRecord, error: PybmqError | None) -> None:
+        queue.step(QueueInput.CLOSE_DONE)
+        queue.remote = RemoteQueueState.CLOSED
+        self._finish_queue_op(queue, error)
+        self._forget(queue)
+        # Posts to a closed queue can no longer be acknowledged.
+        for guid, pending in list(self._unacked.items()):
+            if pending.queue_id == queue.queue_id:
+                del self._unacked[guid]
+                if pending.batch is not None:
+                    pending.batch.remaining -= 1
+                ack = Ack(guid, queue.uri, AckStatus.CANCELED, local=True, reason="queue closed")
+                self._events.append(AckReceived(ack, pending.context))
+
+    def _forget(self, queue: QueueRecord) -> None:
+        del self.queues[queue.queue_id]
+        for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
+            del self._routes[key]
+
+    def _apply_subscriptions(self, queue: QueueRecord) -> None:
+        pending = self._pending_subscriptions.pop(queue.queue_id, None)
+        if pending is not None:
+            for sid in queue.subscription_ids:
+                self._routes.pop((queue.qid, sid), None)
+            queue.subscription_ids, queue.options = pending
+            for sid in queue.subscription_ids:
+                self._routes[(queue.qid, sid)] = queue.queue_id
+
+    def _finish_queue_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
+        if queue.op_id is not None:
+            self._complete(queue.op_id, error)
+            queue.op_id = None
+
+    def _start_reopen(self) -> None:
+        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open."""
+        for queue in self.queues.values():
+            self._reopening.add(queue.queue_id)
+            message = ctrl.ControlMessage(
+                open_queue=ctrl.OpenQueue(handle_parameters=self._handle_parameters(queue))
+            )
+            self._request(message, Req.REOPEN, queue.queue_id, None)
+        self._maybe_restored()
+
+    def _reopened(self, queue: QueueRecord, error: PybmqError | None) -> None:
+        self._reopening.discard(queue.queue_id)
+        self._events.append(QueueReopened(queue.queue_id, queue.uri, error))
+        if error is not None:
+            queue.step(QueueInput.SESSION_DOWN)
+            self._cancel_posts(queue, AckStatus.NOT_CONNECTED, f"queue not reopened: {error}")
+            self._forget(queue)
+        self._maybe_restored()
+
+    def _maybe_restored(self) -> None:
+        if self._restoring and not self._reopening and self.state is SessionState.STARTED:
+            self._restoring = False
+            self._events.append(StateRestored())

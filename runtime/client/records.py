@@ -1,0 +1,150 @@
+"""The records the client engine keeps per request, post and queue, and its protocol constants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pybmq._version import __version__
+from pybmq.client.fsm import (
+    QUEUE_TRANSITIONS,
+    QueueInput,
+    QueueState,
+    RemoteQueueState,
+    step,
+)
+from pybmq.client.options import QueueOptions
+from pybmq.generated.wire_codec import (
+    CompressionAlgorithmType,
+    QueueFlags,
+)
+from pybmq.wire.properties import MessageProperties
+
+PROTOCOL_VERSION = 1
+# sdkVersion as the C++ SDK writes it: major*10000 + minor*100 + patch.
+SDK_VERSION = int("".join(f"{int(p):02d}" for p in __version__.split(".")[:3]))
+FEATURES_MPS = "MPS:MESSAGE_PROPERTIES_EX"
+
+# bmqt::QueueFlags bits, as plain ints (IntFlag arithmetic is slow on the hot path).
+FLAG_READ = int(QueueFlags.READ)
+FLAG_WRITE = int(QueueFlags.WRITE)
+FLAG_ACK = int(QueueFlags.ACK)
+ZLIB = CompressionAlgorithmType.ZLIB
+
+
+class Req:
+    """Why a control request was sent, so its response (or its timeout) lands in the right place."""
+
+    OPEN = "openQueue"
+    CONFIGURE_OPEN = "configureStream (open)"
+    CONFIGURE = "configureStream"
+    CONFIGURE_CLOSE = "configureStream (close)"
+    CLOSE = "closeQueue"
+    CLOSE_ABANDONED = "closeQueue (after a late open)"
+    DISCONNECT = "disconnect"
+    REOPEN = "openQueue (reopen)"
+    REOPEN_CONFIGURE = "configureStream (reopen)"
+
+
+CONFIGURE_RESPONSES = ("configure_stream_response", "configure_queue_stream_response")
+EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
+    Req.OPEN: ("open_queue_response",),
+    Req.CONFIGURE_OPEN: CONFIGURE_RESPONSES,
+    Req.CONFIGURE: CONFIGURE_RESPONSES,
+    Req.CONFIGURE_CLOSE: CONFIGURE_RESPONSES,
+    Req.CLOSE: ("close_queue_response",),
+    Req.CLOSE_ABANDONED: ("close_queue_response",),
+    Req.DISCONNECT: ("disconnect_response",),
+    Req.REOPEN: ("open_queue_response",),
+    Req.REOPEN_CONFIGURE: CONFIGURE_RESPONSES,
+}
+# A broker listing this feature takes ConfigureStream (subscriptions); older ones only
+# ConfigureQueueStream (flat flow-control parameters).
+FEATURE_CONFIGURE_STREAM = "CONFIGURE_STREAM"
+
+
+@dataclass(slots=True)
+class PendingRequest:
+    kind: str
+    deadline: float
+    queue_id: int | None
+    op_id: int | None
+
+
+# (queue handle, guid, payload, properties, ack requested, compress)
+Put = tuple[int, bytes, bytes, "MessageProperties | None", bool, bool]
+
+
+class PendingPut:
+    """One unacknowledged post; kept small because there can be millions in flight."""
+
+    __slots__ = ("batch", "context", "put", "queue_id")
+
+    def __init__(self, queue_id: int, context: object, put: Put | None) -> None:
+        self.queue_id = queue_id
+        self.context = context
+        self.put = put  # kept to retransmit it (same GUID) after a reconnect
+        self.batch: AckBatch | None = None  # set when the post leaves in a PUT event
+
+
+class AckBatch:
+    """The posts that left in one flush share one ACK deadline. ``remaining`` counts those still
+    unacknowledged, so a fully acknowledged batch is dropped at once instead of holding its
+    GUIDs until the deadline."""
+
+    __slots__ = ("deadline", "guids", "remaining")
+
+    def __init__(self, deadline: float, guids: list[bytes]) -> None:
+        self.deadline = deadline
+        self.guids = guids
+        self.remaining = len(guids)
+
+
+class QueueRecord:
+    """What the engine knows about one open(ing) queue: our state and the broker's last known."""
+
+    __slots__ = (
+        "app_id",
+        "base_uri",
+        "flags",
+        "op_id",
+        "options",
+        "qid",
+        "queue_id",
+        "remote",
+        "state",
+        "sub_id",
+        "subscription_ids",
+        "uri",
+    )
+
+    def __init__(
+        self, queue_id: int, qid: int, uri: str, app_id: str | None, sub_id: int, flags: int
+    ) -> None:
+        self.queue_id = queue_id  # our handle for this open; unique in the session
+        self.qid = qid  # the wire queue id: shared by every appId of one queue URI
+        self.base_uri = uri
+        # What goes on the wire (and what users see): the URI with its ?id= when there is one.
+        uri = f"{uri}?id={app_id}" if app_id is not None else uri
+        self.uri = uri
+        self.app_id = app_id
+        self.sub_id = sub_id
+        self.flags = flags
+        self.options = QueueOptions()
+        self.state = QueueState.CLOSED
+        self.remote = RemoteQueueState.CLOSED
+        self.op_id: int | None = None  # the user operation waiting on this queue, if any
+        self.subscription_ids: list[int] = []
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.flags & FLAG_READ)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & FLAG_WRITE)
+
+    def step(self, event: QueueInput) -> None:
+        self.state = step(f"queue {self.uri}", QUEUE_TRANSITIONS, self.state, event)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.queue_id} {self.uri} {self.state.value}/{self.remote.value}>"

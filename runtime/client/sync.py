@@ -1,0 +1,281 @@
+"""The blocking shell: :class:`Session` runs an :class:`~pybmq.client.aio.AsyncSession` on its own thread.
+
+For scripts and Spark executors that have no event loop. Every call hands a coroutine to the loop
+thread and waits for it; user callbacks (ACKs, messages) run on ONE dispatcher thread, in order, so
+they never block the I/O loop and never run concurrently with each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pybmq.client.aio import AsyncSession, ResilienceEvent
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.events import Ack
+from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.loopthread import CallbackDispatcher, LoopThread
+from pybmq.uri import DEFAULT_BROKER
+
+log = logging.getLogger("pybmq.client.sync")
+
+T = TypeVar("T")
+
+
+class Queue:
+    """A queue of a blocking :class:`Session`."""
+
+    def __init__(self, session: Session, inner: AsyncQueue) -> None:
+        self._session = session
+        self._inner = inner
+        self.uri = inner.uri
+
+    def post(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Ack:
+        """Post and block until the ACK (or a NACK) arrives."""
+        return self._session._call(self._inner.post(payload, properties=properties), timeout)
+
+    def post_async(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> bytes:
+        """Post without waiting for the ACK; ``on_ack`` runs on the dispatcher thread. Returns
+        the GUID once the message is buffered (validation errors raise here)."""
+        dispatcher = self._session._dispatcher
+        callback = None
+        if on_ack is not None:
+            user_callback = on_ack
+
+            def callback(ack: Ack) -> None:
+                dispatcher.submit(lambda: user_callback(ack))
+
+        inner = self._inner
+
+        async def post() -> bytes:
+            await inner.session.drain()
+            return inner.post_nowait(payload, properties=properties, on_ack=callback)
+
+        return self._session._call(post())
+
+    def post_many(
+        self,
+        payloads: Iterable[bytes],
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> list[bytes]:
+        """Post a batch in ONE hand-off to the I/O thread (the way to go fast from a thread, e.g.
+        a Spark partition); ``on_ack`` runs on the dispatcher thread once per message. Returns
+        the GUIDs; the batch leaves in as few PUT events as its size allows."""
+        return self.post_batch(((payload, properties) for payload in payloads), on_ack=on_ack)
+
+    def get(self, timeout: float | None = None) -> ReceivedMessage:
+        """The next message (blocks); TimeoutError after ``timeout`` seconds."""
+        return self._session._call(self._inner.get(), timeout)
+
+    def confirm(self, message: ReceivedMessage) -> None:
+        self._session._call(message.confirm())
+
+    # More batch calls: one hop to the I/O thread for many messages. Per-message calls cost a
+    # thread handoff each, which dominates when a caller (a Spark task) moves thousands.
+
+    def post_batch(
+        self,
+        messages: Iterable[tuple[bytes, Mapping[str, Any] | None]],
+        *,
+        on_ack: Callable[[Ack], object] | None = None,
+    ) -> list[bytes]:
+        """Like ``post_many``, with each message's own properties: (payload, properties) pairs."""
+        dispatcher = self._session._dispatcher
+        callback = None
+        if on_ack is not None:
+            user_callback = on_ack
+
+            def callback(ack: Ack) -> None:
+                dispatcher.submit(lambda: user_callback(ack))
+
+        inner = self._inner
+        batch = list(messages)
+
+        async def post() -> list[bytes]:
+            await inner.session.drain()
+            guids = []
+            for i, (payload, props) in enumerate(batch, 1):
+                if i % 1024 == 0:  # let the socket take what is written so far
+                    await inner.session.drain()
+                guids.append(inner.post_nowait(payload, properties=props, on_ack=callback))
+            return guids
+
+        return self._session._call(post())
+
+    def get_many(self, max_count: int, timeout: float | None = None) -> list[ReceivedMessage]:
+        """Wait up to ``timeout`` for a message, then also take every message already received,
+        up to ``max_count`` in all. An empty list means the wait timed out."""
+        inner = self._inner
+
+        async def take() -> list[ReceivedMessage]:
+            try:
+                first = await asyncio.wait_for(inner.get(), timeout)
+            except (asyncio.TimeoutError, TimeoutError):
+                return []
+            out = [first]
+            while len(out) < max_count:
+                message = inner.get_nowait()
+                if message is None:
+                    break
+                out.append(message)
+            return out
+
+        return self._session._call(take())
+
+    def confirm_many(self, messages: Iterable[ReceivedMessage]) -> None:
+        """Confirm all of ``messages`` (they leave in as few CONFIRM events as fit)."""
+        batch = list(messages)
+        inner = self._inner
+
+        async def confirm() -> None:
+            for message in batch:
+                message.confirm_nowait()
+            await inner.session.drain()
+
+        self._session._call(confirm())
+
+    def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        self._session._call(self._inner.configure(options, **option_values))
+
+    def close(self) -> None:
+        self._session._call(self._inner.close())
+
+    def __iter__(self) -> Iterator[ReceivedMessage]:
+        while True:
+            try:
+                yield self.get()
+            except SessionStoppedError:
+                return
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.uri}>"
+
+
+class Session:
+    """A BlazingMQ session for code without asyncio. ``with Session(broker) as s:`` starts and
+    stops it; its I/O runs on a background thread."""
+
+    def __init__(
+        self,
+        broker: str = DEFAULT_BROKER,
+        *,
+        options: SessionOptions | None = None,
+        timeout: float = 60.0,
+        on_event: Callable[[ResilienceEvent], object] | None = None,
+    ) -> None:
+        self.broker = broker
+        self._options = options
+        # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
+        self._on_event = on_event
+        self._timeout = timeout
+        self._io = LoopThread("pybmq-io")
+        self._dispatcher = CallbackDispatcher(
+            "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
+        )
+        self._inner: AsyncSession | None = None
+        self._closed = False
+
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if self._closed:
+            coro.close()
+            raise SessionStoppedError("session is closed")
+        if self._io.in_thread():
+            coro.close()
+            raise UsageError("blocking Session calls cannot be made from its own I/O thread")
+        return self._io.run(coro, timeout)
+
+    def start(self) -> None:
+        async def start() -> AsyncSession:
+            on_event = self._on_event
+            dispatch = self._dispatcher.submit
+            session = AsyncSession(
+                self.broker,
+                options=self._options,
+                on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
+            )
+            await session.start()
+            return session
+
+        try:
+            self._inner = self._call(start(), self._timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the session and its threads. Idempotent."""
+        if self._closed:
+            return
+        try:
+            if self._inner is not None:
+                self._call(self._inner.stop(), self._timeout)
+        finally:
+            self._inner = None
+            self._closed = True
+            self._io.stop()
+            self._dispatcher.close()
+
+    def open_queue(
+        self,
+        uri: str,
+        *,
+        read: bool = False,
+        write: bool = False,
+        ack: bool = True,
+        options: QueueOptions | None = None,
+        on_message: Callable[[ReceivedMessage], object] | None = None,
+        **option_values: Any,
+    ) -> Queue:
+        """Open ``uri``. With ``on_message``, each message is passed to it on the dispatcher
+        thread (confirm it with ``queue.confirm(message)``); otherwise use ``get``/iteration."""
+        if self._closed:
+            raise SessionStoppedError("session is stopped")
+        if self._inner is None:
+            raise UsageError("session is not started")
+        inner_session = self._inner
+        opened = self._call(
+            inner_session.open_queue(
+                uri, read=read, write=write, ack=ack, options=options, **option_values
+            ),
+            self._timeout,
+        )
+        if on_message is not None:
+            dispatcher = self._dispatcher
+            handler = on_message
+
+            async def pump() -> None:
+                async for message in opened:
+                    dispatcher.submit(lambda m=message: handler(m))  # type: ignore[misc]
+
+            self._io.submit(pump())
+        return Queue(self, opened)
+
+    def __enter__(self) -> Session:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,47 @@
+"""What a compat session keeps per open queue: the options the user asked for, and its host
+health suspension state."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pybmq.client.aio_queue import AsyncQueue
+from pybmq.client.options import QueueOptions as RuntimeQueueOptions
+from pybmq.compat.checks import WRITER_ONLY_OPTIONS
+from pybmq.compat.messages import (
+    Message,
+    MessageHandle,
+)
+from pybmq.compat.values import (
+    QueueOptions,
+)
+
+
+@dataclasses.dataclass
+class QueueRecord:
+    """One open queue as the user sees it: the options asked for and the suspension state."""
+
+    uri: str
+    read: bool
+    write: bool
+    options: QueueOptions
+    inner: AsyncQueue | None = None
+    suspended: bool = False  # posts refused (host unhealthy and the queue is sensitive)
+    holding: bool = False  # received messages kept back until the queue resumes
+    held: list[tuple[Message, MessageHandle]] = dataclasses.field(default_factory=list)
+    # Its open timed out. As in the official SDK the URI stays taken and unusable in this
+    # session (the engine closes the queue on the broker if the open succeeds late).
+    invalid: bool = False
+
+    def reported_options(self) -> QueueOptions:
+        if self.read:
+            return QueueOptions(**{a: getattr(self.options, a) for a in QueueOptions._ATTRS})
+        return QueueOptions(*WRITER_ONLY_OPTIONS, self.options.suspends_on_bad_host_health)
+
+    def runtime_options(self) -> RuntimeQueueOptions:
+        o = self.options
+        return RuntimeQueueOptions(
+            max_unconfirmed_messages=o.max_unconfirmed_messages,  # type: ignore[arg-type]
+            max_unconfirmed_bytes=o.max_unconfirmed_bytes,  # type: ignore[arg-type]
+            consumer_priority=o.consumer_priority,  # type: ignore[arg-type]
+        )

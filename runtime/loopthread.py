@@ -1,0 +1,116 @@
+"""Threads for code without an event loop: an asyncio loop on a thread of its own
+(``LoopThread``), and one thread that runs callbacks in order (``CallbackDispatcher``).
+
+The blocking client (``pybmq.client.sync``), the drop-in (``pybmq.compat``) and the threaded
+simulator (``pybmq.sim.server``) all run their asyncio code this way, so they share one tested
+implementation of starting, calling into, and stopping such a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+log = logging.getLogger("pybmq")
+
+
+class LoopThread:
+    """An asyncio event loop running forever on a daemon thread, started by the constructor."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def in_thread(self) -> bool:
+        """Whether the caller runs on the loop's thread (where blocking on it would deadlock)."""
+        return threading.current_thread() is self.thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop; its result comes in the returned future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result; ``TimeoutError`` (and the coroutine
+        cancelled) when it takes longer than ``timeout`` seconds."""
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no result within {timeout}s") from None
+
+    def call_soon(self, callback: Callable[..., object], *args: object) -> None:
+        """Run ``callback(*args)`` on the loop thread soon (safe from any thread)."""
+        self.loop.call_soon_threadsafe(callback, *args)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop, wait up to ``timeout`` for the thread, and close the loop once it has
+        stopped. From the loop's own thread it only asks the loop to stop."""
+        if self.loop.is_closed():
+            return
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if not self.in_thread():
+            self.thread.join(timeout)
+        if not self.loop.is_running() and not self.thread.is_alive():
+            self.loop.close()
+
+
+class CallbackDispatcher:
+    """One thread that runs submitted jobs one at a time, in submission order.
+
+    A job that raises is reported (``report``, by default a log record with its traceback) and
+    the next job runs. ``close`` runs what is already queued, then ends the thread.
+    """
+
+    def __init__(self, name: str, report: Callable[[BaseException], None] | None = None) -> None:
+        self._jobs: collections.deque[Callable[[], object] | None] = collections.deque()
+        self._ready = threading.Condition()
+        self._report = report or (lambda exc: log.error("callback raised", exc_info=exc))
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._ready:
+            self._jobs.append(job)
+            self._ready.notify_all()
+
+    def submit_many(self, jobs: Iterable[Callable[[], object]]) -> None:
+        """Queue several jobs with one wake-up of the thread."""
+        with self._ready:
+            self._jobs.extend(jobs)
+            self._ready.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._jobs:
+                    self._ready.wait()
+                jobs, self._jobs = self._jobs, collections.deque()
+            for job in jobs:
+                if job is None:
+                    return
+                try:
+                    job()
+                except Exception as exc:  # a user callback raised: report it, keep dispatching
+                    self._report(exc)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Run what is queued, then end the thread (waiting for it unless called from it)."""
+        with self._ready:
+            self._jobs.append(None)
+            self._ready.notify_all()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout)

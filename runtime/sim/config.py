@@ -1,0 +1,87 @@
+"""What the simulated broker advertises and enforces (``BrokerConfig``), where fault injection
+plugs in (``BrokerHooks``), what it counts (``BrokerStats``), and its protocol constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pybmq.generated.wire_codec import (
+    QueueFlags,
+)
+
+if TYPE_CHECKING:
+    from pybmq.sim.session import ClientSession
+
+
+FLAG_ADMIN = int(QueueFlags.ADMIN)
+FLAG_READ = int(QueueFlags.READ)
+FLAG_WRITE = int(QueueFlags.WRITE)
+FLAG_ACK = int(QueueFlags.ACK)
+KNOWN_QUEUE_FLAGS = FLAG_ADMIN | FLAG_READ | FLAG_WRITE | FLAG_ACK
+RESERVED_QUEUE_ID = 2**32 - 10  # bmqp::QueueId::k_RESERVED_QUEUE_ID: qIds from here up are reserved
+BROKER_VERSION = 999999  # what a broker built from source reports
+
+
+@dataclass
+class BrokerConfig:
+    """What the simulated broker advertises and enforces."""
+
+    heartbeat_interval_ms: int = 3000
+    max_missed_heartbeats: int = 10
+    # Advertise SUBSCRIPTIONS:CONFIGURE_STREAM like a current broker (clients then send
+    # configureStream; without it they send the older configureQueueStream). Both are served.
+    advertise_subscriptions: bool = True
+    deduplication_time_ms: int = 300000
+
+    def features(self) -> str:
+        parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]
+        if self.advertise_subscriptions:
+            parts.append("SUBSCRIPTIONS:CONFIGURE_STREAM")
+        return ";".join(parts)
+
+
+class BrokerHooks:
+    """Where fault injection plugs in; the default changes nothing.
+
+    Subclass and pass to ``Broker(hooks=...)``: ``ack_status`` may replace the status of the
+    ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
+    checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes;
+    ``drop_connection`` may close a session after an event it sent; ``ack_delay`` holds ACKs back;
+    ``answer_heartbeats`` False makes the broker silent on heartbeats; ``refuse_negotiation``
+    returning a reason turns the session's ClientIdentity down. ``pybmq.sim.faults`` uses them.
+    """
+
+    def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+        return status
+
+    def outgoing(self, session: ClientSession, data: bytes) -> bytes:
+        return data
+
+    def drop_connection(self, session: ClientSession, event_type: int) -> bool:
+        return False
+
+    def ack_delay(self, session: ClientSession) -> float:
+        return 0.0
+
+    def answer_heartbeats(self, session: ClientSession) -> bool:
+        return True
+
+    def refuse_negotiation(self, session: ClientSession) -> str | None:
+        return None
+
+
+@dataclass
+class BrokerStats:
+    sessions: int = 0
+    puts: int = 0
+    compressed_puts: int = 0
+    acks: int = 0
+    nacks: int = 0
+    pushes: int = 0
+    confirms: int = 0
+    redelivered: int = 0
+    violations: list[str] = field(default_factory=list)
+    # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
+    improper: list[str] = field(default_factory=list)

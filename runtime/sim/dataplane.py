@@ -1,0 +1,178 @@
+"""The broker's side of the data plane, on top of ``pybmq.wire`` (the codecs the client uses).
+
+Adds what a broker checks beyond structure: unsupported PUT flags and unknown compression are
+protocol violations (the connection is closed); message properties that do not decode and a
+CRC32-C that does not match are per-message failures (NACK). Also converts extended properties
+to the old format for a consumer that did not advertise ``MPS:MESSAGE_PROPERTIES_EX``, as a
+broker does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from pybmq.errors import ProtocolError
+from pybmq.generated.wire_codec import (
+    EVENT_HEADER_SIZE,
+    PADDING,
+    PUSH_HEADER,
+    PUSH_HEADER_SIZE,
+    CompressionAlgorithmType,
+    ConfirmMessage,
+    EventType,
+    PutHeaderFlags,
+)
+from pybmq.wire.batches import AckEventBuilder, iter_confirm
+from pybmq.wire.checksum import crc32c
+from pybmq.wire.compression import decompress
+from pybmq.wire.framing import Event, event_header_bytes
+from pybmq.wire.options import encode_sub_queue_ids_old
+from pybmq.wire.properties import MessageProperties, decode_properties
+from pybmq.wire.push import PushEventBuilder
+from pybmq.wire.put import PutMessage, decode_put
+
+SUPPORTED_PUT_FLAGS = int(PutHeaderFlags.ACK_REQUESTED | PutHeaderFlags.MESSAGE_PROPERTIES)
+_UNSUPPORTED_PUT_FLAGS = 0xF & ~SUPPORTED_PUT_FLAGS
+ACK_REQUESTED = int(PutHeaderFlags.ACK_REQUESTED)
+MESSAGE_PROPERTIES = int(PutHeaderFlags.MESSAGE_PROPERTIES)  # the same bit in PUT and PUSH
+KNOWN_COMPRESSION = frozenset(int(c) for c in CompressionAlgorithmType)
+MAX_PUSH_EVENT_SIZE = 1 << 20  # batch PUSH messages into events of at most 1 MiB
+
+
+def put_problem(put: PutMessage) -> str | None:
+    """Why a broker would refuse this message (NACK), or None. Cheapest checks first."""
+    props = put.properties_area
+    actual = crc32c(put.payload, crc32c(props)) if props else crc32c(put.payload)
+    if actual != put.crc32c:
+        return f"CRC32-C mismatch (header {put.crc32c:#010x}, data {actual:#010x})"
+    if not any(put.guid):
+        return "unset GUID"
+    if put.options:
+        return "PUT options are not supported"
+    if props:
+        try:
+            decode_properties(props, extended=put.schema_id != 0)
+        except ProtocolError as exc:
+            return f"malformed message properties: {exc}"
+    elif not put.payload:
+        return "empty message"
+    return None
+
+
+def read_put_event(event: Event) -> Iterator[PutMessage]:
+    """The messages of a PUT event (wire form: still compressed); ProtocolError for anything
+    that breaks the framing or that no broker accepts (unknown flags or compression)."""
+    for put in decode_put(event, decompress=False):
+        if put.flags & _UNSUPPORTED_PUT_FLAGS:
+            raise ProtocolError(
+                f"unsupported PUT flags {put.flags:#x} (GUID {put.guid.hex()})",
+                offset=event.offset,
+                path="PutHeader.flags",
+            )
+        if put.compression and put.compression not in KNOWN_COMPRESSION:
+            raise ProtocolError(
+                f"unknown compression algorithm {put.compression} (GUID {put.guid.hex()})",
+                offset=event.offset,
+                path="PutHeader.compressionAlgorithmType",
+            )
+        yield put
+
+
+def read_confirm_event(event: Event) -> Iterator[ConfirmMessage]:
+    """The (queue_id, guid, sub_queue_id) entries of a CONFIRM event."""
+    return iter_confirm(event)
+
+
+def ack_events(acks: Sequence[tuple[int, bytes, int]]) -> list[bytes]:
+    """ACK events for (status, guid, queue_id) triples (correlation ids are always 0)."""
+    builder = AckEventBuilder()
+    builder.add_many((status, 0, guid, queue_id) for status, guid, queue_id in acks)
+    return builder.finish()
+
+
+class PushItem(NamedTuple):
+    queue_id: int
+    sub_queue_id: int
+    guid: bytes
+    properties_area: bytes
+    payload: bytes
+    has_properties: bool
+    compression: int
+    schema_id: int
+    old_properties: bool = False  # the consumer did not advertise MESSAGE_PROPERTIES_EX
+
+
+def _to_old_format(item: PushItem) -> tuple[bytes, int, int]:
+    """(application data, compression, schema id) with old-style properties, uncompressed."""
+    props = MessageProperties.decode(item.properties_area, extended=True).encode(extended=False)
+    payload = decompress(item.payload, item.compression) if item.compression else item.payload
+    return props + payload, CompressionAlgorithmType.NONE, 0
+
+
+_OPTIONS: dict[int, bytes] = {}
+
+
+def _option(sub_queue_id: int) -> bytes:
+    option = _OPTIONS.get(sub_queue_id)
+    if option is None:
+        option = encode_sub_queue_ids_old((sub_queue_id,))
+        if len(_OPTIONS) < 4096:
+            _OPTIONS[sub_queue_id] = option
+    return option
+
+
+def push_events(items: Sequence[PushItem]) -> list[bytes]:
+    """PUSH events holding ``items`` in order, cut at about MAX_PUSH_EVENT_SIZE bytes.
+
+    Each message carries a SUB_QUEUE_IDS_OLD option with its consumer's id: what a broker sends
+    to a first-hop SDK client. The common case is packed here with the generated PushHeader
+    struct; converting properties for an old consumer goes through ``PushEventBuilder``.
+    """
+    if any(i.old_properties and i.has_properties and i.schema_id for i in items):
+        return _push_events_converting(items)
+    events: list[bytes] = []
+    parts: list[bytes] = []
+    size = EVENT_HEADER_SIZE
+    pack = PUSH_HEADER.pack
+    for item in items:
+        option = _option(item.sub_queue_id)
+        app_len = len(item.properties_area) + len(item.payload)
+        pad = PADDING[app_len & 3]
+        length = PUSH_HEADER_SIZE + len(option) + app_len + len(pad)
+        if size + length > MAX_PUSH_EVENT_SIZE and parts:
+            events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
+            parts, size = [], EVENT_HEADER_SIZE
+        header = pack(
+            ((MESSAGE_PROPERTIES << 28) if item.has_properties else 0) | (length >> 2),
+            ((len(option) >> 2) << 8) | (item.compression << 5) | (PUSH_HEADER_SIZE >> 2),
+            item.queue_id,
+            item.guid,
+            item.schema_id,
+            0,
+        )
+        parts += (header, option, item.properties_area, item.payload, pad)
+        size += length
+    if parts:
+        events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
+    return events
+
+
+def _push_events_converting(items: Sequence[PushItem]) -> list[bytes]:
+    builder = PushEventBuilder(MAX_PUSH_EVENT_SIZE)
+    for item in items:
+        app_data = item.properties_area + item.payload
+        compression, schema = item.compression, item.schema_id
+        if item.old_properties and item.has_properties and schema and item.properties_area:
+            app_data, compression, schema = _to_old_format(item)
+        builder.add(
+            item.queue_id,
+            item.guid,
+            app_data,
+            raw=True,
+            flags=MESSAGE_PROPERTIES if item.has_properties else 0,
+            compression=compression,
+            schema_id=schema,
+            options=_option(item.sub_queue_id),
+        )
+    return builder.finish()

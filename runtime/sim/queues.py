@@ -1,0 +1,272 @@
+"""The simulator's in-memory queues: storage, consumer flow control, routing, redelivery.
+
+Sans-I/O and connection-agnostic: a ``Consumer`` names its owner only as an opaque object, and
+``deliver()`` returns (consumer, message) pairs for the broker engine to turn into PUSH events.
+Semantics follow BlazingMQ's documented behaviour:
+
+- only the consumers with the highest priority receive messages; among them, round-robin;
+- a consumer receives while it has fewer unconfirmed messages than its maxUnconfirmedMessages and
+  fewer unconfirmed bytes than its maxUnconfirmedBytes (a consumer with either limit 0 is paused);
+- a fan-out queue keeps one copy of every message per appId, each delivered independently;
+- a broadcast queue stores nothing: a message goes to the current highest-priority consumers that
+  have room, or nowhere (at most once), and its confirms are not tracked;
+- when a consumer goes away, its unconfirmed messages return to the front of their stream, in the
+  order they were delivered, and go to the next consumer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from pybmq.errors import ProtocolError
+from pybmq.generated.wire_codec import DEFAULT_APP_ID
+from pybmq.sim.routing import FANOUT_APP_IDS, RoutingMode
+from pybmq.wire.compression import decompress
+from pybmq.wire.properties import decode_properties, properties_area_size
+
+
+@dataclass(eq=False, slots=True)
+class StoredMessage:
+    """A message as the producer sent it: application data stays opaque (maybe compressed)."""
+
+    guid: bytes
+    properties_area: bytes  # wire form, as in the PUT
+    payload: bytes  # wire form (still compressed when compression != 0)
+    has_properties: bool
+    compression: int
+    schema_id: int
+    _values: dict[str, object] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.properties_area) + len(self.payload)
+
+    def property_values(self) -> dict[str, object]:
+        """Name -> value, decoded once (for subscription expressions); {} if undecodable."""
+        values = self._values
+        if values is None:
+            values = self._values = {}
+            if self.has_properties:
+                try:
+                    area = self.properties_area
+                    extended = self.schema_id != 0
+                    if not area and self.compression:  # old format: compressed with the payload
+                        app = decompress(self.payload, self.compression)
+                        area = app[: properties_area_size(app, 0, len(app))]
+                    for name, (_type, value) in decode_properties(area, extended=extended).items():
+                        values[name] = value
+                except ProtocolError:
+                    values.clear()
+        return values
+
+
+@dataclass(eq=False, slots=True)
+class Consumer:
+    """One reader handle's subscription to one stream of a queue."""
+
+    owner: object
+    queue_id: int
+    sub_queue_id: int  # the id carried in PUSH options for this consumer
+    priority: int = 0
+    max_messages: int = 0
+    max_bytes: int = 0
+    unconfirmed: dict[bytes, StoredMessage] = field(default_factory=dict)
+    unconfirmed_bytes: int = 0
+    matches: Callable[[Mapping[str, object]], bool] | None = None  # subscription expression
+
+    def wants(self, message: StoredMessage) -> bool:
+        return self.matches is None or self.matches(message.property_values())
+
+    @property
+    def active(self) -> bool:
+        return self.max_messages > 0 and self.max_bytes > 0
+
+    def has_room(self) -> bool:
+        return (
+            self.active
+            and len(self.unconfirmed) < self.max_messages
+            and self.unconfirmed_bytes < self.max_bytes
+        )
+
+    def take(self, message: StoredMessage, track: bool) -> None:
+        if track:
+            self.unconfirmed[message.guid] = message
+            self.unconfirmed_bytes += message.size
+
+    def confirm(self, guid: bytes) -> bool:
+        message = self.unconfirmed.pop(guid, None)
+        if message is None:
+            return False
+        self.unconfirmed_bytes -= message.size
+        return True
+
+
+@dataclass(eq=False)
+class AppStream:
+    """The messages of one appId of a queue (the only one for priority and broadcast queues)."""
+
+    app_id: str
+    stores: bool
+    pending: deque[StoredMessage] = field(default_factory=deque)
+    consumers: list[Consumer] = field(default_factory=list)
+    _next: int = 0  # round-robin position among the highest-priority consumers
+    _top: list[Consumer] | None = None  # cached top_consumers(); None after any change
+
+    def attach(self, consumer: Consumer) -> None:
+        self.consumers.append(consumer)
+        self._top = None
+
+    def changed(self) -> None:
+        """A consumer's priority or limits changed: recompute who is on top."""
+        self._top = None
+
+    def top_consumers(self) -> list[Consumer]:
+        top = self._top
+        if top is None:
+            active = [c for c in self.consumers if c.active]
+            best = max((c.priority for c in active), default=0)
+            top = self._top = [c for c in active if c.priority == best]
+        return top
+
+    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
+        """Hand pending messages to consumers with room, round-robin among the best."""
+        if any(c.matches is not None for c in self.consumers):
+            return self._deliver_filtered()
+        out: list[tuple[Consumer, StoredMessage]] = []
+        top = self.top_consumers()
+        if not top:
+            return out
+        if len(top) == 1:  # the common case: one consumer
+            only = top[0]
+            pending = self.pending
+            while pending and only.has_room():
+                message = pending.popleft()
+                only.take(message, track=True)
+                out.append((only, message))
+            return out
+        while self.pending:
+            for step in range(len(top)):
+                candidate = top[(self._next + step) % len(top)]
+                if candidate.has_room():
+                    self._next = (self._next + step + 1) % len(top)
+                    message = self.pending.popleft()
+                    candidate.take(message, track=True)
+                    out.append((candidate, message))
+                    break
+            else:
+                break  # every top consumer is full
+        return out
+
+    def _deliver_filtered(self) -> list[tuple[Consumer, StoredMessage]]:
+        """With subscription expressions: each message goes to the highest-priority subscriptions
+        whose expression it matches (round-robin); a message nobody matches, or whose best
+        subscriptions are all full, waits in place while later messages may pass it."""
+        out: list[tuple[Consumer, StoredMessage]] = []
+        active = [c for c in self.consumers if c.active]
+        waiting: deque[StoredMessage] = deque()
+        for message in self.pending:
+            matching = [c for c in active if c.wants(message)]
+            chosen = None
+            if matching:
+                best = max(c.priority for c in matching)
+                top = [c for c in matching if c.priority == best]
+                for step in range(len(top)):
+                    candidate = top[(self._next + step) % len(top)]
+                    if candidate.has_room():
+                        self._next = (self._next + step + 1) % len(top)
+                        chosen = candidate
+                        break
+            if chosen is None:
+                waiting.append(message)
+            else:
+                chosen.take(message, track=True)
+                out.append((chosen, message))
+        self.pending = waiting
+        return out
+
+    def broadcast(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
+        out = []
+        matching = [c for c in self.consumers if c.active and c.wants(message)]
+        best = max((c.priority for c in matching), default=0)
+        for consumer in (c for c in matching if c.priority == best):
+            if consumer.has_room():
+                consumer.take(message, track=False)
+                out.append((consumer, message))
+        return out
+
+    def detach(self, consumer: Consumer) -> None:
+        """Remove ``consumer``; its unconfirmed messages go back to the front, in order."""
+        self.consumers.remove(consumer)
+        self._top = None
+        returned = list(consumer.unconfirmed.values())
+        consumer.unconfirmed.clear()
+        consumer.unconfirmed_bytes = 0
+        if self.stores:
+            self.pending.extendleft(reversed(returned))
+
+
+@dataclass(eq=False)
+class SimQueue:
+    uri: str
+    mode: RoutingMode
+    streams: dict[str, AppStream]
+    posted: int = 0
+    duplicates: int = 0
+    # GUID → when it leaves the de-duplication window (insertion order = time order), like a
+    # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
+    _seen: dict[bytes, float] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
+        app_ids = FANOUT_APP_IDS if mode is RoutingMode.FANOUT else (DEFAULT_APP_ID,)
+        stores = mode is not RoutingMode.BROADCAST
+        return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
+
+    def post(
+        self, message: StoredMessage, now: float = 0.0, dedup_window: float = 300.0
+    ) -> list[tuple[Consumer, StoredMessage]]:
+        """Store (or broadcast) ``message``; a GUID seen within ``dedup_window`` seconds before
+        ``now`` is acknowledged but not stored."""
+        seen = self._seen
+        if message.guid in seen and seen[message.guid] > now:
+            self.duplicates += 1
+            return []
+        while seen:  # forget GUIDs whose window is over (oldest first), so memory stays bounded
+            oldest = next(iter(seen))
+            if seen[oldest] > now:
+                break
+            del seen[oldest]
+        seen[message.guid] = now + dedup_window
+        self.posted += 1
+        if self.mode is RoutingMode.BROADCAST:
+            return self.streams[DEFAULT_APP_ID].broadcast(message)
+        out: list[tuple[Consumer, StoredMessage]] = []
+        for stream in self.streams.values():
+            stream.pending.append(message)
+            out.extend(stream.deliver())
+        return out
+
+    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
+        out: list[tuple[Consumer, StoredMessage]] = []
+        if self.mode is not RoutingMode.BROADCAST:
+            for stream in self.streams.values():
+                out.extend(stream.deliver())
+        return out
+
+    def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
+        return len(self.streams[app_id].pending)
+
+
+class QueueStore:
+    """Every queue the simulator has seen, created on first open."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, SimQueue] = {}
+
+    def get_or_create(self, uri: str, mode: RoutingMode) -> SimQueue:
+        queue = self.queues.get(uri)
+        if queue is None:
+            queue = self.queues[uri] = SimQueue.create(uri, mode)
+        return queue

@@ -1,0 +1,276 @@
+"""The broker simulator's shells: asyncio (``BrokerSimulator``) and a thread (``ThreadedBrokerSimulator``).
+
+Both are thin: sockets, the clock and a timer loop around the sans-I/O ``pybmq.sim.broker.Broker``.
+
+    async with BrokerSimulator() as sim:          # listens on 127.0.0.1, ephemeral port
+        ... connect a client to sim.url ...
+
+    with ThreadedBrokerSimulator() as sim:        # for synchronous code and tests
+        ... sim.url ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pybmq.errors import PybmqError, UsageError
+from pybmq.loopthread import LoopThread
+from pybmq.sim.broker import Broker
+from pybmq.sim.config import BrokerConfig, BrokerHooks
+from pybmq.sim.faults import FaultConfig, FaultInjector
+from pybmq.sim.session import ClientSession
+
+__all__ = [
+    "BrokerConfig",
+    "BrokerHooks",
+    "BrokerSimulator",
+    "FaultConfig",
+    "SimulatorError",
+    "ThreadedBrokerSimulator",
+]
+
+log = logging.getLogger("pybmq.sim")
+T = TypeVar("T")
+
+# After answering a disconnect, wait this long for the client to close the connection itself.
+DISCONNECT_LINGER_S = 5.0
+TIMER_MAX_SLEEP_S = 0.25
+
+
+class SimulatorError(PybmqError):
+    """The simulator could not start or was used in the wrong state."""
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, sim: BrokerSimulator) -> None:
+        self.sim = sim
+        self.session: ClientSession | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.session = self.sim.broker.connect(peer_text, self.sim._now())
+        self.sim._transports[self.session] = transport
+        log.info("session %d: connection from %s", self.session.session_id, peer_text)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.session is not None
+        self.session.receive_data(data, self.sim._now())
+        self.sim._flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session is not None:
+            self.sim._transports.pop(self.session, None)
+            self.session.connection_lost(
+                "connection closed by peer" if exc is None else f"connection lost: {exc}"
+            )
+            self.sim._flush()
+
+
+class BrokerSimulator:
+    """An in-memory BlazingMQ broker on a TCP port (asyncio).
+
+    ``host``/``port`` given here are where ``start()`` (and ``async with``) listen by default.
+    """
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        hooks: BrokerHooks | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: FaultConfig | None = None,
+    ) -> None:
+        if faults is not None:
+            if hooks is not None:
+                raise UsageError("give hooks= or faults=, not both")
+            hooks = FaultInjector(faults)
+        self.broker = Broker(config, hooks)
+        self._listen = (host, port)
+        self._server: asyncio.base_events.Server | None = None
+        self._transports: dict[ClientSession, asyncio.Transport] = {}
+        self._timer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.host = "127.0.0.1"
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise SimulatorError("the simulator is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``tcp://host:port``, the form both pybmq and the official SDK take as broker address."""
+        return f"tcp://{self.host}:{self.port}"
+
+    async def start(self, host: str | None = None, port: int | None = None) -> None:
+        if self._server is not None:
+            raise SimulatorError("the simulator is already started")
+        host = self._listen[0] if host is None else host
+        port = self._listen[1] if port is None else port
+        self._loop = asyncio.get_running_loop()
+        try:
+            self._server = await self._loop.create_server(lambda: _Connection(self), host, port)
+        except OSError as exc:
+            raise SimulatorError(f"cannot listen on {host}:{port}: {exc}") from exc
+        self.host = host
+        self._port = self._server.sockets[0].getsockname()[1]
+        self._timer = self._loop.create_task(self._run_timers())
+        log.info("listening on %s", self.url)
+
+    async def stop(self) -> None:
+        """Stop listening and drop every connection (clients see the connection go down)."""
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        for session, transport in list(self._transports.items()):
+            session.connection_lost("simulator stopped")
+            transport.abort()
+        self._transports.clear()
+        await server.wait_closed()
+
+    async def restart(self) -> None:
+        """Close every connection and stop listening, then listen again on the same port; the
+        queues and their messages are kept (a broker restart with persistent storage)."""
+        port = self.port
+        await self.stop()
+        await self.start(self.host, port)
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            raise SimulatorError("the simulator is not started")
+        await self._server.serve_forever()
+
+    async def __aenter__(self) -> BrokerSimulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- shell internals ---------------------------------------------------------------------
+
+    def _now(self) -> float:
+        assert self._loop is not None
+        return self._loop.time()
+
+    def _flush(self) -> None:
+        for session in self.broker.take_dirty():
+            transport = self._transports.get(session)
+            data = session.data_to_send()
+            if transport is None:
+                continue
+            if data:
+                transport.write(data)
+            if session.closed:
+                self._transports.pop(session, None)
+                if session.close_reason == "client disconnected":
+                    assert self._loop is not None
+                    self._loop.call_later(DISCONNECT_LINGER_S, transport.close)
+                else:
+                    transport.close()
+
+    async def _run_timers(self) -> None:
+        while True:
+            deadline = self.broker.next_deadline()
+            now = self._now()
+            delay = (
+                TIMER_MAX_SLEEP_S
+                if deadline is None
+                else min(max(deadline - now, 0.0), TIMER_MAX_SLEEP_S)
+            )
+            await asyncio.sleep(delay)
+            self.broker.on_timer(self._now())
+            self._flush()
+
+
+class ThreadedBrokerSimulator:
+    """``BrokerSimulator`` on its own event loop thread, for synchronous code and tests."""
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        hooks: BrokerHooks | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: FaultConfig | None = None,
+    ) -> None:
+        self._sim = BrokerSimulator(config, hooks, host=host, port=port, faults=faults)
+        self._io: LoopThread | None = None
+
+    @property
+    def broker(self) -> Broker:
+        """The engine; read it through ``call`` while the simulator runs (it lives on its thread)."""
+        return self._sim.broker
+
+    @property
+    def port(self) -> int:
+        return self._sim.port
+
+    @property
+    def url(self) -> str:
+        return self._sim.url
+
+    def start(
+        self, host: str | None = None, port: int | None = None, timeout: float = 10.0
+    ) -> None:
+        if self._io is not None:
+            raise SimulatorError("the simulator is already started")
+        io = LoopThread("pybmq-sim")
+        try:
+            io.run(self._sim.start(host, port), timeout)
+        except TimeoutError:
+            io.stop()
+            raise SimulatorError(f"the simulator did not start within {timeout}s") from None
+        except BaseException:
+            io.stop()
+            raise
+        self._io = io
+
+    def _running(self) -> LoopThread:
+        if self._io is None:
+            raise SimulatorError("the simulator is not started")
+        return self._io
+
+    def call(self, fn: Callable[[Broker], T], timeout: float = 10.0) -> T:
+        """Run ``fn(broker)`` on the simulator's thread and return its result."""
+        io = self._running()
+
+        async def invoke() -> T:
+            return fn(self._sim.broker)
+
+        return io.run(invoke(), timeout)
+
+    def restart(self, timeout: float = 10.0) -> None:
+        """``BrokerSimulator.restart`` on the simulator's thread."""
+        self._running().run(self._sim.restart(), timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._io is None:
+            return
+        io, self._io = self._io, None
+        try:
+            io.run(self._sim.stop(), timeout)
+        finally:
+            io.stop(timeout)
+
+    def __enter__(self) -> ThreadedBrokerSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

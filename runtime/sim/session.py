@@ -1,0 +1,444 @@
+"""One client connection as the simulated broker sees it, from negotiation to disconnect:
+framing, negotiation, heartbeats, the data plane (PUT, CONFIRM, PUSH) and its control requests
+(``QueueRequests``).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from pybmq._version import __version__
+from pybmq.errors import ProtocolError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.wire_codec import PROTOCOL_VERSION, AckStatus, EventType
+from pybmq.sim.config import (
+    BROKER_VERSION,
+    BrokerHooks,
+)
+from pybmq.sim.dataplane import (
+    ACK_REQUESTED,
+    MESSAGE_PROPERTIES,
+    PushItem,
+    ack_events,
+    push_events,
+    put_problem,
+    read_confirm_event,
+    read_put_event,
+)
+from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
+from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
+from pybmq.sim.routing import (
+    RoutingMode,
+)
+from pybmq.wire.control import (
+    HEARTBEAT_REQ_EVENT,
+    HEARTBEAT_RSP_EVENT,
+    decode_control_as,
+    encode_control,
+    has_feature,
+)
+from pybmq.wire.framing import Event, EventReader
+
+if TYPE_CHECKING:
+    from pybmq.sim.broker import Broker
+
+log = logging.getLogger("pybmq.sim")
+
+
+class SessionState(enum.Enum):
+    NEGOTIATING = "negotiating"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class ClientSession(QueueRequests):
+    """One peer connection, from negotiation to disconnect."""
+
+    def __init__(self, broker: Broker, peer: str, session_id: int, now: float) -> None:
+        self.broker = broker
+        self.peer = peer
+        self.session_id = session_id
+        self.state = SessionState.NEGOTIATING
+        self.close_reason: str | None = None
+        self.client_identity: ctrl.ClientIdentity | None = None
+        self.extended_properties = False  # the client reads MESSAGE_PROPERTIES_EX
+        # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
+        # fan-out queue under one qId, each with its own subId.
+        self.handles: dict[tuple[int, int], QueueHandle] = {}
+        self._reader = EventReader()
+        self._out: list[bytes] = []
+        self._acks: list[tuple[int, bytes, int]] = []
+        self._pushes: list[PushItem] = []
+        self._last_received = now
+        self._last_heartbeat_sent = now
+        self._now = now
+        self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
+        self._disconnecting = False
+        self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
+
+    # -- the shell's interface ---------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.state is SessionState.CLOSED
+
+    def receive_data(self, data: bytes, now: float) -> None:
+        if self.closed:
+            return
+        self._last_received = self._now = now
+        hooks = self.broker.hooks
+        try:
+            events = self._reader.feed(data)
+            for event in events:
+                if self.closed or self._disconnecting:
+                    # Nothing may follow a disconnect request.
+                    if not self.closed:
+                        self._violation(f"{event.type_name} event after disconnect")
+                    return
+                self._handle_event(event)
+                if hooks.drop_connection(self, event.header.type) and not self.closed:
+                    self._close("fault injection: connection dropped", level=logging.INFO)
+                    return
+        except ProtocolError as exc:
+            self._violation(str(exc))
+        finally:
+            if self._touched:
+                touched, self._touched = self._touched, set()
+                for queue in touched:
+                    self.broker._dispatch(queue.deliver())
+            self.broker._mark(self)
+
+    def data_to_send(self) -> bytes:
+        self._flush_data_plane()
+        data = b"".join(self._out)
+        self._out.clear()
+        return self.broker.hooks.outgoing(self, data) if data else data
+
+    def connection_lost(self, reason: str = "connection lost") -> None:
+        """The transport is gone: release everything this session held."""
+        if not self.closed:
+            self._close(reason, level=logging.INFO)
+
+    def next_deadline(self) -> float | None:
+        if self.closed:
+            return None
+        interval = self.broker.config.heartbeat_interval_ms / 1000.0
+        deadline = max(self._last_received, self._last_heartbeat_sent) + interval
+        if self._delayed_acks:
+            deadline = min(deadline, self._delayed_acks[0][0])
+        return deadline
+
+    def on_timer(self, now: float) -> None:
+        if self.closed:
+            return
+        self._now = now
+        while self._delayed_acks and self._delayed_acks[0][0] <= now:
+            self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
+            self.broker._mark(self)
+        config = self.broker.config
+        interval = config.heartbeat_interval_ms / 1000.0
+        silent = now - self._last_received
+        if silent >= interval * config.max_missed_heartbeats:
+            self._violation(
+                f"no data for {silent:.1f}s ({config.max_missed_heartbeats} missed heartbeats)"
+            )
+            self.broker._mark(self)
+            return
+        if (
+            silent >= interval
+            and now - self._last_heartbeat_sent >= interval
+            and self.broker.hooks.answer_heartbeats(self)
+        ):
+            self._last_heartbeat_sent = now
+            self._send(HEARTBEAT_REQ_EVENT)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _handle_event(self, event: Event) -> None:
+        header = event.header
+        if header.fragment_bit:
+            raise ProtocolError(
+                "fragment bit set", offset=event.offset, path="EventHeader.fragmentBit"
+            )
+        if header.protocol_version != PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"protocol version {header.protocol_version} (expected {PROTOCOL_VERSION})",
+                offset=event.offset,
+                path="EventHeader.protocolVersion",
+            )
+        etype = header.type
+        if self.state is SessionState.NEGOTIATING:
+            if etype != EventType.CONTROL:
+                raise ProtocolError(
+                    f"{event.type_name} event before negotiation",
+                    offset=event.offset,
+                    path="EventHeader.type",
+                )
+            self._negotiate(event)
+        elif etype == EventType.CONTROL:
+            self._control(event)
+        elif etype == EventType.PUT:
+            self._put(event)
+        elif etype == EventType.CONFIRM:
+            self._confirm(event)
+        elif etype == EventType.HEARTBEAT_REQ:
+            if self.broker.hooks.answer_heartbeats(self):
+                self._send(HEARTBEAT_RSP_EVENT)
+        elif etype == EventType.HEARTBEAT_RSP:
+            pass
+        else:
+            raise ProtocolError(
+                f"a client may not send {event.type_name} events",
+                offset=event.offset,
+                path="EventHeader.type",
+            )
+
+    # -- negotiation -------------------------------------------------------------------------
+
+    def _negotiate(self, event: Event) -> None:
+        message, encoding = decode_control_as(event, ctrl.NegotiationMessage)
+        identity = message.client_identity if message.selection == "client_identity" else None
+        if identity is None:
+            raise ProtocolError(
+                f"negotiation must carry a clientIdentity, got {message.selection}",
+                offset=event.offset,
+                path="NegotiationMessage",
+            )
+        self.client_identity = identity
+        self.extended_properties = has_feature(identity.features, "MPS", "MESSAGE_PROPERTIES_EX")
+        problem = None
+        if identity.protocol_version != PROTOCOL_VERSION:
+            problem = (
+                "E_NOT_SUPPORTED",
+                f"unsupported protocol version {identity.protocol_version}",
+            )
+        elif identity.client_type != ctrl.ClientType.E_TCPCLIENT:
+            problem = ("E_NOT_SUPPORTED", f"unsupported client type {identity.client_type.name}")
+        elif (refusal := self.broker.hooks.refuse_negotiation(self)) is not None:
+            problem = ("E_REFUSED", refusal)
+        category, text = problem or ("E_SUCCESS", "")
+        config = self.broker.config
+        response = ctrl.NegotiationMessage(
+            broker_response=ctrl.BrokerResponse(
+                result=ctrl.Status(
+                    category=ctrl.StatusCategory[category],
+                    code=0 if not problem else -1,
+                    message=text,
+                ),
+                protocol_version=PROTOCOL_VERSION,
+                broker_version=BROKER_VERSION,
+                is_deprecated_sdk=False,
+                broker_identity=ctrl.ClientIdentity(
+                    protocol_version=PROTOCOL_VERSION,
+                    sdk_version=BROKER_VERSION,
+                    client_type=ctrl.ClientType.E_TCPBROKER,
+                    process_name=f"pybmq-sim/{__version__}",
+                    pid=os.getpid(),
+                    session_id=self.session_id,
+                    host_name="localhost",
+                    features=config.features(),
+                    cluster_name="pybmq-sim",
+                    cluster_node_id=-1,
+                    sdk_language=ctrl.ClientLanguage.E_CPP,
+                    guid_info=ctrl.GuidInfo(client_id="", nano_seconds_from_epoch=0),
+                ),
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                max_missed_heartbeats=config.max_missed_heartbeats,
+            )
+        )
+        self._send(encode_control(response, encoding))
+        if problem:
+            self._close(f"negotiation refused: {text}")
+            return
+        self.state = SessionState.OPEN
+        log.info(
+            "session %d (%s): negotiated, features %r",
+            self.session_id,
+            self.peer,
+            identity.features,
+        )
+
+    # -- control requests --------------------------------------------------------------------
+
+    def _control(self, event: Event) -> None:
+        message, encoding = decode_control_as(event, ctrl.ControlMessage)
+        choice = message.selection or ""
+        handler = REQUESTS.get(choice)
+        if handler is None:
+            raise ProtocolError(
+                f"a client may not send a {choice} control message",
+                offset=event.offset,
+                path="ControlMessage",
+            )
+        if choice != "disconnect" and message.r_id is None:
+            raise ProtocolError(
+                f"{choice} request without rId", offset=event.offset, path="ControlMessage.rId"
+            )
+        try:
+            response = handler(self, getattr(message, choice))
+        except RequestRefused as refusal:
+            log.info("session %d: %s refused: %s", self.session_id, choice, refusal)
+            response = ctrl.ControlMessage(
+                status=ctrl.Status(
+                    category=ctrl.StatusCategory[refusal.category], code=-1, message=str(refusal)
+                )
+            )
+        response.r_id = message.r_id
+        self._send(encode_control(response, encoding))
+        if choice == "disconnect":
+            self._disconnecting = True
+            self._close("client disconnected", level=logging.INFO)
+        else:
+            self.broker._dispatch(
+                d for q in list(self.broker.store.queues.values()) for d in q.deliver()
+            )
+
+    # -- data plane --------------------------------------------------------------------------
+
+    def _put(self, event: Event) -> None:
+        """Store each message and queue its ACK; NACK what a broker refuses. The hot path."""
+        broker = self.broker
+        stats = broker.stats
+        hooks = broker.hooks if type(broker.hooks) is not BrokerHooks else None
+        acks = self._acks
+        handles = self.handles
+        dispatch = broker._dispatch
+        dedup_window = broker.config.deduplication_time_ms / 1000.0
+        for put in read_put_event(event):
+            stats.puts += 1
+            flags = put.flags
+            if put.compression:
+                stats.compressed_puts += 1
+            handle = handles.get((put.queue_id, 0))  # writers always use the default subId
+            if handle is None:
+                problem: str | None = "unknown queue id"
+            elif not handle.writable:
+                problem = "queue not opened for writing"
+            else:
+                problem = put_problem(put)
+            status: int = AckStatus.SUCCESS
+            if problem is None:
+                assert handle is not None
+                message = StoredMessage(
+                    put.guid,
+                    put.properties_area,
+                    put.payload,
+                    bool(flags & MESSAGE_PROPERTIES),
+                    put.compression,
+                    put.schema_id,
+                )
+                deliveries = handle.queue.post(message, self._now, dedup_window)
+                if deliveries:
+                    dispatch(deliveries)
+            else:
+                status = AckStatus.UNKNOWN
+                log.warning(
+                    "session %d: NACK GUID %s, queue id %d: %s",
+                    self.session_id,
+                    put.guid.hex(),
+                    put.queue_id,
+                    problem,
+                )
+            if hooks is not None:
+                uri = handle.queue.uri if handle is not None else ""
+                status = hooks.ack_status(self, uri, put.guid, status)
+            if status != AckStatus.SUCCESS:
+                stats.nacks += 1
+                acks.append((status, put.guid, put.queue_id))
+            elif flags & ACK_REQUESTED:
+                stats.acks += 1
+                acks.append((status, put.guid, put.queue_id))
+
+    def _confirm(self, event: Event) -> None:
+        """Release confirmed messages; delivery into the freed room waits for the end of the
+        received chunk (``receive_data``), so many one-message CONFIRM events make one PUSH."""
+        handles = self.handles
+        touched = self._touched
+        stats = self.broker.stats
+        for index, record in enumerate(read_confirm_event(event)):
+            # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even
+            # when the PUSH carried a subscription id).
+            handle = handles.get((record.queue_id, record.sub_queue_id))
+            if handle is None or not handle.readable or not handle.consumers:
+                self._improper(
+                    f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
+                    f"{record.sub_queue_id}, which is not open for reading (or not configured)"
+                )
+                continue
+            queue = handle.queue
+            if queue.mode is RoutingMode.BROADCAST:
+                continue  # at most once: nothing is kept to confirm
+            if not any(c.confirm(record.guid) for c in handle.consumers.values()):
+                # Confirmed twice, never delivered here, or delivered before a broker restart.
+                self._improper(
+                    f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
+                    f"message of queue id {record.queue_id}"
+                )
+                continue
+            stats.confirms += 1
+            touched.add(queue)
+
+    def _push(self, consumer: Consumer, message: StoredMessage) -> None:
+        self.broker.stats.pushes += 1
+        self._pushes.append(
+            PushItem(
+                consumer.queue_id,
+                consumer.sub_queue_id,
+                message.guid,
+                message.properties_area,
+                message.payload,
+                message.has_properties,
+                message.compression,
+                message.schema_id,
+                not self.extended_properties,
+            )
+        )
+        self.broker._mark(self)
+
+    # -- output and shutdown -----------------------------------------------------------------
+
+    def _flush_data_plane(self) -> None:
+        if self._acks:
+            delay = self.broker.hooks.ack_delay(self)
+            if delay > 0:
+                self._delayed_acks.append((self._now + delay, self._acks))
+            else:
+                self._out.extend(ack_events(self._acks))
+            self._acks = []
+        if self._pushes:
+            self._out.extend(push_events(self._pushes))
+            self._pushes = []
+
+    def _send(self, data: bytes) -> None:
+        self._flush_data_plane()  # keep ACK/PUSH ahead of what follows them
+        self._out.append(data)
+        self.broker._mark(self)
+
+    def _improper(self, reason: str) -> None:
+        """Log and record what a real broker tolerates with a warning; the session stays open."""
+        text = f"session {self.session_id} ({self.peer}): {reason}"
+        log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored)", text)
+        self.broker.stats.improper.append(text)
+
+    def _violation(self, reason: str) -> None:
+        self.broker.stats.violations.append(f"session {self.session_id} ({self.peer}): {reason}")
+        self._close(f"protocol violation: {reason}", level=logging.WARNING)
+
+    def _close(self, reason: str, level: int = logging.WARNING) -> None:
+        if self.closed:
+            return
+        log.log(level, "session %d (%s) closing: %s", self.session_id, self.peer, reason)
+        self.state = SessionState.CLOSED
+        self.close_reason = reason
+        for handle in self.handles.values():
+            self._release(handle)
+        self.handles.clear()
+        self._pushes = []
+        self.broker._forget(self)
+        self.broker._mark(self)
+        self.broker._dispatch(
+            d for q in list(self.broker.store.queues.values()) for d in q.deliver()
+        )

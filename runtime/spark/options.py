@@ -1,0 +1,194 @@
+"""Options of the ``blazingmq`` Spark data source, parsed and checked once, on the driver.
+
+Spark hands a data source its options as a case-insensitive mapping of strings. Everything is
+validated here, before any task is scheduled, so a typo fails the query at once with a
+:class:`~pybmq.errors.UsageError` naming the option instead of failing every task later. The
+parsed dataclasses are small and picklable: they travel to the executors inside readers/writers.
+No pyspark import here, so the rules are unit-testable without a JVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pybmq.errors import UsageError
+from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
+
+# Option names, lower-cased (Spark lower-cases keys before the data source sees them).
+BROKER = "broker"
+QUEUE = "queue"
+COMPRESSION = "compression"
+COMPRESSION_THRESHOLD = "compressionthreshold"
+MAX_IN_FLIGHT = "maxinflight"
+ACK_TIMEOUT_MS = "acktimeoutms"
+PROPERTY_COLUMNS = "propertycolumns"
+MAX_MESSAGES = "maxmessages"
+IDLE_TIMEOUT_MS = "idletimeoutms"
+CONFIRM = "confirm"
+NUM_PARTITIONS = "numpartitions"
+MAX_UNCONFIRMED = "maxunconfirmed"
+MAX_MESSAGES_PER_BATCH = "maxmessagesperbatch"
+CONNECT_TIMEOUT_MS = "connecttimeoutms"
+
+_KNOWN = {
+    BROKER,
+    QUEUE,
+    COMPRESSION,
+    COMPRESSION_THRESHOLD,
+    MAX_IN_FLIGHT,
+    ACK_TIMEOUT_MS,
+    PROPERTY_COLUMNS,
+    MAX_MESSAGES,
+    IDLE_TIMEOUT_MS,
+    CONFIRM,
+    NUM_PARTITIONS,
+    MAX_UNCONFIRMED,
+    MAX_MESSAGES_PER_BATCH,
+    CONNECT_TIMEOUT_MS,
+    "path",  # Spark adds it for load(path)/save(path); we do not use it
+    "checkpointlocation",  # a streaming query option that reaches the sink too
+}
+
+
+def _int(options: Mapping[str, str], key: str, default: int, *, minimum: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise UsageError(f"option {key!r} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise UsageError(f"option {key!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise UsageError(f"option {key!r} must be true or false, got {raw!r}")
+
+
+def check_broker_url(url: str) -> str:
+    """``tcp://host:port`` or a clear UsageError naming the option."""
+    try:
+        parse_broker_url(url, default_port=None)
+    except UsageError:
+        raise UsageError(f"option 'broker' must look like tcp://host:port, got {url!r}") from None
+    return url
+
+
+def check_queue_uri(uri: str) -> str:
+    """``bmq://domain/queue[?id=app]`` or a clear UsageError naming the option."""
+    if parse_queue_uri(uri) is None:
+        raise UsageError(f"option 'queue' must look like bmq://domain/queue, got {uri!r}")
+    return uri
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which broker and queue, and how long to wait for the connection."""
+
+    broker: str
+    queue: str
+    connect_timeout: float
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Target:
+        unknown = sorted(k for k in options if k.lower() not in _KNOWN)
+        if unknown:
+            raise UsageError(f"unknown option(s) {unknown} for format 'blazingmq'")
+        queue = options.get(QUEUE)
+        if not queue:
+            raise UsageError("option 'queue' is required (e.g. bmq://bmq.test.mem.priority/q)")
+        broker = options.get(BROKER) or DEFAULT_BROKER
+        timeout_ms = _int(options, CONNECT_TIMEOUT_MS, 10_000, minimum=1)
+        return cls(check_broker_url(broker), check_queue_uri(queue), timeout_ms / 1000)
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How a write task posts: compression, in-flight window, ACK deadline, property columns."""
+
+    target: Target
+    compression_threshold: int  # 0 = never compress
+    max_in_flight: int
+    ack_timeout: float
+    property_columns: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        target = Target.parse(options)
+        compression = str(options.get(COMPRESSION, "none")).strip().lower()
+        if compression not in ("none", "zlib"):
+            raise UsageError(f"option 'compression' must be none or zlib, got {compression!r}")
+        threshold = _int(options, COMPRESSION_THRESHOLD, 1024, minimum=1)
+        columns = tuple(
+            c.strip() for c in str(options.get(PROPERTY_COLUMNS, "")).split(",") if c.strip()
+        )
+        if len(set(columns)) != len(columns):
+            raise UsageError(f"option 'propertyColumns' names a column twice: {columns}")
+        return cls(
+            target=target,
+            compression_threshold=threshold if compression == "zlib" else 0,
+            max_in_flight=_int(options, MAX_IN_FLIGHT, 1000, minimum=1),
+            ack_timeout=_int(options, ACK_TIMEOUT_MS, 30_000, minimum=1) / 1000,
+            property_columns=columns,
+        )
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a batch read consumes: how many messages, when to stop, whether to confirm."""
+
+    target: Target
+    max_messages: int  # over all partitions
+    idle_timeout: float
+    confirm: bool
+    num_partitions: int
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
+        target = Target.parse(options)
+        confirm = _bool(options, CONFIRM, False)
+        partitions = _int(options, NUM_PARTITIONS, 1, minimum=1)
+        if partitions > 1 and not confirm:
+            # An unconfirmed message goes back to the queue when its reader closes, and the broker
+            # then pushes it to a reader that is still open: several peeking readers see duplicates.
+            raise UsageError("option 'numPartitions' > 1 needs 'confirm' = true")
+        return cls(
+            target=target,
+            max_messages=_int(options, MAX_MESSAGES, 10_000, minimum=1),
+            idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
+            confirm=confirm,
+            num_partitions=partitions,
+        )
+
+
+@dataclass(frozen=True)
+class StreamReadOptions:
+    """How the driver-side stream consumer sizes its buffer and its micro-batches."""
+
+    target: Target
+    max_unconfirmed: int  # broker-side credit: the most messages buffered and not yet committed
+    max_messages_per_batch: int  # 0 = everything buffered
+    num_partitions: int
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
+        target = Target.parse(options)
+        per_batch = _int(options, MAX_MESSAGES_PER_BATCH, 0, minimum=0)
+        max_unconfirmed = _int(options, MAX_UNCONFIRMED, 10_000, minimum=1)
+        return cls(
+            target=target,
+            max_unconfirmed=max_unconfirmed,
+            max_messages_per_batch=per_batch,
+            num_partitions=_int(options, NUM_PARTITIONS, 1, minimum=1),
+        )

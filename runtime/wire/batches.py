@@ -1,0 +1,193 @@
+"""ACK, CONFIRM and REJECT events: one header, then fixed-size entries; readers and writers."""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Iterable, Iterator
+
+from pybmq.errors import EncodeError, ProtocolError, UsageError
+from pybmq.generated.wire_codec import (
+    ACK_MESSAGE,
+    CONFIRM_MESSAGE,
+    DEFAULT_SUBQUEUE_ID,
+    EVENT_HEADER_SIZE,
+    REJECT_MESSAGE,
+    AckMessage,
+    ConfirmMessage,
+    EventType,
+    RejectMessage,
+)
+from pybmq.wire.framing import (
+    MAX_EVENT_SIZE,
+    Event,
+    check_event,
+    event_bytes,
+    event_header_bytes,
+)
+
+# -- ACK, CONFIRM and REJECT: one header, then fixed-size entries ---------------------------------
+
+
+def _batch_entries(
+    data: bytes, hsize: int, length: int, what: str, entry: struct.Struct
+) -> tuple[memoryview, struct.Struct, int]:
+    """Validate the batch header; return (entries view, entry Struct, flags byte)."""
+    if length - hsize < 4:
+        raise ProtocolError(f"truncated {what}", offset=hsize, path=what)
+    words = data[hsize]
+    hwords, pmwords = words >> 4, words & 0xF
+    start = hsize + hwords * 4
+    size = pmwords * 4
+    if hwords < 1 or start > length:
+        raise ProtocolError(
+            f"{what} of {hwords} words does not fit", offset=hsize, path=f"{what}.headerWords"
+        )
+    if size < entry.size:
+        raise ProtocolError(
+            f"{what} entries of {size} bytes are smaller than {entry.size}",
+            offset=hsize,
+            path=f"{what}.perMessageWords",
+        )
+    if (length - start) % size:
+        raise ProtocolError(
+            f"{length - start} bytes of entries are not a multiple of {size}",
+            offset=start,
+            path=what,
+        )
+    if size != entry.size:  # a newer peer's longer entries: read the known prefix
+        entry = struct.Struct(entry.format + f"{size - entry.size}x")
+    return memoryview(data)[start:length], entry, data[hsize + 1]
+
+
+# Records straight from iter_unpack's tuples, without a Python-level constructor call.
+_MAKE_CONFIRM = functools.partial(tuple.__new__, ConfirmMessage)
+_MAKE_REJECT = functools.partial(tuple.__new__, RejectMessage)
+
+
+def iter_ack(event: Event | bytes | bytearray | memoryview) -> Iterator[AckMessage]:
+    """The AckMessages of an ACK event (status per AckStatus, 24-bit correlation id)."""
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.ACK)
+    view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
+    new = tuple.__new__
+    return iter(
+        [
+            new(AckMessage, (w >> 28, (w >> 24) & 0xF, w & 0xFFFFFF, guid, queue_id))
+            for w, guid, queue_id in entry.iter_unpack(view)
+        ]
+    )
+
+
+def iter_confirm(event: Event | bytes | bytearray | memoryview) -> Iterator[ConfirmMessage]:
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.CONFIRM)
+    view, entry, _ = _batch_entries(data, hsize, length, "ConfirmHeader", CONFIRM_MESSAGE)
+    return map(_MAKE_CONFIRM, entry.iter_unpack(view))
+
+
+def iter_reject(event: Event | bytes | bytearray | memoryview) -> Iterator[RejectMessage]:
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.REJECT)
+    view, entry, _ = _batch_entries(data, hsize, length, "RejectHeader", REJECT_MESSAGE)
+    return map(_MAKE_REJECT, entry.iter_unpack(view))
+
+
+class _BatchEventBuilder:
+    _event_type: EventType
+    _entry: struct.Struct
+
+    def __init__(self, max_event_size: int = MAX_EVENT_SIZE) -> None:
+        self.max_per_event = (max_event_size - EVENT_HEADER_SIZE - 4) // self._entry.size
+        if self.max_per_event < 1:
+            raise UsageError(f"max_event_size {max_event_size} is too small")
+        self._entries: list[bytes] = []
+        self._header_byte = (1 << 4) | (self._entry.size // 4)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _batch_header(self) -> bytes:
+        return bytes((self._header_byte, 0, 0, 0))
+
+    def finish(self) -> list[bytes]:
+        """The events holding every entry added since the last call."""
+        entries, self._entries = self._entries, []
+        events = []
+        step = self.max_per_event
+        header = self._batch_header()
+        for i in range(0, len(entries), step):
+            chunk = entries[i : i + step]
+            size = EVENT_HEADER_SIZE + 4 + len(chunk) * self._entry.size
+            events.append(b"".join((event_header_bytes(self._event_type, size), header, *chunk)))
+        return events
+
+
+class AckEventBuilder(_BatchEventBuilder):
+    _event_type = EventType.ACK
+    _entry = ACK_MESSAGE
+
+    def add(self, status: int, correlation_id: int, guid: bytes, queue_id: int) -> None:
+        if not 0 <= status <= 0xF:
+            raise EncodeError(f"ack status {status} does not fit 4 bits")
+        if not 0 <= correlation_id < (1 << 24):
+            raise EncodeError(f"correlation_id {correlation_id} does not fit 24 bits")
+        if len(guid) != 16:
+            raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
+        try:
+            self._entries.append(ACK_MESSAGE.pack((status << 24) | correlation_id, guid, queue_id))
+        except struct.error as exc:
+            raise EncodeError(f"ack entry out of range: {exc}") from None
+
+    def add_many(self, entries: Iterable[tuple[int, int, bytes, int]]) -> None:
+        """(status, correlation id, guid, queue id) tuples, packed in one pass."""
+        pack = ACK_MESSAGE.pack
+        try:
+            packed = [
+                pack((s << 24) | c, g, q)
+                for s, c, g, q in entries
+                if (0 <= s <= 0xF and 0 <= c <= 0xFFFFFF and len(g) == 16) or _bad_ack(s, c, g)
+            ]
+        except struct.error as exc:
+            raise EncodeError(f"ack entry out of range: {exc}") from None
+        self._entries += packed
+
+
+def _bad_ack(status: int, correlation_id: int, guid: bytes) -> bool:
+    raise EncodeError(
+        f"invalid ack entry: status {status}, correlation id {correlation_id}, "
+        f"guid of {len(guid)} bytes"
+    )
+
+
+class _GuidEntryBuilder(_BatchEventBuilder):
+    def add(self, queue_id: int, guid: bytes, sub_queue_id: int = DEFAULT_SUBQUEUE_ID) -> None:
+        if len(guid) != 16:
+            raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
+        try:
+            self._entries.append(self._entry.pack(queue_id, guid, sub_queue_id))
+        except struct.error as exc:
+            raise EncodeError(f"entry out of range: {exc}") from None
+
+    def add_many(self, entries: Iterable[tuple[int, bytes, int]]) -> None:
+        """(queue id, guid, sub-queue id) tuples, packed in one pass."""
+        pack = self._entry.pack
+        try:
+            packed = [pack(q, g, s) for q, g, s in entries if len(g) == 16 or _bad_guid(g)]
+        except struct.error as exc:
+            raise EncodeError(f"entry out of range: {exc}") from None
+        self._entries += packed
+
+
+def _bad_guid(guid: bytes) -> bool:
+    raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
+
+
+class ConfirmEventBuilder(_GuidEntryBuilder):
+    _event_type = EventType.CONFIRM
+    _entry = CONFIRM_MESSAGE
+
+
+class RejectEventBuilder(_GuidEntryBuilder):
+    _event_type = EventType.REJECT
+    _entry = REJECT_MESSAGE

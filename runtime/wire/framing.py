@@ -1,0 +1,261 @@
+"""Cutting a byte stream into BlazingMQ events.
+
+Every event starts with an 8-byte EventHeader whose 31-bit length counts the whole event. The
+length is checked the moment its 4 bytes arrive: a peer that declares a huge (or impossibly small)
+event is refused before anything is buffered for it, and the error names the stream offset.
+``EventReader`` is the incremental form for sockets (sans-I/O: feed bytes, get events);
+``iter_events`` / ``split_events`` are the whole-buffer form for files, where captures often end
+in zero filler after the last event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pybmq.errors import ProtocolError
+from pybmq.generated.wire_codec import (
+    EVENT_HEADER,
+    EVENT_HEADER_SIZE,
+    EVENT_MAX_SIZE_SOFT,
+    PROTOCOL_VERSION,
+    EventHeader,
+    EventType,
+    unpack_event_header,
+)
+
+__all__ = [
+    "MAX_EVENT_SIZE",
+    "Event",
+    "EventReader",
+    "Filler",
+    "check_event",
+    "event_bytes",
+    "event_header_bytes",
+    "event_type_name",
+    "iter_events",
+    "split_events",
+]
+
+# Upstream enforces EventHeader::k_MAX_SIZE_SOFT (512 MiB) on every event it builds.
+MAX_EVENT_SIZE = EVENT_MAX_SIZE_SOFT
+
+
+def event_type_name(value: int) -> str:
+    try:
+        return EventType(value).name
+    except ValueError:
+        return f"UNKNOWN({value})"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One complete event: its decoded EventHeader and all of its bytes (header included)."""
+
+    header: EventHeader
+    data: bytes
+    offset: int = 0  # where the event started in the stream or file
+
+    @property
+    def type(self) -> int:
+        return self.header.type
+
+    @property
+    def type_name(self) -> str:
+        return event_type_name(self.header.type)
+
+    @property
+    def header_size(self) -> int:
+        return self.header.header_words * 4
+
+    @property
+    def body(self) -> memoryview:
+        """The bytes after the EventHeader (its declared size, which may exceed 8 bytes)."""
+        return memoryview(self.data)[self.header_size :]
+
+
+@dataclass(frozen=True)
+class Filler:
+    """Bytes after the last event in a file that are all zero: padding, not an event."""
+
+    offset: int
+    size: int
+
+
+def _parse_header(
+    buf: bytes | bytearray | memoryview, pos: int, stream_offset: int, max_event_size: int
+) -> tuple[int, int, int, int, int, int]:
+    """Unpack and sanity-check the EventHeader at ``pos`` (8 bytes must be available)."""
+    u0, u1, header_words, type_specific, _reserved = EVENT_HEADER.unpack_from(buf, pos)
+    length = u0 & 0x7FFFFFFF
+    _check_length(length, stream_offset, max_event_size)
+    if header_words * 4 < EVENT_HEADER_SIZE or header_words * 4 > length:
+        raise ProtocolError(
+            f"EventHeader declares {header_words} header words for a {length}-byte event",
+            offset=stream_offset,
+            path="EventHeader.headerWords",
+        )
+    return u0 >> 31, length, u1 >> 6, u1 & 0x3F, header_words, type_specific
+
+
+def _check_length(length: int, stream_offset: int, max_event_size: int) -> None:
+    if length < EVENT_HEADER_SIZE:
+        raise ProtocolError(
+            f"event length {length} is smaller than the {EVENT_HEADER_SIZE}-byte EventHeader",
+            offset=stream_offset,
+            path="EventHeader.length",
+        )
+    if length > max_event_size:
+        raise ProtocolError(
+            f"event length {length} exceeds the maximum event size {max_event_size}",
+            offset=stream_offset,
+            path="EventHeader.length",
+        )
+
+
+class EventReader:
+    """Incremental event framer: ``feed(data)`` returns the events completed by ``data``.
+
+    Partial events are kept until the rest arrives. Once a ProtocolError has been raised the
+    stream is unusable (framing is lost) and every later ``feed`` raises the same error.
+    """
+
+    def __init__(self, max_event_size: int = MAX_EVENT_SIZE) -> None:
+        self.max_event_size = max_event_size
+        self._buf = bytearray()
+        self._base = 0  # stream offset of self._buf[0]
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete event."""
+        return len(self._buf)
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the next byte to be framed."""
+        return self._base
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        buf += data
+        events: list[Event] = []
+        pos = 0
+        end = len(buf)
+        try:
+            while end - pos >= 4:
+                length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
+                # Refuse a bad length as soon as it is readable, before waiting for the body.
+                _check_length(length, self._base + pos, self.max_event_size)
+                if end - pos < EVENT_HEADER_SIZE:
+                    break
+                fragment, length, version, etype, hwords, tspec = _parse_header(
+                    buf, pos, self._base + pos, self.max_event_size
+                )
+                if end - pos < length:
+                    break
+                header = EventHeader(fragment, length, version, etype, hwords, tspec, buf[pos + 7])
+                events.append(Event(header, bytes(buf[pos : pos + length]), self._base + pos))
+                pos += length
+        except ProtocolError as exc:
+            self._error = exc
+            raise
+        if pos:
+            del buf[:pos]
+            self._base += pos
+        return events
+
+    def at_boundary(self) -> bool:
+        """True when no partial event is pending (a clean place for the stream to end)."""
+        return not self._buf
+
+
+def iter_events(
+    buf: bytes | bytearray | memoryview, max_event_size: int = MAX_EVENT_SIZE
+) -> Iterator[Event | Filler]:
+    """Every event in ``buf``, then a ``Filler`` if the buffer ends in zero bytes.
+
+    A non-zero tail that is not a complete event raises ProtocolError with its offset.
+    """
+    view = memoryview(buf)
+    pos = 0
+    end = len(view)
+    while pos < end:
+        rest = view[pos:]
+        if not any(rest):
+            yield Filler(pos, end - pos)
+            return
+        if end - pos < EVENT_HEADER_SIZE:
+            raise ProtocolError(
+                f"truncated EventHeader: {end - pos} bytes left", offset=pos, path="EventHeader"
+            )
+        fragment, length, version, etype, hwords, tspec = _parse_header(
+            view, pos, pos, max_event_size
+        )
+        if end - pos < length:
+            raise ProtocolError(
+                f"truncated event: declared {length} bytes, {end - pos} available",
+                offset=pos,
+                path="EventHeader.length",
+            )
+        header = EventHeader(fragment, length, version, etype, hwords, tspec, view[pos + 7])
+        yield Event(header, bytes(view[pos : pos + length]), pos)
+        pos += length
+
+
+def split_events(
+    buf: bytes | bytearray | memoryview, max_event_size: int = MAX_EVENT_SIZE
+) -> tuple[list[Event], Filler | None]:
+    """``iter_events`` collected: the events and the trailing filler, if any."""
+    events: list[Event] = []
+    filler: Filler | None = None
+    for item in iter_events(buf, max_event_size):
+        if isinstance(item, Filler):
+            filler = item
+        else:
+            events.append(item)
+    return events, filler
+
+
+# -- checks every event reader starts with ------------------------------------------------------
+
+
+def event_bytes(event: Event | bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
+    return event.data if isinstance(event, Event) else event
+
+
+def check_event(data: bytes | bytearray | memoryview, expected: EventType) -> tuple[int, int, int]:
+    """Validate the EventHeader of ``data``; return (header size, event length, type_specific)."""
+    header = unpack_event_header(data, 0)
+    if header.type != expected:
+        raise ProtocolError(
+            f"expected a {expected.name} event, got {event_type_name(header.type)}",
+            offset=0,
+            path="EventHeader.type",
+        )
+    length = header.length
+    if length > len(data):
+        raise ProtocolError(
+            f"event declares {length} bytes but only {len(data)} are present",
+            offset=0,
+            path="EventHeader.length",
+        )
+    hsize = header.header_words * 4
+    if hsize < EVENT_HEADER_SIZE or hsize > length:
+        raise ProtocolError(
+            f"EventHeader declares {header.header_words} header words for a {length}-byte event",
+            offset=0,
+            path="EventHeader.headerWords",
+        )
+    return hsize, length, header.type_specific
+
+
+def event_header_bytes(
+    event_type: int, length: int, type_specific: int = 0, fragment_bit: int = 0
+) -> bytes:
+    """An 8-byte EventHeader for an event of ``length`` bytes (protocol version 1)."""
+    return EVENT_HEADER.pack(
+        (fragment_bit << 31) | length, (PROTOCOL_VERSION << 6) | event_type, 2, type_specific, 0
+    )

@@ -1,0 +1,335 @@
+"""PUSH events: the reader (``iter_push``/``decode_push``, a client's hot path) and the writer
+(``PushEventBuilder``, the simulator's).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from pybmq.errors import EncodeError
+from pybmq.generated.wire_codec import (
+    COMPRESSION_MIN_APPDATA_SIZE,
+    DEFAULT_SUBQUEUE_ID,
+    PADDING,
+    PUSH_HEADER,
+    PUSH_HEADER_SIZE,
+    CompressionAlgorithmType,
+    EventType,
+    OptionType,
+    PushHeaderFlags,
+    SubQueueInfo,
+)
+from pybmq.wire.appdata import (
+    NO_INFOS,
+    SCHEMA_ID,
+    MessageEventBuilder,
+    message_bounds,
+    pad_count,
+    prepare_app_data,
+    resize_header,
+    split_app_data,
+)
+from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from pybmq.wire.framing import (
+    MAX_EVENT_SIZE,
+    Event,
+    check_event,
+    event_bytes,
+)
+from pybmq.wire.options import (
+    encode_msg_group_id,
+    encode_packed_sub_queue_info,
+    encode_sub_queue_infos,
+    parse_options,
+)
+from pybmq.wire.properties import MessageProperties, properties_area_size
+
+_PUSH_BODY = struct.Struct(">i16s")
+# A whole 32-byte PushHeader and the word after it (the start of the properties header, if any)
+# in one call.
+_PUSH_FULL = struct.Struct(">IIi16sH2xI")
+_WORD = struct.Struct(">I")
+# Second PushHeader word with 8 header words and, in the options area, one SUB_QUEUE_IDS_OLD
+# option with one id (2 words), one plain SUB_QUEUE_INFOS option of 3 words (header + one 8-byte
+# item) or one packed option (1 word).
+_ONE_ID_OLD_W1 = (2 << 8) | 8
+_ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << 26) | 2
+_ONE_INFO_W1 = (3 << 8) | 8
+_PACKED_INFO_W1 = (1 << 8) | 8
+_ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
+_PACKED_MASK = 0xFFFFFF00
+_PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
+
+
+class PushMessage(NamedTuple):
+    """One message of a PUSH event (fields as in ``PutMessage``, no CRC)."""
+
+    queue_id: int
+    guid: bytes
+    flags: int
+    compression: int
+    schema_id: int
+    properties_area: bytes
+    payload: bytes
+    options: bytes
+    header_words: int
+    sub_queue_infos: tuple[SubQueueInfo, ...]
+    msg_group_id: str | None
+
+    @property
+    def implicit_payload(self) -> bool:
+        return bool(self.flags & PushHeaderFlags.IMPLICIT_PAYLOAD)
+
+    @property
+    def extended_properties(self) -> bool:
+        return self.schema_id != 0
+
+    @property
+    def properties(self) -> MessageProperties | None:
+        if not self.properties_area:
+            return None
+        return MessageProperties.decode(self.properties_area, extended=self.schema_id != 0)
+
+    @property
+    def sub_queue_ids(self) -> tuple[int, ...]:
+        return tuple(i.sub_queue_id for i in self.sub_queue_infos) or (DEFAULT_SUBQUEUE_ID,)
+
+
+def iter_push(
+    event: Event | bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Iterator[PushMessage]:
+    """The messages of a PUSH event; properties stay in wire form until ``.properties``.
+
+    The whole event is validated before the first message is returned (a malformed message
+    anywhere raises ProtocolError and yields nothing).
+    """
+    return iter(
+        decode_push(event, decompress=decompress, max_decompressed_size=max_decompressed_size)
+    )
+
+
+def decode_push(
+    event: Event | bytes | bytearray | memoryview,
+    *,
+    decompress: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> list[PushMessage]:
+    """``iter_push`` as a list (the hot path: one list, no generator)."""
+    out: list[PushMessage] = []
+    append = out.append
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.PUSH)
+    pos = hsize
+    unpack_body = _PUSH_BODY.unpack_from
+    unpack_header = _PUSH_FULL.unpack_from
+    schema_word = SCHEMA_ID.unpack_from
+    new = tuple.__new__
+    info_cache: dict[object, tuple[SubQueueInfo, ...]] = {}
+    no_infos = NO_INFOS
+    record = PushMessage
+    limit = length - 36  # a whole 32-byte header and the word after it fit up to here
+    while pos < length:
+        # The common case (28/32-byte header, no options, no compression) stays inline: one
+        # unpack for the whole header and a record made without a Python-level constructor.
+        if pos <= limit:
+            w0, w1, queue_id, guid, schema, word = unpack_header(data, pos)
+            size = (w0 & 0x0FFFFFFF) << 2
+            end = pos + size
+            if w1 == 8 and size > 32 and end <= length:
+                # What the C++ broker sends. ``size > 32`` (a multiple of 4) leaves at least 4
+                # bytes of application data, so a padding byte of 1..4 always fits.
+                pad = data[end - 1]
+                if (pad - 1) >> 2:  # not in 1..4
+                    pad_count(data, pos + 32, end, pos)  # raises with the details
+                end -= pad
+                start = pos + 32
+                flags = w0 >> 28
+                pos += size
+                if flags & 2:
+                    # ``word`` is the first word of the MessagePropertiesHeader: area words in
+                    # its low 24 bits.
+                    split = start + ((word & 0xFFFFFF) << 2)
+                    if split <= start or split > end:
+                        properties_area_size(data, start, end)  # raises with the details
+                    append(new(record, (queue_id, guid, flags, 0, schema, data[start:split],
+                                        data[split:end], b"", 8, no_infos, None)))  # fmt: skip
+                else:
+                    append(new(record, (queue_id, guid, flags, 0, schema, b"", data[start:end],
+                                        b"", 8, no_infos, None)))  # fmt: skip
+                continue
+            if w1 == 7 and size > 32 and end <= length:
+                # No schema id: those bytes already belong to the application data.
+                start = pos + 28
+                word = (schema_word(data, pos + 28)[0] << 16) | schema_word(data, pos + 30)[0]
+                pad = data[end - 1]
+                if (pad - 1) >> 2:
+                    pad_count(data, start, end, pos)  # raises with the details
+                end -= pad
+                flags = w0 >> 28
+                split = start
+                if flags & 2:
+                    split = start + ((word & 0xFFFFFF) << 2)
+                    if split <= start or split > end:
+                        properties_area_size(data, start, end)  # raises with the details
+                append(new(record, (queue_id, guid, flags, 0, 0, data[start:split],
+                                    data[split:end], b"", 7, no_infos, None)))  # fmt: skip
+                pos += size
+                continue
+            if (
+                (w1 == _ONE_ID_OLD_W1 and word == _ONE_ID_OLD_OPTION)
+                or (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION)
+                or (w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION)
+            ):
+                # What brokers send most: a 32-byte header and ONE sub-queue option (one old-style
+                # id, one plain 8-byte info, or packed), no compression. Infos cached per value.
+                if w1 == _ONE_ID_OLD_W1:
+                    start = pos + 40
+                    key = data[pos + 36 : pos + 40]
+                elif w1 == _ONE_INFO_W1:
+                    start = pos + 44
+                    key = data[pos + 35 : pos + 41]  # distinct from the 4-byte old-style key
+                else:
+                    start = pos + 36
+                    key = word & 0xFF
+                infos = info_cache.get(key)
+                if infos is None:
+                    infos = parse_options(data, pos + 32, start)[0]
+                    if len(info_cache) < 1024:
+                        info_cache[key] = infos
+                if end <= length and size > start - pos:
+                    pad = data[end - 1]
+                    if not 1 <= pad <= 4 or pad > end - start:
+                        pad_count(data, start, end, pos)  # raises with the details
+                    end -= pad
+                    flags = w0 >> 28
+                    split = start
+                    if flags & 2:
+                        area = (_WORD.unpack_from(data, start)[0] & 0xFFFFFF) << 2
+                        split = start + area
+                        if area <= 0 or split > end:
+                            properties_area_size(data, start, end)  # raises with the details
+                    append(new(
+                        PushMessage,
+                        (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
+                         data[pos + 32 : start], 8, infos, None),
+                    ))  # fmt: skip
+                    pos += size
+                    continue
+        flags, size, hwords, opt_start, start, cat, owords = message_bounds(
+            data, pos, length, 28, "PushHeader"
+        )
+        queue_id, guid = unpack_body(data, pos + 8)
+        schema = SCHEMA_ID.unpack_from(data, pos + 28)[0] if hwords >= 8 else 0
+        end = pos + size
+        if owords:
+            options = data[opt_start:start]
+            infos, group_id = parse_options(data, opt_start, start)
+        else:
+            options, infos, group_id = b"", NO_INFOS, None
+        if flags & PushHeaderFlags.IMPLICIT_PAYLOAD and start == end:
+            props, payload = b"", b""
+        else:
+            end -= pad_count(data, start, end, pos)
+            props, payload = split_app_data(
+                data, start, end, flags, cat, schema, decompress, max_decompressed_size
+            )
+        append(
+            PushMessage(
+                queue_id, guid, flags, cat, schema, props, payload, options, hwords, infos, group_id
+            )
+        )
+        pos += size
+    return out
+
+
+class PushEventBuilder(MessageEventBuilder):
+    """Builds PUSH events (the broker side; the simulator uses it)."""
+
+    _event_type = EventType.PUSH
+
+    def __init__(
+        self,
+        max_event_size: int = MAX_EVENT_SIZE,
+        *,
+        compression_threshold: int = COMPRESSION_MIN_APPDATA_SIZE,
+    ) -> None:
+        super().__init__(max_event_size)
+        self.compression_threshold = compression_threshold
+
+    def add(
+        self,
+        queue_id: int,
+        guid: bytes,
+        payload: bytes | memoryview,
+        *,
+        properties: MessageProperties | None = None,
+        sub_queue_infos: Iterable[tuple[int, int | None]] | None = None,
+        packed_rda: int | bool | None = False,
+        compression: int = CompressionAlgorithmType.NONE,
+        extended_properties: bool = True,
+        implicit_payload: bool = False,
+        out_of_order: bool = False,
+        msg_group_id: str | None = None,
+        flags: int | None = None,
+        raw: bool = False,
+        schema_id: int | None = None,
+        options: bytes | None = None,
+        header_words: int = 8,
+    ) -> None:
+        """Add one message. ``sub_queue_infos``: (sub-queue id, RDA counter or None) pairs,
+        sent as a SUB_QUEUE_INFOS option; ``packed_rda`` (an int, or None for unlimited) sends the
+        packed form for the default sub-queue instead. ``raw`` as in ``PutEventBuilder.add``."""
+        if len(guid) != 16:
+            raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
+        if raw:
+            props: bytes | memoryview = b""
+            cat = compression
+            schema = schema_id or 0
+            fbits = flags or 0
+        else:
+            props, payload, pflag, cat, schema = prepare_app_data(
+                payload, properties, compression, extended_properties, self.compression_threshold
+            )
+            fbits = (flags if flags is not None else 0) | pflag
+            if implicit_payload:
+                fbits |= PushHeaderFlags.IMPLICIT_PAYLOAD
+            if out_of_order:
+                fbits |= PushHeaderFlags.OUT_OF_ORDER
+            if schema_id is not None:
+                schema = schema_id
+        if options is None:
+            chunks = []
+            if packed_rda is not False:
+                chunks.append(encode_packed_sub_queue_info(packed_rda))  # type: ignore[arg-type]
+            elif sub_queue_infos is not None:
+                chunks.append(encode_sub_queue_infos(sub_queue_infos))
+            if msg_group_id:
+                chunks.append(encode_msg_group_id(msg_group_id))
+            options = b"".join(chunks)
+        if implicit_payload and not props and not payload:
+            app_len = 0
+            pad = b""
+        else:
+            app_len = len(props) + len(payload)
+            pad = PADDING[app_len & 3]
+        hsize = header_words * 4
+        size = hsize + len(options) + app_len + len(pad)
+        try:
+            header = PUSH_HEADER.pack(
+                (fbits << 28) | (size >> 2),
+                ((len(options) >> 2) << 8) | (cat << 5) | header_words,
+                queue_id,
+                guid,
+                schema,
+                0,
+            )
+        except struct.error as exc:
+            raise EncodeError(f"PUSH header field out of range: {exc}") from None
+        if hsize != PUSH_HEADER_SIZE:
+            header = resize_header(header, hsize, 28)
+        self._append(size, (header, options, props, payload, pad))

@@ -1,0 +1,87 @@
+"""The per-task queue work of the Spark data source, against the simulator (no JVM needed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from pybmq.errors import DeliveryError, SessionStoppedError
+from pybmq.sim.config import BrokerHooks
+from pybmq.sim.server import ThreadedBrokerSimulator
+from pybmq.sim.session import ClientSession
+from pybmq.spark.io import consume, post_all, probe
+from pybmq.spark.options import ReadOptions, Target, WriteOptions
+from pybmq.spark.rows import OutgoingMessage
+
+Q = "bmq://bmq.test.mem.priority/spark-io"
+
+
+def messages(count: int) -> Iterator[OutgoingMessage]:
+    for i in range(count):
+        yield OutgoingMessage(f"m{i}".encode(), {"i": ("INT32", i), "s": ("STRING", "x")})
+
+
+def write_options(url: str, **extra: str) -> WriteOptions:
+    return WriteOptions.parse({"broker": url, "queue": Q, **extra})
+
+
+def test_post_all_waits_for_every_ack_then_consume_confirms(
+    bmq_sim: ThreadedBrokerSimulator,
+) -> None:
+    result = post_all(write_options(bmq_sim.url, maxinflight="100"), messages(1500))
+    assert (result.posted, result.acked) == (1500, 1500)
+    stats = bmq_sim.call(lambda broker: broker.stats)
+    assert (stats.puts, stats.acks, stats.nacks) == (1500, 1500, 0)
+
+    read = ReadOptions.parse(
+        {"broker": bmq_sim.url, "queue": Q, "confirm": "true", "idletimeoutms": "2000"}
+    )
+    rows = [row for buffer in consume(read, 1000, batch_rows=300) for row in buffer.guids]
+    assert len(set(rows)) == 1000  # the limit, in buffers of at most 300
+    rest = [buffer for buffer in consume(read, 5000)]
+    assert sum(len(b) for b in rest) == 500
+    assert rest[0].typed[0][0] == ("i", {"type": "INT32", "int32": 1000})
+    deadline = time.monotonic() + 10  # confirms are one-way: wait for the broker to count them
+    while bmq_sim.call(lambda broker: broker.stats.confirms) < 1500:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert bmq_sim.call(lambda broker: broker.stats.confirms) == 1500
+
+
+class NackEveryTenth(BrokerHooks):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:
+        self.count += 1
+        return 6 if self.count % 10 == 0 else status  # STORAGE_FAILURE
+
+
+def test_a_nack_fails_the_task() -> None:
+    expected = "were NACKed; first: STORAGE_FAILURE"
+    with (
+        ThreadedBrokerSimulator(hooks=NackEveryTenth()) as sim,
+        pytest.raises(DeliveryError, match=expected) as info,
+    ):
+        post_all(write_options(sim.url, maxinflight="5"), messages(200))
+    assert info.value.acked < info.value.posted
+
+
+class DropAcks(BrokerHooks):
+    def outgoing(self, session: ClientSession, data: bytes) -> bytes:
+        # ACK events (type 5 in the event header's second byte's low 6 bits) never leave.
+        return b"" if len(data) >= 8 and data[4] & 0x3F == 5 else data
+
+
+def test_missing_acks_fail_the_task_after_the_ack_timeout() -> None:
+    with ThreadedBrokerSimulator(hooks=DropAcks()) as sim, pytest.raises(DeliveryError) as info:
+        post_all(write_options(sim.url, acktimeoutms="500"), messages(20))
+    assert info.value.acked == 0 and info.value.posted == 20
+
+
+def test_probe_reports_an_unreachable_broker() -> None:
+    with ThreadedBrokerSimulator() as sim:
+        url = sim.url
+    with pytest.raises(SessionStoppedError, match="cannot connect to"):
+        probe(Target(url, Q, 2.0), read=False)

@@ -1,0 +1,100 @@
+"""Option parsing and row conversion of the Spark data source: plain Python, no JVM needed."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pybmq.errors import UsageError
+from pybmq.spark.options import ReadOptions, StreamReadOptions, Target, WriteOptions
+from pybmq.spark.rows import check_write_schema, messages_from_batch
+
+Q = "bmq://bmq.test.mem.priority/q"
+
+
+def test_defaults_and_case_insensitive_keys() -> None:
+    write = WriteOptions.parse({"queue": Q, "maxinflight": "7", "compression": "ZLIB"})
+    assert write.target == Target("tcp://localhost:30114", Q, 10.0)
+    assert write.max_in_flight == 7
+    assert write.compression_threshold == 1024
+    read = ReadOptions.parse({"queue": Q, "broker": "tcp://127.0.0.1:1234", "confirm": "TRUE"})
+    assert (read.max_messages, read.idle_timeout, read.confirm) == (10_000, 1.0, True)
+    stream = StreamReadOptions.parse({"queue": Q, "maxmessagesperbatch": "50"})
+    assert stream.max_messages_per_batch == 50
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "option 'queue' is required"),
+        ({"queue": "bmq://domain"}, "must look like bmq://domain/queue"),
+        ({"queue": "kafka://d/q"}, "must look like bmq://domain/queue"),
+        ({"queue": Q, "broker": "tcp://host"}, "must look like tcp://host:port"),
+        ({"queue": Q, "broker": "tcp://host:99999"}, "must look like tcp://host:port"),
+        ({"queue": Q, "maxinflight": "0"}, "'maxinflight' must be >= 1"),
+        ({"queue": Q, "acktimeoutms": "soon"}, "'acktimeoutms' must be an integer"),
+        ({"queue": Q, "compression": "lz4"}, "'compression' must be none or zlib"),
+        ({"queue": Q, "propertycolumns": "a, a"}, "names a column twice"),
+        ({"queue": Q, "queu": "x"}, "unknown option(s) ['queu']"),
+    ],
+)
+def test_bad_write_options(options: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        WriteOptions.parse(options)
+    assert message in str(info.value)
+
+
+def test_peeking_reads_cannot_be_split() -> None:
+    with pytest.raises(UsageError, match="needs 'confirm' = true"):
+        ReadOptions.parse({"queue": Q, "numpartitions": "2"})
+    assert (
+        ReadOptions.parse({"queue": Q, "numpartitions": "2", "confirm": "true"}).num_partitions == 2
+    )
+
+
+def test_write_schema_checks() -> None:
+    check_write_schema(["payload", "n"], ["n"])
+    with pytest.raises(UsageError, match="needs a 'payload' column"):
+        check_write_schema(["body"], [])
+    with pytest.raises(UsageError, match=r"propertyColumns \['x'\] are not columns"):
+        check_write_schema(["payload"], ["x"])
+
+
+def test_messages_from_batch_types_properties() -> None:
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "payload": pa.array([b"a", b"b"], pa.binary()),
+            "properties": pa.array([[("k", "v")], None], pa.map_(pa.string(), pa.string())),
+            "flag": pa.array([True, None]),
+            "c": pa.array([1, 2], pa.int8()),
+            "s": pa.array([3, 4], pa.int16()),
+            "i": pa.array([5, 6], pa.int32()),
+            "l": pa.array([7, 8], pa.int64()),
+            "t": pa.array(["x", "y"]),
+            "b": pa.array([b"\x00", b"\x01"]),
+        }
+    )
+    first, second = messages_from_batch(batch, ["flag", "c", "s", "i", "l", "t", "b"])
+    assert first.payload == b"a"
+    assert first.properties == {
+        "k": ("STRING", "v"),
+        "flag": ("BOOL", True),
+        "c": ("CHAR", 1),
+        "s": ("SHORT", 3),
+        "i": ("INT32", 5),
+        "l": ("INT64", 7),
+        "t": ("STRING", "x"),
+        "b": ("BINARY", b"\x00"),
+    }
+    assert "flag" not in second.properties  # null property = absent
+
+
+def test_unsupported_property_column_type() -> None:
+    batch = pa.RecordBatch.from_pydict({"payload": ["a"], "price": pa.array([1.5])})
+    with pytest.raises(UsageError, match="property column 'price' has type double"):
+        list(messages_from_batch(batch, ["price"]))
+
+
+def test_null_payload_is_refused() -> None:
+    batch = pa.RecordBatch.from_pydict({"payload": pa.array([None], pa.string())})
+    with pytest.raises(UsageError, match="null payload"):
+        list(messages_from_batch(batch, []))
