@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pybmq import ber as _b
+from pybmq.codec import ber as _b
 from pybmq.errors import DecodeError, EncodeError, UsageError
 from pybmq.generated.mqbconf import (
     ExpressionVersion,

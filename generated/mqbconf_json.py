@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pybmq import jsoncodec as _j
+from pybmq.codec import jsoncodec as _j
 from pybmq.errors import DecodeError, EncodeError, UsageError
 from pybmq.generated.mqbconf import (
     ExpressionVersion,

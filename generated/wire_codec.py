@@ -37,6 +37,7 @@ CONTROL_ENCODING_MASK = 7
 PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 36
 PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID = 32
 DEFAULT_SUBQUEUE_ID = 0
+DEFAULT_APP_ID = "__default"
 
 # Padding after data of length n is PADDING[n % 4]: 1..4 bytes, each holding the count.
 PADDING: tuple[bytes, ...] = (
@@ -123,6 +124,15 @@ class PushHeaderFlags(enum.IntFlag):
     MESSAGE_PROPERTIES = 2
     OUT_OF_ORDER = 4
     UNUSED4 = 8
+
+
+class QueueFlags(enum.IntFlag):
+    """bmqt_queueflags.h: struct QueueFlags (QueueHandleParameters.flags of openQueue)."""
+
+    ADMIN = 1
+    READ = 2
+    WRITE = 4
+    ACK = 8
 
 
 class AckStatus(enum.IntEnum):
