@@ -78,7 +78,7 @@ from pybmq.compat.values import (
 )
 from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
 from pybmq.loopthread import LoopThread
-from pybmq.uri import parse_broker_url, parse_queue_uri
+from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
 
 log = logging.getLogger("pybmq.compat")
 T = TypeVar("T")
@@ -111,7 +111,7 @@ class Session:
         self,
         on_session_event: OnSessionEvent,
         on_message: OnMessage | None = None,
-        broker: str = "tcp://localhost:30114",
+        broker: str = DEFAULT_BROKER,
         message_compression_algorithm: CompressionAlgorithmType = CompressionAlgorithmType.NONE,
         timeout: Timeouts | float = DEFAULT_TIMEOUT,
         host_health_monitor: BasicHealthMonitor | None = None,
@@ -208,7 +208,7 @@ class Session:
         cls,
         on_session_event: OnSessionEvent,
         on_message: OnMessage | None = None,
-        broker: str = "tcp://localhost:30114",
+        broker: str = DEFAULT_BROKER,
         session_options: SessionOptions = SessionOptions(),  # noqa: B008  # immutable in practice, as upstream
     ) -> Session:
         """A session configured by a :class:`SessionOptions` (options left ``None`` = defaults)."""
