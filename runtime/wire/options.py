@@ -87,6 +87,12 @@ def parse_options(
     """
     infos: list[SubQueueInfo] = []
     group_id: str | None = None
+    if end > len(data):
+        raise ProtocolError(
+            f"options area ends at byte {end}, past the {len(data)}-byte event",
+            offset=start,
+            path="OptionHeader",
+        )
     pos = start
     while pos < end:
         if end - pos < 4:

@@ -3,6 +3,7 @@ or accepts it; never another exception."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pybmq.client.engine import ClientEngine
@@ -12,6 +13,7 @@ from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.wire.batches import AckEventBuilder
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT
+from pybmq.wire.options import parse_options
 from pybmq.wire.push import PushEventBuilder
 
 from tests.helpers.engine import reply_bytes, sent_events, serve_control, started_engine
@@ -74,3 +76,20 @@ def test_samples_are_valid_as_sent() -> None:
         engine.receive_data(sample, 1.0)
     assert engine.state is SessionState.STARTED
     assert sent_events(engine)  # the heartbeat was answered
+
+
+def test_options_area_past_the_event_is_a_protocol_error() -> None:
+    """Found by the mutation test: a PUSH whose header words put its options area past the end of
+    a 47-byte event. It raised a raw struct.error from inside the options walker."""
+    engine, _ = engine_with_reader_and_writer()
+    event = bytes.fromhex(
+        "0000002f440200000000000d000003080000000040000000000000046b3fcc360eaa3367"
+        "000000000c400003000064"
+    )
+    feed(engine, event)
+    assert engine.state is SessionState.STOPPED
+
+
+def test_parse_options_refuses_an_end_past_the_data() -> None:
+    with pytest.raises(ProtocolError, match="past the 8-byte event"):
+        parse_options(b"\0" * 8, 0, 12)
