@@ -39,7 +39,7 @@ def encode_control_event(
     encoding: int = EncodingType.JSON,
     *,
     fragment_bit: int = 0,
-    event_type: int = EventType.CONTROL,
+    event_type: EventType = EventType.CONTROL,
 ) -> bytes:
     """Frame an encoded control message: EventHeader (codec in typeSpecific) + payload + padding.
 
@@ -61,7 +61,7 @@ def encode_control_event(
 
 
 def decode_control_event(
-    event: Event | bytes | bytearray | memoryview, event_type: int = EventType.CONTROL
+    event: Event | bytes | bytearray | memoryview, event_type: EventType = EventType.CONTROL
 ) -> tuple[EncodingType, bytes]:
     """The encoding and the unpadded payload of a CONTROL (or AUTHENTICATION) event."""
     data = event_bytes(event)
@@ -82,7 +82,7 @@ def decode_control_event(
 def encode_control(
     message: object,
     encoding: int | str = EncodingType.JSON,
-    event_type: int = EventType.CONTROL,
+    event_type: EventType = EventType.CONTROL,
 ) -> bytes:
     """A CONTROL event carrying ``message`` (a generated ControlMessage or NegotiationMessage) in
     ``encoding``: an ``EncodingType`` or its name ("JSON", "BER"). With ``event_type``
@@ -130,7 +130,7 @@ def decode_control_as(
 
 
 def _decode_as(
-    event: Event | bytes | bytearray | memoryview, cls: type[ControlT], event_type: int
+    event: Event | bytes | bytearray | memoryview, cls: type[ControlT], event_type: EventType
 ) -> tuple[ControlT, EncodingType]:
     from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber
     from pybmq.generated.bmqp_ctrlmsg_json import decode_json
