@@ -60,7 +60,8 @@ class AuthenticationLayer(SessionLayer):
         ):
             error = ConnectionError(
                 "closed by the broker during negotiation (a broker that requires "
-                "authentication closes a client that presents no credential)"
+                "authentication or TLS closes a client that presents no credential or "
+                "speaks plain TCP)"
             )
         super().connection_lost(now, error)
 
