@@ -6,6 +6,7 @@ from __future__ import annotations
 import ssl
 
 from pybmq.errors import UsageError
+from pybmq.sim.auth import AuthConfig
 
 
 def server_tls_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
@@ -18,3 +19,25 @@ def server_tls_context(cert: str, key: str, client_ca: str | None = None) -> ssl
     except (OSError, ssl.SSLError) as exc:
         raise UsageError(f"cannot load TLS files: {exc}") from exc
     return context
+
+
+def security_settings(
+    auth: list[str] | None = None,
+    auth_lifetime_ms: int | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_client_ca: str | None = None,
+) -> tuple[AuthConfig | None, ssl.SSLContext | None]:
+    """The simulator's authentication and TLS from ``pybmq sim``'s flags (or the pytest
+    marker's keywords of the same names): no ``auth`` means no AUTHENTICATION exchange."""
+    if (tls_cert is None) != (tls_key is None):
+        raise UsageError("--tls-cert and --tls-key go together")
+    if tls_client_ca is not None and tls_cert is None:
+        raise UsageError("--tls-client-ca needs --tls-cert/--tls-key")
+    if auth_lifetime_ms is not None and not auth:
+        raise UsageError("--auth-lifetime-ms needs --auth")
+    config = AuthConfig.from_spec(list(auth), auth_lifetime_ms) if auth else None
+    context = None
+    if tls_cert is not None and tls_key is not None:
+        context = server_tls_context(tls_cert, tls_key, tls_client_ca)
+    return config, context
