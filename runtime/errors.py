@@ -89,3 +89,17 @@ class DeliveryError(PybmqError):
         self.posted = posted
         self.acked = acked
         super().__init__(message)
+
+
+class AuthenticationError(PybmqError):
+    """The broker refused our credential (category, code and its message), or no credential
+    could be had from the provider. Never carries the credential itself."""
+
+    def __init__(self, message: str, *, category: str = "", code: int = 0) -> None:
+        self.category = category
+        self.code = code
+        super().__init__(message)
+
+
+class AuthenticationTimeoutError(AuthenticationError, TimeoutError):
+    """The broker did not answer an AuthenticationRequest before its deadline."""

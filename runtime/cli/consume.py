@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.uri import DEFAULT_BROKER
 
 
@@ -29,6 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--max-unconfirmed", type=int, default=1000, help="flow-control window")
     parser.add_argument("--print", dest="show", action="store_true", help="print each payload")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_security_arguments(parser)
     parser.set_defaults(func=handler)
 
 
@@ -39,13 +41,14 @@ def handler(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from pybmq.client.aio import AsyncSession
     from pybmq.client.loadgen import consume_messages
-    from pybmq.client.options import QueueOptions
+    from pybmq.client.options import QueueOptions, SessionOptions
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     options = QueueOptions(max_unconfirmed_messages=args.max_unconfirmed)
-    async with AsyncSession(args.broker) as session:
+    session_options = SessionOptions(**security_options(args))
+    async with AsyncSession(args.broker, options=session_options) as session:
         queue = await session.open_queue(args.uri, read=True, options=options)
         if args.show:
             count = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.uri import DEFAULT_BROKER
 
 
@@ -24,6 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--window", type=int, default=20_000, help="max unacknowledged posts")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_security_arguments(parser)
     parser.set_defaults(func=handler)
 
 
@@ -41,7 +43,7 @@ async def _run(args: argparse.Namespace) -> int:
     payload = make_payload(args.size)
     properties = parse_properties(args.properties)
     console = Console(stderr=True)
-    options = SessionOptions(compression_threshold=args.compress_above)
+    options = SessionOptions(compression_threshold=args.compress_above, **security_options(args))
     async with AsyncSession(args.broker, options=options) as session:
         queue = await session.open_queue(args.uri, write=True)
         with Progress(

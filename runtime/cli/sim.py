@@ -71,6 +71,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="SECONDS",
         help="restart (same port, queues kept) this often",
     )
+    security = parser.add_argument_group("authentication and TLS")
+    security.add_argument(
+        "--auth",
+        action="append",
+        default=[],
+        metavar="MECH[:FILE]",
+        help="require authentication: BASIC:<file of user:password lines> and/or ANONYMOUS "
+        "(repeatable; without ANONYMOUS, clients that do not authenticate are refused)",
+    )
+    security.add_argument(
+        "--auth-lifetime-ms",
+        type=int,
+        metavar="MS",
+        help="credential lifetime: clients must re-authenticate within it or are disconnected",
+    )
+    security.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate")
+    security.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    security.add_argument(
+        "--tls-client-ca", metavar="PEM", help="require client certificates signed by this CA"
+    )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)"
     )
@@ -82,11 +102,16 @@ async def _serve(args: argparse.Namespace) -> int:
     from pybmq.sim.config import BrokerConfig
     from pybmq.sim.faults import FaultConfig
     from pybmq.sim.server import BrokerSimulator
+    from pybmq.sim.tls import security_settings
 
+    auth, tls = security_settings(
+        args.auth, args.auth_lifetime_ms, args.tls_cert, args.tls_key, args.tls_client_ca
+    )
     config = BrokerConfig(
         heartbeat_interval_ms=args.heartbeat_ms,
         max_missed_heartbeats=args.max_missed_heartbeats,
         advertise_subscriptions=not args.no_configure_stream,
+        auth=auth,
     )
     faults = FaultConfig(
         drop_after_events=args.drop_after_events,
@@ -98,7 +123,7 @@ async def _serve(args: argparse.Namespace) -> int:
         answer_heartbeats=not args.no_heartbeats,
         refuse_negotiation=args.refuse_negotiation,
     )
-    sim = BrokerSimulator(config, faults=faults if faults.active else None)
+    sim = BrokerSimulator(config, faults=faults if faults.active else None, tls=tls)
     await sim.start(args.host, args.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -37,6 +37,7 @@ from pybmq.client.options import (
     queue_options,
 )
 from pybmq.client.reconnect import EndpointSelector
+from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url
 
@@ -86,6 +87,8 @@ class AsyncSession:
         self._host, self._port = parse_broker_url(broker)
         self._engine = ClientEngine(options)
         engine_options = self._engine.options
+        self._tls = client_tls_context(engine_options)
+        self._tls_server_name = engine_options.tls_server_name
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._selector = EndpointSelector(
             endpoints, engine_options.reconnect_policy, rng or random.Random()
@@ -137,17 +140,16 @@ class AsyncSession:
         self._engine.start(self._loop_time())
         self._started = self._loop.create_future()
         try:
-            transport, protocol = await asyncio.wait_for(
-                self._loop.create_connection(lambda: _Protocol(self), self._host, self._port),
-                self._connect_timeout,
-            )
+            transport, protocol = await self._connect(self._host, self._port)
         except (OSError, asyncio.TimeoutError) as exc:
             self._engine.connection_lost(self._loop_time(), exc)
             self._pump()
             if self._started.done():
                 # The engine's stop failed this future; the error raised below replaces it.
                 self._started.exception()
-            raise SessionStoppedError(f"cannot connect to {self.broker}: {exc}") from exc
+            raise SessionStoppedError(
+                connect_failure(self.broker, exc, self._tls is not None)
+            ) from exc
         assert isinstance(transport, asyncio.Transport)
         self._protocol = protocol
         self._transport = transport
@@ -207,6 +209,16 @@ class AsyncSession:
             self._queues.pop(queue_id, None)
             raise
         return queue
+
+    async def _connect(self, host: str, port: int) -> tuple[asyncio.BaseTransport, _Protocol]:
+        """TCP (and the TLS handshake, checking the server name), bounded by connect_timeout."""
+        tls: dict[str, Any] = {}
+        if self._tls is not None:
+            tls = {"ssl": self._tls, "server_hostname": self._tls_server_name or host}
+        return await asyncio.wait_for(
+            self._loop.create_connection(lambda: _Protocol(self), host, port, **tls),
+            self._connect_timeout,
+        )
 
     # ------------------------------------------------------------------ engine plumbing
 
@@ -322,12 +334,11 @@ class AsyncSession:
             host, port = parse_broker_url(endpoint)
             self._endpoint = endpoint
             try:
-                transport, protocol = await asyncio.wait_for(
-                    self._loop.create_connection(lambda: _Protocol(self), host, port),
-                    self._connect_timeout,
-                )
+                transport, protocol = await self._connect(host, port)
             except (OSError, asyncio.TimeoutError) as exc:
-                log.info("reconnect to %s failed: %s", endpoint, exc)
+                log.info(
+                    "reconnect failed: %s", connect_failure(endpoint, exc, self._tls is not None)
+                )
                 self._selector.record_failure(endpoint, self._loop_time())
                 continue
             if self._engine.state is not SessionState.RECONNECTING:

@@ -13,8 +13,8 @@ once per loop turn gets one event per turn.
 
 from __future__ import annotations
 
-from pybmq.client.session import SessionLayer
+from pybmq.client.auth import AuthenticationLayer
 
 
-class ClientEngine(SessionLayer):
+class ClientEngine(AuthenticationLayer):
     """One BlazingMQ client session over one connection, without I/O. See the module docstring."""

@@ -16,6 +16,7 @@ from pybmq.errors import InvalidTransitionError
 class SessionState(enum.Enum):
     CREATED = "CREATED"
     CONNECTING = "CONNECTING"  # start() called; waiting for the transport to come up
+    AUTHENTICATING = "AUTHENTICATING"  # AuthenticationRequest sent; waiting for the response
     NEGOTIATING = "NEGOTIATING"  # ClientIdentity sent; waiting for BrokerResponse
     STARTED = "STARTED"
     STOPPING = "STOPPING"  # closing queues, then Disconnect → DisconnectResponse
@@ -26,6 +27,9 @@ class SessionState(enum.Enum):
 class SessionInput(enum.Enum):
     START = "START"  # user
     CONNECTED = "CONNECTED"  # transport
+    CONNECTED_AUTH = "CONNECTED_AUTH"  # transport up, and a credential to present first
+    AUTHENTICATED = "AUTHENTICATED"  # broker accepted the credential
+    AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # refused, timed out or no credential
     NEGOTIATED = "NEGOTIATED"  # broker accepted the ClientIdentity
     NEGOTIATION_FAILED = "NEGOTIATION_FAILED"  # broker refused, or answered nonsense
     STOP = "STOP"  # user
@@ -40,6 +44,13 @@ SESSION_TRANSITIONS: Mapping[tuple[SessionState, SessionInput], SessionState] = 
     (S.CREATED, E.START): S.CONNECTING,
     (S.CREATED, E.STOP): S.STOPPED,
     (S.CONNECTING, E.CONNECTED): S.NEGOTIATING,
+    (S.CONNECTING, E.CONNECTED_AUTH): S.AUTHENTICATING,
+    (S.AUTHENTICATING, E.AUTHENTICATED): S.NEGOTIATING,
+    (S.AUTHENTICATING, E.AUTHENTICATION_FAILED): S.STOPPED,
+    (S.AUTHENTICATING, E.STOP): S.STOPPED,
+    (S.AUTHENTICATING, E.CONNECTION_LOST): S.STOPPED,
+    (S.AUTHENTICATING, E.CONNECTION_DROPPED): S.RECONNECTING,  # only while reconnecting
+    (S.RECONNECTING, E.CONNECTED_AUTH): S.AUTHENTICATING,
     (S.CONNECTING, E.STOP): S.STOPPED,
     (S.CONNECTING, E.CONNECTION_LOST): S.STOPPED,
     (S.NEGOTIATING, E.NEGOTIATED): S.STARTED,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -16,6 +18,30 @@ from pybmq.uri import parse_broker_url
 def _process_name() -> str:
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
     return "".join(ch if 32 < ord(ch) < 127 else "_" for ch in name)[:64] or "python"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What the session presents in an AuthenticationRequest (bmqt::AuthnCredential): a
+    mechanism (``"BASIC"``, ``"ANONYMOUS"``, a plugin's name) and its material. The material
+    never appears in a repr, a log line or an error."""
+
+    mechanism: str
+    data: bytes = field(default=b"", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.mechanism:
+            raise UsageError("a credential needs a mechanism")
+        if not isinstance(self.data, bytes):
+            raise UsageError("credential data must be bytes")
+
+    def __repr__(self) -> str:
+        return f"Credential(mechanism={self.mechanism!r}, data=<{len(self.data)} bytes hidden>)"
+
+
+# Called before every (re-)authentication, so a token can be refreshed; None or an exception
+# means no credential can be had (the session fails with AuthenticationError, as in the C++ SDK).
+CredentialProvider = Callable[[], "Credential | None"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +69,21 @@ class SessionOptions:
     reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
     max_buffered_posts: int = 10000
+    # Authentication (the AUTHENTICATION exchange before negotiation, re-authentication before
+    # the broker's lifetimeMs runs out). None: do not authenticate, as the C++ SDK without a
+    # credential callback; the broker then applies its anonymous credential.
+    credential_provider: CredentialProvider | None = field(default=None, repr=False)
+    # TLS: a ready context, or CA/cert/key paths (PEM) to build one; the broker's certificate
+    # must match ``tls_server_name`` (default: the host of the broker URL).
+    tls: ssl.SSLContext | None = field(default=None, repr=False)
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_server_name: str | None = None
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls is not None or self.tls_ca is not None
 
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
@@ -58,6 +99,14 @@ class SessionOptions:
             raise UsageError(f"encodings must be a non-empty subset of JSON, BER: {self.encodings}")
         if self.negotiation_encoding not in ("JSON", "BER"):
             raise UsageError("negotiation_encoding must be JSON or BER")
+        if self.credential_provider is not None and not callable(self.credential_provider):
+            raise UsageError("credential_provider must be callable (returning a Credential)")
+        if self.tls is not None and self.tls_ca is not None:
+            raise UsageError("give tls=SSLContext or tls_ca= (with tls_cert/tls_key), not both")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise UsageError("tls_cert and tls_key go together")
+        if self.tls_cert is not None and not self.uses_tls:
+            raise UsageError("tls_cert/tls_key need tls_ca (or a tls context)")
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,10 @@ class SessionLayer(Queues):
         """The transport is up: send our ClientIdentity."""
         self._now = self._last_received = self._last_probe = now
         self._session_step(SessionInput.CONNECTED)
-        self._negotiation_deadline = now + self.options.request_timeout
+        self._send_identity()
+
+    def _send_identity(self) -> None:
+        self._negotiation_deadline = self._now + self.options.request_timeout
         identity = ctrl.ClientIdentity(
             protocol_version=PROTOCOL_VERSION,
             sdk_version=SDK_VERSION,
@@ -117,7 +120,12 @@ class SessionLayer(Queues):
             self.state is SessionState.STARTED
             or (
                 self._restoring
-                and self.state in (SessionState.NEGOTIATING, SessionState.RECONNECTING)
+                and self.state
+                in (
+                    SessionState.AUTHENTICATING,
+                    SessionState.NEGOTIATING,
+                    SessionState.RECONNECTING,
+                )
             )
         )
 

@@ -12,6 +12,7 @@ from pybmq.generated.wire_codec import (
 )
 
 if TYPE_CHECKING:
+    from pybmq.sim.auth import AuthConfig
     from pybmq.sim.session import ClientSession
 
 
@@ -34,6 +35,9 @@ class BrokerConfig:
     # configureStream; without it they send the older configureQueueStream). Both are served.
     advertise_subscriptions: bool = True
     deduplication_time_ms: int = 300000
+    # Authentication (pybmq.sim.auth.AuthConfig); None: no AUTHENTICATION exchange is served and
+    # every client is let in, as a broker with only its default anonymous authenticator.
+    auth: AuthConfig | None = None
 
     def features(self) -> str:
         parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -86,6 +87,7 @@ class BrokerSimulator:
         host: str = "127.0.0.1",
         port: int = 0,
         faults: FaultConfig | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if faults is not None:
             if hooks is not None:
@@ -93,6 +95,7 @@ class BrokerSimulator:
             hooks = FaultInjector(faults)
         self.broker = Broker(config, hooks)
         self._listen = (host, port)
+        self._tls = tls  # a server context (pybmq.sim.tls.server_tls_context): clients need TLS
         self._server: asyncio.base_events.Server | None = None
         self._transports: dict[ClientSession, asyncio.Transport] = {}
         self._timer: asyncio.Task[None] | None = None
@@ -118,7 +121,9 @@ class BrokerSimulator:
         port = self._listen[1] if port is None else port
         self._loop = asyncio.get_running_loop()
         try:
-            self._server = await self._loop.create_server(lambda: _Connection(self), host, port)
+            self._server = await self._loop.create_server(
+                lambda: _Connection(self), host, port, ssl=self._tls
+            )
         except OSError as exc:
             raise SimulatorError(f"cannot listen on {host}:{port}: {exc}") from exc
         self.host = host
@@ -208,8 +213,9 @@ class ThreadedBrokerSimulator:
         host: str = "127.0.0.1",
         port: int = 0,
         faults: FaultConfig | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        self._sim = BrokerSimulator(config, hooks, host=host, port=port, faults=faults)
+        self._sim = BrokerSimulator(config, hooks, host=host, port=port, faults=faults, tls=tls)
         self._io: LoopThread | None = None
 
     @property

@@ -14,6 +14,7 @@ from pybmq._version import __version__
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import PROTOCOL_VERSION, AckStatus, EventType
+from pybmq.sim.auth import SessionAuth
 from pybmq.sim.config import (
     BROKER_VERSION,
     BrokerHooks,
@@ -36,7 +37,9 @@ from pybmq.sim.routing import (
 from pybmq.wire.control import (
     HEARTBEAT_REQ_EVENT,
     HEARTBEAT_RSP_EVENT,
+    decode_authentication,
     decode_control_as,
+    encode_authentication,
     encode_control,
     has_feature,
 )
@@ -78,6 +81,8 @@ class ClientSession(QueueRequests):
         self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
         self._disconnecting = False
         self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
+        auth = broker.config.auth
+        self.auth = SessionAuth(auth) if auth is not None else None
 
     # -- the shell's interface ---------------------------------------------------------------
 
@@ -129,12 +134,17 @@ class ClientSession(QueueRequests):
         deadline = max(self._last_received, self._last_heartbeat_sent) + interval
         if self._delayed_acks:
             deadline = min(deadline, self._delayed_acks[0][0])
+        if self.auth is not None and self.auth.expires_at is not None:
+            deadline = min(deadline, self.auth.expires_at)
         return deadline
 
     def on_timer(self, now: float) -> None:
         if self.closed:
             return
         self._now = now
+        if self.auth is not None and self.auth.expired(now):
+            self._close("credential lifetime expired without re-authentication")
+            return
         while self._delayed_acks and self._delayed_acks[0][0] <= now:
             self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
             self.broker._mark(self)
@@ -170,7 +180,9 @@ class ClientSession(QueueRequests):
                 path="EventHeader.protocolVersion",
             )
         etype = header.type
-        if self.state is SessionState.NEGOTIATING:
+        if etype == EventType.AUTHENTICATION and self.auth is not None:
+            self._authenticate(event)
+        elif self.state is SessionState.NEGOTIATING:
             if etype != EventType.CONTROL:
                 raise ProtocolError(
                     f"{event.type_name} event before negotiation",
@@ -196,9 +208,27 @@ class ClientSession(QueueRequests):
                 path="EventHeader.type",
             )
 
-    # -- negotiation -------------------------------------------------------------------------
+    # -- authentication and negotiation ------------------------------------------------------
+
+    def _authenticate(self, event: Event) -> None:
+        assert self.auth is not None
+        message, encoding = decode_authentication(event)
+        request = message.authentication_request
+        if request is None:
+            raise ProtocolError(
+                f"a client may only send an authenticationRequest, got {message.selection}",
+                offset=event.offset,
+                path="AuthenticationMessage",
+            )
+        response, accepted = self.auth.answer(request, self._now)
+        self._send(encode_authentication(response, encoding))
+        if not accepted:
+            self._close(f"authentication refused (mechanism {request.mechanism!r})")
 
     def _negotiate(self, event: Event) -> None:
+        if self.auth is not None and not self.auth.may_negotiate():
+            self._close("negotiation without authentication (anonymous access is off)")
+            return
         message, encoding = decode_control_as(event, ctrl.NegotiationMessage)
         identity = message.client_identity if message.selection == "client_identity" else None
         if identity is None:

@@ -35,10 +35,15 @@ ControlT = TypeVar("ControlT", "ControlMessage", "NegotiationMessage", "Authenti
 
 
 def encode_control_event(
-    payload: bytes, encoding: int = EncodingType.JSON, *, fragment_bit: int = 0
+    payload: bytes,
+    encoding: int = EncodingType.JSON,
+    *,
+    fragment_bit: int = 0,
+    event_type: EventType = EventType.CONTROL,
 ) -> bytes:
     """Frame an encoded control message: EventHeader (codec in typeSpecific) + payload + padding.
 
+    ``event_type`` is CONTROL or AUTHENTICATION (framed alike, bmqp_schemaeventbuilder);
     ``fragment_bit`` exists only to reproduce captured events; peers always send 0.
     """
     if encoding not in (EncodingType.BER, EncodingType.JSON):
@@ -48,7 +53,7 @@ def encode_control_event(
     type_specific = (int(encoding) & CONTROL_ENCODING_MASK) << CONTROL_ENCODING_SHIFT
     return b"".join(
         (
-            event_header_bytes(EventType.CONTROL, length, type_specific, fragment_bit),
+            event_header_bytes(event_type, length, type_specific, fragment_bit),
             bytes(payload),
             pad,
         )
@@ -56,11 +61,11 @@ def encode_control_event(
 
 
 def decode_control_event(
-    event: Event | bytes | bytearray | memoryview,
+    event: Event | bytes | bytearray | memoryview, event_type: EventType = EventType.CONTROL
 ) -> tuple[EncodingType, bytes]:
-    """The encoding and the unpadded payload of a CONTROL event."""
+    """The encoding and the unpadded payload of a CONTROL (or AUTHENTICATION) event."""
     data = event_bytes(event)
-    hsize, length, type_specific = check_event(data, EventType.CONTROL)
+    hsize, length, type_specific = check_event(data, event_type)
     code = (type_specific >> CONTROL_ENCODING_SHIFT) & CONTROL_ENCODING_MASK
     try:
         encoding = EncodingType(code)
@@ -74,9 +79,14 @@ def decode_control_event(
     return encoding, bytes(data[hsize:end])
 
 
-def encode_control(message: object, encoding: int | str = EncodingType.JSON) -> bytes:
+def encode_control(
+    message: object,
+    encoding: int | str = EncodingType.JSON,
+    event_type: EventType = EventType.CONTROL,
+) -> bytes:
     """A CONTROL event carrying ``message`` (a generated ControlMessage or NegotiationMessage) in
-    ``encoding``: an ``EncodingType`` or its name ("JSON", "BER")."""
+    ``encoding``: an ``EncodingType`` or its name ("JSON", "BER"). With ``event_type``
+    AUTHENTICATION it frames an AuthenticationMessage instead."""
     if isinstance(encoding, str):
         if encoding not in ("JSON", "BER"):
             raise EncodeError(f"unknown control encoding {encoding!r}")
@@ -84,12 +94,31 @@ def encode_control(message: object, encoding: int | str = EncodingType.JSON) -> 
     if encoding == EncodingType.JSON:
         from pybmq.generated.bmqp_ctrlmsg_json import encode_json
 
-        return encode_control_event(encode_json(message), EncodingType.JSON)
-    if encoding == EncodingType.BER:
+        payload = encode_json(message)
+    elif encoding == EncodingType.BER:
         from pybmq.generated.bmqp_ctrlmsg_ber import encode_ber
 
-        return encode_control_event(encode_ber(message), EncodingType.BER)
-    raise EncodeError(f"unknown control encoding {encoding!r}")
+        payload = encode_ber(message)
+    else:
+        raise EncodeError(f"unknown control encoding {encoding!r}")
+    return encode_control_event(payload, encoding, event_type=event_type)
+
+
+def encode_authentication(
+    message: AuthenticationMessage, encoding: int | str = EncodingType.BER
+) -> bytes:
+    """An AUTHENTICATION event: the C++ SDK sends its request in BER
+    (bmqimp_authenticatedchannelfactory); a broker answers in the request's encoding."""
+    return encode_control(message, encoding, EventType.AUTHENTICATION)
+
+
+def decode_authentication(
+    event: Event | bytes | bytearray | memoryview,
+) -> tuple[AuthenticationMessage, EncodingType]:
+    """The AuthenticationMessage of an AUTHENTICATION event, and the encoding the peer used."""
+    from pybmq.generated.bmqp_ctrlmsg import AuthenticationMessage
+
+    return _decode_as(event, AuthenticationMessage, EventType.AUTHENTICATION)
 
 
 def decode_control_as(
@@ -97,10 +126,16 @@ def decode_control_as(
 ) -> tuple[ControlT, EncodingType]:
     """The ``cls`` message in a CONTROL event, in whichever encoding the peer chose, and that
     encoding: the typed form, for a peer that knows what it expects next."""
+    return _decode_as(event, cls, EventType.CONTROL)
+
+
+def _decode_as(
+    event: Event | bytes | bytearray | memoryview, cls: type[ControlT], event_type: EventType
+) -> tuple[ControlT, EncodingType]:
     from pybmq.generated.bmqp_ctrlmsg_ber import decode_ber
     from pybmq.generated.bmqp_ctrlmsg_json import decode_json
 
-    encoding, payload = decode_control_event(event)
+    encoding, payload = decode_control_event(event, event_type)
     if encoding == EncodingType.JSON:
         return decode_json(cls, payload), encoding
     return decode_ber(cls, payload), encoding

@@ -1,0 +1,33 @@
+"""The client's TLS context from ``SessionOptions``: the one given, or one built from CA (and
+client certificate/key) paths; host names are always checked."""
+
+from __future__ import annotations
+
+import ssl
+
+from pybmq.client.options import SessionOptions
+from pybmq.errors import UsageError
+
+
+def client_tls_context(options: SessionOptions) -> ssl.SSLContext | None:
+    """None for plain TCP."""
+    if options.tls is not None:
+        return options.tls
+    if options.tls_ca is None:
+        return None
+    try:
+        context = ssl.create_default_context(cafile=options.tls_ca)
+        if options.tls_cert is not None:
+            context.load_cert_chain(options.tls_cert, options.tls_key)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(f"cannot load TLS files: {exc}") from exc
+    return context
+
+
+def connect_failure(broker: str, exc: BaseException, tls: bool) -> str:
+    """A connect error, saying when it is a TLS problem (and the likely mix-up)."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS handshake with {broker} failed: certificate not trusted or wrong host ({exc})"
+    if isinstance(exc, ssl.SSLError) or (tls and isinstance(exc, ConnectionError)):
+        return f"TLS handshake with {broker} failed (is the broker listening for TLS?): {exc}"
+    return f"cannot connect to {broker}: {exc}"
