@@ -38,7 +38,7 @@ from pybmq.client.options import (
 )
 from pybmq.client.reconnect import EndpointSelector
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
-from pybmq.uri import DEFAULT_BROKER, parse_broker_url
+from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
 
@@ -69,12 +69,13 @@ class AsyncSession:
     """A BlazingMQ session on the running asyncio loop.
 
     ``async with AsyncSession("tcp://localhost:30114") as session:`` connects and negotiates on
-    entry and stops (closing queues, Disconnect) on exit.
+    entry and stops (closing queues, Disconnect) on exit. Without a broker it uses
+    ``options.broker_uri`` (``$BMQ_BROKER_URI`` when set, as the official SDKs do).
     """
 
     def __init__(
         self,
-        broker: str = DEFAULT_BROKER,
+        broker: str | None = None,
         *,
         options: SessionOptions | None = None,
         connect_timeout: float = 10.0,
@@ -82,10 +83,11 @@ class AsyncSession:
         on_event: ResilienceListener | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.broker = broker
-        self._host, self._port = parse_broker_url(broker)
         self._engine = ClientEngine(options)
         engine_options = self._engine.options
+        broker = broker or engine_options.broker_uri  # None: $BMQ_BROKER_URI or the default
+        self.broker = broker
+        self._host, self._port = parse_broker_url(broker)
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._selector = EndpointSelector(
             endpoints, engine_options.reconnect_policy, rng or random.Random()
@@ -136,6 +138,7 @@ class AsyncSession:
         self._loop = asyncio.get_running_loop()
         self._engine.start(self._loop_time())
         self._started = self._loop.create_future()
+        log.debug("connecting to %s", self.broker)
         try:
             transport, protocol = await asyncio.wait_for(
                 self._loop.create_connection(lambda: _Protocol(self), self._host, self._port),
@@ -147,15 +150,19 @@ class AsyncSession:
             if self._started.done():
                 # The engine's stop failed this future; the error raised below replaces it.
                 self._started.exception()
-            raise SessionStoppedError(f"cannot connect to {self.broker}: {exc}") from exc
+            raise SessionStoppedError(
+                f"cannot connect to {self.broker}: {self._connect_failure(exc)}"
+            ) from exc
         assert isinstance(transport, asyncio.Transport)
         self._protocol = protocol
         self._transport = transport
         transport.set_write_buffer_limits(high=self._high_water)
+        log.debug("connected to %s; negotiating", self.broker)
         self._engine.connection_made(self._loop_time())
         self._flush()
         # The engine's negotiation deadline ends this wait with an error if the broker is silent.
         self.info = await self._started
+        log.debug("negotiated with %s: %s", self.broker, self.info)
         return self.info
 
     async def stop(self) -> None:
@@ -164,9 +171,18 @@ class AsyncSession:
             self._close_transport()
             return
         self._cancel_reconnect()
+        log.debug("stopping the session with %s", self.broker)
         op_id = self._engine.stop(self._loop_time())
         await self._operation(op_id)
         await self._stopped.wait()
+
+    def _connect_failure(self, exc: BaseException) -> str:
+        """Why a connection attempt failed, never empty (a timeout's str() is)."""
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            return f"no connection within {self._connect_timeout:g} s"
+        if isinstance(exc, OSError) and exc.strerror:
+            return exc.strerror
+        return str(exc) or type(exc).__name__
 
     @property
     def writable(self) -> bool:
@@ -201,11 +217,13 @@ class AsyncSession:
         )
         queue = AsyncQueue(self, queue_id, uri)
         self._queues[queue_id] = queue
+        log.debug("opening %s (read=%s, write=%s)", uri, read, write)
         try:
             await self._operation(op_id)
         except BaseException:
             self._queues.pop(queue_id, None)
             raise
+        log.debug("opened %s as queue %d", uri, queue_id)
         return queue
 
     # ------------------------------------------------------------------ engine plumbing
@@ -356,6 +374,7 @@ class AsyncSession:
             callback(ack)
 
     def _on_stopped(self, event: SessionStopped) -> None:
+        log.debug("session with %s stopped: %s", self.broker, event.reason)
         self.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():
