@@ -28,9 +28,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--baseline-dir", type=Path, help="default: SCHEMA_DIR/baseline")
     parser.add_argument("--allow-list", type=Path, help="default: SCHEMA_DIR/allowed-changes.yaml")
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="also list the compatible and api changes"
-    )
-    parser.add_argument(
         "--update-baseline",
         action="store_true",
         help="after review: copy the schema files into the baseline (then empty the allow-list)",
@@ -51,7 +48,7 @@ def handler(args: argparse.Namespace) -> int:
     for name, diff in result.diffs.items():
         counts = ", ".join(f"{n} {label}" for label, n in diff.counts().items() if n)
         print(f"{name}: {counts or 'unchanged'}")
-        if args.verbose:
+        if args.verbose:  # -v (the shared logging flag) also lists compatible/api changes
             for change in diff.changes:
                 if change.compat < Compat.WIRE:
                     print(

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
-import sys
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -71,9 +69,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="SECONDS",
         help="restart (same port, queues kept) this often",
     )
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)"
-    )
     parser.set_defaults(func=handler)
 
 
@@ -125,12 +120,4 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    level = (
-        logging.WARNING
-        if args.verbose == 0
-        else logging.INFO if args.verbose == 1 else logging.DEBUG
-    )
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
     return asyncio.run(_serve(args))

@@ -57,6 +57,12 @@ class ReceivedMessage:
     def queue(self) -> AsyncQueue:
         return self._queue
 
+    @property
+    def confirmable(self) -> bool:
+        """False once the connection that delivered it is lost: a confirm is then dropped (that
+        broker session is gone and the broker redelivers the message)."""
+        return self._generation == self._queue.session._engine.generation
+
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         session = self._queue.session
