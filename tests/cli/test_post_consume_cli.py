@@ -157,3 +157,12 @@ def test_every_subcommand_takes_the_logging_flags() -> None:
     for name, sub in subparsers.choices.items():
         options = {s for a in sub._actions for s in a.option_strings}
         assert {"-v", "-q", "--log-level"} <= options, name
+
+
+def test_reconnect_rides_over_a_dropped_connection() -> None:
+    faults = FaultConfig(drop_after_events=20, max_drops=1)
+    with ThreadedBrokerSimulator(faults=faults) as sim:
+        result = pybmq("post", QUEUE, "--count", "20000", "--reconnect", "--json", broker=sim.url)
+    document = summary(result)
+    assert result.returncode == 0, result.stderr
+    assert (document["acked"], document["unresolved"]) == (20000, 0)
