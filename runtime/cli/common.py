@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import enum
 import json
 import logging
+import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pybmq.errors import PybmqError, UsageError
@@ -215,3 +217,13 @@ def progress_bar(args: argparse.Namespace, name: str) -> Progress:
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+@contextlib.contextmanager
+def closed_pipe_is_quiet() -> Iterator[None]:
+    """A reader that went away (``| head``) is not an error: stop writing, no traceback."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # silence the flush at interpreter exit

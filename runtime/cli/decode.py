@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pybmq.cli.common import closed_pipe_is_quiet
 from pybmq.errors import UsageError
 
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
@@ -96,13 +96,9 @@ def _decode_properties(data: bytes, extended: bool, as_json: bool) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    try:
+    with closed_pipe_is_quiet():
         return _decode(args)
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): not an error; silence the flush at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    return 0  # the reader went away
 
 
 _CHUNK = 1 << 20
