@@ -184,28 +184,22 @@ def latency_text(latency: dict[str, float] | None) -> str:
 
 def progress_bar(args: argparse.Namespace, name: str) -> Progress:
     """A progress bar with rate and ETA on stderr; disabled when stderr is not a terminal."""
+    from pybmq.client.loadgen import rate_column
     from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
         Progress,
-        ProgressColumn,
-        Task,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
-    from rich.text import Text
-
-    class RateColumn(ProgressColumn):
-        def render(self, task: Task) -> Text:
-            return Text(f"{task.speed:,.0f} msg/s" if task.speed else "- msg/s")
 
     return Progress(
         TextColumn(name),
         BarColumn(),
         MofNCompleteColumn(),
-        RateColumn(),
+        rate_column(),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),

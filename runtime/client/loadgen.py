@@ -114,6 +114,18 @@ def parse_properties(text: str | None) -> MessageProperties:
     return properties
 
 
+def rate_column() -> Any:
+    """A rich progress column showing messages per second (for ``post``, ``consume``, the demo)."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:>9,.0f} msgs/s" if task.speed else "      - msgs/s")
+
+    return RateColumn()
+
+
 def make_payload(size: int) -> bytes:
     if size <= 0:
         raise UsageError("--size must be at least 1 byte (empty payloads are not allowed)")
