@@ -42,6 +42,11 @@ class Outcome(enum.Enum):
         return int(self.value[1])
 
 
+def describe(doc: str | None) -> str:
+    """A module docstring as --help text: without its reST ``literal`` markup."""
+    return (doc or "").replace("``", "")
+
+
 def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("logging")
     group.add_argument(

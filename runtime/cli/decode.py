@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pybmq.cli.common import closed_pipe_is_quiet
+from pybmq.cli.common import closed_pipe_is_quiet, describe
 from pybmq.errors import UsageError
 
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "decode",
         help="print the BlazingMQ events in a file as a tree",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", type=Path, help="file of concatenated events ('-' for stdin)")

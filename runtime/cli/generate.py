@@ -16,6 +16,7 @@ import argparse
 import keyword
 from pathlib import Path
 
+from pybmq.cli.common import describe
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError, UsageError
 
@@ -24,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser(
         "generate",
         help="generate Python bindings (types, JSON and BER codecs) for a BDE-style XSD",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--xsd", type=Path, required=True, help="the schema to generate from")

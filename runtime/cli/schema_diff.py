@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from pybmq.cli.common import closed_pipe_is_quiet
+from pybmq.cli.common import closed_pipe_is_quiet, describe
 from pybmq.cli.schema_locate import locate, shared_share
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError
@@ -31,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser(
         "schema-diff",
         help="classify the changes between two schema revisions (XSD or layout spec)",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("old", type=Path, help="the older revision (.xsd or .yaml)")

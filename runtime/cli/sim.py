@@ -15,6 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
             "An in-memory, strict BlazingMQ broker for tests and demos. Domains ending in "
             ".priority, .fanout (appIds foo, bar, baz) and .broadcast exist; nothing else does."
         ),
+        epilog="example: pybmq sim --port 0 --nack-share 0.01 -v",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
@@ -23,9 +24,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)"
     )
     parser.add_argument(
-        "--heartbeat-ms", type=int, default=3000, help="heartbeat interval advertised to clients"
+        "--heartbeat-ms",
+        type=int,
+        default=3000,
+        help="heartbeat interval advertised to clients (default 3000)",
     )
-    parser.add_argument("--max-missed-heartbeats", type=int, default=10)
+    parser.add_argument(
+        "--max-missed-heartbeats",
+        type=int,
+        default=10,
+        help="drop a client after this many silent intervals (default 10)",
+    )
     parser.add_argument(
         "--no-configure-stream",
         action="store_true",
