@@ -8,18 +8,11 @@ import asyncio
 import sys
 
 from pybmq.client.aio import AsyncSession
-from pybmq.client.loadgen import consume_messages, make_payload, post_messages, rate_column
+from pybmq.client.loadgen import consume_messages, make_payload, post_messages, progress_columns
 from pybmq.errors import PybmqError, UsageError
 from pybmq.sim.server import BrokerSimulator
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress
 
 QUEUE = "bmq://bmq.test.mem.priority/pybmq-demo"
 
@@ -62,12 +55,7 @@ async def demo(count: int, size: int, console: Console) -> int:
 def _bar(console: Console) -> Progress:
     """Done/total, rate and ETA while a phase runs (gone when it ends)."""
     return Progress(
-        TextColumn("  {task.description:<8}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        rate_column(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        *progress_columns("  {task.description:<8}"),
         console=console,
         transient=True,
     )

@@ -189,25 +189,12 @@ def latency_text(latency: dict[str, float] | None) -> str:
 
 def progress_bar(args: argparse.Namespace, name: str) -> Progress:
     """A progress bar with rate and ETA on stderr; disabled when stderr is not a terminal."""
-    from pybmq.client.loadgen import rate_column
+    from pybmq.client.loadgen import progress_columns
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
     return Progress(
-        TextColumn(name),
-        BarColumn(),
-        MofNCompleteColumn(),
-        rate_column(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        *progress_columns(name),
         console=Console(stderr=True),
         disable=args.quiet or not sys.stderr.isatty(),
         transient=True,

@@ -114,16 +114,33 @@ def parse_properties(text: str | None) -> MessageProperties:
     return properties
 
 
-def rate_column() -> Any:
-    """A rich progress column showing messages per second (for ``post``, ``consume``, the demo)."""
-    from rich.progress import ProgressColumn, Task
+def progress_columns(label: str) -> list[Any]:
+    """rich progress columns: label, bar, done/total, msgs/s, elapsed, ETA (``post``,
+    ``consume`` and the demo draw the same bar)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     class RateColumn(ProgressColumn):
         def render(self, task: Task) -> Text:
             return Text(f"{task.speed:>9,.0f} msgs/s" if task.speed else "      - msgs/s")
 
-    return RateColumn()
+    return [
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
 
 
 def make_payload(size: int) -> bytes:
