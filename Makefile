@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install generate check-generated schema-check lint test bench demo clean
+.PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ lint:
 
 test: check-generated
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+cli-reference:
+	$(PY) -m pybmq.cli.reference README.md
 
 bench:
 	$(PY) -m bench

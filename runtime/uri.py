@@ -7,6 +7,7 @@ Queue URIs follow the grammar of the official SDKs' URI parser (``bmqt::UriParse
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -15,6 +16,14 @@ from pybmq.errors import UsageError
 
 DEFAULT_BROKER = "tcp://localhost:30114"
 DEFAULT_PORT = 30114
+# As in the official SDKs: when set, this environment variable replaces the default broker.
+BROKER_URI_ENV = "BMQ_BROKER_URI"
+
+
+def default_broker() -> str:
+    """The broker a session uses when none is given: ``$BMQ_BROKER_URI``, else localhost:30114."""
+    return os.environ.get(BROKER_URI_ENV) or DEFAULT_BROKER
+
 
 _QUEUE_URI = re.compile(
     r"bmq://(?P<domain>[-A-Za-z0-9_.]+?)(?:~(?P<tier>[-A-Za-z0-9_.]*))?/"

@@ -2,23 +2,24 @@
 
 The file holds one or more concatenated events (raw bytes, or a hex dump with ``--hex``); zero
 filler after the last event is reported, anything else that does not frame is an error naming
-its offset (exit status 2).
+its offset (exit status 2), after every event before it has been printed. Raw input is read in
+chunks and printed as it goes (constant memory); --json writes one JSON object per line.
+
+example: pybmq decode capture.bin --json | head
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pybmq.errors import ProtocolError, UsageError
-
-if TYPE_CHECKING:
-    pass
+from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.errors import UsageError
 
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
 
@@ -43,12 +44,14 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "decode",
         help="print the BlazingMQ events in a file as a tree",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", type=Path, help="file of concatenated events ('-' for stdin)")
     parser.add_argument("--hex", action="store_true", help="the file is a hex dump, not raw bytes")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--json", action="store_true", help="JSON Lines: one object per event (or filler)"
+    )
     parser.add_argument(
         "--properties",
         choices=["extended", "old"],
@@ -93,38 +96,48 @@ def _decode_properties(data: bytes, extended: bool, as_json: bool) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    try:
+    with closed_pipe_is_quiet():
         return _decode(args)
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): not an error; silence the flush at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    return 0  # the reader went away
+
+
+_CHUNK = 1 << 20
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The raw input, a chunk at a time."""
+    try:
+        stream = sys.stdin.buffer if str(path) == "-" else path.open("rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    with stream:
+        while chunk := stream.read(_CHUNK):
+            yield chunk
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from pybmq.wire.dissect import dissect, render_text
+    from pybmq.wire.dissect import dissect_stream, render_text
 
-    data = _read(args.file, args.hex)
     if args.properties:
+        data = _read(args.file, args.hex)
         return _decode_properties(data, args.properties == "extended", args.json)
+    chunks: Iterable[bytes] = [_read(args.file, True)] if args.hex else _chunks(args.file)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
-    nodes = []
+    count = 0
     try:
-        for node in dissect(data, limit):
-            if args.json:
-                nodes.append(node)
+        for node in dissect_stream(chunks, limit):
+            count += 1
+            if args.json:  # the previews are for people; JSON carries the hex
+                for message in node.get("messages", []):
+                    message["payload"].pop("preview", None)
+                node.pop("body_preview", None)
+                print(json.dumps(node))
             else:
                 print(render_text(node))
                 print()
-    except ProtocolError:
+    finally:
         sys.stdout.flush()
-        raise
-    if args.json:
-        for node in nodes:  # the previews are for people; JSON carries the hex
-            for message in node.get("messages", []):
-                message["payload"].pop("preview", None)
-            node.pop("body_preview", None)
-        json.dump(nodes, sys.stdout, indent=2)
-        print()
+    if count == 0:
+        print(f"pybmq decode: {args.file} is empty: no events", file=sys.stderr)
+        return 1
     return 0

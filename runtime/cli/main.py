@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from pybmq._version import __version__
+from pybmq.cli.common import add_logging_arguments, configure_logging
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
@@ -31,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMANDS:
         importlib.import_module(module_name).add_parser(subparsers)
+    for subparser in subparsers.choices.values():
+        add_logging_arguments(subparser)
     return parser
 
 
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    configure_logging(args)
     try:
         status: int = args.func(args)
     except PybmqError as exc:

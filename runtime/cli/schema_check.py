@@ -3,33 +3,31 @@
 Fails (exit 1) on a wire-breaking change that ``schema/allowed-changes.yaml`` does not name, on an
 allow-list entry that matches nothing, and on a schema file without a baseline. Exit 2 when a
 schema or the allow-list cannot be read. ``--update-baseline`` copies schema/ into the baseline.
+
+example: pybmq schema-check --schema-dir schema
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from pybmq.cli.common import describe
 from pybmq.codegen import require_extra
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "schema-check",
         help="CI gate: fail on unreviewed wire-breaking schema changes",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--schema-dir", type=Path, default=Path("schema"))
+    parser.add_argument(
+        "--schema-dir", type=Path, default=Path("schema"), help="schemas to check (default schema)"
+    )
     parser.add_argument("--baseline-dir", type=Path, help="default: SCHEMA_DIR/baseline")
     parser.add_argument("--allow-list", type=Path, help="default: SCHEMA_DIR/allowed-changes.yaml")
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="also list the compatible and api changes"
-    )
     parser.add_argument(
         "--update-baseline",
         action="store_true",
@@ -51,7 +49,7 @@ def handler(args: argparse.Namespace) -> int:
     for name, diff in result.diffs.items():
         counts = ", ".join(f"{n} {label}" for label, n in diff.counts().items() if n)
         print(f"{name}: {counts or 'unchanged'}")
-        if args.verbose:
+        if args.verbose:  # -v (the shared logging flag) also lists compatible/api changes
             for change in diff.changes:
                 if change.compat < Compat.WIRE:
                     print(

@@ -1,8 +1,10 @@
 """``pybmq schema-diff OLD NEW``: list every change between two schema revisions, with its class.
 
 Works on BDE-style XSDs (control messages) and on the binary layout spec (``*.yaml``); both files
-must be of the same kind. Exit status: 0, or 1 when a change at or above ``--fail-on`` is found,
-2 when an input cannot be read.
+must be of the same kind. Every change carries the file and line it is at. Exit status: 0, or 1
+when a change at or above ``--fail-on`` is found, 2 when an input cannot be read.
+
+example: pybmq schema-diff old/bmqp_ctrlmsg.xsd schema/bmqp_ctrlmsg.xsd --format github
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.cli.schema_locate import locate, shared_share
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError
 
 if TYPE_CHECKING:
-    from pybmq.codegen.schemadiff import SchemaDiff
+    from pybmq.codegen.schemadiff import Change, SchemaDiff
 
 XSD_SUFFIXES = {".xsd"}
 LAYOUT_SUFFIXES = {".yaml", ".yml"}
@@ -27,12 +31,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser(
         "schema-diff",
         help="classify the changes between two schema revisions (XSD or layout spec)",
-        description=__doc__,
+        description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("old", type=Path, help="the older revision (.xsd or .yaml)")
     parser.add_argument("new", type=Path, help="the newer revision (same kind)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text (default), json, or github (workflow annotations, one per change)",
+    )
     parser.add_argument(
         "--fail-on",
         choices=("wire", "api", "none"),
@@ -72,26 +81,59 @@ def handler(args: argparse.Namespace) -> int:
     from pybmq.codegen.schemadiff import Compat
 
     result = compare(args.old, args.new)
-    if args.format == "json":
-        json.dump(to_json(result), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        write_text(result, sys.stdout)
+    _warn_if_unrelated(result, args.old, args.new)
+    with closed_pipe_is_quiet():
+        if args.format == "json":
+            json.dump(to_json(result, args.old, args.new), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        elif args.format == "github":
+            write_github(result, args.old, args.new, sys.stdout)
+        else:
+            write_text(result, sys.stdout, args.old, args.new)
+        sys.stdout.flush()
     return 1 if result.fails(Compat.from_fail_on(args.fail_on)) else 0
 
 
-def to_json(result: SchemaDiff) -> dict[str, object]:
+def _warn_if_unrelated(result: SchemaDiff, old: Path, new: Path) -> None:
+    """Two schemas that share almost no names are likely the wrong files, not a revision."""
+    removed = {c.path for c in result.changes if "." not in c.path and "removed" in c.kind}
+    added = {c.path for c in result.changes if "." not in c.path and "added" in c.kind}
+    kept = {c.path.split(".")[0] for c in result.changes} - removed - added
+    if removed and added and shared_share(removed | kept, added | kept) < 0.1:
+        print(
+            f"pybmq schema-diff: warning: {old.name} and {new.name} share almost nothing "
+            f"({len(removed)} types removed, {len(added)} added): are they revisions of one schema?",
+            file=sys.stderr,
+        )
+
+
+def write_github(result: SchemaDiff, old: Path, new: Path, out: TextIO) -> None:
+    """GitHub workflow commands: an error per wire-breaking change, a warning per other."""
+    for change in result.changes:
+        path, line = locate(change, old, new)
+        level = "error" if change.encodings or change.compat.label == "wire" else "warning"
+        message = f"{change.kind}, {change.detail}. {change.reason}".replace("\n", " ")
+        title = f"{change.compat.label}: {change.path}"
+        out.write(f"::{level} file={path},line={line},title={title}::{message}\n")
+
+
+def to_json(result: SchemaDiff, old: Path, new: Path) -> dict[str, object]:
     worst = result.worst
     return {
         "old": result.old_label,
         "new": result.new_label,
         "worst": worst.label if worst is not None else None,
         "counts": result.counts(),
-        "changes": [change.to_json() for change in result.changes],
+        "changes": [_located(change, old, new) for change in result.changes],
     }
 
 
-def write_text(result: SchemaDiff, out: TextIO) -> None:
+def _located(change: Change, old: Path, new: Path) -> dict[str, object]:
+    path, line = locate(change, old, new)
+    return {**change.to_json(), "file": str(path), "line": line}
+
+
+def write_text(result: SchemaDiff, out: TextIO, old: Path, new: Path) -> None:
     out.write(f"{result.old_label} -> {result.new_label}\n")
     width = max((len(c.compat.label) for c in result.changes), default=0)
     for change in result.changes:
@@ -100,6 +142,8 @@ def write_text(result: SchemaDiff, out: TextIO) -> None:
             f"{change.compat.label:<{width}}  {change.path}: {change.kind}, {change.detail}\n"
         )
         out.write(f"{'':<{width}}    why: {change.reason}{encodings}\n")
+        path, line = locate(change, old, new)
+        out.write(f"{'':<{width}}    at: {path}:{line}\n")
     counts = result.counts()
     summary = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
     n = len(result.changes)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
-import sys
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,6 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
             "An in-memory, strict BlazingMQ broker for tests and demos. Domains ending in "
             ".priority, .fanout (appIds foo, bar, baz) and .broadcast exist; nothing else does."
         ),
+        epilog="example: pybmq sim --port 0 --nack-share 0.01 -v",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
@@ -25,9 +24,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)"
     )
     parser.add_argument(
-        "--heartbeat-ms", type=int, default=3000, help="heartbeat interval advertised to clients"
+        "--heartbeat-ms",
+        type=int,
+        default=3000,
+        help="heartbeat interval advertised to clients (default 3000)",
     )
-    parser.add_argument("--max-missed-heartbeats", type=int, default=10)
+    parser.add_argument(
+        "--max-missed-heartbeats",
+        type=int,
+        default=10,
+        help="drop a client after this many silent intervals (default 10)",
+    )
     parser.add_argument(
         "--no-configure-stream",
         action="store_true",
@@ -91,9 +98,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     security.add_argument(
         "--tls-client-ca", metavar="PEM", help="require client certificates signed by this CA"
     )
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="log sessions (-v) or more (-vv)"
-    )
     parser.set_defaults(func=handler)
 
 
@@ -150,12 +154,4 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    level = (
-        logging.WARNING
-        if args.verbose == 0
-        else logging.INFO if args.verbose == 1 else logging.DEBUG
-    )
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
     return asyncio.run(_serve(args))

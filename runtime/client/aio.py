@@ -39,7 +39,7 @@ from pybmq.client.options import (
 from pybmq.client.reconnect import EndpointSelector
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
-from pybmq.uri import DEFAULT_BROKER, parse_broker_url
+from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
 
@@ -70,12 +70,13 @@ class AsyncSession:
     """A BlazingMQ session on the running asyncio loop.
 
     ``async with AsyncSession("tcp://localhost:30114") as session:`` connects and negotiates on
-    entry and stops (closing queues, Disconnect) on exit.
+    entry and stops (closing queues, Disconnect) on exit. Without a broker it uses
+    ``options.broker_uri`` (``$BMQ_BROKER_URI`` when set, as the official SDKs do).
     """
 
     def __init__(
         self,
-        broker: str = DEFAULT_BROKER,
+        broker: str | None = None,
         *,
         options: SessionOptions | None = None,
         connect_timeout: float = 10.0,
@@ -83,12 +84,13 @@ class AsyncSession:
         on_event: ResilienceListener | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.broker = broker
-        self._host, self._port = parse_broker_url(broker)
         self._engine = ClientEngine(options)
         engine_options = self._engine.options
         self._tls = client_tls_context(engine_options)
         self._tls_server_name = engine_options.tls_server_name
+        broker = broker or engine_options.broker_uri  # None: $BMQ_BROKER_URI or the default
+        self.broker = broker
+        self._host, self._port = parse_broker_url(broker)
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._selector = EndpointSelector(
             endpoints, engine_options.reconnect_policy, rng or random.Random()
@@ -139,6 +141,7 @@ class AsyncSession:
         self._loop = asyncio.get_running_loop()
         self._engine.start(self._loop_time())
         self._started = self._loop.create_future()
+        log.debug("connecting to %s", self.broker)
         try:
             transport, protocol = await self._connect(self._host, self._port)
         except (OSError, asyncio.TimeoutError) as exc:
@@ -148,16 +151,18 @@ class AsyncSession:
                 # The engine's stop failed this future; the error raised below replaces it.
                 self._started.exception()
             raise SessionStoppedError(
-                connect_failure(self.broker, exc, self._tls is not None)
+                connect_failure(self.broker, exc, self._tls is not None, self._connect_timeout)
             ) from exc
         assert isinstance(transport, asyncio.Transport)
         self._protocol = protocol
         self._transport = transport
         transport.set_write_buffer_limits(high=self._high_water)
+        log.debug("connected to %s; negotiating", self.broker)
         self._engine.connection_made(self._loop_time())
         self._flush()
         # The engine's negotiation deadline ends this wait with an error if the broker is silent.
         self.info = await self._started
+        log.debug("negotiated with %s: %s", self.broker, self.info)
         return self.info
 
     async def stop(self) -> None:
@@ -166,6 +171,7 @@ class AsyncSession:
             self._close_transport()
             return
         self._cancel_reconnect()
+        log.debug("stopping the session with %s", self.broker)
         op_id = self._engine.stop(self._loop_time())
         await self._operation(op_id)
         await self._stopped.wait()
@@ -203,11 +209,13 @@ class AsyncSession:
         )
         queue = AsyncQueue(self, queue_id, uri)
         self._queues[queue_id] = queue
+        log.debug("opening %s (read=%s, write=%s)", uri, read, write)
         try:
             await self._operation(op_id)
         except BaseException:
             self._queues.pop(queue_id, None)
             raise
+        log.debug("opened %s as queue %d", uri, queue_id)
         return queue
 
     async def _connect(self, host: str, port: int) -> tuple[asyncio.BaseTransport, _Protocol]:
@@ -337,7 +345,8 @@ class AsyncSession:
                 transport, protocol = await self._connect(host, port)
             except (OSError, asyncio.TimeoutError) as exc:
                 log.info(
-                    "reconnect failed: %s", connect_failure(endpoint, exc, self._tls is not None)
+                    "reconnect failed: %s",
+                    connect_failure(endpoint, exc, self._tls is not None, self._connect_timeout),
                 )
                 self._selector.record_failure(endpoint, self._loop_time())
                 continue
@@ -367,6 +376,7 @@ class AsyncSession:
             callback(ack)
 
     def _on_stopped(self, event: SessionStopped) -> None:
+        log.debug("session with %s stopped: %s", self.broker, event.reason)
         self.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from pybmq.wire.properties import MessageProperties, PropertyValue
 if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
 
+log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
@@ -54,6 +56,12 @@ class ReceivedMessage:
     @property
     def queue(self) -> AsyncQueue:
         return self._queue
+
+    @property
+    def confirmable(self) -> bool:
+        """False once the connection that delivered it is lost: a confirm is then dropped (that
+        broker session is gone and the broker redelivers the message)."""
+        return self._generation == self._queue.session._engine.generation
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
@@ -123,6 +131,7 @@ class AsyncQueue:
         session = self.session
         if self._closed:
             return
+        log.debug("closing %s", self.uri)
         await session._operation(session._engine.close_queue(self.queue_id, session._loop_time()))
         session._queues.pop(self.queue_id, None)
         self._end()

@@ -12,40 +12,135 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pybmq.client.aio_queue import AsyncQueue
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
-from pybmq.errors import UsageError
+from pybmq.errors import EncodeError, SessionStoppedError, UsageError
+from pybmq.generated.wire_codec import PropertyType
+from pybmq.wire.properties import MessageProperties
 
 Progress = Callable[[int], object]  # called with how many more items are done
 
 
 @dataclass
 class Stats:
-    count: int = 0
-    failed: int = 0
+    """Filled in as the run goes, so an interrupted run can still say what got through."""
+
+    count: int = 0  # ACKed posts / received messages
+    failed: int = 0  # NACKed posts, local ones (timeout, session stopped) included
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
+    posted: int = 0
+    local_failures: int = 0  # NACKs made by pybmq, not the broker: the outcome is unknown
+    broker_nacks: dict[str, int] = field(default_factory=dict)  # NACKs the broker sent, by status
+    confirmed: int = 0  # CONFIRMs sent on the connection that delivered the message
 
     @property
     def rate(self) -> float:
         return self.count / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def unresolved(self) -> int:
+        """Posts without a broker verdict (no ACK nor broker NACK)."""
+        return self.posted - self.count - (self.failed - self.local_failures)
 
-def parse_properties(text: str | None) -> dict[str, Any]:
-    """``k=v,k2=7`` → {"k": "v", "k2": 7}: integers become int32/int64 properties, the rest strings."""
+    def latency_ms(self) -> dict[str, float] | None:
+        """p50/p99/max of the recorded latencies, in milliseconds."""
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        last = len(ordered) - 1
+        return {
+            "p50": ordered[last // 2] * 1000,
+            "p99": ordered[(last * 99) // 100] * 1000,
+            "max": ordered[last] * 1000,
+        }
+
+
+_PROPERTY_TYPES = {
+    "bool": PropertyType.BOOL,
+    "char": PropertyType.CHAR,
+    "short": PropertyType.SHORT,
+    "int32": PropertyType.INT32,
+    "int64": PropertyType.INT64,
+    "string": PropertyType.STRING,
+    "binary": PropertyType.BINARY,
+}
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _property_value(name: str, kind: str | None, text: str) -> tuple[PropertyType, Any] | Any:
+    if kind is None:  # untyped: an integer becomes INT32/INT64, anything else a STRING
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    ptype = _PROPERTY_TYPES.get(kind)
+    if ptype is None:
+        raise UsageError(f"property {name!r}: unknown type {kind!r} ({', '.join(_PROPERTY_TYPES)})")
+    try:
+        if ptype is PropertyType.BOOL:
+            return ptype, _BOOLS[text.lower()]
+        if ptype is PropertyType.BINARY:
+            return ptype, bytes.fromhex(text)
+        if ptype is PropertyType.STRING:
+            return ptype, text
+        return ptype, int(text, 0)
+    except (KeyError, ValueError):
+        raise UsageError(f"property {name!r}: {text!r} is not a {kind}") from None
+
+
+def parse_properties(text: str | None) -> MessageProperties:
+    """``k=v,n:int64=3,ok:bool=true,raw:binary=00ff`` → typed properties. Untyped integers
+    become INT32/INT64, other untyped values STRING; a name given twice is an error."""
+    properties = MessageProperties()
     if not text:
-        return {}
-    properties: dict[str, Any] = {}
+        return properties
     for item in text.split(","):
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"property {item!r} is not key=value")
+        name, _, kind = key.strip().partition(":")
+        if not sep or not name:
+            raise UsageError(f"property {item!r} is not name[:type]=value")
+        if name in properties:
+            raise UsageError(f"property {name!r} is given twice")
+        typed = _property_value(name, kind or None, value)
         try:
-            properties[key.strip()] = int(value)
-        except ValueError:
-            properties[key.strip()] = value
+            if isinstance(typed, tuple):
+                properties.set(name, typed[1], typed[0])
+            else:
+                properties.set(name, typed)
+        except EncodeError as exc:
+            raise UsageError(str(exc)) from None
     return properties
+
+
+def progress_columns(label: str) -> list[Any]:
+    """rich progress columns: label, bar, done/total, msgs/s, elapsed, ETA (``post``,
+    ``consume`` and the demo draw the same bar)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:>9,.0f} msgs/s" if task.speed else "      - msgs/s")
+
+    return [
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
 
 
 def make_payload(size: int) -> bytes:
@@ -68,12 +163,15 @@ async def post_messages(
     window: int = 20_000,
     progress: Progress | None = None,
     measure_latency: bool = False,
+    stats: Stats | None = None,
 ) -> Stats:
     """Post ``count`` messages keeping at most ``window`` unacknowledged; returns when all are
-    acknowledged (or NACKed)."""
+    acknowledged (or NACKed). ``stats``, when given, is updated as ACKs come."""
     if count < 0:
         raise UsageError("count must be >= 0")
-    stats = Stats()
+    if window < 1:
+        raise UsageError("window must be >= 1 (at least one post in flight)")
+    stats = stats if stats is not None else Stats()
     loop = asyncio.get_running_loop()
     room = asyncio.Event()
     done = asyncio.Event()
@@ -91,8 +189,15 @@ async def post_messages(
         else:
             stats.failed += 1
             stats.failures[ack.status.value] = stats.failures.get(ack.status.value, 0) + 1
+            if ack.local:
+                stats.local_failures += 1
+            else:
+                nacks = stats.broker_nacks
+                nacks[ack.status.value] = nacks.get(ack.status.value, 0) + 1
+        now = clock()
+        stats.seconds = now - start
         if measure_latency:
-            stats.latencies.append(clock() - sent)
+            stats.latencies.append(now - sent)
         pending_progress += 1
         if progress is not None and pending_progress >= 1000:
             progress(pending_progress)
@@ -113,6 +218,7 @@ async def post_messages(
         else:
             queue.post_nowait(payload, properties=properties, on_ack=on_ack)
         in_flight += 1
+        stats.posted += 1
         if i % 512 == 511:
             await session.drain()
             await asyncio.sleep(0)
@@ -132,37 +238,46 @@ async def consume_messages(
     confirm: bool = True,
     progress: Progress | None = None,
     idle_timeout: float | None = None,
+    on_message: Callable[[ReceivedMessage], object] | None = None,
+    stats: Stats | None = None,
 ) -> Stats:
     """Take ``count`` messages (None: until the queue closes or ``idle_timeout`` passes with
-    nothing new), confirming each unless ``confirm`` is False."""
-    stats = Stats()
+    nothing new), confirming each unless ``confirm`` is False. Waits with a timeout only when
+    the queue is empty, and the rate counts from the first to the last message (no idle time)."""
+    stats = stats if stats is not None else Stats()
     start: float | None = None
     pending_progress = 0
+    clock = time.perf_counter
     while count is None or stats.count < count:
-        try:
-            if idle_timeout is None:
-                message = await queue.get()
-            else:
-                message = await asyncio.wait_for(queue.get(), idle_timeout)
-        except (asyncio.TimeoutError, TimeoutError):
-            break
-        except Exception:
-            if stats.count == 0 and count:
-                raise
-            break
+        message = queue.get_nowait()
+        if message is None:
+            try:
+                if idle_timeout is None:
+                    message = await queue.get()
+                else:
+                    message = await asyncio.wait_for(queue.get(), idle_timeout)
+            except (asyncio.TimeoutError, TimeoutError):
+                break
+            except SessionStoppedError:
+                if stats.count == 0 and count:
+                    raise
+                break
+        now = clock()
         if start is None:
-            start = time.perf_counter()
+            start = now
+        if on_message is not None:
+            on_message(message)
         if confirm:
+            stats.confirmed += message.confirmable
             message.confirm_nowait()
             if stats.count % 1024 == 1023:
                 await queue.session.drain()
         stats.count += 1
+        stats.seconds = now - start
         pending_progress += 1
         if progress is not None and pending_progress >= 1000:
             progress(pending_progress)
             pending_progress = 0
-    if start is not None:
-        stats.seconds = time.perf_counter() - start
     if progress is not None and pending_progress:
         progress(pending_progress)
     return stats

@@ -12,7 +12,7 @@ from typing import Any
 
 from pybmq.client.reconnect import ReconnectPolicy
 from pybmq.errors import UsageError
-from pybmq.uri import parse_broker_url
+from pybmq.uri import default_broker, parse_broker_url
 
 
 def _process_name() -> str:
@@ -48,6 +48,8 @@ CredentialProvider = Callable[[], "Credential | None"]
 class SessionOptions:
     """How the engine talks to its broker. Times are in seconds."""
 
+    # The broker a session connects to when it is given none: $BMQ_BROKER_URI or localhost:30114.
+    broker_uri: str = field(default_factory=default_broker)
     request_timeout: float = 30.0  # open/configure/close/disconnect responses
     ack_timeout: float = 30.0  # after this, a post resolves with a local TIMEOUT NACK
     stop_timeout: float = 10.0
@@ -88,7 +90,7 @@ class SessionOptions:
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
             raise UsageError("max_buffered_posts must be >= 1")
-        for url in self.endpoints:
+        for url in (self.broker_uri, *self.endpoints):
             parse_broker_url(url)
         for name in ("request_timeout", "ack_timeout", "stop_timeout"):
             if getattr(self, name) <= 0:

@@ -356,9 +356,16 @@ class SessionLayer(Queues):
                 if self.stopped:
                     return
         except ProtocolError as exc:
+            if self.state is SessionState.NEGOTIATING:
+                # Garbage before any negotiation answer: most likely another protocol (HTTP …).
+                exc = ProtocolError(
+                    f"the peer is not a BlazingMQ broker (it sent {bytes(data[:16])!r}…): "
+                    f"{exc.reason}",
+                    offset=exc.offset,
+                )
             if not self.stopped:
                 self._fail_session(f"protocol error from the broker: {exc}", exc)
-            raise
+            raise exc from None
 
     def _on_event(self, event_type: int, event: Event) -> None:
         if event_type == EventType.PUSH:

@@ -19,7 +19,6 @@ from pybmq.client.events import Ack
 from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
-from pybmq.uri import DEFAULT_BROKER
 
 log = logging.getLogger("pybmq.client.sync")
 
@@ -175,13 +174,14 @@ class Session:
 
     def __init__(
         self,
-        broker: str = DEFAULT_BROKER,
+        broker: str | None = None,
         *,
         options: SessionOptions | None = None,
         timeout: float = 60.0,
         on_event: Callable[[ResilienceEvent], object] | None = None,
     ) -> None:
-        self.broker = broker
+        # None: options.broker_uri ($BMQ_BROKER_URI when set, else localhost:30114).
+        self.broker = broker or (options or SessionOptions()).broker_uri
         self._options = options
         # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
         self._on_event = on_event

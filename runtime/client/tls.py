@@ -3,6 +3,7 @@ client certificate/key) paths; host names are always checked."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 
 from pybmq.client.options import SessionOptions
@@ -24,10 +25,17 @@ def client_tls_context(options: SessionOptions) -> ssl.SSLContext | None:
     return context
 
 
-def connect_failure(broker: str, exc: BaseException, tls: bool) -> str:
-    """A connect error, saying when it is a TLS problem (and the likely mix-up)."""
+def connect_failure(broker: str, exc: BaseException, tls: bool, timeout: float) -> str:
+    """A connect error, never with an empty reason (a timeout's str() is), saying when it is a
+    TLS problem (and the likely mix-up)."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         return f"TLS handshake with {broker} failed: certificate not trusted or wrong host ({exc})"
     if isinstance(exc, ssl.SSLError) or (tls and isinstance(exc, ConnectionError)):
         return f"TLS handshake with {broker} failed (is the broker listening for TLS?): {exc}"
-    return f"cannot connect to {broker}: {exc}"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        reason = f"no connection within {timeout:g} s"
+    elif isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror
+    else:
+        reason = str(exc) or type(exc).__name__
+    return f"cannot connect to {broker}: {reason}"

@@ -8,13 +8,15 @@ the same iterators the client uses. Every node is plain data (dicts, lists, str,
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pybmq.errors import ProtocolError
 from pybmq.generated import wire_codec, wire_layout
 from pybmq.generated.wire_codec import (
+    EVENT_HEADER_SIZE,
     CompressionAlgorithmType,
     EncodingType,
     EventType,
@@ -23,13 +25,20 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
 from pybmq.wire.control import decode_control, decode_control_event
-from pybmq.wire.framing import Event, Filler, event_type_name, iter_events
+from pybmq.wire.framing import (
+    MAX_EVENT_SIZE,
+    Event,
+    Filler,
+    check_event_length,
+    event_type_name,
+    iter_events,
+)
 from pybmq.wire.push import iter_push
 from pybmq.wire.put import iter_put
 
 Node = dict[str, Any]
 
-__all__ = ["Node", "dissect", "dissect_event", "hexdump", "render_text"]
+__all__ = ["Node", "dissect", "dissect_event", "dissect_stream", "hexdump", "render_text"]
 
 
 def _fields(
@@ -230,6 +239,57 @@ def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
             path=exc.path,
         ) from exc
     return node
+
+
+def dissect_stream(
+    chunks: Iterable[bytes], payload_limit: int | None = 64, max_event_size: int = MAX_EVENT_SIZE
+) -> Iterator[Node]:
+    """As :func:`dissect`, over a capture read in chunks: holds one event at a time, so memory
+    stays bounded by ``max_event_size`` whatever the capture's size."""
+    buf = bytearray()
+    base = 0  # stream offset of buf[0]
+    filler: int | None = None  # stream offset where the zero tail began
+    for chunk in chunks:
+        if filler is not None:
+            if any(chunk):
+                raise ProtocolError("non-zero bytes after the zero filler", offset=base)
+            base += len(chunk)
+            continue
+        buf += chunk
+        pos = 0
+        while len(buf) - pos >= 4:
+            if not any(memoryview(buf)[pos:]):
+                filler = base + pos
+                break
+            length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
+            check_event_length(length, base + pos, max_event_size)
+            if len(buf) - pos < max(length, EVENT_HEADER_SIZE):
+                break
+            event = _frame(buf[pos : pos + length], base + pos, max_event_size)
+            yield dissect_event(event, payload_limit)
+            pos += length
+        if filler is not None:
+            base += len(buf)
+            buf.clear()
+        else:
+            del buf[:pos]
+            base += pos
+    if filler is not None:
+        yield {"filler": {"offset": filler, "size": base - filler}}
+    elif buf and not any(buf):
+        yield {"filler": {"offset": base, "size": len(buf)}}
+    elif buf:
+        _frame(buf, base, max_event_size)  # an incomplete last event: raises, naming its offset
+
+
+def _frame(data: bytearray, offset: int, max_event_size: int) -> Event:
+    """The one event that is ``data`` (found at stream ``offset``); errors name that offset."""
+    try:
+        (event,) = iter_events(bytes(data), max_event_size)
+    except ProtocolError as exc:
+        raise ProtocolError(exc.reason, offset=offset + (exc.offset or 0), path=exc.path) from None
+    assert isinstance(event, Event)
+    return dataclasses.replace(event, offset=offset)
 
 
 def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:

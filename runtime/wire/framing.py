@@ -30,6 +30,7 @@ __all__ = [
     "EventReader",
     "Filler",
     "check_event",
+    "check_event_length",
     "event_bytes",
     "event_header_bytes",
     "event_type_name",
@@ -88,7 +89,7 @@ def _parse_header(
     """Unpack and sanity-check the EventHeader at ``pos`` (8 bytes must be available)."""
     u0, u1, header_words, type_specific, _reserved = EVENT_HEADER.unpack_from(buf, pos)
     length = u0 & 0x7FFFFFFF
-    _check_length(length, stream_offset, max_event_size)
+    check_event_length(length, stream_offset, max_event_size)
     if header_words * 4 < EVENT_HEADER_SIZE or header_words * 4 > length:
         raise ProtocolError(
             f"EventHeader declares {header_words} header words for a {length}-byte event",
@@ -98,7 +99,8 @@ def _parse_header(
     return u0 >> 31, length, u1 >> 6, u1 & 0x3F, header_words, type_specific
 
 
-def _check_length(length: int, stream_offset: int, max_event_size: int) -> None:
+def check_event_length(length: int, stream_offset: int, max_event_size: int) -> None:
+    """Raise ProtocolError (naming ``stream_offset``) for an EventHeader.length out of range."""
     if length < EVENT_HEADER_SIZE:
         raise ProtocolError(
             f"event length {length} is smaller than the {EVENT_HEADER_SIZE}-byte EventHeader",
@@ -148,7 +150,7 @@ class EventReader:
             while end - pos >= 4:
                 length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
                 # Refuse a bad length as soon as it is readable, before waiting for the body.
-                _check_length(length, self._base + pos, self.max_event_size)
+                check_event_length(length, self._base + pos, self.max_event_size)
                 if end - pos < EVENT_HEADER_SIZE:
                     break
                 fragment, length, version, etype, hwords, tspec = _parse_header(

@@ -43,7 +43,7 @@ def test_json_output_for_the_io_dump(
 ) -> None:
     status, out, _ = run(capsys, "--json", str(java_vectors / "bmq_io_dump_1551267643131.bin"))
     assert status == 0
-    nodes = json.loads(out)
+    nodes = [json.loads(line) for line in out.splitlines()]  # JSON Lines
     assert len(nodes) == 1075
     assert nodes[0]["control"]["class"] == "NegotiationMessage"
     assert "brokerResponse" in nodes[0]["control"]["message"]
@@ -60,7 +60,7 @@ def test_hex_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     dump.write_text("\n".join(lines) + "\n")
     status, out, _ = run(capsys, "--hex", "--json", str(dump))
     assert status == 0
-    (node,) = json.loads(out)
+    (node,) = [json.loads(line) for line in out.splitlines()]
     message = node["messages"][0]
     assert message["header"]["correlation_id"] == 42
     assert message["properties"]["properties"] == [{"name": "k", "type": "STRING", "value": "v"}]
@@ -119,3 +119,10 @@ def test_bare_properties_area(capsys: pytest.CaptureFixture[str], java_vectors: 
     # Read in the wrong format, the offsets do not add up: a clean error, exit 2.
     status, _, err = run(capsys, "--properties", "old", str(java_vectors / "msg_props.bin"))
     assert status == 2 and "offset" in err
+
+
+def test_empty_input_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    status, out, err = run(capsys, str(empty))
+    assert status == 1 and out == "" and "is empty: no events" in err

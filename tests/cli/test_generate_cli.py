@@ -171,3 +171,27 @@ def test_codegen_commands_name_the_extra_when_it_is_missing(
         err = capsys.readouterr().err
         assert "needs the codegen extra (black not installed)" in err
         assert "pip install 'pybmq[codegen]'" in err
+
+
+def test_generate_refuses_to_overwrite_and_bad_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xsd = tmp_path / "orders.xsd"
+    xsd.write_text(SCHEMA.format(package="orders"))
+    out = tmp_path / "gen"
+    before = set(tmp_path.rglob("*"))
+    assert main(["generate", "--xsd", str(xsd), "--out", str(out)]) == 0
+    written = set(tmp_path.rglob("*")) - before
+    assert written and all(p == out or out in p.parents for p in written)  # only under --out
+    capsys.readouterr()
+    assert main(["generate", "--xsd", str(xsd), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already in" in err and "--force" in err
+    assert main(["generate", "--xsd", str(xsd), "--out", str(out), "--force"]) == 0
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    capsys.readouterr()
+    assert main(["generate", "--xsd", str(xsd), "--out", str(a_file)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["generate", "--xsd", str(xsd), "--out", str(a_file / "sub")]) == 2
+    assert "Traceback" not in capsys.readouterr().err

@@ -197,9 +197,9 @@ async def test_cli_post_then_consume(broker: str) -> None:
         return out.decode()
 
     posted = await cli("post", uri, "--count", "300", "--size", "64", "--properties", "k=v,n=3")
-    assert "posted 300 messages of 64 B" in posted and "msgs/s" in posted
+    assert "posted 300 of 64 B, ACKed 300" in posted and "msgs/s" in posted
     consumed = await cli("consume", uri, "--count", "300")
-    assert "consumed and confirmed 300 messages" in consumed
+    assert "received 300, confirmed 300, unconfirmed 0" in consumed
 
 
 async def test_sync_session_from_a_thread(broker: str) -> None:

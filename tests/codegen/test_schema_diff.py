@@ -359,8 +359,59 @@ def test_cli_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         "class": "compatible",
         "encodings": [],
         "reason": data["changes"][1]["reason"],
+        "file": str(new),
+        "line": 1680,  # <element name='userAgent' …> in ClientIdentity
     }
     assert set(data) == {"old", "new", "worst", "counts", "changes"}
+
+
+def test_cli_github_annotations_and_text_carry_file_and_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    old, new = HISTORY / "2025-10-23_eef016a51.xsd", HISTORY / "2025-11-24_6e29feea7.xsd"
+    status, out, _ = run(capsys, str(old), str(new), "--format", "github")
+    assert status == 0
+    assert f"::warning file={new},line=1680,title=compatible: ClientIdentity.userAgent::" in out
+    status, out, _ = run(capsys, str(old), str(new))
+    assert f"at: {new}:1680" in out
+
+
+def test_cli_warns_when_the_schemas_share_almost_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = HISTORY / "2025-11-24_6e29feea7.xsd"
+    other = tmp_path / "other.xsd"
+    other.write_text(
+        "<?xml version='1.0' encoding='UTF-8'?>\n"
+        "<schema xmlns='http://www.w3.org/2001/XMLSchema' xmlns:tns='urn:x' targetNamespace='urn:x'"
+        " elementFormDefault='qualified'>\n"
+        "  <complexType name='Unrelated'><sequence>"
+        "<element name='a' type='int'/></sequence></complexType>\n</schema>\n"
+    )
+    _, _, err = run(capsys, str(old), str(other), "--fail-on", "none")
+    assert "share almost nothing" in err
+
+
+def test_cli_closed_pipe_is_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    # Two unrelated schemas: a JSON report larger than a pipe's 64 KiB buffer.
+    old, new = (
+        TESTS_DIR.parent / "schema" / "mqbcfg.xsd",
+        TESTS_DIR.parent / "schema" / "mqbcmd.xsd",
+    )
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "pybmq.cli", "schema-diff", str(old), str(new), "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert producer.stdout is not None
+    producer.stdout.read(10)
+    producer.stdout.close()  # as `| head -c 10` does
+    _, err = producer.communicate(timeout=60)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert b"share almost nothing" in err
 
 
 def test_cli_unreadable_input_is_status_2(
