@@ -1,4 +1,4 @@
-"""``pybmq.spark``: BlazingMQ queues as a PySpark (>= 4.0) Python data source named ``blazingmq``.
+"""``pybmq.spark``: BlazingMQ queues as a PySpark (>= 4.2) Python data source named ``blazingmq``.
 
     spark.dataSource.register(BlazingMQDataSource)
     df.write.format("blazingmq").option("queue", "bmq://domain/q").mode("append").save()
