@@ -77,9 +77,7 @@ READ_SCHEMA = StructType(
         StructField("payload", BinaryType(), False),
         StructField("properties", MapType(StringType(), StringType(), False), False),
         StructField("typed_properties", MapType(StringType(), _TYPED_VALUE, False), False),
-        # BlazingMQ's PUSH carries no redelivery flag: null unless the broker's delivery
-        # counter (RDA) tells; see the README.
-        StructField("redelivered", BooleanType(), True),
+        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see README).
     ]
 )
 """The rows of a read: one per message. ``typed_properties`` keeps each property's BlazingMQ
@@ -362,9 +360,7 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         buffers = [RowBuffer(self.options.target.queue) for _ in range(count)]
         for i, message in enumerate(batch):
             properties = typed_properties(message.properties)
-            buffers[i * count // max(len(batch), 1)].add(
-                message.guid, message.payload, properties, None
-            )
+            buffers[i * count // max(len(batch), 1)].add(message.guid, message.payload, properties)
         return [InputPartition(buffer) for buffer in buffers]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -210,9 +210,7 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
                 break  # idle: nothing arrived for idle_timeout
             received.extend(batch)
             for message in batch:
-                buffer.add(
-                    message.guid, message.payload, typed_properties(message.properties), None
-                )
+                buffer.add(message.guid, message.payload, typed_properties(message.properties))
             if len(buffer) >= batch_rows:
                 yield buffer
                 buffer = RowBuffer(target.queue)

@@ -98,3 +98,17 @@ def test_null_payload_is_refused() -> None:
     batch = pa.RecordBatch.from_pydict({"payload": pa.array([None], pa.string())})
     with pytest.raises(UsageError, match="null payload"):
         list(messages_from_batch(batch, []))
+
+
+def test_read_rows_match_the_read_schema_without_redelivered() -> None:
+    from pybmq.spark.datasource import READ_SCHEMA, _arrow_schema
+    from pybmq.spark.rows import RowBuffer
+
+    buffer = RowBuffer(Q)
+    buffer.add(bytes(range(16)), b"body", {"n": ("INT32", 7), "ok": ("BOOL", True)})
+    batch = buffer.to_batch(_arrow_schema(READ_SCHEMA))
+    assert batch.schema.names == ["queue", "guid", "payload", "properties", "typed_properties"]
+    row = batch.to_pylist()[0]
+    assert row["guid"] == bytes(range(16)).hex()
+    assert dict(row["properties"]) == {"n": "7", "ok": "true"}
+    assert dict(row["typed_properties"])["n"]["int32"] == 7
