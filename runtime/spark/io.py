@@ -43,10 +43,12 @@ def typed_properties(properties: Any) -> dict[str, Typed]:
 
 
 def open_session(target: Target, **session_options: Any) -> Session:
-    """A started session; ``connectTimeoutMs`` bounds the start and the queue open."""
+    """A started session; ``connectTimeoutMs`` bounds the start and the queue open. The
+    ``client.*`` settings apply first; the named options of the source (``session_options``)
+    win over them."""
     session = Session(
         target.broker,
-        options=SessionOptions(**session_options),
+        options=SessionOptions(**{**dict(target.client), **session_options}),
         timeout=target.connect_timeout,
     )
     try:
