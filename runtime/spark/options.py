@@ -248,6 +248,7 @@ class StreamReadOptions:
     max_unconfirmed: int  # broker-side credit: the most messages buffered and not yet committed
     max_messages_per_batch: int  # 0 = everything buffered
     num_partitions: int
+    idle_timeout: float = 1.0  # Trigger.AvailableNow: pushes quiet this long = all available
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -259,4 +260,5 @@ class StreamReadOptions:
             max_unconfirmed=max_unconfirmed,
             max_messages_per_batch=per_batch,
             num_partitions=_int(options, NUM_PARTITIONS, 1, minimum=1),
+            idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
         )

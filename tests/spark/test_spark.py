@@ -187,6 +187,39 @@ def test_stream_survives_stop_and_restart(
     print(f"stream restart: {total} messages, {duplicates} duplicates, {redelivered} redelivered")
 
 
+def test_stream_read_available_now(
+    spark: Any, bmq_broker_url: str, bmq_sim: Any, tmp_path: Path
+) -> None:
+    queue = fresh_queue()
+    total = 700
+    spark.createDataFrame([(f"a{i}",) for i in range(total)], "payload string").write.format(
+        "blazingmq"
+    ).option("broker", bmq_broker_url).option("queue", queue).mode("append").save()
+    confirms_before = bmq_sim.call(lambda broker: broker.stats.confirms)
+    sink = tmp_path / "sink"
+    query = start_query(
+        lambda: spark.readStream.format("blazingmq")
+        .option("broker", bmq_broker_url)
+        .option("queue", queue)
+        .option("maxMessagesPerBatch", "300")
+        .option("idleTimeoutMs", "1500")
+        .load()
+        .select("payload")
+        .writeStream.format("parquet")
+        .option("path", str(sink))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "Trigger.AvailableNow did not end"
+    assert query.exception() is None, query.exception()
+    payloads = sorted(_sink_payloads(sink, spark))
+    assert payloads == sorted(f"a{i}".encode() for i in range(total))
+    # Every batch was committed, so every message was confirmed: the queue is empty.
+    assert bmq_sim.call(lambda broker: broker.stats.confirms) - confirms_before == total
+    assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
+
+
 def test_stream_write(spark: Any, bmq_broker_url: str, tmp_path: Path) -> None:
     queue = fresh_queue()
     source = tmp_path / "source"
