@@ -357,6 +357,17 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         per_batch = self.options.max_messages_per_batch
         return ReadMaxRows(per_batch) if per_batch > 0 else ReadAllAvailable()
 
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The offset the stream would reach with every buffered message: shown per batch as
+        ``latestOffset`` in the query's progress, next to its ``endOffset`` (the backlog)."""
+        consumer = self._consumer
+        if consumer is None:
+            return None
+        with consumer.lock:
+            if consumer.next_seq is None:
+                return None
+            return {"seq": consumer.next_seq + len(consumer.arrived)}
+
     def prepareForTriggerAvailableNow(self) -> None:
         consumer = self._started()
         consumer.available_now = consumer.settle(self.options.idle_timeout)

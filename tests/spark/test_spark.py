@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import uuid
@@ -218,6 +219,12 @@ def test_stream_read_available_now(
     # Every batch was committed, so every message was confirmed: the queue is empty.
     assert bmq_sim.call(lambda broker: broker.stats.confirms) - confirms_before == total
     assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
+    # Per-batch progress: rows per batch, and the source's latest offset (what it had buffered).
+    sources = [p["sources"][0] for p in query.recentProgress if p["sources"]]
+    assert sum(int(source["numInputRows"]) for source in sources) == total
+    latest = [json.loads(source["latestOffset"]) for source in sources if source["latestOffset"]]
+    assert latest and all(offset["seq"] <= total for offset in latest)
+    print("available-now progress:", [(s["numInputRows"], s["latestOffset"]) for s in sources])
 
 
 def test_stream_write(spark: Any, bmq_broker_url: str, tmp_path: Path) -> None:
