@@ -25,7 +25,7 @@ def _spark(tmp: Path) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pybmq.spark.datasource import BlazingMQDataSource
+    from pybmq.spark import register
     from pyspark.sql import SparkSession
 
     spark = (
@@ -36,7 +36,7 @@ def _spark(tmp: Path) -> Any:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(BlazingMQDataSource)
+    register(spark)
     return spark
 
 

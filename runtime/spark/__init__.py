@@ -1,9 +1,11 @@
 """BlazingMQ as a PySpark data source (``spark.read/readStream/write.format("blazingmq")``).
 
-``datasource`` is what Spark calls; ``options`` reads its options, ``rows`` converts between Arrow
-rows and messages, ``io`` talks to the broker. Needs the ``spark`` extra (pyspark, pyarrow).
+``register`` checks the workers and registers the source; ``datasource`` is what Spark calls;
+``options`` reads its options, ``rows`` converts between Arrow rows and messages, ``io`` talks to
+the broker. Needs the ``spark`` extra (pyspark, pyarrow).
 """
 
 from pybmq.spark.datasource import BlazingMQDataSource
+from pybmq.spark.register import check_workers, register
 
-__all__ = ["BlazingMQDataSource"]
+__all__ = ["BlazingMQDataSource", "check_workers", "register"]

@@ -1,4 +1,4 @@
-"""``pybmq.spark``: BlazingMQ queues as a PySpark (>= 4.0) Python data source named ``blazingmq``.
+"""``pybmq.spark``: BlazingMQ queues as a PySpark (>= 4.2) Python data source named ``blazingmq``.
 
     spark.dataSource.register(BlazingMQDataSource)
     df.write.format("blazingmq").option("queue", "bmq://domain/q").mode("append").save()
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +40,12 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -77,9 +83,7 @@ READ_SCHEMA = StructType(
         StructField("payload", BinaryType(), False),
         StructField("properties", MapType(StringType(), StringType(), False), False),
         StructField("typed_properties", MapType(StringType(), _TYPED_VALUE, False), False),
-        # BlazingMQ's PUSH carries no redelivery flag: null unless the broker's delivery
-        # counter (RDA) tells; see the README.
-        StructField("redelivered", BooleanType(), True),
+        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see README).
     ]
 )
 """The rows of a read: one per message. ``typed_properties`` keeps each property's BlazingMQ
@@ -251,6 +255,10 @@ class _Consumer:
         self.arrived: deque[ReceivedMessage] = deque()
         self.numbered: deque[tuple[int, ReceivedMessage]] = deque()
         self.next_seq: int | None = None  # unknown until Spark tells us where the stream stands
+        # Trigger.AvailableNow: how many messages had arrived when the query started, and the
+        # offset that makes (fixed at the first latestOffset, once the stream's start is known).
+        self.available_now: int | None = None
+        self.target_seq: int | None = None
         self.failure: BaseException | None = None
         self.stopping = False
         self.session: Session = open_session(options.target)
@@ -289,14 +297,31 @@ class _Consumer:
         if self.failure is not None:
             raise self.failure
 
+    def settle(self, idle_timeout: float) -> int:
+        """Wait until nothing arrived for ``idle_timeout`` (the broker stops pushing once the
+        credit, ``maxUnconfirmed``, is used up, so this ends) and return how many are buffered."""
+        seen = -1
+        while True:
+            self.check()
+            with self.lock:
+                count = len(self.arrived)
+            if count == seen:
+                return count
+            seen = count
+            time.sleep(idle_timeout)
+
     def stop(self) -> None:
         self.stopping = True
         self.session.stop()  # unconfirmed messages go back to the queue: at-least-once
         self.thread.join(timeout=10)
 
 
-class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """Micro-batches of one queue; a batch's messages are confirmed once Spark commits it.
+
+    ``Trigger.AvailableNow`` reads what the broker had pushed by the time pushes go quiet for
+    ``idleTimeoutMs`` after the query starts (at most ``maxUnconfirmed``); later messages stay
+    unconfirmed and go back to the queue when the query ends.
 
     Offsets are counters ``{"seq": n}``: the n-th message handed to this stream. The consumer
     session lives in the process where Spark calls ``latestOffset``/``partitions``/``commit``
@@ -332,6 +357,21 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         per_batch = self.options.max_messages_per_batch
         return ReadMaxRows(per_batch) if per_batch > 0 else ReadAllAvailable()
 
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The offset the stream would reach with every buffered message: shown per batch as
+        ``latestOffset`` in the query's progress, next to its ``endOffset`` (the backlog)."""
+        consumer = self._consumer
+        if consumer is None:
+            return None
+        with consumer.lock:
+            if consumer.next_seq is None:
+                return None
+            return {"seq": consumer.next_seq + len(consumer.arrived)}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        consumer = self._started()
+        consumer.available_now = consumer.settle(self.options.idle_timeout)
+
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         consumer = self._started()
         first = _seq(start)
@@ -341,9 +381,12 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         with consumer.lock:
             if consumer.next_seq is None or consumer.next_seq < first:
                 consumer.next_seq = first
-            end = None
+            if consumer.available_now is not None and consumer.target_seq is None:
+                consumer.target_seq = consumer.next_seq + consumer.available_now
+            end = consumer.target_seq
             if isinstance(limit, ReadMaxRows):
-                end = first + max(int(limit.max_rows), 1)
+                cap = first + max(int(limit.max_rows), 1)
+                end = cap if end is None else min(end, cap)
             while consumer.arrived and (end is None or consumer.next_seq < end):
                 consumer.numbered.append((consumer.next_seq, consumer.arrived.popleft()))
                 consumer.next_seq += 1
@@ -362,9 +405,7 @@ class BlazingMQStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         buffers = [RowBuffer(self.options.target.queue) for _ in range(count)]
         for i, message in enumerate(batch):
             properties = typed_properties(message.properties)
-            buffers[i * count // max(len(batch), 1)].add(
-                message.guid, message.payload, properties, None
-            )
+            buffers[i * count // max(len(batch), 1)].add(message.guid, message.payload, properties)
         return [InputPartition(buffer) for buffer in buffers]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -43,10 +43,12 @@ def typed_properties(properties: Any) -> dict[str, Typed]:
 
 
 def open_session(target: Target, **session_options: Any) -> Session:
-    """A started session; ``connectTimeoutMs`` bounds the start and the queue open."""
+    """A started session; ``connectTimeoutMs`` bounds the start and the queue open. The
+    ``client.*`` settings apply first; the named options of the source (``session_options``)
+    win over them."""
     session = Session(
         target.broker,
-        options=SessionOptions(**session_options),
+        options=SessionOptions(**{**dict(target.client), **session_options}),
         timeout=target.connect_timeout,
     )
     try:
@@ -210,9 +212,7 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
                 break  # idle: nothing arrived for idle_timeout
             received.extend(batch)
             for message in batch:
-                buffer.add(
-                    message.guid, message.payload, typed_properties(message.properties), None
-                )
+                buffer.add(message.guid, message.payload, typed_properties(message.properties))
             if len(buffer) >= batch_rows:
                 yield buffer
                 buffer = RowBuffer(target.queue)

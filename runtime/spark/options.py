@@ -9,8 +9,9 @@ No pyspark import here, so the rules are unit-testable without a JVM.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pybmq.errors import UsageError
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
@@ -76,6 +77,63 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     raise UsageError(f"option {key!r} must be true or false, got {raw!r}")
 
 
+def _millis(options: Mapping[str, str], key: str) -> float:
+    return _int(options, key, 0, minimum=1) / 1000
+
+
+def _count(options: Mapping[str, str], key: str) -> int:
+    return _int(options, key, 0, minimum=1)
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    return _bool(options, key, False)
+
+
+CLIENT_PREFIX = "client."
+
+
+@dataclass(frozen=True)
+class ClientSetting:
+    """One ``client.*`` option: a :class:`pybmq.SessionOptions` field set from a Spark option.
+
+    A new client setting (authentication, TLS, ...) is one row of :data:`CLIENT_SETTINGS` and
+    one row of the README's table (a test keeps the two equal)."""
+
+    name: str  # as documented; Spark matches it case-insensitively
+    field: str  # the SessionOptions field
+    parse: Callable[[Mapping[str, str], str], Any]
+    meaning: str
+
+
+CLIENT_SETTINGS = (
+    ClientSetting(
+        "client.requestTimeoutMs", "request_timeout", _millis, "open/configure/close responses"
+    ),
+    ClientSetting("client.stopTimeoutMs", "stop_timeout", _millis, "bound on stopping a session"),
+    ClientSetting(
+        "client.maxPutEventBytes", "max_put_event_bytes", _count, "size at which a PUT event is cut"
+    ),
+    ClientSetting("client.reconnect", "reconnect", _flag, "reconnect on a lost connection"),
+    ClientSetting(
+        "client.maxBufferedPosts", "max_buffered_posts", _count, "posts held while disconnected"
+    ),
+)
+_CLIENT_BY_KEY = {setting.name.lower(): setting for setting in CLIENT_SETTINGS}
+
+
+def client_settings(options: Mapping[str, str]) -> tuple[tuple[str, Any], ...]:
+    """The ``client.*`` options as (SessionOptions field, value) pairs, checked here."""
+    keys = sorted(k.lower() for k in options if k.lower().startswith(CLIENT_PREFIX))
+    unknown = [k for k in keys if k not in _CLIENT_BY_KEY]
+    if unknown:
+        known = ", ".join(setting.name for setting in CLIENT_SETTINGS)
+        raise UsageError(f"unknown client option(s) {unknown}; known: {known}")
+    lowered = {k.lower(): v for k, v in options.items()}
+    return tuple(
+        (_CLIENT_BY_KEY[key].field, _CLIENT_BY_KEY[key].parse(lowered, key)) for key in keys
+    )
+
+
 def check_broker_url(url: str) -> str:
     """``tcp://host:port`` or a clear UsageError naming the option."""
     try:
@@ -94,15 +152,20 @@ def check_queue_uri(uri: str) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """Which broker and queue, and how long to wait for the connection."""
+    """Which broker and queue, how long to wait for the connection, the ``client.*`` settings."""
 
     broker: str
     queue: str
     connect_timeout: float
+    client: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Target:
-        unknown = sorted(k for k in options if k.lower() not in _KNOWN)
+        unknown = sorted(
+            k
+            for k in options
+            if k.lower() not in _KNOWN and not k.lower().startswith(CLIENT_PREFIX)
+        )
         if unknown:
             raise UsageError(f"unknown option(s) {unknown} for format 'blazingmq'")
         queue = options.get(QUEUE)
@@ -110,7 +173,12 @@ class Target:
             raise UsageError("option 'queue' is required (e.g. bmq://bmq.test.mem.priority/q)")
         broker = options.get(BROKER) or DEFAULT_BROKER
         timeout_ms = _int(options, CONNECT_TIMEOUT_MS, 10_000, minimum=1)
-        return cls(check_broker_url(broker), check_queue_uri(queue), timeout_ms / 1000)
+        return cls(
+            check_broker_url(broker),
+            check_queue_uri(queue),
+            timeout_ms / 1000,
+            client_settings(options),
+        )
 
 
 @dataclass(frozen=True)
@@ -180,6 +248,7 @@ class StreamReadOptions:
     max_unconfirmed: int  # broker-side credit: the most messages buffered and not yet committed
     max_messages_per_batch: int  # 0 = everything buffered
     num_partitions: int
+    idle_timeout: float = 1.0  # Trigger.AvailableNow: pushes quiet this long = all available
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -191,4 +260,5 @@ class StreamReadOptions:
             max_unconfirmed=max_unconfirmed,
             max_messages_per_batch=per_batch,
             num_partitions=_int(options, NUM_PARTITIONS, 1, minimum=1),
+            idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
         )

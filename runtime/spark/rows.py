@@ -140,14 +140,11 @@ class RowBuffer:
         self.payloads: list[bytes] = []
         self.texts: list[list[tuple[str, str]]] = []
         self.typed: list[list[tuple[str, dict[str, Any]]]] = []
-        self.redelivered: list[bool | None] = []
 
     def __len__(self) -> int:
         return len(self.guids)
 
-    def add(
-        self, guid: bytes, payload: bytes, properties: Mapping[str, Typed], redelivered: bool | None
-    ) -> None:
+    def add(self, guid: bytes, payload: bytes, properties: Mapping[str, Typed]) -> None:
         self.guids.append(guid.hex())
         self.payloads.append(payload)
         texts = []
@@ -157,7 +154,6 @@ class RowBuffer:
             typed.append((key, {"type": bmq_type, TYPED_FIELDS[bmq_type]: value}))
         self.texts.append(texts)
         self.typed.append(typed)
-        self.redelivered.append(redelivered)
 
     def to_batch(self, schema: pa.Schema) -> pa.RecordBatch:
         """One record batch in ``schema`` (Spark checks the schema of a returned batch exactly,
@@ -168,7 +164,6 @@ class RowBuffer:
             self.payloads,
             self.texts,
             self.typed,
-            self.redelivered,
         ]
         arrays = [pa.array(column, schema.field(i).type) for i, column in enumerate(columns)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -17,7 +17,6 @@ from typing import Any
 def spark_environment() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    pass
     if not os.environ.get("JAVA_HOME"):
         java = shutil.which("java")
         if java is None:
@@ -30,7 +29,7 @@ def spark_environment() -> None:
 
 def local_spark(tmp: Path) -> Iterator[Any]:
     spark_environment()
-    from pybmq.spark.datasource import BlazingMQDataSource
+    from pybmq.spark import register
     from pyspark.sql import SparkSession
 
     spark = (
@@ -47,7 +46,7 @@ def local_spark(tmp: Path) -> Iterator[Any]:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(BlazingMQDataSource)
+    register(spark)
     try:
         yield spark
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import uuid
@@ -185,6 +186,45 @@ def test_stream_survives_stop_and_restart(
     assert duplicates <= 2 * per_batch, duplicates
     redelivered = bmq_sim.call(lambda broker: broker.stats.redelivered)
     print(f"stream restart: {total} messages, {duplicates} duplicates, {redelivered} redelivered")
+
+
+def test_stream_read_available_now(
+    spark: Any, bmq_broker_url: str, bmq_sim: Any, tmp_path: Path
+) -> None:
+    queue = fresh_queue()
+    total = 700
+    spark.createDataFrame([(f"a{i}",) for i in range(total)], "payload string").write.format(
+        "blazingmq"
+    ).option("broker", bmq_broker_url).option("queue", queue).mode("append").save()
+    confirms_before = bmq_sim.call(lambda broker: broker.stats.confirms)
+    sink = tmp_path / "sink"
+    query = start_query(
+        lambda: spark.readStream.format("blazingmq")
+        .option("broker", bmq_broker_url)
+        .option("queue", queue)
+        .option("maxMessagesPerBatch", "300")
+        .option("idleTimeoutMs", "1500")
+        .load()
+        .select("payload")
+        .writeStream.format("parquet")
+        .option("path", str(sink))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "Trigger.AvailableNow did not end"
+    assert query.exception() is None, query.exception()
+    payloads = sorted(_sink_payloads(sink, spark))
+    assert payloads == sorted(f"a{i}".encode() for i in range(total))
+    # Every batch was committed, so every message was confirmed: the queue is empty.
+    assert bmq_sim.call(lambda broker: broker.stats.confirms) - confirms_before == total
+    assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
+    # Per-batch progress: rows per batch, and the source's latest offset (what it had buffered).
+    sources = [p["sources"][0] for p in query.recentProgress if p["sources"]]
+    assert sum(int(source["numInputRows"]) for source in sources) == total
+    latest = [json.loads(source["latestOffset"]) for source in sources if source["latestOffset"]]
+    assert latest and all(offset["seq"] <= total for offset in latest)
+    print("available-now progress:", [(s["numInputRows"], s["latestOffset"]) for s in sources])
 
 
 def test_stream_write(spark: Any, bmq_broker_url: str, tmp_path: Path) -> None:

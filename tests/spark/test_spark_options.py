@@ -98,3 +98,49 @@ def test_null_payload_is_refused() -> None:
     batch = pa.RecordBatch.from_pydict({"payload": pa.array([None], pa.string())})
     with pytest.raises(UsageError, match="null payload"):
         list(messages_from_batch(batch, []))
+
+
+def test_read_rows_match_the_read_schema_without_redelivered() -> None:
+    from pybmq.spark.datasource import READ_SCHEMA, _arrow_schema
+    from pybmq.spark.rows import RowBuffer
+
+    buffer = RowBuffer(Q)
+    buffer.add(bytes(range(16)), b"body", {"n": ("INT32", 7), "ok": ("BOOL", True)})
+    batch = buffer.to_batch(_arrow_schema(READ_SCHEMA))
+    assert batch.schema.names == ["queue", "guid", "payload", "properties", "typed_properties"]
+    row = batch.to_pylist()[0]
+    assert row["guid"] == bytes(range(16)).hex()
+    assert dict(row["properties"]) == {"n": "7", "ok": "true"}
+    assert dict(row["typed_properties"])["n"]["int32"] == 7
+
+
+def test_client_settings_pass_through_to_session_options() -> None:
+    from pybmq.client.options import SessionOptions
+
+    target = Target.parse(
+        {"queue": Q, "client.requesttimeoutms": "2500", "Client.Reconnect": "true"}
+    )
+    assert dict(target.client) == {"request_timeout": 2.5, "reconnect": True}
+    options = SessionOptions(**dict(target.client))
+    assert (options.request_timeout, options.reconnect) == (2.5, True)
+    with pytest.raises(UsageError, match=r"unknown client option\(s\) \['client.nope'\]"):
+        Target.parse({"queue": Q, "client.nope": "1"})
+    with pytest.raises(UsageError, match=r"'client\.maxbufferedposts' must be >= 1"):
+        Target.parse({"queue": Q, "client.maxbufferedposts": "0"})
+
+
+def test_readme_client_table_matches_the_code() -> None:
+    from pybmq.client.options import SessionOptions
+    from pybmq.spark.options import CLIENT_SETTINGS
+
+    from tests.helpers.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    documented = [
+        tuple(cell.strip().strip("`") for cell in line.strip("|").split("|"))
+        for line in readme.splitlines()
+        if line.startswith("| `client.")
+    ]
+    assert documented == [(s.name, s.field, s.meaning) for s in CLIENT_SETTINGS]
+    fields = set(SessionOptions.__dataclass_fields__)
+    assert all(s.field in fields for s in CLIENT_SETTINGS)
