@@ -1,0 +1,78 @@
+"""Hostile peers against the client, over real loopback sockets (issue: hostile peers and poison
+messages). Each test reproduces one attack, bounded in time and count, and proves the fix."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pybmq.client.aio import AsyncSession
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.options import SessionOptions
+from pybmq.errors import MessageDecodeError, UsageError
+from pybmq.sim.server import BrokerSimulator
+from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+
+from tests.helpers.hostile import store_raw, unconfirmed, zlib_bomb
+
+pytestmark = pytest.mark.timeout(60)
+
+QUEUE = "bmq://bmq.test.mem.priority/hostile"
+
+
+async def _next(queue: AsyncQueue, timeout: float = 10.0) -> ReceivedMessage:
+    return await asyncio.wait_for(queue.get(), timeout)
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [b"not zlib at all", zlib_bomb(2 << 20)],
+    ids=["junk-claiming-zlib", "bomb-over-the-cap"],
+)
+async def test_poison_message_is_delivered_with_an_error_and_the_session_goes_on(
+    poison: bytes,
+) -> None:
+    options = SessionOptions(max_decompressed_size=1 << 20)
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url, options=options) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        guid = store_raw(sim, QUEUE, poison)
+        bad = await _next(reader)
+        assert bad.guid == guid
+        assert isinstance(bad.error, MessageDecodeError)
+        assert bad.payload == b""
+        await bad.confirm()
+        # The session is still up: the next (good) message arrives, and the poison one was
+        # confirmed (nothing is left unconfirmed in the simulator).
+        assert (await writer.post(b"after the poison")).ok
+        good = await _next(reader)
+        assert good.payload == b"after the poison"
+        assert good.error is None
+        await good.confirm()
+        await producer.drain()
+        for _ in range(200):
+            if not unconfirmed(sim, QUEUE):
+                break
+            await asyncio.sleep(0.05)
+        assert unconfirmed(sim, QUEUE) == 0
+
+
+async def test_a_compressed_message_under_the_cap_still_inflates() -> None:
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True)
+        store_raw(sim, QUEUE, zlib_bomb(1000))
+        message = await _next(reader)
+        assert message.error is None
+        assert message.payload == bytes(1000)
+
+
+def test_max_decompressed_size_is_bounded_by_the_protocol_limit() -> None:
+    assert SessionOptions().max_decompressed_size == DEFAULT_MAX_DECOMPRESSED_SIZE
+    with pytest.raises(UsageError):
+        SessionOptions(max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE + 1)
+    with pytest.raises(UsageError):
+        SessionOptions(max_decompressed_size=0)
