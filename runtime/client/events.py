@@ -142,6 +142,14 @@ class StateRestored:
     """Every queue was reopened (or given up); held and unacknowledged posts are being sent."""
 
 
+@dataclass(frozen=True, slots=True)
+class CallbackFailed:
+    """A user callback (``on_ack``) raised; the error was logged and delivery went on."""
+
+    callback: str
+    error: Exception
+
+
 ClientEvent = (
     SessionStarted
     | SessionStopped

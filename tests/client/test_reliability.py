@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pybmq.client.aio import AsyncSession
+from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.events import Ack, CallbackFailed
 from pybmq.client.options import SessionOptions
 from pybmq.errors import MessageDecodeError, UsageError
 from pybmq.sim.server import BrokerSimulator
@@ -76,3 +77,36 @@ def test_max_decompressed_size_is_bounded_by_the_protocol_limit() -> None:
         SessionOptions(max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE + 1)
     with pytest.raises(UsageError):
         SessionOptions(max_decompressed_size=0)
+
+
+async def test_an_on_ack_callback_that_raises_does_not_lose_the_other_outcomes() -> None:
+    count = 200
+    reported: list[ResilienceEvent] = []
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url, on_event=reported.append) as producer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        outcomes: list[Ack] = []
+        all_done = asyncio.Event()
+
+        def on_ack(ack: Ack) -> None:
+            outcomes.append(ack)
+            if len(outcomes) == count:
+                all_done.set()
+            if len(outcomes) % 2:
+                raise RuntimeError("the application's callback is broken")
+
+        for i in range(count):
+            writer.post_nowait(b"%d" % i, on_ack=on_ack)
+        awaited = [asyncio.ensure_future(writer.post(b"awaited")) for _ in range(10)]
+        await asyncio.wait_for(all_done.wait(), 30)
+        acks = await asyncio.wait_for(asyncio.gather(*awaited), 30)
+        assert len(outcomes) == count and all(a.ok for a in outcomes)
+        assert len({a.guid for a in outcomes}) == count  # exactly one outcome per post
+        assert all(a.ok for a in acks)
+        assert producer.callback_errors == count // 2
+        failures = [e for e in reported if isinstance(e, CallbackFailed)]
+        assert len(failures) == count // 2
+        assert isinstance(failures[0].error, RuntimeError)
+        assert (await writer.post(b"still connected")).ok
