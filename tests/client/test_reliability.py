@@ -11,10 +11,12 @@ from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack, CallbackFailed
 from pybmq.client.options import SessionOptions
 from pybmq.errors import MessageDecodeError, UsageError
+from pybmq.generated.wire_codec import EventType
 from pybmq.sim.server import BrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from pybmq.wire.framing import event_header_bytes
 
-from tests.helpers.hostile import store_raw, unconfirmed, zlib_bomb
+from tests.helpers.hostile import store_raw, unconfirmed, write_to_clients, zlib_bomb
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -110,3 +112,43 @@ async def test_an_on_ack_callback_that_raises_does_not_lose_the_other_outcomes()
         assert len(failures) == count // 2
         assert isinstance(failures[0].error, RuntimeError)
         assert (await writer.post(b"still connected")).ok
+
+
+async def _stopped(session: AsyncSession, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while session.stop_reason is None:
+        assert asyncio.get_running_loop().time() < deadline, "the session did not stop"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "declared"),
+    [(EventType.PUSH, 500_000_000), (EventType.CONTROL, 30 << 20), (EventType.ACK, 100 << 20)],
+    ids=["push-500MB", "control-30MiB", "ack-100MiB"],
+)
+async def test_an_oversized_event_is_refused_on_its_header(event_type: int, declared: int) -> None:
+    async with BrokerSimulator() as sim:
+        session = AsyncSession(sim.url)
+        await session.start()
+        await session.open_queue(QUEUE, read=True)
+        write_to_clients(sim, event_header_bytes(event_type, declared) + bytes(4096))
+        await _stopped(session)
+        assert session.stop_reason is not None and "exceeds the limit" in session.stop_reason
+        assert session._engine._reader.buffered == 0
+        await asyncio.wait_for(session.stop(), 20)
+
+
+async def test_a_stopped_session_frees_its_partial_event_and_stop_completes() -> None:
+    async with BrokerSimulator() as sim:
+        session = AsyncSession(sim.url, options=SessionOptions(stop_timeout=2.0))
+        await session.start()
+        await session.open_queue(QUEUE, read=True)
+        # A PUSH within the credit (32 MiB default) whose body never comes: 8 MiB of it sent.
+        write_to_clients(sim, event_header_bytes(EventType.PUSH, 20 << 20) + bytes(8 << 20))
+        for _ in range(400):
+            if session._engine._reader.buffered >= 8 << 20:
+                break
+            await asyncio.sleep(0.02)
+        assert session._engine._reader.buffered >= 8 << 20
+        await asyncio.wait_for(session.stop(), 30)
+        assert session._engine._reader.buffered == 0

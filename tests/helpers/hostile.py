@@ -44,3 +44,9 @@ def unconfirmed(sim: BrokerSimulator, uri: str) -> int:
     queue = sim.broker.queue(uri)
     assert queue is not None, f"{uri} is not open in the simulator"
     return sum(len(c.unconfirmed) for s in queue.streams.values() for c in s.consumers)
+
+
+def write_to_clients(sim: BrokerSimulator, data: bytes) -> None:
+    """Send ``data`` as is to every client connected to ``sim`` (a hostile broker's bytes)."""
+    for transport in list(sim._transports.values()):
+        transport.write(data)
