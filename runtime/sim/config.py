@@ -83,5 +83,6 @@ class BrokerStats:
     confirms: int = 0
     redelivered: int = 0
     violations: list[str] = field(default_factory=list)
+    internal_errors: int = 0  # connections closed because serving them raised (see sim.guard)
     # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
     improper: list[str] = field(default_factory=list)

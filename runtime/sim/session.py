@@ -28,6 +28,7 @@ from pybmq.sim.dataplane import (
     read_confirm_event,
     read_put_event,
 )
+from pybmq.sim.guard import contained
 from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
@@ -86,6 +87,9 @@ class ClientSession(QueueRequests):
         return self.state is SessionState.CLOSED
 
     def receive_data(self, data: bytes, now: float) -> None:
+        contained(self, "reading its data", lambda: self._receive(data, now), None)
+
+    def _receive(self, data: bytes, now: float) -> None:
         if self.closed:
             return
         self._last_received = self._now = now
@@ -112,6 +116,9 @@ class ClientSession(QueueRequests):
             self.broker._mark(self)
 
     def data_to_send(self) -> bytes:
+        return contained(self, "preparing its output", self._output, b"")
+
+    def _output(self) -> bytes:
         self._flush_data_plane()
         data = b"".join(self._out)
         self._out.clear()

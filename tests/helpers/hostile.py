@@ -23,7 +23,14 @@ def zlib_bomb(inflated_size: int) -> bytes:
     return b"".join(out)
 
 
-def store_raw(sim: BrokerSimulator, uri: str, payload: bytes, *, zlib_flag: bool = True) -> bytes:
+def store_raw(
+    sim: BrokerSimulator,
+    uri: str,
+    payload: bytes,
+    *,
+    zlib_flag: bool = True,
+    properties_area: bytes = b"",
+) -> bytes:
     """Store ``payload`` in ``uri`` as a producer's PUT would leave it (claiming zlib when
     ``zlib_flag``), push it to the queue's consumers, and return its GUID. A broker stores
     application data opaquely, so this is exactly what a poison PUT leaves behind."""
@@ -31,7 +38,7 @@ def store_raw(sim: BrokerSimulator, uri: str, payload: bytes, *, zlib_flag: bool
     compression = CompressionAlgorithmType.ZLIB if zlib_flag else CompressionAlgorithmType.NONE
     queue = sim.broker.queue(uri)
     assert queue is not None, f"{uri} is not open in the simulator"
-    message = StoredMessage(guid, b"", payload, False, compression, 1)
+    message = StoredMessage(guid, properties_area, payload, bool(properties_area), compression, 1)
     deliveries = queue.post(message, sim._now())
     if deliveries:
         sim.broker._dispatch(deliveries)
