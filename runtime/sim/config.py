@@ -34,6 +34,10 @@ class BrokerConfig:
     # configureStream; without it they send the older configureQueueStream). Both are served.
     advertise_subscriptions: bool = True
     deduplication_time_ms: int = 300000
+    # A connection must finish negotiating within this time, and complete any event it has
+    # started sending within this time (a slow drip is closed; see pybmq.sim.limits).
+    negotiation_timeout_ms: int = 10000
+    partial_event_timeout_ms: int = 60000
 
     def features(self) -> str:
         parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]

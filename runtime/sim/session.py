@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pybmq._version import __version__
@@ -29,6 +30,7 @@ from pybmq.sim.dataplane import (
     read_put_event,
 )
 from pybmq.sim.guard import contained
+from pybmq.sim.limits import event_limit, overdue
 from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
@@ -69,7 +71,9 @@ class ClientSession(QueueRequests):
         # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
         # fan-out queue under one qId, each with its own subId.
         self.handles: dict[tuple[int, int], QueueHandle] = {}
-        self._reader = EventReader()
+        self._reader = EventReader(limit_for=partial(event_limit, self))
+        self.connected_at = now
+        self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
         self._pushes: list[PushItem] = []
@@ -85,6 +89,15 @@ class ClientSession(QueueRequests):
     @property
     def closed(self) -> bool:
         return self.state is SessionState.CLOSED
+
+    @property
+    def negotiated(self) -> bool:
+        return self.state is not SessionState.NEGOTIATING
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete event."""
+        return self._reader.buffered
 
     def receive_data(self, data: bytes, now: float) -> None:
         contained(self, "reading its data", lambda: self._receive(data, now), None)
@@ -109,6 +122,10 @@ class ClientSession(QueueRequests):
         except ProtocolError as exc:
             self._violation(str(exc))
         finally:
+            if not self._reader.buffered:
+                self.partial_since = None
+            elif self.partial_since is None:
+                self.partial_since = now
             if self._touched:
                 touched, self._touched = self._touched, set()
                 for queue in touched:
@@ -134,6 +151,8 @@ class ClientSession(QueueRequests):
             return None
         interval = self.broker.config.heartbeat_interval_ms / 1000.0
         deadline = max(self._last_received, self._last_heartbeat_sent) + interval
+        if not self.negotiated or self.partial_since is not None:
+            deadline = min(deadline, self._now + 1.0)  # check the limits at least every second
         if self._delayed_acks:
             deadline = min(deadline, self._delayed_acks[0][0])
         return deadline
@@ -145,6 +164,10 @@ class ClientSession(QueueRequests):
         while self._delayed_acks and self._delayed_acks[0][0] <= now:
             self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
             self.broker._mark(self)
+        reason = overdue(self, now)
+        if reason is not None:
+            self._violation(reason)
+            return
         config = self.broker.config
         interval = config.heartbeat_interval_ms / 1000.0
         silent = now - self._last_received
@@ -444,6 +467,7 @@ class ClientSession(QueueRequests):
             self._release(handle)
         self.handles.clear()
         self._pushes = []
+        self._reader = EventReader()  # free a partial event (it may be large)
         self.broker._forget(self)
         self.broker._mark(self)
         self.broker._dispatch(

@@ -8,7 +8,10 @@ import asyncio
 import pytest
 from pybmq.client.aio import AsyncSession
 from pybmq.errors import MessageDecodeError
+from pybmq.generated.wire_codec import EventType
+from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import BrokerSimulator
+from pybmq.wire.framing import event_header_bytes
 from pybmq.wire.properties import MessageProperties
 
 from tests.helpers.hostile import store_raw
@@ -41,3 +44,54 @@ async def test_a_poison_message_for_an_old_properties_consumer_costs_nobody_the_
         assert good.payload == b"next" and good.error is None
         assert sim.broker.stats.internal_errors == 0
         assert len(sim._transports) == 2
+
+
+async def _closed_by_sim(reader: asyncio.StreamReader, timeout: float) -> bytes:
+    """Read until the simulator closes the connection (bounded by ``timeout``)."""
+    received = b""
+    while chunk := await asyncio.wait_for(reader.read(65536), timeout):
+        received += chunk
+    return received
+
+
+async def test_a_huge_control_event_before_negotiation_is_refused_on_its_header() -> None:
+    config = BrokerConfig()
+    async with BrokerSimulator(config) as sim:
+        reader, writer = await asyncio.open_connection(sim.host, sim.port)
+        # 30 MiB of JSON declared: refused on the 8-byte header, nothing of it is buffered.
+        writer.write(event_header_bytes(EventType.CONTROL, 30 << 20) + b"{" * 65536)
+        await _closed_by_sim(reader, 10)
+        assert any("exceeds the limit" in v for v in sim.broker.stats.violations)
+        writer.close()
+        async with AsyncSession(sim.url) as client:  # the simulator serves the next client
+            await client.open_queue(QUEUE, write=True)
+
+
+async def test_a_client_that_never_negotiates_is_closed_at_the_deadline() -> None:
+    config = BrokerConfig(negotiation_timeout_ms=500)
+    async with BrokerSimulator(config) as sim:
+        reader, writer = await asyncio.open_connection(sim.host, sim.port)
+        for _ in range(3):  # a byte now and then is activity, but not negotiation
+            writer.write(b"\0")
+            await asyncio.sleep(0.1)
+        await _closed_by_sim(reader, 15)
+        assert any("negotiation not finished" in v for v in sim.broker.stats.violations)
+        writer.close()
+
+
+async def test_a_slow_drip_of_one_event_is_closed_at_the_deadline() -> None:
+    config = BrokerConfig(partial_event_timeout_ms=500, negotiation_timeout_ms=500)
+    async with BrokerSimulator(config) as sim, AsyncSession(sim.url) as client:
+        await client.open_queue(QUEUE, write=True)
+        transport = client._transport
+        assert transport is not None
+        # A PUT event declared at 1 MiB of which only a byte now and then arrives (as from a
+        # stalled or malicious producer): each byte is activity, but the event makes no progress.
+        transport.write(event_header_bytes(EventType.PUT, 1 << 20) + bytes(8))
+        for _ in range(300):
+            if client.stop_reason is not None or transport.is_closing():
+                break
+            transport.write(b"\0")
+            await asyncio.sleep(0.05)
+        assert any("incomplete" in v for v in sim.broker.stats.violations)
+        assert not sim._transports  # the simulator let go of it (and of its buffer)
