@@ -337,6 +337,8 @@ class ClientSession(QueueRequests):
         handles = self.handles
         dispatch = broker._dispatch
         dedup_window = broker.config.deduplication_time_ms / 1000.0
+        limit_messages = broker.config.queue_limit_messages
+        limit_bytes = broker.config.queue_limit_bytes
         for put in read_put_event(event):
             stats.puts += 1
             flags = put.flags
@@ -350,7 +352,13 @@ class ClientSession(QueueRequests):
             else:
                 problem = put_problem(put)
             status: int = AckStatus.SUCCESS
-            if problem is None:
+            if problem is None and handle is not None:
+                status = handle.queue.over_quota(
+                    len(put.properties_area) + len(put.payload), limit_messages, limit_bytes
+                )
+                if status != AckStatus.SUCCESS:
+                    problem = f"queue over its quota ({AckStatus(status).name})"
+            if status == AckStatus.SUCCESS and problem is None:
                 assert handle is not None
                 message = StoredMessage(
                     put.guid,
@@ -364,7 +372,7 @@ class ClientSession(QueueRequests):
                 if deliveries:
                     dispatch(deliveries)
             else:
-                status = AckStatus.UNKNOWN
+                status = status or AckStatus.UNKNOWN
                 log.warning(
                     "session %d: NACK GUID %s, queue id %d: %s",
                     self.session_id,
@@ -401,7 +409,10 @@ class ClientSession(QueueRequests):
             queue = handle.queue
             if queue.mode is RoutingMode.BROADCAST:
                 continue  # at most once: nothing is kept to confirm
-            if not any(c.confirm(record.guid) for c in handle.consumers.values()):
+            released = next(
+                (m for c in handle.consumers.values() if (m := c.confirm(record.guid))), None
+            )
+            if released is None:
                 # Confirmed twice, never delivered here, or delivered before a broker restart.
                 self._improper(
                     f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
@@ -409,6 +420,7 @@ class ClientSession(QueueRequests):
                 )
                 continue
             stats.confirms += 1
+            queue.release(released)
             touched.add(queue)
 
     def _push(self, consumer: Consumer, message: StoredMessage) -> None:

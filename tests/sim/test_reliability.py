@@ -95,3 +95,26 @@ async def test_a_slow_drip_of_one_event_is_closed_at_the_deadline() -> None:
             await asyncio.sleep(0.05)
         assert any("incomplete" in v for v in sim.broker.stats.violations)
         assert not sim._transports  # the simulator let go of it (and of its buffer)
+
+
+async def test_posts_over_the_queue_quota_are_nacked_with_the_brokers_status() -> None:
+    config = BrokerConfig(queue_limit_messages=5, queue_limit_bytes=2000)
+    async with (
+        BrokerSimulator(config) as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        statuses = [(await writer.post(b"x" * 10)).status.name for _ in range(6)]
+        assert statuses == ["SUCCESS"] * 5 + ["LIMIT_MESSAGES"]
+        # Confirming frees room: the quota counts messages held, not messages ever posted.
+        reader = await consumer.open_queue(QUEUE, read=True)
+        for _ in range(5):
+            await (await asyncio.wait_for(reader.get(), 10)).confirm()
+        for _ in range(200):
+            queue = sim.broker.queue(QUEUE)
+            if queue is not None and queue.held_messages == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert (await writer.post(b"y" * 1500)).ok
+        assert (await writer.post(b"z" * 600)).status.name == "LIMIT_BYTES"
