@@ -34,6 +34,7 @@ class BrokerConfig:
     # configureStream; without it they send the older configureQueueStream). Both are served.
     advertise_subscriptions: bool = True
     deduplication_time_ms: int = 300000
+    deduplication_max_guids: int = 100_000  # per queue; the oldest GUIDs are forgotten first
     # A connection must finish negotiating within this time, and complete any event it has
     # started sending within this time (a slow drip is closed; see pybmq.sim.limits).
     negotiation_timeout_ms: int = 10000
@@ -93,4 +94,5 @@ class BrokerStats:
     violations: list[str] = field(default_factory=list)
     internal_errors: int = 0  # connections closed because serving them raised (see sim.guard)
     # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
-    improper: list[str] = field(default_factory=list)
+    improper: list[str] = field(default_factory=list)  # the newest (see sim.limits.MAX_RECORDS)
+    improper_total: int = 0

@@ -43,3 +43,22 @@ def overdue(session: ClientSession, now: float) -> str | None:
             f"({session.buffered} bytes buffered)"
         )
     return None
+
+
+# How many records of each kind ``BrokerStats`` keeps (the oldest half goes when full), and how
+# many improper-behaviour lines one session logs before logging only every LOG_EVERY-th.
+MAX_RECORDS = 1000
+LOG_FIRST = 10
+LOG_EVERY = 1000
+
+
+def keep_record(records: list[str], text: str) -> None:
+    """Append ``text`` to ``records``, keeping at most MAX_RECORDS (the newest)."""
+    if len(records) >= MAX_RECORDS:
+        del records[: MAX_RECORDS // 2]
+    records.append(text)
+
+
+def worth_logging(count: int) -> bool:
+    """Whether the ``count``-th (1-based) improper act of one session is logged."""
+    return count <= LOG_FIRST or count % LOG_EVERY == 0

@@ -228,10 +228,15 @@ class SimQueue:
         return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
 
     def post(
-        self, message: StoredMessage, now: float = 0.0, dedup_window: float = 300.0
+        self,
+        message: StoredMessage,
+        now: float = 0.0,
+        dedup_window: float = 300.0,
+        dedup_max: int = 100_000,
     ) -> list[tuple[Consumer, StoredMessage]]:
         """Store (or broadcast) ``message``; a GUID seen within ``dedup_window`` seconds before
-        ``now`` is acknowledged but not stored."""
+        ``now`` is acknowledged but not stored. The window remembers at most ``dedup_max``
+        GUIDs (the oldest are forgotten first)."""
         seen = self._seen
         if message.guid in seen and seen[message.guid] > now:
             self.duplicates += 1
@@ -241,6 +246,8 @@ class SimQueue:
             if seen[oldest] > now:
                 break
             del seen[oldest]
+        if len(seen) >= dedup_max:
+            del seen[next(iter(seen))]
         seen[message.guid] = now + dedup_window
         self.posted += 1
         if self.mode is RoutingMode.BROADCAST:

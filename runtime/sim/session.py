@@ -30,7 +30,7 @@ from pybmq.sim.dataplane import (
     read_put_event,
 )
 from pybmq.sim.guard import contained
-from pybmq.sim.limits import event_limit, overdue
+from pybmq.sim.limits import event_limit, keep_record, overdue, worth_logging
 from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
@@ -73,6 +73,7 @@ class ClientSession(QueueRequests):
         self.handles: dict[tuple[int, int], QueueHandle] = {}
         self._reader = EventReader(limit_for=partial(event_limit, self))
         self.connected_at = now
+        self.improper_count = 0
         self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
@@ -337,6 +338,7 @@ class ClientSession(QueueRequests):
         handles = self.handles
         dispatch = broker._dispatch
         dedup_window = broker.config.deduplication_time_ms / 1000.0
+        dedup_max = broker.config.deduplication_max_guids
         limit_messages = broker.config.queue_limit_messages
         limit_bytes = broker.config.queue_limit_bytes
         for put in read_put_event(event):
@@ -368,7 +370,7 @@ class ClientSession(QueueRequests):
                     put.compression,
                     put.schema_id,
                 )
-                deliveries = handle.queue.post(message, self._now, dedup_window)
+                deliveries = handle.queue.post(message, self._now, dedup_window, dedup_max)
                 if deliveries:
                     dispatch(deliveries)
             else:
@@ -460,13 +462,18 @@ class ClientSession(QueueRequests):
         self.broker._mark(self)
 
     def _improper(self, reason: str) -> None:
-        """Log and record what a real broker tolerates with a warning; the session stays open."""
+        """Log and record what a real broker tolerates with a warning; the session stays open.
+        Bounded: a client repeating it (bogus CONFIRMs by the million) costs no memory or log."""
+        self.improper_count += 1
+        self.broker.stats.improper_total += 1
         text = f"session {self.session_id} ({self.peer}): {reason}"
-        log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored)", text)
-        self.broker.stats.improper.append(text)
+        if worth_logging(self.improper_count):
+            log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored; #%d)", text, self.improper_count)
+        keep_record(self.broker.stats.improper, text)
 
     def _violation(self, reason: str) -> None:
-        self.broker.stats.violations.append(f"session {self.session_id} ({self.peer}): {reason}")
+        text = f"session {self.session_id} ({self.peer}): {reason}"
+        keep_record(self.broker.stats.violations, text)
         self._close(f"protocol violation: {reason}", level=logging.WARNING)
 
     def _close(self, reason: str, level: int = logging.WARNING) -> None:

@@ -4,13 +4,19 @@ attack (bounded in time and count) and proves the simulator stays up for everyon
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 
 import pytest
 from pybmq.client.aio import AsyncSession
 from pybmq.errors import MessageDecodeError
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.config import BrokerConfig
+from pybmq.sim.limits import LOG_EVERY, LOG_FIRST, MAX_RECORDS
+from pybmq.sim.queues import SimQueue, StoredMessage
+from pybmq.sim.routing import RoutingMode
 from pybmq.sim.server import BrokerSimulator
+from pybmq.wire.batches import ConfirmEventBuilder
 from pybmq.wire.framing import event_header_bytes
 from pybmq.wire.properties import MessageProperties
 
@@ -118,3 +124,46 @@ async def test_posts_over_the_queue_quota_are_nacked_with_the_brokers_status() -
             await asyncio.sleep(0.05)
         assert (await writer.post(b"y" * 1500)).ok
         assert (await writer.post(b"z" * 600)).status.name == "LIMIT_BYTES"
+
+
+async def test_bogus_confirms_cost_bounded_records_and_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bogus = 20_000
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as client:
+        await client.open_queue(QUEUE, read=True)
+        builder = ConfirmEventBuilder()
+        builder.add_many((reader_qid(sim), os.urandom(16), 0) for _ in range(bogus))
+        transport = client._transport
+        assert transport is not None
+        with caplog.at_level(logging.WARNING, logger="pybmq.sim"):
+            for event in builder.finish():
+                transport.write(event)
+            for _ in range(400):
+                if sim.broker.stats.improper_total >= bogus:
+                    break
+                await asyncio.sleep(0.05)
+        assert sim.broker.stats.improper_total == bogus
+        assert len(sim.broker.stats.improper) <= MAX_RECORDS
+        logged = [r for r in caplog.records if "#CLIENT_IMPROPER_BEHAVIOR" in r.getMessage()]
+        assert len(logged) <= LOG_FIRST + bogus // LOG_EVERY
+        assert len(sim._transports) == 1  # tolerated, as a broker does: still connected
+
+
+def reader_qid(sim: BrokerSimulator) -> int:
+    """The wire queue id of the only reader handle in ``sim``."""
+    (session,) = sim._transports
+    ((qid, _sub),) = session.handles
+    return qid
+
+
+def test_the_deduplication_window_is_bounded_in_guids() -> None:
+    queue = SimQueue.create(QUEUE, RoutingMode.PRIORITY)
+    first = StoredMessage(os.urandom(16), b"", b"a", False, 0, 0)
+    queue.post(first, 0.0, 300.0, 100)
+    for _ in range(1000):
+        queue.post(StoredMessage(os.urandom(16), b"", b"b", False, 0, 0), 0.0, 300.0, 100)
+    assert len(queue._seen) == 100
+    # The oldest GUID was forgotten: posting it again stores it again (not a duplicate).
+    queue.post(first, 0.0, 300.0, 100)
+    assert queue.duplicates == 0 and queue.posted == 1002
