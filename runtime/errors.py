@@ -35,6 +35,14 @@ class DecodeError(ProtocolError):
     """Bytes that do not decode as the expected encoding (BER, JSON, binary layout)."""
 
 
+class MessageDecodeError(ProtocolError):
+    """One delivered message could not be decoded (corrupt or oversized compressed data).
+
+    It is not raised by the session: the message is delivered with its payload unavailable and
+    this error attached, so the application can log it and still confirm it (a poison message
+    must not stop every consumer of its queue)."""
+
+
 class UsageError(PybmqError, ValueError):
     """This side misused the API: an invalid value, argument or call order."""
 

@@ -21,6 +21,7 @@ from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
     AckStatus,
+    CallbackFailed,
     ConnectionLost,
     MessageReceived,
     OperationCompleted,
@@ -43,7 +44,7 @@ from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
 
-ResilienceEvent = ConnectionLost | Reconnected | QueueReopened | StateRestored
+ResilienceEvent = ConnectionLost | Reconnected | QueueReopened | StateRestored | CallbackFailed
 ResilienceListener = Callable[[ResilienceEvent], object]
 
 
@@ -102,6 +103,7 @@ class AsyncSession:
         self.on_event = on_event
         self.connection_losses = 0
         self.reconnects = 0
+        self.callback_errors = 0  # user callbacks that raised (each also logged and reported)
         self._connect_timeout = connect_timeout
         self._high_water = write_high_water
         self._transport: asyncio.Transport | None = None
@@ -313,6 +315,9 @@ class AsyncSession:
             queue = self._queues.pop(event.queue_id, None)
             if queue is not None:
                 queue._end()
+        self._notify(event)
+
+    def _notify(self, event: ResilienceEvent) -> None:
         if self.on_event is not None:
             try:
                 self.on_event(event)
@@ -373,7 +378,12 @@ class AsyncSession:
                 context.set_result(ack)
         elif context is not None:
             callback: AckCallback = context  # type: ignore[assignment]
-            callback(ack)
+            try:
+                callback(ack)
+            except Exception as exc:  # the other outcomes of this batch must still be delivered
+                log.exception("on_ack callback raised for %s", ack.guid.hex())
+                self.callback_errors += 1
+                self._notify(CallbackFailed("on_ack", exc))
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)

@@ -19,7 +19,7 @@ from pybmq.client.options import (
     QueueOptions,
     queue_options,
 )
-from pybmq.errors import SessionStoppedError
+from pybmq.errors import MessageDecodeError, SessionStoppedError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ class ReceivedMessage:
     @property
     def guid(self) -> bytes:
         return self.message.guid
+
+    @property
+    def error(self) -> MessageDecodeError | None:
+        """Why the payload is unavailable (a poison message), or None; confirm it all the same."""
+        return self.message.error
 
     @property
     def queue(self) -> AsyncQueue:

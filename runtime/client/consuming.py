@@ -17,12 +17,14 @@ from pybmq.client.records import (
     FLAG_READ,
 )
 from pybmq.errors import (
+    MessageDecodeError,
     ProtocolError,
     SessionStoppedError,
     UsageError,
 )
 from pybmq.wire.framing import Event
-from pybmq.wire.push import iter_push
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushMessage, inflate_push, iter_push
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -53,7 +55,8 @@ class Consuming(Publishing):
         routes = self._routes
         append = self._events.append
         default_ids = (0,)
-        for push in iter_push(event):
+        max_size = self.options.max_decompressed_size
+        for push in iter_push(event, decompress=False):
             qid = push.queue_id
             infos = push.sub_queue_infos
             ids = [info.sub_queue_id for info in infos] if infos else default_ids
@@ -65,7 +68,23 @@ class Consuming(Publishing):
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
+                if push.compression:
+                    append(MessageReceived(_inflated(queue.queue_id, push, max_size)))
+                    continue
                 properties = push.properties if push.properties_area else None
                 append(
                     MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties))
                 )
+
+
+def _inflated(queue_id: int, push: PushMessage, max_size: int) -> Message:
+    """A compressed message, inflated; a poison one comes with ``error`` set instead of failing
+    the whole event (and with it the session and every consumer of the queue)."""
+    try:
+        area, payload = inflate_push(push, max_size)
+    except ProtocolError as exc:
+        log.warning("message %s: payload cannot be decoded: %s", push.guid.hex(), exc)
+        error = MessageDecodeError(f"message {push.guid.hex()}: {exc.reason}", path=exc.path)
+        return Message(queue_id, push.guid, b"", None, error)
+    properties = MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
+    return Message(queue_id, push.guid, payload, properties)

@@ -29,7 +29,13 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.wire.framing import EventReader
+from pybmq.generated.wire_codec import PUT_EVENT_MAX_SIZE_SOFT, EventType
+from pybmq.wire.framing import (
+    MAX_CONTROL_EVENT_SIZE,
+    MAX_EVENT_SIZE,
+    SMALL_EVENT_SIZE,
+    EventReader,
+)
 from pybmq.wire.guid import MessageGuidGenerator
 
 log = logging.getLogger("pybmq.client.engine")
@@ -46,7 +52,7 @@ class EngineCore:
         self.max_missed_heartbeats = 10
         self.broker_configure_stream = True
         self.queues: dict[int, QueueRecord] = {}
-        self._reader = EventReader()
+        self._reader = self._new_reader()
         self._out: list[bytes] = []
         self._events: collections.deque[ClientEvent] = collections.deque()
         self._requests: dict[int, PendingRequest] = {}
@@ -110,6 +116,22 @@ class EngineCore:
     def stopped(self) -> bool:
         """True once the session is over (the shell should close its transport)."""
         return self.state is SessionState.STOPPED
+
+    def _new_reader(self) -> EventReader:
+        return EventReader(limit_for=self._event_limit)
+
+    def _event_limit(self, event_type: int) -> int:
+        """The biggest event of ``event_type`` a well-behaved broker can send us now: PUSH is
+        bounded by our credit (the broker may overshoot it by one message), ACK by what a PUT
+        event can carry, control by MAX_CONTROL_EVENT_SIZE, heartbeats are tiny."""
+        if event_type == EventType.PUSH:
+            credit = sum(q.options.max_unconfirmed_bytes for q in self.queues.values())
+            return min(MAX_EVENT_SIZE, credit + PUT_EVENT_MAX_SIZE_SOFT)
+        if event_type == EventType.ACK:
+            return PUT_EVENT_MAX_SIZE_SOFT
+        if event_type == EventType.CONTROL:
+            return MAX_CONTROL_EVENT_SIZE
+        return SMALL_EVENT_SIZE
 
     def _new_stream_id(self) -> int:
         """subIds and subscription ids from one counter, so a PUSH's id names one stream."""

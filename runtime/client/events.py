@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pybmq.errors import PybmqError
+from pybmq.errors import MessageDecodeError, PybmqError
 from pybmq.wire.properties import MessageProperties
 
 
@@ -72,6 +72,9 @@ class Message(NamedTuple):
     guid: bytes
     payload: bytes
     properties: MessageProperties | None = None  # parsed lazily on first access
+    # Set when the message could not be decoded: ``payload`` is then empty and unavailable, but
+    # the message can (and should) still be confirmed.
+    error: MessageDecodeError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,14 @@ class QueueReopened:
 @dataclass(frozen=True, slots=True)
 class StateRestored:
     """Every queue was reopened (or given up); held and unacknowledged posts are being sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackFailed:
+    """A user callback (``on_ack``) raised; the error was logged and delivery went on."""
+
+    callback: str
+    error: Exception
 
 
 ClientEvent = (

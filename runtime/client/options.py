@@ -13,6 +13,7 @@ from typing import Any
 from pybmq.client.reconnect import ReconnectPolicy
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
+from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
 
 def _process_name() -> str:
@@ -55,6 +56,9 @@ class SessionOptions:
     stop_timeout: float = 10.0
     # Payloads of at least this many bytes are zlib-compressed (0 = never compress).
     compression_threshold: int = 0
+    # A compressed message may inflate to at most this many bytes; a bigger one (or a corrupt
+    # one) is delivered with ``error`` set (MessageDecodeError) instead of a payload.
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
     # A PUT event is cut when it reaches this size; the next post starts another event.
     max_put_event_bytes: int = 1 << 20
     # Control encodings we accept, in order of preference; the broker's list decides the rest.
@@ -95,6 +99,10 @@ class SessionOptions:
         for name in ("request_timeout", "ack_timeout", "stop_timeout"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be > 0 seconds")
+        if not 0 < self.max_decompressed_size <= DEFAULT_MAX_DECOMPRESSED_SIZE:
+            raise UsageError(
+                f"max_decompressed_size must be in 1..{DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"
+            )
         if self.compression_threshold < 0:
             raise UsageError("compression_threshold must be >= 0")
         if not self.encodings or any(e not in ("JSON", "BER") for e in self.encodings):

@@ -54,7 +54,7 @@ from pybmq.wire.control import (
     has_feature,
     parse_features,
 )
-from pybmq.wire.framing import Event, EventReader
+from pybmq.wire.framing import Event
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -135,7 +135,7 @@ class SessionLayer(Queues):
         the user operations in flight, and tell the shell to reconnect (ConnectionLost)."""
         self._session_step(SessionInput.CONNECTION_DROPPED)
         self.generation += 1
-        self._reader = EventReader()
+        self._reader = self._new_reader()
         self._out.clear()
         self._confirms.clear()
         first_drop = not self._restoring
@@ -219,6 +219,7 @@ class SessionLayer(Queues):
                 SessionInput.DISCONNECTED if reason == "stopped" else SessionInput.STOP_TIMED_OUT
             )
         self._fail_everything("session stopped")
+        self._reader = self._new_reader()  # free a partial event (it may be large)
         if self._stop_op is not None:
             self._complete(self._stop_op, None)
             self._stop_op = None
@@ -230,6 +231,7 @@ class SessionLayer(Queues):
     def _fail_session(self, reason: str, error: PybmqError) -> None:
         self._session_step(SessionInput.CONNECTION_LOST)
         self._fail_everything(reason)
+        self._reader = self._new_reader()  # free a partial event (it may be large)
         if self._stop_op is not None:
             self._complete(self._stop_op, None)
             self._stop_op = None

@@ -17,12 +17,14 @@ QueueHandle): so does this one, and it records it in ``stats.improper`` for test
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from pybmq.sim.config import (
     BrokerConfig,
     BrokerHooks,
     BrokerStats,
 )
+from pybmq.sim.guard import contained
 from pybmq.sim.queues import Consumer, QueueStore, SimQueue, StoredMessage
 from pybmq.sim.session import ClientSession
 
@@ -60,7 +62,7 @@ class Broker:
 
     def on_timer(self, now: float) -> None:
         for session in list(self.sessions):
-            session.on_timer(now)
+            contained(session, "running its timers", partial(session.on_timer, now), None)
 
     def queue(self, uri: str) -> SimQueue | None:
         return self.store.queues.get(uri)

@@ -38,6 +38,15 @@ class BrokerConfig:
     # Authentication (pybmq.sim.auth.AuthConfig); None: no AUTHENTICATION exchange is served and
     # every client is let in, as a broker with only its default anonymous authenticator.
     auth: AuthConfig | None = None
+    deduplication_max_guids: int = 100_000  # per queue; the oldest GUIDs are forgotten first
+    # A connection must finish negotiating within this time, and complete any event it has
+    # started sending within this time (a slow drip is closed; see pybmq.sim.limits).
+    negotiation_timeout_ms: int = 10000
+    # Per-queue quota (a domain's queueLimits): messages held (not yet confirmed, counted once
+    # per app) and their bytes; a PUT over either is NACKed LIMIT_MESSAGES / LIMIT_BYTES.
+    queue_limit_messages: int = 1_000_000
+    queue_limit_bytes: int = 128 * 1024 * 1024
+    partial_event_timeout_ms: int = 60000
 
     def features(self) -> str:
         parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]
@@ -87,5 +96,7 @@ class BrokerStats:
     confirms: int = 0
     redelivered: int = 0
     violations: list[str] = field(default_factory=list)
+    internal_errors: int = 0  # connections closed because serving them raised (see sim.guard)
     # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
-    improper: list[str] = field(default_factory=list)
+    improper: list[str] = field(default_factory=list)  # the newest (see sim.limits.MAX_RECORDS)
+    improper_total: int = 0

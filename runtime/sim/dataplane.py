@@ -9,6 +9,7 @@ broker does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -31,6 +32,8 @@ from pybmq.wire.options import encode_sub_queue_ids_old
 from pybmq.wire.properties import MessageProperties, decode_properties
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import PutMessage, decode_put
+
+log = logging.getLogger("pybmq.sim")
 
 SUPPORTED_PUT_FLAGS = int(PutHeaderFlags.ACK_REQUESTED | PutHeaderFlags.MESSAGE_PROPERTIES)
 _UNSUPPORTED_PUT_FLAGS = 0xF & ~SUPPORTED_PUT_FLAGS
@@ -164,7 +167,12 @@ def _push_events_converting(items: Sequence[PushItem]) -> list[bytes]:
         app_data = item.properties_area + item.payload
         compression, schema = item.compression, item.schema_id
         if item.old_properties and item.has_properties and schema and item.properties_area:
-            app_data, compression, schema = _to_old_format(item)
+            try:
+                app_data, compression, schema = _to_old_format(item)
+            except ProtocolError as exc:
+                # A poison message (corrupt compression or properties): pass it on as stored,
+                # for the consumer to report, rather than fail every consumer it reaches.
+                log.warning("message %s sent unconverted: %s", item.guid.hex(), exc)
         builder.add(
             item.queue_id,
             item.guid,

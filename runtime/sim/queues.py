@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pybmq.errors import ProtocolError
-from pybmq.generated.wire_codec import DEFAULT_APP_ID
+from pybmq.generated.wire_codec import DEFAULT_APP_ID, AckStatus
 from pybmq.sim.routing import FANOUT_APP_IDS, RoutingMode
 from pybmq.wire.compression import decompress
 from pybmq.wire.properties import decode_properties, properties_area_size
@@ -95,12 +95,12 @@ class Consumer:
             self.unconfirmed[message.guid] = message
             self.unconfirmed_bytes += message.size
 
-    def confirm(self, guid: bytes) -> bool:
+    def confirm(self, guid: bytes) -> StoredMessage | None:
+        """The confirmed message, or None if ``guid`` was not unconfirmed here."""
         message = self.unconfirmed.pop(guid, None)
-        if message is None:
-            return False
-        self.unconfirmed_bytes -= message.size
-        return True
+        if message is not None:
+            self.unconfirmed_bytes -= message.size
+        return message
 
 
 @dataclass(eq=False)
@@ -214,6 +214,9 @@ class SimQueue:
     streams: dict[str, AppStream]
     posted: int = 0
     duplicates: int = 0
+    # What the quota counts: messages stored and not confirmed yet (once per app), and bytes.
+    held_messages: int = 0
+    held_bytes: int = 0
     # GUID → when it leaves the de-duplication window (insertion order = time order), like a
     # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
     _seen: dict[bytes, float] = field(default_factory=dict)
@@ -225,10 +228,15 @@ class SimQueue:
         return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
 
     def post(
-        self, message: StoredMessage, now: float = 0.0, dedup_window: float = 300.0
+        self,
+        message: StoredMessage,
+        now: float = 0.0,
+        dedup_window: float = 300.0,
+        dedup_max: int = 100_000,
     ) -> list[tuple[Consumer, StoredMessage]]:
         """Store (or broadcast) ``message``; a GUID seen within ``dedup_window`` seconds before
-        ``now`` is acknowledged but not stored."""
+        ``now`` is acknowledged but not stored. The window remembers at most ``dedup_max``
+        GUIDs (the oldest are forgotten first)."""
         seen = self._seen
         if message.guid in seen and seen[message.guid] > now:
             self.duplicates += 1
@@ -238,11 +246,15 @@ class SimQueue:
             if seen[oldest] > now:
                 break
             del seen[oldest]
+        if len(seen) >= dedup_max:
+            del seen[next(iter(seen))]
         seen[message.guid] = now + dedup_window
         self.posted += 1
         if self.mode is RoutingMode.BROADCAST:
             return self.streams[DEFAULT_APP_ID].broadcast(message)
         out: list[tuple[Consumer, StoredMessage]] = []
+        self.held_messages += len(self.streams)
+        self.held_bytes += message.size * len(self.streams)
         for stream in self.streams.values():
             stream.pending.append(message)
             out.extend(stream.deliver())
@@ -254,6 +266,21 @@ class SimQueue:
             for stream in self.streams.values():
                 out.extend(stream.deliver())
         return out
+
+    def over_quota(self, size: int, max_messages: int, max_bytes: int) -> int:
+        """The ACK status for one more message of ``size`` bytes: SUCCESS or the limit hit."""
+        if self.mode is RoutingMode.BROADCAST:
+            return AckStatus.SUCCESS  # nothing is stored
+        if self.held_messages + len(self.streams) > max_messages:
+            return AckStatus.LIMIT_MESSAGES
+        if self.held_bytes + size * len(self.streams) > max_bytes:
+            return AckStatus.LIMIT_BYTES
+        return AckStatus.SUCCESS
+
+    def release(self, message: StoredMessage) -> None:
+        """One app confirmed ``message``: it no longer counts against the quota there."""
+        self.held_messages -= 1
+        self.held_bytes -= message.size
 
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)

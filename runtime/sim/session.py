@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pybmq._version import __version__
@@ -29,6 +30,8 @@ from pybmq.sim.dataplane import (
     read_confirm_event,
     read_put_event,
 )
+from pybmq.sim.guard import contained
+from pybmq.sim.limits import event_limit, keep_record, overdue, worth_logging
 from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
@@ -71,7 +74,10 @@ class ClientSession(QueueRequests):
         # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
         # fan-out queue under one qId, each with its own subId.
         self.handles: dict[tuple[int, int], QueueHandle] = {}
-        self._reader = EventReader()
+        self._reader = EventReader(limit_for=partial(event_limit, self))
+        self.connected_at = now
+        self.improper_count = 0
+        self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
         self._pushes: list[PushItem] = []
@@ -90,7 +96,19 @@ class ClientSession(QueueRequests):
     def closed(self) -> bool:
         return self.state is SessionState.CLOSED
 
+    @property
+    def negotiated(self) -> bool:
+        return self.state is not SessionState.NEGOTIATING
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete event."""
+        return self._reader.buffered
+
     def receive_data(self, data: bytes, now: float) -> None:
+        contained(self, "reading its data", lambda: self._receive(data, now), None)
+
+    def _receive(self, data: bytes, now: float) -> None:
         if self.closed:
             return
         self._last_received = self._now = now
@@ -110,6 +128,10 @@ class ClientSession(QueueRequests):
         except ProtocolError as exc:
             self._violation(str(exc))
         finally:
+            if not self._reader.buffered:
+                self.partial_since = None
+            elif self.partial_since is None:
+                self.partial_since = now
             if self._touched:
                 touched, self._touched = self._touched, set()
                 for queue in touched:
@@ -117,6 +139,9 @@ class ClientSession(QueueRequests):
             self.broker._mark(self)
 
     def data_to_send(self) -> bytes:
+        return contained(self, "preparing its output", self._output, b"")
+
+    def _output(self) -> bytes:
         self._flush_data_plane()
         data = b"".join(self._out)
         self._out.clear()
@@ -132,6 +157,8 @@ class ClientSession(QueueRequests):
             return None
         interval = self.broker.config.heartbeat_interval_ms / 1000.0
         deadline = max(self._last_received, self._last_heartbeat_sent) + interval
+        if not self.negotiated or self.partial_since is not None:
+            deadline = min(deadline, self._now + 1.0)  # check the limits at least every second
         if self._delayed_acks:
             deadline = min(deadline, self._delayed_acks[0][0])
         if self.auth is not None and self.auth.expires_at is not None:
@@ -148,6 +175,10 @@ class ClientSession(QueueRequests):
         while self._delayed_acks and self._delayed_acks[0][0] <= now:
             self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
             self.broker._mark(self)
+        reason = overdue(self, now)
+        if reason is not None:
+            self._violation(reason)
+            return
         config = self.broker.config
         interval = config.heartbeat_interval_ms / 1000.0
         silent = now - self._last_received
@@ -337,6 +368,9 @@ class ClientSession(QueueRequests):
         handles = self.handles
         dispatch = broker._dispatch
         dedup_window = broker.config.deduplication_time_ms / 1000.0
+        dedup_max = broker.config.deduplication_max_guids
+        limit_messages = broker.config.queue_limit_messages
+        limit_bytes = broker.config.queue_limit_bytes
         for put in read_put_event(event):
             stats.puts += 1
             flags = put.flags
@@ -350,7 +384,13 @@ class ClientSession(QueueRequests):
             else:
                 problem = put_problem(put)
             status: int = AckStatus.SUCCESS
-            if problem is None:
+            if problem is None and handle is not None:
+                status = handle.queue.over_quota(
+                    len(put.properties_area) + len(put.payload), limit_messages, limit_bytes
+                )
+                if status != AckStatus.SUCCESS:
+                    problem = f"queue over its quota ({AckStatus(status).name})"
+            if status == AckStatus.SUCCESS and problem is None:
                 assert handle is not None
                 message = StoredMessage(
                     put.guid,
@@ -360,11 +400,11 @@ class ClientSession(QueueRequests):
                     put.compression,
                     put.schema_id,
                 )
-                deliveries = handle.queue.post(message, self._now, dedup_window)
+                deliveries = handle.queue.post(message, self._now, dedup_window, dedup_max)
                 if deliveries:
                     dispatch(deliveries)
             else:
-                status = AckStatus.UNKNOWN
+                status = status or AckStatus.UNKNOWN
                 log.warning(
                     "session %d: NACK GUID %s, queue id %d: %s",
                     self.session_id,
@@ -401,7 +441,10 @@ class ClientSession(QueueRequests):
             queue = handle.queue
             if queue.mode is RoutingMode.BROADCAST:
                 continue  # at most once: nothing is kept to confirm
-            if not any(c.confirm(record.guid) for c in handle.consumers.values()):
+            released = next(
+                (m for c in handle.consumers.values() if (m := c.confirm(record.guid))), None
+            )
+            if released is None:
                 # Confirmed twice, never delivered here, or delivered before a broker restart.
                 self._improper(
                     f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
@@ -409,6 +452,7 @@ class ClientSession(QueueRequests):
                 )
                 continue
             stats.confirms += 1
+            queue.release(released)
             touched.add(queue)
 
     def _push(self, consumer: Consumer, message: StoredMessage) -> None:
@@ -448,13 +492,18 @@ class ClientSession(QueueRequests):
         self.broker._mark(self)
 
     def _improper(self, reason: str) -> None:
-        """Log and record what a real broker tolerates with a warning; the session stays open."""
+        """Log and record what a real broker tolerates with a warning; the session stays open.
+        Bounded: a client repeating it (bogus CONFIRMs by the million) costs no memory or log."""
+        self.improper_count += 1
+        self.broker.stats.improper_total += 1
         text = f"session {self.session_id} ({self.peer}): {reason}"
-        log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored)", text)
-        self.broker.stats.improper.append(text)
+        if worth_logging(self.improper_count):
+            log.warning("#CLIENT_IMPROPER_BEHAVIOR %s (ignored; #%d)", text, self.improper_count)
+        keep_record(self.broker.stats.improper, text)
 
     def _violation(self, reason: str) -> None:
-        self.broker.stats.violations.append(f"session {self.session_id} ({self.peer}): {reason}")
+        text = f"session {self.session_id} ({self.peer}): {reason}"
+        keep_record(self.broker.stats.violations, text)
         self._close(f"protocol violation: {reason}", level=logging.WARNING)
 
     def _close(self, reason: str, level: int = logging.WARNING) -> None:
@@ -467,6 +516,7 @@ class ClientSession(QueueRequests):
             self._release(handle)
         self.handles.clear()
         self._pushes = []
+        self._reader = EventReader()  # free a partial event (it may be large)
         self.broker._forget(self)
         self.broker._mark(self)
         self.broker._dispatch(

@@ -10,7 +10,7 @@ in zero filler after the last event.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pybmq.errors import ProtocolError
@@ -25,7 +25,9 @@ from pybmq.generated.wire_codec import (
 )
 
 __all__ = [
+    "MAX_CONTROL_EVENT_SIZE",
     "MAX_EVENT_SIZE",
+    "SMALL_EVENT_SIZE",
     "Event",
     "EventReader",
     "Filler",
@@ -40,6 +42,11 @@ __all__ = [
 
 # Upstream enforces EventHeader::k_MAX_SIZE_SOFT (512 MiB) on every event it builds.
 MAX_EVENT_SIZE = EVENT_MAX_SIZE_SOFT
+# Control messages are small (the biggest a client sees echoes its own subscriptions); a cap
+# checked on the header keeps a huge JSON/BER document from being buffered and decoded.
+MAX_CONTROL_EVENT_SIZE = 1 << 20
+# Events up to this size skip the per-type limit callback (it is only asked about big ones).
+SMALL_EVENT_SIZE = 64 * 1024
 
 
 def event_type_name(value: int) -> str:
@@ -122,8 +129,16 @@ class EventReader:
     stream is unusable (framing is lost) and every later ``feed`` raises the same error.
     """
 
-    def __init__(self, max_event_size: int = MAX_EVENT_SIZE) -> None:
+    def __init__(
+        self,
+        max_event_size: int = MAX_EVENT_SIZE,
+        limit_for: Callable[[int], int] | None = None,
+    ) -> None:
+        """``limit_for(event type)`` is the largest event of that type the reader accepts; it
+        is asked (only for events over SMALL_EVENT_SIZE) as soon as the header is readable, so
+        an oversized event is refused before its body is buffered."""
         self.max_event_size = max_event_size
+        self.limit_for = limit_for
         self._buf = bytearray()
         self._base = 0  # stream offset of self._buf[0]
         self._error: ProtocolError | None = None
@@ -156,6 +171,15 @@ class EventReader:
                 fragment, length, version, etype, hwords, tspec = _parse_header(
                     buf, pos, self._base + pos, self.max_event_size
                 )
+                if length > SMALL_EVENT_SIZE and self.limit_for is not None:
+                    limit = self.limit_for(etype)
+                    if length > limit:
+                        raise ProtocolError(
+                            f"{event_type_name(etype)} event of {length} bytes exceeds the limit "
+                            f"of {limit} bytes for that type",
+                            offset=self._base + pos,
+                            path="EventHeader.length",
+                        )
                 if end - pos < length:
                     break
                 header = EventHeader(fragment, length, version, etype, hwords, tspec, buf[pos + 7])

@@ -31,7 +31,7 @@ from pybmq.wire.appdata import (
     resize_header,
     split_app_data,
 )
-from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
     Event,
@@ -95,6 +95,20 @@ class PushMessage(NamedTuple):
     @property
     def sub_queue_ids(self) -> tuple[int, ...]:
         return tuple(i.sub_queue_id for i in self.sub_queue_infos) or (DEFAULT_SUBQUEUE_ID,)
+
+
+def inflate_push(push: PushMessage, max_size: int) -> tuple[bytes, bytes]:
+    """(properties area, payload) of a message read with ``decompress=False``, inflated to at
+    most ``max_size`` bytes. ProtocolError if the data is corrupt or too big: the caller decides
+    whether that ends the event or only this message."""
+    if not push.compression:
+        return push.properties_area, push.payload
+    app = decompress(push.payload, push.compression, max_size)
+    if push.flags & PushHeaderFlags.MESSAGE_PROPERTIES and not push.schema_id:
+        # Old properties format: properties and payload were compressed together.
+        size = properties_area_size(app, 0, len(app))
+        return app[:size], app[size:]
+    return push.properties_area, app
 
 
 def iter_push(

@@ -1,0 +1,154 @@
+"""Hostile peers against the client, over real loopback sockets (issue: hostile peers and poison
+messages). Each test reproduces one attack, bounded in time and count, and proves the fix."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pybmq.client.aio import AsyncSession, ResilienceEvent
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.events import Ack, CallbackFailed
+from pybmq.client.options import SessionOptions
+from pybmq.errors import MessageDecodeError, UsageError
+from pybmq.generated.wire_codec import EventType
+from pybmq.sim.server import BrokerSimulator
+from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from pybmq.wire.framing import event_header_bytes
+
+from tests.helpers.hostile import store_raw, unconfirmed, write_to_clients, zlib_bomb
+
+pytestmark = pytest.mark.timeout(60)
+
+QUEUE = "bmq://bmq.test.mem.priority/hostile"
+
+
+async def _next(queue: AsyncQueue, timeout: float = 10.0) -> ReceivedMessage:
+    return await asyncio.wait_for(queue.get(), timeout)
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [b"not zlib at all", zlib_bomb(2 << 20)],
+    ids=["junk-claiming-zlib", "bomb-over-the-cap"],
+)
+async def test_poison_message_is_delivered_with_an_error_and_the_session_goes_on(
+    poison: bytes,
+) -> None:
+    options = SessionOptions(max_decompressed_size=1 << 20)
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url, options=options) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        guid = store_raw(sim, QUEUE, poison)
+        bad = await _next(reader)
+        assert bad.guid == guid
+        assert isinstance(bad.error, MessageDecodeError)
+        assert bad.payload == b""
+        await bad.confirm()
+        # The session is still up: the next (good) message arrives, and the poison one was
+        # confirmed (nothing is left unconfirmed in the simulator).
+        assert (await writer.post(b"after the poison")).ok
+        good = await _next(reader)
+        assert good.payload == b"after the poison"
+        assert good.error is None
+        await good.confirm()
+        await producer.drain()
+        for _ in range(200):
+            if not unconfirmed(sim, QUEUE):
+                break
+            await asyncio.sleep(0.05)
+        assert unconfirmed(sim, QUEUE) == 0
+
+
+async def test_a_compressed_message_under_the_cap_still_inflates() -> None:
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True)
+        store_raw(sim, QUEUE, zlib_bomb(1000))
+        message = await _next(reader)
+        assert message.error is None
+        assert message.payload == bytes(1000)
+
+
+def test_max_decompressed_size_is_bounded_by_the_protocol_limit() -> None:
+    assert SessionOptions().max_decompressed_size == DEFAULT_MAX_DECOMPRESSED_SIZE
+    with pytest.raises(UsageError):
+        SessionOptions(max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE + 1)
+    with pytest.raises(UsageError):
+        SessionOptions(max_decompressed_size=0)
+
+
+async def test_an_on_ack_callback_that_raises_does_not_lose_the_other_outcomes() -> None:
+    count = 200
+    reported: list[ResilienceEvent] = []
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url, on_event=reported.append) as producer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        outcomes: list[Ack] = []
+        all_done = asyncio.Event()
+
+        def on_ack(ack: Ack) -> None:
+            outcomes.append(ack)
+            if len(outcomes) == count:
+                all_done.set()
+            if len(outcomes) % 2:
+                raise RuntimeError("the application's callback is broken")
+
+        for i in range(count):
+            writer.post_nowait(b"%d" % i, on_ack=on_ack)
+        awaited = [asyncio.ensure_future(writer.post(b"awaited")) for _ in range(10)]
+        await asyncio.wait_for(all_done.wait(), 30)
+        acks = await asyncio.wait_for(asyncio.gather(*awaited), 30)
+        assert len(outcomes) == count and all(a.ok for a in outcomes)
+        assert len({a.guid for a in outcomes}) == count  # exactly one outcome per post
+        assert all(a.ok for a in acks)
+        assert producer.callback_errors == count // 2
+        failures = [e for e in reported if isinstance(e, CallbackFailed)]
+        assert len(failures) == count // 2
+        assert isinstance(failures[0].error, RuntimeError)
+        assert (await writer.post(b"still connected")).ok
+
+
+async def _stopped(session: AsyncSession, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while session.stop_reason is None:
+        assert asyncio.get_running_loop().time() < deadline, "the session did not stop"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "declared"),
+    [(EventType.PUSH, 500_000_000), (EventType.CONTROL, 30 << 20), (EventType.ACK, 100 << 20)],
+    ids=["push-500MB", "control-30MiB", "ack-100MiB"],
+)
+async def test_an_oversized_event_is_refused_on_its_header(event_type: int, declared: int) -> None:
+    async with BrokerSimulator() as sim:
+        session = AsyncSession(sim.url)
+        await session.start()
+        await session.open_queue(QUEUE, read=True)
+        write_to_clients(sim, event_header_bytes(event_type, declared) + bytes(4096))
+        await _stopped(session)
+        assert session.stop_reason is not None and "exceeds the limit" in session.stop_reason
+        assert session._engine._reader.buffered == 0
+        await asyncio.wait_for(session.stop(), 20)
+
+
+async def test_a_stopped_session_frees_its_partial_event_and_stop_completes() -> None:
+    async with BrokerSimulator() as sim:
+        session = AsyncSession(sim.url, options=SessionOptions(stop_timeout=2.0))
+        await session.start()
+        await session.open_queue(QUEUE, read=True)
+        # A PUSH within the credit (32 MiB default) whose body never comes: 8 MiB of it sent.
+        write_to_clients(sim, event_header_bytes(EventType.PUSH, 20 << 20) + bytes(8 << 20))
+        for _ in range(400):
+            if session._engine._reader.buffered >= 8 << 20:
+                break
+            await asyncio.sleep(0.02)
+        assert session._engine._reader.buffered >= 8 << 20
+        await asyncio.wait_for(session.stop(), 30)
+        assert session._engine._reader.buffered == 0

@@ -1,0 +1,169 @@
+"""Hostile clients against the simulator over real loopback sockets: each test reproduces one
+attack (bounded in time and count) and proves the simulator stays up for everyone else."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+import pytest
+from pybmq.client.aio import AsyncSession
+from pybmq.errors import MessageDecodeError
+from pybmq.generated.wire_codec import EventType
+from pybmq.sim.config import BrokerConfig
+from pybmq.sim.limits import LOG_EVERY, LOG_FIRST, MAX_RECORDS
+from pybmq.sim.queues import SimQueue, StoredMessage
+from pybmq.sim.routing import RoutingMode
+from pybmq.sim.server import BrokerSimulator
+from pybmq.wire.batches import ConfirmEventBuilder
+from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.properties import MessageProperties
+
+from tests.helpers.hostile import store_raw
+
+pytestmark = pytest.mark.timeout(60)
+
+QUEUE = "bmq://bmq.test.mem.priority/hostile-sim"
+
+
+async def test_a_poison_message_for_an_old_properties_consumer_costs_nobody_the_session() -> None:
+    area = MessageProperties({"kind": "poison"}).encode(extended=True)
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        # The consumer reads old-style properties only: the simulator must convert each
+        # message, and this one cannot be converted (its "zlib" payload is junk).
+        for session in sim._transports:
+            session.extended_properties = False
+        store_raw(sim, QUEUE, b"junk claiming to be zlib", properties_area=area)
+        bad = await asyncio.wait_for(reader.get(), 10)
+        assert isinstance(bad.error, MessageDecodeError)
+        await bad.confirm()
+        # Both connections, the timers and the data path are still up.
+        assert (await asyncio.wait_for(writer.post(b"next"), 10)).ok
+        good = await asyncio.wait_for(reader.get(), 10)
+        assert good.payload == b"next" and good.error is None
+        assert sim.broker.stats.internal_errors == 0
+        assert len(sim._transports) == 2
+
+
+async def _closed_by_sim(reader: asyncio.StreamReader, timeout: float) -> bytes:
+    """Read until the simulator closes the connection (bounded by ``timeout``)."""
+    received = b""
+    while chunk := await asyncio.wait_for(reader.read(65536), timeout):
+        received += chunk
+    return received
+
+
+async def test_a_huge_control_event_before_negotiation_is_refused_on_its_header() -> None:
+    config = BrokerConfig()
+    async with BrokerSimulator(config) as sim:
+        reader, writer = await asyncio.open_connection(sim.host, sim.port)
+        # 30 MiB of JSON declared: refused on the 8-byte header, nothing of it is buffered.
+        writer.write(event_header_bytes(EventType.CONTROL, 30 << 20) + b"{" * 65536)
+        await _closed_by_sim(reader, 10)
+        assert any("exceeds the limit" in v for v in sim.broker.stats.violations)
+        writer.close()
+        async with AsyncSession(sim.url) as client:  # the simulator serves the next client
+            await client.open_queue(QUEUE, write=True)
+
+
+async def test_a_client_that_never_negotiates_is_closed_at_the_deadline() -> None:
+    config = BrokerConfig(negotiation_timeout_ms=500)
+    async with BrokerSimulator(config) as sim:
+        reader, writer = await asyncio.open_connection(sim.host, sim.port)
+        for _ in range(3):  # a byte now and then is activity, but not negotiation
+            writer.write(b"\0")
+            await asyncio.sleep(0.1)
+        await _closed_by_sim(reader, 15)
+        assert any("negotiation not finished" in v for v in sim.broker.stats.violations)
+        writer.close()
+
+
+async def test_a_slow_drip_of_one_event_is_closed_at_the_deadline() -> None:
+    config = BrokerConfig(partial_event_timeout_ms=500, negotiation_timeout_ms=500)
+    async with BrokerSimulator(config) as sim, AsyncSession(sim.url) as client:
+        await client.open_queue(QUEUE, write=True)
+        transport = client._transport
+        assert transport is not None
+        # A PUT event declared at 1 MiB of which only a byte now and then arrives (as from a
+        # stalled or malicious producer): each byte is activity, but the event makes no progress.
+        transport.write(event_header_bytes(EventType.PUT, 1 << 20) + bytes(8))
+        for _ in range(300):
+            if client.stop_reason is not None or transport.is_closing():
+                break
+            transport.write(b"\0")
+            await asyncio.sleep(0.05)
+        assert any("incomplete" in v for v in sim.broker.stats.violations)
+        assert not sim._transports  # the simulator let go of it (and of its buffer)
+
+
+async def test_posts_over_the_queue_quota_are_nacked_with_the_brokers_status() -> None:
+    config = BrokerConfig(queue_limit_messages=5, queue_limit_bytes=2000)
+    async with (
+        BrokerSimulator(config) as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        statuses = [(await writer.post(b"x" * 10)).status.name for _ in range(6)]
+        assert statuses == ["SUCCESS"] * 5 + ["LIMIT_MESSAGES"]
+        # Confirming frees room: the quota counts messages held, not messages ever posted.
+        reader = await consumer.open_queue(QUEUE, read=True)
+        for _ in range(5):
+            await (await asyncio.wait_for(reader.get(), 10)).confirm()
+        for _ in range(200):
+            queue = sim.broker.queue(QUEUE)
+            if queue is not None and queue.held_messages == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert (await writer.post(b"y" * 1500)).ok
+        assert (await writer.post(b"z" * 600)).status.name == "LIMIT_BYTES"
+
+
+async def test_bogus_confirms_cost_bounded_records_and_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bogus = 20_000
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as client:
+        await client.open_queue(QUEUE, read=True)
+        builder = ConfirmEventBuilder()
+        builder.add_many((reader_qid(sim), os.urandom(16), 0) for _ in range(bogus))
+        transport = client._transport
+        assert transport is not None
+        with caplog.at_level(logging.WARNING, logger="pybmq.sim"):
+            for event in builder.finish():
+                transport.write(event)
+            for _ in range(400):
+                if sim.broker.stats.improper_total >= bogus:
+                    break
+                await asyncio.sleep(0.05)
+        assert sim.broker.stats.improper_total == bogus
+        assert len(sim.broker.stats.improper) <= MAX_RECORDS
+        logged = [r for r in caplog.records if "#CLIENT_IMPROPER_BEHAVIOR" in r.getMessage()]
+        assert len(logged) <= LOG_FIRST + bogus // LOG_EVERY
+        assert len(sim._transports) == 1  # tolerated, as a broker does: still connected
+
+
+def reader_qid(sim: BrokerSimulator) -> int:
+    """The wire queue id of the only reader handle in ``sim``."""
+    (session,) = sim._transports
+    ((qid, _sub),) = session.handles
+    return qid
+
+
+def test_the_deduplication_window_is_bounded_in_guids() -> None:
+    queue = SimQueue.create(QUEUE, RoutingMode.PRIORITY)
+    first = StoredMessage(os.urandom(16), b"", b"a", False, 0, 0)
+    queue.post(first, 0.0, 300.0, 100)
+    for _ in range(1000):
+        queue.post(StoredMessage(os.urandom(16), b"", b"b", False, 0, 0), 0.0, 300.0, 100)
+    assert len(queue._seen) == 100
+    # The oldest GUID was forgotten: posting it again stores it again (not a duplicate).
+    queue.post(first, 0.0, 300.0, 100)
+    assert queue.duplicates == 0 and queue.posted == 1002
