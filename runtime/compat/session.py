@@ -43,7 +43,7 @@ from pybmq.client.events import StateRestored as RuntimeStateRestored
 from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.client.options import SessionOptions as RuntimeSessionOptions
 from pybmq.compat import session_events as ev
-from pybmq.compat.callbacks import CallbackThread
+from pybmq.compat.callbacks import CallbackThread, print_callback_error
 from pybmq.compat.checks import (
     ACK_STATUS,
     CONTROL_RESERVE,
@@ -679,8 +679,8 @@ class Session:
             for message, handle in held:
                 try:
                     self._on_message(message, handle)
-                except Exception:
-                    log.exception("exception in a BlazingMQ callback")
+                except Exception as exc:
+                    print_callback_error(exc)
 
     # ------------------------------------------------------------------ stop
 
