@@ -603,7 +603,10 @@ class Session:
         def op() -> None:
             self._bytes_out += size  # the I/O thread is the only writer of _bytes_out
             try:
-                inner.post_nowait(message, properties=wire_properties, on_ack=callback)
+                # As the official SDK: the broker is asked for an ACK only if on_ack was given.
+                inner.post_nowait(
+                    message, properties=wire_properties, on_ack=callback, ack=callback is not None
+                )
             except PybmqError as exc:  # the queue closed or the session ended meanwhile
                 if callback is not None:
                     callback(
