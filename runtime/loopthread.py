@@ -99,13 +99,16 @@ class CallbackDispatcher:
                 while not self._jobs:
                     self._ready.wait()
                 jobs, self._jobs = self._jobs, collections.deque()
-            for job in jobs:
+            # Pop each job so none is still referenced (with what it closes over) while idle.
+            while jobs:
+                job = jobs.popleft()
                 if job is None:
                     return
                 try:
                     job()
                 except Exception as exc:  # a user callback raised: report it, keep dispatching
                     self._report(exc)
+                del job
 
     def close(self, timeout: float = 10.0) -> None:
         """Run what is queued, then end the thread (waiting for it unless called from it)."""

@@ -101,13 +101,15 @@ class AsyncQueue:
         *,
         properties: Mapping[str, Any] | None = None,
         on_ack: AckCallback | None = None,
+        ack: bool = True,
     ) -> bytes:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
-        Returns the message GUID."""
+        ``ack=False`` (no ``on_ack``) asks the broker for no ACK. Returns the message GUID."""
         session = self.session
         guid = session._engine.post(
-            self.queue_id, payload, session._loop_time(), properties=properties, context=on_ack
-        )
+            self.queue_id, payload, session._loop_time(), properties=properties, context=on_ack,
+            ack=ack,
+        )  # fmt: skip
         session._schedule_flush()
         return guid
 

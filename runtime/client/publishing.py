@@ -48,9 +48,12 @@ class Publishing(EngineCore):
         *,
         properties: Mapping[str, Any] | None = None,
         context: object = None,
+        ack: bool = True,
     ) -> bytes:
         """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
-        with the ACK (or local NACK) for it."""
+        with the ACK (or local NACK) for it. ``ack=False`` asks the broker for no ACK for this
+        post even on a queue opened with ACKs (as the official SDK does for a post without
+        ``on_ack``); such a post is not tracked, so it is not retransmitted after a reconnect."""
         if self._restoring and self.state is not SessionState.STOPPED:
             if len(self._puts) >= self.options.max_buffered_posts:
                 raise PostBufferFullError(
@@ -79,7 +82,7 @@ class Publishing(EngineCore):
             props = None
         threshold = self.options.compression_threshold
         compress = bool(threshold) and len(payload) >= threshold
-        wants_ack = bool(queue.flags & FLAG_ACK)
+        wants_ack = ack and bool(queue.flags & FLAG_ACK)
         if context is not None and not wants_ack:
             raise UsageError(
                 f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"

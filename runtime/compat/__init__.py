@@ -4,13 +4,16 @@
 
 runs code written for ``blazingmq`` 1.2.2 unchanged: the same names, signatures, value types,
 session events, callback threading rules and exceptions (see the README section "Drop-in for the
-official SDK" for what each option means here and the known differences).
+official SDK" for what each option means here and the known differences). A program that does
+``import blazingmq`` runs on it unedited after ``pybmq.compat.install()`` or with
+``python -m pybmq.compat program.py``.
 """
 
 from __future__ import annotations
 
 from pybmq._version import __version__
 from pybmq.compat import exceptions, session_events
+from pybmq.compat.aliases import install, uninstall
 from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import (
     Ack,
@@ -47,5 +50,7 @@ __all__ = [
     "Timeouts",
     "__version__",
     "exceptions",
+    "install",
     "session_events",
+    "uninstall",
 ]

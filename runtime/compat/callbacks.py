@@ -3,13 +3,18 @@ slow-consumer watermarks of their backlog as the official SDK does."""
 
 from __future__ import annotations
 
-import logging
+import sys
+import traceback
 from collections.abc import Callable
 
 from pybmq.compat import session_events as ev
 from pybmq.loopthread import CallbackDispatcher
 
-log = logging.getLogger("pybmq.compat")
+
+def print_callback_error(exc: BaseException) -> None:
+    """As the official SDK does: a user callback's exception prints its traceback to stderr
+    (looked up at call time, so redirections apply) and dispatch goes on."""
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 class CallbackThread(CallbackDispatcher):
@@ -20,10 +25,7 @@ class CallbackThread(CallbackDispatcher):
         self._low, self._high = watermarks
         self._backlog = 0
         self._slow = False
-        super().__init__(
-            "pybmq-compat-callbacks",
-            lambda exc: log.error("exception in a BlazingMQ callback", exc_info=exc),
-        )
+        super().__init__("pybmq-compat-callbacks", print_callback_error)
 
     def submit_event(self, event: ev.SessionEvent) -> None:
         self.submit(lambda: self._emit(event))

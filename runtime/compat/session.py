@@ -27,6 +27,7 @@ import dataclasses
 import logging
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -42,7 +43,7 @@ from pybmq.client.events import StateRestored as RuntimeStateRestored
 from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.client.options import SessionOptions as RuntimeSessionOptions
 from pybmq.compat import session_events as ev
-from pybmq.compat.callbacks import CallbackThread
+from pybmq.compat.callbacks import CallbackThread, print_callback_error
 from pybmq.compat.checks import (
     ACK_STATUS,
     CONTROL_RESERVE,
@@ -264,7 +265,7 @@ class Session:
                 options=options,
                 connect_timeout=max(remaining, 0.001),
                 write_high_water=high_water,
-                on_event=self._on_resilience_event,
+                on_event=_weak_method(self._on_resilience_event),
             )
             try:
                 await self._start_once(session, max(remaining, 0.001))
@@ -282,7 +283,7 @@ class Session:
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self._tasks.add(loop.create_task(self._watch(session)))
+            self._tasks.add(loop.create_task(_watch(weakref.ref(self), session)))
             return session
 
     @staticmethod
@@ -312,9 +313,8 @@ class Session:
             return
         self._from_loop(lambda: self._callbacks._emit(compat_event))
 
-    async def _watch(self, session: AsyncSession) -> None:
-        """Report a connection that ends without stop() as ConnectionLost."""
-        await session._stopped.wait()
+    def _connection_ended(self, session: AsyncSession) -> None:
+        """On the loop: report a connection that ends without stop() as ConnectionLost."""
         if not self._stopped:
             self._lost = True
             if self._outage:  # ConnectionLost was already reported
@@ -443,21 +443,20 @@ class Session:
         )
         queue.inner = inner
         if queue.read:
-            task = asyncio.get_running_loop().create_task(self._pump(queue, inner))
+            task = asyncio.get_running_loop().create_task(_pump(weakref.ref(self), queue, inner))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _pump(self, queue: QueueRecord, inner: AsyncQueue) -> None:
-        """Hand each message of a reader queue to the callback thread."""
-        async for received in inner:
-            try:
-                delivery = self._delivery(queue, received)
-            except PybmqError as exc:  # e.g. a properties area that does not decode
-                log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
-                problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {exc}")
-                self._from_loop(lambda p=problem: self._callbacks._emit(p))  # type: ignore[misc]
-                continue
-            self._from_loop(delivery, True)
+    def _received(self, queue: QueueRecord, received: ReceivedMessage) -> None:
+        """On the loop: hand one message of a reader queue to the callback thread."""
+        try:
+            delivery = self._delivery(queue, received)
+        except PybmqError as exc:  # e.g. a properties area that does not decode
+            log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
+            problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {exc}")
+            self._from_loop(lambda p=problem: self._callbacks._emit(p))  # type: ignore[misc]
+            return
+        self._from_loop(delivery, True)
 
     def _delivery(self, queue: QueueRecord, received: ReceivedMessage) -> Callable[[], None]:
         properties, types = from_wire_properties(received.message.properties)
@@ -604,7 +603,10 @@ class Session:
         def op() -> None:
             self._bytes_out += size  # the I/O thread is the only writer of _bytes_out
             try:
-                inner.post_nowait(message, properties=wire_properties, on_ack=callback)
+                # As the official SDK: the broker is asked for an ACK only if on_ack was given.
+                inner.post_nowait(
+                    message, properties=wire_properties, on_ack=callback, ack=callback is not None
+                )
             except PybmqError as exc:  # the queue closed or the session ended meanwhile
                 if callback is not None:
                     callback(
@@ -680,8 +682,8 @@ class Session:
             for message, handle in held:
                 try:
                     self._on_message(message, handle)
-                except Exception:
-                    log.exception("exception in a BlazingMQ callback")
+                except Exception as exc:
+                    print_callback_error(exc)
 
     # ------------------------------------------------------------------ stop
 
@@ -709,11 +711,59 @@ class Session:
         self._callbacks.close(self._timeouts.disconnect_timeout)  # type: ignore[arg-type]
         self._io.stop()
 
+    def __del__(self) -> None:
+        """Like the official SDK: a session collected while running is stopped (its
+        Disconnected event delivered), then a UserWarning says stop() was not called."""
+        if getattr(self, "_stopped", True):  # stopped, or the constructor failed early
+            return
+        own_threads = (self._io.thread, self._callbacks.thread)
+        if threading.current_thread() in own_threads:
+            # Collected on one of its own threads, which stop() waits for: stop from another.
+            threading.Thread(target=self.stop, name="pybmq-compat-finalizer", daemon=True).start()
+        else:
+            with contextlib.suppress(Exception):
+                self.stop()
+        warnings.warn(
+            f"stop() not invoked before destruction of Session<{id(self):#x}> object",
+            UserWarning,
+            stacklevel=2,
+        )
+
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
         self.stop()
+
+
+def _weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``method`` without keeping its object alive: the loop must not hold a Session."""
+    ref = weakref.WeakMethod(method)
+
+    def call(arg: Any) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(arg)
+
+    return call
+
+
+async def _watch(ref: weakref.ref[Session], session: AsyncSession) -> None:
+    """Wait for the connection to end, holding the Session only weakly meanwhile."""
+    await session._stopped.wait()
+    owner = ref()
+    if owner is not None:
+        owner._connection_ended(session)
+
+
+async def _pump(ref: weakref.ref[Session], queue: QueueRecord, inner: AsyncQueue) -> None:
+    """Pass each message of a reader queue on, holding the Session only weakly between them."""
+    async for received in inner:
+        owner = ref()
+        if owner is None:
+            return
+        owner._received(queue, received)
+        del owner
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Session"]

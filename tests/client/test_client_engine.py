@@ -330,6 +330,23 @@ def test_posts_of_one_turn_leave_in_one_put_event() -> None:
     assert engine.data_to_send() == b""  # nothing left over
 
 
+def test_post_without_ack_asks_for_none_and_is_not_tracked() -> None:
+    engine, _ = started_engine()
+    writer = open_queue(engine, write=True)
+    engine.post(writer, b"quiet", 0.0, ack=False)
+    engine.post(writer, b"acked", 0.0, context="ctx")
+    engine.post(writer, b"quiet again", 0.0, ack=False)
+    [event] = sent_events(engine)
+    assert [(p.payload, p.ack_requested) for p in iter_put(event)] == [
+        (b"quiet", False),
+        (b"acked", True),
+        (b"quiet again", False),
+    ]
+    assert engine.unacked_count == 1
+    with pytest.raises(UsageError, match="no ACK will come"):
+        engine.post(writer, b"x", 0.0, context="ctx", ack=False)
+
+
 def test_ack_resolves_the_matching_post_and_unknown_acks_are_dropped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
