@@ -517,8 +517,9 @@ class Session:
         self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
     ) -> None:
         assert queue.inner is not None
-        self._set_request_timeout(seconds)
-        await queue.inner.configure(options)
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.configure(options)
 
     def get_queue_options(self, queue_uri: str) -> QueueOptions:
         """The options of an open queue (a write-only queue reports no consumer settings)."""
@@ -544,8 +545,9 @@ class Session:
 
     async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None
-        self._set_request_timeout(seconds)
-        await queue.inner.close()
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.close()
 
     def _queue(self, queue_uri: str) -> QueueRecord:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
@@ -659,19 +661,50 @@ class Session:
             self._suspend(sensitive)
 
     def _suspend(self, queues: list[QueueRecord]) -> None:
+        """Posts are refused and deliveries held at once; readers then ask the broker to stop
+        delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
+        queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
         for queue in queues:
             queue.suspended = queue.holding = True
-            self._callbacks.submit_event(ev.QueueSuspended(queue.uri))
+        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._loop)
 
     def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
-        """QueueResumed for each queue, HostHealthRestored, then the messages held meanwhile
-        (in the official SDK they come after the broker is asked again, so after those events)."""
+        """Readers ask the broker for their subscriptions again; then QueueResumed (or
+        QueueResumeFailed) for each queue, HostHealthRestored, then the messages held meanwhile."""
         for queue in queues:
             queue.suspended = False  # posts work again at once
-            self._callbacks.submit_event(ev.QueueResumed(queue.uri))
-        if announce_host:
-            self._callbacks.submit_event(ev.HostHealthRestored(None))
-        self._callbacks.submit(lambda: self._release(queues))
+        asyncio.run_coroutine_threadsafe(
+            self._reconfigure(queues, suspend=False, announce_host=announce_host), self._loop
+        )
+
+    async def _reconfigure(
+        self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
+    ) -> None:
+        """On the loop: the broker side of a suspension or resumption, then its events."""
+        for queue in queues:
+            failure_text = None
+            if queue.read and queue.inner is not None and not self._stopped:
+                async with queue.busy:
+                    self._set_request_timeout(self._timeouts.configure_queue_timeout)  # type: ignore[arg-type]
+                    try:
+                        await queue.inner.configure(queue.runtime_options(), suspended=suspend)
+                    except PybmqError as exc:
+                        failure_text = str(exc)
+            event: ev.SessionEvent
+            if suspend:
+                event = ev.QueueSuspended(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueSuspendFailed(queue.uri, failure_text)
+            else:
+                event = ev.QueueResumed(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueResumeFailed(queue.uri, failure_text)
+            self._from_loop(lambda e=event: self._callbacks._emit(e))  # type: ignore[misc]
+        if not suspend:
+            if announce_host:
+                restored: ev.SessionEvent = ev.HostHealthRestored(None)
+                self._from_loop(lambda: self._callbacks._emit(restored))
+            self._from_loop(lambda: self._release(queues))
 
     def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
