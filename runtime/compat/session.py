@@ -53,7 +53,9 @@ from pybmq.compat.checks import (
     DEFAULT_TIMEOUT,
     STOPPED,
     check_int_option,
+    check_positive_option,
     check_queue_options,
+    check_reader_priority,
     failure,
     merged,
     seconds_or_none,
@@ -145,11 +147,16 @@ class Session:
             ("channel_high_watermark", channel_high_watermark),
         ):
             check_int_option(name, value)
+            check_positive_option(name, value)
         watermarks = DEFAULT_EVENT_QUEUE_WATERMARKS
         if event_queue_watermarks is not None:
             low, high = event_queue_watermarks
             check_int_option("event_queue_watermarks", low)
             check_int_option("event_queue_watermarks", high)
+            if not low < high:  # the C++ core aborts the process here
+                raise ValueError(
+                    f"event_queue_watermarks must be (low, high) with low < high, was {(low, high)}"
+                )
             watermarks = (low, high)
         # The official SDK lets the environment choose the broker.
         broker = os.environ.get("BMQ_BROKER_URI", broker)
@@ -388,6 +395,8 @@ class Session:
             )
         seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
         check_queue_options(options)
+        if read:
+            check_reader_priority("open", str(queue_uri), options)
         self._check_running()
         self._blocking_call_allowed("open_queue")
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
@@ -490,6 +499,7 @@ class Session:
             )
         seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
         check_queue_options(options)
+        check_reader_priority("configure", str(queue_uri), options)
         self._check_running()
         self._blocking_call_allowed("configure_queue")
         queue = self._queue(queue_uri)
