@@ -4,6 +4,7 @@ and both must raise the same exception type, or both accept."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -14,7 +15,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import pybmq.compat
 import pytest
 
 from tests.helpers.paths import REPO_ROOT
@@ -34,10 +34,8 @@ def _open(**options: Any) -> Case:
         try:
             return session.open_queue(uri, read=True, options=sdk.QueueOptions(**options))
         finally:
-            try:
+            with contextlib.suppress(sdk.Error):  # not opened: nothing to close
                 session.close_queue(uri)
-            except sdk.Error:
-                pass
 
     return case
 
