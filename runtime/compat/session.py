@@ -11,9 +11,10 @@ called from a callback, this one raises :class:`~pybmq.compat.exceptions.Error`.
 Queues are named by their URI, as in the official API; the table ``_queues`` maps each URI to the
 pybmq queue behind it and the options the user asked for.
 
-Why one module of ~700 lines: it is one class, the official ``Session`` surface, whose methods
+Why one module of ~800 lines: it is one class, the official ``Session`` surface, whose methods
 share one lock, one loop thread and one callback thread; what does not need that state lives in
-``checks`` (defaults, argument checks, error wording), ``callbacks`` and ``queues``.
+``checks`` (defaults, argument checks, error wording), ``callbacks``, ``queues`` and ``lifetime``
+(the weak references the loop holds the session by).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession
-from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.events import Ack as RuntimeAck
 from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
@@ -61,6 +62,7 @@ from pybmq.compat.checks import (
     seconds_or_none,
 )
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
+from pybmq.compat.lifetime import pump_messages, watch_connection, weak_method
 from pybmq.compat.messages import (
     Ack,
     Message,
@@ -272,7 +274,7 @@ class Session:
                 options=options,
                 connect_timeout=max(remaining, 0.001),
                 write_high_water=high_water,
-                on_event=_weak_method(self._on_resilience_event),
+                on_event=weak_method(self._on_resilience_event),
             )
             try:
                 await self._start_once(session, max(remaining, 0.001))
@@ -290,7 +292,7 @@ class Session:
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self._tasks.add(loop.create_task(_watch(weakref.ref(self), session)))
+            self._tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
             return session
 
     @staticmethod
@@ -452,7 +454,9 @@ class Session:
         )
         queue.inner = inner
         if queue.read:
-            task = asyncio.get_running_loop().create_task(_pump(weakref.ref(self), queue, inner))
+            task = asyncio.get_running_loop().create_task(
+                pump_messages(weakref.ref(self), queue, inner)
+            )
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -777,36 +781,6 @@ class Session:
 
     def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
         self.stop()
-
-
-def _weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``method`` without keeping its object alive: the loop must not hold a Session."""
-    ref = weakref.WeakMethod(method)
-
-    def call(arg: Any) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(arg)
-
-    return call
-
-
-async def _watch(ref: weakref.ref[Session], session: AsyncSession) -> None:
-    """Wait for the connection to end, holding the Session only weakly meanwhile."""
-    await session._stopped.wait()
-    owner = ref()
-    if owner is not None:
-        owner._connection_ended(session)
-
-
-async def _pump(ref: weakref.ref[Session], queue: QueueRecord, inner: AsyncQueue) -> None:
-    """Pass each message of a reader queue on, holding the Session only weakly between them."""
-    async for received in inner:
-        owner = ref()
-        if owner is None:
-            return
-        owner._received(queue, received)
-        del owner
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Session"]
