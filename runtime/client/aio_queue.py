@@ -125,12 +125,17 @@ class AsyncQueue:
         session._schedule_flush()
         return await future
 
-    async def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
-        """Change flow control, priority or subscriptions of this (reader) queue."""
+    async def configure(
+        self, options: QueueOptions | None = None, *, suspended: bool = False, **option_values: Any
+    ) -> None:
+        """Change flow control, priority or subscriptions of this (reader) queue;
+        ``suspended=True`` asks the broker to deliver nothing until the next configure."""
         options = queue_options(options, option_values)
         session = self.session
         await session._operation(
-            session._engine.configure_queue(self.queue_id, options, session._loop_time())
+            session._engine.configure_queue(
+                self.queue_id, options, session._loop_time(), suspended=suspended
+            )
         )
 
     async def close(self) -> None:

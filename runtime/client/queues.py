@@ -93,8 +93,12 @@ class Queues(Requests):
         self._request(message, Req.OPEN, queue_id, None)
         return op_id, queue_id
 
-    def configure_queue(self, queue_id: int, options: QueueOptions, now: float) -> int:
-        """Standalone ConfigureStream on an open queue; returns the op id."""
+    def configure_queue(
+        self, queue_id: int, options: QueueOptions, now: float, *, suspended: bool = False
+    ) -> int:
+        """Standalone ConfigureStream on an open queue; returns the op id. ``suspended`` sends
+        no subscription at all (the broker stops delivering; the options are kept for the next
+        configure), as the official SDK suspends a queue when the host turns unhealthy."""
         self._now = now
         self._require_started("configure a queue")
         queue = self._queue(queue_id)
@@ -105,7 +109,7 @@ class Queues(Requests):
         queue.step(QueueInput.CONFIGURE)
         op_id = self._new_op()
         queue.op_id = op_id
-        self._send_configure(queue, Req.CONFIGURE, options)
+        self._send_configure(queue, Req.CONFIGURE, options, empty=suspended)
         return op_id
 
     def close_queue(self, queue_id: int, now: float) -> int:

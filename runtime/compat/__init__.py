@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pybmq._version import __version__
 from pybmq.compat import exceptions, session_events
-from pybmq.compat.aliases import install, uninstall
+from pybmq.compat.aliases import install as install
+from pybmq.compat.aliases import uninstall as uninstall
 from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import (
     Ack,
@@ -50,7 +51,5 @@ __all__ = [
     "Timeouts",
     "__version__",
     "exceptions",
-    "install",
     "session_events",
-    "uninstall",
-]
+]  # the official package's names only: install/uninstall are pybmq's additions

@@ -80,14 +80,31 @@ def check_int_option(name: str, value: object) -> None:
         raise OverflowError("value too large to convert to int")
 
 
+# The C++ core's consumer priority range for a reader (bmqt::QueueOptions: half the int range).
+CONSUMER_PRIORITY_MIN = -(2**31) // 2
+CONSUMER_PRIORITY_MAX = INT_MAX // 2
+
+
 def check_queue_options(options: QueueOptions) -> None:
     check_int_option("max_unconfirmed_messages", options.max_unconfirmed_messages)
     check_int_option("consumer_priority", options.consumer_priority)
-    value = options.max_unconfirmed_bytes
-    if value is not None and not isinstance(value, int):
-        raise TypeError(
-            f"Argument 'max_unconfirmed_bytes' has incorrect type (expected int, got {type(value).__name__})"
+    check_int_option("max_unconfirmed_bytes", options.max_unconfirmed_bytes)
+
+
+def check_reader_priority(operation: str, uri: str, options: QueueOptions) -> None:
+    """The C++ core refuses a reader's priority outside its range before asking the broker."""
+    priority = options.consumer_priority
+    if priority is not None and not CONSUMER_PRIORITY_MIN <= priority <= CONSUMER_PRIORITY_MAX:
+        raise Error(
+            f"Failed to {operation} {uri} queue: INVALID_ARGUMENT: consumer_priority {priority} "
+            f"is outside [{CONSUMER_PRIORITY_MIN}, {CONSUMER_PRIORITY_MAX}] for a reader"
         )
+
+
+def check_positive_option(name: str, value: int | None) -> None:
+    """Where the official SDK's C++ core aborts the process (an assertion), raise instead."""
+    if value is not None and value <= 0:
+        raise ValueError(f"{name} must be positive, was {value}")
 
 
 def failure(operation: str, uri: str, exc: BaseException) -> Error:

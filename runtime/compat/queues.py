@@ -3,6 +3,7 @@ health suspension state."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from pybmq.client.aio_queue import AsyncQueue
@@ -32,6 +33,9 @@ class QueueRecord:
     # Its open timed out. As in the official SDK the URI stays taken and unusable in this
     # session (the engine closes the queue on the broker if the open succeeds late).
     invalid: bool = False
+    # One request at a time per queue (the engine's rule): user configure/close and host-health
+    # suspension or resumption wait for each other, in the order they were asked for.
+    busy: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
 
     def reported_options(self) -> QueueOptions:
         if self.read:

@@ -11,9 +11,10 @@ called from a callback, this one raises :class:`~pybmq.compat.exceptions.Error`.
 Queues are named by their URI, as in the official API; the table ``_queues`` maps each URI to the
 pybmq queue behind it and the options the user asked for.
 
-Why one module of ~700 lines: it is one class, the official ``Session`` surface, whose methods
+Why one module of ~800 lines: it is one class, the official ``Session`` surface, whose methods
 share one lock, one loop thread and one callback thread; what does not need that state lives in
-``checks`` (defaults, argument checks, error wording), ``callbacks`` and ``queues``.
+``checks`` (defaults, argument checks, error wording), ``callbacks``, ``queues`` and ``lifetime``
+(the weak references the loop holds the session by).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession
-from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.events import Ack as RuntimeAck
 from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
@@ -53,12 +54,15 @@ from pybmq.compat.checks import (
     DEFAULT_TIMEOUT,
     STOPPED,
     check_int_option,
+    check_positive_option,
     check_queue_options,
+    check_reader_priority,
     failure,
     merged,
     seconds_or_none,
 )
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
+from pybmq.compat.lifetime import pump_messages, watch_connection, weak_method
 from pybmq.compat.messages import (
     Ack,
     Message,
@@ -145,11 +149,16 @@ class Session:
             ("channel_high_watermark", channel_high_watermark),
         ):
             check_int_option(name, value)
+            check_positive_option(name, value)
         watermarks = DEFAULT_EVENT_QUEUE_WATERMARKS
         if event_queue_watermarks is not None:
             low, high = event_queue_watermarks
             check_int_option("event_queue_watermarks", low)
             check_int_option("event_queue_watermarks", high)
+            if not low < high:  # the C++ core aborts the process here
+                raise ValueError(
+                    f"event_queue_watermarks must be (low, high) with low < high, was {(low, high)}"
+                )
             watermarks = (low, high)
         # The official SDK lets the environment choose the broker.
         broker = os.environ.get("BMQ_BROKER_URI", broker)
@@ -265,7 +274,7 @@ class Session:
                 options=options,
                 connect_timeout=max(remaining, 0.001),
                 write_high_water=high_water,
-                on_event=_weak_method(self._on_resilience_event),
+                on_event=weak_method(self._on_resilience_event),
             )
             try:
                 await self._start_once(session, max(remaining, 0.001))
@@ -283,7 +292,7 @@ class Session:
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self._tasks.add(loop.create_task(_watch(weakref.ref(self), session)))
+            self._tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
             return session
 
     @staticmethod
@@ -388,6 +397,8 @@ class Session:
             )
         seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
         check_queue_options(options)
+        if read:
+            check_reader_priority("open", str(queue_uri), options)
         self._check_running()
         self._blocking_call_allowed("open_queue")
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
@@ -443,7 +454,9 @@ class Session:
         )
         queue.inner = inner
         if queue.read:
-            task = asyncio.get_running_loop().create_task(_pump(weakref.ref(self), queue, inner))
+            task = asyncio.get_running_loop().create_task(
+                pump_messages(weakref.ref(self), queue, inner)
+            )
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -490,6 +503,7 @@ class Session:
             )
         seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
         check_queue_options(options)
+        check_reader_priority("configure", str(queue_uri), options)
         self._check_running()
         self._blocking_call_allowed("configure_queue")
         queue = self._queue(queue_uri)
@@ -517,8 +531,9 @@ class Session:
         self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
     ) -> None:
         assert queue.inner is not None
-        self._set_request_timeout(seconds)
-        await queue.inner.configure(options)
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.configure(options)
 
     def get_queue_options(self, queue_uri: str) -> QueueOptions:
         """The options of an open queue (a write-only queue reports no consumer settings)."""
@@ -544,8 +559,9 @@ class Session:
 
     async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None
-        self._set_request_timeout(seconds)
-        await queue.inner.close()
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.close()
 
     def _queue(self, queue_uri: str) -> QueueRecord:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
@@ -659,19 +675,50 @@ class Session:
             self._suspend(sensitive)
 
     def _suspend(self, queues: list[QueueRecord]) -> None:
+        """Posts are refused and deliveries held at once; readers then ask the broker to stop
+        delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
+        queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
         for queue in queues:
             queue.suspended = queue.holding = True
-            self._callbacks.submit_event(ev.QueueSuspended(queue.uri))
+        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._loop)
 
     def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
-        """QueueResumed for each queue, HostHealthRestored, then the messages held meanwhile
-        (in the official SDK they come after the broker is asked again, so after those events)."""
+        """Readers ask the broker for their subscriptions again; then QueueResumed (or
+        QueueResumeFailed) for each queue, HostHealthRestored, then the messages held meanwhile."""
         for queue in queues:
             queue.suspended = False  # posts work again at once
-            self._callbacks.submit_event(ev.QueueResumed(queue.uri))
-        if announce_host:
-            self._callbacks.submit_event(ev.HostHealthRestored(None))
-        self._callbacks.submit(lambda: self._release(queues))
+        asyncio.run_coroutine_threadsafe(
+            self._reconfigure(queues, suspend=False, announce_host=announce_host), self._loop
+        )
+
+    async def _reconfigure(
+        self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
+    ) -> None:
+        """On the loop: the broker side of a suspension or resumption, then its events."""
+        for queue in queues:
+            failure_text = None
+            if queue.read and queue.inner is not None and not self._stopped:
+                async with queue.busy:
+                    self._set_request_timeout(self._timeouts.configure_queue_timeout)  # type: ignore[arg-type]
+                    try:
+                        await queue.inner.configure(queue.runtime_options(), suspended=suspend)
+                    except PybmqError as exc:
+                        failure_text = str(exc)
+            event: ev.SessionEvent
+            if suspend:
+                event = ev.QueueSuspended(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueSuspendFailed(queue.uri, failure_text)
+            else:
+                event = ev.QueueResumed(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueResumeFailed(queue.uri, failure_text)
+            self._from_loop(lambda e=event: self._callbacks._emit(e))  # type: ignore[misc]
+        if not suspend:
+            if announce_host:
+                restored: ev.SessionEvent = ev.HostHealthRestored(None)
+                self._from_loop(lambda: self._callbacks._emit(restored))
+            self._from_loop(lambda: self._release(queues))
 
     def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
@@ -734,36 +781,6 @@ class Session:
 
     def __exit__(self, exc_type: Any, exc_value: Any, exc_traceback: Any) -> None:
         self.stop()
-
-
-def _weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``method`` without keeping its object alive: the loop must not hold a Session."""
-    ref = weakref.WeakMethod(method)
-
-    def call(arg: Any) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(arg)
-
-    return call
-
-
-async def _watch(ref: weakref.ref[Session], session: AsyncSession) -> None:
-    """Wait for the connection to end, holding the Session only weakly meanwhile."""
-    await session._stopped.wait()
-    owner = ref()
-    if owner is not None:
-        owner._connection_ended(session)
-
-
-async def _pump(ref: weakref.ref[Session], queue: QueueRecord, inner: AsyncQueue) -> None:
-    """Pass each message of a reader queue on, holding the Session only weakly between them."""
-    async for received in inner:
-        owner = ref()
-        if owner is None:
-            return
-        owner._received(queue, received)
-        del owner
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Session"]

@@ -87,7 +87,7 @@ class QueueSuspended(QueueEvent):
 
 
 class QueueSuspendFailed(QueueEvent):
-    """Never sent by pybmq: suspension is local and cannot fail."""
+    """The broker refused (or did not answer) the request that suspends a queue."""
 
 
 class QueueResumed(QueueEvent):
@@ -95,7 +95,7 @@ class QueueResumed(QueueEvent):
 
 
 class QueueResumeFailed(QueueEvent):
-    """Never sent by pybmq: resumption is local and cannot fail."""
+    """The broker refused (or did not answer) the request that resumes a suspended queue."""
 
 
 class QueueReopened(QueueEvent):

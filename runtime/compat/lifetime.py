@@ -1,0 +1,53 @@
+"""How a compat Session's background work holds it: weakly, so that a Session the program drops
+is collected (and stopped by its finalizer) even while its loop and connection are running."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pybmq.client.aio import AsyncSession
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.compat.queues import QueueRecord
+
+
+class Owner(Protocol):
+    """What the loop calls on the Session while it is alive."""
+
+    def _connection_ended(self, session: AsyncSession) -> None: ...
+
+    def _received(self, queue: QueueRecord, received: ReceivedMessage) -> None: ...
+
+
+def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``method`` without keeping its object alive: the loop must not hold a Session."""
+    ref = weakref.WeakMethod(method)
+
+    def call(arg: Any) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(arg)
+
+    return call
+
+
+async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> None:
+    """Wait for the connection to end, holding the Session only weakly meanwhile."""
+    await session._stopped.wait()
+    owner = ref()
+    if owner is not None:
+        owner._connection_ended(session)
+
+
+async def pump_messages(ref: weakref.ref[Owner], queue: QueueRecord, inner: AsyncQueue) -> None:
+    """Pass each message of a reader queue on, holding the Session only weakly between them."""
+    async for received in inner:
+        owner = ref()
+        if owner is None:
+            return
+        owner._received(queue, received)
+        del owner
+
+
+__all__ = ["pump_messages", "watch_connection", "weak_method"]
