@@ -52,15 +52,17 @@ def print_table(results: list[Result]) -> None:
 
 
 @contextlib.contextmanager
-def sim_process() -> Iterator[str]:
+def sim_process(pids: list[int] | None = None) -> Iterator[str]:
     """``pybmq sim`` in its own process, yielding its URL, so the client being measured does not
-    share a process or an event loop with the broker."""
+    share a process or an event loop with the broker (its pid is appended to ``pids``)."""
     sim = subprocess.Popen(
         [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    if pids is not None:
+        pids.append(sim.pid)
     try:
         assert sim.stdout is not None
         url = sim.stdout.readline().strip().rsplit(" ", 1)[-1]

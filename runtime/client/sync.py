@@ -186,23 +186,36 @@ class Session:
         # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
         self._on_event = on_event
         self._timeout = timeout
-        self._io = LoopThread("pybmq-io")
-        self._dispatcher = CallbackDispatcher(
-            "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
-        )
+        # Threads (and the loop's file descriptors) start with start(), not here: a Session that
+        # is made and never started holds nothing.
+        self._io: LoopThread | None = None
+        self._dispatcher_thread: CallbackDispatcher | None = None
         self._inner: AsyncSession | None = None
         self._closed = False
 
+    @property
+    def _dispatcher(self) -> CallbackDispatcher:
+        if self._dispatcher_thread is None:
+            raise UsageError("session is not started")
+        return self._dispatcher_thread
+
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        if self._closed:
+        io = self._io
+        if self._closed or io is None:
             coro.close()
-            raise SessionStoppedError("session is closed")
-        if self._io.in_thread():
+            raise SessionStoppedError("session is closed" if self._closed else "not started")
+        if io.in_thread():
             coro.close()
             raise UsageError("blocking Session calls cannot be made from its own I/O thread")
-        return self._io.run(coro, timeout)
+        return io.run(coro, timeout)
 
     def start(self) -> None:
+        if self._io is None and not self._closed:
+            self._io = LoopThread("pybmq-io")
+            self._dispatcher_thread = CallbackDispatcher(
+                "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
+            )
+
         async def start() -> AsyncSession:
             on_event = self._on_event
             dispatch = self._dispatcher.submit
@@ -230,8 +243,10 @@ class Session:
         finally:
             self._inner = None
             self._closed = True
-            self._io.stop()
-            self._dispatcher.close()
+            if self._io is not None:
+                self._io.stop()
+            if self._dispatcher_thread is not None:
+                self._dispatcher_thread.close()
 
     def open_queue(
         self,
@@ -265,6 +280,7 @@ class Session:
                 async for message in opened:
                     dispatcher.submit(lambda m=message: handler(m))  # type: ignore[misc]
 
+            assert self._io is not None  # started: _call above ran on it
             self._io.submit(pump())
         return Queue(self, opened)
 

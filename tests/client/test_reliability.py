@@ -4,12 +4,14 @@ messages). Each test reproduces one attack, bounded in time and count, and prove
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack, CallbackFailed
 from pybmq.client.options import SessionOptions
+from pybmq.client.sync import Session
 from pybmq.errors import MessageDecodeError, UsageError
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.server import BrokerSimulator
@@ -152,3 +154,12 @@ async def test_a_stopped_session_frees_its_partial_event_and_stop_completes() ->
         assert session._engine._reader.buffered >= 8 << 20
         await asyncio.wait_for(session.stop(), 30)
         assert session._engine._reader.buffered == 0
+
+
+def test_a_session_never_started_holds_no_thread() -> None:
+    before = threading.active_count()
+    sessions = [Session("tcp://127.0.0.1:1") for _ in range(20)]
+    assert threading.active_count() == before
+    for session in sessions:
+        session.stop()  # idempotent, and harmless before start()
+    assert threading.active_count() == before

@@ -1,0 +1,182 @@
+"""Soak: hostile connections against ``pybmq sim`` while a normal producer/consumer pair works.
+
+The attackers (garbage bytes, one-byte drips, oversized control headers, sockets that never
+negotiate) reconnect in a loop for the whole duration. The pair posts and consumes ``messages``
+messages; the same pair is first measured against an unattacked simulator, and the attacked run
+is reported as a ratio to it. Also reported: the simulator's peak RSS and lost or stuck messages
+(must be 0).
+
+    python -m bench bench_soak                          # 500 attackers, 60 s, 100k messages
+    python -m bench.bench_soak --duration 5 --attackers 50 --messages 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pybmq.client.aio import AsyncSession
+from pybmq.client.loadgen import Stats, consume_messages, make_payload, post_messages
+from pybmq.generated.wire_codec import EventType
+from pybmq.uri import parse_broker_url
+from pybmq.wire.framing import event_header_bytes
+
+from bench.common import Result, print_table, sim_process
+
+PAYLOAD = make_payload(100)
+QUEUE = "bmq://bmq.test.mem.priority/bench-soak"
+
+
+async def _until_closed(reader: asyncio.StreamReader, deadline: float) -> None:
+    loop = asyncio.get_running_loop()
+    while (left := deadline - loop.time()) > 0:
+        try:
+            if not await asyncio.wait_for(reader.read(65536), left):
+                return
+        except (TimeoutError, asyncio.TimeoutError, ConnectionError):
+            return
+
+
+async def _garbage(writer: asyncio.StreamWriter, rng: random.Random) -> None:
+    writer.write(rng.randbytes(4096))
+
+
+async def _drip(writer: asyncio.StreamWriter, rng: random.Random) -> None:
+    for _ in range(100):
+        writer.write(b"\0")
+        await asyncio.sleep(2.0)
+
+
+async def _huge_control(writer: asyncio.StreamWriter, rng: random.Random) -> None:
+    writer.write(event_header_bytes(EventType.CONTROL, 30 << 20) + b"{" * 65536)
+
+
+async def _silent(writer: asyncio.StreamWriter, rng: random.Random) -> None:
+    await asyncio.sleep(3600)
+
+
+ATTACKS: tuple[Callable[[asyncio.StreamWriter, random.Random], Coroutine[Any, Any, None]], ...] = (
+    _garbage,
+    _drip,
+    _huge_control,
+    _silent,
+)
+
+
+async def _attacker(host: str, port: int, index: int, stop_at: float, counts: list[int]) -> None:
+    """Attack with one kind, reconnecting whenever the simulator closes the connection."""
+    rng = random.Random(index)
+    attack = ATTACKS[index % len(ATTACKS)]
+    loop = asyncio.get_running_loop()
+    while loop.time() < stop_at:
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+        except OSError:
+            await asyncio.sleep(0.5)
+            continue
+        counts[0] += 1
+        task = asyncio.ensure_future(attack(writer, rng))
+        await _until_closed(reader, stop_at)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await task
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        await asyncio.sleep(0.1)  # a crowd of hostile connections, not a connect flood
+
+
+async def _pair(url: str, messages: int) -> tuple[Stats, Stats]:
+    async with AsyncSession(url) as producer, AsyncSession(url) as consumer:
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        consuming = asyncio.ensure_future(consume_messages(reader, messages, idle_timeout=60.0))
+        posted = await post_messages(writer, messages, PAYLOAD, window=1000, measure_latency=True)
+        consumed = await consuming
+    return posted, consumed
+
+
+async def _run(url: str, messages: int, attackers: int, duration: float) -> dict[str, float]:
+    host, port = parse_broker_url(url)
+    loop = asyncio.get_running_loop()
+    stop_at = loop.time() + duration
+    counts = [0]
+    tasks = [
+        asyncio.ensure_future(_attacker(host, port, i, stop_at, counts)) for i in range(attackers)
+    ]
+    if attackers:
+        await asyncio.sleep(min(2.0, duration / 4))  # let the attack build up first
+    posted, consumed = await _pair(url, messages)
+    await asyncio.gather(*tasks)
+    latencies = sorted(posted.latencies)
+    return {
+        "rate": consumed.count / max(posted.seconds, consumed.seconds, 1e-9),
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))] if latencies else 0.0,
+        "median_ms": 1000 * statistics.median(latencies) if latencies else 0.0,
+        "lost": messages - consumed.count,
+        "failed": posted.failed,
+        "connections": counts[0],
+    }
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(messages: int, attackers: int, duration: float) -> list[Result]:
+    results = []
+    figures = {}
+    for label, count in (("unattacked", 0), ("attacked", attackers)):
+        pids: list[int] = []
+        with sim_process(pids) as url:
+            started = time.perf_counter()
+            run = asyncio.run(_run(url, messages, count, duration if count else 0.0))
+            run["seconds"] = time.perf_counter() - started
+            run["rss_mib"] = _peak_rss_mib(pids[0]) if os.path.exists("/proc") else float("nan")
+        figures[label] = run
+    base, hit = figures["unattacked"], figures["attacked"]
+    note = f"{attackers} attackers, {duration:.0f}s, {messages} messages"
+    results += [
+        Result("soak: pair rate unattacked", base["rate"], "msg/s"),
+        Result("soak: pair rate attacked / unattacked", hit["rate"] / base["rate"], "x", note),
+        Result("soak: ACK p99 unattacked", base["p99_ms"], "ms"),
+        Result("soak: ACK p99 attacked / unattacked", hit["p99_ms"] / base["p99_ms"], "x", note),
+        Result("soak: sim peak RSS unattacked", base["rss_mib"], "MiB"),
+        Result("soak: sim peak RSS attacked", hit["rss_mib"], "MiB", note),
+        Result("soak: attacker connections", hit["connections"], "conn"),
+        Result("soak: lost or stuck messages", hit["lost"] + base["lost"], "msg"),
+        Result("soak: NACKed or failed posts", hit["failed"] + base["failed"], "msg"),
+    ]
+    return results
+
+
+def run(quick: bool) -> list[Result]:
+    if quick:
+        return measure(messages=2_000, attackers=20, duration=3.0)
+    return measure(messages=100_000, attackers=500, duration=60.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_soak")
+    parser.add_argument("--duration", type=float, default=60.0, help="attack seconds (60)")
+    parser.add_argument("--attackers", type=int, default=500, help="hostile connections (500)")
+    parser.add_argument("--messages", type=int, default=100_000, help="the pair's messages")
+    args = parser.parse_args(argv)
+    print_table(measure(args.messages, args.attackers, args.duration))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
