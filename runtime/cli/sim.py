@@ -85,7 +85,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         default=[],
         metavar="MECH[:FILE]",
         help="require authentication: BASIC:<file of user:password lines> and/or ANONYMOUS "
-        "(repeatable; without ANONYMOUS, clients that do not authenticate are refused)",
+        "(repeatable; without ANONYMOUS, clients that do not authenticate are refused; "
+        "default: no authentication)",
     )
     security.add_argument(
         "--auth-lifetime-ms",
