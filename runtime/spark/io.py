@@ -46,7 +46,7 @@ def open_session(target: Target, **session_options: Any) -> Session:
     """A started session; ``connectTimeoutMs`` bounds the start and the queue open."""
     session = Session(
         target.broker,
-        options=SessionOptions(**session_options),
+        options=SessionOptions(**target.security.session_options(), **session_options),
         timeout=target.connect_timeout,
     )
     try:
