@@ -119,3 +119,28 @@ def test_bare_properties_area(capsys: pytest.CaptureFixture[str], java_vectors: 
     # Read in the wrong format, the offsets do not add up: a clean error, exit 2.
     status, _, err = run(capsys, "--properties", "old", str(java_vectors / "msg_props.bin"))
     assert status == 2 and "offset" in err
+
+
+@pytest.mark.parametrize("encoding", ["BER", "JSON"])
+def test_authentication_events_are_shown_with_the_material_masked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, encoding: str
+) -> None:
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.wire.control import encode_authentication
+
+    request = ctrl.AuthenticationRequest(mechanism="BASIC", data=b"frank:top-secret")
+    response = ctrl.AuthenticationResponse(
+        status=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS, code=0, message=""),
+        lifetime_ms=60000,
+    )
+    path = tmp_path / "auth.bin"
+    path.write_bytes(
+        encode_authentication(ctrl.AuthenticationMessage(authentication_request=request), encoding)
+        + encode_authentication(ctrl.AuthenticationMessage(authentication_response=response))
+    )
+    for flags in ((), ("--json",)):
+        status, out, _ = run(capsys, str(path), *flags)
+        assert status == 0
+        assert "top-secret" not in out and "frank" not in out
+        assert "16 bytes masked" in out and "BASIC" in out and "60000" in out
+    assert "[AuthenticationMessage]" in run(capsys, str(path))[1]
