@@ -48,7 +48,9 @@ def open_session(target: Target, **session_options: Any) -> Session:
     win over them."""
     session = Session(
         target.broker,
-        options=SessionOptions(**{**dict(target.client), **session_options}),
+        options=SessionOptions(
+            **{**dict(target.client), **target.security.session_options(), **session_options}
+        ),
         timeout=target.connect_timeout,
     )
     try:

@@ -10,7 +10,7 @@ No pyspark import here, so the rules are unit-testable without a JVM.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pybmq.errors import UsageError
@@ -31,6 +31,14 @@ NUM_PARTITIONS = "numpartitions"
 MAX_UNCONFIRMED = "maxunconfirmed"
 MAX_MESSAGES_PER_BATCH = "maxmessagesperbatch"
 CONNECT_TIMEOUT_MS = "connecttimeoutms"
+AUTH_MECHANISM = "authmechanism"
+AUTH_MATERIAL = "authmaterial"
+AUTH_FILE = "authfile"  # a file each executor reads (BASIC: user:password), re-read at re-auth
+TLS_CA = "tlsca"
+TLS_CERT = "tlscert"
+TLS_KEY = "tlskey"
+TLS_SERVER_NAME = "tlsservername"
+_SECURITY = (AUTH_MECHANISM, AUTH_MATERIAL, AUTH_FILE, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME)
 
 _KNOWN = {
     BROKER,
@@ -47,6 +55,7 @@ _KNOWN = {
     MAX_UNCONFIRMED,
     MAX_MESSAGES_PER_BATCH,
     CONNECT_TIMEOUT_MS,
+    *_SECURITY,
     "path",  # Spark adds it for load(path)/save(path); we do not use it
     "checkpointlocation",  # a streaming query option that reaches the sink too
 }
@@ -151,13 +160,73 @@ def check_queue_uri(uri: str) -> str:
 
 
 @dataclass(frozen=True)
+class Security:
+    """Authentication and TLS of every executor's session. Paths are read on the executors
+    (they must exist there); ``authMaterial`` travels in the plan, so prefer ``authFile``."""
+
+    auth_mechanism: str | None = None
+    auth_material: bytes | None = field(default=None, repr=False)
+    auth_file: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_server_name: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Security:
+        values = {key: options.get(key) or None for key in _SECURITY}
+        if (values[AUTH_MATERIAL] or values[AUTH_FILE]) and not values[AUTH_MECHANISM]:
+            raise UsageError("options 'authMaterial'/'authFile' need 'authMechanism'")
+        if values[AUTH_MATERIAL] and values[AUTH_FILE]:
+            raise UsageError("give 'authMaterial' or 'authFile', not both")
+        if bool(values[TLS_CERT]) != bool(values[TLS_KEY]):
+            raise UsageError("options 'tlsCert' and 'tlsKey' go together")
+        if values[TLS_CERT] and not values[TLS_CA]:
+            raise UsageError("options 'tlsCert'/'tlsKey' need 'tlsCa'")
+        material = values[AUTH_MATERIAL]
+        return cls(
+            auth_mechanism=values[AUTH_MECHANISM],
+            auth_material=material.encode() if material else None,
+            auth_file=values[AUTH_FILE],
+            tls_ca=values[TLS_CA],
+            tls_cert=values[TLS_CERT],
+            tls_key=values[TLS_KEY],
+            tls_server_name=values[TLS_SERVER_NAME],
+        )
+
+    def session_options(self) -> dict[str, Any]:
+        """SessionOptions keywords, built on the executor (the provider is not pickled)."""
+        from pathlib import Path
+
+        from pybmq.client.options import Credential
+
+        options: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name")
+            if getattr(self, name)
+        }
+        mechanism = self.auth_mechanism
+        if mechanism is not None:
+            material, path = self.auth_material or b"", self.auth_file
+
+            def provider() -> Credential:
+                data = Path(path).read_bytes().rstrip(b"\r\n") if path else material
+                return Credential(mechanism, data)
+
+            options["credential_provider"] = provider
+        return options
+
+
+@dataclass(frozen=True)
 class Target:
-    """Which broker and queue, how long to wait for the connection, the ``client.*`` settings."""
+    """Which broker and queue, how long to wait for the connection, the ``client.*`` settings
+    and its security."""
 
     broker: str
     queue: str
     connect_timeout: float
     client: tuple[tuple[str, Any], ...] = ()
+    security: Security = field(default_factory=Security)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Target:
@@ -178,6 +247,7 @@ class Target:
             check_queue_uri(queue),
             timeout_ms / 1000,
             client_settings(options),
+            Security.parse(options),
         )
 
 

@@ -24,7 +24,7 @@ from pybmq.generated.wire_codec import (
     PutHeaderFlags,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
-from pybmq.wire.control import decode_control, decode_control_event
+from pybmq.wire.control import decode_authentication, decode_control, decode_control_event
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
     Event,
@@ -178,6 +178,28 @@ def _control_node(event: Event) -> Node:
     return node
 
 
+def _authentication_node(event: Event) -> Node:
+    """An AUTHENTICATION event with the credential material masked: neither the material nor
+    the raw payload (which holds it) is shown, only its size."""
+    encoding, payload = decode_control_event(event, EventType.AUTHENTICATION)
+    node: Node = {"encoding": encoding.name, "payload_size": len(payload)}
+    try:
+        message, _ = decode_authentication(event)
+    except ProtocolError as exc:
+        node["error"] = exc.reason
+        return node
+    from pybmq.generated.bmqp_ctrlmsg_json import encode_json
+
+    request = message.authentication_request
+    masked = None if request is None or request.data is None else len(request.data)
+    fields = json.loads(encode_json(message))
+    if masked is not None:
+        fields["authenticationRequest"]["data"] = f"<{masked} bytes masked>"
+    node["class"] = type(message).__name__
+    node["message"] = fields
+    return node
+
+
 def _batch_node(event: Event, header_struct: Any, entry_struct: Any, entries: list[Any]) -> Node:
     start = event.header_size
     header = _fields(header_struct, event.data, start, header_struct.sizeof())
@@ -199,6 +221,8 @@ def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
         etype = event.type
         if etype == EventType.CONTROL:
             node["control"] = _control_node(event)
+        elif etype == EventType.AUTHENTICATION:
+            node["authentication"] = _authentication_node(event)
         elif etype == EventType.PUT or etype == EventType.PUSH:
             node["messages"] = _data_messages(event, payload_limit)
         elif etype == EventType.ACK:
@@ -318,9 +342,11 @@ def render_text(node: Node) -> str:
         return f"[Filler] {f['size']} zero bytes at offset {f['offset']} (after the last event)"
     lines = [f"[{node['type']} event] offset {node['offset']}"]
     lines += _render_fields("EventHeader", node["event_header"], "")
-    if "control" in node:
-        c = node["control"]
-        lines.append(f"[ControlMessage] encoding {c['encoding']}, {c['payload_size']} bytes")
+    for key, title in (("control", "ControlMessage"), ("authentication", "AuthenticationMessage")):
+        if key not in node:
+            continue
+        c = node[key]
+        lines.append(f"[{title}] encoding {c['encoding']}, {c['payload_size']} bytes")
         if "message" in c:
             lines.append(f"\tclass   : {c['class']}")
             lines.append(f"\tmessage : {json.dumps(c['message'], sort_keys=False)}")

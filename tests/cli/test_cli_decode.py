@@ -126,3 +126,28 @@ def test_empty_input_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     empty.write_bytes(b"")
     status, out, err = run(capsys, str(empty))
     assert status == 1 and out == "" and "is empty: no events" in err
+
+
+@pytest.mark.parametrize("encoding", ["BER", "JSON"])
+def test_authentication_events_are_shown_with_the_material_masked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, encoding: str
+) -> None:
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.wire.control import encode_authentication
+
+    request = ctrl.AuthenticationRequest(mechanism="BASIC", data=b"frank:top-secret")
+    response = ctrl.AuthenticationResponse(
+        status=ctrl.Status(category=ctrl.StatusCategory.E_SUCCESS, code=0, message=""),
+        lifetime_ms=60000,
+    )
+    path = tmp_path / "auth.bin"
+    path.write_bytes(
+        encode_authentication(ctrl.AuthenticationMessage(authentication_request=request), encoding)
+        + encode_authentication(ctrl.AuthenticationMessage(authentication_response=response))
+    )
+    for flags in ((), ("--json",)):
+        status, out, _ = run(capsys, str(path), *flags)
+        assert status == 0
+        assert "top-secret" not in out and "frank" not in out
+        assert "16 bytes masked" in out and "BASIC" in out and "60000" in out
+    assert "[AuthenticationMessage]" in run(capsys, str(path))[1]

@@ -168,3 +168,30 @@ async def test_lifetime_expiry_without_reauthentication_disconnects(credentials:
         writer.close()
     finally:
         await sim.stop()
+
+
+async def test_expiry_then_reconnect_recovers(
+    credentials: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client that re-authenticates too late (as with a skewed clock): the broker disconnects
+    # it at the end of the lifetime; with reconnect it authenticates again and carries on.
+    import pybmq.client.auth
+
+    monkeypatch.setattr(pybmq.client.auth, "reauthentication_delay", lambda ms: 3600.0)
+    sim = await simulator(credentials, lifetime_ms=1000)
+    try:
+        session = AsyncSession(sim.url, options=options(reconnect=True))
+        await session.start()
+        try:
+            queue = await session.open_queue(QUEUE, read=True, write=True)
+            for _ in range(800):
+                if session.reconnects >= 1 and session._engine._restoring is False:
+                    break
+                await asyncio.sleep(0.025)
+            assert session.connection_losses >= 1 and session.reconnects >= 1
+            assert session._engine.authentications >= 2
+            assert (await asyncio.wait_for(queue.post(b"after expiry"), 30)).ok
+        finally:
+            await session.stop()
+    finally:
+        await sim.stop()
