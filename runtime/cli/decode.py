@@ -2,7 +2,8 @@
 
 The file holds one or more concatenated events (raw bytes, or a hex dump with ``--hex``); zero
 filler after the last event is reported, anything else that does not frame is an error naming
-its offset (exit status 2), after every event before it has been printed. Raw input is read in
+its offset (exit status 2), after every event before it has been printed. A capture recorded by
+``pybmq tap`` is recognised and each event shows its connection, direction and time. Raw input is read in
 chunks and printed as it goes (constant memory); --json writes one JSON object per line.
 
 example: pybmq decode capture.bin --json | head
@@ -11,10 +12,11 @@ example: pybmq decode capture.bin --json | head
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +118,20 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from pybmq.wire.dissect import dissect_stream, render_text
+    from pybmq.wire.capture import MAGIC
+    from pybmq.wire.dissect import dissect_capture, dissect_stream, render_text
 
     if args.properties:
         data = _read(args.file, args.hex)
         return _decode_properties(data, args.properties == "extended", args.json)
-    chunks: Iterable[bytes] = [_read(args.file, True)] if args.hex else _chunks(args.file)
+    chunks: Iterator[bytes] = iter([_read(args.file, True)] if args.hex else _chunks(args.file))
+    first = next(chunks, b"")
+    chunks = itertools.chain([first], chunks)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
+    dissector = dissect_capture if first.startswith(MAGIC) else dissect_stream
     count = 0
     try:
-        for node in dissect_stream(chunks, limit):
+        for node in dissector(chunks, limit):
             count += 1
             if args.json:  # the previews are for people; JSON carries the hex
                 for message in node.get("messages", []):

@@ -20,6 +20,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli.consume",
     "pybmq.cli.sim",
     "pybmq.cli.decode",
+    "pybmq.cli.tap",
     "pybmq.cli.schema_diff",
     "pybmq.cli.schema_check",
     "pybmq.cli.generate",

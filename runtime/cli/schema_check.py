@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pybmq.cli.common import describe
+from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.cli.schema_locate import locate
 from pybmq.codegen import require_extra
 
 
@@ -33,10 +34,22 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="after review: copy the schema files into the baseline (then empty the allow-list)",
     )
+    parser.add_argument(
+        "--format",
+        choices=("text", "github"),
+        default="text",
+        help="text (default), or github: also an ::error annotation per blocked change",
+    )
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    with closed_pipe_is_quiet():
+        return _check(args)
+    return 1  # the reader went away before the verdict
+
+
+def _check(args: argparse.Namespace) -> int:
     require_extra("pybmq schema-check")
     from pybmq.codegen.schemacheck import check, update_baseline
     from pybmq.codegen.schemadiff import Compat
@@ -60,6 +73,11 @@ def handler(args: argparse.Namespace) -> int:
     for name, change in result.blocking:
         print(f"  BLOCKED  {name}: {change.path} ({change.kind}, {change.detail})")
         print(f"           why: {change.reason}")
+        if args.format == "github":
+            baseline = args.baseline_dir or args.schema_dir / "baseline"
+            path, line = locate(change, baseline / name, args.schema_dir / name)
+            print(f"::error file={path},line={line},title=wire-breaking: {change.path}::"
+                  f"{change.kind}, {change.detail}. {change.reason}")  # fmt: skip
     for allowance in result.unused:
         print(f"  STALE    allow-list entry {allowance.file}: {allowance.path} matches no change")
     for problem in result.problems:

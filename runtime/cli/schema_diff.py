@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from pybmq.cli.common import closed_pipe_is_quiet, describe
 from pybmq.cli.schema_locate import locate, shared_share
+from pybmq.cli.schema_reports import write_junit, write_sarif
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError
 
@@ -38,9 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("new", type=Path, help="the newer revision (same kind)")
     parser.add_argument(
         "--format",
-        choices=("text", "json", "github"),
+        choices=("text", "json", "github", "sarif", "junit"),
         default="text",
-        help="text (default), json, or github (workflow annotations, one per change)",
+        help="text (default), json, github (workflow annotations), sarif or junit",
     )
     parser.add_argument(
         "--fail-on",
@@ -88,6 +89,11 @@ def handler(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         elif args.format == "github":
             write_github(result, args.old, args.new, sys.stdout)
+        elif args.format == "sarif":
+            write_sarif(result, args.old, args.new, sys.stdout)
+        elif args.format == "junit":
+            threshold = Compat.from_fail_on(args.fail_on)
+            write_junit(result, args.old, args.new, threshold, sys.stdout)
         else:
             write_text(result, sys.stdout, args.old, args.new)
         sys.stdout.flush()

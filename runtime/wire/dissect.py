@@ -24,6 +24,7 @@ from pybmq.generated.wire_codec import (
     PutHeaderFlags,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
+from pybmq.wire.capture import DIRECTIONS, iter_records
 from pybmq.wire.control import decode_authentication, decode_control, decode_control_event
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
@@ -38,7 +39,15 @@ from pybmq.wire.put import iter_put
 
 Node = dict[str, Any]
 
-__all__ = ["Node", "dissect", "dissect_event", "dissect_stream", "hexdump", "render_text"]
+__all__ = [
+    "Node",
+    "dissect",
+    "dissect_capture",
+    "dissect_event",
+    "dissect_stream",
+    "hexdump",
+    "render_text",
+]
 
 
 def _fields(
@@ -306,6 +315,23 @@ def dissect_stream(
         _frame(buf, base, max_event_size)  # an incomplete last event: raises, naming its offset
 
 
+def dissect_capture(chunks: Iterable[bytes], payload_limit: int | None = 64) -> Iterator[Node]:
+    """The events of a ``pybmq tap`` capture, each with its direction, connection and time."""
+    import datetime
+
+    for record in iter_records(chunks):
+        node = dissect_event(
+            _frame(bytearray(record.event), record.offset, MAX_EVENT_SIZE), payload_limit
+        )
+        when = datetime.datetime.fromtimestamp(record.time_ns / 1e9, datetime.timezone.utc)
+        node["tap"] = {
+            "direction": DIRECTIONS[record.direction],
+            "connection": record.connection,
+            "time": when.isoformat(timespec="microseconds"),
+        }
+        yield node
+
+
 def _frame(data: bytearray, offset: int, max_event_size: int) -> Event:
     """The one event that is ``data`` (found at stream ``offset``); errors name that offset."""
     try:
@@ -341,6 +367,9 @@ def render_text(node: Node) -> str:
         f = node["filler"]
         return f"[Filler] {f['size']} zero bytes at offset {f['offset']} (after the last event)"
     lines = [f"[{node['type']} event] offset {node['offset']}"]
+    if "tap" in node:
+        t = node["tap"]
+        lines.append(f"[Tap] connection {t['connection']} {t['direction']} at {t['time']}")
     lines += _render_fields("EventHeader", node["event_header"], "")
     for key, title in (("control", "ControlMessage"), ("authentication", "AuthenticationMessage")):
         if key not in node:

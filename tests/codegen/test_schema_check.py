@@ -69,6 +69,21 @@ def test_breaking_change_without_allow_list_fails(
     assert "schema-check: FAILED" in out
 
 
+def test_github_format_annotates_each_blocked_change(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = gate(capsys, repo, "--format", "github")
+    assert status == 1
+    annotations = [line for line in out.splitlines() if line.startswith("::error ")]
+    assert len(annotations) == len(BREAKING)
+    lines = (repo / "bmqp_ctrlmsg.xsd").read_text().splitlines()
+    for annotation in annotations:
+        file_part, line_part = annotation.split(",")[:2]
+        assert file_part == f"::error file={repo / 'bmqp_ctrlmsg.xsd'}"
+        member = annotation.split("title=wire-breaking: ")[1].split("::")[0].split(".")[-1]
+        assert member in lines[int(line_part.removeprefix("line=")) - 1]
+
+
 def test_breaking_change_named_in_allow_list_passes(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

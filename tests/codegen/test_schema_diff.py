@@ -562,3 +562,23 @@ def test_restricted_simple_type_travels_as_its_base(tmp_path: Path) -> None:
     as_color = "<element name='label' type='tns:Color' default='RED'/>"
     found = changes(tmp_path, Msg=msg(ID, as_color, NOTE))
     assert (W, "element-type-changed", "Msg.label") in found  # an enumeration is another encoding
+
+
+def test_cli_sarif_and_junit_reports(capsys: pytest.CaptureFixture[str]) -> None:
+    import xml.etree.ElementTree as ET
+
+    old, new = HISTORY / "2025-10-23_eef016a51.xsd", HISTORY / "2025-11-24_6e29feea7.xsd"
+    status, out, _ = run(capsys, str(old), str(new), "--format", "sarif")
+    assert status == 0
+    (sarif_run,) = json.loads(out)["runs"]
+    located = {
+        r["message"]["text"].split(":")[0]: r["locations"][0]["physicalLocation"]
+        for r in sarif_run["results"]
+    }
+    assert located["ClientIdentity.userAgent"]["region"]["startLine"] == 1680
+    assert located["ClientIdentity.userAgent"]["artifactLocation"]["uri"] == new.as_posix()
+    status, out, _ = run(capsys, str(old), str(new), "--format", "junit", "--fail-on", "none")
+    suite = ET.fromstring(out)
+    assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    case = suite.findall("testcase")[1]
+    assert (case.get("name"), case.get("line")) == ("compatible: ClientIdentity.userAgent", "1680")
