@@ -43,6 +43,8 @@ _UNIVERSAL_TAGS = {
     "float": 9,
     "temporal": 26,
 }
+# Credential material: generated dataclasses keep it out of their repr (and so out of logs).
+SECRET_ELEMENTS = {("AuthenticationRequest", "data")}
 _CODEC_KINDS = {"int", "bool", "str", "bytes", "enum", "sequence", "choice", "float", "temporal"}
 
 
@@ -158,6 +160,10 @@ class Bindings:
 
     def default_expr(self, element: Element, owner: ComplexType) -> str:
         """What follows ``=`` in the dataclass field; "" for a mandatory keyword argument."""
+        if (owner.name, element.name) in SECRET_ELEMENTS:
+            if not self.nullable(element, owner):
+                raise SchemaError(f"{owner.name}.{element.name}: a secret must be optional")
+            return "field(default=None, repr=False)"
         if element.is_array:
             return "field(default_factory=list)"
         if self.nullable(element, owner):
