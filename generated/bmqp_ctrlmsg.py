@@ -1829,7 +1829,7 @@ class AuthenticationRequest(_Message):
     """
 
     mechanism: str = ""
-    data: bytes | None = None
+    data: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(slots=True, kw_only=True)
