@@ -49,3 +49,7 @@ def test_truncated_payload_is_a_protocol_error() -> None:
     data[12] ^= 0xFF
     with pytest.raises(ProtocolError):
         decode_authentication(bytes(data))
+
+
+def test_generated_request_repr_hides_the_material() -> None:
+    assert "alice:pw" not in repr(REQUEST) and "BASIC" in repr(REQUEST)
