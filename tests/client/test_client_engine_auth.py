@@ -6,15 +6,22 @@ from __future__ import annotations
 import pytest
 from pybmq.client.auth import reauthentication_delay
 from pybmq.client.engine import ClientEngine
-from pybmq.client.events import ConnectionLost, Reconnected, SessionStarted, SessionStopped
+from pybmq.client.events import (
+    ConnectionLost,
+    MessageReceived,
+    Reconnected,
+    SessionStarted,
+    SessionStopped,
+)
 from pybmq.client.fsm import SessionState
 from pybmq.client.options import Credential, SessionOptions
 from pybmq.errors import AuthenticationError, AuthenticationTimeoutError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import EncodingType, EventType
 from pybmq.wire.control import decode_authentication, decode_control_as, encode_authentication
+from pybmq.wire.push import PushEventBuilder
 
-from tests.helpers.engine import broker_response, sent_events
+from tests.helpers.engine import broker_response, sent_events, serve_control
 
 SECRET = b"alice:s3cret-material"
 
@@ -187,3 +194,29 @@ def test_credential_repr_hides_the_material() -> None:
     credential = Credential("BASIC", SECRET)
     assert "s3cret" not in repr(credential) and "s3cret" not in str(credential)
     assert "BASIC" in repr(credential)
+
+
+def test_traffic_is_not_held_while_a_reauthentication_is_outstanding() -> None:
+    """No stall: between the re-authentication request and its answer, a post goes out at once
+    and a PUSH is delivered (the exchange never gates the data plane)."""
+    engine = engine_with()
+    started(engine, lifetime_ms=60_000)
+    _op, handle = engine.open_queue(
+        "bmq://bmq.test.mem.priority/reauth", 1.0, read=True, write=True
+    )
+    serve_control(engine, 1.0)
+    engine.next_events()
+    due = reauthentication_delay(60_000)
+    engine.handle_timeout(due)
+    assert len(authentication_requests(engine)) == 1  # outstanding: no answer yet
+    guid = engine.post(handle, b"during", due + 0.01)
+    assert [e.header.type for e in sent_events(engine)] == [EventType.PUT]
+    queue = engine.queues[handle]
+    pushes = PushEventBuilder()
+    pushes.add(queue.qid, guid, b"pushed", sub_queue_infos=[(queue.subscription_ids[0], None)])
+    for event in pushes.finish():
+        engine.receive_data(event, due + 0.02)
+    received = [e for e in engine.next_events() if isinstance(e, MessageReceived)]
+    assert len(received) == 1
+    engine.receive_data(auth_response(lifetime_ms=60_000), due + 0.1)
+    assert engine.authentications == 2 and engine.state is SessionState.STARTED
