@@ -166,3 +166,17 @@ def test_reconnect_rides_over_a_dropped_connection() -> None:
     document = summary(result)
     assert result.returncode == 0, result.stderr
     assert (document["acked"], document["unresolved"]) == (20000, 0)
+
+
+def test_print_mode_keeps_idle_timeout_summary_and_exit_code(sim: ThreadedBrokerSimulator) -> None:
+    posted = pybmq(
+        "post", QUEUE, "--count", "3", "--size", "12", "--properties", "n:int64=3", broker=sim.url
+    )
+    assert posted.returncode == 0, posted.stderr
+    result = pybmq(
+        "consume", QUEUE, "--print", "--count", "5", "--idle-timeout", "1", broker=sim.url
+    )
+    lines = result.stdout.splitlines()
+    assert result.returncode == 1  # 3 of 5 before the idle timeout
+    assert lines[:3] == ["pybmq-012345 {'n': 3}"] * 3
+    assert "received 3, confirmed 3" in lines[3] and lines[3].endswith("incomplete")
