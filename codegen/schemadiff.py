@@ -21,6 +21,11 @@ The classes rest on how BDE's codecs (balber, baljsn) and ours put a schema on t
 ``compatible`` means old and new peers keep interoperating in both directions and importers'
 code keeps working; ``api-breaking`` means the wire is unaffected but the generated API changes;
 ``wire-breaking`` means some old/new peer pair fails to decode (in the encodings named).
+
+Why one module of ~770 lines: it is one job, the walk that classifies each kind of XSD change
+(types, enumerators, members, occurrence, defaults, type references), and its rules read best side
+by side; the result model is in ``schemachange``, the layout-spec differ in ``layoutdiff``, and
+locating and reporting changes in ``pybmq.cli.schema_locate`` and ``pybmq.cli.schema_reports``.
 """
 
 from __future__ import annotations

@@ -132,6 +132,15 @@ def session_options(args: argparse.Namespace, **values: Any) -> SessionOptions:
     )
 
 
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM, for the commands that serve until stopped (sim, tap)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 async def supervise(
     work: Coroutine[Any, Any, object], timeout: float | None
 ) -> tuple[Outcome | None, str]:

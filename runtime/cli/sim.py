@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
+
+from pybmq.cli.common import stop_on_signals
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -130,10 +131,7 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     sim = BrokerSimulator(config, faults=faults if faults.active else None, tls=tls)
     await sim.start(args.host, args.port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     print(f"pybmq sim listening on {sim.url}", flush=True)
     try:
         while True:

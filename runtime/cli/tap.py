@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import time
 from typing import BinaryIO
 
-from pybmq.cli.common import describe
+from pybmq.cli.common import describe, stop_on_signals
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
@@ -124,10 +123,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
     server = await asyncio.start_server(on_client, host, port)
     bound = server.sockets[0].getsockname()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     print(f"pybmq tap listening on tcp://{bound[0]}:{bound[1]} -> {args.broker}", flush=True)
     try:
         await stop.wait()
