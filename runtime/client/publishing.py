@@ -29,7 +29,9 @@ from pybmq.errors import (
     PostBufferFullError,
     UsageError,
 )
+from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
 from pybmq.wire.batches import ConfirmEventBuilder, iter_ack
+from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
@@ -68,10 +70,11 @@ class Publishing(EngineCore):
             raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
         if not queue.writable:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
-        if not payload:
+        if type(payload) is not bytes:
+            payload = _as_bytes(payload)
+        size = len(payload)
+        if not size:
             raise UsageError("cannot post an empty payload")
-        if not isinstance(payload, (bytes, bytearray, memoryview)):
-            raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
         if properties:
             props = (
                 properties
@@ -81,7 +84,9 @@ class Publishing(EngineCore):
         else:
             props = None
         threshold = self.options.compression_threshold
-        compress = bool(threshold) and len(payload) >= threshold
+        compress = bool(threshold) and size >= threshold
+        if size > _MAX_APP_DATA or props is not None:
+            _check_size(payload, props, compress, threshold)
         wants_ack = ack and bool(queue.flags & FLAG_ACK)
         if context is not None and not wants_ack:
             raise UsageError(
@@ -208,3 +213,40 @@ class Publishing(EngineCore):
             self._events.append(AckReceived(ack, pending.context))
         self._unacked.clear()
         self._ack_deadlines.clear()
+
+
+# PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
+# compression). The payload alone is held to it too, so a consumer can always inflate it.
+_MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
+
+
+def _as_bytes(payload: object) -> bytes:
+    """A bytes-like payload as bytes (copied, so a later change to a buffer does not leak into
+    the message); anything else is a UsageError."""
+    if not isinstance(payload, (bytearray, memoryview)):
+        raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
+    return bytes(payload)
+
+
+def _check_size(
+    payload: bytes, props: MessageProperties | None, compress: bool, threshold: int
+) -> None:
+    """UsageError (naming the size and the limit) for a message the protocol cannot carry; it
+    also encodes the properties (cached on the object), so bad ones fail here, at the call."""
+    limit = _MAX_APP_DATA
+    size = len(payload)
+    if size > limit:
+        raise UsageError(
+            f"cannot post: a payload of {size} bytes exceeds the limit of {limit} bytes"
+        )
+    area = len(props.encode()) if props is not None else 0
+    if area + size <= limit:
+        return
+    if compress:  # what goes out is the compressed payload (rare: only this close to the limit)
+        size = len(maybe_compress(payload, ZLIB, threshold)[0])
+        if area + size <= limit:
+            return
+    raise UsageError(
+        f"cannot post: a message of {area + size} bytes (properties {area} + payload {size}) "
+        f"exceeds the limit of {limit} bytes"
+    )

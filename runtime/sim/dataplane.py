@@ -135,7 +135,7 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
     if any(i.old_properties and i.has_properties and i.schema_id for i in items):
         return _push_events_converting(items)
     events: list[bytes] = []
-    parts: list[bytes] = []
+    parts: list[bytes] = [b""]  # [0]: the EventHeader, written when the event is cut
     size = EVENT_HEADER_SIZE
     pack = PUSH_HEADER.pack
     for item in items:
@@ -143,9 +143,11 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
         app_len = len(item.properties_area) + len(item.payload)
         pad = PADDING[app_len & 3]
         length = PUSH_HEADER_SIZE + len(option) + app_len + len(pad)
-        if size + length > MAX_PUSH_EVENT_SIZE and parts:
-            events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
-            parts, size = [], EVENT_HEADER_SIZE
+        if size + length > MAX_PUSH_EVENT_SIZE and len(parts) > 1:
+            # One join with the header in front: a big message is copied once, not twice.
+            parts[0] = event_header_bytes(EventType.PUSH, size)
+            events.append(b"".join(parts))
+            parts, size = [b""], EVENT_HEADER_SIZE
         header = pack(
             ((MESSAGE_PROPERTIES << 28) if item.has_properties else 0) | (length >> 2),
             ((len(option) >> 2) << 8) | (item.compression << 5) | (PUSH_HEADER_SIZE >> 2),
@@ -156,8 +158,9 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
         )
         parts += (header, option, item.properties_area, item.payload, pad)
         size += length
-    if parts:
-        events.append(event_header_bytes(EventType.PUSH, size) + b"".join(parts))
+    if len(parts) > 1:
+        parts[0] = event_header_bytes(EventType.PUSH, size)
+        events.append(b"".join(parts))
     return events
 
 

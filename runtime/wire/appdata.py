@@ -96,9 +96,13 @@ def pad_count(data: bytes, start: int, end: int, msg_offset: int) -> int:
 
 
 class MessageEventBuilder:
-    """Shared by PUT and PUSH builders: accumulate messages, cut events at ``max_event_size``."""
+    """Shared by PUT and PUSH builders: accumulate messages, cut events at ``max_event_size``.
+
+    ``max_event_size`` is where a batch is cut; a message too big for it goes alone in its own
+    event, up to ``_max_single_event`` (the protocol's limit for the event type)."""
 
     _event_type: EventType
+    _max_single_event: int
 
     def __init__(self, max_event_size: int) -> None:
         if max_event_size < EVENT_HEADER_SIZE + 64:
@@ -116,12 +120,21 @@ class MessageEventBuilder:
 
     def _append(self, size: int, parts: tuple[bytes | memoryview, ...]) -> None:
         if self._size + size > self.max_event_size:
-            if size + EVENT_HEADER_SIZE > self.max_event_size:
-                raise EncodeError(
-                    f"a message of {size} bytes cannot fit an event of at most "
-                    f"{self.max_event_size} bytes"
-                )
             self._close()
+            if size + EVENT_HEADER_SIZE > self.max_event_size:
+                # Bigger than the batch limit: it goes alone in its own event, which only the
+                # protocol's limit for the event type bounds.
+                if size + EVENT_HEADER_SIZE > self._max_single_event:
+                    raise EncodeError(
+                        f"a message of {size} bytes cannot fit an event of at most "
+                        f"{self._max_single_event} bytes"
+                    )
+                self._parts.extend(parts)
+                self._size += size
+                self._count = 1
+                self.message_count += 1
+                self._close()
+                return
         self._parts.extend(parts)
         self._size += size
         self._count += 1

@@ -183,7 +183,10 @@ class EventReader:
                 if end - pos < length:
                     break
                 header = EventHeader(fragment, length, version, etype, hwords, tspec, buf[pos + 7])
-                events.append(Event(header, bytes(buf[pos : pos + length]), self._base + pos))
+                # One copy out of the buffer (slicing the bytearray first would make two).
+                with memoryview(buf) as view:
+                    data = bytes(view[pos : pos + length])
+                events.append(Event(header, data, self._base + pos))
                 pos += length
         except ProtocolError as exc:
             self._error = exc

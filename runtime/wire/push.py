@@ -15,6 +15,7 @@ from pybmq.generated.wire_codec import (
     PADDING,
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
+    PUT_MAX_PAYLOAD_SIZE_SOFT,
     CompressionAlgorithmType,
     EventType,
     OptionType,
@@ -265,6 +266,7 @@ class PushEventBuilder(MessageEventBuilder):
     """Builds PUSH events (the broker side; the simulator uses it)."""
 
     _event_type = EventType.PUSH
+    _max_single_event = MAX_EVENT_SIZE
 
     def __init__(
         self,
@@ -331,6 +333,11 @@ class PushEventBuilder(MessageEventBuilder):
         else:
             app_len = len(props) + len(payload)
             pad = PADDING[app_len & 3]
+        if app_len > PUT_MAX_PAYLOAD_SIZE_SOFT:
+            # PushHeader::k_MAX_PAYLOAD_SIZE_SOFT, which upstream asserts equals the PutHeader's.
+            raise EncodeError(
+                f"application data of {app_len} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
+            )
         hsize = header_words * 4
         size = hsize + len(options) + app_len + len(pad)
         try:

@@ -219,6 +219,7 @@ class PutEventBuilder(MessageEventBuilder):
     """
 
     _event_type = EventType.PUT
+    _max_single_event = PUT_EVENT_MAX_SIZE_SOFT
 
     def __init__(
         self,

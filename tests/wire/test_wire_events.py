@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 from pybmq.errors import EncodeError, ProtocolError
-from pybmq.generated.wire_codec import CompressionAlgorithmType, PropertyType
+from pybmq.generated.wire_codec import (
+    PUT_MAX_PAYLOAD_SIZE_SOFT,
+    CompressionAlgorithmType,
+    PropertyType,
+)
 from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, iter_ack, iter_confirm
 from pybmq.wire.checksum import application_data_crc32c
 from pybmq.wire.framing import Event, split_events
@@ -171,9 +175,33 @@ def test_put_builder_splits_at_the_max_event_size() -> None:
     )
     assert builder.finish() == []
     with pytest.raises(EncodeError):
-        builder.add(1, b"x" * 2000, correlation_id=1)
-    with pytest.raises(EncodeError):
         builder.add(1, b"x", correlation_id=1 << 24)
+
+
+def test_a_message_over_the_batch_limit_goes_alone_in_its_own_event() -> None:
+    builder = PutEventBuilder(max_event_size=1024)
+    builder.add(1, b"a" * 100, correlation_id=1)
+    builder.add(1, b"b" * 5000, correlation_id=2)
+    builder.add(1, b"c" * 100, correlation_id=3)
+    events = builder.finish()
+    assert [len(e) for e in events] == [8 + 36 + 104, 8 + 36 + 5004, 8 + 36 + 104]  # padded
+    assert [m.payload[:1] for e in events for m in iter_put(e, verify_crc=True)] == [
+        b"a",
+        b"b",
+        b"c",
+    ]
+    pushes = PushEventBuilder(max_event_size=1024)
+    pushes.add(1, b"\1" * 16, b"p" * 5000)
+    [event] = pushes.finish()
+    assert [m.payload for m in iter_push(event)] == [b"p" * 5000]
+
+
+def test_builders_refuse_application_data_over_the_protocol_limit() -> None:
+    big = memoryview(bytearray(PUT_MAX_PAYLOAD_SIZE_SOFT + 1))
+    with pytest.raises(EncodeError, match=f"exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"):
+        PutEventBuilder().add(1, big, correlation_id=1)
+    with pytest.raises(EncodeError, match=f"exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"):
+        PushEventBuilder().add(1, b"\1" * 16, big)
 
 
 def test_compression_is_payload_only_with_extended_properties() -> None:
