@@ -37,6 +37,7 @@ from pybmq.wire.framing import (
     EventReader,
 )
 from pybmq.wire.guid import MessageGuidGenerator
+from pybmq.wire.properties import MessageProperties
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -61,6 +62,8 @@ class EngineCore:
         self._next_qid = 0
         self._next_sub_id = 1
         self._guids = MessageGuidGenerator(self.options.session_id)
+        # Property mappings posted → (MessageProperties, wire size); see Publishing._properties.
+        self._properties_cache: dict[object, tuple[MessageProperties, int]] = {}
         self._puts: list[Put] = []
         self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
         # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.

@@ -31,10 +31,10 @@ class AckStatus(enum.Enum):
     @classmethod
     def from_wire(cls, code: int) -> AckStatus:
         """Map the 4-bit ACK status code the way the broker defines it (5 and unknowns: UNKNOWN)."""
-        return _WIRE_ACK_STATUS.get(code, cls.UNKNOWN)
+        return WIRE_ACK_STATUS.get(code, cls.UNKNOWN)
 
 
-_WIRE_ACK_STATUS = {
+WIRE_ACK_STATUS = {
     0: AckStatus.SUCCESS,
     1: AckStatus.LIMIT_MESSAGES,
     2: AckStatus.LIMIT_BYTES,

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pybmq.client.core import EngineCore
 from pybmq.client.events import (
+    WIRE_ACK_STATUS,
     Ack,
     AckReceived,
     AckStatus,
@@ -20,6 +21,7 @@ from pybmq.client.fsm import (
 )
 from pybmq.client.records import (
     FLAG_ACK,
+    FLAG_WRITE,
     ZLIB,
     AckBatch,
     PendingPut,
@@ -30,7 +32,7 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
-from pybmq.wire.batches import ConfirmEventBuilder, iter_ack
+from pybmq.wire.batches import ConfirmEventBuilder, iter_ack_entries
 from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
 from pybmq.wire.properties import MessageProperties
@@ -55,9 +57,77 @@ class Publishing(EngineCore):
         """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
         with the ACK (or local NACK) for it. ``ack=False`` asks the broker for no ACK for this
         post even on a queue opened with ACKs (as the official SDK does for a post without
-        ``on_ack``); such a post is not tracked, so it is not retransmitted after a reconnect."""
+        ``on_ack``); such a post is not tracked, so it is not retransmitted after a reconnect.
+
+        Every check runs here, so a bad post raises at the call and changes nothing."""
+        queue = self._writable_queue(queue_id, 1)
+        if type(payload) is not bytes:
+            payload = _as_bytes(payload)
+        props, area = self._properties(properties) if properties else (None, 0)
+        threshold = self.options.compression_threshold
+        size = len(payload)
+        compress = 0 < threshold <= size
+        if not 0 < size <= _MAX_APP_DATA - area:
+            _check_size(payload, area, compress, threshold)
+        wants_ack = self._wants_ack(queue, ack, context)
+        guid = self._guids.generate()
+        put = (queue_id, guid, payload, props, wants_ack, compress)
+        self._puts.append(put)
+        if wants_ack:
+            # The payload is kept until the ACK only when it may have to be retransmitted.
+            self._unacked[guid] = PendingPut(
+                queue_id, context, put if self.options.reconnect else None
+            )
+        return guid
+
+    def post_many(
+        self,
+        queue_id: int,
+        payloads: Sequence[bytes],
+        now: float,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        context: object = None,
+        ack: bool = True,
+    ) -> list[bytes]:
+        """``post`` for a batch sharing one queue, one set of properties and one ``context``
+        (the fast path: the checks, the properties and the GUID clock are done once). All or
+        nothing: if one payload is refused, none is buffered. Returns the GUIDs in order."""
+        count = len(payloads)
+        queue = self._writable_queue(queue_id, count)
+        props, area = self._properties(properties) if properties else (None, 0)
+        room = _MAX_APP_DATA - area
+        threshold = self.options.compression_threshold
+        wants_ack = self._wants_ack(queue, ack, context)
+        if not all(type(p) is bytes and 0 < len(p) <= room for p in payloads):
+            payloads = [p if type(p) is bytes else _as_bytes(p) for p in payloads]
+            for payload in payloads:
+                if not 0 < len(payload) <= room:
+                    _check_size(payload, area, 0 < threshold <= len(payload), threshold)
+        guids = self._guids.generate_many(count)
+        if threshold:
+            puts = [
+                (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
+                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
+            ]
+        else:
+            puts = [
+                (queue_id, guid, payload, props, wants_ack, False)
+                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
+            ]
+        self._puts += puts
+        if wants_ack:
+            if self.options.reconnect:
+                pending = [PendingPut(queue_id, context, put) for put in puts]
+            else:
+                pending = [PendingPut(queue_id, context, None) for _ in range(count)]
+            self._unacked.update(zip(guids, pending))  # noqa: B905 - same length
+        return guids
+
+    def _writable_queue(self, queue_id: int, count: int) -> QueueRecord:
+        """The queue ``count`` posts go to, if the session and the queue can take them now."""
         if self._restoring and self.state is not SessionState.STOPPED:
-            if len(self._puts) >= self.options.max_buffered_posts:
+            if len(self._puts) + count > self.options.max_buffered_posts:
                 raise PostBufferFullError(
                     f"cannot post while reconnecting: {len(self._puts)} posts already held "
                     f"(max_buffered_posts={self.options.max_buffered_posts})"
@@ -68,39 +138,43 @@ class Publishing(EngineCore):
         if queue is None or queue.state is not QueueState.OPENED:
             state = queue.state.value if queue else "unknown"
             raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
-        if not queue.writable:
+        if not queue.flags & FLAG_WRITE:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
-        if type(payload) is not bytes:
-            payload = _as_bytes(payload)
-        size = len(payload)
-        if not size:
-            raise UsageError("cannot post an empty payload")
-        if properties:
-            props = (
-                properties
-                if isinstance(properties, MessageProperties)
-                else MessageProperties(properties)
-            )
-        else:
-            props = None
-        threshold = self.options.compression_threshold
-        compress = bool(threshold) and size >= threshold
-        if size > _MAX_APP_DATA or props is not None:
-            _check_size(payload, props, compress, threshold)
+        return queue
+
+    @staticmethod
+    def _wants_ack(queue: QueueRecord, ack: bool, context: object) -> bool:
         wants_ack = ack and bool(queue.flags & FLAG_ACK)
         if context is not None and not wants_ack:
             raise UsageError(
                 f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
             )
-        guid = self._guids.generate()
-        put = (queue_id, guid, payload, props, wants_ack, compress)
-        self._puts.append(put)
-        if wants_ack:
-            # The payload is kept until the ACK only when it may have to be retransmitted.
-            self._unacked[guid] = PendingPut(
-                queue_id, context, put if self.options.reconnect else None
+        return wants_ack
+
+    def _properties(self, properties: Mapping[str, Any]) -> tuple[MessageProperties, int]:
+        """``properties`` as MessageProperties, and the size of their wire form (encoding them
+        here makes bad ones fail at the call). Plain mappings are cached by content, so a loop
+        posting the same properties shares one object, encoded once (the builder's fast path)."""
+        if type(properties) is MessageProperties or isinstance(properties, MessageProperties):
+            return properties, len(properties.encode())
+        cache = self._properties_cache
+        try:
+            # The types too: True == 1 and "1" != 1, but a BOOL is not an INT32.
+            key: tuple[object, ...] | None = (
+                tuple(properties.items()),
+                tuple(map(type, properties.values())),
             )
-        return guid
+            hit = cache.get(key)
+        except TypeError:  # an unhashable value (a bytearray): not cached
+            key = hit = None
+        if hit is None:
+            props = MessageProperties(properties)
+            hit = (props, len(props.encode()))
+            if key is not None:
+                if len(cache) >= _PROPERTIES_CACHE_SIZE:
+                    cache.clear()
+                cache[key] = hit
+        return hit
 
     @property
     def unacked_count(self) -> int:
@@ -178,8 +252,11 @@ class Publishing(EngineCore):
         pop = self._unacked.pop
         queues = self.queues
         append = self._events.append
-        status_of = AckStatus.from_wire
-        for _reserved, status, correlation_id, guid, _qid in iter_ack(event):
+        statuses = WIRE_ACK_STATUS
+        unknown = AckStatus.UNKNOWN
+        new = tuple.__new__  # the records without their Python-level constructors
+        uris: dict[int, str] = {}
+        for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
                 log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
@@ -187,9 +264,14 @@ class Publishing(EngineCore):
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
-            queue = queues.get(pending.queue_id)
-            uri = queue.uri if queue is not None else ""
-            append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
+            queue_id = pending.queue_id
+            uri = uris.get(queue_id)
+            if uri is None:
+                queue = queues.get(queue_id)
+                uri = uris[queue_id] = queue.uri if queue is not None else ""
+            status = statuses.get((word >> 24) & 0xF, unknown)
+            ack = new(Ack, (guid, uri, status, word & 0xFFFFFF, False, ""))
+            append(new(AckReceived, (ack, pending.context)))
         batches = self._ack_deadlines
         while batches and batches[0].remaining <= 0:
             batches.popleft()
@@ -218,6 +300,8 @@ class Publishing(EngineCore):
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
 # compression). The payload alone is held to it too, so a consumer can always inflate it.
 _MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
+# Distinct property mappings remembered per engine (the cache is emptied when full).
+_PROPERTIES_CACHE_SIZE = 256
 
 
 def _as_bytes(payload: object) -> bytes:
@@ -228,20 +312,17 @@ def _as_bytes(payload: object) -> bytes:
     return bytes(payload)
 
 
-def _check_size(
-    payload: bytes, props: MessageProperties | None, compress: bool, threshold: int
-) -> None:
-    """UsageError (naming the size and the limit) for a message the protocol cannot carry; it
-    also encodes the properties (cached on the object), so bad ones fail here, at the call."""
+def _check_size(payload: bytes, area: int, compress: bool, threshold: int) -> None:
+    """UsageError naming the size and the limit for an empty message or one the protocol
+    cannot carry (``area``: the size of its properties' wire form)."""
     limit = _MAX_APP_DATA
     size = len(payload)
+    if not size:
+        raise UsageError("cannot post an empty payload")
     if size > limit:
         raise UsageError(
             f"cannot post: a payload of {size} bytes exceeds the limit of {limit} bytes"
         )
-    area = len(props.encode()) if props is not None else 0
-    if area + size <= limit:
-        return
     if compress:  # what goes out is the compressed payload (rare: only this close to the limit)
         size = len(maybe_compress(payload, ZLIB, threshold)[0])
         if area + size <= limit:

@@ -79,6 +79,17 @@ def iter_ack(event: Event | bytes | bytearray | memoryview) -> Iterator[AckMessa
     )
 
 
+def iter_ack_entries(
+    event: Event | bytes | bytearray | memoryview,
+) -> Iterator[tuple[int, bytes, int]]:
+    """The entries of an ACK event as raw tuples, for a hot loop: (first word, guid, queue id),
+    where the first word holds the status (bits 24..27) and the correlation id (bits 0..23)."""
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.ACK)
+    view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
+    return entry.iter_unpack(view)
+
+
 def iter_confirm(event: Event | bytes | bytearray | memoryview) -> Iterator[ConfirmMessage]:
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.CONFIRM)

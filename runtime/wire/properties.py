@@ -115,7 +115,9 @@ class MessageProperties(Mapping[str, PropertyValue]):
         self._raw: bytes | None = None
         self._raw_extended = False
         self._raw_offset = 0
-        self._cache: dict[tuple[bool, int, int], bytes] = {}
+        # Encoded forms by (extended, header sizes); made on the first encode (a received
+        # message that is only read never needs one).
+        self._cache: dict[tuple[bool, int, int], bytes] | None = None
         for name, value in (items or {}).items():
             if isinstance(value, tuple):
                 self.set(name, value[1], value[0])
@@ -139,7 +141,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
         props._raw = raw
         props._raw_extended = extended
         props._raw_offset = offset
-        props._cache = {}
+        props._cache = None
         return props
 
     def _loaded(self) -> dict[str, tuple[int, PropertyValue]]:
@@ -205,7 +207,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
             raise EncodeError(f"at most {MAX_NUM_PROPERTIES} properties per message")
         items[name] = (int(ptype), checked)
         self._raw = None
-        self._cache.clear()
+        self._cache = None
 
     def set_bool(self, name: str, value: bool) -> None:
         self.set(name, value, PropertyType.BOOL)
@@ -231,7 +233,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
     def remove(self, name: str) -> None:
         del self._loaded()[name]
         self._raw = None
-        self._cache.clear()
+        self._cache = None
 
     # -- encoding --------------------------------------------------------------------------------
 
@@ -245,9 +247,12 @@ class MessageProperties(Mapping[str, PropertyValue]):
             self._loaded()  # but never forward bytes that do not parse
             return raw
         key = (extended, header_size, property_header_size)
-        cached = self._cache.get(key)
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        cached = cache.get(key)
         if cached is None:
-            cached = self._cache[key] = encode_properties(
+            cached = cache[key] = encode_properties(
                 self._loaded(),
                 extended=extended,
                 header_size=header_size,
