@@ -1,14 +1,42 @@
 """The one thread that runs a compat session's user callbacks, in order, and reports the
-slow-consumer watermarks of their backlog as the official SDK does."""
+slow-consumer watermarks of their backlog as the official SDK does.
+
+What it is handed are plain tuples, not closures: ``(ACK, on_ack, runtime_ack)``,
+``(MESSAGE, queue, received, session)``, ``(EVENT, event)`` and ``(CALL, job)``. The ``Ack``,
+``Message`` and ``MessageHandle`` the user sees are built here, just before their callback, so the
+I/O thread does no per-message work for them and nothing waiting in the backlog holds more than one
+small object (fewer objects for the garbage collector to scan while posts are in flight).
+"""
 
 from __future__ import annotations
 
+import collections
+import logging
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
+from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.compat import session_events as ev
-from pybmq.loopthread import CallbackDispatcher
+from pybmq.compat.checks import ACK_STATUS
+from pybmq.compat.messages import Ack, Message, MessageHandle, from_wire_properties
+from pybmq.compat.values import AckStatus
+from pybmq.errors import PybmqError
+
+if TYPE_CHECKING:
+    from pybmq.client.aio_queue import ReceivedMessage
+    from pybmq.client.events import Ack as RuntimeAck
+    from pybmq.compat.queues import QueueRecord
+
+log = logging.getLogger("pybmq.compat")
+
+# What a hand-over item is; the first element of each tuple.
+ACK, MESSAGE, EVENT, CALL = range(4)
+Item = tuple[Any, ...]
+
+_SUCCESS = RuntimeAckStatus.SUCCESS
 
 
 def print_callback_error(exc: BaseException) -> None:
@@ -17,36 +45,137 @@ def print_callback_error(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-class CallbackThread(CallbackDispatcher):
-    """Runs user callbacks one at a time, in submission order, and watches the message backlog."""
+def compat_ack(ack: RuntimeAck) -> Ack:
+    """The official SDK's ``Ack`` for an engine ack; only a successful one names its GUID."""
+    if ack.status is _SUCCESS:
+        return Ack._make(ack.guid, AckStatus.SUCCESS, "SUCCESS", ack.queue_uri)
+    status = ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
+    return Ack._make(None, status, status.name, ack.queue_uri)
 
-    def __init__(self, on_event: Callable[[ev.SessionEvent], None], watermarks: tuple[int, int]):
+
+def compat_message(queue_uri: str, received: ReceivedMessage) -> Message:
+    """The official SDK's ``Message`` for a received one (raises PybmqError when its properties
+    do not decode)."""
+    message = received.message
+    properties, types = from_wire_properties(message.properties)
+    return Message._make(message.payload, message.guid, queue_uri, properties, types, received)
+
+
+class CallbackThread:
+    """Runs user callbacks one at a time, in hand-over order, and watches the message backlog.
+
+    ``submit`` is called by the I/O thread with everything one loop turn produced (one lock, one
+    wake-up); ``close`` runs what is already queued, then ends the thread."""
+
+    def __init__(
+        self,
+        on_event: Callable[[ev.SessionEvent], None],
+        on_message: Callable[[Message, MessageHandle], None] | None,
+        watermarks: tuple[int, int],
+    ) -> None:
         self._emit = on_event
+        self._on_message = on_message
         self._low, self._high = watermarks
-        self._backlog = 0
         self._slow = False
-        super().__init__("pybmq-compat-callbacks", print_callback_error)
+        self._submitted = 0  # messages handed over (written under _ready)
+        self._done = 0  # messages whose callback returned (written by this thread only)
+        self._items: collections.deque[Item | None] = collections.deque()
+        self._ready = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="pybmq-compat-callbacks", daemon=True)
+        self.thread.start()
+
+    # ------------------------------------------------------------------ any thread
+
+    @property
+    def backlog(self) -> int:
+        """Messages handed over whose ``on_message`` has not returned yet."""
+        return self._submitted - self._done
 
     def submit_event(self, event: ev.SessionEvent) -> None:
-        self.submit(lambda: self._emit(event))
+        self.submit(((EVENT, event),), 0)
 
-    def submit_batch(self, batch: list[tuple[Callable[[], object], bool]]) -> None:
-        """Queue (job, is_message) pairs with one wake-up; messages count towards the backlog."""
+    def submit(self, items: Iterable[Item], messages: int) -> None:
+        """Queue items (``messages`` of them MESSAGE items) with one wake-up of the thread;
+        SlowConsumerHighWaterMark goes right after the message that reaches the high mark."""
         with self._ready:
-            for job, is_message in batch:
-                self._jobs.append(job)
-                if is_message:
-                    self._backlog += 1
-                    if self._backlog >= self._high and not self._slow:
-                        self._slow = True
-                        event: ev.SessionEvent = ev.SlowConsumerHighWaterMark(None)
-                        self._jobs.append(lambda e=event: self._emit(e))  # type: ignore[misc]
+            queue = self._items
+            backlog = self._submitted - self._done
+            self._submitted += messages
+            if self._slow or backlog + messages < self._high:
+                queue.extend(items)
+            else:
+                for item in items:
+                    queue.append(item)
+                    if item[0] == MESSAGE:
+                        backlog += 1
+                        if backlog >= self._high and not self._slow:
+                            self._slow = True
+                            queue.append((EVENT, ev.SlowConsumerHighWaterMark(None)))
             self._ready.notify_all()
 
-    def _message_done(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        """Run what is queued, then end the thread (waiting for it unless called from it)."""
         with self._ready:
-            self._backlog -= 1
-            if self._slow and self._backlog <= self._low:
+            self._items.append(None)
+            self._ready.notify_all()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    # ------------------------------------------------------------------ the callback thread
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._items:
+                    self._ready.wait()
+                items, self._items = self._items, collections.deque()
+            # Pop each item so none is still referenced (with what it holds) while idle.
+            while items:
+                item = items.popleft()
+                if item is None:
+                    return
+                try:
+                    self._dispatch(item)
+                except Exception as exc:  # a user callback raised: report it, keep dispatching
+                    print_callback_error(exc)
+                del item
+
+    def _dispatch(self, item: Item) -> None:
+        kind = item[0]
+        if kind == ACK:
+            item[1](compat_ack(item[2]))
+        elif kind == MESSAGE:
+            try:
+                self._deliver(item[1], item[2], item[3])
+            finally:
+                self._message_done()
+        elif kind == EVENT:
+            self._emit(item[1])
+        else:
+            item[1]()
+
+    def _deliver(self, queue: QueueRecord, received: ReceivedMessage, session: Any) -> None:
+        try:
+            message = compat_message(queue.uri, received)
+        except PybmqError as exc:  # e.g. a properties area that does not decode
+            log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
+            self._emit(ev.Error(f"undecodable message on {queue.uri}: {exc}"))
+            return
+        handle = MessageHandle._make(message, session)
+        if queue.holding:
+            queue.held.append((message, handle))  # given out when the queue resumes
+            return
+        assert self._on_message is not None
+        self._on_message(message, handle)
+
+    def _message_done(self) -> None:
+        self._done += 1
+        if self._slow and self._submitted - self._done <= self._low:
+            with self._ready:
+                if not (self._slow and self._submitted - self._done <= self._low):
+                    return
                 self._slow = False
-                event: ev.SessionEvent = ev.SlowConsumerNormal(None)
-                self._jobs.appendleft(lambda: self._emit(event))
+            self._emit(ev.SlowConsumerNormal(None))
+
+
+__all__ = ["ACK", "CALL", "EVENT", "MESSAGE", "CallbackThread", "print_callback_error"]

@@ -8,16 +8,16 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from pybmq.client.aio import AsyncSession
-from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.aio_queue import AsyncQueue
+from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.queues import QueueRecord
+from pybmq.errors import SessionStoppedError
 
 
 class Owner(Protocol):
     """What the loop calls on the Session while it is alive."""
 
     def _connection_ended(self, session: AsyncSession) -> None: ...
-
-    def _received(self, queue: QueueRecord, received: ReceivedMessage) -> None: ...
 
 
 def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -40,13 +40,24 @@ async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> No
         owner._connection_ended(session)
 
 
-async def pump_messages(ref: weakref.ref[Owner], queue: QueueRecord, inner: AsyncQueue) -> None:
-    """Pass each message of a reader queue on, holding the Session only weakly between them."""
-    async for received in inner:
+async def pump_messages(
+    ref: weakref.ref[Any], plane: DataPlane, queue: QueueRecord, inner: AsyncQueue
+) -> None:
+    """Pass the messages of a reader queue on, all that arrived together at once, holding the
+    Session only weakly while waiting for more."""
+    while True:
+        try:
+            received = await inner.get()
+        except SessionStoppedError:  # the queue closed or the session ended
+            return
         owner = ref()
         if owner is None:
             return
-        owner._received(queue, received)
+        plane.message(queue, received, owner)
+        more = inner.get_nowait()
+        while more is not None:
+            plane.message(queue, more, owner)
+            more = inner.get_nowait()
         del owner
 
 

@@ -3,13 +3,16 @@ conversions between its (value dict, type dict) form and pybmq's typed ``Message
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pybmq.compat.exceptions import Error
 from pybmq.compat.values import AckStatus, PropertyType
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.properties import PropertyType as WireType
+
+if TYPE_CHECKING:
+    from pybmq.client.aio_queue import ReceivedMessage
 
 PropertyValueType = int | bytes | str
 PropertyValueDict = Mapping[str, PropertyValueType]
@@ -53,7 +56,7 @@ class Message:
         queue_uri: str,
         properties: dict[str, PropertyValueType],
         property_types: dict[str, PropertyType],
-        confirm: Callable[[], None],
+        received: ReceivedMessage,
     ) -> Message:
         message = cls.__new__(cls)
         message.data = data
@@ -61,7 +64,7 @@ class Message:
         message.queue_uri = queue_uri
         message.properties = properties
         message.property_types = property_types
-        message._confirm = confirm  # type: ignore[attr-defined]
+        message._received = received  # type: ignore[attr-defined]  # what a confirm names
         return message
 
     def __repr__(self) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -34,9 +33,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession
-from pybmq.client.aio_queue import ReceivedMessage
-from pybmq.client.events import Ack as RuntimeAck
-from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
 from pybmq.client.events import QueueReopened as RuntimeQueueReopened
 from pybmq.client.events import Reconnected as RuntimeReconnected
@@ -44,9 +40,8 @@ from pybmq.client.events import StateRestored as RuntimeStateRestored
 from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.client.options import SessionOptions as RuntimeSessionOptions
 from pybmq.compat import session_events as ev
-from pybmq.compat.callbacks import CallbackThread, print_callback_error
+from pybmq.compat.callbacks import CALL, EVENT, CallbackThread, print_callback_error
 from pybmq.compat.checks import (
-    ACK_STATUS,
     CONTROL_RESERVE,
     DEFAULT_CHANNEL_HIGH_WATERMARK,
     DEFAULT_EVENT_QUEUE_WATERMARKS,
@@ -61,6 +56,7 @@ from pybmq.compat.checks import (
     merged,
     seconds_or_none,
 )
+from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.lifetime import pump_messages, watch_connection, weak_method
 from pybmq.compat.messages import (
@@ -69,12 +65,10 @@ from pybmq.compat.messages import (
     MessageHandle,
     PropertyTypeDict,
     PropertyValueDict,
-    from_wire_properties,
     to_wire_properties,
 )
 from pybmq.compat.queues import QueueRecord
 from pybmq.compat.values import (
-    AckStatus,
     BasicHealthMonitor,
     CompressionAlgorithmType,
     QueueOptions,
@@ -176,21 +170,18 @@ class Session:
         self._lost = False
         self._outage = False  # between a ConnectionLost and its StateRestored
         self._inner: AsyncSession | None = None
-        self._ops: collections.deque[Callable[[], None]] = collections.deque()
-        self._ops_scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
-        self._batch: list[tuple[Callable[[], object], bool]] = []  # loop thread only
-        self._callbacks = CallbackThread(on_session_event, watermarks)
+        high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
+        self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
+        self._callbacks = CallbackThread(on_session_event, on_message, watermarks)
         self._io = LoopThread("pybmq-compat-io")
         self._loop = self._io.loop
+        self._plane = DataPlane(self._loop, self._callbacks, self._high_water)
         try:
             parse_broker_url(broker)
         except UsageError:
             self._shutdown()
             raise Error("Failed to start session: INVALID_ARGUMENT") from None
-        high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
-        self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
-        self._bytes_in = self._bytes_out = 0  # payload bytes posted / handed to the I/O thread
         options = RuntimeSessionOptions(
             request_timeout=self._timeouts.open_queue_timeout,  # type: ignore[arg-type]
             stop_timeout=self._timeouts.disconnect_timeout,  # type: ignore[arg-type]
@@ -320,7 +311,7 @@ class Session:
             compat_event = ev.StateRestored(None)
         else:
             return
-        self._from_loop(lambda: self._callbacks._emit(compat_event))
+        self._plane.hand_over((EVENT, compat_event))
 
     def _connection_ended(self, session: AsyncSession) -> None:
         """On the loop: report a connection that ends without stop() as ConnectionLost."""
@@ -329,43 +320,10 @@ class Session:
             if self._outage:  # ConnectionLost was already reported
                 return
             log.warning("connection to the broker lost: %s", session.stop_reason)
-            lost: ev.SessionEvent = ev.ConnectionLost(None)
-            self._from_loop(lambda: self._callbacks._emit(lost))
-
-    def _from_loop(self, job: Callable[[], object], is_message: bool = False) -> None:
-        """On the loop thread: queue a callback; everything queued in one loop turn reaches the
-        callback thread in one hand-over (one lock, one wake-up), in order."""
-        self._batch.append((job, is_message))
-        if len(self._batch) == 1:
-            self._loop.call_soon(self._hand_over)
-
-    def _hand_over(self) -> None:
-        batch, self._batch = self._batch, []
-        if batch:
-            self._callbacks.submit_batch(batch)
+            self._plane.hand_over((EVENT, ev.ConnectionLost(None)))
 
     async def _hand_over_now(self) -> None:
-        self._hand_over()
-
-    def _submit_op(self, op: Callable[[], None]) -> None:
-        """Queue a non-blocking operation (post, confirm) for the loop; one wake-up per batch.
-
-        Lock-free: deque appends and pops are atomic, and the loop clears ``_ops_scheduled``
-        BEFORE draining, so an op appended while the flag still reads True is drained too."""
-        self._ops.append(op)
-        if not self._ops_scheduled:
-            self._ops_scheduled = True
-            self._loop.call_soon_threadsafe(self._run_ops)
-
-    def _run_ops(self) -> None:
-        self._ops_scheduled = False
-        ops = self._ops
-        while ops:
-            op = ops.popleft()
-            try:
-                op()
-            except Exception:
-                log.exception("a post or confirm failed on the I/O thread")
+        self._plane.flush()
 
     def _set_request_timeout(self, seconds: float) -> None:
         # Runs on the loop thread just before a request: the engine reads request_timeout when it
@@ -455,42 +413,10 @@ class Session:
         queue.inner = inner
         if queue.read:
             task = asyncio.get_running_loop().create_task(
-                pump_messages(weakref.ref(self), queue, inner)
+                pump_messages(weakref.ref(self), self._plane, queue, inner)
             )
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-
-    def _received(self, queue: QueueRecord, received: ReceivedMessage) -> None:
-        """On the loop: hand one message of a reader queue to the callback thread."""
-        try:
-            delivery = self._delivery(queue, received)
-        except PybmqError as exc:  # e.g. a properties area that does not decode
-            log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
-            problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {exc}")
-            self._from_loop(lambda p=problem: self._callbacks._emit(p))  # type: ignore[misc]
-            return
-        self._from_loop(delivery, True)
-
-    def _delivery(self, queue: QueueRecord, received: ReceivedMessage) -> Callable[[], None]:
-        properties, types = from_wire_properties(received.message.properties)
-        message = Message._make(
-            received.payload, received.guid, queue.uri, properties, types, received.confirm_nowait
-        )
-        handle = MessageHandle._make(message, self)
-        on_message = self._on_message
-        assert on_message is not None
-        callbacks = self._callbacks
-
-        def deliver() -> None:
-            try:
-                if queue.holding:
-                    queue.held.append((message, handle))  # given out when the queue resumes
-                else:
-                    on_message(message, handle)
-            finally:
-                callbacks._message_done()
-
-        return deliver
 
     def configure_queue(
         self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
@@ -607,58 +533,14 @@ class Session:
             raise Error("Failed to construct message: PAYLOAD_EMPTY")
         inner = queue.inner
         assert inner is not None
-        size = len(message)
-        with self._lock:
-            # Over the channel's high-water mark (the socket's buffer, or posts not yet handed to
-            # the I/O thread): refused at once, as the C++ SDK does, never buffered without bound.
-            if not inner.session.writable or self._bytes_in - self._bytes_out > self._high_water:
-                raise Error(f"Failed to post message to {queue.uri} queue: BW_LIMIT")
-            self._bytes_in += size
-        callback = None if on_ack is None else self._ack_callback(on_ack)
-
-        def op() -> None:
-            self._bytes_out += size  # the I/O thread is the only writer of _bytes_out
-            try:
-                # As the official SDK: the broker is asked for an ACK only if on_ack was given.
-                inner.post_nowait(
-                    message, properties=wire_properties, on_ack=callback, ack=callback is not None
-                )
-            except PybmqError as exc:  # the queue closed or the session ended meanwhile
-                if callback is not None:
-                    callback(
-                        RuntimeAck(
-                            b"", queue.uri, RuntimeAckStatus.CANCELED, local=True, reason=str(exc)
-                        )
-                    )
-
-        self._submit_op(op)
-
-    def _ack_callback(self, on_ack: OnAck) -> Callable[[RuntimeAck], None]:
-        submit = self._from_loop
-
-        def deliver(ack: RuntimeAck) -> None:
-            status = ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
-            # As in the official SDK, only a successful Ack names its message's GUID.
-            guid = ack.guid if status is AckStatus.SUCCESS else None
-            converted = Ack._make(guid, status, status.name, ack.queue_uri)
-            submit(lambda: on_ack(converted))
-
-        return deliver
+        self._plane.post(inner, message, wire_properties, on_ack)
 
     def confirm(self, message: Message) -> None:
         """Confirm a received message (``MessageHandle.confirm`` does the same)."""
         queue_uri = message.queue_uri
         self._check_running()
         self._queue(queue_uri)
-        confirm: Callable[[], None] = message._confirm  # type: ignore[attr-defined]
-
-        def op() -> None:
-            try:
-                confirm()
-            except PybmqError as exc:  # closed meanwhile: nothing left to confirm
-                log.info("confirm of %r dropped: %s", message, exc)
-
-        self._submit_op(op)
+        self._plane.confirm(message._received)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ host health
 
@@ -713,12 +595,11 @@ class Session:
                 event = ev.QueueResumed(queue.uri)
                 if failure_text is not None:
                     event = ev.QueueResumeFailed(queue.uri, failure_text)
-            self._from_loop(lambda e=event: self._callbacks._emit(e))  # type: ignore[misc]
+            self._plane.hand_over((EVENT, event))
         if not suspend:
             if announce_host:
-                restored: ev.SessionEvent = ev.HostHealthRestored(None)
-                self._from_loop(lambda: self._callbacks._emit(restored))
-            self._from_loop(lambda: self._release(queues))
+                self._plane.hand_over((EVENT, ev.HostHealthRestored(None)))
+            self._plane.hand_over((CALL, lambda: self._release(queues)))
 
     def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
@@ -757,6 +638,7 @@ class Session:
         self._stopped = True
         self._callbacks.close(self._timeouts.disconnect_timeout)  # type: ignore[arg-type]
         self._io.stop()
+        self._plane.release()
 
     def __del__(self) -> None:
         """Like the official SDK: a session collected while running is stopped (its

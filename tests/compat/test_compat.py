@@ -404,7 +404,7 @@ def test_slow_consumer_watermarks(bmq_broker_url: str, recorder: Recorder) -> No
             session.post(uri, f"m{i}".encode())
         backlog = session._callbacks
         with backlog._ready:
-            assert backlog._ready.wait_for(lambda: backlog._backlog >= 5, WAIT)
+            assert backlog._ready.wait_for(lambda: backlog.backlog >= 5, WAIT)
         release.set()
         assert recorder.wait_count("<SlowConsumerNormal", 1)
     items = recorder.items
@@ -591,7 +591,7 @@ def test_post_over_the_channel_high_watermark_is_refused(recorder: Recorder) -> 
             except blazingmq.Error as exc:
                 refused = str(exc)
             session._run(_loop_turns())  # let the I/O thread write what it was handed
-            if session._bytes_in == session._bytes_out and not session._inner._writable.is_set():  # type: ignore[union-attr]
+            if session._plane.unsent_bytes == 0 and not session._inner._writable.is_set():  # type: ignore[union-attr]
                 break  # refused because the socket itself is full: the stalled-broker case
         else:
             pytest.fail("the socket never filled up")
