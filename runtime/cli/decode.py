@@ -128,19 +128,13 @@ def _decode(args: argparse.Namespace) -> int:
     first = next(chunks, b"")
     chunks = itertools.chain([first], chunks)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
-    dissector = dissect_capture if first.startswith(MAGIC) else dissect_stream
+    dissector: Any = dissect_capture if first.startswith(MAGIC) else dissect_stream
     count = 0
-    try:
-        for node in dissector(chunks, limit):
+    write = sys.stdout.write
+    try:  # the hex-dump previews are for people; JSON carries the hex
+        for node in dissector(chunks, limit, previews=not args.json):
             count += 1
-            if args.json:  # the previews are for people; JSON carries the hex
-                for message in node.get("messages", []):
-                    message["payload"].pop("preview", None)
-                node.pop("body_preview", None)
-                print(json.dumps(node))
-            else:
-                print(render_text(node))
-                print()
+            write(json.dumps(node) + "\n" if args.json else render_text(node) + "\n\n")
     finally:
         sys.stdout.flush()
     if count == 0:

@@ -21,6 +21,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli.sim",
     "pybmq.cli.decode",
     "pybmq.cli.tap",
+    "pybmq.cli.admin",
     "pybmq.cli.schema_diff",
     "pybmq.cli.schema_check",
     "pybmq.cli.generate",

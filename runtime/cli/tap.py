@@ -3,7 +3,9 @@
 Clients connect to the tap as to a broker; the tap connects each of them to the real broker,
 forwards every byte unchanged both ways, and appends each complete event, with its direction,
 connection number and time, to FILE. ``pybmq decode FILE`` prints the recording. Runs until
-Ctrl-C or SIGTERM, then prints how many connections and events it saw.
+Ctrl-C or SIGTERM, then prints how many connections and events it saw. With --mask-payloads the
+file can be shared: every message payload and any authentication material is recorded as X bytes
+of the same length (headers, properties and sizes stay); the traffic itself is never changed.
 
 example: pybmq tap --listen 127.0.0.1:30115 --broker tcp://localhost:30114 --out session.tap
 """
@@ -38,24 +40,32 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--broker", required=True, help="the real broker, tcp://host:port")
     parser.add_argument("--out", required=True, help="capture file to write (replaced)")
+    parser.add_argument(
+        "--mask-payloads",
+        action="store_true",
+        help="record payloads and authentication material as X bytes (length kept)",
+    )
     parser.set_defaults(func=handler)
 
 
 class Recorder:
     """Appends events to the capture; frames each direction of each connection on its own."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, mask: bool = False) -> None:
         from pybmq.wire.capture import MAGIC
 
         self.out = out
+        self.mask = mask
         self.events = [0, 0]
         out.write(MAGIC)
 
     def record(self, direction: int, connection: int, events: list[bytes]) -> None:
-        from pybmq.wire.capture import encode_record
+        from pybmq.wire.capture import encode_record, mask_event
 
         now = time.time_ns()
         for event in events:
+            if self.mask:
+                event = mask_event(event)
             self.out.write(encode_record(direction, connection, now, event))
         self.out.flush()
         self.events[direction] += len(events)
@@ -101,7 +111,7 @@ async def _serve(args: argparse.Namespace) -> int:
         out = open(args.out, "wb")  # noqa: SIM115 - closed in finally below
     except OSError as exc:
         raise UsageError(f"cannot write --out {args.out}: {exc.strerror}") from None
-    recorder = Recorder(out)
+    recorder = Recorder(out, args.mask_payloads)
     connections = 0
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

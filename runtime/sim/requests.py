@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pybmq.errors import PybmqError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import DEFAULT_APP_ID
+from pybmq.sim import admin
 from pybmq.sim.config import (
     FLAG_ADMIN,
     FLAG_READ,
@@ -300,4 +301,5 @@ REQUESTS: dict[str, Callable[[QueueRequests, Any], ctrl.ControlMessage]] = {
     "configure_stream": QueueRequests._configure_stream,
     "close_queue": QueueRequests._close_queue,
     "disconnect": QueueRequests._disconnect,
+    "admin_command": admin.handle_request,
 }

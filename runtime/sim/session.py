@@ -276,7 +276,7 @@ class ClientSession(QueueRequests):
                 "E_NOT_SUPPORTED",
                 f"unsupported protocol version {identity.protocol_version}",
             )
-        elif identity.client_type != ctrl.ClientType.E_TCPCLIENT:
+        elif identity.client_type not in (ctrl.ClientType.E_TCPCLIENT, ctrl.ClientType.E_TCPADMIN):
             problem = ("E_NOT_SUPPORTED", f"unsupported client type {identity.client_type.name}")
         elif (refusal := self.broker.hooks.refuse_negotiation(self)) is not None:
             problem = ("E_REFUSED", refusal)

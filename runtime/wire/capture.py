@@ -3,6 +3,10 @@ line, then one record per complete event, with who sent it, on which connection,
 
 Record: direction (0 client→broker, 1 broker→client), connection number, UNIX time in
 nanoseconds, event length, then the event's bytes. Sans-I/O: bytes in, records out.
+
+``mask_event`` makes a capture shareable: every message payload, and the credential material of
+AUTHENTICATION events, is overwritten with ``X`` bytes of the same length, so sizes, headers,
+properties and framing stay exactly as recorded.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from pybmq.errors import ProtocolError
-from pybmq.wire.framing import MAX_EVENT_SIZE, check_event_length
+from pybmq.errors import ProtocolError, PybmqError
+from pybmq.generated.wire_codec import EVENT_HEADER_SIZE, EventType, PushHeaderFlags
+from pybmq.wire.appdata import PROPS_FLAG, SCHEMA_ID, message_bounds, pad_count
+from pybmq.wire.framing import MAX_EVENT_SIZE, check_event, check_event_length
+from pybmq.wire.properties import properties_area_size
 
 MAGIC = b"PYBMQ-TAP 1\n"
 _RECORD = struct.Struct(">BIQI")
@@ -65,3 +72,65 @@ def iter_records(chunks: Iterable[bytes], max_event_size: int = MAX_EVENT_SIZE) 
 
 def is_capture(head: bytes) -> bool:
     return head.startswith(MAGIC)
+
+
+MASK_BYTE = ord("X")
+# Per message event type: the smallest header (where the schema id would start) and its name.
+_MESSAGE_HEADERS = {EventType.PUT: (32, "PutHeader"), EventType.PUSH: (28, "PushHeader")}
+
+
+def mask_event(event: bytes) -> bytes:
+    """``event`` with its payloads masked (length kept); events without any are returned as is.
+
+    PUT/PUSH: each message's payload (after its properties, which stay readable; when the
+    properties were compressed with the payload, the old format, the whole application data).
+    AUTHENTICATION: the credential material. An event too malformed to find them in keeps only
+    its EventHeader, the rest masked.
+    """
+    kind = event[4] & 0x3F if len(event) >= EVENT_HEADER_SIZE else None
+    try:
+        if kind in _MESSAGE_HEADERS:
+            return _mask_messages(event, EventType(kind))
+        if kind == EventType.AUTHENTICATION:
+            return _mask_authentication(event)
+    except PybmqError:
+        return event[:EVENT_HEADER_SIZE] + bytes([MASK_BYTE]) * (len(event) - EVENT_HEADER_SIZE)
+    return event
+
+
+def _mask_messages(event: bytes, kind: EventType) -> bytes:
+    data = bytes(event)
+    masked = bytearray(data)
+    min_header, what = _MESSAGE_HEADERS[kind]
+    header_size, length, _ = check_event(data, kind)
+    pos = header_size
+    while pos < length:
+        flags, size, words, _, start, compression, _ = message_bounds(
+            data, pos, length, min_header, what
+        )
+        end = pos + size
+        implicit = kind == EventType.PUSH and flags & PushHeaderFlags.IMPLICIT_PAYLOAD
+        if not (implicit and start == end):  # else no application data at all
+            end -= pad_count(data, start, end, pos)
+            has_schema = words * 4 > min_header
+            schema = SCHEMA_ID.unpack_from(data, pos + min_header)[0] if has_schema else 0
+            if flags & PROPS_FLAG and not (compression and not schema):
+                start += properties_area_size(data, start, end)
+            masked[start:end] = bytes([MASK_BYTE]) * (end - start)
+        pos += size
+    return bytes(masked)
+
+
+def _mask_authentication(event: bytes) -> bytes:
+    import dataclasses
+
+    from pybmq.wire.control import decode_authentication, encode_authentication
+
+    message, encoding = decode_authentication(event)
+    request = message.authentication_request
+    if request is None or not request.data:
+        return event
+    masked = dataclasses.replace(request, data=bytes([MASK_BYTE]) * len(request.data))
+    return encode_authentication(
+        dataclasses.replace(message, authentication_request=masked), encoding
+    )

@@ -1,20 +1,22 @@
 """Dissector: events -> a tree of named fields, for people (``pybmq decode``) and tools (JSON).
 
-Headers are read with the construct reference model (``pybmq.generated.wire_layout``), so what a
-person sees is the spec's own reading of the bytes, not the fast codec's; message bodies come from
-the same iterators the client uses. Every node is plain data (dicts, lists, str, int), ready for
-``json.dumps``.
+Headers are read with the fast struct codec (``pybmq.generated.wire_codec``), the one the client
+and the simulator use; tests check it field by field against the construct reference model
+(``pybmq.generated.wire_layout``), which stays out of this hot path (it cost 95% of the time).
+Message bodies come from the same iterators the client uses. Every node is plain data (dicts,
+lists, str, int), ready for ``json.dumps``.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 from pybmq.errors import ProtocolError
-from pybmq.generated import wire_codec, wire_layout
+from pybmq.generated import wire_codec
 from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
     CompressionAlgorithmType,
@@ -50,39 +52,83 @@ __all__ = [
 ]
 
 
-def _fields(
-    struct: Any, data: bytes, offset: int, size: int, bits: tuple[tuple[str, int, int], ...] = ()
-) -> dict[str, Any]:
-    """Parse ``size`` bytes at ``offset`` with a construct struct.
+class _Header(NamedTuple):
+    """How to read one header kind: the codec's unpack function, its size, its fields' names
+    and first bits, and which of them are bytes (shown as hex)."""
 
-    A header shorter than the struct (an older peer's, e.g. a 28-byte PushHeader) is
-    zero-extended for parsing, and the fields it does not hold (per ``bits``) are left out.
+    unpack: Callable[[Any, int], Any]
+    size: int
+    names: tuple[str, ...]
+    first_bits: tuple[int, ...]
+    hex_fields: tuple[int, ...]
+
+
+def _header(name: str) -> _Header:
+    size = wire_codec.STRUCTS[name].size
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    bits = getattr(wire_codec, f"{snake.upper()}_BITS")
+    unpack = getattr(wire_codec, f"unpack_{snake}")
+    zero = unpack(bytes(size), 0)
+    hex_fields = tuple(i for i, v in enumerate(zero) if isinstance(v, bytes))
+    return _Header(unpack, size, tuple(b[0] for b in bits), tuple(b[1] for b in bits), hex_fields)
+
+
+_EVENT = _header("EventHeader")
+_PUT = _header("PutHeader")
+_PUSH = _header("PushHeader")
+_BATCH_HEADERS: dict[int, _Header] = {
+    EventType.ACK: _header("AckHeader"),
+    EventType.CONFIRM: _header("ConfirmHeader"),
+    EventType.REJECT: _header("RejectHeader"),
+}
+
+
+def _fields(header: _Header, data: bytes, offset: int, size: int) -> dict[str, Any]:
+    """Read the header at ``offset``, ``size`` bytes long on the wire, as named fields.
+
+    A header shorter than its struct (an older peer's, e.g. a 28-byte PushHeader) is
+    zero-extended for reading, and the fields it does not hold are left out.
     """
-    full = struct.sizeof()
-    raw = data[offset : offset + min(size, full)].ljust(full, b"\0")
-    parsed = struct.parse(raw)
-    absent = {name for name, first, _ in bits if first >= size * 8}
+    full = header.size
+    if size >= full and len(data) - offset >= full:
+        values = list(header.unpack(data, offset))
+        for i in header.hex_fields:
+            values[i] = values[i].hex()
+        return dict(zip(header.names, values, strict=True))
+    raw = bytes(data[offset : offset + min(size, full)]).ljust(full, b"\0")
+    values = list(header.unpack(raw, 0))
+    for i in header.hex_fields:
+        values[i] = values[i].hex()
     return {
-        k: (v.hex() if isinstance(v, bytes) else v)
-        for k, v in parsed.items()
-        if not k.startswith("_") and k not in absent
+        name: value
+        for name, first, value in zip(header.names, header.first_bits, values, strict=True)
+        if first < size * 8
     }
 
 
+@functools.lru_cache(maxsize=64)
 def _flag_names(value: int, flags: type[PutHeaderFlags] | type[PushHeaderFlags]) -> str:
     names = [f.name for f in flags if value & f.value and f.name]
     return "|".join(names) if names else "-"
 
 
+@functools.lru_cache(maxsize=16)
+def _compression_name(value: int) -> str:
+    return CompressionAlgorithmType(value).name
+
+
+# Byte -> itself when printable ASCII, else ".": the right-hand column of a hex dump.
+_PRINTABLE = bytes(b if 32 <= b < 127 else 0x2E for b in range(256))
+
+
 def hexdump(data: bytes, limit: int | None = 64) -> list[str]:
     """Lines like the Java SDK's dumps: offset, four 4-byte groups, printable ASCII."""
-    shown = data if limit is None else data[:limit]
-    lines = []
-    for at in range(0, len(shown), 16):
-        chunk = shown[at : at + 16]
-        groups = " ".join(chunk[i : i + 4].hex() for i in range(0, len(chunk), 4))
-        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        lines.append(f"{at:6}:   {groups:<35}     |{text:<16}|")
+    shown = bytes(data if limit is None else data[:limit])
+    text = shown.translate(_PRINTABLE).decode("ascii")
+    lines = [
+        f"{at:6}:   {shown[at : at + 16].hex(' ', -4):<35}     |{text[at : at + 16]:<16}|"
+        for at in range(0, len(shown), 16)
+    ]
     if limit is not None and len(data) > limit:
         lines.append(f"        ... {len(data) - limit} more bytes")
     return lines
@@ -104,11 +150,11 @@ def _properties_node(message: Any) -> Node | None:
 
 
 def _message_node(
-    kind: str, message: Any, header: dict[str, Any], payload_limit: int | None
+    kind: str, message: Any, header: dict[str, Any], payload_limit: int | None, previews: bool
 ) -> Node:
     flags_enum = PutHeaderFlags if kind == "PUT" else PushHeaderFlags
     header["flags_names"] = _flag_names(header["flags"], flags_enum)
-    header["compression_name"] = CompressionAlgorithmType(message.compression).name
+    header["compression_name"] = _compression_name(message.compression)
     if kind == "PUT":
         header["correlation_id"] = message.correlation_id
     node: Node = {"header": header}
@@ -135,16 +181,16 @@ def _message_node(
             if payload_limit is None
             else message.payload[:payload_limit].hex()
         ),
-        "preview": hexdump(message.payload, payload_limit),
     }
+    if previews:
+        node["payload"]["preview"] = hexdump(message.payload, payload_limit)
     return node
 
 
-def _data_messages(event: Event, payload_limit: int | None) -> list[Node]:
+def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
     data = event.data
     kind = "PUT" if event.type == EventType.PUT else "PUSH"
-    struct = wire_layout.PutHeader if kind == "PUT" else wire_layout.PushHeader
-    bits = wire_codec.PUT_HEADER_BITS if kind == "PUT" else wire_codec.PUSH_HEADER_BITS
+    reader = _PUT if kind == "PUT" else _PUSH
     iterate: Any = iter_put if kind == "PUT" else iter_push
     nodes = []
     pos = event.header_size
@@ -159,8 +205,8 @@ def _data_messages(event: Event, payload_limit: int | None) -> list[Node]:
     else:
         note = ""
     for message in messages:
-        header = _fields(struct, data, pos, message.header_words * 4, bits)
-        node = _message_node(kind, message, header, payload_limit)
+        header = _fields(reader, data, pos, message.header_words * 4)
+        node = _message_node(kind, message, header, payload_limit, previews)
         node["offset"] = event.offset + pos
         if note and message.compression:
             node["note"] = note
@@ -209,9 +255,9 @@ def _authentication_node(event: Event) -> Node:
     return node
 
 
-def _batch_node(event: Event, header_struct: Any, entry_struct: Any, entries: list[Any]) -> Node:
-    start = event.header_size
-    header = _fields(header_struct, event.data, start, header_struct.sizeof())
+def _batch_node(event: Event, entries: list[Any]) -> Node:
+    reader = _BATCH_HEADERS[event.type]
+    header = _fields(reader, event.data, event.header_size, reader.size)
     return {
         "header": header,
         "entries": [
@@ -221,9 +267,12 @@ def _batch_node(event: Event, header_struct: Any, entry_struct: Any, entries: li
     }
 
 
-def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
-    """One event as a tree. ProtocolError offsets are made absolute (file/stream offsets)."""
-    header = _fields(wire_layout.EventHeader, event.data, 0, 8)
+def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool = True) -> Node:
+    """One event as a tree. ProtocolError offsets are made absolute (file/stream offsets).
+
+    ``previews`` adds the hex-dump lines people read (``render_text`` needs them; JSON does not).
+    """
+    header = _fields(_EVENT, event.data, 0, 8)
     header["type_name"] = event_type_name(header["type"])
     node: Node = {"offset": event.offset, "type": event.type_name, "event_header": header}
     try:
@@ -233,37 +282,20 @@ def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
         elif etype == EventType.AUTHENTICATION:
             node["authentication"] = _authentication_node(event)
         elif etype == EventType.PUT or etype == EventType.PUSH:
-            node["messages"] = _data_messages(event, payload_limit)
+            node["messages"] = _data_messages(event, payload_limit, previews)
         elif etype == EventType.ACK:
-            node.update(
-                _batch_node(
-                    event, wire_layout.AckHeader, wire_layout.AckMessage, list(iter_ack(event))
-                )
-            )
+            node.update(_batch_node(event, list(iter_ack(event))))
         elif etype == EventType.CONFIRM:
-            node.update(
-                _batch_node(
-                    event,
-                    wire_layout.ConfirmHeader,
-                    wire_layout.ConfirmMessage,
-                    list(iter_confirm(event)),
-                )
-            )
+            node.update(_batch_node(event, list(iter_confirm(event))))
         elif etype == EventType.REJECT:
-            node.update(
-                _batch_node(
-                    event,
-                    wire_layout.RejectHeader,
-                    wire_layout.RejectMessage,
-                    list(iter_reject(event)),
-                )
-            )
+            node.update(_batch_node(event, list(iter_reject(event))))
         elif etype in (EventType.HEARTBEAT_REQ, EventType.HEARTBEAT_RSP):
             node["body"] = wire_codec.EVENT_BODIES[EventType(etype)]
         else:
             node["body"] = wire_codec.EVENT_BODIES.get(etype, "not a client-side event")  # type: ignore[call-overload]
             node["body_size"] = len(event.data) - event.header_size
-            node["body_preview"] = hexdump(bytes(event.body), payload_limit)
+            if previews:
+                node["body_preview"] = hexdump(bytes(event.body), payload_limit)
     except ProtocolError as exc:
         where = event.offset + (exc.offset or 0)
         raise ProtocolError(
@@ -275,7 +307,10 @@ def dissect_event(event: Event, payload_limit: int | None = 64) -> Node:
 
 
 def dissect_stream(
-    chunks: Iterable[bytes], payload_limit: int | None = 64, max_event_size: int = MAX_EVENT_SIZE
+    chunks: Iterable[bytes],
+    payload_limit: int | None = 64,
+    max_event_size: int = MAX_EVENT_SIZE,
+    previews: bool = True,
 ) -> Iterator[Node]:
     """As :func:`dissect`, over a capture read in chunks: holds one event at a time, so memory
     stays bounded by ``max_event_size`` whatever the capture's size."""
@@ -290,17 +325,25 @@ def dissect_stream(
             continue
         buf += chunk
         pos = 0
-        while len(buf) - pos >= 4:
+        error: ProtocolError | None = None
+        while len(buf) - pos >= 4:  # find the complete events
             if not any(memoryview(buf)[pos:]):
                 filler = base + pos
                 break
             length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
-            check_event_length(length, base + pos, max_event_size)
+            try:
+                check_event_length(length, base + pos, max_event_size)
+            except ProtocolError as exc:
+                error = exc
+                break
             if len(buf) - pos < max(length, EVENT_HEADER_SIZE):
                 break
-            event = _frame(buf[pos : pos + length], base + pos, max_event_size)
-            yield dissect_event(event, payload_limit)
             pos += length
+        for event in iter_events(bytes(buf[:pos]), max_event_size, base):
+            assert isinstance(event, Event)  # the zero tail is not in buf[:pos]
+            yield dissect_event(event, payload_limit, previews)
+        if error is not None:  # after every event before it
+            raise error
         if filler is not None:
             base += len(buf)
             buf.clear()
@@ -312,17 +355,19 @@ def dissect_stream(
     elif buf and not any(buf):
         yield {"filler": {"offset": base, "size": len(buf)}}
     elif buf:
-        _frame(buf, base, max_event_size)  # an incomplete last event: raises, naming its offset
+        list(iter_events(buf, max_event_size, base))  # an incomplete last event: raises
 
 
-def dissect_capture(chunks: Iterable[bytes], payload_limit: int | None = 64) -> Iterator[Node]:
+def dissect_capture(
+    chunks: Iterable[bytes], payload_limit: int | None = 64, previews: bool = True
+) -> Iterator[Node]:
     """The events of a ``pybmq tap`` capture, each with its direction, connection and time."""
     import datetime
 
     for record in iter_records(chunks):
-        node = dissect_event(
-            _frame(bytearray(record.event), record.offset, MAX_EVENT_SIZE), payload_limit
-        )
+        (event,) = iter_events(record.event, MAX_EVENT_SIZE, record.offset)
+        assert isinstance(event, Event)
+        node = dissect_event(event, payload_limit, previews)
         when = datetime.datetime.fromtimestamp(record.time_ns / 1e9, datetime.timezone.utc)
         node["tap"] = {
             "direction": DIRECTIONS[record.direction],
@@ -330,16 +375,6 @@ def dissect_capture(chunks: Iterable[bytes], payload_limit: int | None = 64) -> 
             "time": when.isoformat(timespec="microseconds"),
         }
         yield node
-
-
-def _frame(data: bytearray, offset: int, max_event_size: int) -> Event:
-    """The one event that is ``data`` (found at stream ``offset``); errors name that offset."""
-    try:
-        (event,) = iter_events(bytes(data), max_event_size)
-    except ProtocolError as exc:
-        raise ProtocolError(exc.reason, offset=offset + (exc.offset or 0), path=exc.path) from None
-    assert isinstance(event, Event)
-    return dataclasses.replace(event, offset=offset)
 
 
 def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:
@@ -354,11 +389,20 @@ def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:
 # -- text rendering --------------------------------------------------------------------------------
 
 
-def _render_fields(title: str, fields: dict[str, Any], indent: str) -> list[str]:
-    width = max((len(k) for k in fields), default=0)
-    lines = [f"{indent}[{title}]"]
-    lines += [f"{indent}\t{k:<{width}} : {v}" for k, v in fields.items()]
-    return lines
+@functools.lru_cache(maxsize=256)
+def _template(keys: tuple[str, ...], line: str, separator: str) -> str:
+    """A ``str.format`` template with one ``{}`` per key, cached per key set (the keys of a
+    header kind never change), so each node is formatted in one call."""
+    width = max((len(k) for k in keys), default=0)
+    return separator.join(
+        line.format(key=k.replace("{", "{{").replace("}", "}}"), pad=" " * (width - len(k)))
+        for k in keys
+    )
+
+
+def _render_fields(title: str, fields: dict[str, Any]) -> str:
+    body = _template(tuple(fields), "\n\t{key}{pad} : {{}}", "").format(*fields.values())
+    return f"[{title}]{body}"
 
 
 def render_text(node: Node) -> str:
@@ -370,7 +414,7 @@ def render_text(node: Node) -> str:
     if "tap" in node:
         t = node["tap"]
         lines.append(f"[Tap] connection {t['connection']} {t['direction']} at {t['time']}")
-    lines += _render_fields("EventHeader", node["event_header"], "")
+    lines.append(_render_fields("EventHeader", node["event_header"]))
     for key, title in (("control", "ControlMessage"), ("authentication", "AuthenticationMessage")):
         if key not in node:
             continue
@@ -382,9 +426,8 @@ def render_text(node: Node) -> str:
         else:
             lines.append(f"\terror   : {c['error']}")
     for i, m in enumerate(node.get("messages", [])):
-        lines += _render_fields(
-            f"{node['type'].capitalize()}Header #{i} @{m['offset']}", m["header"], ""
-        )
+        title = f"{node['type'].capitalize()}Header #{i} @{m['offset']}"
+        lines.append(_render_fields(title, m["header"]))
         if "options" in m:
             lines.append(f"[Options] {json.dumps(m['options'])}")
         if "properties" in m:
@@ -396,9 +439,9 @@ def render_text(node: Node) -> str:
         lines.append(f"[Payload] {m['payload']['size']} bytes")
         lines += m["payload"]["preview"]
     if "entries" in node:
-        lines += _render_fields("BatchHeader", node["header"], "")
+        lines.append(_render_fields("BatchHeader", node["header"]))
         for i, e in enumerate(node["entries"]):
-            lines.append(f"\t#{i}: " + ", ".join(f"{k}={v}" for k, v in e.items()))
+            lines.append(f"\t#{i}: " + _template(tuple(e), "{key}={{}}", ", ").format(*e.values()))
     if "body_size" in node:
         lines.append(f"[Body] {node['body_size']} bytes (not dissected): {node['body']}")
         lines += node["body_preview"]

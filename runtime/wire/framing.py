@@ -49,11 +49,11 @@ MAX_CONTROL_EVENT_SIZE = 1 << 20
 SMALL_EVENT_SIZE = 64 * 1024
 
 
+_EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
+
+
 def event_type_name(value: int) -> str:
-    try:
-        return EventType(value).name
-    except ValueError:
-        return f"UNKNOWN({value})"
+    return _EVENT_TYPE_NAMES.get(value) or f"UNKNOWN({value})"
 
 
 @dataclass(frozen=True)
@@ -202,11 +202,12 @@ class EventReader:
 
 
 def iter_events(
-    buf: bytes | bytearray | memoryview, max_event_size: int = MAX_EVENT_SIZE
+    buf: bytes | bytearray | memoryview, max_event_size: int = MAX_EVENT_SIZE, base: int = 0
 ) -> Iterator[Event | Filler]:
     """Every event in ``buf``, then a ``Filler`` if the buffer ends in zero bytes.
 
-    A non-zero tail that is not a complete event raises ProtocolError with its offset.
+    A non-zero tail that is not a complete event raises ProtocolError with its offset. Offsets
+    (of events, filler and errors) count from ``base``, the stream offset of ``buf[0]``.
     """
     view = memoryview(buf)
     pos = 0
@@ -214,23 +215,25 @@ def iter_events(
     while pos < end:
         rest = view[pos:]
         if not any(rest):
-            yield Filler(pos, end - pos)
+            yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
             raise ProtocolError(
-                f"truncated EventHeader: {end - pos} bytes left", offset=pos, path="EventHeader"
+                f"truncated EventHeader: {end - pos} bytes left",
+                offset=base + pos,
+                path="EventHeader",
             )
         fragment, length, version, etype, hwords, tspec = _parse_header(
-            view, pos, pos, max_event_size
+            view, pos, base + pos, max_event_size
         )
         if end - pos < length:
             raise ProtocolError(
                 f"truncated event: declared {length} bytes, {end - pos} available",
-                offset=pos,
+                offset=base + pos,
                 path="EventHeader.length",
             )
         header = EventHeader(fragment, length, version, etype, hwords, tspec, view[pos + 7])
-        yield Event(header, bytes(view[pos : pos + length]), pos)
+        yield Event(header, bytes(view[pos : pos + length]), base + pos)
         pos += length
 
 

@@ -5,5 +5,7 @@ from bench import bench_decode
 
 def test_bench_decode_runs_quick() -> None:
     results = bench_decode.run(quick=True)
-    assert [r.name for r in results] == ["decode text", "decode json", "framing alone (reference)"]
+    captures = ("Java SDK dump", "traffic 100 B", "traffic 1 KiB")
+    kinds = ("decode text", "decode json", "read alone (reference)")
+    assert [r.name for r in results] == [f"{k}, {c}" for c in captures for k in kinds]
     assert all(r.value > 0 for r in results)

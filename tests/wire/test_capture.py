@@ -1,12 +1,20 @@
-"""The tap's capture records: round trip in any chunking, and clean errors for bad files."""
+"""The tap's capture records: round trip in any chunking, clean errors for bad files, and
+payload masking that keeps every length, header and property."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pybmq.errors import ProtocolError
-from pybmq.wire.capture import MAGIC, encode_record, iter_records
-from pybmq.wire.control import HEARTBEAT_REQ_EVENT
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.wire_codec import EventType
+from pybmq.wire.capture import MAGIC, MASK_BYTE, encode_record, iter_records, mask_event
+from pybmq.wire.control import HEARTBEAT_REQ_EVENT, decode_authentication, encode_authentication
 from pybmq.wire.framing import MAX_EVENT_SIZE
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushEventBuilder, iter_push
+from pybmq.wire.put import PutEventBuilder, iter_put
 
 
 def capture() -> bytes:
@@ -36,3 +44,57 @@ def test_bad_captures_are_protocol_errors() -> None:
     huge = MAGIC + encode_record(0, 1, 0, b"")[:13] + (MAX_EVENT_SIZE + 1).to_bytes(4, "big")
     with pytest.raises(ProtocolError, match="exceeds the maximum"):
         list(iter_records([huge]))
+
+
+# -- masking ----------------------------------------------------------------------------------
+
+
+SECRET = b"top secret payload " * 70  # 1330 bytes: compressible
+
+
+def test_put_and_push_payloads_are_masked_length_and_properties_kept() -> None:
+    props = MessageProperties({"who": "me", "n": 3})
+    put = PutEventBuilder(compression_threshold=1024)
+    put.add(1, SECRET, correlation_id=1, properties=props)
+    put.add(1, b"tiny", correlation_id=2)
+    put.add(1, SECRET, correlation_id=3, properties=props, compression=1)  # zlib, extended
+    put.add(1, SECRET, correlation_id=4, properties=props, compression=1, extended_properties=False)
+    push = PushEventBuilder()
+    push.add(1, bytes(16), SECRET, properties=props)
+    push.add(1, bytes(range(16)), b"", implicit_payload=True)
+    for event in (*put.finish(), *push.finish()):
+        masked = mask_event(event)
+        assert len(masked) == len(event) and masked[:8] == event[:8]
+        assert b"secret" not in masked and b"tiny" not in masked
+        iterate: Any = iter_put if event[4] & 0x3F == EventType.PUT else iter_push
+        before = list(iterate(event, decompress=False))
+        after = list(iterate(masked, decompress=False))
+        assert [len(m.payload) for m in after] == [len(m.payload) for m in before]
+        assert [m.properties_area for m in after] == [m.properties_area for m in before]
+        assert all(set(m.payload) <= {MASK_BYTE} for m in after)
+        assert [m.payload for m in after].count(b"") == [m.payload for m in before].count(b"")
+
+
+def test_other_events_are_kept_and_malformed_ones_masked_whole() -> None:
+    assert mask_event(HEARTBEAT_REQ_EVENT) == HEARTBEAT_REQ_EVENT
+    put = PutEventBuilder()
+    put.add(1, b"abc", correlation_id=1)
+    (event,) = put.finish()
+    broken = event[:-1] + b"\x09"  # invalid padding byte
+    masked = mask_event(broken)
+    assert masked[:8] == broken[:8] and set(masked[8:]) == {MASK_BYTE}
+
+
+def test_authentication_material_is_masked() -> None:
+    for encoding in ("BER", "JSON"):
+        request = ctrl.AuthenticationRequest(mechanism="BASIC", data=b"user:password")
+        event = encode_authentication(
+            ctrl.AuthenticationMessage(authentication_request=request), encoding
+        )
+        masked = mask_event(event)
+        assert b"password" not in masked and len(masked) == len(event)
+        message, used = decode_authentication(masked)
+        assert used.name == encoding
+        assert message.authentication_request is not None
+        assert message.authentication_request.mechanism == "BASIC"
+        assert message.authentication_request.data == b"X" * len(b"user:password")

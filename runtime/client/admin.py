@@ -1,0 +1,152 @@
+"""An admin connection to a broker, sans-I/O: bytes in, bytes and answers out.
+
+What upstream's admin clients do (bloomberg/blazingmq, ``blazingmq.dev.it.process.admin``):
+negotiate with a ClientIdentity whose clientType is ``E_TCPADMIN``, then send each command as a
+CONTROL message ``{"rId": N, "adminCommand": {"command": "<words>"}}``; the broker answers each
+with ``adminCommandResponse`` whose ``text`` is the result, for people or as JSON when the
+command starts with ``ENCODING JSON_COMPACT`` or ``ENCODING JSON_PRETTY`` (mqbcmd.xsd). Both
+directions use JSON encoding, as upstream's admin client does.
+
+The shell (``pybmq admin``) opens the socket, feeds ``receive_data`` and writes
+``data_to_send``; the engine answers heartbeats itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pybmq._version import __version__
+from pybmq.client.options import SessionOptions
+from pybmq.client.records import SDK_VERSION
+from pybmq.errors import BrokerError, ProtocolError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.generated.wire_codec import PROTOCOL_VERSION, EncodingType, EventType
+from pybmq.wire.control import (
+    HEARTBEAT_RSP_EVENT,
+    decode_control_as,
+    encode_control,
+)
+from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE, EventReader
+
+# Largest answer accepted: a broker's admin results can be big (a whole broker config, every
+# queue of a cluster), far more than a client's control messages.
+MAX_ADMIN_EVENT_SIZE = 64 << 20
+# Commands in flight at once (each waits for its answer); more is a UsageError.
+MAX_PENDING_COMMANDS = 64
+
+
+@dataclass(frozen=True)
+class AdminAnswer:
+    """The broker's answer to one command."""
+
+    r_id: int
+    command: str
+    text: str
+
+
+class AdminEngine:
+    """Negotiate as an admin client, send commands, collect their answers."""
+
+    def __init__(
+        self,
+        options: SessionOptions | None = None,
+        max_event_size: int = MAX_ADMIN_EVENT_SIZE,
+    ) -> None:
+        if max_event_size < MAX_CONTROL_EVENT_SIZE:
+            raise ValueError(f"max_event_size must be at least {MAX_CONTROL_EVENT_SIZE}")
+        options = options or SessionOptions()
+        self.negotiated = False
+        self.broker_version: int | None = None
+        self._reader = EventReader(max_event_size)
+        self._pending: dict[int, str] = {}
+        self._next_id = 1
+        identity = ctrl.ClientIdentity(
+            protocol_version=PROTOCOL_VERSION,
+            sdk_version=SDK_VERSION,
+            client_type=ctrl.ClientType.E_TCPADMIN,
+            process_name=options.process_name,
+            pid=options.pid,
+            session_id=1,
+            host_name=options.host_name,
+            features="PROTOCOL_ENCODING:JSON",
+            cluster_name="",
+            cluster_node_id=-1,
+            sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
+            guid_info=ctrl.GuidInfo(client_id="", nano_seconds_from_epoch=0),
+            user_agent=f"pybmq/{__version__}",
+        )
+        negotiation = ctrl.NegotiationMessage(client_identity=identity)
+        self._out = [encode_control(negotiation, EncodingType.JSON)]
+
+    @property
+    def pending(self) -> int:
+        """Commands sent and not answered yet."""
+        return len(self._pending)
+
+    def command(self, text: str) -> int:
+        """Queue ``text`` for the broker; returns its request id."""
+        from pybmq.errors import UsageError
+
+        if len(self._pending) >= MAX_PENDING_COMMANDS:
+            raise UsageError(f"at most {MAX_PENDING_COMMANDS} admin commands may wait at once")
+        r_id = self._next_id
+        self._next_id += 1
+        self._pending[r_id] = text
+        message = ctrl.ControlMessage(r_id=r_id, admin_command=ctrl.AdminCommand(command=text))
+        self._out.append(encode_control(message, EncodingType.JSON))
+        return r_id
+
+    def data_to_send(self) -> bytes:
+        out, self._out = b"".join(self._out), []
+        return out
+
+    def receive_data(self, data: bytes) -> list[AdminAnswer]:
+        """Bytes from the broker -> the answers they complete. A refused negotiation raises
+        BrokerError; bytes that are not BlazingMQ events, ProtocolError."""
+        answers = []
+        try:
+            events = self._reader.feed(data)
+        except ProtocolError as exc:
+            if not self.negotiated:
+                raise ProtocolError(
+                    f"the peer is not a BlazingMQ broker (it sent {bytes(data[:16])!r}…): "
+                    f"{exc.reason}",
+                    offset=exc.offset,
+                ) from None
+            raise
+        for event in events:
+            if event.type == EventType.HEARTBEAT_REQ:
+                self._out.append(HEARTBEAT_RSP_EVENT)
+            elif event.type != EventType.CONTROL:
+                continue  # nothing else is meant for an admin session
+            elif not self.negotiated:
+                self._on_negotiation(decode_control_as(event, ctrl.NegotiationMessage)[0])
+            else:
+                answer = self._on_control(decode_control_as(event, ctrl.ControlMessage)[0])
+                if answer is not None:
+                    answers.append(answer)
+        return answers
+
+    def _on_negotiation(self, message: ctrl.NegotiationMessage) -> None:
+        response = message.broker_response
+        if response is None:
+            raise ProtocolError(f"expected a brokerResponse, got {message.selection}")
+        status = response.result
+        if status.category != ctrl.StatusCategory.E_SUCCESS:
+            raise BrokerError(
+                "admin negotiation", status.category.name, status.code, status.message
+            )
+        self.negotiated = True
+        self.broker_version = response.broker_version
+
+    def _on_control(self, message: ctrl.ControlMessage) -> AdminAnswer | None:
+        r_id = message.r_id
+        if r_id is None or r_id not in self._pending:
+            return None  # not an answer to us (a broker may send others)
+        command = self._pending.pop(r_id)
+        if message.admin_command_response is not None:
+            return AdminAnswer(r_id, command, message.admin_command_response.text)
+        if message.status is not None:
+            s = message.status
+            raise BrokerError(f"admin command {command!r}", s.category.name, s.code, s.message)
+        raise ProtocolError(f"expected an adminCommandResponse, got {message.selection}")

@@ -1,0 +1,103 @@
+"""``pybmq admin`` as a subprocess against the simulator over real sockets: text and JSON
+answers, a purge the broker really did, and an exit code for each way it can fail."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+from pybmq.sim.server import ThreadedBrokerSimulator
+
+pytestmark = pytest.mark.timeout(120)
+
+DOMAIN = "bmq.test.mem.priority"
+QUEUE = f"bmq://{DOMAIN}/admin"
+
+
+def pybmq(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pybmq.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def sim() -> Iterator[ThreadedBrokerSimulator]:
+    with ThreadedBrokerSimulator() as broker:
+        yield broker
+
+
+def test_stat_infos_list_and_purge(sim: ThreadedBrokerSimulator) -> None:
+    posted = pybmq("post", QUEUE, "--count", "7", "--broker", sim.url)
+    assert posted.returncode == 0, posted.stderr
+    stats = pybmq("admin", "STAT", "SHOW", "--broker", sim.url)
+    assert stats.returncode == 0, stats.stderr
+    assert [QUEUE, "__default", "7"] in [line.split()[:3] for line in stats.stdout.splitlines()]
+    infos = pybmq("admin", "--json", "DOMAINS", "DOMAIN", DOMAIN, "INFOS", "--broker", sim.url)
+    document = json.loads(infos.stdout)
+    assert document["command"] == f"ENCODING JSON_COMPACT DOMAINS DOMAIN {DOMAIN} INFOS"
+    assert document["result"]["domainInfo"]["queueUris"] == [QUEUE]
+    listed = pybmq("admin", "--json", "DOMAINS", "DOMAIN", DOMAIN, "QUEUE", "admin", "LIST",
+                   "0", "unlimited", "--broker", sim.url)  # fmt: skip
+    contents = json.loads(listed.stdout)["result"]["queueContents"]
+    assert contents["totalQueueMessages"] == 7 and len(contents["messages"]) == 7
+    purged = pybmq("admin", "DOMAINS", "DOMAIN", DOMAIN, "QUEUE", "admin", "PURGE", "*",
+                   "--broker", sim.url)  # fmt: skip
+    assert purged.returncode == 0, purged.stderr
+    assert purged.stdout.strip() == f"Purged 7 message(s) (700 bytes) from {QUEUE}, appId __default"
+    assert sim.call(lambda broker: broker.queue(QUEUE).pending_count()) == 0  # type: ignore[union-attr]
+
+
+def test_help_text_and_error_results(sim: ThreadedBrokerSimulator) -> None:
+    helped = pybmq("admin", "help", "--broker", sim.url)
+    assert helped.returncode == 0 and "STAT SHOW" in helped.stdout
+    unknown = pybmq("admin", "NO", "SUCH", "--broker", sim.url)
+    assert unknown.returncode == 0 and unknown.stdout.startswith("Error: not supported")
+    unknown = pybmq("admin", "--json", "NO", "SUCH", "--broker", sim.url)
+    assert unknown.returncode == 1
+    assert "not supported" in json.loads(unknown.stdout)["result"]["error"]["message"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def test_connection_failures_have_exit_codes() -> None:
+    refused = pybmq("admin", "HELP", "--broker", f"tcp://127.0.0.1:{free_port()}")
+    assert refused.returncode == 3 and "cannot connect" in refused.stderr
+    with socket.socket() as silent:  # accepts (the backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        timed_out = pybmq("admin", "HELP", "--broker", url, "--timeout", "1")
+    assert timed_out.returncode == 4 and "--timeout 1 s" in timed_out.stderr
+    assert pybmq("admin", "HELP", "--timeout", "0").returncode == 2
+
+
+def test_a_peer_that_is_not_a_broker() -> None:
+    with socket.socket() as http:
+        http.bind(("127.0.0.1", 0))
+        http.listen()
+
+        def answer() -> None:
+            connection, _ = http.accept()
+            with connection:
+                connection.recv(4096)
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        result = pybmq("admin", "HELP", "--broker", f"tcp://127.0.0.1:{http.getsockname()[1]}")
+        thread.join(timeout=10)
+    assert result.returncode == 3 and "not a BlazingMQ broker" in result.stderr
