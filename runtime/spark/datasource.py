@@ -8,8 +8,10 @@
 Where code runs matters. ``DataSource.reader/writer/streamReader/streamWriter`` run in Python
 worker processes next to the driver: options are checked and the broker is probed there, so bad
 options fail the query at once. Writers and batch readers are pickled to the executors, where each
-task opens its own :class:`pybmq.Session` (see :mod:`pybmq.spark.io`). The stream reader is the
-exception, see :class:`BlazingMQStreamReader`.
+task opens its own :class:`pybmq.Session` (see :mod:`pybmq.spark.io`). The stream reader keeps
+its one consumer next to the driver (:class:`BlazingMQStreamReader`), or, with
+``consumers=executors``, one sticky consumer per partition in the executors
+(:mod:`pybmq.spark.executors`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.options import QueueOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.spark.executors import ExecutorStreamReader
 from pybmq.spark.filters import split_filters
 from pybmq.spark.io import consume, open_session, post_all, probe, typed_properties
 from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions, property_schema
@@ -146,10 +149,12 @@ class BlazingMQDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> BlazingMQStreamWriter:
         return BlazingMQStreamWriter(self._write_options(schema, overwrite))
 
-    def streamReader(self, schema: StructType) -> BlazingMQStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         options = StreamReadOptions.parse(self.options)
         arrow_schema = _arrow_schema(schema, options.property_schema)
         probe(options.target, read=True)
+        if options.in_executors:
+            return ExecutorStreamReader(options, arrow_schema)
         return BlazingMQStreamReader(options, arrow_schema)
 
     def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:

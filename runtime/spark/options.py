@@ -40,6 +40,8 @@ TLS_KEY = "tlskey"
 TLS_SERVER_NAME = "tlsservername"
 PROPERTY_SCHEMA = "propertyschema"  # read: properties as typed columns, "name type, ..."
 PUSH_FILTERS = "pushfilters"
+CONSUMERS = "consumers"  # stream read: "driver" (one consumer) or "executors" (one per partition)
+CONSUMER_IDLE_TIMEOUT_MS = "consumeridletimeoutms"
 _SECURITY = (AUTH_MECHANISM, AUTH_MATERIAL, AUTH_FILE, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME)
 
 _KNOWN = {
@@ -59,6 +61,8 @@ _KNOWN = {
     CONNECT_TIMEOUT_MS,
     PROPERTY_SCHEMA,
     PUSH_FILTERS,
+    CONSUMERS,
+    CONSUMER_IDLE_TIMEOUT_MS,
     *_SECURITY,
     "path",  # Spark adds it for load(path)/save(path); we do not use it
     "checkpointlocation",  # a streaming query option that reaches the sink too
@@ -361,6 +365,8 @@ class StreamReadOptions:
     num_partitions: int
     idle_timeout: float = 1.0  # Trigger.AvailableNow: pushes quiet this long = all available
     property_schema: tuple[tuple[str, str], ...] = ()
+    in_executors: bool = False  # consumers=executors: sticky consumers in the Python workers
+    consumer_idle_timeout: float = 60.0  # an executor consumer unused this long is closed
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -374,4 +380,13 @@ class StreamReadOptions:
             num_partitions=_int(options, NUM_PARTITIONS, 1, minimum=1),
             idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
             property_schema=property_schema(options),
+            in_executors=_consumers(options) == "executors",
+            consumer_idle_timeout=_int(options, CONSUMER_IDLE_TIMEOUT_MS, 60_000, minimum=1) / 1000,
         )
+
+
+def _consumers(options: Mapping[str, str]) -> str:
+    where = str(options.get(CONSUMERS, "driver")).strip().lower()
+    if where not in ("driver", "executors"):
+        raise UsageError(f"option 'consumers' must be driver or executors, got {where!r}")
+    return where

@@ -3,7 +3,6 @@ end-to-end read on local Spark where the broker filters and the rest stays queue
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -23,6 +22,8 @@ from pyspark.sql.datasource import (
     Not,
     StringStartsWith,
 )
+
+from tests.helpers.spark import fresh_queue
 
 COLUMNS = {"n": "bigint", "region": "string", "ok": "boolean", "raw": "binary"}
 
@@ -88,7 +89,7 @@ def test_property_schema_option() -> None:
 def test_pushed_filters_leave_the_other_messages_queued(spark: Any, bmq_broker_url: str) -> None:
     from pyspark.sql import functions as F
 
-    queue = f"bmq://bmq.test.mem.priority/spark-{uuid.uuid4().hex[:12]}"
+    queue = fresh_queue()
     (
         spark.range(200)
         .select(
