@@ -1,8 +1,9 @@
 """BlazingMQ as a PySpark data source (``spark.read/readStream/write.format("blazingmq")``).
 
 ``register`` checks the workers and registers the source; ``datasource`` is what Spark calls;
-``options`` reads its options, ``rows`` converts between Arrow rows and messages, ``io`` talks to
-the broker. Needs the ``spark`` extra (pyspark, pyarrow).
+``options`` reads its options, ``rows`` converts between Arrow rows and messages, ``filters``
+turns pushed Spark filters into a subscription expression, ``io`` talks to the broker,
+``executors`` keeps the stream's consumers in the executors (``consumers=executors``). Needs the ``spark`` extra (pyspark, pyarrow).
 """
 
 from pybmq.spark.datasource import BlazingMQDataSource

@@ -8,8 +8,10 @@
 Where code runs matters. ``DataSource.reader/writer/streamReader/streamWriter`` run in Python
 worker processes next to the driver: options are checked and the broker is probed there, so bad
 options fail the query at once. Writers and batch readers are pickled to the executors, where each
-task opens its own :class:`pybmq.Session` (see :mod:`pybmq.spark.io`). The stream reader is the
-exception, see :class:`BlazingMQStreamReader`.
+task opens its own :class:`pybmq.Session` (see :mod:`pybmq.spark.io`). The stream reader keeps
+its one consumer next to the driver (:class:`BlazingMQStreamReader`), or, with
+``consumers=executors``, one sticky consumer per partition in the executors
+(:mod:`pybmq.spark.executors`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -27,8 +29,10 @@ from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.options import QueueOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.spark.executors import ExecutorStreamReader
+from pybmq.spark.filters import split_filters
 from pybmq.spark.io import consume, open_session, post_all, probe, typed_properties
-from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions
+from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions, property_schema
 from pybmq.spark.rows import RowBuffer, check_write_schema, messages_from_batch
 from pyspark.sql.datasource import (
     DataSource,
@@ -36,6 +40,7 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -90,14 +95,32 @@ READ_SCHEMA = StructType(
 type, with the value in the struct field of that type; ``properties`` is the same as text."""
 
 
-def _arrow_schema(schema: StructType) -> pa.Schema:
+_PROPERTY_COLUMN_TYPES = {
+    "boolean": BooleanType(),
+    "bigint": LongType(),
+    "string": StringType(),
+    "binary": BinaryType(),
+}
+
+
+def read_schema(property_schema: tuple[tuple[str, str], ...] = ()) -> StructType:
+    """:data:`READ_SCHEMA`, then one nullable column per ``propertySchema`` entry."""
+    fields = [StructField(n, _PROPERTY_COLUMN_TYPES[t], True) for n, t in property_schema]
+    return StructType([*READ_SCHEMA.fields, *fields])
+
+
+def _arrow_schema(
+    schema: StructType, property_schema: tuple[tuple[str, str], ...] = ()
+) -> pa.Schema:
     """The Arrow schema Spark expects back from a reader (it compares it exactly)."""
+    expected = read_schema(property_schema)
     if [(f.name, f.dataType) for f in schema.fields] != [
-        (f.name, f.dataType) for f in READ_SCHEMA.fields
+        (f.name, f.dataType) for f in expected.fields
     ]:
         raise UsageError(
-            f"format 'blazingmq' reads with its own schema ({READ_SCHEMA.simpleString()}); "
-            f"a user-specified schema {schema.simpleString()} is not supported"
+            f"format 'blazingmq' reads with its own schema ({expected.simpleString()}; add "
+            f"property columns with 'propertySchema'); a user-specified schema "
+            f"{schema.simpleString()} is not supported"
         )
     return to_arrow_schema(schema, timezone="UTC")
 
@@ -110,12 +133,14 @@ class BlazingMQDataSource(DataSource):
         return "blazingmq"
 
     def schema(self) -> StructType:
-        return READ_SCHEMA
+        return read_schema(property_schema(self.options))
 
     def reader(self, schema: StructType) -> BlazingMQBatchReader:
         options = ReadOptions.parse(self.options)
-        arrow_schema = _arrow_schema(schema)
+        arrow_schema = _arrow_schema(schema, options.property_schema)
         probe(options.target, read=True)
+        if options.push_filters:
+            return BlazingMQFilteringReader(options, arrow_schema)
         return BlazingMQBatchReader(options, arrow_schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BlazingMQBatchWriter:
@@ -124,10 +149,12 @@ class BlazingMQDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> BlazingMQStreamWriter:
         return BlazingMQStreamWriter(self._write_options(schema, overwrite))
 
-    def streamReader(self, schema: StructType) -> BlazingMQStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         options = StreamReadOptions.parse(self.options)
-        arrow_schema = _arrow_schema(schema)
+        arrow_schema = _arrow_schema(schema, options.property_schema)
         probe(options.target, read=True)
+        if options.in_executors:
+            return ExecutorStreamReader(options, arrow_schema)
         return BlazingMQStreamReader(options, arrow_schema)
 
     def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:
@@ -233,6 +260,21 @@ class BlazingMQBatchReader(DataSourceReader):  # type: ignore[misc]
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         for buffer in consume(self.options, int(partition.value)):
             yield buffer.to_batch(self.arrow_schema)
+
+
+class BlazingMQFilteringReader(BlazingMQBatchReader):
+    """A batch read with ``pushFilters=true``: the filters a subscription expression can say
+    (see :mod:`pybmq.spark.filters`) go to the broker; Spark evaluates the rest.
+
+    A separate class because Spark refuses a reader that implements ``pushFilters`` unless
+    ``spark.sql.python.filterPushdown.enabled`` is true, and plain reads must not need that."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        expression, kept = split_filters(filters, dict(self.options.property_schema))
+        if expression:
+            log.info("subscription for %s: %s", self.options.target.queue, expression)
+            self.options = replace(self.options, subscription=expression)
+        return kept
 
 
 # ---------------------------------------------------------------------------------- stream read
@@ -402,7 +444,8 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 consumer.next_seq = last
             batch = [m for seq, m in consumer.numbered if first <= seq < last]
         count = max(1, min(self.options.num_partitions, len(batch)))
-        buffers = [RowBuffer(self.options.target.queue) for _ in range(count)]
+        queue, columns = self.options.target.queue, self.options.property_schema
+        buffers = [RowBuffer(queue, columns) for _ in range(count)]
         for i, message in enumerate(batch):
             properties = typed_properties(message.properties)
             buffers[i * count // max(len(batch), 1)].add(message.guid, message.payload, properties)

@@ -201,13 +201,18 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
     try:
         # Credit = the most this task will take: the broker never pushes a message this task
         # would leave unconfirmed and hand back (which would make it a redelivery elsewhere).
+        # A subscription (pushed filters) makes the broker push only the messages it matches.
         queue = session.open_queue(
             target.queue,
             read=True,
-            options=QueueOptions(max_unconfirmed_messages=limit, max_unconfirmed_bytes=1 << 40),
+            options=QueueOptions(
+                max_unconfirmed_messages=limit,
+                max_unconfirmed_bytes=1 << 40,
+                subscriptions=(options.subscription,) if options.subscription else (),
+            ),
         )
         received: list[ReceivedMessage] = []
-        buffer = RowBuffer(target.queue)
+        buffer = RowBuffer(target.queue, options.property_schema)
         while len(received) < limit:
             batch = queue.get_many(min(batch_rows, limit - len(received)), options.idle_timeout)
             if not batch:
@@ -217,7 +222,7 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
                 buffer.add(message.guid, message.payload, typed_properties(message.properties))
             if len(buffer) >= batch_rows:
                 yield buffer
-                buffer = RowBuffer(target.queue)
+                buffer = RowBuffer(target.queue, options.property_schema)
         if len(buffer):
             yield buffer
         if options.confirm:

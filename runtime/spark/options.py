@@ -38,6 +38,10 @@ TLS_CA = "tlsca"
 TLS_CERT = "tlscert"
 TLS_KEY = "tlskey"
 TLS_SERVER_NAME = "tlsservername"
+PROPERTY_SCHEMA = "propertyschema"  # read: properties as typed columns, "name type, ..."
+PUSH_FILTERS = "pushfilters"
+CONSUMERS = "consumers"  # stream read: "driver" (one consumer) or "executors" (one per partition)
+CONSUMER_IDLE_TIMEOUT_MS = "consumeridletimeoutms"
 _SECURITY = (AUTH_MECHANISM, AUTH_MATERIAL, AUTH_FILE, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME)
 
 _KNOWN = {
@@ -55,6 +59,10 @@ _KNOWN = {
     MAX_UNCONFIRMED,
     MAX_MESSAGES_PER_BATCH,
     CONNECT_TIMEOUT_MS,
+    PROPERTY_SCHEMA,
+    PUSH_FILTERS,
+    CONSUMERS,
+    CONSUMER_IDLE_TIMEOUT_MS,
     *_SECURITY,
     "path",  # Spark adds it for load(path)/save(path); we do not use it
     "checkpointlocation",  # a streaming query option that reaches the sink too
@@ -157,6 +165,38 @@ def check_queue_uri(uri: str) -> str:
     if parse_queue_uri(uri) is None:
         raise UsageError(f"option 'queue' must look like bmq://domain/queue, got {uri!r}")
     return uri
+
+
+# Read property columns: their Spark SQL type → which property values fill them (else null).
+READ_PROPERTY_TYPES = {
+    "boolean": ("BOOL",),
+    "bigint": ("CHAR", "SHORT", "INT32", "INT64"),
+    "string": ("STRING",),
+    "binary": ("BINARY",),
+}
+MAX_PROPERTY_COLUMNS = 64  # a message carries at most 64 properties (bmqp)
+_BASE_COLUMNS = ("queue", "guid", "payload", "properties", "typed_properties")
+
+
+def property_schema(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``propertySchema`` ("price bigint, region string"): (column = property name, SQL type)."""
+    columns: list[tuple[str, str]] = []
+    for item in str(options.get(PROPERTY_SCHEMA, "")).split(","):
+        if not item.strip():
+            continue
+        parts = item.split()
+        if len(parts) != 2 or parts[1].lower() not in READ_PROPERTY_TYPES:
+            raise UsageError(
+                f"option 'propertySchema' takes 'name type' pairs with a type in "
+                f"{sorted(READ_PROPERTY_TYPES)}, got {item.strip()!r}"
+            )
+        name = parts[0]
+        if name in _BASE_COLUMNS or name in dict(columns):
+            raise UsageError(f"option 'propertySchema' names column {name!r} twice")
+        columns.append((name, parts[1].lower()))
+    if len(columns) > MAX_PROPERTY_COLUMNS:
+        raise UsageError(f"option 'propertySchema' has more than {MAX_PROPERTY_COLUMNS} columns")
+    return tuple(columns)
 
 
 @dataclass(frozen=True)
@@ -291,6 +331,9 @@ class ReadOptions:
     idle_timeout: float
     confirm: bool
     num_partitions: int
+    property_schema: tuple[tuple[str, str], ...] = ()
+    push_filters: bool = False
+    subscription: str = ""  # set by pushFilters: the broker's filter ("" = every message)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -307,6 +350,8 @@ class ReadOptions:
             idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
             confirm=confirm,
             num_partitions=partitions,
+            property_schema=property_schema(options),
+            push_filters=_bool(options, PUSH_FILTERS, False),
         )
 
 
@@ -319,6 +364,9 @@ class StreamReadOptions:
     max_messages_per_batch: int  # 0 = everything buffered
     num_partitions: int
     idle_timeout: float = 1.0  # Trigger.AvailableNow: pushes quiet this long = all available
+    property_schema: tuple[tuple[str, str], ...] = ()
+    in_executors: bool = False  # consumers=executors: sticky consumers in the Python workers
+    consumer_idle_timeout: float = 60.0  # an executor consumer unused this long is closed
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
@@ -331,4 +379,14 @@ class StreamReadOptions:
             max_messages_per_batch=per_batch,
             num_partitions=_int(options, NUM_PARTITIONS, 1, minimum=1),
             idle_timeout=_int(options, IDLE_TIMEOUT_MS, 1000, minimum=1) / 1000,
+            property_schema=property_schema(options),
+            in_executors=_consumers(options) == "executors",
+            consumer_idle_timeout=_int(options, CONSUMER_IDLE_TIMEOUT_MS, 60_000, minimum=1) / 1000,
         )
+
+
+def _consumers(options: Mapping[str, str]) -> str:
+    where = str(options.get(CONSUMERS, "driver")).strip().lower()
+    if where not in ("driver", "executors"):
+        raise UsageError(f"option 'consumers' must be driver or executors, got {where!r}")
+    return where

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 from pybmq.errors import UsageError
+from pybmq.spark.options import READ_PROPERTY_TYPES
 
 # BlazingMQ property types (bmqt::PropertyType), by the names the read schema uses for them.
 BOOL, CHAR, SHORT, INT32, INT64, STRING, BINARY = (
@@ -131,15 +132,21 @@ def _as_text(bmq_type: str, value: Any) -> str:
 
 @dataclass
 class RowBuffer:
-    """Collects received messages as columns and turns them into an Arrow record batch."""
+    """Collects received messages as columns and turns them into an Arrow record batch.
+
+    ``columns`` (``propertySchema``) are properties as typed columns: a property of a type the
+    column does not hold (see :data:`READ_PROPERTY_TYPES`), or a missing one, is null."""
 
     queue: str
+    columns: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.guids: list[str] = []
         self.payloads: list[bytes] = []
         self.texts: list[list[tuple[str, str]]] = []
         self.typed: list[list[tuple[str, dict[str, Any]]]] = []
+        self.values: list[list[Any]] = [[] for _ in self.columns]
+        self._accepts = [(name, READ_PROPERTY_TYPES[sql]) for name, sql in self.columns]
 
     def __len__(self) -> int:
         return len(self.guids)
@@ -154,6 +161,9 @@ class RowBuffer:
             typed.append((key, {"type": bmq_type, TYPED_FIELDS[bmq_type]: value}))
         self.texts.append(texts)
         self.typed.append(typed)
+        for (name, accepts), values in zip(self._accepts, self.values, strict=True):
+            found = properties.get(name)
+            values.append(found[1] if found is not None and found[0] in accepts else None)
 
     def to_batch(self, schema: pa.Schema) -> pa.RecordBatch:
         """One record batch in ``schema`` (Spark checks the schema of a returned batch exactly,
@@ -164,6 +174,7 @@ class RowBuffer:
             self.payloads,
             self.texts,
             self.typed,
+            *self.values,
         ]
         arrays = [pa.array(column, schema.field(i).type) for i, column in enumerate(columns)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

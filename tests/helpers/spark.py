@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+DOMAIN = "bmq.test.mem.priority"
 
 
 def spark_environment() -> None:
@@ -51,3 +55,44 @@ def local_spark(tmp: Path) -> Iterator[Any]:
         yield spark
     finally:
         spark.stop()
+
+
+def fresh_queue() -> str:
+    return f"bmq://{DOMAIN}/spark-{uuid.uuid4().hex[:12]}"
+
+
+def read_all(spark: Any, broker: str, queue: str, *, max_messages: int, confirm: bool) -> Any:
+    return (
+        spark.read.format("blazingmq")
+        .option("broker", broker)
+        .option("queue", queue)
+        .option("maxMessages", str(max_messages))
+        .option("idleTimeoutMs", "1500")
+        .option("confirm", str(confirm).lower())
+        .load()
+    )
+
+
+def start_query(make: Any) -> Any:
+    """Start a streaming query, once more if Spark could not start its Python source runner:
+    Spark gives a new Python worker a fixed 10 s to connect back, which an overloaded 2-core
+    machine can miss. Any other failure is the test's."""
+    for attempt in range(3):
+        query = make()
+        deadline = time.monotonic() + 20
+        while query.status["message"] == "Initializing sources" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        error = query.exception()
+        if error is None or "Python worker failed to connect back" not in str(error):
+            return query
+        print(f"streaming query start {attempt + 1}: Spark's Python worker did not connect back")
+        query.stop()
+    raise AssertionError("Spark could not start the streaming source's Python worker")
+
+
+def sink_payloads(path: Path, spark: Any) -> list[bytes]:
+    """What the file sink has committed (Spark reads it through the sink's metadata log)."""
+    if not (path / "_spark_metadata").is_dir():
+        return []
+    frame = spark.read.schema("guid string, payload binary").parquet(str(path))
+    return [bytes(r.payload) for r in frame.select("payload").collect()]

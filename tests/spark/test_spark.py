@@ -5,32 +5,15 @@ from __future__ import annotations
 import json
 import socket
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.spark import fresh_queue, read_all, sink_payloads, start_query
+
 pytestmark = pytest.mark.spark
-
-DOMAIN = "bmq.test.mem.priority"
-
-
-def fresh_queue() -> str:
-    return f"bmq://{DOMAIN}/spark-{uuid.uuid4().hex[:12]}"
-
-
-def read_all(spark: Any, broker: str, queue: str, *, max_messages: int, confirm: bool) -> Any:
-    return (
-        spark.read.format("blazingmq")
-        .option("broker", broker)
-        .option("queue", queue)
-        .option("maxMessages", str(max_messages))
-        .option("idleTimeoutMs", "1500")
-        .option("confirm", str(confirm).lower())
-        .load()
-    )
 
 
 def test_batch_write_then_read_back(spark: Any, bmq_broker_url: str, bmq_sim: Any) -> None:
@@ -102,31 +85,6 @@ def test_unconfirmed_read_leaves_messages_queued(spark: Any, bmq_broker_url: str
     assert sorted(bytes(r.payload) for r in again) == sorted(f"m{i}".encode() for i in range(50))
 
 
-def start_query(make: Any) -> Any:
-    """Start a streaming query, once more if Spark could not start its Python source runner:
-    Spark gives a new Python worker a fixed 10 s to connect back, which an overloaded 2-core
-    machine can miss. Any other failure is the test's."""
-    for attempt in range(3):
-        query = make()
-        deadline = time.monotonic() + 20
-        while query.status["message"] == "Initializing sources" and time.monotonic() < deadline:
-            time.sleep(0.2)
-        error = query.exception()
-        if error is None or "Python worker failed to connect back" not in str(error):
-            return query
-        print(f"streaming query start {attempt + 1}: Spark's Python worker did not connect back")
-        query.stop()
-    raise AssertionError("Spark could not start the streaming source's Python worker")
-
-
-def _sink_payloads(path: Path, spark: Any) -> list[bytes]:
-    """What the file sink has committed (Spark reads it through the sink's metadata log)."""
-    if not (path / "_spark_metadata").is_dir():
-        return []
-    frame = spark.read.schema("guid string, payload binary").parquet(str(path))
-    return [bytes(r.payload) for r in frame.select("payload").collect()]
-
-
 def test_stream_survives_stop_and_restart(
     spark: Any, bmq_broker_url: str, bmq_sim: Any, tmp_path: Path
 ) -> None:
@@ -157,16 +115,16 @@ def test_stream_survives_stop_and_restart(
 
     query = start_query(start)
     deadline = time.monotonic() + 120
-    while len(_sink_payloads(sink, spark)) < total // 3:
+    while len(sink_payloads(sink, spark)) < total // 3:
         assert time.monotonic() < deadline, "the stream made no progress"
         assert query.exception() is None, query.exception()
         time.sleep(0.5)
     query.stop()  # mid-stream: more than half of the queue is still unread
-    seen_before_restart = len(_sink_payloads(sink, spark))
+    seen_before_restart = len(sink_payloads(sink, spark))
     assert seen_before_restart < total
 
     query = start_query(start)
-    while len(set(_sink_payloads(sink, spark))) < total:
+    while len(set(sink_payloads(sink, spark))) < total:
         assert time.monotonic() < deadline, "messages were lost across the restart"
         assert query.exception() is None, query.exception()
         time.sleep(0.5)
@@ -177,7 +135,7 @@ def test_stream_survives_stop_and_restart(
     query.stop()
     assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
 
-    payloads = _sink_payloads(sink, spark)
+    payloads = sink_payloads(sink, spark)
     counts = Counter(payloads)
     assert set(counts) == {f"s{i:05d}".encode() for i in range(total)}
     duplicates = sum(n - 1 for n in counts.values())
@@ -214,7 +172,7 @@ def test_stream_read_available_now(
     )
     assert query.awaitTermination(180), "Trigger.AvailableNow did not end"
     assert query.exception() is None, query.exception()
-    payloads = sorted(_sink_payloads(sink, spark))
+    payloads = sorted(sink_payloads(sink, spark))
     assert payloads == sorted(f"a{i}".encode() for i in range(total))
     # Every batch was committed, so every message was confirmed: the queue is empty.
     assert bmq_sim.call(lambda broker: broker.stats.confirms) - confirms_before == total

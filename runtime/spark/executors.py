@@ -1,0 +1,225 @@
+"""Streaming reads whose consumers live in the executors (``consumers=executors``).
+
+The driver only numbers micro-batches: offsets are ``{"batch": n}`` and every trigger plans one
+more batch, split into ``numPartitions`` partitions. Each partition task runs in a Spark Python
+worker, which Spark reuses from task to task (``spark.python.worker.reuse``, on by default), and
+finds there a *sticky consumer* kept in this module, keyed by (query run, partition); the first
+task of a partition in a worker opens it. A task of batch ``b``:
+
+1. confirms, for every consumer of its run in this worker, the messages of batches ``< b``:
+   Spark plans batch ``b`` only after batch ``b - 1`` is in the sink and in the commit log, so
+   those batches are committed;
+2. takes up to its share of ``maxMessagesPerBatch`` from its consumer (waiting at most
+   ``idleTimeoutMs`` for each next message), remembers them under ``b``, and returns them as rows.
+
+Only the session that received a message can confirm it, so nothing is confirmed before Spark
+committed it (at-least-once). What breaks that chain only adds duplicates:
+
+- a worker or executor dies: its sessions close, the broker hands their unconfirmed messages
+  (the batch in flight, committed batches not yet confirmed, prefetched ones) to the other
+  consumers; Spark re-runs a failed batch;
+- a consumer is not used for ``consumerIdleTimeoutMs`` (its partitions went to other workers, the
+  query stopped or was restarted: a restart is a new run with new consumers): it is closed and
+  its unconfirmed messages go back to the queue;
+- a task is retried (``attemptNumber > 0``): the earlier attempt's messages may sit in another
+  worker, labelled with the same batch, and that worker could confirm them although the rows the
+  sink committed are the retry's. The retry fails instead, and so the query; restarted from its
+  checkpoint it starts a new run, and the old consumers expire without confirming anything.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pybmq.client.aio_queue import ReceivedMessage
+from pybmq.client.options import QueueOptions
+from pybmq.client.sync import Queue, Session
+from pybmq.errors import UsageError
+from pybmq.spark.io import open_session, typed_properties
+from pybmq.spark.options import StreamReadOptions
+from pybmq.spark.rows import RowBuffer
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
+
+REAP_INTERVAL = 1.0  # how often a worker looks for consumers idle past their lease
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One partition of one micro-batch of one query run (the value of an InputPartition)."""
+
+    run: str
+    partition: int
+    batch: int
+
+
+class _Consumer:
+    """One sticky consumer: a session, its queue, and the messages taken per batch."""
+
+    def __init__(self, options: StreamReadOptions) -> None:
+        # Credit = one task's share: a consumer never hoards messages that other partitions'
+        # consumers (or, after a restart, the next run's) could take.
+        credit = _share(options)
+        self.session: Session = open_session(options.target)
+        try:
+            self.queue: Queue = self.session.open_queue(
+                options.target.queue,
+                read=True,
+                options=QueueOptions(
+                    max_unconfirmed_messages=credit, max_unconfirmed_bytes=1 << 40
+                ),
+            )
+        except BaseException:
+            self.session.stop()
+            raise
+        self.held: dict[int, list[ReceivedMessage]] = {}
+        self.last_used = time.monotonic()
+        self.busy = False
+
+    def take(self, count: int, idle_timeout: float) -> list[ReceivedMessage]:
+        """Up to ``count`` messages; stops when none came for ``idle_timeout``. Bounded: the
+        broker pushes no more than the consumer's credit before something is confirmed."""
+        taken: list[ReceivedMessage] = []
+        while len(taken) < count:
+            got = self.queue.get_many(count - len(taken), idle_timeout)
+            if not got:
+                break
+            taken.extend(got)
+        return taken
+
+    def confirm_below(self, batch: int) -> int:
+        done = [b for b in self.held if b < batch]
+        messages = [m for b in done for m in self.held.pop(b)]
+        if messages:
+            self.queue.confirm_many(messages)
+        return len(messages)
+
+    def stop(self) -> None:
+        self.session.stop()  # what it held goes back to the queue: redelivered, never lost
+
+
+class _Registry:
+    """This worker process's consumers, by (run, partition), and the thread that expires them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.consumers: dict[tuple[str, int], _Consumer] = {}
+        self.leases: dict[tuple[str, int], float] = {}
+        self.reaper: threading.Thread | None = None
+
+    def acquire(self, piece: Slice, options: StreamReadOptions, lease: float) -> _Consumer:
+        key = (piece.run, piece.partition)
+        with self.lock:
+            for (run, _), other in self.consumers.items():
+                if run == piece.run:
+                    other.confirm_below(piece.batch)
+            consumer = self.consumers.get(key)
+            if consumer is None:
+                consumer = self.consumers[key] = _Consumer(options)
+            self.leases[key] = lease
+            consumer.busy = True
+            if self.reaper is None:
+                self.reaper = threading.Thread(
+                    target=self._reap, name="pybmq-spark-reaper", daemon=True
+                )
+                self.reaper.start()
+            return consumer
+
+    def release(self, consumer: _Consumer) -> None:
+        with self.lock:
+            consumer.busy = False
+            consumer.last_used = time.monotonic()
+
+    def expire(self, now: float) -> int:
+        """Stop the consumers unused for longer than their lease; how many were stopped."""
+        with self.lock:
+            idle = [
+                key
+                for key, consumer in self.consumers.items()
+                if not consumer.busy and now - consumer.last_used > self.leases[key]
+            ]
+            stopped = [self.consumers.pop(key) for key in idle]
+            for key in idle:
+                del self.leases[key]
+        for consumer in stopped:
+            consumer.stop()
+        return len(stopped)
+
+    def _reap(self) -> None:
+        while True:
+            time.sleep(REAP_INTERVAL)
+            self.expire(time.monotonic())
+
+
+REGISTRY = _Registry()
+
+
+def _share(options: StreamReadOptions) -> int:
+    """How many messages one partition task takes: its part of ``maxMessagesPerBatch``, or
+    of ``maxUnconfirmed`` when batches are not capped."""
+    per_batch = options.max_messages_per_batch or options.max_unconfirmed
+    return max(1, -(-per_batch // options.num_partitions))
+
+
+def _check_first_attempt() -> None:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber():
+        raise UsageError(
+            "a micro-batch task of a stream with consumers=executors was retried; the first "
+            "attempt's messages may wait unconfirmed in another worker, so the query stops here. "
+            "Restart it from its checkpoint: nothing is lost (see the README)."
+        )
+
+
+class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """The driver side: numbers batches and plans ``numPartitions`` partitions per batch."""
+
+    def __init__(self, options: StreamReadOptions, arrow_schema: pa.Schema) -> None:
+        self.options = options
+        self.arrow_schema = arrow_schema
+        self.run = uuid.uuid4().hex  # one per start of the query: a restart gets new consumers
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"batch": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()  # the batch size is maxMessagesPerBatch, taken in the tasks
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        # A queue shows the driver no end offset: every trigger reads one more batch.
+        return {"batch": int(start["batch"]) + 1}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        batch = int(end["batch"])
+        return [
+            InputPartition(Slice(self.run, p, batch)) for p in range(self.options.num_partitions)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        piece: Slice = partition.value
+        _check_first_attempt()
+        options = self.options
+        consumer = REGISTRY.acquire(piece, options, options.consumer_idle_timeout)
+        try:
+            if piece.batch in consumer.held:
+                raise UsageError(f"batch {piece.batch} was already read by this consumer")
+            messages = consumer.take(_share(options), options.idle_timeout)
+            consumer.held[piece.batch] = messages
+        finally:
+            REGISTRY.release(consumer)
+        if messages:
+            buffer = RowBuffer(options.target.queue, options.property_schema)
+            for message in messages:
+                buffer.add(message.guid, message.payload, typed_properties(message.properties))
+            yield buffer.to_batch(self.arrow_schema)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do here: the tasks of the next batch confirm this one in the executors."""
