@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
     Ack,
+    CompressedMessage,
     Message,
 )
 from pybmq.client.options import (
@@ -35,7 +36,9 @@ class ReceivedMessage:
 
     __slots__ = ("_generation", "_queue", "message")
 
-    def __init__(self, queue: AsyncQueue, message: Message, generation: int) -> None:
+    def __init__(
+        self, queue: AsyncQueue, message: Message | CompressedMessage, generation: int
+    ) -> None:
         self._queue = queue
         self.message = message
         self._generation = generation  # which connection brought it
@@ -179,7 +182,7 @@ class AsyncQueue:
         except SessionStoppedError:
             raise StopAsyncIteration from None
 
-    def _deliver(self, message: Message) -> None:
+    def _deliver(self, message: Message | CompressedMessage) -> None:
         self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
         waiters = self._waiters
         if waiters:

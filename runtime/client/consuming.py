@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from pybmq.client.events import (
+    CompressedMessage,
     Message,
     MessageReceived,
 )
@@ -17,14 +18,12 @@ from pybmq.client.records import (
     FLAG_READ,
 )
 from pybmq.errors import (
-    MessageDecodeError,
     ProtocolError,
     SessionStoppedError,
     UsageError,
 )
 from pybmq.wire.framing import Event
-from pybmq.wire.properties import MessageProperties
-from pybmq.wire.push import PushMessage, inflate_push, iter_push
+from pybmq.wire.push import iter_push
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -69,22 +68,9 @@ class Consuming(Publishing):
                         path="PushHeader.queueId",
                     )
                 if push.compression:
-                    append(MessageReceived(_inflated(queue.queue_id, push, max_size)))
+                    append(MessageReceived(CompressedMessage(queue.queue_id, push, max_size)))
                     continue
                 properties = push.properties if push.properties_area else None
                 append(
                     MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties))
                 )
-
-
-def _inflated(queue_id: int, push: PushMessage, max_size: int) -> Message:
-    """A compressed message, inflated; a poison one comes with ``error`` set instead of failing
-    the whole event (and with it the session and every consumer of the queue)."""
-    try:
-        area, payload = inflate_push(push, max_size)
-    except ProtocolError as exc:
-        log.warning("message %s: payload cannot be decoded: %s", push.guid.hex(), exc)
-        error = MessageDecodeError(f"message {push.guid.hex()}: {exc.reason}", path=exc.path)
-        return Message(queue_id, push.guid, b"", None, error)
-    properties = MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
-    return Message(queue_id, push.guid, payload, properties)

@@ -4,7 +4,9 @@ messages). Each test reproduces one attack, bounded in time and count, and prove
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import tracemalloc
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
@@ -163,3 +165,31 @@ def test_a_session_never_started_holds_no_thread() -> None:
     for session in sessions:
         session.stop()  # idempotent, and harmless before start()
     assert threading.active_count() == before
+
+
+async def test_a_push_full_of_zlib_bombs_is_inflated_lazily_one_message_at_a_time() -> None:
+    bombs, size = 8, DEFAULT_MAX_DECOMPRESSED_SIZE  # 8 x 64 MiB in about 510 KiB of zlib
+    bomb = zlib_bomb(size)
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            guids = [store_raw(sim, QUEUE, bomb) for _ in range(bombs)]
+            received = [await _next(reader) for _ in range(bombs)]
+            _, receiving_peak = tracemalloc.get_traced_memory()
+            assert [m.guid for m in received] == guids
+            assert not any(m.message.inflated for m in received)  # type: ignore[union-attr]
+            # Reading each one inflates it, within the limit; dropping it frees it.
+            tracemalloc.reset_peak()
+            while received:
+                message = received.pop(0)
+                assert message.error is None and len(message.payload) == size
+                await message.confirm()
+                del message
+            _, reading_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert receiving_peak < 16 << 20, f"receiving held {receiving_peak >> 20} MiB"
+    # At most a couple of inflated payloads at once (each is 64 MiB), never all eight.
+    assert reading_peak < 3 * size, f"reading held {reading_peak >> 20} MiB"
