@@ -167,11 +167,16 @@ class AsyncQueue:
                     waiter.cancel()
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(waiter)
-        return messages.popleft()
+        return self._take()
 
     def get_nowait(self) -> ReceivedMessage | None:
         """The next message if one is already here, else None."""
-        return self._messages.popleft() if self._messages else None
+        return self._take() if self._messages else None
+
+    def _take(self) -> ReceivedMessage:
+        if not self._closed:  # a closed queue's leftovers no longer hold reading back
+            self.session._taken(1)
+        return self._messages.popleft()
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -193,6 +198,8 @@ class AsyncQueue:
     def _end(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._messages:
+                self.session._taken(len(self._messages))
             while self._waiters:
                 waiter = self._waiters.popleft()
                 if not waiter.done():

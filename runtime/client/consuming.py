@@ -48,6 +48,7 @@ class Consuming(Publishing):
         if not queue.readable:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
         self._confirms.append((queue.qid, guid, queue.sub_id))
+        self.credit.confirmed(queue_id, guid)
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
@@ -55,6 +56,7 @@ class Consuming(Publishing):
         append = self._events.append
         default_ids = (0,)
         max_size = self.options.max_decompressed_size
+        pushed = self.credit.pushed
         for push in iter_push(event, decompress=False):
             qid = push.queue_id
             infos = push.sub_queue_infos
@@ -67,6 +69,13 @@ class Consuming(Publishing):
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
+                pushed(
+                    queue.queue_id,
+                    stream_id,
+                    queue.uri,
+                    push.guid,
+                    len(push.properties_area) + len(push.payload),
+                )
                 if push.compression:
                     append(MessageReceived(CompressedMessage(queue.queue_id, push, max_size)))
                     continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from pybmq.client.credit import at_most_once
 from pybmq.client.events import (
     Ack,
     AckReceived,
@@ -39,6 +40,8 @@ from pybmq.generated.wire_codec import (
 from pybmq.uri import require_queue_uri
 
 log = logging.getLogger("pybmq.client.engine")
+
+CONFIGURE_REQUESTS = (Req.CONFIGURE_OPEN, Req.CONFIGURE, Req.CONFIGURE_CLOSE, Req.REOPEN_CONFIGURE)
 
 
 class Queues(Requests):
@@ -153,9 +156,9 @@ class Queues(Requests):
     ) -> None:
         options = options or queue.options
         subscriptions: list[ctrl.Subscription] = []
+        ids: list[int] = []
         if queue.readable and not empty:
             expressions = options.subscriptions or ("",)
-            ids = []
             for text in expressions:
                 sid = self._new_stream_id()
                 ids.append(sid)
@@ -181,6 +184,10 @@ class Queues(Requests):
                     )
                 )
             self._pending_subscriptions[queue.queue_id] = (ids, options)
+        if queue.readable:
+            flowing = not empty
+            streams = ids if self.broker_configure_stream else [queue.sub_id] if flowing else []
+            self.credit.configuring(queue.queue_id, streams, options if flowing else None)
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
                 configure_stream=ctrl.ConfigureStream(
@@ -219,6 +226,12 @@ class Queues(Requests):
         if queue is None:
             log.warning("response to %s for a queue no longer known dropped", kind)
             return
+        if kind in CONFIGURE_REQUESTS:
+            self.credit.configured(queue.queue_id, ok=True)
+        elif kind in (Req.OPEN, Req.REOPEN) and message.open_queue_response is not None:
+            routing = message.open_queue_response.routing_configuration
+            if routing is not None and at_most_once(routing.flags):
+                self.credit.untracked(queue.queue_id)
         if kind == Req.REOPEN:
             queue.remote = RemoteQueueState.OPENED
             if queue.readable:
@@ -266,6 +279,8 @@ class Queues(Requests):
         if queue is None:
             self._maybe_disconnect()
             return
+        if kind in CONFIGURE_REQUESTS:
+            self.credit.configured(queue.queue_id, ok=False)
         if kind in (Req.REOPEN, Req.REOPEN_CONFIGURE):
             if kind == Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
                 close = ctrl.CloseQueue(
@@ -318,6 +333,7 @@ class Queues(Requests):
 
     def _forget(self, queue: QueueRecord) -> None:
         del self.queues[queue.queue_id]
+        self.credit.forget(queue.queue_id)
         for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
             del self._routes[key]
 
