@@ -75,6 +75,7 @@ class Consumer:
     unconfirmed: dict[bytes, StoredMessage] = field(default_factory=dict)
     unconfirmed_bytes: int = 0
     matches: Callable[[Mapping[str, object]], bool] | None = None  # subscription expression
+    blocked: bool = False  # its connection cannot take more now (backpressure)
 
     def wants(self, message: StoredMessage) -> bool:
         return self.matches is None or self.matches(message.property_values())
@@ -86,6 +87,7 @@ class Consumer:
     def has_room(self) -> bool:
         return (
             self.active
+            and not self.blocked
             and len(self.unconfirmed) < self.max_messages
             and self.unconfirmed_bytes < self.max_bytes
         )

@@ -68,6 +68,7 @@ class QueueRequests:
     broker: Broker
     session_id: int
     handles: dict[tuple[int, int], QueueHandle]
+    paused: bool
     _acks: list[tuple[int, bytes, int]]
     _pushes: list[PushItem]
 
@@ -241,7 +242,7 @@ class QueueRequests:
             existing = handle.consumers.get(sub_queue_id)
             if existing is None:
                 consumer = handle.consumers[sub_queue_id] = Consumer(
-                    self, handle.queue_id, sub_queue_id
+                    self, handle.queue_id, sub_queue_id, blocked=self.paused
                 )
                 stream.attach(consumer)
             else:

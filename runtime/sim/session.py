@@ -87,6 +87,9 @@ class ClientSession(QueueRequests):
         self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
         self._disconnecting = False
         self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
+        # Backpressure: the shell's write buffer to this client is over its high-water mark, so
+        # nothing more is pushed to it and its socket is not read (see set_paused).
+        self.paused = False
         auth = broker.config.auth
         self.auth = SessionAuth(auth) if auth is not None else None
 
@@ -147,6 +150,30 @@ class ClientSession(QueueRequests):
         self._out.clear()
         return self.broker.hooks.outgoing(self, data) if data else data
 
+    def set_paused(self, paused: bool, now: float) -> None:
+        """The shell's write buffer to this client went over (True) or back under (False) its
+        high-water mark; the shell stops (resumes) reading the socket at the same time. While
+        paused, its consumers take nothing (messages stay in their queues) and neither its
+        silence nor an unfinished event counts against it: we are the ones not reading."""
+        if self.closed or paused == self.paused:
+            return
+        self.paused = paused
+        self._now = now
+        for handle in self.handles.values():
+            for consumer in handle.consumers.values():
+                consumer.blocked = paused
+        if paused:
+            return
+        self._last_received = now
+        if self.partial_since is not None:
+            self.partial_since = now
+        if self.auth is not None:
+            self.auth.reading_resumed(now)
+        queues = {handle.queue for handle in self.handles.values() if handle.consumers}
+        for queue in queues:
+            self.broker._dispatch(queue.deliver())
+        self.broker._mark(self)
+
     def connection_lost(self, reason: str = "connection lost") -> None:
         """The transport is gone: release everything this session held."""
         if not self.closed:
@@ -175,6 +202,8 @@ class ClientSession(QueueRequests):
         while self._delayed_acks and self._delayed_acks[0][0] <= now:
             self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
             self.broker._mark(self)
+        if self.paused:
+            return  # not reading it: its silence tells nothing (see set_paused)
         reason = overdue(self, now)
         if reason is not None:
             self._violation(reason)

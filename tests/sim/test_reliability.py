@@ -167,3 +167,47 @@ def test_the_deduplication_window_is_bounded_in_guids() -> None:
     # The oldest GUID was forgotten: posting it again stores it again (not a duplicate).
     queue.post(first, 0.0, 300.0, 100)
     assert queue.duplicates == 0 and queue.posted == 1002
+
+
+async def test_a_consumer_that_never_reads_is_not_pushed_to_beyond_the_high_water_mark() -> None:
+    count, size, high_water = 30_000, 1024, 256 * 1024  # 30 MiB for a consumer that never reads
+    other = "bmq://bmq.test.mem.priority/hostile-sim-other"
+    config = BrokerConfig(write_high_water_bytes=high_water)
+    async with (
+        BrokerSimulator(config) as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as stalled,
+        AsyncSession(sim.url) as normal,
+    ):
+        await stalled.open_queue(
+            QUEUE, read=True, max_unconfirmed_messages=10**6, max_unconfirmed_bytes=1 << 30
+        )
+        assert stalled._transport is not None
+        stalled._transport.pause_reading()  # it never reads again
+        writer = await producer.open_queue(QUEUE, write=True)
+        for _ in range(count // 1000):
+            for _ in range(1000):
+                writer.post_nowait(bytes(size))
+            assert (await asyncio.wait_for(writer.post(b"sync"), 20)).ok
+        (session,) = [s for s in sim._transports if s.handles and s.paused]
+        buffered = sim._transports[session].get_write_buffer_size()
+        # Bounded by the high-water mark plus what one PUT event of the producer released
+        # (1 MiB); the rest stays in the queue, not in the simulator's socket buffer.
+        assert buffered <= high_water + (1 << 20) + 65536, buffered
+        queue = sim.broker.queue(QUEUE)
+        assert queue is not None and queue.pending_count() > count // 2
+        # A normal pair on another queue keeps moving meanwhile.
+        reader = await normal.open_queue(other, read=True)
+        other_writer = await producer.open_queue(other, write=True)
+        for i in range(100):
+            assert (await other_writer.post(b"%d" % i)).ok
+            message = await asyncio.wait_for(reader.get(), 10)
+            await message.confirm()
+        # The stalled consumer reads again: the rest is pushed as its buffer drains.
+        stalled._transport.resume_reading()
+        for _ in range(600):
+            if queue.pending_count() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert queue.pending_count() == 0
+        assert sim.broker.stats.violations == []
