@@ -69,6 +69,10 @@ class EngineCore:
         self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
         # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
         self._routes: dict[tuple[int, int], int] = {}
+        # (queue URI, appId) → queue handle, and queue URI → [wire qid, handles using it]: O(1)
+        # opens however many queues a session holds.
+        self._by_uri: dict[tuple[str, str | None], int] = {}
+        self._qids: dict[str, list[int]] = {}
         self._next_handle = 0
         self._unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.

@@ -66,22 +66,24 @@ class Queues(Requests):
         base_uri, app_id = parsed.base, parsed.app_id
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
-        for other in self.queues.values():
-            if other.base_uri == base_uri and other.app_id == app_id:
-                raise UsageError(
-                    f"queue {uri!r} is already open (or opening) in this session; "
-                    "open it once with read=True and write=True to do both"
-                )
+        if (base_uri, app_id) in self._by_uri:
+            raise UsageError(
+                f"queue {uri!r} is already open (or opening) in this session; "
+                "open it once with read=True and write=True to do both"
+            )
         flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
         if write and ack:
             flags |= FLAG_ACK
         queue_id = self._next_handle
         self._next_handle += 1
         # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
-        qid = next((q.qid for q in self.queues.values() if q.base_uri == base_uri), None)
-        if qid is None:
-            qid = self._next_qid
+        users = self._qids.get(base_uri)
+        if users is None:
+            users = self._qids[base_uri] = [self._next_qid, 0]
             self._next_qid += 1
+        users[1] += 1
+        qid = users[0]
+        self._by_uri[(base_uri, app_id)] = queue_id
         sub_id = self._new_stream_id() if app_id is not None else 0
         queue = QueueRecord(queue_id, qid, base_uri, app_id, sub_id, flags)
         self._routes[(qid, sub_id)] = queue_id
@@ -332,10 +334,19 @@ class Queues(Requests):
                 self._events.append(AckReceived(ack, pending.context))
 
     def _forget(self, queue: QueueRecord) -> None:
+        """Drop everything kept for ``queue`` (its own entries only: O(1) in the queue count)."""
         del self.queues[queue.queue_id]
         self.credit.forget(queue.queue_id)
-        for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
-            del self._routes[key]
+        self._pending_subscriptions.pop(queue.queue_id, None)
+        self._by_uri.pop((queue.base_uri, queue.app_id), None)
+        users = self._qids.get(queue.base_uri)
+        if users is not None:
+            users[1] -= 1
+            if not users[1]:
+                del self._qids[queue.base_uri]
+        for sid in (queue.sub_id, *queue.subscription_ids):
+            if self._routes.get((queue.qid, sid)) == queue.queue_id:
+                del self._routes[(queue.qid, sid)]
 
     def _apply_subscriptions(self, queue: QueueRecord) -> None:
         pending = self._pending_subscriptions.pop(queue.queue_id, None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from pybmq._version import __version__
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import (
     Ack,
     AckReceived,
@@ -259,6 +260,9 @@ class SessionLayer(Queues):
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
         self.queues.clear()
         self._routes.clear()
+        self._by_uri.clear()
+        self._qids.clear()
+        self.credit = CreditLedger()
         self._puts.clear()
         self._confirms.clear()
 

@@ -74,6 +74,7 @@ class ClientSession(QueueRequests):
         # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
         # fan-out queue under one qId, each with its own subId.
         self.handles: dict[tuple[int, int], QueueHandle] = {}
+        self.by_qid: dict[int, dict[int, QueueHandle]] = {}
         self._reader = EventReader(limit_for=partial(event_limit, self))
         self.connected_at = now
         self.improper_count = 0
@@ -381,10 +382,6 @@ class ClientSession(QueueRequests):
         if choice == "disconnect":
             self._disconnecting = True
             self._close("client disconnected", level=logging.INFO)
-        else:
-            self.broker._dispatch(
-                d for q in list(self.broker.store.queues.values()) for d in q.deliver()
-            )
 
     # -- data plane --------------------------------------------------------------------------
 
@@ -541,13 +538,17 @@ class ClientSession(QueueRequests):
         log.log(level, "session %d (%s) closing: %s", self.session_id, self.peer, reason)
         self.state = SessionState.CLOSED
         self.close_reason = reason
+        queues = []
         for handle in self.handles.values():
             self._release(handle)
+            handle.queue.handles -= 1
+            queues.append(handle.queue)
         self.handles.clear()
+        self.by_qid.clear()
         self._pushes = []
         self._reader = EventReader()  # free a partial event (it may be large)
         self.broker._forget(self)
         self.broker._mark(self)
-        self.broker._dispatch(
-            d for q in list(self.broker.store.queues.values()) for d in q.deliver()
-        )
+        for queue in dict.fromkeys(queues):  # its messages go to the next consumers
+            self.broker._dispatch(queue.deliver())
+            self.broker.store.free_if_unused(queue, self._now)

@@ -211,3 +211,33 @@ async def test_a_consumer_that_never_reads_is_not_pushed_to_beyond_the_high_wate
             await asyncio.sleep(0.05)
         assert queue.pending_count() == 0
         assert sim.broker.stats.violations == []
+
+
+async def test_many_queues_are_opened_in_linear_time_and_freed_when_closed() -> None:
+    count = 2000
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as client:
+        uris = [f"bmq://bmq.test.mem.priority/many-{i}" for i in range(count)]
+        queues = []
+        for start in range(0, count, 200):  # 200 opens in flight at a time
+            queues += await asyncio.gather(
+                *(client.open_queue(uri, read=True) for uri in uris[start : start + 200])
+            )
+        (session,) = sim._transports
+        assert len(session.handles) == count and len(sim.broker.store.queues) == count
+        assert len(client._engine.credit._handles) == count
+        for start in range(0, count, 200):
+            await asyncio.gather(*(q.close() for q in queues[start : start + 200]))
+        # Closed and unused: nothing is left of them on either side.
+        assert not session.handles and not session.by_qid
+        assert not sim.broker.store.queues
+        engine = client._engine
+        assert not engine.queues and not engine._routes and not engine._by_uri
+        assert not engine._qids and not engine.credit._handles
+        assert engine.credit.total_messages == 0 and engine.credit.total_bytes == 0
+        # A queue holding messages is kept after its last close (they wait for a consumer).
+        writer = await client.open_queue(uris[0], write=True)
+        assert (await writer.post(b"kept")).ok
+        await writer.close()
+        assert uris[0] in sim.broker.store.queues
+        reader = await client.open_queue(uris[0], read=True)
+        assert (await asyncio.wait_for(reader.get(), 10)).payload == b"kept"
