@@ -78,6 +78,7 @@ class ClientSession(QueueRequests):
         self._reader = EventReader(limit_for=partial(event_limit, self))
         self.connected_at = now
         self.improper_count = 0
+        self.nack_count = 0  # PUTs refused (each logged only as worth_logging allows)
         self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
@@ -431,13 +432,16 @@ class ClientSession(QueueRequests):
                     dispatch(deliveries)
             else:
                 status = status or AckStatus.UNKNOWN
-                log.warning(
-                    "session %d: NACK GUID %s, queue id %d: %s",
-                    self.session_id,
-                    put.guid.hex(),
-                    put.queue_id,
-                    problem,
-                )
+                self.nack_count += 1
+                if worth_logging(self.nack_count):
+                    log.warning(
+                        "session %d: NACK GUID %s, queue id %d: %s (#%d)",
+                        self.session_id,
+                        put.guid.hex(),
+                        put.queue_id,
+                        problem,
+                        self.nack_count,
+                    )
             if hooks is not None:
                 uri = handle.queue.uri if handle is not None else ""
                 status = hooks.ack_status(self, uri, put.guid, status)
@@ -535,7 +539,11 @@ class ClientSession(QueueRequests):
     def _close(self, reason: str, level: int = logging.WARNING) -> None:
         if self.closed:
             return
-        log.log(level, "session %d (%s) closing: %s", self.session_id, self.peer, reason)
+        # One summary line per connection, however many bad events it sent.
+        tally = ""
+        if self.improper_count or self.nack_count:
+            tally = f" ({self.improper_count} improper acts, {self.nack_count} NACKs)"
+        log.log(level, "session %d (%s) closing: %s%s", self.session_id, self.peer, reason, tally)
         self.state = SessionState.CLOSED
         self.close_reason = reason
         queues = []

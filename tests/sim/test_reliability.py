@@ -241,3 +241,26 @@ async def test_many_queues_are_opened_in_linear_time_and_freed_when_closed() -> 
         assert uris[0] in sim.broker.store.queues
         reader = await client.open_queue(uris[0], read=True)
         assert (await asyncio.wait_for(reader.get(), 10)).payload == b"kept"
+
+
+async def test_refused_posts_are_logged_rate_limited_and_summed_up_once_per_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refused = 3000
+    config = BrokerConfig(queue_limit_messages=1)
+    with caplog.at_level(logging.INFO, logger="pybmq.sim"):
+        async with BrokerSimulator(config) as sim:
+            async with AsyncSession(sim.url) as client:
+                writer = await client.open_queue(QUEUE, write=True)
+                for i in range(refused):
+                    writer.post_nowait(b"%d" % i)
+                assert (await writer.post(b"last")).status.name == "LIMIT_MESSAGES"
+            for _ in range(100):
+                if not sim._transports:
+                    break
+                await asyncio.sleep(0.05)
+    nacks = [r for r in caplog.records if "NACK GUID" in r.getMessage()]
+    assert len(nacks) <= LOG_FIRST + refused // LOG_EVERY + 1
+    closing = [r for r in caplog.records if "closing" in r.getMessage()]
+    assert len(closing) == 1
+    assert f"{refused} NACKs" in closing[0].getMessage()
