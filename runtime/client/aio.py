@@ -111,6 +111,11 @@ class AsyncSession:
         self._writable = asyncio.Event()
         self._writable.set()
         self._flush_scheduled = False
+        # Flow control: messages handed to queues and not yet taken by the application; the
+        # socket is not read while there are too many (see _check_reading).
+        self.undelivered = 0
+        self._reading_paused = False
+        self._stopping = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._ops: dict[int, asyncio.Future[None]] = {}
@@ -156,9 +161,7 @@ class AsyncSession:
                 connect_failure(self.broker, exc, self._tls is not None, self._connect_timeout)
             ) from exc
         assert isinstance(transport, asyncio.Transport)
-        self._protocol = protocol
-        self._transport = transport
-        transport.set_write_buffer_limits(high=self._high_water)
+        self._use_transport(protocol, transport)
         log.debug("connected to %s; negotiating", self.broker)
         self._engine.connection_made(self._loop_time())
         self._flush()
@@ -174,6 +177,9 @@ class AsyncSession:
             return
         self._cancel_reconnect()
         log.debug("stopping the session with %s", self.broker)
+        # What is not taken yet is dropped: read again, or the broker's answer never comes.
+        self._stopping = True
+        self._check_reading()
         op_id = self._engine.stop(self._loop_time())
         await self._operation(op_id)
         await self._stopped.wait()
@@ -230,6 +236,54 @@ class AsyncSession:
             self._connect_timeout,
         )
 
+    def _use_transport(self, protocol: _Protocol, transport: asyncio.Transport) -> None:
+        self._protocol = protocol
+        self._transport = transport
+        transport.set_write_buffer_limits(high=self._high_water)
+        self._reading_paused = False
+        self._check_reading()
+
+    # ------------------------------------------------------------------ flow control
+
+    @property
+    def reading_paused(self) -> bool:
+        """True while the socket is not read because the application is behind."""
+        return self._reading_paused
+
+    def _read_bound(self) -> int:
+        bound = self._engine.options.max_undelivered_messages
+        return bound or max(self._engine.credit.total_messages, 1)
+
+    def _check_reading(self) -> None:
+        """Pause reading above the bound; resume once the backlog is down to half of it. The
+        memory the client holds is then the bound, plus one read of the socket."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        bound = self._read_bound()
+        if self._stopping:  # stopping: what is not taken yet is dropped anyway
+            pause = False
+        elif self._reading_paused:
+            pause = self.undelivered > bound // 2
+        else:
+            pause = self.undelivered > bound
+        if pause == self._reading_paused:
+            return
+        self._reading_paused = pause
+        if pause:
+            transport.pause_reading()
+            log.debug("%d messages not taken by the application: reading paused", self.undelivered)
+        else:
+            transport.resume_reading()
+        self._engine.pause_reading(pause, self._loop_time())
+        self._arm_timer()
+
+    def _taken(self, count: int) -> None:
+        """The application took (or a closed queue dropped) ``count`` messages."""
+        self.undelivered -= count
+        if self._reading_paused:
+            self._check_reading()
+
     # ------------------------------------------------------------------ engine plumbing
 
     def _loop_time(self) -> float:
@@ -280,6 +334,7 @@ class AsyncSession:
                 queue = self._queues.get(event.message.queue_id)
                 if queue is not None:
                     queue._deliver(event.message)
+                    self.undelivered += 1
             elif isinstance(event, OperationCompleted):
                 future = self._ops.pop(event.op_id, None)
                 if future is not None and not future.done():
@@ -294,6 +349,8 @@ class AsyncSession:
                 self._on_stopped(event)
             else:
                 self._on_resilience_event(event)
+        if self.undelivered > 0:
+            self._check_reading()
         self._arm_timer()
 
     # ------------------------------------------------------------------ reconnecting
@@ -359,9 +416,7 @@ class AsyncSession:
                 transport.close()
                 return
             assert isinstance(transport, asyncio.Transport)
-            self._protocol = protocol
-            self._transport = transport
-            transport.set_write_buffer_limits(high=self._high_water)
+            self._use_transport(protocol, transport)
             self._engine.connection_made(self._loop_time())
             self._flush()
             return

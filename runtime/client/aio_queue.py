@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
     Ack,
+    CompressedMessage,
     Message,
 )
 from pybmq.client.options import (
@@ -35,7 +36,9 @@ class ReceivedMessage:
 
     __slots__ = ("_generation", "_queue", "message")
 
-    def __init__(self, queue: AsyncQueue, message: Message, generation: int) -> None:
+    def __init__(
+        self, queue: AsyncQueue, message: Message | CompressedMessage, generation: int
+    ) -> None:
         self._queue = queue
         self.message = message
         self._generation = generation  # which connection brought it
@@ -164,11 +167,16 @@ class AsyncQueue:
                     waiter.cancel()
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(waiter)
-        return messages.popleft()
+        return self._take()
 
     def get_nowait(self) -> ReceivedMessage | None:
         """The next message if one is already here, else None."""
-        return self._messages.popleft() if self._messages else None
+        return self._take() if self._messages else None
+
+    def _take(self) -> ReceivedMessage:
+        if not self._closed:  # a closed queue's leftovers no longer hold reading back
+            self.session._taken(1)
+        return self._messages.popleft()
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -179,7 +187,7 @@ class AsyncQueue:
         except SessionStoppedError:
             raise StopAsyncIteration from None
 
-    def _deliver(self, message: Message) -> None:
+    def _deliver(self, message: Message | CompressedMessage) -> None:
         self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
         waiters = self._waiters
         if waiters:
@@ -190,6 +198,8 @@ class AsyncQueue:
     def _end(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._messages:
+                self.session._taken(len(self._messages))
             while self._waiters:
                 waiter = self._waiters.popleft()
                 if not waiter.done():

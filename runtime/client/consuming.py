@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterable
 
 from pybmq.client.events import (
+    CompressedMessage,
     Message,
     MessageReceived,
 )
@@ -19,14 +20,13 @@ from pybmq.client.records import (
     QueueRecord,
 )
 from pybmq.errors import (
-    MessageDecodeError,
     ProtocolError,
     SessionStoppedError,
     UsageError,
 )
 from pybmq.wire.framing import Event
 from pybmq.wire.properties import MessageProperties
-from pybmq.wire.push import PushMessage, inflate_push, iter_push
+from pybmq.wire.push import PushMessage, iter_push
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -42,6 +42,7 @@ class Consuming(Publishing):
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             self._confirms.append((queue.qid, guid, queue.sub_id))
+            self.credit.confirmed(queue_id, guid)
 
     def confirm_many(
         self, queue_id: int, guids: Iterable[bytes], generation: int | None = None
@@ -50,7 +51,10 @@ class Consuming(Publishing):
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             qid, sub_id = queue.qid, queue.sub_id
-            self._confirms += [(qid, guid, sub_id) for guid in guids]
+            confirmed = self.credit.confirmed
+            for guid in guids:
+                self._confirms.append((qid, guid, sub_id))
+                confirmed(queue_id, guid)
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
@@ -77,22 +81,27 @@ class Consuming(Publishing):
         decode_properties = MessageProperties.decode
         # (wire queue id << 32 | subQueueId or subscription id) → queue handle, checked once per
         # event; int keys and no per-message tuples keep the garbage collector out of the loop.
-        handles: dict[int, int] = {}
+        pushed = self.credit.pushed
+        handles: dict[int, tuple[int, str]] = {}
         for push in iter_push(event, decompress=False):
             qid = push.queue_id
             infos = push.sub_queue_infos
             if len(infos) > 1:  # one message for several subscriptions of this client
                 for info in infos:
-                    self._deliver(push, self._push_target(qid, info.sub_queue_id))
+                    self._deliver(
+                        push, info.sub_queue_id, self._push_target(qid, info.sub_queue_id)
+                    )
                 continue
             stream_id = infos[0].sub_queue_id if infos else 0
-            handle = handles.get((qid << 32) | stream_id)
-            if handle is None:
-                handle = handles[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
-            if push.compression:
-                append(new(MessageReceived, (_inflated(handle, push, max_size),)))
-                continue
+            target = handles.get((qid << 32) | stream_id)
+            if target is None:
+                target = handles[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
+            handle = target[0]
             area = push.properties_area
+            pushed(handle, stream_id, target[1], push.guid, len(area) + len(push.payload))
+            if push.compression:
+                append(new(MessageReceived, (CompressedMessage(handle, push, max_size),)))
+                continue
             properties = decode_properties(area, extended=push.schema_id != 0) if area else None
             append(
                 new(
@@ -101,17 +110,21 @@ class Consuming(Publishing):
                 )
             )
 
-    def _deliver(self, push: PushMessage, handle: int) -> None:
+    def _deliver(self, push: PushMessage, stream_id: int, target: tuple[int, str]) -> None:
+        handle, uri = target
+        size = len(push.properties_area) + len(push.payload)
+        self.credit.pushed(handle, stream_id, uri, push.guid, size)
+        message: Message | CompressedMessage
         if push.compression:
-            message = _inflated(handle, push, self.options.max_decompressed_size)
+            message = CompressedMessage(handle, push, self.options.max_decompressed_size)
         else:
             properties = push.properties if push.properties_area else None
             message = Message(handle, push.guid, push.payload, properties)
         self._events.append(MessageReceived(message))
 
-    def _push_target(self, qid: int, stream_id: int) -> int:
-        """The queue handle a PUSH for (``qid``, ``stream_id``) goes to; ProtocolError if no
-        queue opened for reading has that stream."""
+    def _push_target(self, qid: int, stream_id: int) -> tuple[int, str]:
+        """The queue handle (and its URI) a PUSH for (``qid``, ``stream_id``) goes to;
+        ProtocolError if no queue opened for reading has that stream."""
         handle = self._routes.get((qid, stream_id))
         queue = self.queues.get(handle) if handle is not None else None
         if queue is None or not queue.flags & FLAG_READ:
@@ -119,17 +132,4 @@ class Consuming(Publishing):
                 f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                 path="PushHeader.queueId",
             )
-        return queue.queue_id
-
-
-def _inflated(queue_id: int, push: PushMessage, max_size: int) -> Message:
-    """A compressed message, inflated; a poison one comes with ``error`` set instead of failing
-    the whole event (and with it the session and every consumer of the queue)."""
-    try:
-        area, payload = inflate_push(push, max_size)
-    except ProtocolError as exc:
-        log.warning("message %s: payload cannot be decoded: %s", push.guid.hex(), exc)
-        error = MessageDecodeError(f"message {push.guid.hex()}: {exc.reason}", path=exc.path)
-        return Message(queue_id, push.guid, b"", None, error)
-    properties = MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
-    return Message(queue_id, push.guid, payload, properties)
+        return queue.queue_id, queue.uri

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import logging
 
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import (
     ClientEvent,
     OperationCompleted,
@@ -53,6 +54,9 @@ class EngineCore:
         self.max_missed_heartbeats = 10
         self.broker_configure_stream = True
         self.queues: dict[int, QueueRecord] = {}
+        # Flow control: the credit each reader gave and what the broker pushed against it.
+        self.credit = CreditLedger()
+        self.reading_paused = False  # the shell stopped reading (the application is behind)
         self._reader = self._new_reader()
         self._out: list[bytes] = []
         self._events: collections.deque[ClientEvent] = collections.deque()
@@ -68,6 +72,10 @@ class EngineCore:
         self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
         # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
         self._routes: dict[tuple[int, int], int] = {}
+        # (queue URI, appId) → queue handle, and queue URI → [wire qid, handles using it]: O(1)
+        # opens however many queues a session holds.
+        self._by_uri: dict[tuple[str, str | None], int] = {}
+        self._qids: dict[str, list[int]] = {}
         self._next_handle = 0
         self._unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
@@ -128,8 +136,7 @@ class EngineCore:
         bounded by our credit (the broker may overshoot it by one message), ACK by what a PUT
         event can carry, control by MAX_CONTROL_EVENT_SIZE, heartbeats are tiny."""
         if event_type == EventType.PUSH:
-            credit = sum(q.options.max_unconfirmed_bytes for q in self.queues.values())
-            return min(MAX_EVENT_SIZE, credit + PUT_EVENT_MAX_SIZE_SOFT)
+            return min(MAX_EVENT_SIZE, self.credit.total_bytes + PUT_EVENT_MAX_SIZE_SOFT)
         if event_type == EventType.ACK:
             return PUT_EVENT_MAX_SIZE_SOFT
         if event_type == EventType.CONTROL:

@@ -7,11 +7,15 @@ The engine never calls user code. It queues these; the shell drains them with
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pybmq.errors import MessageDecodeError, PybmqError
+from pybmq.errors import MessageDecodeError, ProtocolError, PybmqError
 from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushMessage, inflate_push
+
+log = logging.getLogger("pybmq.client.engine")
 
 
 class AckStatus(enum.Enum):
@@ -77,6 +81,65 @@ class Message(NamedTuple):
     error: MessageDecodeError | None = None
 
 
+class CompressedMessage:
+    """A PUSHed message whose data is compressed, with the attributes of ``Message``.
+
+    Nothing is inflated when it arrives: the first read of ``payload``, ``properties`` or
+    ``error`` inflates it, to at most ``max_size`` bytes (``zlib``'s ``max_length``, so a bomb
+    never allocates beyond the limit). A PUSH event full of bombs therefore costs its compressed
+    bytes until the application reads each message. A message that cannot be inflated (corrupt,
+    or bigger than ``max_size``) gets ``error`` set and an empty payload instead of failing the
+    event, the session and every consumer of the queue."""
+
+    __slots__ = ("_decoded", "_max_size", "_push", "guid", "queue_id")
+
+    def __init__(self, queue_id: int, push: PushMessage, max_size: int) -> None:
+        self.queue_id = queue_id
+        self.guid = push.guid
+        self._push: PushMessage | None = push
+        self._max_size = max_size
+        self._decoded: Message | None = None
+
+    def _decode(self) -> Message:
+        decoded = self._decoded
+        if decoded is None:
+            push = self._push
+            assert push is not None
+            try:
+                area, payload = inflate_push(push, self._max_size)
+            except ProtocolError as exc:
+                log.warning("message %s: payload cannot be decoded: %s", self.guid.hex(), exc)
+                error = MessageDecodeError(
+                    f"message {self.guid.hex()}: {exc.reason}", path=exc.path
+                )
+                decoded = Message(self.queue_id, self.guid, b"", None, error)
+            else:
+                properties = (
+                    MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
+                )
+                decoded = Message(self.queue_id, self.guid, payload, properties)
+            self._decoded = decoded
+            self._push = None  # the compressed bytes are no longer needed
+        return decoded
+
+    @property
+    def payload(self) -> bytes:
+        return self._decode().payload
+
+    @property
+    def properties(self) -> MessageProperties | None:
+        return self._decode().properties
+
+    @property
+    def error(self) -> MessageDecodeError | None:
+        return self._decode().error
+
+    @property
+    def inflated(self) -> bool:
+        """Whether the data was inflated already (a read of payload, properties or error)."""
+        return self._decoded is not None
+
+
 @dataclass(frozen=True, slots=True)
 class SessionStarted:
     broker_version: int
@@ -110,7 +173,7 @@ class AckReceived(NamedTuple):
 
 
 class MessageReceived(NamedTuple):
-    message: Message
+    message: Message | CompressedMessage
 
 
 @dataclass(frozen=True, slots=True)

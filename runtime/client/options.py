@@ -75,6 +75,10 @@ class SessionOptions:
     reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
     max_buffered_posts: int = 10000
+    # Flow control: the shells stop reading the socket while more messages than this were
+    # received and not yet taken by the application (0: the readers' credit, the sum of their
+    # max_unconfirmed_messages), and read again once the backlog is down to half of it.
+    max_undelivered_messages: int = 0
     # Authentication (the AUTHENTICATION exchange before negotiation, re-authentication before
     # the broker's lifetimeMs runs out). None: do not authenticate, as the C++ SDK without a
     # credential callback; the broker then applies its anonymous credential.
@@ -94,6 +98,8 @@ class SessionOptions:
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
             raise UsageError("max_buffered_posts must be >= 1")
+        if self.max_undelivered_messages < 0:
+            raise UsageError("max_undelivered_messages must be >= 0 (0: the readers' credit)")
         for url in (self.broker_uri, *self.endpoints):
             parse_broker_url(url)
         for name in ("request_timeout", "ack_timeout", "stop_timeout"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from pybmq.client.credit import at_most_once
 from pybmq.client.events import (
     Ack,
     AckReceived,
@@ -40,6 +41,8 @@ from pybmq.uri import require_queue_uri
 
 log = logging.getLogger("pybmq.client.engine")
 
+CONFIGURE_REQUESTS = (Req.CONFIGURE_OPEN, Req.CONFIGURE, Req.CONFIGURE_CLOSE, Req.REOPEN_CONFIGURE)
+
 
 class Queues(Requests):
     """Queues: open, configure, close and reopen, each as a chain of control requests whose answers"""
@@ -63,22 +66,24 @@ class Queues(Requests):
         base_uri, app_id = parsed.base, parsed.app_id
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
-        for other in self.queues.values():
-            if other.base_uri == base_uri and other.app_id == app_id:
-                raise UsageError(
-                    f"queue {uri!r} is already open (or opening) in this session; "
-                    "open it once with read=True and write=True to do both"
-                )
+        if (base_uri, app_id) in self._by_uri:
+            raise UsageError(
+                f"queue {uri!r} is already open (or opening) in this session; "
+                "open it once with read=True and write=True to do both"
+            )
         flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
         if write and ack:
             flags |= FLAG_ACK
         queue_id = self._next_handle
         self._next_handle += 1
         # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
-        qid = next((q.qid for q in self.queues.values() if q.base_uri == base_uri), None)
-        if qid is None:
-            qid = self._next_qid
+        users = self._qids.get(base_uri)
+        if users is None:
+            users = self._qids[base_uri] = [self._next_qid, 0]
             self._next_qid += 1
+        users[1] += 1
+        qid = users[0]
+        self._by_uri[(base_uri, app_id)] = queue_id
         sub_id = self._new_stream_id() if app_id is not None else 0
         queue = QueueRecord(queue_id, qid, base_uri, app_id, sub_id, flags)
         self._routes[(qid, sub_id)] = queue_id
@@ -153,9 +158,9 @@ class Queues(Requests):
     ) -> None:
         options = options or queue.options
         subscriptions: list[ctrl.Subscription] = []
+        ids: list[int] = []
         if queue.readable and not empty:
             expressions = options.subscriptions or ("",)
-            ids = []
             for text in expressions:
                 sid = self._new_stream_id()
                 ids.append(sid)
@@ -181,6 +186,10 @@ class Queues(Requests):
                     )
                 )
             self._pending_subscriptions[queue.queue_id] = (ids, options)
+        if queue.readable:
+            flowing = not empty
+            streams = ids if self.broker_configure_stream else [queue.sub_id] if flowing else []
+            self.credit.configuring(queue.queue_id, streams, options if flowing else None)
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
                 configure_stream=ctrl.ConfigureStream(
@@ -219,6 +228,12 @@ class Queues(Requests):
         if queue is None:
             log.warning("response to %s for a queue no longer known dropped", kind)
             return
+        if kind in CONFIGURE_REQUESTS:
+            self.credit.configured(queue.queue_id, ok=True)
+        elif kind in (Req.OPEN, Req.REOPEN) and message.open_queue_response is not None:
+            routing = message.open_queue_response.routing_configuration
+            if routing is not None and at_most_once(routing.flags):
+                self.credit.untracked(queue.queue_id)
         if kind == Req.REOPEN:
             queue.remote = RemoteQueueState.OPENED
             if queue.readable:
@@ -266,6 +281,8 @@ class Queues(Requests):
         if queue is None:
             self._maybe_disconnect()
             return
+        if kind in CONFIGURE_REQUESTS:
+            self.credit.configured(queue.queue_id, ok=False)
         if kind in (Req.REOPEN, Req.REOPEN_CONFIGURE):
             if kind == Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
                 close = ctrl.CloseQueue(
@@ -317,9 +334,19 @@ class Queues(Requests):
                 self._events.append(AckReceived(ack, pending.context))
 
     def _forget(self, queue: QueueRecord) -> None:
+        """Drop everything kept for ``queue`` (its own entries only: O(1) in the queue count)."""
         del self.queues[queue.queue_id]
-        for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
-            del self._routes[key]
+        self.credit.forget(queue.queue_id)
+        self._pending_subscriptions.pop(queue.queue_id, None)
+        self._by_uri.pop((queue.base_uri, queue.app_id), None)
+        users = self._qids.get(queue.base_uri)
+        if users is not None:
+            users[1] -= 1
+            if not users[1]:
+                del self._qids[queue.base_uri]
+        for sid in (queue.sub_id, *queue.subscription_ids):
+            if self._routes.get((queue.qid, sid)) == queue.queue_id:
+                del self._routes[(queue.qid, sid)]
 
     def _apply_subscriptions(self, queue: QueueRecord) -> None:
         pending = self._pending_subscriptions.pop(queue.queue_id, None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from pybmq._version import __version__
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import (
     Ack,
     AckReceived,
@@ -135,6 +136,7 @@ class SessionLayer(Queues):
         the user operations in flight, and tell the shell to reconnect (ConnectionLost)."""
         self._session_step(SessionInput.CONNECTION_DROPPED)
         self.generation += 1
+        self.credit.new_connection()
         self._reader = self._new_reader()
         self._out.clear()
         self._confirms.clear()
@@ -258,6 +260,9 @@ class SessionLayer(Queues):
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
         self.queues.clear()
         self._routes.clear()
+        self._by_uri.clear()
+        self._qids.clear()
+        self.credit = CreditLedger()
         self._puts.clear()
         self._confirms.clear()
 
@@ -335,7 +340,9 @@ class SessionLayer(Queues):
             return
         if self.state in (SessionState.STARTED, SessionState.STOPPING):
             silent = now - self._last_received
-            if silent >= self.heartbeat_interval * self.max_missed_heartbeats:
+            if self.reading_paused:
+                pass  # we are not reading: the broker's silence tells nothing
+            elif silent >= self.heartbeat_interval * self.max_missed_heartbeats:
                 reason = f"no traffic from the broker for {silent:.1f}s"
                 if self._can_reconnect():
                     self._drop_connection(f"{reason} (missed heartbeats)")
@@ -346,6 +353,13 @@ class SessionLayer(Queues):
                 if silent >= self.heartbeat_interval:
                     self._out.append(HEARTBEAT_REQ_EVENT)
         self._maybe_disconnect()
+
+    def pause_reading(self, paused: bool, now: float) -> None:
+        """The shell stopped (True) or resumed (False) reading the socket because the
+        application is behind: no heartbeat is missed while we are the ones not reading."""
+        if not paused and self.reading_paused:
+            self._last_received = now
+        self.reading_paused = paused
 
     def receive_data(self, data: bytes, now: float) -> None:
         """Bytes from the socket. Malformed input stops the session and raises ProtocolError."""

@@ -8,8 +8,10 @@ they never block the I/O loop and never run concurrently with each other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -23,6 +25,17 @@ from pybmq.loopthread import CallbackDispatcher, LoopThread
 log = logging.getLogger("pybmq.client.sync")
 
 T = TypeVar("T")
+# Messages of one queue handed to its on_message handler and not handled yet, at most.
+ON_MESSAGE_WINDOW = 1000
+
+
+def _call_then(
+    handler: Callable[[ReceivedMessage], object], message: ReceivedMessage, then: Callable[[], None]
+) -> None:
+    try:
+        handler(message)
+    finally:
+        then()
 
 
 class Queue:
@@ -277,8 +290,18 @@ class Session:
             handler = on_message
 
             async def pump() -> None:
+                # At most ON_MESSAGE_WINDOW messages wait for the handler on the dispatcher;
+                # the rest stay in the queue, where they hold the socket's reading back.
+                loop = asyncio.get_running_loop()
+                window = asyncio.Semaphore(ON_MESSAGE_WINDOW)
+
+                def handled() -> None:
+                    with contextlib.suppress(RuntimeError):  # the loop is gone: stopped
+                        loop.call_soon_threadsafe(window.release)
+
                 async for message in opened:
-                    dispatcher.submit(lambda m=message: handler(m))  # type: ignore[misc]
+                    await window.acquire()
+                    dispatcher.submit(partial(_call_then, handler, message, handled))
 
             assert self._io is not None  # started: _call above ran on it
             self._io.submit(pump())

@@ -47,6 +47,10 @@ class BrokerConfig:
     queue_limit_messages: int = 1_000_000
     queue_limit_bytes: int = 128 * 1024 * 1024
     partial_event_timeout_ms: int = 60000
+    # Backpressure: once this many bytes wait in a client's socket write buffer, the simulator
+    # stops pushing to it and stops reading from it (its messages stay in their queues) until
+    # the buffer drains to a quarter of it.
+    write_high_water_bytes: int = 4 * 1024 * 1024
 
     def features(self) -> str:
         parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]

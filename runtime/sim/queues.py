@@ -75,6 +75,7 @@ class Consumer:
     unconfirmed: dict[bytes, StoredMessage] = field(default_factory=dict)
     unconfirmed_bytes: int = 0
     matches: Callable[[Mapping[str, object]], bool] | None = None  # subscription expression
+    blocked: bool = False  # its connection cannot take more now (backpressure)
 
     def wants(self, message: StoredMessage) -> bool:
         return self.matches is None or self.matches(message.property_values())
@@ -86,6 +87,7 @@ class Consumer:
     def has_room(self) -> bool:
         return (
             self.active
+            and not self.blocked
             and len(self.unconfirmed) < self.max_messages
             and self.unconfirmed_bytes < self.max_bytes
         )
@@ -217,6 +219,7 @@ class SimQueue:
     # What the quota counts: messages stored and not confirmed yet (once per app), and bytes.
     held_messages: int = 0
     held_bytes: int = 0
+    handles: int = 0  # open handles on it, over all sessions
     # GUID → when it leaves the de-duplication window (insertion order = time order), like a
     # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
     _seen: dict[bytes, float] = field(default_factory=dict)
@@ -285,12 +288,26 @@ class SimQueue:
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)
 
+    def unused(self, now: float) -> bool:
+        """Nothing refers to it: no handle, no message, no GUID still in its window."""
+        if self.handles or self.held_messages:
+            return False
+        if any(s.pending or s.consumers for s in self.streams.values()):
+            return False
+        return not self._seen or next(reversed(self._seen.values())) <= now
+
 
 class QueueStore:
     """Every queue the simulator has seen, created on first open."""
 
     def __init__(self) -> None:
         self.queues: dict[str, SimQueue] = {}
+
+    def free_if_unused(self, queue: SimQueue, now: float) -> None:
+        """Forget ``queue`` once nothing refers to it (it is created again on the next open),
+        so a client opening and closing thousands of queues leaves nothing behind."""
+        if self.queues.get(queue.uri) is queue and queue.unused(now):
+            del self.queues[queue.uri]
 
     def get_or_create(self, uri: str, mode: RoutingMode) -> SimQueue:
         queue = self.queues.get(uri)

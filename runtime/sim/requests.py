@@ -69,6 +69,10 @@ class QueueRequests:
     broker: Broker
     session_id: int
     handles: dict[tuple[int, int], QueueHandle]
+    by_qid: dict[int, dict[int, QueueHandle]]  # the same handles: qId → subId → handle
+    paused: bool
+    _now: float
+    _touched: set[SimQueue]
     _acks: list[tuple[int, bytes, int]]
     _pushes: list[PushItem]
 
@@ -126,15 +130,17 @@ class QueueRequests:
             raise RequestRefused(
                 "E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open"
             )
-        for (q_id, _), other in self.handles.items():
-            if q_id == params.q_id and other.queue.uri != uri.canonical:
+        for other in self.by_qid.get(params.q_id, {}).values():
+            if other.queue.uri != uri.canonical:
                 raise RequestRefused(
-                    "E_INVALID_ARGUMENT", f"queue id {q_id} is already in use for {other.queue.uri}"
+                    "E_INVALID_ARGUMENT",
+                    f"queue id {params.q_id} is already in use for {other.queue.uri}",
                 )
         queue = self.broker.store.get_or_create(uri.canonical, mode)
-        self.handles[(params.q_id, sub_id)] = QueueHandle(
-            params.q_id, uri, queue, app_id, sub_id, params, readable, writable
-        )
+        queue.handles += 1
+        handle = QueueHandle(params.q_id, uri, queue, app_id, sub_id, params, readable, writable)
+        self.handles[(params.q_id, sub_id)] = handle
+        self.by_qid.setdefault(params.q_id, {})[sub_id] = handle
         log.info(
             "session %d: opened %s as queue id %d (flags %#x)",
             self.session_id,
@@ -152,8 +158,8 @@ class QueueRequests:
 
     def _handle_for_configure(self, q_id: int, app_id: str, sub_id: int | None) -> QueueHandle:
         """The handle a configure request names: by subId (old style) or by appId (new style)."""
-        for (handle_q_id, handle_sub_id), handle in self.handles.items():
-            if handle_q_id == q_id and handle.app_id == app_id and sub_id in (None, handle_sub_id):
+        for handle_sub_id, handle in self.by_qid.get(q_id, {}).items():
+            if handle.app_id == app_id and sub_id in (None, handle_sub_id):
                 return handle
         raise RequestRefused(
             "E_INVALID_ARGUMENT",
@@ -242,7 +248,7 @@ class QueueRequests:
             existing = handle.consumers.get(sub_queue_id)
             if existing is None:
                 consumer = handle.consumers[sub_queue_id] = Consumer(
-                    self, handle.queue_id, sub_queue_id
+                    self, handle.queue_id, sub_queue_id, blocked=self.paused
                 )
                 stream.attach(consumer)
             else:
@@ -252,6 +258,7 @@ class QueueRequests:
             consumer.max_bytes = max(size, 0)
             consumer.matches = matches
         stream.changed()
+        self._touched.add(handle.queue)
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -269,6 +276,13 @@ class QueueRequests:
             )
         self._release(handle)
         del self.handles[key]
+        same_qid = self.by_qid[key[0]]
+        del same_qid[key[1]]
+        if not same_qid:
+            del self.by_qid[key[0]]
+        self._touched.add(handle.queue)  # its messages go to the next consumer
+        handle.queue.handles -= 1
+        self.broker.store.free_if_unused(handle.queue, self._now)
         log.info(
             "session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id
         )

@@ -50,6 +50,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, sim: BrokerSimulator) -> None:
         self.sim = sim
         self.session: ClientSession | None = None
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set on connect
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -57,12 +58,26 @@ class _Connection(asyncio.Protocol):
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = self.sim.broker.connect(peer_text, self.sim._now())
         self.sim._transports[self.session] = transport
+        self.transport = transport
+        transport.set_write_buffer_limits(high=self.sim.broker.config.write_high_water_bytes)
         log.info("session %d: connection from %s", self.session.session_id, peer_text)
 
     def data_received(self, data: bytes) -> None:
         assert self.session is not None
         self.session.receive_data(data, self.sim._now())
         self.sim._flush()
+
+    def pause_writing(self) -> None:
+        """A client that does not read what we send: stop pushing to it, and stop reading it."""
+        if self.session is not None and not self.session.closed:
+            self.transport.pause_reading()
+            self.session.set_paused(True, self.sim._now())
+
+    def resume_writing(self) -> None:
+        if self.session is not None and not self.session.closed and self.session.paused:
+            self.transport.resume_reading()
+            self.session.set_paused(False, self.sim._now())
+            self.sim._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.session is not None:

@@ -74,9 +74,11 @@ class ClientSession(QueueRequests):
         # Keyed like a broker keys them: (qId, subId). A client may open several appIds of one
         # fan-out queue under one qId, each with its own subId.
         self.handles: dict[tuple[int, int], QueueHandle] = {}
+        self.by_qid: dict[int, dict[int, QueueHandle]] = {}
         self._reader = EventReader(limit_for=partial(event_limit, self))
         self.connected_at = now
         self.improper_count = 0
+        self.nack_count = 0  # PUTs refused (each logged only as worth_logging allows)
         self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
         self._acks: list[tuple[int, bytes, int]] = []
@@ -87,6 +89,9 @@ class ClientSession(QueueRequests):
         self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
         self._disconnecting = False
         self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
+        # Backpressure: the shell's write buffer to this client is over its high-water mark, so
+        # nothing more is pushed to it and its socket is not read (see set_paused).
+        self.paused = False
         auth = broker.config.auth
         self.auth = SessionAuth(auth) if auth is not None else None
 
@@ -147,6 +152,30 @@ class ClientSession(QueueRequests):
         self._out.clear()
         return self.broker.hooks.outgoing(self, data) if data else data
 
+    def set_paused(self, paused: bool, now: float) -> None:
+        """The shell's write buffer to this client went over (True) or back under (False) its
+        high-water mark; the shell stops (resumes) reading the socket at the same time. While
+        paused, its consumers take nothing (messages stay in their queues) and neither its
+        silence nor an unfinished event counts against it: we are the ones not reading."""
+        if self.closed or paused == self.paused:
+            return
+        self.paused = paused
+        self._now = now
+        for handle in self.handles.values():
+            for consumer in handle.consumers.values():
+                consumer.blocked = paused
+        if paused:
+            return
+        self._last_received = now
+        if self.partial_since is not None:
+            self.partial_since = now
+        if self.auth is not None:
+            self.auth.reading_resumed(now)
+        queues = {handle.queue for handle in self.handles.values() if handle.consumers}
+        for queue in queues:
+            self.broker._dispatch(queue.deliver())
+        self.broker._mark(self)
+
     def connection_lost(self, reason: str = "connection lost") -> None:
         """The transport is gone: release everything this session held."""
         if not self.closed:
@@ -175,6 +204,8 @@ class ClientSession(QueueRequests):
         while self._delayed_acks and self._delayed_acks[0][0] <= now:
             self._out.extend(ack_events(self._delayed_acks.pop(0)[1]))
             self.broker._mark(self)
+        if self.paused:
+            return  # not reading it: its silence tells nothing (see set_paused)
         reason = overdue(self, now)
         if reason is not None:
             self._violation(reason)
@@ -352,10 +383,6 @@ class ClientSession(QueueRequests):
         if choice == "disconnect":
             self._disconnecting = True
             self._close("client disconnected", level=logging.INFO)
-        else:
-            self.broker._dispatch(
-                d for q in list(self.broker.store.queues.values()) for d in q.deliver()
-            )
 
     # -- data plane --------------------------------------------------------------------------
 
@@ -405,13 +432,16 @@ class ClientSession(QueueRequests):
                     dispatch(deliveries)
             else:
                 status = status or AckStatus.UNKNOWN
-                log.warning(
-                    "session %d: NACK GUID %s, queue id %d: %s",
-                    self.session_id,
-                    put.guid.hex(),
-                    put.queue_id,
-                    problem,
-                )
+                self.nack_count += 1
+                if worth_logging(self.nack_count):
+                    log.warning(
+                        "session %d: NACK GUID %s, queue id %d: %s (#%d)",
+                        self.session_id,
+                        put.guid.hex(),
+                        put.queue_id,
+                        problem,
+                        self.nack_count,
+                    )
             if hooks is not None:
                 uri = handle.queue.uri if handle is not None else ""
                 status = hooks.ack_status(self, uri, put.guid, status)
@@ -509,16 +539,24 @@ class ClientSession(QueueRequests):
     def _close(self, reason: str, level: int = logging.WARNING) -> None:
         if self.closed:
             return
-        log.log(level, "session %d (%s) closing: %s", self.session_id, self.peer, reason)
+        # One summary line per connection, however many bad events it sent.
+        tally = ""
+        if self.improper_count or self.nack_count:
+            tally = f" ({self.improper_count} improper acts, {self.nack_count} NACKs)"
+        log.log(level, "session %d (%s) closing: %s%s", self.session_id, self.peer, reason, tally)
         self.state = SessionState.CLOSED
         self.close_reason = reason
+        queues = []
         for handle in self.handles.values():
             self._release(handle)
+            handle.queue.handles -= 1
+            queues.append(handle.queue)
         self.handles.clear()
+        self.by_qid.clear()
         self._pushes = []
         self._reader = EventReader()  # free a partial event (it may be large)
         self.broker._forget(self)
         self.broker._mark(self)
-        self.broker._dispatch(
-            d for q in list(self.broker.store.queues.values()) for d in q.deliver()
-        )
+        for queue in dict.fromkeys(queues):  # its messages go to the next consumers
+            self.broker._dispatch(queue.deliver())
+            self.broker.store.free_if_unused(queue, self._now)

@@ -4,7 +4,9 @@ messages). Each test reproduces one attack, bounded in time and count, and prove
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import tracemalloc
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
@@ -18,7 +20,14 @@ from pybmq.sim.server import BrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
 
-from tests.helpers.hostile import store_raw, unconfirmed, write_to_clients, zlib_bomb
+from tests.helpers.hostile import (
+    flood,
+    push_event_for,
+    store_raw,
+    unconfirmed,
+    write_to_clients,
+    zlib_bomb,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -163,3 +172,103 @@ def test_a_session_never_started_holds_no_thread() -> None:
     for session in sessions:
         session.stop()  # idempotent, and harmless before start()
     assert threading.active_count() == before
+
+
+async def test_a_push_full_of_zlib_bombs_is_inflated_lazily_one_message_at_a_time() -> None:
+    bombs, size = 8, DEFAULT_MAX_DECOMPRESSED_SIZE  # 8 x 64 MiB in about 510 KiB of zlib
+    bomb = zlib_bomb(size)
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            guids = [store_raw(sim, QUEUE, bomb) for _ in range(bombs)]
+            received = [await _next(reader) for _ in range(bombs)]
+            _, receiving_peak = tracemalloc.get_traced_memory()
+            assert [m.guid for m in received] == guids
+            assert not any(m.message.inflated for m in received)  # type: ignore[union-attr]
+            # Reading each one inflates it, within the limit; dropping it frees it.
+            tracemalloc.reset_peak()
+            while received:
+                message = received.pop(0)
+                assert message.error is None and len(message.payload) == size
+                await message.confirm()
+                del message
+            _, reading_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert receiving_peak < 16 << 20, f"receiving held {receiving_peak >> 20} MiB"
+    # At most a couple of inflated payloads at once (each is 64 MiB), never all eight.
+    assert reading_peak < 3 * size, f"reading held {reading_peak >> 20} MiB"
+
+
+async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
+    credit, per_event, events = 10, 1000, 1000  # 1M messages of 280 B against a credit of 10
+    async with BrokerSimulator() as sim:
+        session = AsyncSession(sim.url)
+        await session.start()
+        reader = await session.open_queue(QUEUE, read=True, max_unconfirmed_messages=credit)
+        written = await asyncio.wait_for(flood(sim, push_event_for(sim, per_event), events), 30)
+        await _stopped(session)
+        assert session.stop_reason is not None
+        assert "beyond the credit" in session.stop_reason
+        assert "maxUnconfirmedMessages 10" in session.stop_reason
+        # It stopped at the first message over the credit: the rest was never taken in.
+        assert written < 50
+        assert len(reader._messages) <= credit
+        assert session._engine._reader.buffered == 0
+        await asyncio.wait_for(session.stop(), 20)
+
+
+async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one() -> None:
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=20)
+        for i in range(20):
+            assert (await writer.post(b"%d" % i)).ok
+        held = [await _next(reader) for _ in range(20)]
+        # 20 unconfirmed, then the credit goes down to 5: nothing is wrong until the app
+        # confirms its way below it, and the broker then sends within the new credit.
+        await reader.configure(max_unconfirmed_messages=5)
+        for i in range(20, 30):
+            assert (await writer.post(b"%d" % i)).ok
+        for message in held:
+            await message.confirm()
+        later = []
+        for _ in range(10):
+            later.append(await _next(reader))
+            await later[-1].confirm()
+        assert [m.payload for m in later] == [b"%d" % i for i in range(20, 30)]
+        assert consumer.stop_reason is None
+
+
+async def test_reading_pauses_while_the_application_is_behind() -> None:
+    queue_uri = "bmq://bmq.test.mem.broadcast/hostile"  # a broker does not track its credit
+    credit, count = 10, 5000
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        reader = await consumer.open_queue(queue_uri, read=True, max_unconfirmed_messages=credit)
+        writer = await producer.open_queue(queue_uri, write=True)
+        for start in range(0, count, 1000):
+            for i in range(start, start + 1000):
+                writer.post_nowait(b"%05d" % i + bytes(200))
+            assert (await writer.post(b"sync")).ok
+        await asyncio.sleep(0.5)
+        # The application took nothing: reading stopped at the bound (the credit), plus what
+        # one read of the socket held (asyncio reads at most 256 KiB: ~1000 of these messages).
+        assert consumer.reading_paused
+        assert credit < consumer.undelivered <= credit + 1100
+        taken = 0
+        while (message := reader.get_nowait()) is not None or taken < 100:
+            if message is None:
+                message = await _next(reader)
+            taken += 1
+        assert not consumer.reading_paused or consumer.undelivered > credit // 2
+        assert consumer.stop_reason is None and taken >= 100

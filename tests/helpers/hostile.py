@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import zlib
 
 from pybmq.generated.wire_codec import CompressionAlgorithmType
+from pybmq.sim.dataplane import PushItem, push_events
 from pybmq.sim.queues import StoredMessage
 from pybmq.sim.server import BrokerSimulator
 
@@ -57,3 +59,37 @@ def write_to_clients(sim: BrokerSimulator, data: bytes) -> None:
     """Send ``data`` as is to every client connected to ``sim`` (a hostile broker's bytes)."""
     for transport in list(sim._transports.values()):
         transport.write(data)
+
+
+def push_event_for(sim: BrokerSimulator, count: int, size: int = 280) -> bytes:
+    """One PUSH event of ``count`` messages of ``size`` bytes for the only reader connected to
+    ``sim``, addressed as the simulator addresses it (queue id, subscription id): what a broker
+    that ignores the reader's credit would send."""
+    (session,) = [s for s in sim._transports if any(h.consumers for h in s.handles.values())]
+    handle = next(h for h in session.handles.values() if h.consumers)
+    consumer = next(iter(handle.consumers.values()))
+    items = [
+        PushItem(consumer.queue_id, consumer.sub_queue_id, os.urandom(16), b"", bytes(size),
+                 False, 0, 0)
+        for _ in range(count)
+    ]  # fmt: skip
+    (event,) = push_events(items)
+    return event
+
+
+async def flood(sim: BrokerSimulator, event: bytes, times: int) -> int:
+    """Write ``event`` to every client of ``sim`` up to ``times`` times, as fast as the sockets
+    take it (the writer waits while its buffer is over 1 MiB); stop early once no client is
+    left. Returns how many times it was written."""
+    written = 0
+    while written < times and sim._transports:
+        transports = [t for t in sim._transports.values() if not t.is_closing()]
+        if not transports:
+            break
+        if max(t.get_write_buffer_size() for t in transports) > 1 << 20:
+            await asyncio.sleep(0.005)
+            continue
+        for transport in transports:
+            transport.write(event)
+        written += 1
+    return written

@@ -167,3 +167,100 @@ def test_the_deduplication_window_is_bounded_in_guids() -> None:
     # The oldest GUID was forgotten: posting it again stores it again (not a duplicate).
     queue.post(first, 0.0, 300.0, 100)
     assert queue.duplicates == 0 and queue.posted == 1002
+
+
+async def test_a_consumer_that_never_reads_is_not_pushed_to_beyond_the_high_water_mark() -> None:
+    count, size, high_water = 30_000, 1024, 256 * 1024  # 30 MiB for a consumer that never reads
+    other = "bmq://bmq.test.mem.priority/hostile-sim-other"
+    config = BrokerConfig(write_high_water_bytes=high_water)
+    async with (
+        BrokerSimulator(config) as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as stalled,
+        AsyncSession(sim.url) as normal,
+    ):
+        await stalled.open_queue(
+            QUEUE, read=True, max_unconfirmed_messages=10**6, max_unconfirmed_bytes=1 << 30
+        )
+        assert stalled._transport is not None
+        stalled._transport.pause_reading()  # it never reads again
+        writer = await producer.open_queue(QUEUE, write=True)
+        for _ in range(count // 1000):
+            for _ in range(1000):
+                writer.post_nowait(bytes(size))
+            assert (await asyncio.wait_for(writer.post(b"sync"), 20)).ok
+        (session,) = [s for s in sim._transports if s.handles and s.paused]
+        buffered = sim._transports[session].get_write_buffer_size()
+        # Bounded by the high-water mark plus what one PUT event of the producer released
+        # (1 MiB); the rest stays in the queue, not in the simulator's socket buffer.
+        assert buffered <= high_water + (1 << 20) + 65536, buffered
+        queue = sim.broker.queue(QUEUE)
+        assert queue is not None and queue.pending_count() > count // 2
+        # A normal pair on another queue keeps moving meanwhile.
+        reader = await normal.open_queue(other, read=True)
+        other_writer = await producer.open_queue(other, write=True)
+        for i in range(100):
+            assert (await other_writer.post(b"%d" % i)).ok
+            message = await asyncio.wait_for(reader.get(), 10)
+            await message.confirm()
+        # The stalled consumer reads again: the rest is pushed as its buffer drains.
+        stalled._transport.resume_reading()
+        for _ in range(600):
+            if queue.pending_count() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert queue.pending_count() == 0
+        assert sim.broker.stats.violations == []
+
+
+async def test_many_queues_are_opened_in_linear_time_and_freed_when_closed() -> None:
+    count = 2000
+    async with BrokerSimulator() as sim, AsyncSession(sim.url) as client:
+        uris = [f"bmq://bmq.test.mem.priority/many-{i}" for i in range(count)]
+        queues = []
+        for start in range(0, count, 200):  # 200 opens in flight at a time
+            queues += await asyncio.gather(
+                *(client.open_queue(uri, read=True) for uri in uris[start : start + 200])
+            )
+        (session,) = sim._transports
+        assert len(session.handles) == count and len(sim.broker.store.queues) == count
+        assert len(client._engine.credit._handles) == count
+        for start in range(0, count, 200):
+            await asyncio.gather(*(q.close() for q in queues[start : start + 200]))
+        # Closed and unused: nothing is left of them on either side.
+        assert not session.handles and not session.by_qid
+        assert not sim.broker.store.queues
+        engine = client._engine
+        assert not engine.queues and not engine._routes and not engine._by_uri
+        assert not engine._qids and not engine.credit._handles
+        assert engine.credit.total_messages == 0 and engine.credit.total_bytes == 0
+        # A queue holding messages is kept after its last close (they wait for a consumer).
+        writer = await client.open_queue(uris[0], write=True)
+        assert (await writer.post(b"kept")).ok
+        await writer.close()
+        assert uris[0] in sim.broker.store.queues
+        reader = await client.open_queue(uris[0], read=True)
+        assert (await asyncio.wait_for(reader.get(), 10)).payload == b"kept"
+
+
+async def test_refused_posts_are_logged_rate_limited_and_summed_up_once_per_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refused = 3000
+    config = BrokerConfig(queue_limit_messages=1)
+    with caplog.at_level(logging.INFO, logger="pybmq.sim"):
+        async with BrokerSimulator(config) as sim:
+            async with AsyncSession(sim.url) as client:
+                writer = await client.open_queue(QUEUE, write=True)
+                for i in range(refused):
+                    writer.post_nowait(b"%d" % i)
+                assert (await writer.post(b"last")).status.name == "LIMIT_MESSAGES"
+            for _ in range(100):
+                if not sim._transports:
+                    break
+                await asyncio.sleep(0.05)
+    nacks = [r for r in caplog.records if "NACK GUID" in r.getMessage()]
+    assert len(nacks) <= LOG_FIRST + refused // LOG_EVERY + 1
+    closing = [r for r in caplog.records if "closing" in r.getMessage()]
+    assert len(closing) == 1
+    assert f"{refused} NACKs" in closing[0].getMessage()

@@ -1,0 +1,164 @@
+"""Consumer flow control as the client sees it: the credit each reader gave the broker, and what
+the broker has pushed against it (unconfirmed messages and bytes per queue handle).
+
+A broker delivers to a subscription only while it is under both of its limits (mqbblp
+QueueHandle::canDeliver: the unconfirmed monitor is not full), so it may overshoot
+``maxUnconfirmedBytes`` by one message but never ``maxUnconfirmedMessages``. Our count is never
+above the broker's (a CONFIRM leaves here before the broker counts it), so a PUSH that finds a
+handle at either limit is the broker ignoring the credit: a ``ProtocolError``.
+
+Tolerated, because the protocol allows the race: while a configure is in flight the larger of
+the old and the new limits applies (messages pushed under the old credit, or before the
+response under the new one); a broadcast (at-most-once) queue is not tracked, as a broker
+delivers to it without tracking (QueueHandle::deliverMessageNoTrack); a new connection starts
+from zero (the previous one's unconfirmed messages are void).
+"""
+
+from __future__ import annotations
+
+from pybmq.client.options import QueueOptions
+from pybmq.errors import ProtocolError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+
+_AT_MOST_ONCE = 1 << ctrl.RoutingConfigurationFlags.E_AT_MOST_ONCE
+
+
+def at_most_once(routing_flags: int) -> bool:
+    """Whether an OpenQueueResponse's routing flags make the queue broadcast (at most once)."""
+    return bool(routing_flags & _AT_MOST_ONCE)
+
+
+class _Stream:
+    """One subscription (or subId) of a reader: its credit and what is unconfirmed on it."""
+
+    __slots__ = ("bytes", "limits", "messages", "pending", "stream_id")
+
+    def __init__(self, stream_id: int) -> None:
+        self.stream_id = stream_id
+        self.messages = 0
+        self.bytes = 0
+        self.limits = (0, 0)  # (messages, bytes) the broker acknowledged
+        self.pending: tuple[int, int] | None = None  # limits of a configure in flight
+
+    def effective(self) -> tuple[int, int]:
+        pending = self.pending
+        if pending is None:
+            return self.limits
+        return max(self.limits[0], pending[0]), max(self.limits[1], pending[1])
+
+
+class _Handle:
+    __slots__ = ("streams", "tracked", "unconfirmed")
+
+    def __init__(self) -> None:
+        self.streams: dict[int, _Stream] = {}
+        self.unconfirmed: dict[bytes, tuple[_Stream, int]] = {}  # GUID → (stream, size)
+        self.tracked = True  # False for a broadcast queue
+
+
+class CreditLedger:
+    """Credit given and used, per subscription of each queue handle (subscriptions each have
+    their own credit, as on the broker); the total for the shell's read pause."""
+
+    def __init__(self) -> None:
+        self._handles: dict[int, _Handle] = {}
+        self.total_messages = 0  # the credit of every reader (the larger limits while changing)
+        self.total_bytes = 0
+
+    def _handle(self, queue_id: int) -> _Handle:
+        handle = self._handles.get(queue_id)
+        if handle is None:
+            handle = self._handles[queue_id] = _Handle()
+        return handle
+
+    def _set(
+        self, stream: _Stream, limits: tuple[int, int], pending: tuple[int, int] | None
+    ) -> None:
+        old = stream.effective()
+        stream.limits, stream.pending = limits, pending
+        new = stream.effective()
+        self.total_messages += new[0] - old[0]
+        self.total_bytes += new[1] - old[1]
+
+    def configuring(
+        self, queue_id: int, stream_ids: list[int], options: QueueOptions | None
+    ) -> None:
+        """A configure was sent for ``queue_id``: ``stream_ids`` with ``options`` (its other
+        streams go to nothing once it is answered)."""
+        handle = self._handle(queue_id)
+        limits = (
+            (options.max_unconfirmed_messages, options.max_unconfirmed_bytes)
+            if options is not None
+            else (0, 0)
+        )
+        for stream_id, stream in handle.streams.items():
+            self._set(stream, stream.limits, limits if stream_id in stream_ids else (0, 0))
+        for stream_id in stream_ids:
+            if stream_id not in handle.streams:
+                stream = handle.streams[stream_id] = _Stream(stream_id)
+                self._set(stream, (0, 0), limits)
+
+    def configured(self, queue_id: int, ok: bool) -> None:
+        """The configure in flight was answered: its limits now apply (or, refused, not)."""
+        handle = self._handles.get(queue_id)
+        if handle is None:
+            return
+        for stream_id, stream in list(handle.streams.items()):
+            if stream.pending is not None:
+                self._set(stream, stream.pending if ok else stream.limits, None)
+            if stream.limits == (0, 0) and not stream.messages:
+                del handle.streams[stream_id]  # retired, nothing left on it
+
+    def untracked(self, queue_id: int) -> None:
+        """``queue_id`` is a broadcast queue: its pushes are not counted against the credit."""
+        self._handle(queue_id).tracked = False
+
+    def forget(self, queue_id: int) -> None:
+        handle = self._handles.pop(queue_id, None)
+        if handle is not None:
+            for stream in handle.streams.values():
+                self._set(stream, (0, 0), None)
+
+    def new_connection(self) -> None:
+        """The broker session is new: nothing is unconfirmed there any more."""
+        for handle in self._handles.values():
+            handle.unconfirmed.clear()
+            for stream in handle.streams.values():
+                stream.messages = stream.bytes = 0
+
+    def pushed(self, queue_id: int, stream_id: int, uri: str, guid: bytes, size: int) -> None:
+        """Count a PUSHed message; ProtocolError if the broker had no credit left for it."""
+        handle = self._handles.get(queue_id)
+        if handle is None or not handle.tracked:
+            return
+        stream = handle.streams.get(stream_id)
+        if stream is None or guid in handle.unconfirmed:
+            return  # not configured by us (the router refuses it), or pushed twice
+        max_messages, max_bytes = stream.effective()
+        if stream.messages >= max_messages or stream.bytes >= max_bytes:
+            raise ProtocolError(
+                f"the broker pushed message {guid.hex()} on {uri} (subscription {stream_id}) "
+                f"beyond the credit it was given: {stream.messages} messages ({stream.bytes} "
+                f"bytes) unconfirmed, maxUnconfirmedMessages {max_messages}, "
+                f"maxUnconfirmedBytes {max_bytes}",
+                path="PushHeader",
+            )
+        handle.unconfirmed[guid] = (stream, size)
+        stream.messages += 1
+        stream.bytes += size
+
+    def confirmed(self, queue_id: int, guid: bytes) -> None:
+        handle = self._handles.get(queue_id)
+        if handle is not None:
+            entry = handle.unconfirmed.pop(guid, None)
+            if entry is not None:
+                stream, size = entry
+                stream.messages -= 1
+                stream.bytes -= size
+                if not stream.messages and stream.effective() == (0, 0):
+                    handle.streams.pop(stream.stream_id, None)  # retired and now empty
+
+    def unconfirmed(self, queue_id: int) -> int:
+        """Messages pushed on ``queue_id`` and not confirmed yet (0 when not tracked)."""
+        handle = self._handles.get(queue_id)
+        return len(handle.unconfirmed) if handle is not None else 0
