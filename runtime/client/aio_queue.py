@@ -19,6 +19,7 @@ from pybmq.client.options import (
     QueueOptions,
     queue_options,
 )
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, SessionStoppedError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
@@ -57,6 +58,12 @@ class ReceivedMessage:
     def error(self) -> MessageDecodeError | None:
         """Why the payload is unavailable (a poison message), or None; confirm it all the same."""
         return self.message.error
+
+    @property
+    def subscription(self) -> Subscription | None:
+        """The subscription this message matched (one of the queue's ``QueueOptions``
+        subscriptions, the very object); None when the queue has no subscriptions."""
+        return self.message.subscription
 
     @property
     def queue(self) -> AsyncQueue:

@@ -53,6 +53,7 @@ class Consuming(Publishing):
     def _on_push(self, event: Event) -> None:
         queues = self.queues
         routes = self._routes
+        handles = self._subscription_handles
         append = self._events.append
         default_ids = (0,)
         max_size = self.options.max_decompressed_size
@@ -68,12 +69,20 @@ class Consuming(Publishing):
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
+                subscription = handles.get((qid, stream_id)) if handles else None
                 if push.compression:
-                    append(MessageReceived(_inflated(queue.queue_id, push, max_size)))
+                    message = _inflated(queue.queue_id, push, max_size)
+                    if subscription is not None:
+                        message = message._replace(subscription=subscription)
+                    append(MessageReceived(message))
                     continue
                 properties = push.properties if push.properties_area else None
                 append(
-                    MessageReceived(Message(queue.queue_id, push.guid, push.payload, properties))
+                    MessageReceived(
+                        Message(
+                            queue.queue_id, push.guid, push.payload, properties, None, subscription
+                        )
+                    )
                 )
 
 

@@ -23,6 +23,7 @@ from pybmq.client.records import (
     Put,
     QueueRecord,
 )
+from pybmq.client.subscriptions import Subscription, total_unconfirmed_bytes
 from pybmq.errors import (
     PybmqError,
     SessionStoppedError,
@@ -65,6 +66,8 @@ class EngineCore:
         self._confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
         # (wire qid, subQueueId or subscription id) → queue handle, for PUSH routing.
         self._routes: dict[tuple[int, int], int] = {}
+        # (wire qid, subscription id) → the Subscription a PUSH on it matched (user-given only).
+        self._subscription_handles: dict[tuple[int, int], Subscription] = {}
         self._next_handle = 0
         self._unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
@@ -125,7 +128,10 @@ class EngineCore:
         bounded by our credit (the broker may overshoot it by one message), ACK by what a PUT
         event can carry, control by MAX_CONTROL_EVENT_SIZE, heartbeats are tiny."""
         if event_type == EventType.PUSH:
-            credit = sum(q.options.max_unconfirmed_bytes for q in self.queues.values())
+            credit = sum(
+                total_unconfirmed_bytes(q.options.subscription_objects, q.options)
+                for q in self.queues.values()
+            )
             return min(MAX_EVENT_SIZE, credit + PUT_EVENT_MAX_SIZE_SOFT)
         if event_type == EventType.ACK:
             return PUT_EVENT_MAX_SIZE_SOFT

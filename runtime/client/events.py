@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, PybmqError
 from pybmq.wire.properties import MessageProperties
 
@@ -75,6 +76,9 @@ class Message(NamedTuple):
     # Set when the message could not be decoded: ``payload`` is then empty and unavailable, but
     # the message can (and should) still be confirmed.
     error: MessageDecodeError | None = None
+    # The subscription (from QueueOptions.subscriptions) this message matched; None when the
+    # queue was configured without subscriptions (its one catch-all).
+    subscription: Subscription | None = None
 
 
 @dataclass(frozen=True, slots=True)

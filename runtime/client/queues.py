@@ -28,6 +28,7 @@ from pybmq.client.records import (
     Req,
 )
 from pybmq.client.requests import Requests
+from pybmq.client.subscriptions import Subscription, wire_subscriptions
 from pybmq.errors import (
     PybmqError,
     UsageError,
@@ -154,32 +155,15 @@ class Queues(Requests):
         options = options or queue.options
         subscriptions: list[ctrl.Subscription] = []
         if queue.readable and not empty:
-            expressions = options.subscriptions or ("",)
-            ids = []
-            for text in expressions:
-                sid = self._new_stream_id()
-                ids.append(sid)
-                subscriptions.append(
-                    ctrl.Subscription(
-                        s_id=sid,
-                        expression=ctrl.Expression(
-                            version=(
-                                ctrl.ExpressionVersion.E_VERSION_1
-                                if text
-                                else ctrl.ExpressionVersion.E_UNDEFINED
-                            ),
-                            text=text,
-                        ),
-                        consumers=[
-                            ctrl.ConsumerInfo(
-                                max_unconfirmed_messages=options.max_unconfirmed_messages,
-                                max_unconfirmed_bytes=options.max_unconfirmed_bytes,
-                                consumer_priority=options.consumer_priority,
-                                consumer_priority_count=1,
-                            )
-                        ],
-                    )
-                )
+            # Before the first configure is answered there are no ids yet (zip stops short).
+            previous = dict(
+                zip(queue.options.subscription_objects, queue.subscription_ids, strict=False)
+            )
+            if not queue.options.subscriptions and queue.subscription_ids:
+                previous = {Subscription(): queue.subscription_ids[0]}
+            subscriptions, ids = wire_subscriptions(
+                options.subscription_objects, options, previous, self._new_stream_id
+            )
             self._pending_subscriptions[queue.queue_id] = (ids, options)
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
@@ -320,15 +304,22 @@ class Queues(Requests):
         del self.queues[queue.queue_id]
         for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
             del self._routes[key]
+            self._subscription_handles.pop(key, None)
 
     def _apply_subscriptions(self, queue: QueueRecord) -> None:
         pending = self._pending_subscriptions.pop(queue.queue_id, None)
         if pending is not None:
             for sid in queue.subscription_ids:
                 self._routes.pop((queue.qid, sid), None)
+                self._subscription_handles.pop((queue.qid, sid), None)
             queue.subscription_ids, queue.options = pending
             for sid in queue.subscription_ids:
                 self._routes[(queue.qid, sid)] = queue.queue_id
+            # The handle each message carries: the application's own Subscription objects.
+            for sid, subscription in zip(
+                queue.subscription_ids, queue.options.subscription_objects, strict=False
+            ):
+                self._subscription_handles[(queue.qid, sid)] = subscription
 
     def _finish_queue_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
         if queue.op_id is not None:

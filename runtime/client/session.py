@@ -258,6 +258,7 @@ class SessionLayer(Queues):
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
         self.queues.clear()
         self._routes.clear()
+        self._subscription_handles.clear()
         self._puts.clear()
         self._confirms.clear()
 
