@@ -52,6 +52,8 @@ class EngineCore:
         self.heartbeat_interval = 3.0
         self.max_missed_heartbeats = 10
         self.broker_configure_stream = True
+        # The broker advertised MPS:MESSAGE_PROPERTIES_EX; without it posts use the old format.
+        self.extended_properties = True
         self.queues: dict[int, QueueRecord] = {}
         self._reader = self._new_reader()
         self._out: list[bytes] = []

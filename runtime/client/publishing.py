@@ -124,6 +124,7 @@ class Publishing(EngineCore):
         threshold = self.options.compression_threshold or 1
         builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=threshold)
         queues = self.queues
+        extended = self.extended_properties
         acked: list[bytes] = []
         puts = self._puts
         i, n = 0, len(puts)
@@ -135,7 +136,7 @@ class Publishing(EngineCore):
             if compress:
                 builder.add(
                     qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
-                    compression=ZLIB,
+                    compression=ZLIB, extended_properties=extended,
                 )  # fmt: skip
                 i += 1
                 continue
@@ -157,7 +158,7 @@ class Publishing(EngineCore):
             run = puts[i:j]
             builder.add_many(
                 qid, [p[2] for p in run], [p[1] for p in run], properties=props,
-                ack_requested=wants_ack,
+                ack_requested=wants_ack, extended_properties=extended,
             )  # fmt: skip
             i = j
         self._out.extend(builder.finish())
