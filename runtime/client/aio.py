@@ -23,6 +23,7 @@ from pybmq.client.events import (
     AckStatus,
     CallbackFailed,
     ConnectionLost,
+    HealthEvent,
     MessageReceived,
     OperationCompleted,
     QueueReopened,
@@ -32,6 +33,7 @@ from pybmq.client.events import (
     StateRestored,
 )
 from pybmq.client.fsm import SessionState
+from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import (
     QueueOptions,
     SessionOptions,
@@ -44,7 +46,9 @@ from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
 
-ResilienceEvent = ConnectionLost | Reconnected | QueueReopened | StateRestored | CallbackFailed
+ResilienceEvent = (
+    ConnectionLost | Reconnected | QueueReopened | StateRestored | CallbackFailed | HealthEvent
+)
 ResilienceListener = Callable[[ResilienceEvent], object]
 
 
@@ -84,8 +88,13 @@ class AsyncSession:
         write_high_water: int = 4 * 1024 * 1024,
         on_event: ResilienceListener | None = None,
         rng: random.Random | None = None,
+        host_health_monitor: HostHealthMonitor | None = None,
     ) -> None:
         self._engine = ClientEngine(options)
+        # Queues opened with suspends_on_bad_host_health follow it (HostUnhealthy, QueueSuspended,
+        # QueueResumed, HostHealthRestored go to on_event).
+        self.host_health_monitor = host_health_monitor
+        self._unsubscribe_health: Callable[[], None] | None = None
         engine_options = self._engine.options
         self._tls = client_tls_context(engine_options)
         self._tls_server_name = engine_options.tls_server_name
@@ -142,6 +151,11 @@ class AsyncSession:
         """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
         self._loop = asyncio.get_running_loop()
         self._engine.start(self._loop_time())
+        monitor = self.host_health_monitor
+        if monitor is not None and self._unsubscribe_health is None:
+            self._unsubscribe_health = monitor.subscribe(self._on_host_health)
+            if not monitor.healthy:
+                self._engine.set_host_health(False, self._loop_time())
         self._started = self._loop.create_future()
         log.debug("connecting to %s", self.broker)
         try:
@@ -206,6 +220,8 @@ class AsyncSession:
         (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
         ``subscriptions=``)."""
         options = queue_options(options, option_values)
+        if options.suspends_on_bad_host_health and self.host_health_monitor is None:
+            raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         op_id, queue_id = self._engine.open_queue(
             uri, self._loop_time(), read=read, write=write, ack=ack, options=options
         )
@@ -264,6 +280,17 @@ class AsyncSession:
         self._transport = None
         self._engine.connection_lost(self._loop_time(), exc)
         self._pump()
+
+    def _on_host_health(self, healthy: bool) -> None:
+        """From the monitor, on whichever thread changed it."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._apply_host_health, healthy)
+
+    def _apply_host_health(self, healthy: bool) -> None:
+        if self._engine.state is not SessionState.STOPPED:
+            self._engine.set_host_health(healthy, self._loop_time())
+            self._flush()
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -404,6 +431,9 @@ class AsyncSession:
 
     def _close_transport(self) -> None:
         self._cancel_reconnect()
+        if self._unsubscribe_health is not None:
+            self._unsubscribe_health()
+            self._unsubscribe_health = None
         self._protocol = None
         if self._timer is not None:
             self._timer.cancel()

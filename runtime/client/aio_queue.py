@@ -102,6 +102,13 @@ class AsyncQueue:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
+    @property
+    def suspended(self) -> bool:
+        """True while the host is unhealthy and this queue (``suspends_on_bad_host_health``) is
+        suspended: posts raise QueueSuspendedError and a reader receives nothing new."""
+        queue = self.session._engine.queues.get(self.queue_id)
+        return queue is not None and queue.suspended
+
     def post_nowait(
         self,
         payload: bytes,

@@ -154,6 +154,38 @@ class CallbackFailed:
     error: Exception
 
 
+@dataclass(frozen=True, slots=True)
+class HostUnhealthy:
+    """The session's host health monitor turned unhealthy; sensitive queues are suspending."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostHealthRestored:
+    """The host is healthy again and every sensitive queue has resumed (after QueueResumed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSuspended:
+    """A host-health-sensitive queue is suspended (``error`` None), or the broker refused or did
+    not answer the request (QueueSuspendFailed in the C++ SDK); either way posts are refused."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueResumed:
+    """A suspended queue works again (``error`` None), or the broker refused or did not answer
+    the request that resumes it (QueueResumeFailed); either way posts are accepted again."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+HealthEvent = HostUnhealthy | HostHealthRestored | QueueSuspended | QueueResumed
+
 ClientEvent = (
     SessionStarted
     | SessionStopped
@@ -164,4 +196,8 @@ ClientEvent = (
     | Reconnected
     | QueueReopened
     | StateRestored
+    | HostUnhealthy
+    | HostHealthRestored
+    | QueueSuspended
+    | QueueResumed
 )

@@ -131,6 +131,9 @@ class QueueOptions:
     # control) or bare expressions (e.g. ``"price > 10"``, the queue's priority and flow
     # control); kept as Subscription objects. Empty = one catch-all subscription.
     subscriptions: tuple[Subscription | str, ...] = ()
+    # Suspend this queue while the session's host health monitor says unhealthy (the broker
+    # delivers nothing to a reader, posts are refused), as the official SDKs do.
+    suspends_on_bad_host_health: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subscriptions", as_subscriptions(self.subscriptions))

@@ -15,6 +15,7 @@ from pybmq.client.events import (
     AckStatus,
 )
 from pybmq.client.fsm import (
+    HealthState,
     QueueState,
     SessionState,
 )
@@ -27,6 +28,7 @@ from pybmq.client.records import (
 )
 from pybmq.errors import (
     PostBufferFullError,
+    QueueSuspendedError,
     UsageError,
 )
 from pybmq.wire.batches import ConfirmEventBuilder, iter_ack
@@ -35,6 +37,7 @@ from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
 log = logging.getLogger("pybmq.client.engine")
+_ACTIVE = HealthState.ACTIVE
 
 
 class Publishing(EngineCore):
@@ -68,6 +71,8 @@ class Publishing(EngineCore):
             raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
         if not queue.writable:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
+        if queue.health is not _ACTIVE:
+            raise QueueSuspendedError(f"cannot post: {queue.uri} is suspended (host unhealthy)")
         if not payload:
             raise UsageError("cannot post an empty payload")
         if not isinstance(payload, (bytes, bytearray, memoryview)):

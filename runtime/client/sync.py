@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
+from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
@@ -179,7 +180,9 @@ class Session:
         options: SessionOptions | None = None,
         timeout: float = 60.0,
         on_event: Callable[[ResilienceEvent], object] | None = None,
+        host_health_monitor: HostHealthMonitor | None = None,
     ) -> None:
+        self._host_health_monitor = host_health_monitor
         # None: options.broker_uri ($BMQ_BROKER_URI when set, else localhost:30114).
         self.broker = broker or (options or SessionOptions()).broker_uri
         self._options = options
@@ -223,6 +226,7 @@ class Session:
                 self.broker,
                 options=self._options,
                 on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
+                host_health_monitor=self._host_health_monitor,
             )
             await session.start()
             return session
