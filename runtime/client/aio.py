@@ -22,6 +22,8 @@ from pybmq.client.events import (
     AckReceived,
     AckStatus,
     CallbackFailed,
+    ChannelHighWatermark,
+    ChannelLowWatermark,
     ConnectionLost,
     HealthEvent,
     MessageReceived,
@@ -31,6 +33,7 @@ from pybmq.client.events import (
     SessionStarted,
     SessionStopped,
     StateRestored,
+    WatermarkEvent,
 )
 from pybmq.client.fsm import SessionState
 from pybmq.client.health import HostHealthMonitor
@@ -46,8 +49,15 @@ from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
 
+# What on_event receives: connection and reconnect news, host health, channel watermarks.
 ResilienceEvent = (
-    ConnectionLost | Reconnected | QueueReopened | StateRestored | CallbackFailed | HealthEvent
+    ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+    | CallbackFailed
+    | HealthEvent
+    | WatermarkEvent
 )
 ResilienceListener = Callable[[ResilienceEvent], object]
 
@@ -66,9 +76,11 @@ class _Protocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.session._writable.clear()
+        self.session._on_watermark(high=True)
 
     def resume_writing(self) -> None:
         self.session._writable.set()
+        self.session._on_watermark(high=False)
 
 
 class AsyncSession:
@@ -86,6 +98,7 @@ class AsyncSession:
         options: SessionOptions | None = None,
         connect_timeout: float = 10.0,
         write_high_water: int = 4 * 1024 * 1024,
+        write_low_water: int | None = None,
         on_event: ResilienceListener | None = None,
         rng: random.Random | None = None,
         host_health_monitor: HostHealthMonitor | None = None,
@@ -114,7 +127,16 @@ class AsyncSession:
         self.reconnects = 0
         self.callback_errors = 0  # user callbacks that raised (each also logged and reported)
         self._connect_timeout = connect_timeout
+        # The channel watermarks: past ``write_high_water`` buffered bytes, posting waits in
+        # drain() and on_event gets ChannelHighWatermark; once the buffer is down to
+        # ``write_low_water`` (default: a quarter of the high mark), ChannelLowWatermark.
+        if write_low_water is None:
+            write_low_water = write_high_water // 4
+        if not 0 <= write_low_water <= write_high_water:
+            raise UsageError("watermarks need 0 <= write_low_water <= write_high_water")
         self._high_water = write_high_water
+        self._low_water = write_low_water
+        self.high_watermarks = 0  # how many times the high watermark was reached
         self._transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._writable = asyncio.Event()
@@ -172,7 +194,7 @@ class AsyncSession:
         assert isinstance(transport, asyncio.Transport)
         self._protocol = protocol
         self._transport = transport
-        transport.set_write_buffer_limits(high=self._high_water)
+        transport.set_write_buffer_limits(high=self._high_water, low=self._low_water)
         log.debug("connected to %s; negotiating", self.broker)
         self._engine.connection_made(self._loop_time())
         self._flush()
@@ -281,6 +303,16 @@ class AsyncSession:
         self._engine.connection_lost(self._loop_time(), exc)
         self._pump()
 
+    def _on_watermark(self, high: bool) -> None:
+        transport = self._transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        if high:
+            self.high_watermarks += 1
+            log.debug("write buffer at its high watermark (%d bytes)", buffered)
+            self._notify(ChannelHighWatermark(buffered))
+        else:
+            self._notify(ChannelLowWatermark(buffered))
+
     def _on_host_health(self, healthy: bool) -> None:
         """From the monitor, on whichever thread changed it."""
         loop = self._loop
@@ -388,7 +420,7 @@ class AsyncSession:
             assert isinstance(transport, asyncio.Transport)
             self._protocol = protocol
             self._transport = transport
-            transport.set_write_buffer_limits(high=self._high_water)
+            transport.set_write_buffer_limits(high=self._high_water, low=self._low_water)
             self._engine.connection_made(self._loop_time())
             self._flush()
             return

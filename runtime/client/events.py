@@ -184,6 +184,23 @@ class QueueResumed:
     error: PybmqError | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelHighWatermark:
+    """The socket's write buffer reached the session's high watermark (CHANNEL_HIGH_WATERMARK in
+    the C++ SDK): data is piling up faster than the broker takes it; throttle posting."""
+
+    buffered: int  # bytes waiting in the write buffer
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelLowWatermark:
+    """The write buffer drained to the low watermark after a high one: posting may go on."""
+
+    buffered: int
+
+
+WatermarkEvent = ChannelHighWatermark | ChannelLowWatermark
+
 HealthEvent = HostUnhealthy | HostHealthRestored | QueueSuspended | QueueResumed
 
 ClientEvent = (

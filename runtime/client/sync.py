@@ -181,8 +181,11 @@ class Session:
         timeout: float = 60.0,
         on_event: Callable[[ResilienceEvent], object] | None = None,
         host_health_monitor: HostHealthMonitor | None = None,
+        write_high_water: int = 4 * 1024 * 1024,
+        write_low_water: int | None = None,
     ) -> None:
         self._host_health_monitor = host_health_monitor
+        self._watermarks = (write_high_water, write_low_water)
         # None: options.broker_uri ($BMQ_BROKER_URI when set, else localhost:30114).
         self.broker = broker or (options or SessionOptions()).broker_uri
         self._options = options
@@ -227,6 +230,8 @@ class Session:
                 options=self._options,
                 on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
                 host_health_monitor=self._host_health_monitor,
+                write_high_water=self._watermarks[0],
+                write_low_water=self._watermarks[1],
             )
             await session.start()
             return session
