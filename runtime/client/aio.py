@@ -43,11 +43,13 @@ from pybmq.client.options import (
     queue_options,
 )
 from pybmq.client.reconnect import EndpointSelector
+from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
+stats_log = logging.getLogger("pybmq.stats")
 
 # What on_event receives: connection and reconnect news, host health, channel watermarks.
 ResilienceEvent = (
@@ -108,6 +110,7 @@ class AsyncSession:
         # QueueResumed, HostHealthRestored go to on_event).
         self.host_health_monitor = host_health_monitor
         self._unsubscribe_health: Callable[[], None] | None = None
+        self._stats_task: asyncio.Task[None] | None = None
         engine_options = self._engine.options
         self._tls = client_tls_context(engine_options)
         self._tls_server_name = engine_options.tls_server_name
@@ -173,6 +176,9 @@ class AsyncSession:
         """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
         self._loop = asyncio.get_running_loop()
         self._engine.start(self._loop_time())
+        interval = self._engine.options.stats_dump_interval
+        if interval and self._stats_task is None:
+            self._stats_task = self._loop.create_task(self._dump_stats(interval))
         monitor = self.host_health_monitor
         if monitor is not None and self._unsubscribe_health is None:
             self._unsubscribe_health = monitor.subscribe(self._on_host_health)
@@ -213,6 +219,17 @@ class AsyncSession:
         op_id = self._engine.stop(self._loop_time())
         await self._operation(op_id)
         await self._stopped.wait()
+
+    def stats(self) -> SessionStats:
+        """A typed snapshot: per open queue and session totals (messages and bytes in and out,
+        ACKs, NACKs, confirms, ACK and confirm latency percentiles)."""
+        return self._engine.stats()
+
+    async def _dump_stats(self, interval: float) -> None:
+        """Log the stats every ``interval`` seconds (SessionOptions.stats_dump_interval)."""
+        while True:
+            await asyncio.sleep(interval)
+            stats_log.info("%s", self.stats().format())
 
     @property
     def writable(self) -> bool:
@@ -463,6 +480,9 @@ class AsyncSession:
 
     def _close_transport(self) -> None:
         self._cancel_reconnect()
+        if self._stats_task is not None:
+            self._stats_task.cancel()
+            self._stats_task = None
         if self._unsubscribe_health is not None:
             self._unsubscribe_health()
             self._unsubscribe_health = None

@@ -34,12 +34,15 @@ _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 class ReceivedMessage:
     """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
 
-    __slots__ = ("_generation", "_queue", "message")
+    __slots__ = ("_generation", "_queue", "_received_at", "message")
 
-    def __init__(self, queue: AsyncQueue, message: Message, generation: int) -> None:
+    def __init__(
+        self, queue: AsyncQueue, message: Message, generation: int, received_at: float = 0.0
+    ) -> None:
         self._queue = queue
         self.message = message
         self._generation = generation  # which connection brought it
+        self._received_at = received_at  # loop time of its arrival (for the confirm latency)
 
     @property
     def payload(self) -> bytes:
@@ -78,7 +81,8 @@ class ReceivedMessage:
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         session = self._queue.session
-        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation)
+        latency = session._loop.time() - self._received_at
+        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
         session._schedule_flush()
 
     async def confirm(self) -> None:
@@ -194,7 +198,8 @@ class AsyncQueue:
             raise StopAsyncIteration from None
 
     def _deliver(self, message: Message) -> None:
-        self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
+        engine = self.session._engine
+        self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
         waiters = self._waiters
         if waiters:
             waiter = waiters.popleft()

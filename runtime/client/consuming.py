@@ -32,11 +32,19 @@ log = logging.getLogger("pybmq.client.engine")
 class Consuming(Publishing):
     """Consuming: routing PUSH messages to their queue handle, and buffering CONFIRMs."""
 
-    def confirm(self, queue_id: int, guid: bytes, generation: int | None = None) -> None:
+    def confirm(
+        self,
+        queue_id: int,
+        guid: bytes,
+        generation: int | None = None,
+        latency: float | None = None,
+    ) -> None:
         """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``).
 
         ``generation`` is ``self.generation`` when the message arrived: a message of an earlier
-        connection is not confirmed (that broker session is gone; it will be redelivered)."""
+        connection is not confirmed (that broker session is gone; it will be redelivered).
+        ``latency`` (seconds from delivery to this confirm, measured by the shell) goes into
+        the queue's stats."""
         if (generation is not None and generation != self.generation) or (
             self._restoring and self.state is not SessionState.STOPPED
         ):
@@ -49,6 +57,10 @@ class Consuming(Publishing):
         if not queue.readable:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
         self._confirms.append((queue.qid, guid, queue.sub_id))
+        counters = queue.counters
+        counters.confirmed += 1
+        if latency is not None:
+            counters.confirm_latency.add(latency)
 
     def _on_push(self, event: Event) -> None:
         queues = self.queues
@@ -69,6 +81,9 @@ class Consuming(Publishing):
                         f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                         path="PushHeader.queueId",
                     )
+                counters = queue.counters
+                counters.received += 1
+                counters.received_bytes += len(push.payload)
                 subscription = handles.get((qid, stream_id)) if handles else None
                 if push.compression:
                     message = _inflated(queue.queue_id, push, max_size)

@@ -23,6 +23,7 @@ from pybmq.client.records import (
     Put,
     QueueRecord,
 )
+from pybmq.client.stats import QueueCounters, SessionStats, snapshot
 from pybmq.client.subscriptions import Subscription, total_unconfirmed_bytes
 from pybmq.errors import (
     PybmqError,
@@ -89,6 +90,8 @@ class EngineCore:
         # Resilience: True from a connection drop until every queue is reopened (posts are held).
         self._restoring = False
         self._reopening: set[int] = set()
+        # Stats of queues closed or lost in this session (the totals include them).
+        self._closed_counters = QueueCounters()
         # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
         self.generation = 0
 
@@ -140,6 +143,12 @@ class EngineCore:
         if event_type == EventType.CONTROL:
             return MAX_CONTROL_EVENT_SIZE
         return SMALL_EVENT_SIZE
+
+    def stats(self) -> SessionStats:
+        """A typed snapshot of the session's statistics (per open queue, and totals)."""
+        return snapshot(
+            {q.uri: q.counters for q in list(self.queues.values())}, self._closed_counters
+        )
 
     def _new_stream_id(self) -> int:
         """subIds and subscription ids from one counter, so a PUSH's id names one stream."""

@@ -87,6 +87,9 @@ class SessionOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_server_name: str | None = None
+    # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
+    # the official SDKs' statsDumpInterval.
+    stats_dump_interval: float = 0.0
 
     @property
     def uses_tls(self) -> bool:
@@ -104,6 +107,8 @@ class SessionOptions:
             raise UsageError(
                 f"max_decompressed_size must be in 1..{DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"
             )
+        if not 0 <= self.stats_dump_interval < 2**31:
+            raise UsageError("stats_dump_interval must be >= 0 seconds (0: never)")
         if self.compression_threshold < 0:
             raise UsageError("compression_threshold must be >= 0")
         if not self.encodings or any(e not in ("JSON", "BER") for e in self.encodings):

@@ -93,6 +93,7 @@ class Publishing(EngineCore):
                 f"{queue.uri} was opened with ack=False: no ACK will come to wait for or call back"
             )
         guid = self._guids.generate()
+        self._now = now  # the flush that sends it starts its ACK deadline (and latency) here
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self._puts.append(put)
         if wants_ack:
@@ -135,10 +136,14 @@ class Publishing(EngineCore):
         i, n = 0, len(puts)
         while i < n:
             queue_id, guid, payload, props, wants_ack, compress = puts[i]
-            qid = queues[queue_id].qid
+            queue = queues[queue_id]
+            qid = queue.qid
             if wants_ack:
                 acked.append(guid)
             if compress:
+                counters = queue.counters
+                counters.posted += 1
+                counters.posted_bytes += len(payload)
                 builder.add(
                     qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
                     compression=ZLIB, extended_properties=extended,
@@ -161,10 +166,14 @@ class Publishing(EngineCore):
                     acked.append(other[1])
                 j += 1
             run = puts[i:j]
+            payloads = [p[2] for p in run]
             builder.add_many(
-                qid, [p[2] for p in run], [p[1] for p in run], properties=props,
+                qid, payloads, [p[1] for p in run], properties=props,
                 ack_requested=wants_ack, extended_properties=extended,
             )  # fmt: skip
+            counters = queue.counters  # stats: once per run, not per message
+            counters.posted += j - i
+            counters.posted_bytes += sum(map(len, payloads))
             i = j
         self._out.extend(builder.finish())
         puts.clear()
@@ -180,6 +189,12 @@ class Publishing(EngineCore):
         queues = self.queues
         append = self._events.append
         status_of = AckStatus.from_wire
+        # Stats: the posts of one flush share a send time (their batch), so the ACK latency is
+        # recorded once per run of ACKs of one batch and queue, weighted by the run's length.
+        run_batch: AckBatch | None = None
+        run_queue: QueueRecord | None = None
+        run_length = 0
+        sent_offset = self._now + self.options.ack_timeout  # now - (deadline - ack_timeout)
         for _reserved, status, correlation_id, guid, _qid in iter_ack(event):
             pending = pop(guid, None)
             if pending is None:
@@ -189,8 +204,24 @@ class Publishing(EngineCore):
             if batch is not None:
                 batch.remaining -= 1
             queue = queues.get(pending.queue_id)
-            uri = queue.uri if queue is not None else ""
+            if queue is not None:
+                if status:
+                    queue.counters.nacks += 1
+                else:
+                    queue.counters.acks += 1
+                if batch is not run_batch or queue is not run_queue:
+                    if run_batch is not None and run_queue is not None:
+                        run_queue.counters.ack_latency.add(
+                            sent_offset - run_batch.deadline, run_length
+                        )
+                    run_batch, run_queue, run_length = batch, queue, 0
+                run_length += 1
+                uri = queue.uri
+            else:
+                uri = ""
             append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
+        if run_batch is not None and run_queue is not None:
+            run_queue.counters.ack_latency.add(sent_offset - run_batch.deadline, run_length)
         batches = self._ack_deadlines
         while batches and batches[0].remaining <= 0:
             batches.popleft()

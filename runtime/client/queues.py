@@ -302,6 +302,7 @@ class Queues(Requests):
 
     def _forget(self, queue: QueueRecord) -> None:
         del self.queues[queue.queue_id]
+        queue.counters.add_into(self._closed_counters)
         for key in [k for k, handle in self._routes.items() if handle == queue.queue_id]:
             del self._routes[key]
             self._subscription_handles.pop(key, None)

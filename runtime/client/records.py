@@ -16,6 +16,7 @@ from pybmq.client.fsm import (
     step,
 )
 from pybmq.client.options import QueueOptions
+from pybmq.client.stats import QueueCounters
 from pybmq.generated.wire_codec import (
     CompressionAlgorithmType,
     QueueFlags,
@@ -112,6 +113,7 @@ class QueueRecord:
     __slots__ = (
         "app_id",
         "base_uri",
+        "counters",
         "deferred_options",
         "flags",
         "health",
@@ -144,6 +146,7 @@ class QueueRecord:
         self.op_id: int | None = None  # the user operation waiting on this queue, if any
         self.subscription_ids: list[int] = []
         self.health = HealthState.ACTIVE
+        self.counters = QueueCounters()  # stats: messages and bytes in and out, latencies
         # A configure made while suspended: kept, and sent when the queue resumes.
         self.deferred_options: QueueOptions | None = None
 

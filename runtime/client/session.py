@@ -256,6 +256,8 @@ class SessionLayer(Queues):
             queue.step(QueueInput.SESSION_DOWN)
             queue.remote = RemoteQueueState.CLOSED
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
+        for queue in self.queues.values():
+            queue.counters.add_into(self._closed_counters)
         self.queues.clear()
         self._routes.clear()
         self._subscription_handles.clear()

@@ -18,6 +18,7 @@ from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
@@ -241,6 +242,17 @@ class Session:
         except BaseException:
             self.stop()
             raise
+
+    def stats(self) -> SessionStats:
+        """A typed snapshot of the session's statistics (see ``AsyncSession.stats``)."""
+        inner = self._inner
+        if inner is None:
+            raise UsageError("session is not started")
+
+        async def take() -> SessionStats:
+            return inner.stats()
+
+        return self._call(take(), self._timeout)
 
     def stop(self) -> None:
         """Stop the session and its threads. Idempotent."""
