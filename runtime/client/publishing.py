@@ -189,10 +189,11 @@ class Publishing(EngineCore):
         queues = self.queues
         append = self._events.append
         status_of = AckStatus.from_wire
-        # Stats: the posts of one flush share a send time (their batch), so the ACK latency is
-        # recorded once per run of ACKs of one batch and queue, weighted by the run's length.
-        run_batch: AckBatch | None = None
+        # Stats, kept off the per-ACK path: ACKs are counted per run of ACKs of one queue and
+        # one flush (whose posts share a send time, so one latency sample, weighted by the run's
+        # length, stands for the run); a NACK moves one count from ACKs to NACKs.
         run_queue: QueueRecord | None = None
+        run_batch: AckBatch | None = None
         run_length = 0
         sent_offset = self._now + self.options.ack_timeout  # now - (deadline - ack_timeout)
         for _reserved, status, correlation_id, guid, _qid in iter_ack(event):
@@ -204,24 +205,22 @@ class Publishing(EngineCore):
             if batch is not None:
                 batch.remaining -= 1
             queue = queues.get(pending.queue_id)
-            if queue is not None:
-                if status:
-                    queue.counters.nacks += 1
-                else:
-                    queue.counters.acks += 1
-                if batch is not run_batch or queue is not run_queue:
-                    if run_batch is not None and run_queue is not None:
-                        run_queue.counters.ack_latency.add(
-                            sent_offset - run_batch.deadline, run_length
-                        )
-                    run_batch, run_queue, run_length = batch, queue, 0
-                run_length += 1
-                uri = queue.uri
-            else:
+            if queue is not run_queue or batch is not run_batch:
+                if run_queue is not None:
+                    _count_acks(run_queue, run_batch, run_length, sent_offset)
+                run_queue, run_batch, run_length = queue, batch, 0
+            run_length += 1
+            if queue is None:
                 uri = ""
+            else:
+                uri = queue.uri
+                if status:
+                    counters = queue.counters
+                    counters.nacks += 1
+                    counters.acks -= 1
             append(AckReceived(Ack(guid, uri, status_of(status), correlation_id), pending.context))
-        if run_batch is not None and run_queue is not None:
-            run_queue.counters.ack_latency.add(sent_offset - run_batch.deadline, run_length)
+        if run_queue is not None:
+            _count_acks(run_queue, run_batch, run_length, sent_offset)
         batches = self._ack_deadlines
         while batches and batches[0].remaining <= 0:
             batches.popleft()
@@ -245,3 +244,11 @@ class Publishing(EngineCore):
             self._events.append(AckReceived(ack, pending.context))
         self._unacked.clear()
         self._ack_deadlines.clear()
+
+
+def _count_acks(queue: QueueRecord, batch: AckBatch | None, count: int, sent_offset: float) -> None:
+    """Stats for a run of ``count`` answers to posts of one queue and one flush (``batch``)."""
+    counters = queue.counters
+    counters.acks += count
+    if batch is not None:
+        counters.ack_latency.add(sent_offset - batch.deadline, count)
