@@ -35,6 +35,11 @@ class Queue:
         self._inner = inner
         self.uri = inner.uri
 
+    @property
+    def suspended(self) -> bool:
+        """True while the host is unhealthy and this queue is suspended (see AsyncQueue)."""
+        return self._inner.suspended
+
     def post(
         self,
         payload: bytes,

@@ -166,7 +166,8 @@ def test_blocking_session_and_a_monitor_changed_from_another_thread() -> None:
         ThreadedBrokerSimulator() as sim,
         Session(sim.url, host_health_monitor=monitor, on_event=on_event) as session,
     ):
-        session.open_queue(URI, read=True, options=SENSITIVE)
+        queue = session.open_queue(URI, read=True, options=SENSITIVE)
+        assert not queue.suspended
         threading.Thread(target=monitor.set_unhealthy).start()
         threading.Thread(target=lambda: (restored.wait(0.3), monitor.set_healthy())).start()
         assert restored.wait(10)
