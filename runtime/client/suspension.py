@@ -51,7 +51,8 @@ class HostHealthLayer(AuthenticationLayer):
         self._maybe_health_restored()
 
     def _wants_suspended(self, queue: QueueRecord) -> bool:
-        return not self.host_healthy and queue.options.suspends_on_bad_host_health
+        options = queue.deferred_options or queue.options  # a configure made while suspended
+        return not self.host_healthy and options.suspends_on_bad_host_health
 
     def _sync_health(self, queue: QueueRecord) -> None:
         """Move ``queue`` toward what the host health asks, one request at a time; a user
@@ -135,10 +136,12 @@ class HostHealthLayer(AuthenticationLayer):
             raise UsageError(f"only a reader can be configured; {queue.uri} was opened write-only")
         if queue.op_id is not None or queue.health is HealthState.RESUMING:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
-        # Suspended: keep the options for the resume (the C++ core does not send them now).
+        # Suspended: keep the options for the resume (the C++ core does not send them now);
+        # options that are no longer host-health-sensitive resume the queue at once.
         queue.deferred_options = options
         op_id = self._new_op()
         self._complete(op_id, None)
+        self._sync_health(queue)
         return op_id
 
     def _send_configure(

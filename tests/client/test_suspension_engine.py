@@ -94,3 +94,22 @@ def test_reconnect_while_suspended_reopens_with_no_subscription_then_resumes() -
     [subscriptions] = configures(engine)
     assert len(subscriptions) == 1
     assert any(isinstance(e, HostHealthRestored) for e in engine.next_events())
+
+
+def test_configured_insensitive_while_suspended_resumes_at_once() -> None:
+    engine, queue_id = engine_with_reader()
+    engine.set_host_health(False, 1.0)
+    configures(engine)
+    engine.next_events()
+    engine.configure_queue(queue_id, QueueOptions(max_unconfirmed_messages=4), 2.0)
+    [subscriptions] = configures(engine)  # the resume, with the new options
+    assert subscriptions[0].consumers[0].max_unconfirmed_messages == 4
+    events = engine.next_events()
+    assert any(isinstance(e, QueueResumed) and e.error is None for e in events)
+    assert engine.queues[queue_id].health is HealthState.ACTIVE
+    assert not engine.queues[queue_id].options.suspends_on_bad_host_health
+    # Still unhealthy: no HostHealthRestored until the monitor says healthy.
+    assert not any(isinstance(e, HostHealthRestored) for e in events)
+    engine.set_host_health(True, 3.0)
+    assert configures(engine) == []
+    assert [type(e) for e in engine.next_events()] == [HostHealthRestored]
