@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import MessageReceived
-from pybmq.client.options import QueueOptions
+from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.subscriptions import Subscription
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.wire.push import PushEventBuilder
 
-from tests.helpers.engine import control, reply, sent_events, started_engine
+from tests.helpers.engine import broker_response, control, reply, sent_events, started_engine
 
 URI = "bmq://bmq.test.mem.priority/q1"
 
@@ -65,3 +65,25 @@ def test_no_subscriptions_is_one_catch_all_keeping_its_id() -> None:
     [again] = configured(engine)
     assert again.s_id == first.s_id
     assert again.consumers[0].max_unconfirmed_messages == 3
+
+
+def test_a_reopen_after_a_reconnect_keeps_the_subscription_ids() -> None:
+    engine = ClientEngine(SessionOptions(reconnect=True))
+    engine.start(0.0)
+    engine.connection_made(0.0)
+    engine.data_to_send()
+    engine.receive_data(broker_response(), 0.0)
+    red = Subscription("color == 1", consumer_priority=2)
+    options = QueueOptions(subscriptions=(red, "color == 2"))
+    _op, queue_id = engine.open_queue(URI, 0.0, read=True, options=options)
+    reply(engine, control(sent_events(engine)[0]))
+    before = [s.s_id for s in configured(engine)]
+    engine.connection_lost(1.0)
+    engine.connection_made(2.0)
+    engine.data_to_send()
+    engine.receive_data(broker_response(), 2.0)
+    reply(engine, control(sent_events(engine)[0]))  # the reopen
+    after = configured(engine)
+    assert [s.s_id for s in after] == before
+    assert after[0].consumers[0].consumer_priority == 2
+    assert engine._subscription_handles[(engine.queues[queue_id].qid, before[0])] is red
