@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from pybmq.client.options import QueueOptions
 
 _INT32 = 2**31
+# Bounds that keep a ConfigureStream (and the broker's echo of it) well under the 1 MiB a control
+# event may take (pybmq.wire.framing.MAX_CONTROL_EVENT_SIZE).
+MAX_SUBSCRIPTIONS = 1000  # per queue
+MAX_EXPRESSION_LENGTH = 512  # characters of one expression
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class Subscription:
     def __post_init__(self) -> None:
         if not isinstance(self.expression, str):
             raise UsageError(f"a subscription expression is a str, not {self.expression!r}")
+        if len(self.expression) > MAX_EXPRESSION_LENGTH:
+            raise UsageError(
+                f"a subscription expression has at most {MAX_EXPRESSION_LENGTH} characters"
+            )
         for field_name in ("max_unconfirmed_messages", "max_unconfirmed_bytes"):
             value = getattr(self, field_name)
             if value is not None and value < 0:
@@ -62,6 +70,8 @@ class Subscription:
 def as_subscriptions(values: Sequence[str | Subscription]) -> tuple[Subscription, ...]:
     """QueueOptions' subscriptions: a bare expression string is a Subscription with the queue's
     priority and flow control."""
+    if len(values) > MAX_SUBSCRIPTIONS:
+        raise UsageError(f"a queue takes at most {MAX_SUBSCRIPTIONS} subscriptions")
     out = []
     for value in values:
         if isinstance(value, Subscription):

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from pybmq.client.aio import AsyncQueue, AsyncSession, ReceivedMessage
 from pybmq.client.options import QueueOptions
-from pybmq.client.subscriptions import Subscription
+from pybmq.client.subscriptions import MAX_EXPRESSION_LENGTH, MAX_SUBSCRIPTIONS, Subscription
 from pybmq.errors import UsageError
 from pybmq.sim.server import BrokerSimulator
 
@@ -137,6 +137,15 @@ async def test_a_queue_without_subscriptions_gets_messages_without_a_handle(
         await post_kinds(writer, ["any"])
         [message] = await received(reader, 1)
         assert message.subscription is None
+
+
+def test_subscriptions_are_bounded() -> None:
+    QueueOptions(subscriptions=tuple(f"x == {i}" for i in range(MAX_SUBSCRIPTIONS)))
+    with pytest.raises(UsageError, match="at most"):
+        QueueOptions(subscriptions=tuple(f"x == {i}" for i in range(MAX_SUBSCRIPTIONS + 1)))
+    Subscription("x" * MAX_EXPRESSION_LENGTH)
+    with pytest.raises(UsageError, match="at most"):
+        Subscription("x" * (MAX_EXPRESSION_LENGTH + 1))
 
 
 def test_subscription_values_are_checked() -> None:
