@@ -124,7 +124,7 @@ class AsyncSession:
         self._endpoint = broker  # the endpoint of the current (or last) connection
         self._reconnect_task: asyncio.Task[None] | None = None
         self._protocol: _Protocol | None = None
-        # Called on the loop with ConnectionLost, Reconnected, QueueReopened, StateRestored.
+        # Called on the loop with every ResilienceEvent: reconnects, host health, watermarks.
         self.on_event = on_event
         self.connection_losses = 0
         self.reconnects = 0

@@ -195,7 +195,7 @@ class Session:
         # None: options.broker_uri ($BMQ_BROKER_URI when set, else localhost:30114).
         self.broker = broker or (options or SessionOptions()).broker_uri
         self._options = options
-        # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
+        # Every ResilienceEvent (reconnects, host health, watermarks), run on the dispatcher thread.
         self._on_event = on_event
         self._timeout = timeout
         # Threads (and the loop's file descriptors) start with start(), not here: a Session that
