@@ -11,7 +11,7 @@ $(PY):
 	$(PY) -m pip install --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install -e '.[dev,spark,codegen]'
+	$(PY) -m pip install -e '.[dev,spark,codegen,otel]'
 
 generate:
 	$(PY) -m pybmq.codegen

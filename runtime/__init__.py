@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage  # noqa: F401
     from pybmq.client.events import Ack, AckStatus  # noqa: F401
     from pybmq.client.options import QueueOptions, SessionOptions  # noqa: F401
+    from pybmq.client.subscriptions import Subscription  # noqa: F401
     from pybmq.client.sync import Queue, Session  # noqa: F401
 
 # The client is imported on first use, so `import pybmq` (and the CLI) stay cheap.
@@ -24,6 +25,7 @@ _LAZY = {
     "AckStatus": "pybmq.client.events",
     "QueueOptions": "pybmq.client.options",
     "SessionOptions": "pybmq.client.options",
+    "Subscription": "pybmq.client.subscriptions",
 }
 
 __all__ = ["__version__", *_LAZY]

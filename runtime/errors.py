@@ -111,3 +111,8 @@ class AuthenticationError(PybmqError):
 
 class AuthenticationTimeoutError(AuthenticationError, TimeoutError):
     """The broker did not answer an AuthenticationRequest before its deadline."""
+
+
+class QueueSuspendedError(PybmqError):
+    """A post to a queue suspended because the host is unhealthy (``suspends_on_bad_host_health``);
+    it works again once the session's host health monitor says healthy."""

@@ -41,6 +41,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         action="store_true",
         help="do not advertise SUBSCRIPTIONS:CONFIGURE_STREAM (clients then use configureQueueStream)",
     )
+    parser.add_argument(
+        "--no-properties-ex",
+        action="store_true",
+        help="do not advertise MPS:MESSAGE_PROPERTIES_EX (play a broker that takes the old "
+        "message-properties format only)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--drop-after-events",
@@ -117,6 +123,7 @@ async def _serve(args: argparse.Namespace) -> int:
         heartbeat_interval_ms=args.heartbeat_ms,
         max_missed_heartbeats=args.max_missed_heartbeats,
         advertise_subscriptions=not args.no_configure_stream,
+        extended_properties=not args.no_properties_ex,
         auth=auth,
     )
     faults = FaultConfig(

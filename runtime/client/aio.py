@@ -22,7 +22,10 @@ from pybmq.client.events import (
     AckReceived,
     AckStatus,
     CallbackFailed,
+    ChannelHighWatermark,
+    ChannelLowWatermark,
     ConnectionLost,
+    HealthEvent,
     MessageReceived,
     OperationCompleted,
     QueueReopened,
@@ -30,21 +33,34 @@ from pybmq.client.events import (
     SessionStarted,
     SessionStopped,
     StateRestored,
+    WatermarkEvent,
 )
 from pybmq.client.fsm import SessionState
+from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import (
     QueueOptions,
     SessionOptions,
     queue_options,
 )
 from pybmq.client.reconnect import EndpointSelector
+from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
 from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
+stats_log = logging.getLogger("pybmq.stats")
 
-ResilienceEvent = ConnectionLost | Reconnected | QueueReopened | StateRestored | CallbackFailed
+# What on_event receives: connection and reconnect news, host health, channel watermarks.
+ResilienceEvent = (
+    ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+    | CallbackFailed
+    | HealthEvent
+    | WatermarkEvent
+)
 ResilienceListener = Callable[[ResilienceEvent], object]
 
 
@@ -62,9 +78,11 @@ class _Protocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.session._writable.clear()
+        self.session._on_watermark(high=True)
 
     def resume_writing(self) -> None:
         self.session._writable.set()
+        self.session._on_watermark(high=False)
 
 
 class AsyncSession:
@@ -82,10 +100,17 @@ class AsyncSession:
         options: SessionOptions | None = None,
         connect_timeout: float = 10.0,
         write_high_water: int = 4 * 1024 * 1024,
+        write_low_water: int | None = None,
         on_event: ResilienceListener | None = None,
         rng: random.Random | None = None,
+        host_health_monitor: HostHealthMonitor | None = None,
     ) -> None:
         self._engine = ClientEngine(options)
+        # Queues opened with suspends_on_bad_host_health follow it (HostUnhealthy, QueueSuspended,
+        # QueueResumed, HostHealthRestored go to on_event).
+        self.host_health_monitor = host_health_monitor
+        self._unsubscribe_health: Callable[[], None] | None = None
+        self._stats_task: asyncio.Task[None] | None = None
         engine_options = self._engine.options
         self._tls = client_tls_context(engine_options)
         self._tls_server_name = engine_options.tls_server_name
@@ -99,13 +124,22 @@ class AsyncSession:
         self._endpoint = broker  # the endpoint of the current (or last) connection
         self._reconnect_task: asyncio.Task[None] | None = None
         self._protocol: _Protocol | None = None
-        # Called on the loop with ConnectionLost, Reconnected, QueueReopened, StateRestored.
+        # Called on the loop with every ResilienceEvent: reconnects, host health, watermarks.
         self.on_event = on_event
         self.connection_losses = 0
         self.reconnects = 0
         self.callback_errors = 0  # user callbacks that raised (each also logged and reported)
         self._connect_timeout = connect_timeout
+        # The channel watermarks: past ``write_high_water`` buffered bytes, posting waits in
+        # drain() and on_event gets ChannelHighWatermark; once the buffer is down to
+        # ``write_low_water`` (default: a quarter of the high mark), ChannelLowWatermark.
+        if write_low_water is None:
+            write_low_water = write_high_water // 4
+        if not 0 <= write_low_water <= write_high_water:
+            raise UsageError("watermarks need 0 <= write_low_water <= write_high_water")
         self._high_water = write_high_water
+        self._low_water = write_low_water
+        self.high_watermarks = 0  # how many times the high watermark was reached
         self._transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._writable = asyncio.Event()
@@ -147,6 +181,14 @@ class AsyncSession:
         """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
         self._loop = asyncio.get_running_loop()
         self._engine.start(self._loop_time())
+        interval = self._engine.options.stats_dump_interval
+        if interval and self._stats_task is None:
+            self._stats_task = self._loop.create_task(self._dump_stats(interval))
+        monitor = self.host_health_monitor
+        if monitor is not None and self._unsubscribe_health is None:
+            self._unsubscribe_health = monitor.subscribe(self._on_host_health)
+            if not monitor.healthy:
+                self._engine.set_host_health(False, self._loop_time())
         self._started = self._loop.create_future()
         log.debug("connecting to %s", self.broker)
         try:
@@ -184,6 +226,17 @@ class AsyncSession:
         await self._operation(op_id)
         await self._stopped.wait()
 
+    def stats(self) -> SessionStats:
+        """A typed snapshot: per open queue and session totals (messages and bytes in and out,
+        ACKs, NACKs, confirms, ACK and confirm latency percentiles)."""
+        return self._engine.stats()
+
+    async def _dump_stats(self, interval: float) -> None:
+        """Log the stats every ``interval`` seconds (SessionOptions.stats_dump_interval)."""
+        while True:
+            await asyncio.sleep(interval)
+            stats_log.info("%s", self.stats().format())
+
     @property
     def writable(self) -> bool:
         """False while the socket's write buffer is over its high-water mark."""
@@ -212,6 +265,8 @@ class AsyncSession:
         (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
         ``subscriptions=``)."""
         options = queue_options(options, option_values)
+        if options.suspends_on_bad_host_health and self.host_health_monitor is None:
+            raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         op_id, queue_id = self._engine.open_queue(
             uri, self._loop_time(), read=read, write=write, ack=ack, options=options
         )
@@ -239,7 +294,7 @@ class AsyncSession:
     def _use_transport(self, protocol: _Protocol, transport: asyncio.Transport) -> None:
         self._protocol = protocol
         self._transport = transport
-        transport.set_write_buffer_limits(high=self._high_water)
+        transport.set_write_buffer_limits(high=self._high_water, low=self._low_water)
         self._reading_paused = False
         self._check_reading()
 
@@ -318,6 +373,27 @@ class AsyncSession:
         self._transport = None
         self._engine.connection_lost(self._loop_time(), exc)
         self._pump()
+
+    def _on_watermark(self, high: bool) -> None:
+        transport = self._transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        if high:
+            self.high_watermarks += 1
+            log.debug("write buffer at its high watermark (%d bytes)", buffered)
+            self._notify(ChannelHighWatermark(buffered))
+        else:
+            self._notify(ChannelLowWatermark(buffered))
+
+    def _on_host_health(self, healthy: bool) -> None:
+        """From the monitor, on whichever thread changed it."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._apply_host_health, healthy)
+
+    def _apply_host_health(self, healthy: bool) -> None:
+        if self._engine.state is not SessionState.STOPPED:
+            self._engine.set_host_health(healthy, self._loop_time())
+            self._flush()
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -459,6 +535,12 @@ class AsyncSession:
 
     def _close_transport(self) -> None:
         self._cancel_reconnect()
+        if self._stats_task is not None:
+            self._stats_task.cancel()
+            self._stats_task = None
+        if self._unsubscribe_health is not None:
+            self._unsubscribe_health()
+            self._unsubscribe_health = None
         self._protocol = None
         if self._timer is not None:
             self._timer.cancel()

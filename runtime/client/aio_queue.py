@@ -20,6 +20,7 @@ from pybmq.client.options import (
     QueueOptions,
     queue_options,
 )
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, SessionStoppedError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
@@ -34,14 +35,19 @@ _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 class ReceivedMessage:
     """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
 
-    __slots__ = ("_generation", "_queue", "message")
+    __slots__ = ("_generation", "_queue", "_received_at", "message")
 
     def __init__(
-        self, queue: AsyncQueue, message: Message | CompressedMessage, generation: int
+        self,
+        queue: AsyncQueue,
+        message: Message | CompressedMessage,
+        generation: int,
+        received_at: float = 0.0,
     ) -> None:
         self._queue = queue
         self.message = message
         self._generation = generation  # which connection brought it
+        self._received_at = received_at  # loop time of its arrival (for the confirm latency)
 
     @property
     def payload(self) -> bytes:
@@ -62,6 +68,12 @@ class ReceivedMessage:
         return self.message.error
 
     @property
+    def subscription(self) -> Subscription | None:
+        """The subscription this message matched (one of the queue's ``QueueOptions``
+        subscriptions, the very object); None when the queue has no subscriptions."""
+        return self.message.subscription
+
+    @property
     def queue(self) -> AsyncQueue:
         return self._queue
 
@@ -74,7 +86,8 @@ class ReceivedMessage:
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         session = self._queue.session
-        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation)
+        latency = session._loop.time() - self._received_at
+        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
         session._schedule_flush()
 
     async def confirm(self) -> None:
@@ -97,6 +110,13 @@ class AsyncQueue:
         self._messages: collections.deque[ReceivedMessage] = collections.deque()
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
+
+    @property
+    def suspended(self) -> bool:
+        """True while the host is unhealthy and this queue (``suspends_on_bad_host_health``) is
+        suspended: posts raise QueueSuspendedError and a reader receives nothing new."""
+        queue = self.session._engine.queues.get(self.queue_id)
+        return queue is not None and queue.suspended
 
     def post_nowait(
         self,
@@ -188,7 +208,8 @@ class AsyncQueue:
             raise StopAsyncIteration from None
 
     def _deliver(self, message: Message | CompressedMessage) -> None:
-        self._messages.append(ReceivedMessage(self, message, self.session._engine.generation))
+        engine = self.session._engine
+        self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
         waiters = self._waiters
         if waiters:
             waiter = waiters.popleft()

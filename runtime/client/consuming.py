@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from pybmq.client.events import (
     CompressedMessage,
@@ -19,6 +20,8 @@ from pybmq.client.records import (
     FLAG_READ,
     QueueRecord,
 )
+from pybmq.client.stats import QueueCounters
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import (
     ProtocolError,
     SessionStoppedError,
@@ -31,18 +34,39 @@ from pybmq.wire.push import PushMessage, iter_push
 log = logging.getLogger("pybmq.client.engine")
 
 
+class _Target(NamedTuple):
+    """Where the PUSHes of one (wire queue id, stream id) go, looked up once per event."""
+
+    handle: int
+    uri: str
+    subscription: Subscription | None
+    counters: QueueCounters
+
+
 class Consuming(Publishing):
     """Consuming: routing PUSH messages to their queue handle, and buffering CONFIRMs."""
 
-    def confirm(self, queue_id: int, guid: bytes, generation: int | None = None) -> None:
+    def confirm(
+        self,
+        queue_id: int,
+        guid: bytes,
+        generation: int | None = None,
+        latency: float | None = None,
+    ) -> None:
         """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``).
 
         ``generation`` is ``self.generation`` when the message arrived: a message of an earlier
-        connection is not confirmed (that broker session is gone; it will be redelivered)."""
+        connection is not confirmed (that broker session is gone; it will be redelivered).
+        ``latency`` (seconds from delivery to this confirm, measured by the shell) goes into
+        the queue's stats."""
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             self._confirms.append((queue.qid, guid, queue.sub_id))
             self.credit.confirmed(queue_id, guid)
+            counters = queue.counters
+            counters.confirmed += 1
+            if latency is not None:
+                counters.confirm_latency.add(latency)
 
     def confirm_many(
         self, queue_id: int, guids: Iterable[bytes], generation: int | None = None
@@ -52,9 +76,13 @@ class Consuming(Publishing):
         if queue is not None:
             qid, sub_id = queue.qid, queue.sub_id
             confirmed = self.credit.confirmed
+            append = self._confirms.append
+            count = 0
             for guid in guids:
-                self._confirms.append((qid, guid, sub_id))
+                append((qid, guid, sub_id))
                 confirmed(queue_id, guid)
+                count += 1
+            queue.counters.confirmed += count
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
@@ -79,52 +107,68 @@ class Consuming(Publishing):
         max_size = self.options.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
         decode_properties = MessageProperties.decode
-        # (wire queue id << 32 | subQueueId or subscription id) → queue handle, checked once per
-        # event; int keys and no per-message tuples keep the garbage collector out of the loop.
         pushed = self.credit.pushed
-        handles: dict[int, tuple[int, str]] = {}
+        # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
+        # event; int keys and no per-message tuples keep the garbage collector out of the loop.
+        targets: dict[int, _Target] = {}
         for push in iter_push(event, decompress=False):
             qid = push.queue_id
             infos = push.sub_queue_infos
             if len(infos) > 1:  # one message for several subscriptions of this client
                 for info in infos:
-                    self._deliver(
-                        push, info.sub_queue_id, self._push_target(qid, info.sub_queue_id)
-                    )
+                    stream = info.sub_queue_id
+                    self._deliver(push, stream, self._push_target(qid, stream))
                 continue
             stream_id = infos[0].sub_queue_id if infos else 0
-            target = handles.get((qid << 32) | stream_id)
+            target = targets.get((qid << 32) | stream_id)
             if target is None:
-                target = handles[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
-            handle = target[0]
+                target = targets[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
+            handle = target.handle
             area = push.properties_area
-            pushed(handle, stream_id, target[1], push.guid, len(area) + len(push.payload))
+            payload = push.payload
+            pushed(handle, stream_id, target.uri, push.guid, len(area) + len(payload))
+            counters = target.counters
+            counters.received += 1
+            counters.received_bytes += len(payload)
             if push.compression:
-                append(new(MessageReceived, (CompressedMessage(handle, push, max_size),)))
+                message = CompressedMessage(handle, push, max_size, target.subscription)
+                append(new(MessageReceived, (message,)))
                 continue
             properties = decode_properties(area, extended=push.schema_id != 0) if area else None
             append(
                 new(
                     MessageReceived,
-                    (new(Message, (handle, push.guid, push.payload, properties, None)),),
+                    (
+                        new(
+                            Message,
+                            (handle, push.guid, payload, properties, None, target.subscription),
+                        ),
+                    ),
                 )
             )
 
-    def _deliver(self, push: PushMessage, stream_id: int, target: tuple[int, str]) -> None:
-        handle, uri = target
-        size = len(push.properties_area) + len(push.payload)
-        self.credit.pushed(handle, stream_id, uri, push.guid, size)
+    def _deliver(self, push: PushMessage, stream_id: int, target: _Target) -> None:
+        payload = push.payload
+        size = len(push.properties_area) + len(payload)
+        self.credit.pushed(target.handle, stream_id, target.uri, push.guid, size)
+        counters = target.counters
+        counters.received += 1
+        counters.received_bytes += len(payload)
         message: Message | CompressedMessage
         if push.compression:
-            message = CompressedMessage(handle, push, self.options.max_decompressed_size)
+            message = CompressedMessage(
+                target.handle, push, self.options.max_decompressed_size, target.subscription
+            )
         else:
             properties = push.properties if push.properties_area else None
-            message = Message(handle, push.guid, push.payload, properties)
+            message = Message(
+                target.handle, push.guid, payload, properties, None, target.subscription
+            )
         self._events.append(MessageReceived(message))
 
-    def _push_target(self, qid: int, stream_id: int) -> tuple[int, str]:
-        """The queue handle (and its URI) a PUSH for (``qid``, ``stream_id``) goes to;
-        ProtocolError if no queue opened for reading has that stream."""
+    def _push_target(self, qid: int, stream_id: int) -> _Target:
+        """Where a PUSH for (``qid``, ``stream_id``) goes; ProtocolError if no queue opened for
+        reading has that stream."""
         handle = self._routes.get((qid, stream_id))
         queue = self.queues.get(handle) if handle is not None else None
         if queue is None or not queue.flags & FLAG_READ:
@@ -132,4 +176,5 @@ class Consuming(Publishing):
                 f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                 path="PushHeader.queueId",
             )
-        return queue.queue_id, queue.uri
+        subscription = self._subscription_handles.get((qid, stream_id))
+        return _Target(queue.queue_id, queue.uri, subscription, queue.counters)

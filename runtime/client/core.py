@@ -24,6 +24,8 @@ from pybmq.client.records import (
     Put,
     QueueRecord,
 )
+from pybmq.client.stats import QueueCounters, SessionStats, snapshot
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import (
     PybmqError,
     SessionStoppedError,
@@ -53,6 +55,8 @@ class EngineCore:
         self.heartbeat_interval = 3.0
         self.max_missed_heartbeats = 10
         self.broker_configure_stream = True
+        # The broker advertised MPS:MESSAGE_PROPERTIES_EX; without it posts use the old format.
+        self.extended_properties = True
         self.queues: dict[int, QueueRecord] = {}
         # Flow control: the credit each reader gave and what the broker pushed against it.
         self.credit = CreditLedger()
@@ -76,6 +80,8 @@ class EngineCore:
         # opens however many queues a session holds.
         self._by_uri: dict[tuple[str, str | None], int] = {}
         self._qids: dict[str, list[int]] = {}
+        # (wire qid, subscription id) → the Subscription a PUSH on it matched (user-given only).
+        self._subscription_handles: dict[tuple[int, int], Subscription] = {}
         self._next_handle = 0
         self._unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
@@ -95,6 +101,8 @@ class EngineCore:
         # Resilience: True from a connection drop until every queue is reopened (posts are held).
         self._restoring = False
         self._reopening: set[int] = set()
+        # Stats of queues closed or lost in this session (the totals include them).
+        self._closed_counters = QueueCounters()
         # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
         self.generation = 0
 
@@ -142,6 +150,12 @@ class EngineCore:
         if event_type == EventType.CONTROL:
             return MAX_CONTROL_EVENT_SIZE
         return SMALL_EVENT_SIZE
+
+    def stats(self) -> SessionStats:
+        """A typed snapshot of the session's statistics (per open queue, and totals)."""
+        return snapshot(
+            {q.uri: q.counters for q in list(self.queues.values())}, self._closed_counters
+        )
 
     def _new_stream_id(self) -> int:
         """subIds and subscription ids from one counter, so a PUSH's id names one stream."""

@@ -16,7 +16,6 @@ from zero (the previous one's unconfirmed messages are void).
 
 from __future__ import annotations
 
-from pybmq.client.options import QueueOptions
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
@@ -80,23 +79,17 @@ class CreditLedger:
         self.total_messages += new[0] - old[0]
         self.total_bytes += new[1] - old[1]
 
-    def configuring(
-        self, queue_id: int, stream_ids: list[int], options: QueueOptions | None
-    ) -> None:
-        """A configure was sent for ``queue_id``: ``stream_ids`` with ``options`` (its other
-        streams go to nothing once it is answered)."""
+    def configuring(self, queue_id: int, limits: dict[int, tuple[int, int]]) -> None:
+        """A configure was sent for ``queue_id``: each stream id in ``limits`` gets its
+        (maxUnconfirmedMessages, maxUnconfirmedBytes); its other streams go to nothing once it is
+        answered."""
         handle = self._handle(queue_id)
-        limits = (
-            (options.max_unconfirmed_messages, options.max_unconfirmed_bytes)
-            if options is not None
-            else (0, 0)
-        )
         for stream_id, stream in handle.streams.items():
-            self._set(stream, stream.limits, limits if stream_id in stream_ids else (0, 0))
-        for stream_id in stream_ids:
+            self._set(stream, stream.limits, limits.get(stream_id, (0, 0)))
+        for stream_id, wanted in limits.items():
             if stream_id not in handle.streams:
                 stream = handle.streams[stream_id] = _Stream(stream_id)
-                self._set(stream, (0, 0), limits)
+                self._set(stream, (0, 0), wanted)
 
     def configured(self, queue_id: int, ok: bool) -> None:
         """The configure in flight was answered: its limits now apply (or, refused, not)."""

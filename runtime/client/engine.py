@@ -13,8 +13,8 @@ once per loop turn gets one event per turn.
 
 from __future__ import annotations
 
-from pybmq.client.auth import AuthenticationLayer
+from pybmq.client.suspension import HostHealthLayer
 
 
-class ClientEngine(AuthenticationLayer):
+class ClientEngine(HostHealthLayer):
     """One BlazingMQ client session over one connection, without I/O. See the module docstring."""

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, PybmqError
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushMessage, inflate_push
@@ -79,6 +80,9 @@ class Message(NamedTuple):
     # Set when the message could not be decoded: ``payload`` is then empty and unavailable, but
     # the message can (and should) still be confirmed.
     error: MessageDecodeError | None = None
+    # The subscription (from QueueOptions.subscriptions) this message matched; None when the
+    # queue was configured without subscriptions (its one catch-all).
+    subscription: Subscription | None = None
 
 
 class CompressedMessage:
@@ -91,11 +95,18 @@ class CompressedMessage:
     or bigger than ``max_size``) gets ``error`` set and an empty payload instead of failing the
     event, the session and every consumer of the queue."""
 
-    __slots__ = ("_decoded", "_max_size", "_push", "guid", "queue_id")
+    __slots__ = ("_decoded", "_max_size", "_push", "guid", "queue_id", "subscription")
 
-    def __init__(self, queue_id: int, push: PushMessage, max_size: int) -> None:
+    def __init__(
+        self,
+        queue_id: int,
+        push: PushMessage,
+        max_size: int,
+        subscription: Subscription | None = None,
+    ) -> None:
         self.queue_id = queue_id
         self.guid = push.guid
+        self.subscription = subscription
         self._push: PushMessage | None = push
         self._max_size = max_size
         self._decoded: Message | None = None
@@ -112,12 +123,14 @@ class CompressedMessage:
                 error = MessageDecodeError(
                     f"message {self.guid.hex()}: {exc.reason}", path=exc.path
                 )
-                decoded = Message(self.queue_id, self.guid, b"", None, error)
+                decoded = Message(self.queue_id, self.guid, b"", None, error, self.subscription)
             else:
                 properties = (
                     MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
                 )
-                decoded = Message(self.queue_id, self.guid, payload, properties)
+                decoded = Message(
+                    self.queue_id, self.guid, payload, properties, None, self.subscription
+                )
             self._decoded = decoded
             self._push = None  # the compressed bytes are no longer needed
         return decoded
@@ -213,6 +226,55 @@ class CallbackFailed:
     error: Exception
 
 
+@dataclass(frozen=True, slots=True)
+class HostUnhealthy:
+    """The session's host health monitor turned unhealthy; sensitive queues are suspending."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostHealthRestored:
+    """The host is healthy again and every sensitive queue has resumed (after QueueResumed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSuspended:
+    """A host-health-sensitive queue is suspended (``error`` None), or the broker refused or did
+    not answer the request (QueueSuspendFailed in the C++ SDK); either way posts are refused."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueResumed:
+    """A suspended queue works again (``error`` None), or the broker refused or did not answer
+    the request that resumes it (QueueResumeFailed); either way posts are accepted again."""
+
+    queue_id: int
+    uri: str
+    error: PybmqError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHighWatermark:
+    """The socket's write buffer reached the session's high watermark (CHANNEL_HIGH_WATERMARK in
+    the C++ SDK): data is piling up faster than the broker takes it; throttle posting."""
+
+    buffered: int  # bytes waiting in the write buffer
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelLowWatermark:
+    """The write buffer drained to the low watermark after a high one: posting may go on."""
+
+    buffered: int
+
+
+WatermarkEvent = ChannelHighWatermark | ChannelLowWatermark
+
+HealthEvent = HostUnhealthy | HostHealthRestored | QueueSuspended | QueueResumed
+
 ClientEvent = (
     SessionStarted
     | SessionStopped
@@ -223,4 +285,8 @@ ClientEvent = (
     | Reconnected
     | QueueReopened
     | StateRestored
+    | HostUnhealthy
+    | HostHealthRestored
+    | QueueSuspended
+    | QueueResumed
 )

@@ -119,6 +119,39 @@ QUEUE_TRANSITIONS: Mapping[tuple[QueueState, QueueInput], QueueState] = {
 }
 del Q, J
 
+
+class HealthState(enum.Enum):
+    """A host-health-sensitive queue's suspension (``bmqimp::Queue``'s isSuspended and
+    isSuspendedWithBroker), orthogonal to QueueState: posts are refused unless ACTIVE."""
+
+    ACTIVE = "ACTIVE"
+    SUSPENDING = "SUSPENDING"  # the host turned unhealthy; ConfigureStream(nothing) sent
+    SUSPENDED = "SUSPENDED"  # the broker delivers nothing to this queue
+    RESUMING = "RESUMING"  # the host is healthy again; ConfigureStream(options) sent
+
+
+class HealthInput(enum.Enum):
+    SUSPEND = "SUSPEND"  # the host is unhealthy (a reader then asks the broker to stop)
+    SUSPEND_AT_OPEN = "SUSPEND_AT_OPEN"  # opened while the host is unhealthy: configured empty
+    RESUME = "RESUME"  # the host is healthy again
+    DONE = "DONE"  # the broker answered the suspend/resume (either way), or nothing to send
+    CONNECTION_DROPPED = "CONNECTION_DROPPED"  # the request is gone; reopen configures empty
+
+
+H, K = HealthState, HealthInput
+HEALTH_TRANSITIONS: Mapping[tuple[HealthState, HealthInput], HealthState] = {
+    (H.ACTIVE, K.SUSPEND): H.SUSPENDING,
+    (H.ACTIVE, K.SUSPEND_AT_OPEN): H.SUSPENDED,
+    (H.SUSPENDING, K.DONE): H.SUSPENDED,
+    (H.SUSPENDED, K.RESUME): H.RESUMING,
+    (H.RESUMING, K.DONE): H.ACTIVE,
+    (H.ACTIVE, K.CONNECTION_DROPPED): H.ACTIVE,
+    (H.SUSPENDING, K.CONNECTION_DROPPED): H.SUSPENDED,
+    (H.SUSPENDED, K.CONNECTION_DROPPED): H.SUSPENDED,
+    (H.RESUMING, K.CONNECTION_DROPPED): H.SUSPENDED,  # resumed again once reopened
+}
+del H, K
+
 StateT = TypeVar("StateT", bound=enum.Enum)
 InputT = TypeVar("InputT", bound=enum.Enum)
 

@@ -7,10 +7,11 @@ import socket
 import ssl
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, cast
 
 from pybmq.client.reconnect import ReconnectPolicy
+from pybmq.client.subscriptions import Subscription, as_subscriptions
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -90,6 +91,9 @@ class SessionOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_server_name: str | None = None
+    # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
+    # the official SDKs' statsDumpInterval.
+    stats_dump_interval: float = 0.0
 
     @property
     def uses_tls(self) -> bool:
@@ -109,6 +113,8 @@ class SessionOptions:
             raise UsageError(
                 f"max_decompressed_size must be in 1..{DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"
             )
+        if not 0 <= self.stats_dump_interval < 2**31:
+            raise UsageError("stats_dump_interval must be >= 0 seconds (0: never)")
         if self.compression_threshold < 0:
             raise UsageError("compression_threshold must be >= 0")
         if not self.encodings or any(e not in ("JSON", "BER") for e in self.encodings):
@@ -132,14 +138,39 @@ class QueueOptions:
     max_unconfirmed_messages: int = 1000  # the official SDKs' default
     max_unconfirmed_bytes: int = 32 * 1024 * 1024
     consumer_priority: int = 0
-    # Subscription expressions (e.g. ``"price > 10"``); empty = one catch-all subscription.
-    subscriptions: tuple[str, ...] = ()
+    # Subscriptions: ``Subscription`` objects (an expression with its own priority and flow
+    # control) or bare expressions (e.g. ``"price > 10"``, the queue's priority and flow
+    # control); kept as Subscription objects. Empty = one catch-all subscription.
+    subscriptions: tuple[Subscription | str, ...] = ()
+    # Suspend this queue while the session's host health monitor says unhealthy (the broker
+    # delivers nothing to a reader, posts are refused), as the official SDKs do.
+    suspends_on_bad_host_health: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "subscriptions", as_subscriptions(self.subscriptions))
         if self.max_unconfirmed_messages < 0 or self.max_unconfirmed_bytes < 0:
             raise UsageError("max_unconfirmed_messages/bytes must be >= 0")
         if not -(2**31) < self.consumer_priority < 2**31:
             raise UsageError("consumer_priority must fit in a signed 32-bit int")
+
+    @property
+    def subscription_objects(self) -> tuple[Subscription, ...]:
+        """``subscriptions``, typed as what they are once built: Subscription objects."""
+        return cast(tuple[Subscription, ...], self.subscriptions)
+
+    def with_subscriptions(self, *added: Subscription | str) -> QueueOptions:
+        """These options with ``added`` subscribed too (configure the queue with the result)."""
+        return replace(self, subscriptions=(*self.subscriptions, *as_subscriptions(added)))
+
+    def without_subscriptions(self, *removed: Subscription | str) -> QueueOptions:
+        """These options without ``removed`` (configure the queue with the result)."""
+        gone = set(as_subscriptions(removed))
+        missing = gone - set(self.subscription_objects)
+        if missing:
+            raise UsageError(f"not subscribed: {', '.join(map(repr, missing))}")
+        return replace(
+            self, subscriptions=tuple(s for s in self.subscription_objects if s not in gone)
+        )
 
 
 def queue_options(options: QueueOptions | None, values: dict[str, Any]) -> QueueOptions:

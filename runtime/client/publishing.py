@@ -16,6 +16,7 @@ from pybmq.client.events import (
     AckStatus,
 )
 from pybmq.client.fsm import (
+    HealthState,
     QueueState,
     SessionState,
 )
@@ -29,6 +30,7 @@ from pybmq.client.records import (
 )
 from pybmq.errors import (
     PostBufferFullError,
+    QueueSuspendedError,
     UsageError,
 )
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
@@ -39,6 +41,7 @@ from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
 log = logging.getLogger("pybmq.client.engine")
+_ACTIVE = HealthState.ACTIVE
 
 
 class Publishing(EngineCore):
@@ -71,6 +74,7 @@ class Publishing(EngineCore):
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
         guid = self._guids.generate()
+        self._now = now  # the flush that sends it starts its ACK deadline (and latency) here
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self._puts.append(put)
         if wants_ack:
@@ -105,6 +109,7 @@ class Publishing(EngineCore):
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
         guids = self._guids.generate_many(count)
+        self._now = now
         if threshold:
             puts = [
                 (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
@@ -140,6 +145,8 @@ class Publishing(EngineCore):
             raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
         if not queue.flags & FLAG_WRITE:
             raise UsageError(f"cannot post: queue {queue.uri} was not opened with write=True")
+        if queue.health is not _ACTIVE:
+            raise QueueSuspendedError(f"cannot post: {queue.uri} is suspended (host unhealthy)")
         return queue
 
     @staticmethod
@@ -203,18 +210,23 @@ class Publishing(EngineCore):
         threshold = self.options.compression_threshold or 1
         builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=threshold)
         queues = self.queues
+        extended = self.extended_properties
         acked: list[bytes] = []
         puts = self._puts
         i, n = 0, len(puts)
         while i < n:
             queue_id, guid, payload, props, wants_ack, compress = puts[i]
-            qid = queues[queue_id].qid
+            queue = queues[queue_id]
+            qid = queue.qid
             if wants_ack:
                 acked.append(guid)
             if compress:
+                counters = queue.counters
+                counters.posted += 1
+                counters.posted_bytes += len(payload)
                 builder.add(
                     qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
-                    compression=ZLIB,
+                    compression=ZLIB, extended_properties=extended,
                 )  # fmt: skip
                 i += 1
                 continue
@@ -234,10 +246,14 @@ class Publishing(EngineCore):
                     acked.append(other[1])
                 j += 1
             run = puts[i:j]
+            payloads = [p[2] for p in run]
             builder.add_many(
-                qid, [p[2] for p in run], [p[1] for p in run], properties=props,
-                ack_requested=wants_ack,
+                qid, payloads, [p[1] for p in run], properties=props,
+                ack_requested=wants_ack, extended_properties=extended,
             )  # fmt: skip
+            counters = queue.counters  # stats: once per run, not per message
+            counters.posted += j - i
+            counters.posted_bytes += sum(map(len, payloads))
             i = j
         self._out.extend(builder.finish())
         puts.clear()
@@ -255,7 +271,13 @@ class Publishing(EngineCore):
         statuses = WIRE_ACK_STATUS
         unknown = AckStatus.UNKNOWN
         new = tuple.__new__  # the records without their Python-level constructors
-        uris: dict[int, str] = {}
+        # Stats, kept off the per-ACK path: ACKs are counted per run of ACKs of one queue and
+        # one flush (whose posts share a send time, so one latency sample, weighted by the run's
+        # length, stands for the run); a NACK moves one count from ACKs to NACKs.
+        run_queue: QueueRecord | None = None
+        run_batch: AckBatch | None = None
+        run_length = 0
+        sent_offset = self._now + self.options.ack_timeout  # now - (deadline - ack_timeout)
         for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
@@ -264,14 +286,25 @@ class Publishing(EngineCore):
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
-            queue_id = pending.queue_id
-            uri = uris.get(queue_id)
-            if uri is None:
-                queue = queues.get(queue_id)
-                uri = uris[queue_id] = queue.uri if queue is not None else ""
-            status = statuses.get((word >> 24) & 0xF, unknown)
-            ack = new(Ack, (guid, uri, status, word & 0xFFFFFF, False, ""))
+            queue = queues.get(pending.queue_id)
+            if queue is not run_queue or batch is not run_batch:
+                if run_queue is not None:
+                    _count_acks(run_queue, run_batch, run_length, sent_offset)
+                run_queue, run_batch, run_length = queue, batch, 0
+            run_length += 1
+            code = (word >> 24) & 0xF
+            if queue is None:
+                uri = ""
+            else:
+                uri = queue.uri
+                if code:
+                    counters = queue.counters
+                    counters.nacks += 1
+                    counters.acks -= 1
+            ack = new(Ack, (guid, uri, statuses.get(code, unknown), word & 0xFFFFFF, False, ""))
             append(new(AckReceived, (ack, pending.context)))
+        if run_queue is not None:
+            _count_acks(run_queue, run_batch, run_length, sent_offset)
         batches = self._ack_deadlines
         while batches and batches[0].remaining <= 0:
             batches.popleft()
@@ -331,3 +364,11 @@ def _check_size(payload: bytes, area: int, compress: bool, threshold: int) -> No
         f"cannot post: a message of {area + size} bytes (properties {area} + payload {size}) "
         f"exceeds the limit of {limit} bytes"
     )
+
+
+def _count_acks(queue: QueueRecord, batch: AckBatch | None, count: int, sent_offset: float) -> None:
+    """Stats for a run of ``count`` answers to posts of one queue and one flush (``batch``)."""
+    counters = queue.counters
+    counters.acks += count
+    if batch is not None:
+        counters.ack_latency.add(sent_offset - batch.deadline, count)

@@ -29,6 +29,7 @@ from pybmq.client.records import (
     Req,
 )
 from pybmq.client.requests import Requests
+from pybmq.client.subscriptions import Subscription, effective, wire_subscriptions
 from pybmq.errors import (
     PybmqError,
     UsageError,
@@ -160,36 +161,30 @@ class Queues(Requests):
         subscriptions: list[ctrl.Subscription] = []
         ids: list[int] = []
         if queue.readable and not empty:
-            expressions = options.subscriptions or ("",)
-            for text in expressions:
-                sid = self._new_stream_id()
-                ids.append(sid)
-                subscriptions.append(
-                    ctrl.Subscription(
-                        s_id=sid,
-                        expression=ctrl.Expression(
-                            version=(
-                                ctrl.ExpressionVersion.E_VERSION_1
-                                if text
-                                else ctrl.ExpressionVersion.E_UNDEFINED
-                            ),
-                            text=text,
-                        ),
-                        consumers=[
-                            ctrl.ConsumerInfo(
-                                max_unconfirmed_messages=options.max_unconfirmed_messages,
-                                max_unconfirmed_bytes=options.max_unconfirmed_bytes,
-                                consumer_priority=options.consumer_priority,
-                                consumer_priority_count=1,
-                            )
-                        ],
-                    )
-                )
+            # Before the first configure is answered there are no ids yet (zip stops short).
+            previous = dict(
+                zip(queue.options.subscription_objects, queue.subscription_ids, strict=False)
+            )
+            if not queue.options.subscriptions and queue.subscription_ids:
+                previous = {Subscription(): queue.subscription_ids[0]}
+            subscriptions, ids = wire_subscriptions(
+                options.subscription_objects, options, previous, self._new_stream_id
+            )
             self._pending_subscriptions[queue.queue_id] = (ids, options)
         if queue.readable:
-            flowing = not empty
-            streams = ids if self.broker_configure_stream else [queue.sub_id] if flowing else []
-            self.credit.configuring(queue.queue_id, streams, options if flowing else None)
+            # Each stream's own credit: a subscription's limits (or the queue's), per stream id.
+            limits: dict[int, tuple[int, int]] = {}
+            if self.broker_configure_stream:
+                wanted = options.subscription_objects or (Subscription(),)
+                for sid, subscription in zip(ids, wanted, strict=False):
+                    _, messages, size = effective(subscription, options)
+                    limits[sid] = (messages, size)
+            elif not empty:
+                limits[queue.sub_id] = (
+                    options.max_unconfirmed_messages,
+                    options.max_unconfirmed_bytes,
+                )
+            self.credit.configuring(queue.queue_id, limits)
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
                 configure_stream=ctrl.ConfigureStream(
@@ -337,6 +332,7 @@ class Queues(Requests):
         """Drop everything kept for ``queue`` (its own entries only: O(1) in the queue count)."""
         del self.queues[queue.queue_id]
         self.credit.forget(queue.queue_id)
+        queue.counters.add_into(self._closed_counters)
         self._pending_subscriptions.pop(queue.queue_id, None)
         self._by_uri.pop((queue.base_uri, queue.app_id), None)
         users = self._qids.get(queue.base_uri)
@@ -347,15 +343,22 @@ class Queues(Requests):
         for sid in (queue.sub_id, *queue.subscription_ids):
             if self._routes.get((queue.qid, sid)) == queue.queue_id:
                 del self._routes[(queue.qid, sid)]
+                self._subscription_handles.pop((queue.qid, sid), None)
 
     def _apply_subscriptions(self, queue: QueueRecord) -> None:
         pending = self._pending_subscriptions.pop(queue.queue_id, None)
         if pending is not None:
             for sid in queue.subscription_ids:
                 self._routes.pop((queue.qid, sid), None)
+                self._subscription_handles.pop((queue.qid, sid), None)
             queue.subscription_ids, queue.options = pending
             for sid in queue.subscription_ids:
                 self._routes[(queue.qid, sid)] = queue.queue_id
+            # The handle each message carries: the application's own Subscription objects.
+            for sid, subscription in zip(
+                queue.subscription_ids, queue.options.subscription_objects, strict=False
+            ):
+                self._subscription_handles[(queue.qid, sid)] = subscription
 
     def _finish_queue_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
         if queue.op_id is not None:

@@ -6,13 +6,17 @@ from dataclasses import dataclass
 
 from pybmq._version import __version__
 from pybmq.client.fsm import (
+    HEALTH_TRANSITIONS,
     QUEUE_TRANSITIONS,
+    HealthInput,
+    HealthState,
     QueueInput,
     QueueState,
     RemoteQueueState,
     step,
 )
 from pybmq.client.options import QueueOptions
+from pybmq.client.stats import QueueCounters
 from pybmq.generated.wire_codec import (
     CompressionAlgorithmType,
     QueueFlags,
@@ -43,6 +47,8 @@ class Req:
     DISCONNECT = "disconnect"
     REOPEN = "openQueue (reopen)"
     REOPEN_CONFIGURE = "configureStream (reopen)"
+    SUSPEND = "configureStream (suspend)"
+    RESUME = "configureStream (resume)"
 
 
 CONFIGURE_RESPONSES = ("configure_stream_response", "configure_queue_stream_response")
@@ -56,6 +62,8 @@ EXPECTED_RESPONSE: dict[str, tuple[str, ...]] = {
     Req.DISCONNECT: ("disconnect_response",),
     Req.REOPEN: ("open_queue_response",),
     Req.REOPEN_CONFIGURE: CONFIGURE_RESPONSES,
+    Req.SUSPEND: CONFIGURE_RESPONSES,
+    Req.RESUME: CONFIGURE_RESPONSES,
 }
 # A broker listing this feature takes ConfigureStream (subscriptions); older ones only
 # ConfigureQueueStream (flat flow-control parameters).
@@ -105,7 +113,10 @@ class QueueRecord:
     __slots__ = (
         "app_id",
         "base_uri",
+        "counters",
+        "deferred_options",
         "flags",
+        "health",
         "op_id",
         "options",
         "qid",
@@ -134,6 +145,10 @@ class QueueRecord:
         self.remote = RemoteQueueState.CLOSED
         self.op_id: int | None = None  # the user operation waiting on this queue, if any
         self.subscription_ids: list[int] = []
+        self.health = HealthState.ACTIVE
+        self.counters = QueueCounters()  # stats: messages and bytes in and out, latencies
+        # A configure made while suspended: kept, and sent when the queue resumes.
+        self.deferred_options: QueueOptions | None = None
 
     @property
     def readable(self) -> bool:
@@ -145,6 +160,13 @@ class QueueRecord:
 
     def step(self, event: QueueInput) -> None:
         self.state = step(f"queue {self.uri}", QUEUE_TRANSITIONS, self.state, event)
+
+    def health_step(self, event: HealthInput) -> None:
+        self.health = step(f"queue {self.uri} health", HEALTH_TRANSITIONS, self.health, event)
+
+    @property
+    def suspended(self) -> bool:
+        return self.health is not HealthState.ACTIVE
 
     def __repr__(self) -> str:
         return f"<Queue {self.queue_id} {self.uri} {self.state.value}/{self.remote.value}>"

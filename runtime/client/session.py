@@ -258,11 +258,14 @@ class SessionLayer(Queues):
             queue.step(QueueInput.SESSION_DOWN)
             queue.remote = RemoteQueueState.CLOSED
         self._nack_all(AckStatus.NOT_CONNECTED, reason)
+        for queue in self.queues.values():
+            queue.counters.add_into(self._closed_counters)
         self.queues.clear()
         self._routes.clear()
         self._by_uri.clear()
         self._qids.clear()
         self.credit = CreditLedger()
+        self._subscription_handles.clear()
         self._puts.clear()
         self._confirms.clear()
 
@@ -461,6 +464,12 @@ class SessionLayer(Queues):
         self.broker_configure_stream = has_feature(
             features, "SUBSCRIPTIONS", FEATURE_CONFIGURE_STREAM
         )
+        # As the C++ SDK (bmqimp_negotiatedchannelfactory.cpp sets the channel's MPS_EX property,
+        # bmqimp_brokersession.cpp converts PUTs without it): an older broker gets old-format
+        # message properties.
+        self.extended_properties = has_feature(features, "MPS", "MESSAGE_PROPERTIES_EX")
+        if not self.extended_properties:
+            log.info("the broker lacks MPS:MESSAGE_PROPERTIES_EX: posting old-format properties")
         self.heartbeat_interval = max(response.heartbeat_interval_ms, 1) / 1000.0
         self.max_missed_heartbeats = max(response.max_missed_heartbeats, 1)
         self._session_step(SessionInput.NEGOTIATED)

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
+from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
@@ -45,6 +47,11 @@ class Queue:
         self._session = session
         self._inner = inner
         self.uri = inner.uri
+
+    @property
+    def suspended(self) -> bool:
+        """True while the host is unhealthy and this queue is suspended (see AsyncQueue)."""
+        return self._inner.suspended
 
     def post(
         self,
@@ -192,11 +199,16 @@ class Session:
         options: SessionOptions | None = None,
         timeout: float = 60.0,
         on_event: Callable[[ResilienceEvent], object] | None = None,
+        host_health_monitor: HostHealthMonitor | None = None,
+        write_high_water: int = 4 * 1024 * 1024,
+        write_low_water: int | None = None,
     ) -> None:
+        self._host_health_monitor = host_health_monitor
+        self._watermarks = (write_high_water, write_low_water)
         # None: options.broker_uri ($BMQ_BROKER_URI when set, else localhost:30114).
         self.broker = broker or (options or SessionOptions()).broker_uri
         self._options = options
-        # ConnectionLost/Reconnected/QueueReopened/StateRestored, run on the dispatcher thread.
+        # Every ResilienceEvent (reconnects, host health, watermarks), run on the dispatcher thread.
         self._on_event = on_event
         self._timeout = timeout
         # Threads (and the loop's file descriptors) start with start(), not here: a Session that
@@ -236,6 +248,9 @@ class Session:
                 self.broker,
                 options=self._options,
                 on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
+                host_health_monitor=self._host_health_monitor,
+                write_high_water=self._watermarks[0],
+                write_low_water=self._watermarks[1],
             )
             await session.start()
             return session
@@ -245,6 +260,17 @@ class Session:
         except BaseException:
             self.stop()
             raise
+
+    def stats(self) -> SessionStats:
+        """A typed snapshot of the session's statistics (see ``AsyncSession.stats``)."""
+        inner = self._inner
+        if inner is None:
+            raise UsageError("session is not started")
+
+        async def take() -> SessionStats:
+            return inner.stats()
+
+        return self._call(take(), self._timeout)
 
     def stop(self) -> None:
         """Stop the session and its threads. Idempotent."""

@@ -190,6 +190,7 @@ class Session:
             ),
             # Like the official SDK: reconnect on its own and reopen the open queues.
             reconnect=True,
+            stats_dump_interval=stats_dump_interval or 0.0,
         )
         try:
             self._inner = self._run(self._connect(broker, options, self._high_water))

@@ -7,10 +7,9 @@ that builds, compares or prints them behaves the same.
 from __future__ import annotations
 
 import enum
-import threading
-import weakref
 from typing import Any
 
+from pybmq.client.health import ManualHostHealthMonitor
 from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
 
 
@@ -136,38 +135,14 @@ class QueueOptions(_ValueType):
         self.suspends_on_bad_host_health = suspends_on_bad_host_health
 
 
-class BasicHealthMonitor:
+class BasicHealthMonitor(ManualHostHealthMonitor):
     """Tells the sessions it was given to whether the host is healthy (tests flip it by hand).
 
-    One monitor may serve several sessions; each registers a listener, called on every change."""
-
-    def __init__(self) -> None:
-        self._healthy = True
-        self._lock = threading.Lock()
-        self._listeners: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    @property
-    def healthy(self) -> bool:
-        return self._healthy
-
-    def set_healthy(self) -> None:
-        self._set(True)
-
-    def set_unhealthy(self) -> None:
-        self._set(False)
-
-    def _set(self, healthy: bool) -> None:
-        with self._lock:
-            changed = healthy != self._healthy
-            self._healthy = healthy
-            listeners = list(self._listeners)
-        if changed:
-            for listener in listeners:
-                listener._on_host_health(healthy)
+    The native client's manual monitor under the official SDK's name: one monitor may serve
+    several sessions, compat and native (``AsyncSession(host_health_monitor=...)``) alike."""
 
     def _subscribe(self, listener: Any) -> None:
-        with self._lock:
-            self._listeners.add(listener)
+        self.subscribe(listener._on_host_health)
 
     def __repr__(self) -> str:
         return "BasicHealthMonitor()"

@@ -34,6 +34,10 @@ class BrokerConfig:
     # Advertise SUBSCRIPTIONS:CONFIGURE_STREAM like a current broker (clients then send
     # configureStream; without it they send the older configureQueueStream). Both are served.
     advertise_subscriptions: bool = True
+    # Advertise MPS:MESSAGE_PROPERTIES_EX like a current broker. False plays a broker from
+    # before extended message properties: clients must post the old format (a PUT with a
+    # schema id is NACKed) and every consumer is pushed the old format.
+    extended_properties: bool = True
     deduplication_time_ms: int = 300000
     # Authentication (pybmq.sim.auth.AuthConfig); None: no AUTHENTICATION exchange is served and
     # every client is let in, as a broker with only its default anonymous authenticator.
@@ -53,7 +57,9 @@ class BrokerConfig:
     write_high_water_bytes: int = 4 * 1024 * 1024
 
     def features(self) -> str:
-        parts = ["PROTOCOL_ENCODING:BER,JSON", "MPS:MESSAGE_PROPERTIES_EX"]
+        parts = ["PROTOCOL_ENCODING:BER,JSON"]
+        if self.extended_properties:
+            parts.append("MPS:MESSAGE_PROPERTIES_EX")
         if self.advertise_subscriptions:
             parts.append("SUBSCRIPTIONS:CONFIGURE_STREAM")
         return ";".join(parts)

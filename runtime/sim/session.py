@@ -300,7 +300,9 @@ class ClientSession(QueueRequests):
                 path="NegotiationMessage",
             )
         self.client_identity = identity
-        self.extended_properties = has_feature(identity.features, "MPS", "MESSAGE_PROPERTIES_EX")
+        self.extended_properties = self.broker.config.extended_properties and has_feature(
+            identity.features, "MPS", "MESSAGE_PROPERTIES_EX"
+        )
         problem = None
         if identity.protocol_version != PROTOCOL_VERSION:
             problem = (
@@ -398,6 +400,7 @@ class ClientSession(QueueRequests):
         dedup_max = broker.config.deduplication_max_guids
         limit_messages = broker.config.queue_limit_messages
         limit_bytes = broker.config.queue_limit_bytes
+        old_properties_only = not broker.config.extended_properties
         for put in read_put_event(event):
             stats.puts += 1
             flags = put.flags
@@ -408,6 +411,8 @@ class ClientSession(QueueRequests):
                 problem: str | None = "unknown queue id"
             elif not handle.writable:
                 problem = "queue not opened for writing"
+            elif old_properties_only and put.schema_id:
+                problem = "extended message properties (schema id), which this broker does not take"
             else:
                 problem = put_problem(put)
             status: int = AckStatus.SUCCESS
