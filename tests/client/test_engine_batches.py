@@ -4,7 +4,6 @@ hot paths (properties cached by content, one route check per PUSH event), bytes 
 from __future__ import annotations
 
 import pytest
-from pybmq.client.engine import ClientEngine
 from pybmq.client.events import AckReceived, AckStatus, MessageReceived
 from pybmq.client.options import SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
@@ -14,7 +13,7 @@ from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import iter_put
 
 from tests.client.test_client_engine import open_queue
-from tests.helpers.engine import broker_response, sent_events, started_engine
+from tests.helpers.engine import sent_events, started_engine
 
 URI = "bmq://bmq.test.mem.priority/batches"
 
@@ -143,11 +142,7 @@ def test_a_push_for_several_subscriptions_reaches_each_and_routes_are_checked() 
 
 
 def test_compressed_post_many_uses_the_threshold_per_payload() -> None:
-    engine = ClientEngine(SessionOptions(compression_threshold=1024))
-    engine.start(0.0)
-    engine.connection_made(0.0)
-    engine.data_to_send()
-    engine.receive_data(broker_response(), 0.0)
+    engine, _ = started_engine(options=SessionOptions(compression_threshold=1024))
     writer = open_queue(engine, URI, write=True)
     big = b"xyz" * 1000
     engine.post_many(writer, [big, b"small", big], 0.0)
