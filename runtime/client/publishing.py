@@ -155,7 +155,7 @@ class Publishing(EngineCore):
         """``properties`` as MessageProperties, and the size of their wire form (encoding them
         here makes bad ones fail at the call). Plain mappings are cached by content, so a loop
         posting the same properties shares one object, encoded once (the builder's fast path)."""
-        if type(properties) is MessageProperties or isinstance(properties, MessageProperties):
+        if type(properties) is not dict and isinstance(properties, MessageProperties):
             return properties, len(properties.encode())
         cache = self._properties_cache
         try:
