@@ -158,15 +158,17 @@ class Publishing(EngineCore):
         if type(properties) is not dict and isinstance(properties, MessageProperties):
             return properties, len(properties.encode())
         cache = self._properties_cache
-        try:
-            # The types too: True == 1 and "1" != 1, but a BOOL is not an INT32.
-            key: tuple[object, ...] | None = (
-                tuple(properties.items()),
-                tuple(map(type, properties.values())),
-            )
-            hit = cache.get(key)
-        except TypeError:  # an unhashable value (a bytearray): not cached
-            key = hit = None
+        types = tuple(map(type, properties.values()))
+        key: tuple[object, ...] | None = None
+        hit = None
+        # The types are part of the key: True == 1, but a BOOL is not an INT32. Not cached:
+        # (type, value) pairs (inside a tuple, True and 1 would meet again) and unhashable values.
+        if tuple not in types:
+            try:
+                key = (tuple(properties.items()), types)
+                hit = cache.get(key)
+            except TypeError:  # an unhashable value (a bytearray)
+                key = None
         if hit is None:
             props = MessageProperties(properties)
             hit = (props, len(props.encode()))

@@ -80,6 +80,9 @@ def test_properties_cached_by_content_keep_their_types() -> None:
     engine.post(writer, b"3", 0.0, properties={"x": True})
     engine.post(writer, b"4", 0.0, properties={"x": bytearray(b"raw")})  # unhashable: not cached
     engine.post(writer, b"5", 0.0, properties={"x": (PropertyType.INT64, 1)})
+    engine.post(writer, b"6", 0.0, properties={"x": (PropertyType.INT32, 1)})
+    with pytest.raises(UsageError, match="INT32 needs an int"):  # (INT32, True) == (INT32, 1)
+        engine.post(writer, b"7", 0.0, properties={"x": (PropertyType.INT32, True)})
     [event] = sent_events(engine)
     types = [p.properties.get_typed("x") for p in iter_put(event)]  # type: ignore[union-attr]
     assert types == [
@@ -88,6 +91,7 @@ def test_properties_cached_by_content_keep_their_types() -> None:
         (PropertyType.BOOL, True),
         (PropertyType.BINARY, b"raw"),
         (PropertyType.INT64, 1),
+        (PropertyType.INT32, 1),
     ]
 
 
