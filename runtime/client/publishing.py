@@ -172,7 +172,7 @@ class Publishing(EngineCore):
         if hit is None:
             props = MessageProperties(properties)
             hit = (props, len(props.encode()))
-            if key is not None:
+            if key is not None and hit[1] <= _MAX_CACHED_AREA:
                 if len(cache) >= _PROPERTIES_CACHE_SIZE:
                     cache.clear()
                 cache[key] = hit
@@ -302,8 +302,10 @@ class Publishing(EngineCore):
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
 # compression). The payload alone is held to it too, so a consumer can always inflate it.
 _MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
-# Distinct property mappings remembered per engine (the cache is emptied when full).
+# Distinct property mappings remembered per engine (the cache is emptied when full), each only
+# if its wire form is small: the cache holds at most a few hundred KiB.
 _PROPERTIES_CACHE_SIZE = 256
+_MAX_CACHED_AREA = 1024
 
 
 def _as_bytes(payload: object) -> bytes:

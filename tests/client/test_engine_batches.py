@@ -100,7 +100,12 @@ def test_a_small_properties_cache_still_posts_correctly() -> None:
     writer = open_queue(engine, URI, write=True)
     for i in range(600):  # more distinct mappings than the cache holds
         engine.post(writer, b"p", 0.0, properties={"i": i})
-    assert len(engine._properties_cache) <= 256
+    assert 0 < len(engine._properties_cache) <= 256
+    engine.post(writer, b"p", 0.0, properties={"big": bytes(2048)})  # too big to be kept
+    assert not any(len(props.encode()) > 1024 for props, _ in engine._properties_cache.values())
+    engine.data_to_send()
+    for i in range(600):
+        engine.post(writer, b"p", 0.0, properties={"i": i})
     [event] = sent_events(engine)
     assert [p.properties["i"] for p in iter_put(event)] == list(range(600))  # type: ignore[index]
 
