@@ -23,12 +23,13 @@ from pybmq.loopthread import CallbackDispatcher, LoopThread
 log = logging.getLogger("pybmq.client.sync")
 
 T = TypeVar("T")
-# post_many hands the I/O thread this many posts at a time (between slices, the socket drains).
-POST_SLICE = 1024
 
 
 class Queue:
     """A queue of a blocking :class:`Session`."""
+
+    # post_many hands the I/O thread this many posts at a time (between slices, the socket drains).
+    POST_SLICE = 1024
 
     def __init__(self, session: Session, inner: AsyncQueue) -> None:
         self._session = session
@@ -80,9 +81,10 @@ class Queue:
 
         async def post() -> list[bytes]:
             guids: list[bytes] = []
-            for start in range(0, len(batch), POST_SLICE):
+            step = self.POST_SLICE
+            for start in range(0, len(batch), step):
                 await inner.session.drain()  # let the socket take what is written so far
-                chunk = batch[start : start + POST_SLICE]
+                chunk = batch[start : start + step]
                 guids += inner.post_many_nowait(chunk, properties=properties, on_ack=callback)
             return guids
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 from pybmq.client.aio import AsyncSession
 from pybmq.client.events import Ack
-from pybmq.client.sync import POST_SLICE, Session
+from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,7 +38,7 @@ async def test_post_many_nowait_round_trips_and_is_all_or_nothing(bmq_broker_url
 
 
 def test_blocking_post_many_over_several_slices(bmq_broker_url: str) -> None:
-    count = 2 * POST_SLICE + 7
+    count = 2 * Queue.POST_SLICE + 7
     acked = threading.Semaphore(0)
     with Session(bmq_broker_url) as producer, Session(bmq_broker_url) as consumer:
         writer = producer.open_queue(QUEUE, write=True)
