@@ -29,8 +29,20 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or discover():
         module = importlib.import_module(f"bench.{name}")
         results.extend(module.run(args.quick))
-    print_table(results)
+    print_table(results + ratios(results))
     return 0
+
+
+def ratios(results: list[Result]) -> list[Result]:
+    """pybmq ÷ the official SDK for the end-to-end rates, when both ran (same simulator, same
+    run: the ratio is the figure that survives a busy machine)."""
+    by_name = {r.name: r.value for r in results}
+    out = []
+    for what in ("post→ACK", "consume→confirm"):
+        ours, theirs = by_name.get(f"e2e pybmq {what}"), by_name.get(f"e2e official {what}")
+        if ours and theirs:
+            out.append(Result(f"e2e pybmq ÷ official SDK, {what}", ours / theirs, "x", "goal ≥ 2"))
+    return out
 
 
 if __name__ == "__main__":

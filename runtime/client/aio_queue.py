@@ -8,7 +8,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
@@ -135,6 +135,23 @@ class AsyncQueue:
         )  # fmt: skip
         session._schedule_flush()
         return guid
+
+    def post_many_nowait(
+        self,
+        payloads: Sequence[bytes],
+        *,
+        properties: Mapping[str, Any] | None = None,
+        on_ack: AckCallback | None = None,
+    ) -> list[bytes]:
+        """``post_nowait`` for a batch sharing ``properties`` and ``on_ack``: the fast path (the
+        checks, the properties and the GUID clock once per batch). All or nothing: a payload
+        that would be refused raises before any is buffered. Returns the GUIDs in order."""
+        session = self.session
+        guids = session._engine.post_many(
+            self.queue_id, payloads, session._loop_time(), properties=properties, context=on_ack
+        )
+        session._schedule_flush()
+        return guids
 
     async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is

@@ -162,22 +162,24 @@ class Publishing(EngineCore):
         """``properties`` as MessageProperties, and the size of their wire form (encoding them
         here makes bad ones fail at the call). Plain mappings are cached by content, so a loop
         posting the same properties shares one object, encoded once (the builder's fast path)."""
-        if type(properties) is MessageProperties or isinstance(properties, MessageProperties):
+        if type(properties) is not dict and isinstance(properties, MessageProperties):
             return properties, len(properties.encode())
         cache = self._properties_cache
-        try:
-            # The types too: True == 1 and "1" != 1, but a BOOL is not an INT32.
-            key: tuple[object, ...] | None = (
-                tuple(properties.items()),
-                tuple(map(type, properties.values())),
-            )
-            hit = cache.get(key)
-        except TypeError:  # an unhashable value (a bytearray): not cached
-            key = hit = None
+        types = tuple(map(type, properties.values()))
+        key: tuple[object, ...] | None = None
+        hit = None
+        # The types are part of the key: True == 1, but a BOOL is not an INT32. Not cached:
+        # (type, value) pairs (inside a tuple, True and 1 would meet again) and unhashable values.
+        if tuple not in types:
+            try:
+                key = (tuple(properties.items()), types)
+                hit = cache.get(key)
+            except TypeError:  # an unhashable value (a bytearray)
+                key = None
         if hit is None:
             props = MessageProperties(properties)
             hit = (props, len(props.encode()))
-            if key is not None:
+            if key is not None and hit[1] <= _MAX_CACHED_AREA:
                 if len(cache) >= _PROPERTIES_CACHE_SIZE:
                     cache.clear()
                 cache[key] = hit
@@ -333,8 +335,10 @@ class Publishing(EngineCore):
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
 # compression). The payload alone is held to it too, so a consumer can always inflate it.
 _MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
-# Distinct property mappings remembered per engine (the cache is emptied when full).
+# Distinct property mappings remembered per engine (the cache is emptied when full), each only
+# if its wire form is small: the cache holds at most a few hundred KiB.
 _PROPERTIES_CACHE_SIZE = 256
+_MAX_CACHED_AREA = 1024
 
 
 def _as_bytes(payload: object) -> bytes:

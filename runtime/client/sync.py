@@ -43,6 +43,9 @@ def _call_then(
 class Queue:
     """A queue of a blocking :class:`Session`."""
 
+    # post_many hands the I/O thread this many posts at a time (between slices, the socket drains).
+    POST_SLICE = 1024
+
     def __init__(self, session: Session, inner: AsyncQueue) -> None:
         self._session = session
         self._inner = inner
@@ -72,14 +75,7 @@ class Queue:
     ) -> bytes:
         """Post without waiting for the ACK; ``on_ack`` runs on the dispatcher thread. Returns
         the GUID once the message is buffered (validation errors raise here)."""
-        dispatcher = self._session._dispatcher
-        callback = None
-        if on_ack is not None:
-            user_callback = on_ack
-
-            def callback(ack: Ack) -> None:
-                dispatcher.submit(lambda: user_callback(ack))
-
+        callback = self._ack_callback(on_ack)
         inner = self._inner
 
         async def post() -> bytes:
@@ -97,8 +93,34 @@ class Queue:
     ) -> list[bytes]:
         """Post a batch in ONE hand-off to the I/O thread (the way to go fast from a thread, e.g.
         a Spark partition); ``on_ack`` runs on the dispatcher thread once per message. Returns
-        the GUIDs; the batch leaves in as few PUT events as its size allows."""
-        return self.post_batch(((payload, properties) for payload in payloads), on_ack=on_ack)
+        the GUIDs; the batch leaves in as few PUT events as its size allows. Each slice of
+        ``POST_SLICE`` messages is buffered all or nothing (the engine's ``post_many``)."""
+        callback = self._ack_callback(on_ack)
+        inner = self._inner
+        batch = list(payloads)
+
+        async def post() -> list[bytes]:
+            guids: list[bytes] = []
+            step = self.POST_SLICE
+            for start in range(0, len(batch), step):
+                await inner.session.drain()  # let the socket take what is written so far
+                chunk = batch[start : start + step]
+                guids += inner.post_many_nowait(chunk, properties=properties, on_ack=callback)
+            return guids
+
+        return self._session._call(post())
+
+    def _ack_callback(self, on_ack: Callable[[Ack], object] | None) -> Callable[[Ack], None] | None:
+        """``on_ack`` moved to the dispatcher thread (None stays None)."""
+        if on_ack is None:
+            return None
+        dispatcher = self._session._dispatcher
+        user_callback = on_ack
+
+        def callback(ack: Ack) -> None:
+            dispatcher.submit(lambda: user_callback(ack))
+
+        return callback
 
     def get(self, timeout: float | None = None) -> ReceivedMessage:
         """The next message (blocks); TimeoutError after ``timeout`` seconds."""
@@ -117,14 +139,7 @@ class Queue:
         on_ack: Callable[[Ack], object] | None = None,
     ) -> list[bytes]:
         """Like ``post_many``, with each message's own properties: (payload, properties) pairs."""
-        dispatcher = self._session._dispatcher
-        callback = None
-        if on_ack is not None:
-            user_callback = on_ack
-
-            def callback(ack: Ack) -> None:
-                dispatcher.submit(lambda: user_callback(ack))
-
+        callback = self._ack_callback(on_ack)
         inner = self._inner
         batch = list(messages)
 

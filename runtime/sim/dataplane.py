@@ -25,7 +25,7 @@ from pybmq.generated.wire_codec import (
     PutHeaderFlags,
 )
 from pybmq.wire.batches import AckEventBuilder, iter_confirm
-from pybmq.wire.checksum import crc32c
+from pybmq.wire.checksum import application_data_crc32c
 from pybmq.wire.compression import decompress
 from pybmq.wire.framing import Event, event_header_bytes
 from pybmq.wire.options import encode_sub_queue_ids_old
@@ -43,31 +43,49 @@ KNOWN_COMPRESSION = frozenset(int(c) for c in CompressionAlgorithmType)
 MAX_PUSH_EVENT_SIZE = 1 << 20  # batch PUSH messages into events of at most 1 MiB
 
 
+_UNSET_GUID = bytes(16)
+# Properties areas already found to decode (validity depends only on the bytes and the format):
+# producers mostly repeat the same properties, so each distinct area is parsed once. Bounded.
+_VALID_AREAS: set[tuple[bytes, bool]] = set()
+_MAX_VALID_AREAS = 4096
+_MAX_CACHED_AREA = 1024
+
+
 def put_problem(put: PutMessage) -> str | None:
     """Why a broker would refuse this message (NACK), or None. Cheapest checks first."""
     props = put.properties_area
-    actual = crc32c(put.payload, crc32c(props)) if props else crc32c(put.payload)
+    actual = application_data_crc32c(props, put.payload)
     if actual != put.crc32c:
         return f"CRC32-C mismatch (header {put.crc32c:#010x}, data {actual:#010x})"
-    if not any(put.guid):
+    if put.guid == _UNSET_GUID:
         return "unset GUID"
     if put.options:
         return "PUT options are not supported"
     if props:
-        try:
-            decode_properties(props, extended=put.schema_id != 0)
-        except ProtocolError as exc:
-            return f"malformed message properties: {exc}"
+        extended = put.schema_id != 0
+        if (props, extended) not in _VALID_AREAS:
+            try:
+                decode_properties(props, extended=extended)
+            except ProtocolError as exc:
+                return f"malformed message properties: {exc}"
+            if len(_VALID_AREAS) >= _MAX_VALID_AREAS:
+                _VALID_AREAS.clear()
+            if len(props) <= _MAX_CACHED_AREA:
+                _VALID_AREAS.add((props, extended))
     elif not put.payload:
         return "empty message"
     return None
 
 
-def read_put_event(event: Event) -> Iterator[PutMessage]:
+def read_put_event(event: Event) -> list[PutMessage]:
     """The messages of a PUT event (wire form: still compressed); ProtocolError for anything
     that breaks the framing or that no broker accepts (unknown flags or compression)."""
-    for put in decode_put(event, decompress=False):
-        if put.flags & _UNSUPPORTED_PUT_FLAGS:
+    puts = decode_put(event, decompress=False)
+    unsupported = _UNSUPPORTED_PUT_FLAGS
+    if all(not put.flags & unsupported and not put.compression for put in puts):
+        return puts  # the common case, checked in one pass
+    for put in puts:
+        if put.flags & unsupported:
             raise ProtocolError(
                 f"unsupported PUT flags {put.flags:#x} (GUID {put.guid.hex()})",
                 offset=event.offset,
@@ -79,7 +97,7 @@ def read_put_event(event: Event) -> Iterator[PutMessage]:
                 offset=event.offset,
                 path="PutHeader.compressionAlgorithmType",
             )
-        yield put
+    return puts
 
 
 def read_confirm_event(event: Event) -> Iterator[ConfirmMessage]:
@@ -138,25 +156,39 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
     parts: list[bytes] = [b""]  # [0]: the EventHeader, written when the event is cut
     size = EVENT_HEADER_SIZE
     pack = PUSH_HEADER.pack
-    for item in items:
-        option = _option(item.sub_queue_id)
-        app_len = len(item.properties_area) + len(item.payload)
-        pad = PADDING[app_len & 3]
-        length = PUSH_HEADER_SIZE + len(option) + app_len + len(pad)
-        if size + length > MAX_PUSH_EVENT_SIZE and len(parts) > 1:
+    pads = PADDING
+    max_size = MAX_PUSH_EVENT_SIZE
+    hwords = PUSH_HEADER_SIZE >> 2
+    props_flag = MESSAGE_PROPERTIES << 28
+    # subQueueId → (option, its length, the PushHeader's second word without compression)
+    options: dict[int, tuple[bytes, int, int]] = {}
+    for queue_id, sub_queue_id, guid, area, payload, has_props, compression, schema, _ in items:
+        option_entry = options.get(sub_queue_id)
+        if option_entry is None:
+            option = _option(sub_queue_id)
+            option_entry = options[sub_queue_id] = (
+                option,
+                PUSH_HEADER_SIZE + len(option),
+                ((len(option) >> 2) << 8) | hwords,
+            )
+        option, fixed, w1 = option_entry
+        app_len = len(area) + len(payload)
+        pad = pads[app_len & 3]
+        length = fixed + app_len + len(pad)
+        if size + length > max_size and len(parts) > 1:
             # One join with the header in front: a big message is copied once, not twice.
             parts[0] = event_header_bytes(EventType.PUSH, size)
             events.append(b"".join(parts))
             parts, size = [b""], EVENT_HEADER_SIZE
         header = pack(
-            ((MESSAGE_PROPERTIES << 28) if item.has_properties else 0) | (length >> 2),
-            ((len(option) >> 2) << 8) | (item.compression << 5) | (PUSH_HEADER_SIZE >> 2),
-            item.queue_id,
-            item.guid,
-            item.schema_id,
+            (props_flag if has_props else 0) | (length >> 2),
+            w1 | (compression << 5),
+            queue_id,
+            guid,
+            schema,
             0,
         )
-        parts += (header, option, item.properties_area, item.payload, pad)
+        parts += (header, option, area, payload, pad)
         size += length
     if len(parts) > 1:
         parts[0] = event_header_bytes(EventType.PUSH, size)

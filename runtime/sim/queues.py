@@ -16,7 +16,7 @@ Semantics follow BlazingMQ's documented behaviour:
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -222,7 +222,8 @@ class SimQueue:
     handles: int = 0  # open handles on it, over all sessions
     # GUID → when it leaves the de-duplication window (insertion order = time order), like a
     # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
-    _seen: dict[bytes, float] = field(default_factory=dict)
+    # An OrderedDict: forgetting the oldest is O(1) (a dict scans the holes its deletions leave).
+    _seen: dict[bytes, float] = field(default_factory=OrderedDict)
 
     @classmethod
     def create(cls, uri: str, mode: RoutingMode) -> SimQueue:

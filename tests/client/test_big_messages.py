@@ -81,6 +81,23 @@ async def test_big_payloads_round_trip_through_the_simulator(
     await round_trip(broker, pattern(size), properties, options)
 
 
+async def test_a_message_bigger_than_the_consumers_byte_credit_is_still_delivered(
+    broker: str,
+) -> None:
+    """The broker may overshoot a consumer's byte credit by one message (as upstream does), so
+    a 16 MiB message reaches a consumer that allows 1 MiB unconfirmed, then the next one."""
+    payload = pattern(16 * MiB)
+    async with AsyncSession(broker) as producer, AsyncSession(broker) as consumer:
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_bytes=MiB)
+        assert (await writer.post(payload)).ok
+        assert (await writer.post(b"small")).ok
+        first = await asyncio.wait_for(reader.get(), 30)
+        assert first.payload == payload
+        await first.confirm()
+        assert (await asyncio.wait_for(reader.get(), 10)).payload == b"small"
+
+
 async def test_over_the_limit_is_refused_at_post_and_nothing_else_is_disturbed(
     broker: str,
 ) -> None:

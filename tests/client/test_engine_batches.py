@@ -4,7 +4,6 @@ hot paths (properties cached by content, one route check per PUSH event), bytes 
 from __future__ import annotations
 
 import pytest
-from pybmq.client.engine import ClientEngine
 from pybmq.client.events import AckReceived, AckStatus, MessageReceived
 from pybmq.client.options import SessionOptions
 from pybmq.errors import SessionStoppedError, UsageError
@@ -14,7 +13,7 @@ from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import iter_put
 
 from tests.client.test_client_engine import open_queue
-from tests.helpers.engine import broker_response, sent_events, started_engine
+from tests.helpers.engine import sent_events, started_engine
 
 URI = "bmq://bmq.test.mem.priority/batches"
 
@@ -81,6 +80,9 @@ def test_properties_cached_by_content_keep_their_types() -> None:
     engine.post(writer, b"3", 0.0, properties={"x": True})
     engine.post(writer, b"4", 0.0, properties={"x": bytearray(b"raw")})  # unhashable: not cached
     engine.post(writer, b"5", 0.0, properties={"x": (PropertyType.INT64, 1)})
+    engine.post(writer, b"6", 0.0, properties={"x": (PropertyType.INT32, 1)})
+    with pytest.raises(UsageError, match="INT32 needs an int"):  # (INT32, True) == (INT32, 1)
+        engine.post(writer, b"7", 0.0, properties={"x": (PropertyType.INT32, True)})
     [event] = sent_events(engine)
     types = [p.properties.get_typed("x") for p in iter_put(event)]  # type: ignore[union-attr]
     assert types == [
@@ -89,6 +91,7 @@ def test_properties_cached_by_content_keep_their_types() -> None:
         (PropertyType.BOOL, True),
         (PropertyType.BINARY, b"raw"),
         (PropertyType.INT64, 1),
+        (PropertyType.INT32, 1),
     ]
 
 
@@ -97,7 +100,12 @@ def test_a_small_properties_cache_still_posts_correctly() -> None:
     writer = open_queue(engine, URI, write=True)
     for i in range(600):  # more distinct mappings than the cache holds
         engine.post(writer, b"p", 0.0, properties={"i": i})
-    assert len(engine._properties_cache) <= 256
+    assert 0 < len(engine._properties_cache) <= 256
+    engine.post(writer, b"p", 0.0, properties={"big": bytes(2048)})  # too big to be kept
+    assert not any(len(props.encode()) > 1024 for props, _ in engine._properties_cache.values())
+    engine.data_to_send()
+    for i in range(600):
+        engine.post(writer, b"p", 0.0, properties={"i": i})
     [event] = sent_events(engine)
     assert [p.properties["i"] for p in iter_put(event)] == list(range(600))  # type: ignore[index]
 
@@ -143,11 +151,7 @@ def test_a_push_for_several_subscriptions_reaches_each_and_routes_are_checked() 
 
 
 def test_compressed_post_many_uses_the_threshold_per_payload() -> None:
-    engine = ClientEngine(SessionOptions(compression_threshold=1024))
-    engine.start(0.0)
-    engine.connection_made(0.0)
-    engine.data_to_send()
-    engine.receive_data(broker_response(), 0.0)
+    engine, _ = started_engine(options=SessionOptions(compression_threshold=1024))
     writer = open_queue(engine, URI, write=True)
     big = b"xyz" * 1000
     engine.post_many(writer, [big, b"small", big], 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import ClientEvent, SessionStarted
+from pybmq.client.options import SessionOptions
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import EventType
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT, decode_control_as, encode_control
@@ -56,8 +57,10 @@ def broker_response(
     return encode_control(ctrl.NegotiationMessage(broker_response=response), "JSON")
 
 
-def started_engine(now: float = 0.0) -> tuple[ClientEngine, list[ClientEvent]]:
-    engine = ClientEngine()
+def started_engine(
+    now: float = 0.0, options: SessionOptions | None = None
+) -> tuple[ClientEngine, list[ClientEvent]]:
+    engine = ClientEngine(options)
     engine.start(now)
     engine.connection_made(now)
     engine.data_to_send()
