@@ -461,18 +461,31 @@ class Session:
             task.add_done_callback(self._tasks.discard)
 
     def _received(self, queue: QueueRecord, received: ReceivedMessage) -> None:
-        """On the loop: hand one message of a reader queue to the callback thread."""
+        """On the loop: hand one message of a reader queue to the callback thread. A poison
+        message (data or properties that cannot be decoded; the official SDK's Message has no
+        way to carry the error) is delivered too, with no properties (and empty data when the
+        data failed), after an ``Error`` session event saying why: the application can confirm
+        it, so it does not come back, and the session goes on."""
+        error: PybmqError | None = received.error
         try:
             delivery = self._delivery(queue, received)
-        except PybmqError as exc:  # e.g. a properties area that does not decode
-            log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
-            problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {exc}")
+        except PybmqError as exc:  # a properties area that does not decode
+            error = exc
+            delivery = self._delivery(queue, received, undecodable=True)
+        if error is not None:
+            log.error(
+                "message %s on %s cannot be decoded: %s", received.guid.hex(), queue.uri, error
+            )
+            problem: ev.SessionEvent = ev.Error(f"undecodable message on {queue.uri}: {error}")
             self._from_loop(lambda p=problem: self._callbacks._emit(p))  # type: ignore[misc]
-            return
         self._from_loop(delivery, True)
 
-    def _delivery(self, queue: QueueRecord, received: ReceivedMessage) -> Callable[[], None]:
-        properties, types = from_wire_properties(received.message.properties)
+    def _delivery(
+        self, queue: QueueRecord, received: ReceivedMessage, undecodable: bool = False
+    ) -> Callable[[], None]:
+        properties, types = (
+            ({}, {}) if undecodable else from_wire_properties(received.message.properties)
+        )
         message = Message._make(
             received.payload, received.guid, queue.uri, properties, types, received.confirm_nowait
         )

@@ -27,7 +27,7 @@ from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.options import QueueOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import SessionStoppedError, UsageError
-from pybmq.spark.io import consume, open_session, post_all, probe, typed_properties
+from pybmq.spark.io import consume, open_session, post_all, probe, row_values
 from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions
 from pybmq.spark.rows import RowBuffer, check_write_schema, messages_from_batch
 from pyspark.sql.datasource import (
@@ -404,8 +404,7 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         count = max(1, min(self.options.num_partitions, len(batch)))
         buffers = [RowBuffer(self.options.target.queue) for _ in range(count)]
         for i, message in enumerate(batch):
-            properties = typed_properties(message.properties)
-            buffers[i * count // max(len(batch), 1)].add(message.guid, message.payload, properties)
+            buffers[i * count // max(len(batch), 1)].add(message.guid, *row_values(message))
         return [InputPartition(buffer) for buffer in buffers]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

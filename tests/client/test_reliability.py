@@ -272,3 +272,26 @@ async def test_reading_pauses_while_the_application_is_behind() -> None:
             taken += 1
         assert not consumer.reading_paused or consumer.undelivered > credit // 2
         assert consumer.stop_reason is None and taken >= 100
+
+
+async def test_closing_a_queue_with_messages_not_taken_does_not_hold_reading_back() -> None:
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=10)
+        for i in range(10):
+            assert (await writer.post(b"%d" % i)).ok
+        for _ in range(200):
+            if consumer.undelivered == 10:
+                break
+            await asyncio.sleep(0.02)
+        assert consumer.undelivered == 10
+        # Its credit goes to zero while 10 messages wait: that must not stop the reading that
+        # the close itself (and what follows) needs.
+        await asyncio.wait_for(reader.close(), 10)
+        assert consumer.undelivered == 0 and not consumer.reading_paused
+        other = await asyncio.wait_for(consumer.open_queue(QUEUE, write=True), 10)
+        assert (await asyncio.wait_for(other.post(b"still reading"), 10)).ok
