@@ -4,9 +4,11 @@ messages). Each test reproduces one attack, bounded in time and count, and prove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
 import tracemalloc
+from collections.abc import AsyncIterator
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
@@ -220,16 +222,31 @@ async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
         await asyncio.wait_for(session.stop(), 20)
 
 
-async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one() -> None:
+@contextlib.asynccontextmanager
+async def _sim_with_pair() -> AsyncIterator[tuple[BrokerSimulator, AsyncSession, AsyncSession]]:
+    """A simulator with two sessions on it (a producer and a consumer)."""
     async with (
         BrokerSimulator() as sim,
         AsyncSession(sim.url) as producer,
         AsyncSession(sim.url) as consumer,
     ):
-        writer = await producer.open_queue(QUEUE, write=True)
-        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=20)
-        for i in range(20):
-            assert (await writer.post(b"%d" % i)).ok
+        yield sim, producer, consumer
+
+
+async def _posted(
+    producer: AsyncSession, consumer: AsyncSession, count: int, credit: int
+) -> tuple[AsyncQueue, AsyncQueue]:
+    """A writer and a reader (with ``credit``) of QUEUE, once ``count`` messages are posted."""
+    writer = await producer.open_queue(QUEUE, write=True)
+    reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=credit)
+    for i in range(count):
+        assert (await writer.post(b"%d" % i)).ok
+    return writer, reader
+
+
+async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one() -> None:
+    async with _sim_with_pair() as (_sim, producer, consumer):
+        writer, reader = await _posted(producer, consumer, 20, credit=20)
         held = [await _next(reader) for _ in range(20)]
         # 20 unconfirmed, then the credit goes down to 5: nothing is wrong until the app
         # confirms its way below it, and the broker then sends within the new credit.
@@ -249,11 +266,7 @@ async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one()
 async def test_reading_pauses_while_the_application_is_behind() -> None:
     queue_uri = "bmq://bmq.test.mem.broadcast/hostile"  # a broker does not track its credit
     credit, count = 10, 5000
-    async with (
-        BrokerSimulator() as sim,
-        AsyncSession(sim.url) as producer,
-        AsyncSession(sim.url) as consumer,
-    ):
+    async with _sim_with_pair() as (_sim, producer, consumer):
         reader = await consumer.open_queue(queue_uri, read=True, max_unconfirmed_messages=credit)
         writer = await producer.open_queue(queue_uri, write=True)
         for start in range(0, count, 1000):
@@ -275,15 +288,8 @@ async def test_reading_pauses_while_the_application_is_behind() -> None:
 
 
 async def test_closing_a_queue_with_messages_not_taken_does_not_hold_reading_back() -> None:
-    async with (
-        BrokerSimulator() as sim,
-        AsyncSession(sim.url) as producer,
-        AsyncSession(sim.url) as consumer,
-    ):
-        writer = await producer.open_queue(QUEUE, write=True)
-        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=10)
-        for i in range(10):
-            assert (await writer.post(b"%d" % i)).ok
+    async with _sim_with_pair() as (_sim, producer, consumer):
+        _, reader = await _posted(producer, consumer, 10, credit=10)
         for _ in range(200):
             if consumer.undelivered == 10:
                 break
