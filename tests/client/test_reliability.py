@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 import threading
+import time
 import tracemalloc
 from collections.abc import AsyncIterator
 
@@ -15,10 +16,10 @@ from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack, CallbackFailed
 from pybmq.client.options import SessionOptions
-from pybmq.client.sync import Session
+from pybmq.client.sync import ON_MESSAGE_WINDOW, Session
 from pybmq.errors import MessageDecodeError, UsageError
 from pybmq.generated.wire_codec import EventType
-from pybmq.sim.server import BrokerSimulator
+from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
 
@@ -301,3 +302,40 @@ async def test_closing_a_queue_with_messages_not_taken_does_not_hold_reading_bac
         assert consumer.undelivered == 0 and not consumer.reading_paused
         other = await asyncio.wait_for(consumer.open_queue(QUEUE, write=True), 10)
         assert (await asyncio.wait_for(other.post(b"still reading"), 10)).ok
+
+
+def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -> None:
+    count = ON_MESSAGE_WINDOW + 2001  # with the "sync" post: 3002, all within the credit
+    gate = threading.Event()
+    handled: list[ReceivedMessage] = []
+
+    def handler(message: ReceivedMessage) -> None:
+        gate.wait(30)
+        handled.append(message)
+
+    with (
+        ThreadedBrokerSimulator() as sim,
+        Session(sim.url) as producer,
+        Session(sim.url) as consumer,
+    ):
+        consumer.open_queue(
+            QUEUE, read=True, on_message=handler, max_unconfirmed_messages=count + 1
+        )
+        writer = producer.open_queue(QUEUE, write=True)
+        writer.post_many([b"x"] * count)
+        assert writer.post(b"sync").ok
+        inner = consumer._inner
+        assert inner is not None
+        deadline = time.monotonic() + 20
+        out = ON_MESSAGE_WINDOW + 1  # handed to the dispatcher, and one the pump holds
+        while inner.undelivered < count + 1 - out and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # The handler is stuck on its first message: the dispatcher holds at most the window,
+        # the rest waits in the queue (where it counts towards the read pause).
+        assert inner.undelivered == count + 1 - out
+        assert not handled
+        gate.set()
+        deadline = time.monotonic() + 30
+        while len(handled) < count + 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(handled) == count + 1
