@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import Ack, CallbackFailed
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import ON_MESSAGE_WINDOW, Session
-from pybmq.errors import MessageDecodeError, UsageError
+from pybmq.errors import MessageDecodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -339,3 +340,32 @@ def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -
         while len(handled) < count + 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert len(handled) == count + 1
+
+
+def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() -> None:
+    ledger = CreditLedger()
+    ledger.configuring(0, [1], QueueOptions(max_unconfirmed_messages=3, max_unconfirmed_bytes=100))
+    assert ledger.total_messages == 3  # counted from the request on (the larger limits)
+    ledger.configured(0, ok=True)
+    guids = [bytes([i]) * 16 for i in range(8)]
+    ledger.pushed(0, 1, QUEUE, guids[0], 90)
+    ledger.pushed(0, 1, QUEUE, guids[1], 90)  # under 100 bytes before it: the broker may send it
+    with pytest.raises(ProtocolError, match="beyond the credit"):
+        ledger.pushed(0, 1, QUEUE, guids[2], 1)
+    ledger.confirmed(0, guids[0])
+    ledger.confirmed(0, guids[1])
+    for guid in guids[2:5]:
+        ledger.pushed(0, 1, QUEUE, guid, 1)
+    with pytest.raises(ProtocolError, match="maxUnconfirmedMessages 3"):
+        ledger.pushed(0, 1, QUEUE, guids[5], 1)
+    # Reconfigured to 1 message under a new subscription id: the old one keeps its 3 until the
+    # response, the new one has its own credit; then the old one is retired once emptied.
+    ledger.configuring(0, [2], QueueOptions(max_unconfirmed_messages=1))
+    ledger.pushed(0, 2, QUEUE, guids[5], 1)
+    ledger.configured(0, ok=True)
+    assert ledger.total_messages == 1
+    for guid in guids[2:5]:
+        ledger.confirmed(0, guid)
+    assert ledger.unconfirmed(0) == 1
+    ledger.forget(0)
+    assert (ledger.total_messages, ledger.total_bytes, ledger.unconfirmed(0)) == (0, 0, 0)
