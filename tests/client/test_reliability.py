@@ -16,6 +16,7 @@ from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.credit import CreditLedger
 from pybmq.client.events import Ack, CallbackFailed
+from pybmq.client.fsm import SessionState
 from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import ON_MESSAGE_WINDOW, Session
 from pybmq.errors import MessageDecodeError, ProtocolError, UsageError
@@ -24,6 +25,7 @@ from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
 
+from tests.helpers.engine import started_engine
 from tests.helpers.hostile import (
     flood,
     push_event_for,
@@ -369,3 +371,16 @@ def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() 
     assert ledger.unconfirmed(0) == 1
     ledger.forget(0)
     assert (ledger.total_messages, ledger.total_bytes, ledger.unconfirmed(0)) == (0, 0, 0)
+
+
+def test_while_reading_is_paused_the_brokers_silence_is_not_a_missed_heartbeat() -> None:
+    engine, _ = started_engine()
+    limit = engine.heartbeat_interval * engine.max_missed_heartbeats
+    engine.pause_reading(True, 1.0)
+    engine.handle_timeout(1.0 + 3 * limit)
+    assert engine.state is SessionState.STARTED  # we were the ones not reading
+    engine.pause_reading(False, 1.0 + 3 * limit)
+    engine.handle_timeout(2.0 + 3 * limit)
+    assert engine.state is SessionState.STARTED
+    engine.handle_timeout(2.0 + 4 * limit)  # reading again: silence counts again
+    assert engine.state is SessionState.STOPPED
