@@ -1,7 +1,8 @@
 """Soak: hostile connections against ``pybmq sim`` while a normal producer/consumer pair works.
 
 The attackers (garbage bytes, one-byte drips, oversized control headers, sockets that never
-negotiate) reconnect in a loop for the whole duration. The pair posts and consumes ``messages``
+negotiate; and, as clients that negotiate, consumers with a huge credit that never read and
+producers of zlib bombs for them) reconnect in a loop for the whole duration. The pair posts and consumes ``messages``
 messages; the same pair is first measured against an unattacked simulator, and the attacked run
 is reported as a ratio to it. Also reported: the simulator's peak RSS and lost or stuck messages
 (must be 0).
@@ -20,19 +21,33 @@ import random
 import statistics
 import sys
 import time
+import zlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.loadgen import Stats, consume_messages, make_payload, post_messages
-from pybmq.generated.wire_codec import EventType
+from pybmq.errors import PybmqError
+from pybmq.generated.wire_codec import CompressionAlgorithmType, EventType
 from pybmq.uri import parse_broker_url
 from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.put import PutEventBuilder
 
 from bench.common import Result, print_table, sim_process
 
 PAYLOAD = make_payload(100)
 QUEUE = "bmq://bmq.test.mem.priority/bench-soak"
+STALLED = "bmq://bmq.test.mem.priority/bench-soak-stalled"
+_BOMB: list[bytes] = []
+
+
+def _bomb() -> bytes:
+    """A valid zlib stream that inflates to 64 MiB of zeros (about 64 KiB), made once."""
+    if not _BOMB:
+        packer = zlib.compressobj(9)
+        chunk = bytes(1 << 20)
+        _BOMB.append(b"".join([packer.compress(chunk) for _ in range(64)] + [packer.flush()]))
+    return _BOMB[0]
 
 
 async def _until_closed(reader: asyncio.StreamReader, deadline: float) -> None:
@@ -69,6 +84,54 @@ ATTACKS: tuple[Callable[[asyncio.StreamWriter, random.Random], Coroutine[Any, An
     _huge_control,
     _silent,
 )
+
+
+async def _stalled(session: AsyncSession, stop_at: float) -> None:
+    """A consumer with a huge credit that never reads what it is sent."""
+    await session.open_queue(
+        STALLED, read=True, max_unconfirmed_messages=10**6, max_unconfirmed_bytes=1 << 40
+    )
+    if session._transport is not None:
+        session._transport.pause_reading()
+    await asyncio.sleep(max(stop_at - asyncio.get_running_loop().time(), 0.0))
+
+
+async def _bomber(session: AsyncSession, stop_at: float) -> None:
+    """A producer of PUT events of 8 zlib bombs (64 MiB each when inflated), every 2 s."""
+    queue = await session.open_queue(STALLED, write=True, ack=False)
+    qid = session._engine.queues[queue.queue_id].qid
+    loop = asyncio.get_running_loop()
+    while loop.time() < stop_at and session._transport is not None:
+        builder = PutEventBuilder()
+        for _ in range(8):
+            builder.add(qid, _bomb(), guid=os.urandom(16), raw=True,
+                        compression=CompressionAlgorithmType.ZLIB)  # fmt: skip
+        for event in builder.finish():
+            session._transport.write(event)
+        await asyncio.sleep(2.0)
+
+
+SESSION_ATTACKS: tuple[Callable[[AsyncSession, float], Coroutine[Any, Any, None]], ...] = (
+    _stalled,
+    _bomber,
+)
+
+
+async def _session_attacker(url: str, index: int, stop_at: float, counts: list[int]) -> None:
+    """Attack as a client that negotiates, starting again whenever its session ends."""
+    attack = SESSION_ATTACKS[index % len(SESSION_ATTACKS)]
+    loop = asyncio.get_running_loop()
+    while loop.time() < stop_at:
+        session = AsyncSession(url)
+        try:
+            await session.start()
+            counts[0] += 1
+            await attack(session, stop_at)
+        except (PybmqError, OSError):
+            await asyncio.sleep(0.5)
+        finally:
+            with contextlib.suppress(PybmqError, OSError, asyncio.TimeoutError):
+                await asyncio.wait_for(session.stop(), 5.0)
 
 
 async def _attacker(host: str, port: int, index: int, stop_at: float, counts: list[int]) -> None:
@@ -109,8 +172,14 @@ async def _run(url: str, messages: int, attackers: int, duration: float) -> dict
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + duration
     counts = [0]
+    # One attacker in 10 is a stalled consumer, one in 10 a bomber; the rest are raw sockets.
     tasks = [
-        asyncio.ensure_future(_attacker(host, port, i, stop_at, counts)) for i in range(attackers)
+        asyncio.ensure_future(
+            _session_attacker(url, (i % 10) // 7, stop_at, counts)
+            if i % 10 in (3, 7)
+            else _attacker(host, port, i, stop_at, counts)
+        )
+        for i in range(attackers)
     ]
     if attackers:
         await asyncio.sleep(min(2.0, duration / 4))  # let the attack build up first

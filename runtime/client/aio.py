@@ -316,7 +316,9 @@ class AsyncSession:
         if transport is None or transport.is_closing():
             return
         bound = self._read_bound()
-        if self._stopping:  # stopping: what is not taken yet is dropped anyway
+        if self._stopping or self._engine.awaiting_response:
+            # Never hold back the answer to a request: the application may be waiting for it
+            # (and stopping drops what is not taken anyway).
             pause = False
         elif self._reading_paused:
             pause = self.undelivered > bound // 2
@@ -410,7 +412,6 @@ class AsyncSession:
                 queue = self._queues.get(event.message.queue_id)
                 if queue is not None:
                     queue._deliver(event.message)
-                    self.undelivered += 1
             elif isinstance(event, OperationCompleted):
                 future = self._ops.pop(event.op_id, None)
                 if future is not None and not future.done():

@@ -110,6 +110,7 @@ class AsyncQueue:
         self._messages: collections.deque[ReceivedMessage] = collections.deque()
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
+        self._counted = True  # its messages count towards the session's read pause
 
     @property
     def suspended(self) -> bool:
@@ -184,6 +185,7 @@ class AsyncQueue:
         if self._closed:
             return
         log.debug("closing %s", self.uri)
+        self._uncount()  # the application is done with it: its leftovers hold nothing back
         await session._operation(session._engine.close_queue(self.queue_id, session._loop_time()))
         session._queues.pop(self.queue_id, None)
         self._end()
@@ -211,9 +213,16 @@ class AsyncQueue:
         return self._take() if self._messages else None
 
     def _take(self) -> ReceivedMessage:
-        if not self._closed:  # a closed queue's leftovers no longer hold reading back
+        if self._counted:
             self.session._taken(1)
         return self._messages.popleft()
+
+    def _uncount(self) -> None:
+        """Stop counting this queue's messages towards the session's read pause."""
+        if self._counted:
+            self._counted = False
+            if self._messages:
+                self.session._taken(len(self._messages))
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -227,6 +236,8 @@ class AsyncQueue:
     def _deliver(self, message: Message | CompressedMessage) -> None:
         engine = self.session._engine
         self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
+        if self._counted:
+            self.session.undelivered += 1
         waiters = self._waiters
         if waiters:
             waiter = waiters.popleft()
@@ -236,8 +247,7 @@ class AsyncQueue:
     def _end(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._messages:
-                self.session._taken(len(self._messages))
+            self._uncount()
             while self._waiters:
                 waiter = self._waiters.popleft()
                 if not waiter.done():

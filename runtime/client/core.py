@@ -132,6 +132,11 @@ class EngineCore:
             raise UsageError(f"cannot {what}: session is {self.state.value}, not STARTED")
 
     @property
+    def awaiting_response(self) -> bool:
+        """True while a control request (open, configure, close, disconnect) is unanswered."""
+        return bool(self._requests)
+
+    @property
     def stopped(self) -> bool:
         """True once the session is over (the shell should close its transport)."""
         return self.state is SessionState.STOPPED

@@ -1,15 +1,16 @@
 """Consumer flow control as the client sees it: the credit each reader gave the broker, and what
-the broker has pushed against it (unconfirmed messages and bytes per queue handle).
+the broker has pushed against it (unconfirmed messages and bytes per subscription).
 
 A broker delivers to a subscription only while it is under both of its limits (mqbblp
-QueueHandle::canDeliver: the unconfirmed monitor is not full), so it may overshoot
-``maxUnconfirmedBytes`` by one message but never ``maxUnconfirmedMessages``. Our count is never
-above the broker's (a CONFIRM leaves here before the broker counts it), so a PUSH that finds a
-handle at either limit is the broker ignoring the credit: a ``ProtocolError``.
+QueueHandle::canDeliver: the subscription's unconfirmed monitor is not full), so it may
+overshoot ``maxUnconfirmedBytes`` by one message but never ``maxUnconfirmedMessages``. Our count
+is never above the broker's (a CONFIRM leaves here before the broker counts it), so a PUSH that
+finds its subscription at either limit is the broker ignoring the credit: a ``ProtocolError``.
 
 Tolerated, because the protocol allows the race: while a configure is in flight the larger of
 the old and the new limits applies (messages pushed under the old credit, or before the
-response under the new one); a broadcast (at-most-once) queue is not tracked, as a broker
+response under the new one); a new subscription id starts with its own credit while messages
+of the old one still count there; a broadcast (at-most-once) queue is not tracked, as a broker
 delivers to it without tracking (QueueHandle::deliverMessageNoTrack); a new connection starts
 from zero (the previous one's unconfirmed messages are void).
 """

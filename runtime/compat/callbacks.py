@@ -53,11 +53,11 @@ def compat_ack(ack: RuntimeAck) -> Ack:
     return Ack._make(None, status, status.name, ack.queue_uri)
 
 
-def compat_message(queue_uri: str, received: ReceivedMessage) -> Message:
+def compat_message(queue_uri: str, received: ReceivedMessage, undecodable: bool = False) -> Message:
     """The official SDK's ``Message`` for a received one (raises PybmqError when its properties
-    do not decode)."""
+    do not decode; ``undecodable``: build it without them)."""
     message = received.message
-    properties, types = from_wire_properties(message.properties)
+    properties, types = ({}, {}) if undecodable else from_wire_properties(message.properties)
     return Message._make(message.payload, message.guid, queue_uri, properties, types, received)
 
 
@@ -155,12 +155,21 @@ class CallbackThread:
             item[1]()
 
     def _deliver(self, queue: QueueRecord, received: ReceivedMessage, session: Any) -> None:
+        # A poison message (data or properties that cannot be decoded; the official SDK's
+        # Message has no way to carry the error) is delivered too, with no properties (and empty
+        # data when the data failed), after an ``Error`` session event saying why: the
+        # application can confirm it, so it does not come back, and the session goes on.
+        error: PybmqError | None = received.error
         try:
             message = compat_message(queue.uri, received)
-        except PybmqError as exc:  # e.g. a properties area that does not decode
-            log.error("message %s on %s dropped: %s", received.guid.hex(), queue.uri, exc)
-            self._emit(ev.Error(f"undecodable message on {queue.uri}: {exc}"))
-            return
+        except PybmqError as exc:  # a properties area that does not decode
+            error = exc
+            message = compat_message(queue.uri, received, undecodable=True)
+        if error is not None:
+            log.error(
+                "message %s on %s cannot be decoded: %s", received.guid.hex(), queue.uri, error
+            )
+            self._emit(ev.Error(f"undecodable message on {queue.uri}: {error}"))
         handle = MessageHandle._make(message, session)
         if queue.holding:
             queue.held.append((message, handle))  # given out when the queue resumes

@@ -31,7 +31,7 @@ from pybmq.client.sync import Queue, Session
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.spark.executors import ExecutorStreamReader
 from pybmq.spark.filters import split_filters
-from pybmq.spark.io import consume, open_session, post_all, probe, typed_properties
+from pybmq.spark.io import consume, open_session, post_all, probe, row_values
 from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions, property_schema
 from pybmq.spark.rows import RowBuffer, check_write_schema, messages_from_batch
 from pyspark.sql.datasource import (
@@ -447,8 +447,7 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         queue, columns = self.options.target.queue, self.options.property_schema
         buffers = [RowBuffer(queue, columns) for _ in range(count)]
         for i, message in enumerate(batch):
-            properties = typed_properties(message.properties)
-            buffers[i * count // max(len(batch), 1)].add(message.guid, message.payload, properties)
+            buffers[i * count // max(len(batch), 1)].add(message.guid, *row_values(message))
         return [InputPartition(buffer) for buffer in buffers]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

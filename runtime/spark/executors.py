@@ -41,7 +41,7 @@ from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.options import QueueOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
-from pybmq.spark.io import open_session, typed_properties
+from pybmq.spark.io import open_session, row_values
 from pybmq.spark.options import StreamReadOptions
 from pybmq.spark.rows import RowBuffer
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -218,7 +218,7 @@ class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         if messages:
             buffer = RowBuffer(options.target.queue, options.property_schema)
             for message in messages:
-                buffer.add(message.guid, message.payload, typed_properties(message.properties))
+                buffer.add(message.guid, *row_values(message))
             yield buffer.to_batch(self.arrow_schema)
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ cannot be pickled from the driver, and one session per task keeps failure and re
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -17,10 +18,12 @@ from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.events import Ack
 from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import Queue, Session
-from pybmq.errors import DeliveryError
+from pybmq.errors import DeliveryError, PybmqError
 from pybmq.spark.options import ReadOptions, Target, WriteOptions
 from pybmq.spark.rows import OutgoingMessage, RowBuffer, Typed
 from pybmq.wire.properties import MessageProperties, PropertyType
+
+log = logging.getLogger("pybmq.spark")
 
 
 def wire_properties(typed: dict[str, Typed]) -> MessageProperties | None:
@@ -40,6 +43,23 @@ def typed_properties(properties: Any) -> dict[str, Typed]:
         name: (MessageProperties({name: value}).type_of(name).name, value)
         for name, value in properties.items()
     }
+
+
+def row_values(message: ReceivedMessage) -> tuple[bytes, dict[str, Typed]]:
+    """The payload and typed properties of ``message`` for its row. Policy for a poison message
+    (data or properties that cannot be decoded): a row with an empty payload and no properties,
+    logged as a warning, confirmed with its batch like any other row, so that it neither fails
+    the task nor comes back to fail the next one."""
+    try:
+        properties = typed_properties(message.properties)
+    except PybmqError as exc:
+        log.warning("message %s: properties cannot be decoded, row left empty: %s",
+                    message.guid.hex(), exc)  # fmt: skip
+        return b"", {}
+    if message.error is not None:
+        log.warning("message %s: row left empty: %s", message.guid.hex(), message.error)
+        return b"", {}
+    return message.payload, properties
 
 
 def open_session(target: Target, **session_options: Any) -> Session:
@@ -219,7 +239,7 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
                 break  # idle: nothing arrived for idle_timeout
             received.extend(batch)
             for message in batch:
-                buffer.add(message.guid, message.payload, typed_properties(message.properties))
+                buffer.add(message.guid, *row_values(message))
             if len(buffer) >= batch_rows:
                 yield buffer
                 buffer = RowBuffer(target.queue, options.property_schema)

@@ -4,22 +4,28 @@ messages). Each test reproduces one attack, bounded in time and count, and prove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
+import time
 import tracemalloc
+from collections.abc import AsyncIterator
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import Ack, CallbackFailed
-from pybmq.client.options import SessionOptions
-from pybmq.client.sync import Session
-from pybmq.errors import MessageDecodeError, UsageError
+from pybmq.client.fsm import SessionState
+from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.sync import ON_MESSAGE_WINDOW, Session
+from pybmq.errors import MessageDecodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import EventType
-from pybmq.sim.server import BrokerSimulator
+from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
 
+from tests.helpers.engine import started_engine
 from tests.helpers.hostile import (
     flood,
     push_event_for,
@@ -220,16 +226,31 @@ async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
         await asyncio.wait_for(session.stop(), 20)
 
 
-async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one() -> None:
+@contextlib.asynccontextmanager
+async def _sim_with_pair() -> AsyncIterator[tuple[BrokerSimulator, AsyncSession, AsyncSession]]:
+    """A simulator with two sessions on it (a producer and a consumer)."""
     async with (
         BrokerSimulator() as sim,
         AsyncSession(sim.url) as producer,
         AsyncSession(sim.url) as consumer,
     ):
-        writer = await producer.open_queue(QUEUE, write=True)
-        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=20)
-        for i in range(20):
-            assert (await writer.post(b"%d" % i)).ok
+        yield sim, producer, consumer
+
+
+async def _posted(
+    producer: AsyncSession, consumer: AsyncSession, count: int, credit: int
+) -> tuple[AsyncQueue, AsyncQueue]:
+    """A writer and a reader (with ``credit``) of QUEUE, once ``count`` messages are posted."""
+    writer = await producer.open_queue(QUEUE, write=True)
+    reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=credit)
+    for i in range(count):
+        assert (await writer.post(b"%d" % i)).ok
+    return writer, reader
+
+
+async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one() -> None:
+    async with _sim_with_pair() as (_sim, producer, consumer):
+        writer, reader = await _posted(producer, consumer, 20, credit=20)
         held = [await _next(reader) for _ in range(20)]
         # 20 unconfirmed, then the credit goes down to 5: nothing is wrong until the app
         # confirms its way below it, and the broker then sends within the new credit.
@@ -249,11 +270,7 @@ async def test_lowering_the_credit_tolerates_what_was_pushed_under_the_old_one()
 async def test_reading_pauses_while_the_application_is_behind() -> None:
     queue_uri = "bmq://bmq.test.mem.broadcast/hostile"  # a broker does not track its credit
     credit, count = 10, 5000
-    async with (
-        BrokerSimulator() as sim,
-        AsyncSession(sim.url) as producer,
-        AsyncSession(sim.url) as consumer,
-    ):
+    async with _sim_with_pair() as (_sim, producer, consumer):
         reader = await consumer.open_queue(queue_uri, read=True, max_unconfirmed_messages=credit)
         writer = await producer.open_queue(queue_uri, write=True)
         for start in range(0, count, 1000):
@@ -272,3 +289,98 @@ async def test_reading_pauses_while_the_application_is_behind() -> None:
             taken += 1
         assert not consumer.reading_paused or consumer.undelivered > credit // 2
         assert consumer.stop_reason is None and taken >= 100
+
+
+async def test_closing_a_queue_with_messages_not_taken_does_not_hold_reading_back() -> None:
+    async with _sim_with_pair() as (_sim, producer, consumer):
+        _, reader = await _posted(producer, consumer, 10, credit=10)
+        for _ in range(200):
+            if consumer.undelivered == 10:
+                break
+            await asyncio.sleep(0.02)
+        assert consumer.undelivered == 10
+        # Its credit goes to zero while 10 messages wait: that must not stop the reading that
+        # the close itself (and what follows) needs.
+        await asyncio.wait_for(reader.close(), 10)
+        assert consumer.undelivered == 0 and not consumer.reading_paused
+        other = await asyncio.wait_for(consumer.open_queue(QUEUE, write=True), 10)
+        assert (await asyncio.wait_for(other.post(b"still reading"), 10)).ok
+
+
+def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -> None:
+    count = ON_MESSAGE_WINDOW + 2001  # with the "sync" post: 3002, all within the credit
+    gate = threading.Event()
+    handled: list[ReceivedMessage] = []
+
+    def handler(message: ReceivedMessage) -> None:
+        gate.wait(30)
+        handled.append(message)
+
+    with (
+        ThreadedBrokerSimulator() as sim,
+        Session(sim.url) as producer,
+        Session(sim.url) as consumer,
+    ):
+        consumer.open_queue(
+            QUEUE, read=True, on_message=handler, max_unconfirmed_messages=count + 1
+        )
+        writer = producer.open_queue(QUEUE, write=True)
+        writer.post_many([b"x"] * count)
+        assert writer.post(b"sync").ok
+        inner = consumer._inner
+        assert inner is not None
+        deadline = time.monotonic() + 20
+        out = ON_MESSAGE_WINDOW + 1  # handed to the dispatcher, and one the pump holds
+        while inner.undelivered < count + 1 - out and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # The handler is stuck on its first message: the dispatcher holds at most the window,
+        # the rest waits in the queue (where it counts towards the read pause).
+        assert inner.undelivered == count + 1 - out
+        assert not handled
+        gate.set()
+        deadline = time.monotonic() + 30
+        while len(handled) < count + 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(handled) == count + 1
+
+
+def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() -> None:
+    ledger = CreditLedger()
+    ledger.configuring(0, [1], QueueOptions(max_unconfirmed_messages=3, max_unconfirmed_bytes=100))
+    assert ledger.total_messages == 3  # counted from the request on (the larger limits)
+    ledger.configured(0, ok=True)
+    guids = [bytes([i]) * 16 for i in range(8)]
+    ledger.pushed(0, 1, QUEUE, guids[0], 90)
+    ledger.pushed(0, 1, QUEUE, guids[1], 90)  # under 100 bytes before it: the broker may send it
+    with pytest.raises(ProtocolError, match="beyond the credit"):
+        ledger.pushed(0, 1, QUEUE, guids[2], 1)
+    ledger.confirmed(0, guids[0])
+    ledger.confirmed(0, guids[1])
+    for guid in guids[2:5]:
+        ledger.pushed(0, 1, QUEUE, guid, 1)
+    with pytest.raises(ProtocolError, match="maxUnconfirmedMessages 3"):
+        ledger.pushed(0, 1, QUEUE, guids[5], 1)
+    # Reconfigured to 1 message under a new subscription id: the old one keeps its 3 until the
+    # response, the new one has its own credit; then the old one is retired once emptied.
+    ledger.configuring(0, [2], QueueOptions(max_unconfirmed_messages=1))
+    ledger.pushed(0, 2, QUEUE, guids[5], 1)
+    ledger.configured(0, ok=True)
+    assert ledger.total_messages == 1
+    for guid in guids[2:5]:
+        ledger.confirmed(0, guid)
+    assert ledger.unconfirmed(0) == 1
+    ledger.forget(0)
+    assert (ledger.total_messages, ledger.total_bytes, ledger.unconfirmed(0)) == (0, 0, 0)
+
+
+def test_while_reading_is_paused_the_brokers_silence_is_not_a_missed_heartbeat() -> None:
+    engine, _ = started_engine()
+    limit = engine.heartbeat_interval * engine.max_missed_heartbeats
+    engine.pause_reading(True, 1.0)
+    engine.handle_timeout(1.0 + 3 * limit)
+    assert engine.state is SessionState.STARTED  # we were the ones not reading
+    engine.pause_reading(False, 1.0 + 3 * limit)
+    engine.handle_timeout(2.0 + 3 * limit)
+    assert engine.state is SessionState.STARTED
+    engine.handle_timeout(2.0 + 4 * limit)  # reading again: silence counts again
+    assert engine.state is SessionState.STOPPED

@@ -644,7 +644,8 @@ def test_posts_from_many_threads(bmq_broker_url: str, recorder: Recorder) -> Non
 def test_undecodable_message_is_reported_and_delivery_goes_on(
     session: blazingmq.Session, recorder: Recorder
 ) -> None:
-    """A PUSH whose properties do not decode becomes an Error event; later messages still come."""
+    """A PUSH whose properties do not decode becomes an Error event and is delivered without
+    properties (so it can be confirmed); later messages still come."""
     from pybmq.client.events import Message as WireMessage
     from pybmq.wire.properties import MessageProperties
 
@@ -659,7 +660,13 @@ def test_undecodable_message_is_reported_and_delivery_goes_on(
 
     session._run(inject())
     session.post(uri, b"fine")
-    assert recorder.wait_count("message", 1)
+    assert recorder.wait_count("message", 2)
     assert recorder.wait_count("<Error: undecodable message", 1)
-    assert [i for i in recorder.items if i.startswith("message")] == ["message b'fine'"]
-    recorder.messages[0][1].confirm()
+    assert [i for i in recorder.items if i.startswith("message")] == [
+        "message b'corrupt'",
+        "message b'fine'",
+    ]
+    poison, handle = recorder.messages[0]
+    assert poison.properties == {}
+    handle.confirm()
+    recorder.messages[1][1].confirm()

@@ -425,6 +425,26 @@ def test_flow_control_by_unconfirmed_messages(broker: Broker) -> None:
     assert [p.guid for p in consumer.pushes()] == [guid(3)]
 
 
+def test_a_paused_connection_is_pushed_nothing_and_not_timed_out(broker: Broker) -> None:
+    producer, consumer = peer(broker), peer(broker)
+    producer.producer(PRIORITY)
+    consumer.consumer(PRIORITY)
+    consumer.session.set_paused(True, 1.0)  # the shell: its write buffer is over high water
+    producer.put(0, 1, 2)
+    assert consumer.pushes() == []
+    assert broker.queue(PRIORITY) is not None and broker.queue(PRIORITY).pending_count() == 2
+    config = broker.config
+    limit = config.heartbeat_interval_ms / 1000 * config.max_missed_heartbeats
+    later = 1.0 + 2 * limit
+    broker.on_timer(later)  # silent for twice the limit, but it was not being read
+    assert not consumer.session.closed
+    consumer.session.set_paused(False, later)  # drained: the queued messages go out
+    consumer.pump()
+    assert [p.guid for p in consumer.pushes()] == [guid(1), guid(2)]
+    broker.on_timer(later + 1.0)
+    assert not consumer.session.closed
+
+
 def test_priority_and_round_robin_across_sessions(broker: Broker) -> None:
     producer = peer(broker)
     producer.producer(PRIORITY)

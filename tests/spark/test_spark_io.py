@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
 import pytest
 from pybmq.errors import DeliveryError, SessionStoppedError
+from pybmq.generated.wire_codec import CompressionAlgorithmType
+from pybmq.sim.broker import Broker
 from pybmq.sim.config import BrokerHooks
+from pybmq.sim.queues import StoredMessage
+from pybmq.sim.routing import RoutingMode
 from pybmq.sim.server import ThreadedBrokerSimulator
 from pybmq.sim.session import ClientSession
 from pybmq.spark.io import consume, post_all, probe
@@ -85,3 +90,32 @@ def test_probe_reports_an_unreachable_broker() -> None:
         url = sim.url
     with pytest.raises(SessionStoppedError, match="cannot connect to"):
         probe(Target(url, Q, 2.0), read=False)
+
+
+def test_a_poison_message_becomes_an_empty_row_and_is_confirmed(
+    bmq_sim: ThreadedBrokerSimulator,
+) -> None:
+    extended_junk = b"\x00\x00\x00\x07not properties at all"
+
+    def store(broker: Broker) -> None:
+        queue = broker.store.get_or_create(Q, RoutingMode.PRIORITY)
+        for area, payload, compression in (
+            (b"", b"junk claiming to be zlib", int(CompressionAlgorithmType.ZLIB)),
+            (extended_junk, b"bad properties", 0),
+            (b"", b"good", 0),
+        ):
+            queue.post(StoredMessage(os.urandom(16), area, payload, bool(area), compression, 1))
+
+    bmq_sim.call(store)
+    read = ReadOptions.parse(
+        {"broker": bmq_sim.url, "queue": Q, "confirm": "true", "idletimeoutms": "1000"}
+    )
+    (buffer,) = list(consume(read, 10))
+    assert buffer.payloads == [b"", b"", b"good"]
+    assert buffer.typed == [[], [], []]
+    deadline = time.monotonic() + 10  # all three confirmed: the poison does not come back
+    while bmq_sim.call(lambda broker: broker.stats.confirms) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    queue = bmq_sim.call(lambda broker: broker.queue(Q))
+    assert queue is None or queue.pending_count() == 0  # (freed once nothing is left in it)
