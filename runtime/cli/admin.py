@@ -21,9 +21,9 @@ import os
 import sys
 from typing import Any
 
-from pybmq.cli.common import Outcome, describe, supervise
+from pybmq.cli.common import Outcome, add_broker_argument, describe, supervise
 from pybmq.errors import UsageError
-from pybmq.uri import BROKER_URI_ENV, DEFAULT_BROKER, default_broker, parse_broker_url
+from pybmq.uri import default_broker, parse_broker_url
 
 EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (--json), 2 bad usage, "
@@ -41,11 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("words", nargs="+", metavar="WORD", help="the command, e.g. STAT SHOW")
-    parser.add_argument(
-        "--broker",
-        default=None,
-        help=f"broker URL (default ${BROKER_URI_ENV}, else {DEFAULT_BROKER})",
-    )
+    add_broker_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help="ask for JSON and print one JSON object"
     )

@@ -5,28 +5,18 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.cli import run_pybmq as pybmq
+
 pytestmark = pytest.mark.timeout(120)
 
 DOMAIN = "bmq.test.mem.priority"
 QUEUE = f"bmq://{DOMAIN}/admin"
-
-
-def pybmq(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture
