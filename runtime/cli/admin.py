@@ -5,7 +5,8 @@ HELP, STAT SHOW, CLUSTERS LIST, DOMAINS DOMAIN <domain> INFOS,
 DOMAINS DOMAIN <domain> QUEUE <queue> PURGE <appId|*>. pybmq negotiates as an admin client
 (E_TCPADMIN) and sends an adminCommand control message, as upstream's admin tools do; the
 answer is printed as the broker wrote it. --json asks the broker for JSON (ENCODING
-JSON_COMPACT) and prints one object: {"command": ..., "result": <the broker's JSON>}. The
+JSON_COMPACT) and prints one object: {"command": ..., "result": <the broker's JSON>}. With the
+single word '-' the commands are read from stdin, one per line, over one connection. The
 simulator (pybmq sim) answers HELP, STAT SHOW, CLUSTERS LIST and DOMAINS DOMAIN ... INFOS,
 PURGE, QUEUE ... PURGE and QUEUE ... LIST; a real broker answers all of its commands.
 
@@ -19,9 +20,10 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from pybmq.cli.common import Outcome, add_broker_argument, describe, supervise
+from pybmq.cli.common import Outcome, add_broker_argument, describe
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
 
@@ -40,7 +42,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("words", nargs="+", metavar="WORD", help="the command, e.g. STAT SHOW")
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="WORD",
+        help="the command, e.g. STAT SHOW; '-' reads one command per line from stdin",
+    )
     add_broker_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help="ask for JSON and print one JSON object"
@@ -50,48 +57,110 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=30.0,
         metavar="SECONDS",
-        help="give up after this long, connecting included (default 30)",
+        help="give up connecting, or waiting for an answer, after this long (default 30)",
     )
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    from pybmq.errors import PybmqError, RequestTimeoutError
+
     if args.timeout <= 0:
         raise UsageError("--timeout must be > 0 seconds")
     url = args.broker or default_broker()
     host, port = parse_broker_url(url)
-    command = " ".join(args.words)
-    if args.json and args.words[0].upper() != "ENCODING":
-        command = f"ENCODING JSON_COMPACT {command}"
-    answer: list[str] = []
-    outcome, reason = asyncio.run(supervise(_exchange(host, port, command, answer), args.timeout))
-    if outcome is not None:
-        print(f"pybmq admin: {url}: {reason}", file=sys.stderr)
-        return outcome.exit_code
-    return _print(args, command, answer[0])
+    status = Outcome.DONE.exit_code
+
+    def on_answer(command: str, text: str) -> None:
+        nonlocal status
+        status = max(status, _print(args, command, text))
+
+    commands = _stdin_commands() if args.words == ["-"] else _one(" ".join(args.words))
+    try:
+        asyncio.run(_exchange(host, port, _encoded(args, commands), args.timeout, on_answer))
+    except RequestTimeoutError as exc:
+        print(f"pybmq admin: {url}: {exc}", file=sys.stderr)
+        return Outcome.TIMEOUT.exit_code
+    except UsageError:
+        raise
+    except PybmqError as exc:
+        print(f"pybmq admin: {url}: {exc}", file=sys.stderr)
+        return Outcome.FAILED.exit_code
+    return status
 
 
-async def _exchange(host: str, port: int, command: str, answer: list[str]) -> None:
-    """Connect, negotiate, send ``command``; its answer's text is appended to ``answer``."""
+async def _one(command: str) -> AsyncIterator[str]:
+    yield command
+
+
+async def _stdin_commands() -> AsyncIterator[str]:
+    """One command per line of stdin (blank lines and # comments skipped), read off the loop so
+    heartbeats are answered while a person types."""
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        command = line.split("#", 1)[0].strip()
+        if command:
+            yield command
+
+
+async def _encoded(args: argparse.Namespace, commands: AsyncIterator[str]) -> AsyncIterator[str]:
+    async for command in commands:
+        if args.json and command.split()[0].upper() != "ENCODING":
+            command = f"ENCODING JSON_COMPACT {command}"
+        yield command
+
+
+async def _exchange(
+    host: str,
+    port: int,
+    commands: AsyncIterator[str],
+    timeout: float,
+    on_answer: Callable[[str, str], None],
+) -> None:
+    """Connect, negotiate, then send each command and hand its answer to ``on_answer``; each
+    step (connecting, each answer) must finish within ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.errors import SessionStoppedError
+    from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
     try:
-        reader, writer = await asyncio.open_connection(host, port)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except asyncio.TimeoutError:
+        raise RequestTimeoutError(f"no connection within --timeout {timeout:g} s") from None
     except OSError as exc:
         why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
         raise SessionStoppedError(f"cannot connect: {why}") from None
     engine = AdminEngine()
-    engine.command(command)
+    answers: asyncio.Queue[str | BaseException] = asyncio.Queue()
+
+    async def pump() -> None:  # reads all the time: heartbeats are answered between commands
+        try:
+            while data := await reader.read(_READ):
+                for answer in engine.receive_data(data):
+                    answers.put_nowait(answer.text)
+                writer.write(engine.data_to_send())
+            answers.put_nowait(SessionStoppedError("the broker closed the connection"))
+        except (PybmqError, OSError) as exc:
+            answers.put_nowait(exc)
+
+    reading = asyncio.get_running_loop().create_task(pump())
+    writer.write(engine.data_to_send())  # the negotiation
     try:
-        while not answer:
+        async for command in commands:
+            engine.command(command)
             writer.write(engine.data_to_send())
-            await writer.drain()
-            data = await reader.read(_READ)
-            if not data:
-                raise SessionStoppedError("the broker closed the connection")
-            answer.extend(a.text for a in engine.receive_data(data))
+            try:
+                answer = await asyncio.wait_for(answers.get(), timeout)
+            except asyncio.TimeoutError:
+                raise RequestTimeoutError(
+                    f"no answer to {command!r} within --timeout {timeout:g} s"
+                ) from None
+            if isinstance(answer, OSError):
+                raise SessionStoppedError(f"connection lost: {answer}")
+            if isinstance(answer, BaseException):
+                raise answer
+            on_answer(command, answer)
     finally:
+        reading.cancel()
         writer.close()
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 
 from tests.helpers.cli import run_pybmq as pybmq
@@ -91,3 +95,31 @@ def test_a_peer_that_is_not_a_broker() -> None:
         result = pybmq("admin", "HELP", "--broker", f"tcp://127.0.0.1:{http.getsockname()[1]}")
         thread.join(timeout=10)
     assert result.returncode == 3 and "not a BlazingMQ broker" in result.stderr
+
+
+def test_commands_from_stdin_over_one_connection_with_heartbeats_between() -> None:
+    config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=3)
+    with ThreadedBrokerSimulator(config) as sim:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pybmq.cli", "admin", "-", "--json", "--broker", sim.url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("HELP\n# a comment\n\n")
+        process.stdin.flush()
+        first = json.loads(process.stdout.readline())
+        time.sleep(1.5)  # 15 heartbeat intervals: the broker drops a peer silent for 3
+        out, err = process.communicate("STAT SHOW\nNO SUCH\n", timeout=60)
+        sessions = sim.call(lambda broker: broker.stats.sessions)
+    documents = [first, *(json.loads(line) for line in out.splitlines())]
+    assert [d["command"] for d in documents] == [
+        "ENCODING JSON_COMPACT HELP",
+        "ENCODING JSON_COMPACT STAT SHOW",
+        "ENCODING JSON_COMPACT NO SUCH",
+    ]
+    assert "help" in documents[0]["result"] and "stats" in documents[1]["result"]
+    assert process.returncode == 1, err  # the last answer is an error Result
+    assert sessions == 1  # one connection for all three
