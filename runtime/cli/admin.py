@@ -18,14 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybmq.cli.common import Outcome, add_broker_argument, describe
+from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
+
+if TYPE_CHECKING:
+    from pybmq.client.options import SessionOptions
 
 EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (--json), 2 bad usage, "
@@ -59,16 +62,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="SECONDS",
         help="give up connecting, or waiting for an answer, after this long (default 30)",
     )
+    add_security_arguments(parser)
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    from pybmq.client.options import SessionOptions
     from pybmq.errors import PybmqError, RequestTimeoutError
 
     if args.timeout <= 0:
         raise UsageError("--timeout must be > 0 seconds")
     url = args.broker or default_broker()
-    host, port = parse_broker_url(url)
+    options = SessionOptions(broker_uri=url, **security_options(args))
     status = Outcome.DONE.exit_code
 
     def on_answer(command: str, text: str) -> None:
@@ -77,15 +82,14 @@ def handler(args: argparse.Namespace) -> int:
 
     commands = _stdin_commands() if args.words == ["-"] else _one(" ".join(args.words))
     try:
-        asyncio.run(_exchange(host, port, _encoded(args, commands), args.timeout, on_answer))
-    except RequestTimeoutError as exc:
-        print(f"pybmq admin: {url}: {exc}", file=sys.stderr)
-        return Outcome.TIMEOUT.exit_code
+        asyncio.run(_exchange(options, _encoded(args, commands), args.timeout, on_answer))
     except UsageError:
         raise
     except PybmqError as exc:
-        print(f"pybmq admin: {url}: {exc}", file=sys.stderr)
-        return Outcome.FAILED.exit_code
+        text = str(exc) if url in str(exc) else f"{url}: {exc}"
+        print(f"pybmq admin: {text}", file=sys.stderr)
+        timed_out = isinstance(exc, RequestTimeoutError)
+        return (Outcome.TIMEOUT if timed_out else Outcome.FAILED).exit_code
     return status
 
 
@@ -111,25 +115,33 @@ async def _encoded(args: argparse.Namespace, commands: AsyncIterator[str]) -> As
 
 
 async def _exchange(
-    host: str,
-    port: int,
+    options: SessionOptions,
     commands: AsyncIterator[str],
     timeout: float,
     on_answer: Callable[[str, str], None],
 ) -> None:
-    """Connect, negotiate, then send each command and hand its answer to ``on_answer``; each
-    step (connecting, each answer) must finish within ``timeout`` seconds."""
+    """Connect (TCP or TLS), authenticate if asked, negotiate, then send each command and hand
+    its answer to ``on_answer``; each step (connecting, each answer) must finish within
+    ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
+    from pybmq.client.tls import client_tls_context, connect_failure
     from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
+    url = options.broker_uri
+    host, port = parse_broker_url(url)
+    tls = client_tls_context(options)
+    secure: dict[str, Any] = {}
+    if tls is not None:
+        secure = {"ssl": tls, "server_hostname": options.tls_server_name or host}
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    except asyncio.TimeoutError:
-        raise RequestTimeoutError(f"no connection within --timeout {timeout:g} s") from None
-    except OSError as exc:
-        why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-        raise SessionStoppedError(f"cannot connect: {why}") from None
-    engine = AdminEngine()
+        connecting = asyncio.open_connection(host, port, **secure)
+        reader, writer = await asyncio.wait_for(connecting, timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        message = connect_failure(url, exc, tls is not None, timeout)
+        if isinstance(exc, asyncio.TimeoutError):
+            raise RequestTimeoutError(message) from None
+        raise SessionStoppedError(message) from None
+    engine = AdminEngine(options)
     answers: asyncio.Queue[str | BaseException] = asyncio.Queue()
 
     async def pump() -> None:  # reads all the time: heartbeats are answered between commands
@@ -138,7 +150,7 @@ async def _exchange(
                 for answer in engine.receive_data(data):
                     answers.put_nowait(answer.text)
                 writer.write(engine.data_to_send())
-            answers.put_nowait(SessionStoppedError("the broker closed the connection"))
+            answers.put_nowait(engine.closed_error())
         except (PybmqError, OSError) as exc:
             answers.put_nowait(exc)
 

@@ -10,10 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import trustme
+from pybmq.sim.auth import AuthConfig
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
+from pybmq.sim.tls import server_tls_context
 
 from tests.helpers.cli import run_pybmq as pybmq
 
@@ -123,3 +127,26 @@ def test_commands_from_stdin_over_one_connection_with_heartbeats_between() -> No
     assert "help" in documents[0]["result"] and "stats" in documents[1]["result"]
     assert process.returncode == 1, err  # the last answer is an error Result
     assert sessions == 1  # one connection for all three
+
+
+def test_over_tls_with_basic_authentication(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    server = ca.issue_cert("localhost", "127.0.0.1")
+    ca_pem, cert, key = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    ca.cert_pem.write_to_path(str(ca_pem))
+    server.cert_chain_pems[0].write_to_path(str(cert))
+    server.private_key_pem.write_to_path(str(key))
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_text("ops:secret\n")
+    bad.write_text("ops:guess\n")
+    config = BrokerConfig(auth=AuthConfig(basic={"ops": "secret"}, anonymous=False))
+    with ThreadedBrokerSimulator(config, tls=server_tls_context(str(cert), str(key))) as sim:
+        common = ["--broker", sim.url, "--tls-ca", str(ca_pem), "--auth", "BASIC"]
+        answered = pybmq("admin", "CLUSTERS", "LIST", *common, "--auth-file", str(good))
+        refused = pybmq("admin", "HELP", *common, "--auth-file", str(bad))
+        plain = pybmq("admin", "HELP", "--broker", sim.url, "--timeout", "5")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.strip() == "pybmq-sim (local)"
+    assert refused.returncode == 3 and "authentication refused" in refused.stderr
+    assert "guess" not in refused.stderr + refused.stdout
+    assert plain.returncode == 3 and "requires authentication or TLS" in plain.stderr
