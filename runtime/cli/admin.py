@@ -109,7 +109,8 @@ async def _stdin_commands() -> AsyncIterator[str]:
 
 async def _encoded(args: argparse.Namespace, commands: AsyncIterator[str]) -> AsyncIterator[str]:
     async for command in commands:
-        if args.json and command.split()[0].upper() != "ENCODING":
+        first = command.split()[:1]
+        if args.json and [w.upper() for w in first] != ["ENCODING"]:
             command = f"ENCODING JSON_COMPACT {command}"
         yield command
 
