@@ -5,7 +5,8 @@ HELP, STAT SHOW, CLUSTERS LIST, DOMAINS DOMAIN <domain> INFOS,
 DOMAINS DOMAIN <domain> QUEUE <queue> PURGE <appId|*>. pybmq negotiates as an admin client
 (E_TCPADMIN) and sends an adminCommand control message, as upstream's admin tools do; the
 answer is printed as the broker wrote it. --json asks the broker for JSON (ENCODING
-JSON_COMPACT) and prints one object: {"command": ..., "result": <the broker's JSON>}. The
+JSON_COMPACT) and prints one object: {"command": ..., "result": <the broker's JSON>}. With the
+single word '-' the commands are read from stdin, one per line, over one connection. The
 simulator (pybmq sim) answers HELP, STAT SHOW, CLUSTERS LIST and DOMAINS DOMAIN ... INFOS,
 PURGE, QUEUE ... PURGE and QUEUE ... LIST; a real broker answers all of its commands.
 
@@ -17,13 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
-from pybmq.cli.common import Outcome, describe, supervise
+from pybmq.cli.common import Outcome, add_broker_argument, describe
+from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.errors import UsageError
-from pybmq.uri import BROKER_URI_ENV, DEFAULT_BROKER, default_broker, parse_broker_url
+from pybmq.uri import default_broker, parse_broker_url
+
+if TYPE_CHECKING:
+    from pybmq.client.options import SessionOptions
 
 EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (--json), 2 bad usage, "
@@ -40,12 +45,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("words", nargs="+", metavar="WORD", help="the command, e.g. STAT SHOW")
     parser.add_argument(
-        "--broker",
-        default=None,
-        help=f"broker URL (default ${BROKER_URI_ENV}, else {DEFAULT_BROKER})",
+        "words",
+        nargs="+",
+        metavar="WORD",
+        help="the command, e.g. STAT SHOW; '-' reads one command per line from stdin",
     )
+    add_broker_argument(parser)
     parser.add_argument(
         "--json", action="store_true", help="ask for JSON and print one JSON object"
     )
@@ -54,48 +60,120 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=float,
         default=30.0,
         metavar="SECONDS",
-        help="give up after this long, connecting included (default 30)",
+        help="give up connecting, or waiting for an answer, after this long (default 30)",
     )
+    add_security_arguments(parser)
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    from pybmq.client.options import SessionOptions
+    from pybmq.errors import PybmqError, RequestTimeoutError
+
     if args.timeout <= 0:
         raise UsageError("--timeout must be > 0 seconds")
     url = args.broker or default_broker()
-    host, port = parse_broker_url(url)
-    command = " ".join(args.words)
-    if args.json and args.words[0].upper() != "ENCODING":
-        command = f"ENCODING JSON_COMPACT {command}"
-    answer: list[str] = []
-    outcome, reason = asyncio.run(supervise(_exchange(host, port, command, answer), args.timeout))
-    if outcome is not None:
-        print(f"pybmq admin: {url}: {reason}", file=sys.stderr)
-        return outcome.exit_code
-    return _print(args, command, answer[0])
+    options = SessionOptions(broker_uri=url, **security_options(args))
+    status = Outcome.DONE.exit_code
+
+    def on_answer(command: str, text: str) -> None:
+        nonlocal status
+        status = max(status, _print(args, command, text))
+
+    commands = _stdin_commands() if args.words == ["-"] else _one(" ".join(args.words))
+    try:
+        asyncio.run(_exchange(options, _encoded(args, commands), args.timeout, on_answer))
+    except UsageError:
+        raise
+    except PybmqError as exc:
+        text = str(exc) if url in str(exc) else f"{url}: {exc}"
+        print(f"pybmq admin: {text}", file=sys.stderr)
+        timed_out = isinstance(exc, RequestTimeoutError)
+        return (Outcome.TIMEOUT if timed_out else Outcome.FAILED).exit_code
+    return status
 
 
-async def _exchange(host: str, port: int, command: str, answer: list[str]) -> None:
-    """Connect, negotiate, send ``command``; its answer's text is appended to ``answer``."""
+async def _one(command: str) -> AsyncIterator[str]:
+    yield command
+
+
+async def _stdin_commands() -> AsyncIterator[str]:
+    """One command per line of stdin (blank lines and # comments skipped), read off the loop so
+    heartbeats are answered while a person types."""
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        command = line.split("#", 1)[0].strip()
+        if command:
+            yield command
+
+
+async def _encoded(args: argparse.Namespace, commands: AsyncIterator[str]) -> AsyncIterator[str]:
+    async for command in commands:
+        first = command.split()[:1]
+        if args.json and [w.upper() for w in first] != ["ENCODING"]:
+            command = f"ENCODING JSON_COMPACT {command}"
+        yield command
+
+
+async def _exchange(
+    options: SessionOptions,
+    commands: AsyncIterator[str],
+    timeout: float,
+    on_answer: Callable[[str, str], None],
+) -> None:
+    """Connect (TCP or TLS), authenticate if asked, negotiate, then send each command and hand
+    its answer to ``on_answer``; each step (connecting, each answer) must finish within
+    ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.errors import SessionStoppedError
+    from pybmq.client.tls import client_tls_context, connect_failure
+    from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
+    url = options.broker_uri
+    host, port = parse_broker_url(url)
+    tls = client_tls_context(options)
+    secure: dict[str, Any] = {}
+    if tls is not None:
+        secure = {"ssl": tls, "server_hostname": options.tls_server_name or host}
     try:
-        reader, writer = await asyncio.open_connection(host, port)
-    except OSError as exc:
-        why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-        raise SessionStoppedError(f"cannot connect: {why}") from None
-    engine = AdminEngine()
-    engine.command(command)
+        connecting = asyncio.open_connection(host, port, **secure)
+        reader, writer = await asyncio.wait_for(connecting, timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        message = connect_failure(url, exc, tls is not None, timeout)
+        if isinstance(exc, asyncio.TimeoutError):
+            raise RequestTimeoutError(message) from None
+        raise SessionStoppedError(message) from None
+    engine = AdminEngine(options)
+    answers: asyncio.Queue[str | BaseException] = asyncio.Queue()
+
+    async def pump() -> None:  # reads all the time: heartbeats are answered between commands
+        try:
+            while data := await reader.read(_READ):
+                for answer in engine.receive_data(data):
+                    answers.put_nowait(answer.text)
+                writer.write(engine.data_to_send())
+            answers.put_nowait(engine.closed_error())
+        except (PybmqError, OSError) as exc:
+            answers.put_nowait(exc)
+
+    reading = asyncio.get_running_loop().create_task(pump())
+    writer.write(engine.data_to_send())  # the negotiation
     try:
-        while not answer:
+        async for command in commands:
+            engine.command(command)
             writer.write(engine.data_to_send())
-            await writer.drain()
-            data = await reader.read(_READ)
-            if not data:
-                raise SessionStoppedError("the broker closed the connection")
-            answer.extend(a.text for a in engine.receive_data(data))
+            try:
+                answer = await asyncio.wait_for(answers.get(), timeout)
+            except asyncio.TimeoutError:
+                raise RequestTimeoutError(
+                    f"no answer to {command!r} within --timeout {timeout:g} s"
+                ) from None
+            if isinstance(answer, OSError):
+                raise SessionStoppedError(f"connection lost: {answer}")
+            if isinstance(answer, BaseException):
+                raise answer
+            on_answer(command, answer)
     finally:
+        reading.cancel()
         writer.close()
 
 

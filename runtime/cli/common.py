@@ -76,14 +76,19 @@ def configure_logging(args: argparse.Namespace) -> None:
     )
 
 
-def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of every command that opens a session; read back by :func:`session_options`."""
-    group = parser.add_argument_group("session")
-    group.add_argument(
+def add_broker_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--broker URL``, read back as ``args.broker`` (None: ``$BMQ_BROKER_URI`` or the default)."""
+    parser.add_argument(
         "--broker",
         default=None,
         help=f"broker URL (default ${BROKER_URI_ENV}, else {DEFAULT_BROKER})",
     )
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of every command that opens a session; read back by :func:`session_options`."""
+    group = parser.add_argument_group("session")
+    add_broker_argument(group)
     group.add_argument(
         "--connect-timeout",
         type=float,

@@ -1,4 +1,5 @@
-"""Authentication and TLS flags shared by the client commands (``post``, ``consume``).
+"""Authentication and TLS flags shared by the commands that connect (``post``, ``consume``,
+``admin``).
 
 The credential material is read from a file, never from the command line (where ``ps`` shows
 it), and read again at every (re-)authentication so a rotated token is picked up.

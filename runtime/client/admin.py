@@ -7,7 +7,12 @@ with ``adminCommandResponse`` whose ``text`` is the result, for people or as JSO
 command starts with ``ENCODING JSON_COMPACT`` or ``ENCODING JSON_PRETTY`` (mqbcmd.xsd). Both
 directions use JSON encoding, as upstream's admin client does.
 
-The shell (``pybmq admin``) opens the socket, feeds ``receive_data`` and writes
+With a ``credential_provider`` in the options the engine first authenticates (an
+AUTHENTICATION request in BER, as the C++ SDK sends it) and negotiates only once the broker
+accepted it; commands are held until the negotiation is answered. The broker's ``lifetimeMs`` is
+not acted on: an admin connection outliving its credential is closed by the broker.
+
+The shell (``pybmq admin``) opens the socket (TCP or TLS), feeds ``receive_data`` and writes
 ``data_to_send``; the engine answers heartbeats itself.
 """
 
@@ -16,14 +21,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pybmq._version import __version__
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import Credential, SessionOptions
 from pybmq.client.records import SDK_VERSION
-from pybmq.errors import BrokerError, ProtocolError
+from pybmq.errors import (
+    AuthenticationError,
+    BrokerError,
+    ProtocolError,
+    SessionStoppedError,
+    UsageError,
+)
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import PROTOCOL_VERSION, EncodingType, EventType
 from pybmq.wire.control import (
     HEARTBEAT_RSP_EVENT,
+    decode_authentication,
     decode_control_as,
+    encode_authentication,
     encode_control,
 )
 from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE, EventReader
@@ -76,7 +89,21 @@ class AdminEngine:
             user_agent=f"pybmq/{__version__}",
         )
         negotiation = ctrl.NegotiationMessage(client_identity=identity)
-        self._out = [encode_control(negotiation, EncodingType.JSON)]
+        self._negotiation = encode_control(negotiation, EncodingType.JSON)
+        self._held: list[bytes] = []  # commands waiting for the negotiation's answer
+        provider = options.credential_provider
+        self.authenticated = provider is None
+        if provider is None:
+            self._out = [self._negotiation]
+        else:
+            credential = provider()
+            if not isinstance(credential, Credential):
+                raise AuthenticationError("the credential provider returned no Credential")
+            request = ctrl.AuthenticationRequest(
+                mechanism=credential.mechanism, data=credential.data
+            )
+            message = ctrl.AuthenticationMessage(authentication_request=request)
+            self._out = [encode_authentication(message)]
 
     @property
     def pending(self) -> int:
@@ -84,16 +111,16 @@ class AdminEngine:
         return len(self._pending)
 
     def command(self, text: str) -> int:
-        """Queue ``text`` for the broker; returns its request id."""
-        from pybmq.errors import UsageError
-
+        """Queue ``text`` for the broker (sent once negotiated); returns its request id."""
         if len(self._pending) >= MAX_PENDING_COMMANDS:
             raise UsageError(f"at most {MAX_PENDING_COMMANDS} admin commands may wait at once")
         r_id = self._next_id
         self._next_id += 1
         self._pending[r_id] = text
         message = ctrl.ControlMessage(r_id=r_id, admin_command=ctrl.AdminCommand(command=text))
-        self._out.append(encode_control(message, EncodingType.JSON))
+        (self._out if self.negotiated else self._held).append(
+            encode_control(message, EncodingType.JSON)
+        )
         return r_id
 
     def data_to_send(self) -> bytes:
@@ -117,6 +144,8 @@ class AdminEngine:
         for event in events:
             if event.type == EventType.HEARTBEAT_REQ:
                 self._out.append(HEARTBEAT_RSP_EVENT)
+            elif event.type == EventType.AUTHENTICATION:
+                self._on_authentication(decode_authentication(event)[0])
             elif event.type != EventType.CONTROL:
                 continue  # nothing else is meant for an admin session
             elif not self.negotiated:
@@ -126,6 +155,17 @@ class AdminEngine:
                 if answer is not None:
                     answers.append(answer)
         return answers
+
+    def closed_error(self) -> SessionStoppedError:
+        """What to say when the broker closes the connection: before the negotiation was
+        answered, most likely it wants a credential or TLS."""
+        if self.negotiated:
+            return SessionStoppedError("the broker closed the connection")
+        return SessionStoppedError(
+            "the broker closed the connection before answering the negotiation (a broker "
+            "that requires authentication or TLS closes a client without a credential or "
+            "on plain TCP)"
+        )
 
     def _on_negotiation(self, message: ctrl.NegotiationMessage) -> None:
         response = message.broker_response
@@ -138,6 +178,25 @@ class AdminEngine:
             )
         self.negotiated = True
         self.broker_version = response.broker_version
+        self._out += self._held
+        self._held = []
+
+    def _on_authentication(self, message: ctrl.AuthenticationMessage) -> None:
+        response = message.authentication_response
+        if response is None:
+            raise ProtocolError(f"expected an authenticationResponse, got {message.selection}")
+        if self.authenticated:
+            return  # not asked for (this engine never re-authenticates)
+        status = response.status
+        if status.category != ctrl.StatusCategory.E_SUCCESS:
+            raise AuthenticationError(
+                f"authentication refused by the broker: {status.category.name} "
+                f"({status.code}) {status.message}".rstrip(),
+                category=status.category.name,
+                code=status.code,
+            )
+        self.authenticated = True
+        self._out.append(self._negotiation)
 
     def _on_control(self, message: ctrl.ControlMessage) -> AdminAnswer | None:
         r_id = message.r_id

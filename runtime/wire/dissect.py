@@ -258,13 +258,22 @@ def _authentication_node(event: Event) -> Node:
 def _batch_node(event: Event, entries: list[Any]) -> Node:
     reader = _BATCH_HEADERS[event.type]
     header = _fields(reader, event.data, event.header_size, reader.size)
-    return {
-        "header": header,
-        "entries": [
-            {k: (v.hex() if isinstance(v, bytes) else v) for k, v in e._asdict().items()}
-            for e in entries
-        ],
-    }
+    return {"header": header, "entries": _rows(entries)}
+
+
+def _rows(entries: list[Any]) -> list[dict[str, Any]]:
+    """Batch entries (NamedTuples of one type) as dicts, their bytes fields (GUIDs) as hex."""
+    if not entries:
+        return []
+    names = type(entries[0])._fields
+    hexed = [i for i, value in enumerate(entries[0]) if isinstance(value, bytes)]
+    rows = []
+    for entry in entries:
+        values = list(entry)
+        for i in hexed:
+            values[i] = values[i].hex()
+        rows.append(dict(zip(names, values, strict=True)))
+    return rows
 
 
 def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool = True) -> Node:

@@ -8,25 +8,23 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import trustme
+from pybmq.sim.auth import AuthConfig
+from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
+from pybmq.sim.tls import server_tls_context
+
+from tests.helpers.cli import run_pybmq as pybmq
 
 pytestmark = pytest.mark.timeout(120)
 
 DOMAIN = "bmq.test.mem.priority"
 QUEUE = f"bmq://{DOMAIN}/admin"
-
-
-def pybmq(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -101,3 +99,54 @@ def test_a_peer_that_is_not_a_broker() -> None:
         result = pybmq("admin", "HELP", "--broker", f"tcp://127.0.0.1:{http.getsockname()[1]}")
         thread.join(timeout=10)
     assert result.returncode == 3 and "not a BlazingMQ broker" in result.stderr
+
+
+def test_commands_from_stdin_over_one_connection_with_heartbeats_between() -> None:
+    config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=3)
+    with ThreadedBrokerSimulator(config) as sim:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pybmq.cli", "admin", "-", "--json", "--broker", sim.url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("HELP\n# a comment\n\n")
+        process.stdin.flush()
+        first = json.loads(process.stdout.readline())
+        time.sleep(1.5)  # 15 heartbeat intervals: the broker drops a peer silent for 3
+        out, err = process.communicate("STAT SHOW\nNO SUCH\n", timeout=60)
+        sessions = sim.call(lambda broker: broker.stats.sessions)
+    documents = [first, *(json.loads(line) for line in out.splitlines())]
+    assert [d["command"] for d in documents] == [
+        "ENCODING JSON_COMPACT HELP",
+        "ENCODING JSON_COMPACT STAT SHOW",
+        "ENCODING JSON_COMPACT NO SUCH",
+    ]
+    assert "help" in documents[0]["result"] and "stats" in documents[1]["result"]
+    assert process.returncode == 1, err  # the last answer is an error Result
+    assert sessions == 1  # one connection for all three
+
+
+def test_over_tls_with_basic_authentication(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    server = ca.issue_cert("localhost", "127.0.0.1")
+    ca_pem, cert, key = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    ca.cert_pem.write_to_path(str(ca_pem))
+    server.cert_chain_pems[0].write_to_path(str(cert))
+    server.private_key_pem.write_to_path(str(key))
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_text("ops:secret\n")
+    bad.write_text("ops:guess\n")
+    config = BrokerConfig(auth=AuthConfig(basic={"ops": "secret"}, anonymous=False))
+    with ThreadedBrokerSimulator(config, tls=server_tls_context(str(cert), str(key))) as sim:
+        common = ["--broker", sim.url, "--tls-ca", str(ca_pem), "--auth", "BASIC"]
+        answered = pybmq("admin", "CLUSTERS", "LIST", *common, "--auth-file", str(good))
+        refused = pybmq("admin", "HELP", *common, "--auth-file", str(bad))
+        plain = pybmq("admin", "HELP", "--broker", sim.url, "--timeout", "5")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.strip() == "pybmq-sim (local)"
+    assert refused.returncode == 3 and "authentication refused" in refused.stderr
+    assert "guess" not in refused.stderr + refused.stdout
+    assert plain.returncode == 3 and "requires authentication or TLS" in plain.stderr

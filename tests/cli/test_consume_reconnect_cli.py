@@ -13,19 +13,11 @@ import pytest
 from pybmq.sim.faults import FaultConfig, FaultInjector
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.cli import run_pybmq as pybmq
+
 pytestmark = pytest.mark.timeout(180)
 
 QUEUE = "bmq://bmq.test.mem.priority/reconnecting"
-
-
-def pybmq(*argv: str, broker: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv, "--broker", broker],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def consumer(broker: str, *argv: str) -> subprocess.Popen[str]:

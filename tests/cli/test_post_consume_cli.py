@@ -16,23 +16,11 @@ import pytest
 from pybmq.sim.faults import FaultConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.cli import run_pybmq as pybmq
+
 pytestmark = pytest.mark.timeout(120)
 
 QUEUE = "bmq://bmq.test.mem.priority/cli"
-
-
-def pybmq(
-    *argv: str, broker: str | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **({"BMQ_BROKER_URI": broker} if broker else {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
 
 
 def summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:

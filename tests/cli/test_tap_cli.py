@@ -4,14 +4,12 @@ recording decodes with directions, connections and times."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.cli import Tap, run_pybmq
 from tests.interop.official import run_official
 
 pytest.importorskip("blazingmq", reason="the official SDK is the client under the tap")
@@ -23,18 +21,9 @@ QUEUE = "bmq://bmq.test.mem.priority/tapped"
 def test_official_producer_through_the_tap(tmp_path: Path) -> None:
     capture = tmp_path / "session.tap"
     with ThreadedBrokerSimulator() as sim:
-        tap = subprocess.Popen(
-            [sys.executable, "-m", "pybmq.cli", "tap", "--listen", "127.0.0.1:0",
-             "--broker", sim.url, "--out", str(capture)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
+        tap = Tap(sim.url, capture)
         try:
-            assert tap.stdout is not None
-            first = tap.stdout.readline()
-            assert "listening on" in first, tap.stderr.read() if tap.stderr else ""
-            url = first.split()[4]
+            url = tap.url
             sent = [{"payload": (b"tapped %d" % i).hex(), "properties": {}} for i in range(5)]
             job = {"broker": url, "queue": QUEUE, "timeout": 20, "messages": sent}
             produced = run_official("produce", job)
@@ -42,16 +31,9 @@ def test_official_producer_through_the_tap(tmp_path: Path) -> None:
             assert {a["status"] for a in produced.of("ack")} == {"SUCCESS"}
             assert sim.call(lambda broker: broker.stats.puts) == 5
         finally:
-            tap.send_signal(signal.SIGINT)
-            out, _ = tap.communicate(timeout=30)
+            out = tap.stop()
     assert "1 connections" in out
-    decoded = subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", "decode", "--json", str(capture)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    decoded = run_pybmq("decode", "--json", str(capture))
     assert decoded.returncode == 0, decoded.stderr
     nodes = [json.loads(line) for line in decoded.stdout.splitlines()]
     seen = {(n["type"], n["tap"]["direction"]) for n in nodes}

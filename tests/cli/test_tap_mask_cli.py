@@ -5,13 +5,13 @@ simulator; the clients see every payload unchanged, the capture holds none of th
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pybmq.sim.server import ThreadedBrokerSimulator
+
+from tests.helpers.cli import Tap
+from tests.helpers.cli import run_pybmq as pybmq
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -19,43 +19,22 @@ QUEUE = "bmq://bmq.test.mem.priority/masked"
 PAYLOAD_TEXT = b"pybmq-0123456789"  # how `pybmq post` payloads start
 
 
-def pybmq(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def test_masked_capture_of_post_and_consume(tmp_path: Path) -> None:
     capture = tmp_path / "masked.tap"
     with ThreadedBrokerSimulator() as sim:
-        tap = subprocess.Popen(
-            [sys.executable, "-m", "pybmq.cli", "tap", "--listen", "127.0.0.1:0",
-             "--broker", sim.url, "--out", str(capture), "--mask-payloads"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
+        tap = Tap(sim.url, capture, "--mask-payloads")
         try:
-            assert tap.stdout is not None
-            first = tap.stdout.readline()
-            assert "listening on" in first, tap.stderr.read() if tap.stderr else ""
-            url = first.split()[4]
-            posted = pybmq("post", QUEUE, "--broker", url, "--count", "20", "--size", "300",
+            posted = pybmq("post", QUEUE, "--broker", tap.url, "--count", "20", "--size", "300",
                            "--properties", "who=me", "--json")  # fmt: skip
             assert posted.returncode == 0, posted.stderr
             assert json.loads(posted.stdout)["acked"] == 20
-            consumed = pybmq("consume", QUEUE, "--broker", url, "--count", "20", "--print",
+            consumed = pybmq("consume", QUEUE, "--broker", tap.url, "--count", "20", "--print",
                              "--idle-timeout", "10")  # fmt: skip
             assert consumed.returncode == 0, consumed.stderr
             lines = [line for line in consumed.stdout.splitlines() if "pybmq-0123" in line]
             assert len(lines) == 20 and all("'who': 'me'" in line for line in lines)
         finally:
-            tap.send_signal(signal.SIGINT)
-            out, _ = tap.communicate(timeout=30)
+            out = tap.stop()
     assert "2 connections" in out
     assert PAYLOAD_TEXT not in capture.read_bytes()
     decoded = pybmq("decode", "--json", str(capture))

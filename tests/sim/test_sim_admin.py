@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 from pybmq.client.admin import MAX_PENDING_COMMANDS, AdminEngine
-from pybmq.errors import BrokerError, ProtocolError, UsageError
+from pybmq.client.options import Credential, SessionOptions
+from pybmq.errors import AuthenticationError, BrokerError, ProtocolError, UsageError
+from pybmq.generated.wire_codec import EventType
 from pybmq.sim.admin import COMMANDS, MAX_COMMAND_LENGTH
+from pybmq.sim.auth import AuthConfig
 from pybmq.sim.broker import Broker
-from pybmq.sim.config import BrokerHooks
+from pybmq.sim.config import BrokerConfig, BrokerHooks
 from pybmq.sim.queues import StoredMessage
 from pybmq.sim.routing import RoutingMode
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT, HEARTBEAT_RSP_EVENT
-from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.framing import EventReader, event_header_bytes
 
 PRIORITY = "bmq://bmq.test.mem.priority/q"
 FANOUT = "bmq://bmq.test.mem.fanout/f"
@@ -159,3 +162,25 @@ def test_engine_answers_heartbeats_and_bounds_what_it_holds() -> None:
         AdminEngine().receive_data(b"HTTP/1.1 400 Bad Request\r\n\r\n")
     with pytest.raises(ProtocolError, match="exceeds the maximum"):
         AdminEngine(max_event_size=1 << 20).receive_data(event_header_bytes(1, (1 << 20) + 8))
+
+
+def test_authentication_first_and_commands_held_until_negotiated() -> None:
+    broker = Broker(BrokerConfig(auth=AuthConfig(basic={"ops": "secret"}, anonymous=False)))
+    good = SessionOptions(credential_provider=lambda: Credential("BASIC", b"ops:secret"))
+    engine = AdminEngine(good)
+    engine.command("HELP")
+    data = engine.data_to_send()
+    assert [e.type for e in EventReader().feed(data)] == [EventType.AUTHENTICATION]  # alone
+    session = broker.connect("admin-peer", 0.0)
+    answers: list[str] = []
+    for _ in range(5):
+        session.receive_data(data, 0.0)
+        answers += [a.text for a in engine.receive_data(session.data_to_send())]
+        data = engine.data_to_send()
+    assert engine.authenticated and engine.negotiated and answers[0].startswith("Commands:")
+    bad = SessionOptions(credential_provider=lambda: Credential("BASIC", b"ops:guess"))
+    refused = AdminEngine(bad)
+    session = broker.connect("admin-peer", 0.0)
+    session.receive_data(refused.data_to_send(), 0.0)
+    with pytest.raises(AuthenticationError, match="Invalid username or password"):
+        refused.receive_data(session.data_to_send())

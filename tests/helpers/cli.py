@@ -1,0 +1,50 @@
+"""Running ``pybmq`` as a subprocess, as the CLI tests do: one command to completion, or a tap
+left running until the test stops it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_pybmq(
+    *argv: str, broker: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``pybmq ARGV`` to completion (``broker`` through ``$BMQ_BROKER_URI``), output as text."""
+    env = {**os.environ, **({"BMQ_BROKER_URI": broker} if broker else {})}
+    return subprocess.run(
+        [sys.executable, "-m", "pybmq.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+class Tap:
+    """``pybmq tap`` to ``broker`` recording into ``capture``, listening on a free port."""
+
+    def __init__(self, broker: str, capture: Path, *extra: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pybmq.cli", "tap", "--listen", "127.0.0.1:0",
+             "--broker", broker, "--out", str(capture), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        if "listening on" not in first:
+            self.process.kill()
+            raise AssertionError(self.process.communicate(timeout=30)[1])
+        self.url = first.split()[4]
+
+    def stop(self) -> str:
+        """SIGINT, as Ctrl-C; returns what the tap printed (its closing counts)."""
+        self.process.send_signal(signal.SIGINT)
+        out, _ = self.process.communicate(timeout=30)
+        return out
