@@ -348,7 +348,7 @@ def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -
 
 def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() -> None:
     ledger = CreditLedger()
-    ledger.configuring(0, [1], QueueOptions(max_unconfirmed_messages=3, max_unconfirmed_bytes=100))
+    ledger.configuring(0, {1: (3, 100)})  # stream id → (messages, bytes)
     assert ledger.total_messages == 3  # counted from the request on (the larger limits)
     ledger.configured(0, ok=True)
     guids = [bytes([i]) * 16 for i in range(8)]
@@ -364,7 +364,7 @@ def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() 
         ledger.pushed(0, 1, QUEUE, guids[5], 1)
     # Reconfigured to 1 message under a new subscription id: the old one keeps its 3 until the
     # response, the new one has its own credit; then the old one is retired once emptied.
-    ledger.configuring(0, [2], QueueOptions(max_unconfirmed_messages=1))
+    ledger.configuring(0, {2: (1, QueueOptions().max_unconfirmed_bytes)})
     ledger.pushed(0, 2, QUEUE, guids[5], 1)
     ledger.configured(0, ok=True)
     assert ledger.total_messages == 1
