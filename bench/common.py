@@ -48,7 +48,8 @@ def print_table(results: list[Result]) -> None:
     width = max((len(r.name) for r in results), default=10)
     for r in results:
         note = f"  ({r.note})" if r.note else ""
-        print(f"{r.name:<{width}}  {r.value:>14,.1f} {r.unit}{note}")
+        digits = 2 if r.unit == "x" else 1  # ratios: 1.05x is not 1.1x
+        print(f"{r.name:<{width}}  {r.value:>14,.{digits}f} {r.unit}{note}")
 
 
 @contextlib.contextmanager
@@ -78,7 +79,7 @@ def sim_process(pids: list[int] | None = None) -> Iterator[str]:
             sim.wait(10)
 
 
-def _peer(peer: Path, mode: str, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+def peer_run(peer: Path, mode: str, job: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
     """Run one benchmark program of an official-SDK-API peer; return its ``bench`` report."""
     done = subprocess.run(
         [sys.executable, str(peer), mode],
@@ -106,9 +107,9 @@ def run_peer_benchmark(peer: Path, queue: str, quick: bool) -> dict[str, dict[st
     with sim_process() as url:
         job = {"broker": url, "queue": queue, "size": 100, "timeout": 300}
         return {
-            "post": _peer(peer, "bench-post", {**job, "count": count}, timeout=600),
-            "consume": _peer(peer, "bench-consume", {**job, "count": count}, timeout=600),
-            "latency": _peer(
+            "post": peer_run(peer, "bench-post", {**job, "count": count}, timeout=600),
+            "consume": peer_run(peer, "bench-consume", {**job, "count": count}, timeout=600),
+            "latency": peer_run(
                 peer, "bench-latency", {**job, "queue": queue + "-latency", "count": samples}, 600
             ),
         }
