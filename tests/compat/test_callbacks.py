@@ -127,6 +127,7 @@ def _traced() -> tuple[int, int]:
     return sum(s.size for s in stats), sum(s.count for s in stats)
 
 
+@pytest.mark.timeout(max(120, POSTS // 1_000))
 def test_many_posts_keep_no_memory() -> None:
     """Posts with on_ack, and the messages they become, received and confirmed in on_message, in
     rounds of ROUND: every callback runs exactly once, and the memory traced after each round
