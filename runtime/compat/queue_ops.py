@@ -41,11 +41,7 @@ class QueueLayer(HostHealthLayer):
                 f"Can't open queue {queue_uri} in read mode: no on_message "
                 "callback was provided at Session construction"
             )
-        if options.suspends_on_bad_host_health and self._monitor is None:
-            raise Error(
-                "Queues cannot use suspends_on_bad_host_health if host health"
-                " monitoring was disabled when the Session was created"
-            )
+        self._check_health_option(options)
         seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
         check_queue_options(options)
         if read:
@@ -111,15 +107,18 @@ class QueueLayer(HostHealthLayer):
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def configure_queue(
-        self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
-        """Change the options of an open queue; options left ``None`` keep their value."""
+    def _check_health_option(self, options: QueueOptions) -> None:
         if options.suspends_on_bad_host_health and self._monitor is None:
             raise Error(
                 "Queues cannot use suspends_on_bad_host_health if host health"
                 " monitoring was disabled when the Session was created"
             )
+
+    def configure_queue(
+        self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Change the options of an open queue; options left ``None`` keep their value."""
+        self._check_health_option(options)
         seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
         check_queue_options(options)
         check_reader_priority("configure", str(queue_uri), options)
