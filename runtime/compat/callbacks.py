@@ -69,11 +69,9 @@ class CallbackThread(JobDispatcher[Item]):
     def __init__(
         self,
         on_event: Callable[[ev.SessionEvent], None],
-        on_message: Callable[[Message, MessageHandle], None] | None,
         watermarks: tuple[int, int],
     ) -> None:
         self._emit = on_event
-        self._on_message = on_message
         self._low, self._high = watermarks
         self._slow = False
         self._submitted = 0  # messages handed over (written under _ready)
@@ -132,8 +130,11 @@ class CallbackThread(JobDispatcher[Item]):
         if queue.holding:
             queue.held.append((message, handle))  # given out when the queue resumes
             return
-        assert self._on_message is not None
-        self._on_message(message, handle)
+        # The session's on_message, not one kept here: this running thread must not keep
+        # alive what the user's callable may refer to (the session itself, in a cycle).
+        on_message = session._on_message
+        assert on_message is not None
+        on_message(message, handle)
 
     def _message_done(self) -> None:
         self._done += 1

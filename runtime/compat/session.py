@@ -165,7 +165,7 @@ class Session(QueueLayer):
         self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
         high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
         self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
-        self._callbacks = CallbackThread(on_session_event, on_message, watermarks)
+        self._callbacks = CallbackThread(on_session_event, watermarks)
         self._io = LoopThread("pybmq-compat-io")
         self._loop = self._io.loop
         self._plane = DataPlane(self._loop, self._callbacks, self._high_water)
