@@ -63,11 +63,11 @@ def run(quick: bool) -> list[Result]:
             f"consume→confirm {consume[other]:,.0f} msgs/s"
         )
         results += [
-            Result(f"compat/{other} post→ACK", post["compat"] / post[other], "×", reference),
+            Result(f"compat/{other} post→ACK", post["compat"] / post[other], "x", reference),
             Result(
                 f"compat/{other} consume→confirm",
                 consume["compat"] / consume[other],
-                "×",
+                "x",
                 reference,
             ),
         ]

@@ -48,7 +48,7 @@ def print_table(results: list[Result]) -> None:
     width = max((len(r.name) for r in results), default=10)
     for r in results:
         note = f"  ({r.note})" if r.note else ""
-        digits = 2 if r.unit == "×" else 1  # ratios: 1.05× is not 1.1×
+        digits = 2 if r.unit == "x" else 1  # ratios: 1.05x is not 1.1x
         print(f"{r.name:<{width}}  {r.value:>14,.{digits}f} {r.unit}{note}")
 
 

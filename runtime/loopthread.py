@@ -1,5 +1,6 @@
 """Threads for code without an event loop: an asyncio loop on a thread of its own
-(``LoopThread``), and one thread that runs callbacks in order (``CallbackDispatcher``).
+(``LoopThread``), and one thread that runs callbacks in order (``JobDispatcher``, and
+``CallbackDispatcher`` for jobs that are plain callables).
 
 The blocking client (``pybmq.client.sync``), the drop-in (``pybmq.compat``) and the threaded
 simulator (``pybmq.sim.server``) all run their asyncio code this way, so they share one tested
@@ -14,9 +15,10 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+J = TypeVar("J")
 
 log = logging.getLogger("pybmq")
 
@@ -68,30 +70,33 @@ class LoopThread:
             self.loop.close()
 
 
-class CallbackDispatcher:
-    """One thread that runs submitted jobs one at a time, in submission order.
-
-    A job that raises is reported (``report``, by default a log record with its traceback) and
-    the next job runs. ``close`` runs what is already queued, then ends the thread.
+class JobDispatcher(Generic[J]):
+    """One thread that runs submitted jobs one at a time, in submission order; what running a
+    job means is ``_dispatch`` (a subclass's). A job that raises is reported (``report``, by
+    default a log record with its traceback) and the next job runs. ``close`` runs what is
+    already queued, then ends the thread.
     """
 
     def __init__(self, name: str, report: Callable[[BaseException], None] | None = None) -> None:
-        self._jobs: collections.deque[Callable[[], object] | None] = collections.deque()
+        self._jobs: collections.deque[J | None] = collections.deque()
         self._ready = threading.Condition()
         self._report = report or (lambda exc: log.error("callback raised", exc_info=exc))
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def submit(self, job: Callable[[], object]) -> None:
+    def submit(self, job: J) -> None:
         with self._ready:
             self._jobs.append(job)
             self._ready.notify_all()
 
-    def submit_many(self, jobs: Iterable[Callable[[], object]]) -> None:
+    def submit_many(self, jobs: Iterable[J]) -> None:
         """Queue several jobs with one wake-up of the thread."""
         with self._ready:
             self._jobs.extend(jobs)
             self._ready.notify_all()
+
+    def _dispatch(self, job: J) -> None:
+        raise NotImplementedError
 
     def _run(self) -> None:
         while True:
@@ -99,13 +104,13 @@ class CallbackDispatcher:
                 while not self._jobs:
                     self._ready.wait()
                 jobs, self._jobs = self._jobs, collections.deque()
-            # Pop each job so none is still referenced (with what it closes over) while idle.
+            # Pop each job so none is still referenced (with what it holds) while idle.
             while jobs:
                 job = jobs.popleft()
                 if job is None:
                     return
                 try:
-                    job()
+                    self._dispatch(job)
                 except Exception as exc:  # a user callback raised: report it, keep dispatching
                     self._report(exc)
                 del job
@@ -117,3 +122,10 @@ class CallbackDispatcher:
             self._ready.notify_all()
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
+
+
+class CallbackDispatcher(JobDispatcher[Callable[[], object]]):
+    """A ``JobDispatcher`` whose jobs are callables taking no argument."""
+
+    def _dispatch(self, job: Callable[[], object]) -> None:
+        job()

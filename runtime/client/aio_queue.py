@@ -201,11 +201,15 @@ class AsyncQueue:
             self._waiters.append(waiter)
             try:
                 await waiter
-            finally:
-                if not waiter.done():
+            except BaseException:  # cancelled, e.g. by a timeout around get()
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # it was woken for a message it will not take: pass it on
+                else:
                     waiter.cancel()
-                with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(waiter)
+                raise
+            # A waiter that got its result was already taken off the deque by whoever woke it.
         return self._take()
 
     def get_nowait(self) -> ReceivedMessage | None:
@@ -238,11 +242,17 @@ class AsyncQueue:
         self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
         if self._counted:
             self.session.undelivered += 1
+        if self._waiters:
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        """Wake the first getter still waiting (skipping any that were cancelled)."""
         waiters = self._waiters
-        if waiters:
+        while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                return
 
     def _end(self) -> None:
         if not self._closed:

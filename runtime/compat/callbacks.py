@@ -10,10 +10,8 @@ small object (fewer objects for the garbage collector to scan while posts are in
 
 from __future__ import annotations
 
-import collections
 import logging
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ from pybmq.compat.checks import ACK_STATUS
 from pybmq.compat.messages import Ack, Message, MessageHandle, from_wire_properties
 from pybmq.compat.values import AckStatus
 from pybmq.errors import PybmqError
+from pybmq.loopthread import JobDispatcher
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
@@ -61,30 +60,23 @@ def compat_message(queue_uri: str, received: ReceivedMessage, undecodable: bool 
     return Message._make(message.payload, message.guid, queue_uri, properties, types, received)
 
 
-class CallbackThread:
+class CallbackThread(JobDispatcher[Item]):
     """Runs user callbacks one at a time, in hand-over order, and watches the message backlog.
 
-    ``submit`` is called by the I/O thread with everything one loop turn produced (one lock, one
-    wake-up); ``close`` runs what is already queued, then ends the thread."""
+    ``submit_items`` is called by the I/O thread with everything one loop turn produced (one
+    lock, one wake-up); ``close`` runs what is already queued, then ends the thread."""
 
     def __init__(
         self,
         on_event: Callable[[ev.SessionEvent], None],
-        on_message: Callable[[Message, MessageHandle], None] | None,
         watermarks: tuple[int, int],
     ) -> None:
         self._emit = on_event
-        self._on_message = on_message
         self._low, self._high = watermarks
         self._slow = False
         self._submitted = 0  # messages handed over (written under _ready)
         self._done = 0  # messages whose callback returned (written by this thread only)
-        self._items: collections.deque[Item | None] = collections.deque()
-        self._ready = threading.Condition()
-        self.thread = threading.Thread(target=self._run, name="pybmq-compat-callbacks", daemon=True)
-        self.thread.start()
-
-    # ------------------------------------------------------------------ any thread
+        super().__init__("pybmq-compat-callbacks", print_callback_error)
 
     @property
     def backlog(self) -> int:
@@ -92,13 +84,13 @@ class CallbackThread:
         return self._submitted - self._done
 
     def submit_event(self, event: ev.SessionEvent) -> None:
-        self.submit(((EVENT, event),), 0)
+        self.submit((EVENT, event))
 
-    def submit(self, items: Iterable[Item], messages: int) -> None:
+    def submit_items(self, items: Iterable[Item], messages: int) -> None:
         """Queue items (``messages`` of them MESSAGE items) with one wake-up of the thread;
         SlowConsumerHighWaterMark goes right after the message that reaches the high mark."""
         with self._ready:
-            queue = self._items
+            queue = self._jobs
             backlog = self._submitted - self._done
             self._submitted += messages
             if self._slow or backlog + messages < self._high:
@@ -112,33 +104,6 @@ class CallbackThread:
                             self._slow = True
                             queue.append((EVENT, ev.SlowConsumerHighWaterMark(None)))
             self._ready.notify_all()
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Run what is queued, then end the thread (waiting for it unless called from it)."""
-        with self._ready:
-            self._items.append(None)
-            self._ready.notify_all()
-        if threading.current_thread() is not self.thread:
-            self.thread.join(timeout)
-
-    # ------------------------------------------------------------------ the callback thread
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._items:
-                    self._ready.wait()
-                items, self._items = self._items, collections.deque()
-            # Pop each item so none is still referenced (with what it holds) while idle.
-            while items:
-                item = items.popleft()
-                if item is None:
-                    return
-                try:
-                    self._dispatch(item)
-                except Exception as exc:  # a user callback raised: report it, keep dispatching
-                    print_callback_error(exc)
-                del item
 
     def _dispatch(self, item: Item) -> None:
         kind = item[0]
@@ -174,8 +139,11 @@ class CallbackThread:
         if queue.holding:
             queue.held.append((message, handle))  # given out when the queue resumes
             return
-        assert self._on_message is not None
-        self._on_message(message, handle)
+        # The session's on_message, not one kept here: this running thread must not keep
+        # alive what the user's callable may refer to (the session itself, in a cycle).
+        on_message = session._on_message
+        assert on_message is not None
+        on_message(message, handle)
 
     def _message_done(self) -> None:
         self._done += 1

@@ -157,7 +157,7 @@ class DataPlane:
         items, self._items = self._items, []
         messages, self._messages = self._messages, 0
         if items:
-            self._callbacks.submit(items, messages)
+            self._callbacks.submit_items(items, messages)
 
     def release(self) -> None:
         """The session has stopped: drop what is left (nothing is called any more)."""

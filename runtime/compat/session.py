@@ -11,54 +11,47 @@ called from a callback, this one raises :class:`~pybmq.compat.exceptions.Error`.
 Queues are named by their URI, as in the official API; the table ``_queues`` maps each URI to the
 pybmq queue behind it and the options the user asked for.
 
-Why one module of ~800 lines: it is one class, the official ``Session`` surface, whose methods
-share one lock, one loop thread and one callback thread; what does not need that state lives in
-``checks`` (defaults, argument checks, error wording), ``callbacks``, ``queues`` and ``lifetime``
-(the weak references the loop holds the session by).
+The class is a chain of layers, one job each (see ``compat.core``): the shared state and loop
+plumbing (``core``), host health (``health``), queue operations (``queue_ops``), and here
+connecting, posting, confirming and stopping. Posts, confirms and callbacks cross threads in
+``dataplane`` and ``callbacks``; ``checks`` holds defaults, argument checks and error wording,
+``lifetime`` the weak references the loop holds the session by.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
-import dataclasses
 import logging
 import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
 from pybmq.client.events import QueueReopened as RuntimeQueueReopened
 from pybmq.client.events import Reconnected as RuntimeReconnected
 from pybmq.client.events import StateRestored as RuntimeStateRestored
-from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.client.options import SessionOptions as RuntimeSessionOptions
 from pybmq.compat import session_events as ev
-from pybmq.compat.callbacks import CALL, EVENT, CallbackThread, print_callback_error
+from pybmq.compat.callbacks import EVENT, CallbackThread
 from pybmq.compat.checks import (
     CONTROL_RESERVE,
     DEFAULT_CHANNEL_HIGH_WATERMARK,
     DEFAULT_EVENT_QUEUE_WATERMARKS,
     DEFAULT_SECONDS,
     DEFAULT_TIMEOUT,
-    STOPPED,
     check_int_option,
     check_positive_option,
-    check_queue_options,
-    check_reader_priority,
-    failure,
-    merged,
     seconds_or_none,
 )
 from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
-from pybmq.compat.lifetime import pump_messages, watch_connection, weak_method
+from pybmq.compat.lifetime import watch_connection, weak_method
 from pybmq.compat.messages import (
     Ack,
     Message,
@@ -67,20 +60,19 @@ from pybmq.compat.messages import (
     PropertyValueDict,
     to_wire_properties,
 )
+from pybmq.compat.queue_ops import QueueLayer
 from pybmq.compat.queues import QueueRecord
 from pybmq.compat.values import (
     BasicHealthMonitor,
     CompressionAlgorithmType,
-    QueueOptions,
     SessionOptions,
     Timeouts,
 )
 from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
 from pybmq.loopthread import LoopThread
-from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
+from pybmq.uri import DEFAULT_BROKER, parse_broker_url
 
 log = logging.getLogger("pybmq.compat")
-T = TypeVar("T")
 
 OnSessionEvent = Callable[[ev.SessionEvent], None]
 OnMessage = Callable[[Message, MessageHandle], None]
@@ -98,7 +90,7 @@ def _stop_live_sessions() -> None:
             session.stop()
 
 
-class Session:
+class Session(QueueLayer):
     """A connection to a BlazingMQ broker with the official ``blazingmq.Session`` API.
 
     The constructor connects (retrying until the connect timeout, like the C++ SDK) and raises
@@ -173,7 +165,7 @@ class Session:
         self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
         high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
         self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
-        self._callbacks = CallbackThread(on_session_event, on_message, watermarks)
+        self._callbacks = CallbackThread(on_session_event, watermarks)
         self._io = LoopThread("pybmq-compat-io")
         self._loop = self._io.loop
         self._plane = DataPlane(self._loop, self._callbacks, self._high_water)
@@ -229,28 +221,7 @@ class Session:
             o.stats_dump_interval,
         )
 
-    # ------------------------------------------------------------------ loop plumbing
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the I/O loop and wait for it (its own deadlines bound the wait)."""
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise Error("the session was stopped during the call") from None
-
-    def _blocking_call_allowed(self, what: str) -> None:
-        if threading.current_thread() is self._callbacks.thread:
-            raise Error(
-                f"{what} cannot be called from a BlazingMQ callback: it waits for the broker, "
-                "which needs the callback thread (the official SDK deadlocks here)"
-            )
-
-    def _check_running(self) -> None:
-        if self._stopped:
-            raise Error(STOPPED)
-        if self._lost:
-            raise Error("the connection to the broker was lost and the session ended")
+    # ------------------------------------------------------------------ connecting
 
     async def _connect(
         self, broker: str, options: RuntimeSessionOptions, high_water: int
@@ -326,184 +297,6 @@ class Session:
     async def _hand_over_now(self) -> None:
         self._plane.flush()
 
-    def _set_request_timeout(self, seconds: float) -> None:
-        # Runs on the loop thread just before a request: the engine reads request_timeout when it
-        # sends the request, so each call gets its own deadline.
-        assert self._inner is not None
-        engine = self._inner._engine
-        engine.options = dataclasses.replace(engine.options, request_timeout=seconds)
-
-    # ------------------------------------------------------------------ queues
-
-    def open_queue(
-        self,
-        queue_uri: str,
-        read: bool = False,
-        write: bool = False,
-        options: QueueOptions = QueueOptions(),  # noqa: B008  # never mutated here
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
-        if read and self._on_message is None:
-            raise Error(
-                f"Can't open queue {queue_uri} in read mode: no on_message "
-                "callback was provided at Session construction"
-            )
-        if options.suspends_on_bad_host_health and self._monitor is None:
-            raise Error(
-                "Queues cannot use suspends_on_bad_host_health if host health"
-                " monitoring was disabled when the Session was created"
-            )
-        seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
-        check_queue_options(options)
-        if read:
-            check_reader_priority("open", str(queue_uri), options)
-        self._check_running()
-        self._blocking_call_allowed("open_queue")
-        uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
-        if parse_queue_uri(uri) is None:
-            raise Error(f"Failed to open {uri} queue: INVALID_URI: Invalid URI")
-        if not (read or write):
-            raise Error(
-                f"Failed to open {uri} queue: INVALID_FLAGS: at least one of read or write must be set"
-            )
-        defaults = QueueOptions(
-            QueueOptions.DEFAULT_MAX_UNCONFIRMED_MESSAGES,
-            QueueOptions.DEFAULT_MAX_UNCONFIRMED_BYTES,
-            QueueOptions.DEFAULT_CONSUMER_PRIORITY,
-            QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
-        )
-        queue = QueueRecord(uri, bool(read), bool(write), merged(defaults, options))
-        with self._lock:
-            existing = self._queues.get(uri)
-            if existing is not None and existing.invalid:
-                raise Error(
-                    f"Failed to open {uri} queue: NOT_SUPPORTED: an earlier open of this queue timed out"
-                )
-            if existing is not None:
-                raise Error(f"Failed to open {uri} queue: ALREADY_OPENED: ALREADY_OPENED")
-            self._queues[uri] = queue  # reserved: a concurrent open of the same URI fails
-        try:
-            runtime_options = queue.runtime_options()
-            self._run(self._open(queue, runtime_options, seconds))  # type: ignore[arg-type]
-        except BaseException as exc:
-            error = exc
-            if isinstance(exc, (PybmqError, ValueError)) and not isinstance(exc, Error):
-                error = failure("open", uri, exc)
-            if isinstance(error, BrokerTimeoutError):
-                queue.invalid = True
-            else:
-                with self._lock:
-                    self._queues.pop(uri, None)
-            if error is exc:
-                raise
-            raise error from exc
-        if (
-            queue.options.suspends_on_bad_host_health
-            and self._monitor
-            and not self._monitor.healthy
-        ):
-            queue.suspended = queue.holding = True
-
-    async def _open(self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float) -> None:
-        assert self._inner is not None
-        self._set_request_timeout(seconds)
-        inner = await self._inner.open_queue(
-            queue.uri, read=queue.read, write=queue.write, ack=True, options=options
-        )
-        queue.inner = inner
-        if queue.read:
-            task = asyncio.get_running_loop().create_task(
-                pump_messages(weakref.ref(self), self._plane, queue, inner)
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    def configure_queue(
-        self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
-        """Change the options of an open queue; options left ``None`` keep their value."""
-        if options.suspends_on_bad_host_health and self._monitor is None:
-            raise Error(
-                "Queues cannot use suspends_on_bad_host_health if host health"
-                " monitoring was disabled when the Session was created"
-            )
-        seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
-        check_queue_options(options)
-        check_reader_priority("configure", str(queue_uri), options)
-        self._check_running()
-        self._blocking_call_allowed("configure_queue")
-        queue = self._queue(queue_uri)
-        self._refuse_invalid("configure", queue)
-        wanted = merged(queue.options, options)
-        if queue.read:
-            candidate = dataclasses.replace(queue, options=wanted)
-            try:
-                runtime_options = candidate.runtime_options()
-                self._run(self._configure(queue, runtime_options, seconds))  # type: ignore[arg-type]
-            except (PybmqError, ValueError) as exc:
-                if isinstance(exc, Error):
-                    raise
-                raise failure("configure", queue.uri, exc) from exc
-        was = queue.options.suspends_on_bad_host_health
-        queue.options = wanted
-        if self._monitor is not None and not self._monitor.healthy:
-            now = bool(wanted.suspends_on_bad_host_health)
-            if now and not was:
-                self._suspend([queue])
-            elif was and not now:
-                self._resume([queue], announce_host=False)
-
-    async def _configure(
-        self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
-    ) -> None:
-        assert queue.inner is not None
-        async with queue.busy:
-            self._set_request_timeout(seconds)
-            await queue.inner.configure(options)
-
-    def get_queue_options(self, queue_uri: str) -> QueueOptions:
-        """The options of an open queue (a write-only queue reports no consumer settings)."""
-        self._check_running()
-        return self._queue(queue_uri).reported_options()
-
-    def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Close an open queue; its URI can then be opened again."""
-        seconds = seconds_or_none(timeout) or self._timeouts.close_queue_timeout
-        self._check_running()
-        self._blocking_call_allowed("close_queue")
-        queue = self._queue(queue_uri)
-        self._refuse_invalid("close", queue)
-        try:
-            self._run(self._close(queue, seconds))  # type: ignore[arg-type]
-        except PybmqError as exc:
-            if isinstance(exc, Error):
-                raise
-            raise failure("close", queue.uri, exc) from exc
-        finally:
-            with self._lock:
-                self._queues.pop(queue.uri, None)
-
-    async def _close(self, queue: QueueRecord, seconds: float) -> None:
-        assert queue.inner is not None
-        async with queue.busy:
-            self._set_request_timeout(seconds)
-            await queue.inner.close()
-
-    def _queue(self, queue_uri: str) -> QueueRecord:
-        uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
-        queue = self._queues.get(uri)  # one dict read is atomic; writers hold _lock
-        if queue is None or (queue.inner is None and not queue.invalid):
-            raise Error("Queue not opened")
-        return queue
-
-    @staticmethod
-    def _refuse_invalid(operation: str, queue: QueueRecord) -> None:
-        if queue.invalid:
-            raise Error(
-                f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out"
-            )
-
     # ------------------------------------------------------------------ messages
 
     def post(
@@ -542,77 +335,6 @@ class Session:
         self._check_running()
         self._queue(queue_uri)
         self._plane.confirm(message._received)  # type: ignore[attr-defined]
-
-    # ------------------------------------------------------------------ host health
-
-    def _on_host_health(self, healthy: bool) -> None:
-        """Called by the BasicHealthMonitor (on the thread that changed it)."""
-        if self._stopped or self._lost:
-            return
-        with self._lock:
-            sensitive = [q for q in self._queues.values() if q.options.suspends_on_bad_host_health]
-        if healthy:
-            self._resume(sensitive)
-        else:
-            self._callbacks.submit_event(ev.HostUnhealthy(None))
-            self._suspend(sensitive)
-
-    def _suspend(self, queues: list[QueueRecord]) -> None:
-        """Posts are refused and deliveries held at once; readers then ask the broker to stop
-        delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
-        queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
-        for queue in queues:
-            queue.suspended = queue.holding = True
-        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._loop)
-
-    def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
-        """Readers ask the broker for their subscriptions again; then QueueResumed (or
-        QueueResumeFailed) for each queue, HostHealthRestored, then the messages held meanwhile."""
-        for queue in queues:
-            queue.suspended = False  # posts work again at once
-        asyncio.run_coroutine_threadsafe(
-            self._reconfigure(queues, suspend=False, announce_host=announce_host), self._loop
-        )
-
-    async def _reconfigure(
-        self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
-    ) -> None:
-        """On the loop: the broker side of a suspension or resumption, then its events."""
-        for queue in queues:
-            failure_text = None
-            if queue.read and queue.inner is not None and not self._stopped:
-                async with queue.busy:
-                    self._set_request_timeout(self._timeouts.configure_queue_timeout)  # type: ignore[arg-type]
-                    try:
-                        await queue.inner.configure(queue.runtime_options(), suspended=suspend)
-                    except PybmqError as exc:
-                        failure_text = str(exc)
-            event: ev.SessionEvent
-            if suspend:
-                event = ev.QueueSuspended(queue.uri)
-                if failure_text is not None:
-                    event = ev.QueueSuspendFailed(queue.uri, failure_text)
-            else:
-                event = ev.QueueResumed(queue.uri)
-                if failure_text is not None:
-                    event = ev.QueueResumeFailed(queue.uri, failure_text)
-            self._plane.hand_over((EVENT, event))
-        if not suspend:
-            if announce_host:
-                self._plane.hand_over((EVENT, ev.HostHealthRestored(None)))
-            self._plane.hand_over((CALL, lambda: self._release(queues)))
-
-    def _release(self, queues: list[QueueRecord]) -> None:
-        """On the callback thread: deliver what suspended readers held back."""
-        assert self._on_message is not None
-        for queue in queues:
-            queue.holding = False
-            held, queue.held = queue.held, []
-            for message, handle in held:
-                try:
-                    self._on_message(message, handle)
-                except Exception as exc:
-                    print_callback_error(exc)
 
     # ------------------------------------------------------------------ stop
 

@@ -93,3 +93,31 @@ def test_stopped_session_warns_nothing_and_leaves_no_threads(bmq_broker_url: str
     del session
     assert not caught
     assert _threads() <= before
+
+
+def test_session_held_by_the_owner_of_its_on_message_is_collected(bmq_broker_url: str) -> None:
+    """An application object that holds its session and passes its own method as on_message: the
+    running callback thread must not keep that object (and so the session) alive."""
+    recorder = Recorder()
+    uri = "bmq://bmq.test.mem.priority/compat-lifetime-owner"
+
+    class App:
+        def __init__(self) -> None:
+            self.session = blazingmq.Session(
+                recorder.on_event, on_message=self.on_message, broker=bmq_broker_url
+            )
+
+        def on_message(self, message: blazingmq.Message, handle: blazingmq.MessageHandle) -> None:
+            handle.confirm()
+            recorder.on_message(message, handle)
+
+    holder = {"app": App()}
+    holder["app"].session.open_queue(uri, read=True, write=True)
+    holder["app"].session.post(uri, b"x")
+    assert recorder.wait_count("message", 1)
+    recorder.messages.clear()  # a kept MessageHandle keeps its session, as upstream
+    ref = weakref.ref(holder["app"].session)
+    caught = _collect_and_warnings(holder.clear)
+    assert ref() is None
+    assert len(caught) == 1
+    assert recorder.wait_count("<Disconnected>", 1)

@@ -1,0 +1,89 @@
+"""Host health for a compat ``Session``, as the official SDK's C++ core does it: on an unhealthy
+host, queues opened with ``suspends_on_bad_host_health`` refuse posts and hold their messages back,
+and readers ask the broker to stop delivering; when the host is healthy again they resume."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pybmq.compat import session_events as ev
+from pybmq.compat.callbacks import CALL, EVENT, print_callback_error
+from pybmq.compat.core import SessionCore
+from pybmq.compat.queues import QueueRecord
+from pybmq.errors import PybmqError
+
+
+class HostHealthLayer(SessionCore):
+    """The monitor's callbacks, and the suspension or resumption of the sensitive queues."""
+
+    def _on_host_health(self, healthy: bool) -> None:
+        """Called by the BasicHealthMonitor (on the thread that changed it)."""
+        if self._stopped or self._lost:
+            return
+        with self._lock:
+            sensitive = [q for q in self._queues.values() if q.options.suspends_on_bad_host_health]
+        if healthy:
+            self._resume(sensitive)
+        else:
+            self._callbacks.submit_event(ev.HostUnhealthy(None))
+            self._suspend(sensitive)
+
+    def _suspend(self, queues: list[QueueRecord]) -> None:
+        """Posts are refused and deliveries held at once; readers then ask the broker to stop
+        delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
+        queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
+        for queue in queues:
+            queue.suspended = queue.holding = True
+        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._loop)
+
+    def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
+        """Readers ask the broker for their subscriptions again; then QueueResumed (or
+        QueueResumeFailed) for each queue, HostHealthRestored, then the messages held meanwhile."""
+        for queue in queues:
+            queue.suspended = False  # posts work again at once
+        asyncio.run_coroutine_threadsafe(
+            self._reconfigure(queues, suspend=False, announce_host=announce_host), self._loop
+        )
+
+    async def _reconfigure(
+        self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
+    ) -> None:
+        """On the loop: the broker side of a suspension or resumption, then its events."""
+        for queue in queues:
+            failure_text = None
+            if queue.read and queue.inner is not None and not self._stopped:
+                async with queue.busy:
+                    self._set_request_timeout(self._timeouts.configure_queue_timeout)  # type: ignore[arg-type]
+                    try:
+                        await queue.inner.configure(queue.runtime_options(), suspended=suspend)
+                    except PybmqError as exc:
+                        failure_text = str(exc)
+            event: ev.SessionEvent
+            if suspend:
+                event = ev.QueueSuspended(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueSuspendFailed(queue.uri, failure_text)
+            else:
+                event = ev.QueueResumed(queue.uri)
+                if failure_text is not None:
+                    event = ev.QueueResumeFailed(queue.uri, failure_text)
+            self._plane.hand_over((EVENT, event))
+        if not suspend:
+            if announce_host:
+                self._plane.hand_over((EVENT, ev.HostHealthRestored(None)))
+            self._plane.hand_over((CALL, lambda: self._release(queues)))
+
+    def _release(self, queues: list[QueueRecord]) -> None:
+        """On the callback thread: deliver what suspended readers held back."""
+        assert self._on_message is not None
+        for queue in queues:
+            queue.holding = False
+            held, queue.held = queue.held, []
+            for message, handle in held:
+                try:
+                    self._on_message(message, handle)
+                except Exception as exc:
+                    print_callback_error(exc)
+
+
+__all__ = ["HostHealthLayer"]

@@ -1,0 +1,185 @@
+"""Opening, configuring and closing queues of a compat ``Session`` (each waits for the broker)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import weakref
+
+from pybmq.client.options import QueueOptions as RuntimeQueueOptions
+from pybmq.compat.checks import (
+    DEFAULT_TIMEOUT,
+    check_queue_options,
+    check_reader_priority,
+    failure,
+    merged,
+    seconds_or_none,
+)
+from pybmq.compat.exceptions import BrokerTimeoutError, Error
+from pybmq.compat.health import HostHealthLayer
+from pybmq.compat.lifetime import pump_messages
+from pybmq.compat.queues import QueueRecord
+from pybmq.compat.values import QueueOptions
+from pybmq.errors import PybmqError
+from pybmq.uri import parse_queue_uri
+
+
+class QueueLayer(HostHealthLayer):
+    """``open_queue``, ``configure_queue``, ``get_queue_options`` and ``close_queue``."""
+
+    def open_queue(
+        self,
+        queue_uri: str,
+        read: bool = False,
+        write: bool = False,
+        options: QueueOptions = QueueOptions(),  # noqa: B008  # never mutated here
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
+        if read and self._on_message is None:
+            raise Error(
+                f"Can't open queue {queue_uri} in read mode: no on_message "
+                "callback was provided at Session construction"
+            )
+        self._check_health_option(options)
+        seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
+        check_queue_options(options)
+        if read:
+            check_reader_priority("open", str(queue_uri), options)
+        self._check_running()
+        self._blocking_call_allowed("open_queue")
+        uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
+        if parse_queue_uri(uri) is None:
+            raise Error(f"Failed to open {uri} queue: INVALID_URI: Invalid URI")
+        if not (read or write):
+            raise Error(
+                f"Failed to open {uri} queue: INVALID_FLAGS: at least one of read or write must be set"
+            )
+        defaults = QueueOptions(
+            QueueOptions.DEFAULT_MAX_UNCONFIRMED_MESSAGES,
+            QueueOptions.DEFAULT_MAX_UNCONFIRMED_BYTES,
+            QueueOptions.DEFAULT_CONSUMER_PRIORITY,
+            QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
+        )
+        queue = QueueRecord(uri, bool(read), bool(write), merged(defaults, options))
+        with self._lock:
+            existing = self._queues.get(uri)
+            if existing is not None and existing.invalid:
+                raise Error(
+                    f"Failed to open {uri} queue: NOT_SUPPORTED: an earlier open of this queue timed out"
+                )
+            if existing is not None:
+                raise Error(f"Failed to open {uri} queue: ALREADY_OPENED: ALREADY_OPENED")
+            self._queues[uri] = queue  # reserved: a concurrent open of the same URI fails
+        try:
+            runtime_options = queue.runtime_options()
+            self._run(self._open(queue, runtime_options, seconds))  # type: ignore[arg-type]
+        except BaseException as exc:
+            error = exc
+            if isinstance(exc, (PybmqError, ValueError)) and not isinstance(exc, Error):
+                error = failure("open", uri, exc)
+            if isinstance(error, BrokerTimeoutError):
+                queue.invalid = True
+            else:
+                with self._lock:
+                    self._queues.pop(uri, None)
+            if error is exc:
+                raise
+            raise error from exc
+        if (
+            queue.options.suspends_on_bad_host_health
+            and self._monitor
+            and not self._monitor.healthy
+        ):
+            queue.suspended = queue.holding = True
+
+    async def _open(self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float) -> None:
+        assert self._inner is not None
+        self._set_request_timeout(seconds)
+        inner = await self._inner.open_queue(
+            queue.uri, read=queue.read, write=queue.write, ack=True, options=options
+        )
+        queue.inner = inner
+        if queue.read:
+            task = asyncio.get_running_loop().create_task(
+                pump_messages(weakref.ref(self), self._plane, queue, inner)
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _check_health_option(self, options: QueueOptions) -> None:
+        if options.suspends_on_bad_host_health and self._monitor is None:
+            raise Error(
+                "Queues cannot use suspends_on_bad_host_health if host health"
+                " monitoring was disabled when the Session was created"
+            )
+
+    def configure_queue(
+        self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Change the options of an open queue; options left ``None`` keep their value."""
+        self._check_health_option(options)
+        seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
+        check_queue_options(options)
+        check_reader_priority("configure", str(queue_uri), options)
+        self._check_running()
+        self._blocking_call_allowed("configure_queue")
+        queue = self._queue(queue_uri)
+        self._refuse_invalid("configure", queue)
+        wanted = merged(queue.options, options)
+        if queue.read:
+            candidate = dataclasses.replace(queue, options=wanted)
+            try:
+                runtime_options = candidate.runtime_options()
+                self._run(self._configure(queue, runtime_options, seconds))  # type: ignore[arg-type]
+            except (PybmqError, ValueError) as exc:
+                if isinstance(exc, Error):
+                    raise
+                raise failure("configure", queue.uri, exc) from exc
+        was = queue.options.suspends_on_bad_host_health
+        queue.options = wanted
+        if self._monitor is not None and not self._monitor.healthy:
+            now = bool(wanted.suspends_on_bad_host_health)
+            if now and not was:
+                self._suspend([queue])
+            elif was and not now:
+                self._resume([queue], announce_host=False)
+
+    async def _configure(
+        self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
+    ) -> None:
+        assert queue.inner is not None
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.configure(options)
+
+    def get_queue_options(self, queue_uri: str) -> QueueOptions:
+        """The options of an open queue (a write-only queue reports no consumer settings)."""
+        self._check_running()
+        return self._queue(queue_uri).reported_options()
+
+    def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Close an open queue; its URI can then be opened again."""
+        seconds = seconds_or_none(timeout) or self._timeouts.close_queue_timeout
+        self._check_running()
+        self._blocking_call_allowed("close_queue")
+        queue = self._queue(queue_uri)
+        self._refuse_invalid("close", queue)
+        try:
+            self._run(self._close(queue, seconds))  # type: ignore[arg-type]
+        except PybmqError as exc:
+            if isinstance(exc, Error):
+                raise
+            raise failure("close", queue.uri, exc) from exc
+        finally:
+            with self._lock:
+                self._queues.pop(queue.uri, None)
+
+    async def _close(self, queue: QueueRecord, seconds: float) -> None:
+        assert queue.inner is not None
+        async with queue.busy:
+            self._set_request_timeout(seconds)
+            await queue.inner.close()
+
+
+__all__ = ["QueueLayer"]
