@@ -31,11 +31,10 @@ def test_a_worker_confirms_only_batches_before_the_one_it_reads(bmq_sim: Any) ->
     from pybmq.spark.executors import Slice, _Registry
     from pybmq.spark.io import post_all
     from pybmq.spark.options import StreamReadOptions, WriteOptions
-    from pybmq.spark.rows import OutgoingMessage
 
     queue = fresh_queue()
     target = {"broker": bmq_sim.url, "queue": queue}
-    post_all(WriteOptions.parse(target), (OutgoingMessage(b"m%d" % i, {}) for i in range(30)))
+    post_all(WriteOptions.parse(target), ((b"m%d" % i, None) for i in range(30)))
     options = StreamReadOptions.parse(
         {**target, "maxmessagesperbatch": "10", "idletimeoutms": "300"}
     )
