@@ -131,9 +131,9 @@ def test_consumers_in_executors_survive_a_query_restart(
     duplicates = _check_sink(spark, sink)
     redelivered = bmq_sim.call(lambda b: b.stats.redelivered)
     print(f"executors, restart: {duplicates} duplicates, {redelivered} redelivered")
-    # At-least-once: duplicates come only from batches committed but not yet confirmed, or not
-    # committed, when the run stopped or a consumer expired (a few batches, not the stream).
-    assert duplicates <= 4 * PER_BATCH, duplicates
+    # At-least-once: a message is in the sink twice only if the broker delivered it twice (its
+    # consumer closed before confirming it: the run stopped or the consumer expired).
+    assert duplicates <= redelivered, (duplicates, redelivered)
     assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
 
 
@@ -205,8 +205,10 @@ def test_consumers_in_executors_survive_killed_workers(
             query = start_query(lambda: _stream(spark, bmq_broker_url, queue, tmp_path))
     _drain(spark, bmq_sim, queue, sink, query, deadline)
     duplicates = _check_sink(spark, sink)
-    print(f"executors, killed workers: {duplicates} duplicates")
-    assert duplicates <= 4 * PER_BATCH, duplicates
+    redelivered = bmq_sim.call(lambda b: b.stats.redelivered)
+    print(f"executors, killed workers: {duplicates} duplicates, {redelivered} redelivered")
+    assert duplicates <= redelivered, (duplicates, redelivered)
+    assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
 
 
 def test_consumers_option() -> None:
