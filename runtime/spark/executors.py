@@ -45,7 +45,11 @@ from pybmq.spark.io import open_session, typed_properties
 from pybmq.spark.options import StreamReadOptions
 from pybmq.spark.rows import RowBuffer
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    SupportsTriggerAvailableNow,
+)
 
 REAP_INTERVAL = 1.0  # how often a worker looks for consumers idle past their lease
 
@@ -179,7 +183,7 @@ def _check_first_attempt() -> None:
         )
 
 
-class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class ExecutorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """The driver side: numbers batches and plans ``numPartitions`` partitions per batch."""
 
     def __init__(self, options: StreamReadOptions, arrow_schema: pa.Schema) -> None:
@@ -189,6 +193,12 @@ class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def initialOffset(self) -> dict[str, Any]:
         return {"batch": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        raise UsageError(
+            "Trigger.AvailableNow needs consumers=driver: with consumers=executors the driver "
+            "cannot see what the executors' consumers have available"
+        )
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()  # the batch size is maxMessagesPerBatch, taken in the tasks

@@ -211,6 +211,25 @@ def test_consumers_in_executors_survive_killed_workers(
     assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
 
 
+@pytest.mark.spark
+def test_available_now_is_refused(spark: Any, bmq_broker_url: str, tmp_path: Path) -> None:
+    query = start_query(
+        lambda: spark.readStream.format("blazingmq")
+        .option("broker", bmq_broker_url)
+        .option("queue", fresh_queue())
+        .option("consumers", "executors")
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "sink"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception) as info:  # Spark wraps the source's error
+        query.awaitTermination(120)
+    assert "UsageError: Trigger.AvailableNow needs consumers=driver" in str(info.value)
+
+
 def test_consumers_option() -> None:
     from pybmq.errors import UsageError
     from pybmq.spark.options import StreamReadOptions
