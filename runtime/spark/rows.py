@@ -51,6 +51,8 @@ _ARROW_TO_BMQ: list[tuple[Any, str]] = [
     (pa.types.is_large_binary, BINARY),
 ]
 
+_TYPE_OF_FIELD = {field: bmq_type for bmq_type, field in TYPED_FIELDS.items()}
+
 Typed = tuple[str, Any]  # (BlazingMQ property type, Python value)
 
 
@@ -146,7 +148,7 @@ class RowBuffer:
         self.keys: list[str] = []
         self.texts: list[str] = []
         self.types: list[str] = []
-        self.typed: dict[str, list[Any]] = {field: [] for field in TYPED_FIELDS.values()}
+        self.raw: list[Any] = []  # each property's value, spread over the typed fields later
         self.values: list[list[Any]] = [[] for _ in self.columns]
         self._accepts = [(name, READ_PROPERTY_TYPES[sql]) for name, sql in self.columns]
 
@@ -156,14 +158,12 @@ class RowBuffer:
     def add(self, guid: bytes, payload: bytes, properties: Mapping[str, Typed]) -> None:
         self.guids.append(guid.hex())
         self.payloads.append(payload)
-        keys, texts, types, typed = self.keys, self.texts, self.types, self.typed
+        keys, texts, types, raw = self.keys, self.texts, self.types, self.raw
         for key, (bmq_type, value) in properties.items():
             keys.append(key)
             texts.append(_as_text(bmq_type, value))
             types.append(bmq_type)
-            own = TYPED_FIELDS[bmq_type]
-            for field, column in typed.items():
-                column.append(value if field == own else None)
+            raw.append(value)
         self.offsets.append(len(keys))
         for (name, accepts), values in zip(self._accepts, self.values, strict=True):
             found = properties.get(name)
@@ -177,7 +177,11 @@ class RowBuffer:
         keys = pa.array(self.keys, text_type.key_type)
         struct = typed_type.item_type
         fields = [struct.field(i) for i in range(struct.num_fields)]
-        children = [self.types, *(self.typed[field.name] for field in fields[1:])]
+        types, raw = self.types, self.raw
+        children: list[list[Any]] = [types]
+        for field in fields[1:]:  # a struct field per BlazingMQ type: the value sits in its own
+            own = _TYPE_OF_FIELD[field.name]
+            children.append([v if t == own else None for t, v in zip(types, raw, strict=True)])
         items = pa.StructArray.from_arrays(
             [pa.array(column, field.type) for column, field in zip(children, fields, strict=True)],
             fields=fields,
