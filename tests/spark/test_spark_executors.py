@@ -240,3 +240,19 @@ def test_consumers_option() -> None:
     assert options.in_executors and options.consumer_idle_timeout == 60.0
     with pytest.raises(UsageError, match="must be driver or executors"):
         StreamReadOptions.parse({**base, "consumers": "workers"})
+
+
+def test_a_retried_task_refuses_to_read() -> None:
+    from pybmq.errors import UsageError
+    from pybmq.spark.executors import _check_first_attempt
+    from pyspark import TaskContext
+
+    context = TaskContext._getOrCreate()  # what a Python worker sets up for each task
+    try:
+        context._attemptNumber = 0
+        _check_first_attempt()
+        context._attemptNumber = 1
+        with pytest.raises(UsageError, match="was retried"):
+            _check_first_attempt()
+    finally:
+        TaskContext._setTaskContext(None)
