@@ -121,15 +121,18 @@ def _plain_client(rows: int) -> tuple[float, float]:
     from pybmq.sim.server import ThreadedBrokerSimulator
     from pybmq.spark.io import consume, post_all
     from pybmq.spark.options import ReadOptions, WriteOptions
-    from pybmq.spark.rows import OutgoingMessage
+    from pybmq.wire.properties import MessageProperties, PropertyType
 
-    messages = [
-        OutgoingMessage(
+    # Built as they are posted (a generator), as a plain client would.
+    messages = (
+        (
             f"{i:010d}".ljust(PAYLOAD_BYTES, "x").encode(),
-            {"n": ("INT64", i), "source": ("STRING", "spark")},
+            MessageProperties(
+                {"n": (PropertyType.INT64, i), "source": (PropertyType.STRING, "spark")}
+            ),
         )
         for i in range(rows)
-    ]
+    )
     with ThreadedBrokerSimulator() as sim:
         target = {"broker": sim.url, "queue": QUEUE}
         start = time.perf_counter()

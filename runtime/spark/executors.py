@@ -9,8 +9,8 @@ task of a partition in a worker opens it. A task of batch ``b``:
 1. confirms, for every consumer of its run in this worker, the messages of batches ``< b``:
    Spark plans batch ``b`` only after batch ``b - 1`` is in the sink and in the commit log, so
    those batches are committed;
-2. takes up to its share of ``maxMessagesPerBatch`` from its consumer (waiting at most
-   ``idleTimeoutMs`` for each next message), remembers them under ``b``, and returns them as rows.
+2. takes up to its share of ``maxMessagesPerBatch`` from its consumer, for at most
+   ``idleTimeoutMs``, remembers them under ``b``, and returns them as rows.
 
 Only the session that received a message can confirm it, so nothing is confirmed before Spark
 committed it (at-least-once). What breaks that chain only adds duplicates:
@@ -45,7 +45,11 @@ from pybmq.spark.io import open_session, row_values
 from pybmq.spark.options import StreamReadOptions
 from pybmq.spark.rows import RowBuffer
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    SupportsTriggerAvailableNow,
+)
 
 REAP_INTERVAL = 1.0  # how often a worker looks for consumers idle past their lease
 
@@ -82,12 +86,16 @@ class _Consumer:
         self.last_used = time.monotonic()
         self.busy = False
 
-    def take(self, count: int, idle_timeout: float) -> list[ReceivedMessage]:
-        """Up to ``count`` messages; stops when none came for ``idle_timeout``. Bounded: the
-        broker pushes no more than the consumer's credit before something is confirmed."""
+    def take(self, count: int, wait: float) -> list[ReceivedMessage]:
+        """Up to ``count`` messages, in at most ``wait`` seconds (a trickle of messages does not
+        keep a task, and so the batch, open)."""
         taken: list[ReceivedMessage] = []
+        deadline = time.monotonic() + wait
         while len(taken) < count:
-            got = self.queue.get_many(count - len(taken), idle_timeout)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            got = self.queue.get_many(count - len(taken), remaining)
             if not got:
                 break
             taken.extend(got)
@@ -179,7 +187,7 @@ def _check_first_attempt() -> None:
         )
 
 
-class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class ExecutorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """The driver side: numbers batches and plans ``numPartitions`` partitions per batch."""
 
     def __init__(self, options: StreamReadOptions, arrow_schema: pa.Schema) -> None:
@@ -189,6 +197,12 @@ class ExecutorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def initialOffset(self) -> dict[str, Any]:
         return {"batch": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        raise UsageError(
+            "Trigger.AvailableNow needs consumers=driver: with consumers=executors the driver "
+            "cannot see what the executors' consumers have available"
+        )
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()  # the batch size is maxMessagesPerBatch, taken in the tasks

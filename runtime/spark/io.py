@@ -20,16 +20,12 @@ from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import DeliveryError, PybmqError
 from pybmq.spark.options import ReadOptions, Target, WriteOptions
-from pybmq.spark.rows import OutgoingMessage, RowBuffer, Typed
+from pybmq.spark.rows import Outgoing, RowBuffer, Typed
 from pybmq.wire.properties import MessageProperties, PropertyType
 
 log = logging.getLogger("pybmq.spark")
 
-
-def wire_properties(typed: dict[str, Typed]) -> MessageProperties | None:
-    if not typed:
-        return None
-    return MessageProperties({name: (PropertyType[t], v) for name, (t, v) in typed.items()})
+_TYPE_NAMES = {ptype: ptype.name for ptype in PropertyType}
 
 
 def typed_properties(properties: Any) -> dict[str, Typed]:
@@ -37,7 +33,8 @@ def typed_properties(properties: Any) -> dict[str, Typed]:
     if not properties:
         return {}
     if isinstance(properties, MessageProperties):
-        return {name: (ptype.name, value) for name, ptype, value in properties.typed_items()}
+        names = _TYPE_NAMES  # a dict lookup: an enum member's ``.name`` costs ~10x more per row
+        return {name: (names[ptype], value) for name, ptype, value in properties.typed_items()}
     # A plain mapping carries no wire types: go by the Python type, as the encoder would.
     return {
         name: (MessageProperties({name: value}).type_of(name).name, value)
@@ -152,7 +149,7 @@ POST_CHUNK = 256  # messages handed to the session's I/O thread per call
 
 def _post_chunk(
     queue: Queue,
-    chunk: list[tuple[bytes, MessageProperties | None]],
+    chunk: list[Outgoing],
     tracker: _AckTracker,
     ack_timeout: float,
 ) -> int:
@@ -161,7 +158,7 @@ def _post_chunk(
     return len(chunk)
 
 
-def post_all(options: WriteOptions, messages: Iterable[OutgoingMessage]) -> WriteResult:
+def post_all(options: WriteOptions, messages: Iterable[Outgoing]) -> WriteResult:
     """Post every message and return only once each one is ACKed by the broker.
 
     A NACK, or a post with no ACK within ``ack_timeout``, raises :class:`DeliveryError`, which
@@ -177,9 +174,9 @@ def post_all(options: WriteOptions, messages: Iterable[OutgoingMessage]) -> Writ
     )
     try:
         queue = session.open_queue(options.target.queue, write=True)
-        chunk: list[tuple[bytes, MessageProperties | None]] = []
+        chunk: list[Outgoing] = []
         for message in messages:
-            chunk.append((message.payload, wire_properties(message.properties)))
+            chunk.append(message)
             if len(chunk) >= POST_CHUNK:
                 posted += _post_chunk(queue, chunk, tracker, options.ack_timeout)
                 chunk = []

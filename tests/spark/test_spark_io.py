@@ -15,16 +15,19 @@ from pybmq.sim.queues import StoredMessage
 from pybmq.sim.routing import RoutingMode
 from pybmq.sim.server import ThreadedBrokerSimulator
 from pybmq.sim.session import ClientSession
+from pybmq.spark.datasource import READ_SCHEMA, _arrow_schema
 from pybmq.spark.io import consume, post_all, probe
 from pybmq.spark.options import ReadOptions, Target, WriteOptions
-from pybmq.spark.rows import OutgoingMessage
+from pybmq.spark.rows import Outgoing
+from pybmq.wire.properties import MessageProperties, PropertyType
 
 Q = "bmq://bmq.test.mem.priority/spark-io"
 
 
-def messages(count: int) -> Iterator[OutgoingMessage]:
+def messages(count: int) -> Iterator[Outgoing]:
     for i in range(count):
-        yield OutgoingMessage(f"m{i}".encode(), {"i": ("INT32", i), "s": ("STRING", "x")})
+        properties = {"i": (PropertyType.INT32, i), "s": (PropertyType.STRING, "x")}
+        yield f"m{i}".encode(), MessageProperties(properties)
 
 
 def write_options(url: str, **extra: str) -> WriteOptions:
@@ -46,7 +49,8 @@ def test_post_all_waits_for_every_ack_then_consume_confirms(
     assert len(set(rows)) == 1000  # the limit, in buffers of at most 300
     rest = [buffer for buffer in consume(read, 5000)]
     assert sum(len(b) for b in rest) == 500
-    assert rest[0].typed[0][0] == ("i", {"type": "INT32", "int32": 1000})
+    first = rest[0].to_batch(_arrow_schema(READ_SCHEMA)).to_pylist()[0]
+    assert dict(first["typed_properties"])["i"]["int32"] == 1000
     deadline = time.monotonic() + 10  # confirms are one-way: wait for the broker to count them
     while bmq_sim.call(lambda broker: broker.stats.confirms) < 1500:
         assert time.monotonic() < deadline

@@ -74,18 +74,23 @@ def test_messages_from_batch_types_properties() -> None:
         }
     )
     first, second = messages_from_batch(batch, ["flag", "c", "s", "i", "l", "t", "b"])
-    assert first.payload == b"a"
-    assert first.properties == {
-        "k": ("STRING", "v"),
-        "flag": ("BOOL", True),
-        "c": ("CHAR", 1),
-        "s": ("SHORT", 3),
-        "i": ("INT32", 5),
-        "l": ("INT64", 7),
-        "t": ("STRING", "x"),
-        "b": ("BINARY", b"\x00"),
-    }
-    assert "flag" not in second.properties  # null property = absent
+    assert first[0] == b"a" and first[1] is not None and second[1] is not None
+    assert [(n, t.name, v) for n, t, v in first[1].typed_items()] == [
+        ("k", "STRING", "v"),
+        ("flag", "BOOL", True),
+        ("c", "CHAR", 1),
+        ("s", "SHORT", 3),
+        ("i", "INT32", 5),
+        ("l", "INT64", 7),
+        ("t", "STRING", "x"),
+        ("b", "BINARY", b"\x00"),
+    ]
+    assert "flag" not in second[1]  # null property = absent
+
+
+def test_text_payloads_are_their_utf8_bytes() -> None:
+    batch = pa.RecordBatch.from_pydict({"payload": ["é", ""]})
+    assert list(messages_from_batch(batch, [])) == [("é".encode(), None), (b"", None)]
 
 
 def test_unsupported_property_column_type() -> None:
@@ -112,6 +117,36 @@ def test_read_rows_match_the_read_schema_without_redelivered() -> None:
     assert row["guid"] == bytes(range(16)).hex()
     assert dict(row["properties"]) == {"n": "7", "ok": "true"}
     assert dict(row["typed_properties"])["n"]["int32"] == 7
+
+
+def test_read_rows_keep_each_rows_own_properties() -> None:
+    from pybmq.spark.datasource import _arrow_schema, read_schema
+    from pybmq.spark.rows import RowBuffer
+
+    columns = (("n", "bigint"), ("raw", "binary"), ("ok", "boolean"))
+    buffer = RowBuffer(Q, columns)
+    buffer.add(bytes(16), b"a", {"n": ("INT32", 7), "raw": ("BINARY", b"\x01")})
+    buffer.add(bytes(16), b"b", {})
+    buffer.add(bytes(16), b"c", {"ok": ("STRING", "yes"), "n": ("INT64", 2**40)})
+    rows = buffer.to_batch(_arrow_schema(read_schema(columns), columns)).to_pylist()
+    assert [dict(r["properties"]) for r in rows] == [
+        {"n": "7", "raw": "01"},
+        {},
+        {"ok": "yes", "n": str(2**40)},
+    ]
+    typed = [dict(r["typed_properties"]) for r in rows]
+    assert typed[0]["raw"]["binary"] == b"\x01" and typed[0]["raw"]["int32"] is None
+    assert typed[2]["ok"] == {
+        "type": "STRING",
+        **dict.fromkeys(["bool", "char", "short", "int32", "int64", "binary"]),
+        "string": "yes",
+    }
+    # Property columns: any integer type fills bigint; another type is null.
+    assert [(r["n"], r["raw"], r["ok"]) for r in rows] == [
+        (7, b"\x01", None),
+        (None, None, None),
+        (2**40, None, None),
+    ]
 
 
 def test_client_settings_pass_through_to_session_options() -> None:
