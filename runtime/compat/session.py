@@ -69,8 +69,20 @@ from pybmq.compat.values import (
     Timeouts,
 )
 from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
+from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
 from pybmq.loopthread import LoopThread
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url
+from pybmq.wire.properties import MessageProperties
+
+# PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the payload and its properties as sent; over it the C++
+# core refuses the message at the call (PAYLOAD_TOO_BIG). Only a message above _LARGE can be near.
+_MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
+_LARGE = 1024 * 1024
+
+
+def _app_data_size(payload: bytes, properties: MessageProperties | None) -> int:
+    return len(payload) + (len(properties.encode()) if properties else 0)
+
 
 log = logging.getLogger("pybmq.compat")
 
@@ -325,6 +337,8 @@ class Session(QueueLayer):
             raise Error("Failed to construct message: QUEUE_SUSPENDED")
         if not message:
             raise Error("Failed to construct message: PAYLOAD_EMPTY")
+        if len(message) > _LARGE and _app_data_size(message, wire_properties) > _MAX_APP_DATA:
+            raise Error("Failed to construct message: PAYLOAD_TOO_BIG")
         inner = queue.inner
         assert inner is not None
         self._plane.post(inner, message, wire_properties, on_ack)

@@ -47,6 +47,20 @@ def _configure(**options: Any) -> Case:
     return case
 
 
+def _post(size: int, properties: dict[str, Any] | None = None) -> Case:
+    def case(sdk: ModuleType, session: Any) -> object:
+        uri = f"{QUEUE}-post"
+        session.open_queue(uri, write=True)
+        try:
+            return session.post(uri, b"x" * size, properties=properties)
+        finally:
+            session.close_queue(uri)
+
+    return case
+
+
+MAX_PAYLOAD = 64 * 1024 * 1024  # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT
+
 CASES: dict[str, Case] = {
     "priority above int32": _open(consumer_priority=INT_MAX + 1),
     "priority at int32 max": _open(consumer_priority=INT_MAX),
@@ -76,6 +90,10 @@ CASES: dict[str, Case] = {
     "timeouts negative": lambda sdk, s: sdk.Timeouts(connect_timeout=-1.0),
     "timeouts zero": lambda sdk, s: sdk.Timeouts(open_queue_timeout=0.0),
     "timeouts huge": lambda sdk, s: sdk.Timeouts(open_queue_timeout=2.0**63),
+    "post empty": _post(0),
+    "post at the payload limit": _post(MAX_PAYLOAD),
+    "post over the payload limit": _post(MAX_PAYLOAD + 1),
+    "post at the limit with properties": _post(MAX_PAYLOAD - 8, {"k": "v" * 64}),
 }
 
 SESSION_CASES: dict[str, dict[str, Any]] = {
