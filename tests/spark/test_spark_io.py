@@ -116,7 +116,7 @@ def test_a_poison_message_becomes_an_empty_row_and_is_confirmed(
     )
     (buffer,) = list(consume(read, 10))
     assert buffer.payloads == [b"", b"", b"good"]
-    assert buffer.typed == [[], [], []]
+    assert buffer.offsets == [0, 0, 0, 0] and not buffer.keys  # no row has properties
     deadline = time.monotonic() + 10  # all three confirmed: the poison does not come back
     while bmq_sim.call(lambda broker: broker.stats.confirms) < 3:
         assert time.monotonic() < deadline
