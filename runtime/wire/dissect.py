@@ -651,7 +651,9 @@ class _MessageLayout(NamedTuple):
     text: str
     json: str
     put: bool
-    message_words: int  # where message_words is among the header's values
+    guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
+    flags: int  # where the flags are
+    message_words: int  # where message_words is
 
 
 @functools.lru_cache(maxsize=64)
@@ -677,7 +679,9 @@ def _message_layout(etype: int) -> _MessageLayout:
     )
     fields = _json_fields(keys, strings)
     json_text = f'{{"header": {{{fields}}}, "payload": {{"size": %s, "hex": "%s"}}, "offset": %s}}'
-    return _MessageLayout(text, json_text, put, reader.names.index("message_words"))
+    (guid,) = reader.hex_fields
+    index = reader.names.index
+    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"))
 
 
 def _message_texts(
@@ -685,37 +689,38 @@ def _message_texts(
 ) -> list[str] | None:
     """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects), or
     None if one of them has options, properties, a short header or a note."""
+    if note:
+        return None
     layout = _message_layout(event.type)
-    reader, put = (_PUT, True) if layout.put else (_PUSH, False)
+    put = layout.put
+    reader = _PUT if put else _PUSH
     flags_enum = PutHeaderFlags if put else PushHeaderFlags
-    unpack, full, hexed = reader.unpack, reader.size, reader.hex_fields
-    data, base, words = event.data, event.offset, layout.message_words
+    unpack, full = reader.unpack, reader.size
+    guid, flags, words = layout.guid, layout.flags, layout.message_words
+    data, base = event.data, event.offset
     end = len(data) - full
     out = []
     pos = event.header_size
-    if note:
-        return None
     for i, m in enumerate(messages):
         if m.options or m.properties_area or pos > end or m.header_words * 4 < full:
             return None  # shown through the node
-        values = list(unpack(data, pos))
-        for h in hexed:
-            values[h] = values[h].hex()
-        values.append(_flag_names(values[0], flags_enum))
-        values.append(_compression_name(m.compression))
-        if put:
-            values.append(m.correlation_id)
+        v = unpack(data, pos)
         payload = m.payload
-        values.append(len(payload))
+        names: tuple[Any, ...] = (
+            _flag_names(v[flags], flags_enum),
+            _compression_name(m.compression),
+        )
+        if put:
+            names += (m.correlation_id,)
         if as_json:
-            values.append((payload if payload_limit is None else payload[:payload_limit]).hex())
-            values.append(base + pos)
-            out.append(layout.json % tuple(values))
+            shown = payload if payload_limit is None else payload[:payload_limit]
+            args = (*v[:guid], v[guid].hex(), *v[guid + 1 :], *names, len(payload))
+            out.append(layout.json % (*args, shown.hex(), base + pos))
         else:
-            text = layout.text % (i, base + pos, *values)
+            args = (i, base + pos, *v[:guid], v[guid].hex(), *v[guid + 1 :], *names, len(payload))
             dump = _dump(payload, payload_limit)
-            out.append(f"{text}\n{dump}" if dump else text)
-        pos += values[words] * 4
+            out.append(f"{layout.text % args}\n{dump}" if dump else layout.text % args)
+        pos += v[words] * 4
     return out
 
 
