@@ -182,6 +182,21 @@ def _properties_node(message: Any) -> Node | None:
     }
 
 
+def _options_node(message: Any) -> Node:
+    return {
+        "sub_queue_infos": [
+            {
+                "sub_queue_id": i.sub_queue_id,
+                "rda_counter": i.rda_counter,
+                "rda_unlimited": bool(i.rda_unlimited),
+                "rda_poisonous": bool(i.rda_poisonous),
+            }
+            for i in message.sub_queue_infos
+        ],
+        "msg_group_id": message.msg_group_id,
+    }
+
+
 def _message_node(
     kind: str, message: Any, header: dict[str, Any], payload_limit: int | None, previews: bool
 ) -> Node:
@@ -192,18 +207,7 @@ def _message_node(
         header["correlation_id"] = message.correlation_id
     node: Node = {"header": header}
     if message.options:
-        node["options"] = {
-            "sub_queue_infos": [
-                {
-                    "sub_queue_id": i.sub_queue_id,
-                    "rda_counter": i.rda_counter,
-                    "rda_unlimited": bool(i.rda_unlimited),
-                    "rda_poisonous": bool(i.rda_poisonous),
-                }
-                for i in message.sub_queue_infos
-            ],
-            "msg_group_id": message.msg_group_id,
-        }
+        node["options"] = _options_node(message)
     props = _properties_node(message)
     if props:
         node["properties"] = props
@@ -248,14 +252,8 @@ def _message_at(
     return node
 
 
-def _data_messages(
-    event: Event,
-    payload_limit: int | None,
-    previews: bool,
-    read: tuple[list[Any], str] | None = None,
-) -> list[Node]:
-    """The nodes of a PUT or PUSH event's messages (``read``: what ``_read_messages`` gave)."""
-    messages, note = read or _read_messages(event)
+def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
+    messages, note = _read_messages(event)
     nodes = []
     pos = event.header_size
     for message in messages:
@@ -531,14 +529,17 @@ def _message_lines(kind: str, i: int, m: Node) -> list[str]:
     if "options" in m:
         lines.append(f"[Options] {json.dumps(m['options'])}")
     if "properties" in m:
-        p = m["properties"]
-        lines.append(f"[MessageProperties] {p['format']} format, {p['count']} properties")
-        lines += [f"\t{q['name']} ({q['type']}) = {q['value']!r}" for q in p["properties"]]
+        lines += _property_lines(m["properties"])
     if "note" in m:
         lines.append(f"[Note] {m['note']}")
     lines.append(f"[Payload] {m['payload']['size']} bytes")
     lines += m["payload"]["preview"]
     return lines
+
+
+def _property_lines(p: Node) -> list[str]:
+    lines = [f"[MessageProperties] {p['format']} format, {p['count']} properties"]
+    return lines + [f"\t{q['name']} ({q['type']}) = {q['value']!r}" for q in p["properties"]]
 
 
 # -- what ``pybmq decode`` prints, an event at a time ----------------------------------------------
@@ -574,14 +575,9 @@ def render_stream(
 def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
     etype = event.type
     records: list[str] | None = None
-    node: Node | None = None
     try:
         if etype == EventType.PUT or etype == EventType.PUSH:
-            read = _read_messages(event)
-            records = _message_texts(event, *read, payload_limit, as_json)
-            if records is None:  # read once, shown through the nodes
-                node = _head(event)
-                node["messages"] = _data_messages(event, payload_limit, not as_json, read)
+            records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_HEADERS:
             reader = _BATCH_HEADERS[etype]
             header = _fields(reader, event.data, event.header_size, reader.size)
@@ -589,8 +585,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
     except ProtocolError as exc:
         raise _at_event(event, exc) from exc
     if records is None:  # through the node
-        if node is None:
-            node = dissect_event(event, payload_limit, not as_json)
+        node = dissect_event(event, payload_limit, not as_json)
         if tap is not None:
             node["tap"] = tap
         return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
@@ -644,9 +639,8 @@ _BATCH_READERS: dict[int, Callable[[Event], Iterable[Any]]] = {
 
 
 class _MessageLayout(NamedTuple):
-    """A PUT or PUSH message with a whole header and no options, properties or note, as text
-    (``%``: number, offset, header values, payload size) and as JSON (header values, payload
-    size and hex, offset)."""
+    """How a PUT or PUSH message prints: its header block as text (``%``: number, offset, header
+    values and names) and as the start of its JSON object (header values and names)."""
 
     text: str
     json: str
@@ -654,6 +648,7 @@ class _MessageLayout(NamedTuple):
     guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
     flags: int  # where the flags are
     message_words: int  # where message_words is
+    shown: int  # how many header fields are shown (all but for a short, older peer's header)
 
 
 @functools.lru_cache(maxsize=64)
@@ -665,46 +660,49 @@ def _json_fields(keys: tuple[str, ...], strings: tuple[str, ...]) -> str:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def _message_layout(etype: int) -> _MessageLayout:
+@functools.lru_cache(maxsize=64)
+def _message_layout(etype: int, size: int) -> _MessageLayout:
+    """The layout of a message whose header is ``size`` bytes on the wire (any size at least
+    the struct's shows every field; a shorter one shows the fields it holds)."""
     put = etype == EventType.PUT
     reader = _PUT if put else _PUSH
-    keys = reader.names + ("flags_names", "compression_name") + (("correlation_id",) if put else ())
+    shown = sum(1 for first in reader.first_bits if first < size * 8)
+    keys = (*reader.names[:shown], "flags_names", "compression_name")
+    keys += ("correlation_id",) if put else ()
     title = ("Put" if put else "Push") + "Header #%s @%s"
-    text = f"[{title}]{_template(keys, _FIELD_LINE, '')}\n[Payload] %s bytes"
-    strings = (
-        *tuple(reader.names[i] for i in reader.hex_fields),
-        "flags_names",
-        "compression_name",
-    )
-    fields = _json_fields(keys, strings)
-    json_text = f'{{"header": {{{fields}}}, "payload": {{"size": %s, "hex": "%s"}}, "offset": %s}}'
+    text = f"[{title}]{_template(keys, _FIELD_LINE, '')}"
     (guid,) = reader.hex_fields
+    strings = (reader.names[guid], "flags_names", "compression_name")
+    json_text = f'{{"header": {{{_json_fields(keys, strings)}}}'
     index = reader.names.index
-    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"))
+    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"), shown)
 
 
 def _message_texts(
     event: Event, messages: list[Any], note: str, payload_limit: int | None, as_json: bool
-) -> list[str] | None:
-    """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects), or
-    None if one of them has options, properties, a short header or a note."""
-    if note:
-        return None
-    layout = _message_layout(event.type)
-    put = layout.put
+) -> list[str]:
+    """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
+    etype = event.type
+    put = etype == EventType.PUT
     reader = _PUT if put else _PUSH
     flags_enum = PutHeaderFlags if put else PushHeaderFlags
     unpack, full = reader.unpack, reader.size
-    guid, flags, words = layout.guid, layout.flags, layout.message_words
+    whole = _message_layout(etype, full)
+    guid, flags, words = whole.guid, whole.flags, whole.message_words
     data, base = event.data, event.offset
     end = len(data) - full
     out = []
     pos = event.header_size
     for i, m in enumerate(messages):
-        if m.options or m.properties_area or pos > end or m.header_words * 4 < full:
-            return None  # shown through the node
-        v = unpack(data, pos)
+        size = m.header_words * 4
+        if size >= full and pos <= end:
+            layout, v = whole, unpack(data, pos)
+        else:  # zero-extended for reading, only the fields it holds shown
+            layout = _message_layout(etype, size)
+            v = unpack(bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0"), 0)
+            v = v[: layout.shown]
+        if guid < len(v):
+            v = (*v[:guid], v[guid].hex(), *v[guid + 1 :])
         payload = m.payload
         names: tuple[Any, ...] = (
             _flag_names(v[flags], flags_enum),
@@ -714,12 +712,30 @@ def _message_texts(
             names += (m.correlation_id,)
         if as_json:
             shown = payload if payload_limit is None else payload[:payload_limit]
-            args = (*v[:guid], v[guid].hex(), *v[guid + 1 :], *names, len(payload))
-            out.append(layout.json % (*args, shown.hex(), base + pos))
+            text = layout.json % (*v, *names)
+            if m.options:
+                text += ', "options": ' + json.dumps(_options_node(m))
+            if m.properties_area:
+                text += ', "properties": ' + json.dumps(_properties_node(m))
+            text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
+            text += f', "offset": {base + pos}'
+            if note and m.compression:
+                text += ', "note": ' + json.dumps(note)
+            out.append(text + "}")
         else:
-            args = (i, base + pos, *v[:guid], v[guid].hex(), *v[guid + 1 :], *names, len(payload))
+            text = layout.text % (i, base + pos, *v, *names)
+            if m.options or m.properties_area or (note and m.compression):
+                lines = [text]
+                if m.options:
+                    lines.append(f"[Options] {json.dumps(_options_node(m))}")
+                if m.properties_area:
+                    lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
+                if note and m.compression:
+                    lines.append(f"[Note] {note}")
+                text = "\n".join(lines)
             dump = _dump(payload, payload_limit)
-            out.append(f"{layout.text % args}\n{dump}" if dump else layout.text % args)
+            text += f"\n[Payload] {len(payload)} bytes"
+            out.append(f"{text}\n{dump}" if dump else text)
         pos += v[words] * 4
     return out
 
