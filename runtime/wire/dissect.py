@@ -544,11 +544,12 @@ def _property_lines(p: Node) -> list[str]:
 
 # -- what ``pybmq decode`` prints, an event at a time ----------------------------------------------
 #
-# PUT, PUSH, ACK, CONFIRM and REJECT events are most of a capture. Their messages and entries
-# are printed straight from the unpacked headers with ``%`` templates made from the same field
-# names (and ``_template``) as their nodes, without building the nodes: the same text as
-# ``render_text`` / ``json.dumps`` of the node (tests compare both on every vector). Anything
-# else (options, properties, a short header, other event kinds) goes through the node.
+# PUT, PUSH, ACK, CONFIRM and REJECT events are most of a capture. Their messages, entries and
+# heads are printed straight from the unpacked headers with ``%`` templates made from the same
+# field names (and ``_template``) as their nodes, and options and properties from the same node
+# helpers, without building the event's tree: the same text as ``render_text`` / ``json.dumps``
+# of the tree (tests compare both on every vector and message shape). Other event kinds and
+# the filler are printed through their trees.
 
 
 def render_stream(
