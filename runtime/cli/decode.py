@@ -119,7 +119,7 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 def _decode(args: argparse.Namespace) -> int:
     from pybmq.wire.capture import MAGIC
-    from pybmq.wire.dissect import dissect_capture, dissect_stream, render_text
+    from pybmq.wire.dissect import render_stream
 
     if args.properties:
         data = _read(args.file, args.hex)
@@ -128,13 +128,12 @@ def _decode(args: argparse.Namespace) -> int:
     first = next(chunks, b"")
     chunks = itertools.chain([first], chunks)
     limit = None if args.payload_bytes < 0 else args.payload_bytes
-    dissector: Any = dissect_capture if first.startswith(MAGIC) else dissect_stream
     count = 0
     write = sys.stdout.write
-    try:  # the hex-dump previews are for people; JSON carries the hex
-        for node in dissector(chunks, limit, previews=not args.json):
+    try:  # one write per event
+        for text in render_stream(chunks, limit, args.json, first.startswith(MAGIC)):
             count += 1
-            write(json.dumps(node) + "\n" if args.json else render_text(node) + "\n\n")
+            write(text)
     finally:
         sys.stdout.flush()
     if count == 0:

@@ -4,13 +4,16 @@ Headers are read with the fast struct codec (``pybmq.generated.wire_codec``), th
 and the simulator use; tests check it field by field against the construct reference model
 (``pybmq.generated.wire_layout``), which stays out of this hot path (it cost 95% of the time).
 Message bodies come from the same iterators the client uses. Every node is plain data (dicts,
-lists, str, int), ready for ``json.dumps``.
+lists, str, int), ready for ``json.dumps``. ``render_stream`` prints what ``render_text`` and
+``json.dumps`` print for each node, without building the nodes of plain messages and batch
+entries (most of a capture).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -48,6 +51,7 @@ __all__ = [
     "dissect_event",
     "dissect_stream",
     "hexdump",
+    "render_stream",
     "render_text",
 ]
 
@@ -121,17 +125,46 @@ def _compression_name(value: int) -> str:
 _PRINTABLE = bytes(b if 32 <= b < 127 else 0x2E for b in range(256))
 
 
+@functools.lru_cache(maxsize=1024)
+def _dump_layout(size: int) -> tuple[str, Callable[[str], tuple[str, ...]], int]:
+    """How to lay out ``size`` shown bytes: a ``%`` template (one line per 16 bytes) and the
+    getter cutting its arguments, in order, out of the hex text and the ASCII column laid end to
+    end (both padded to whole lines)."""
+    lines = (size + 15) // 16
+    template = "\n".join(f"{at:6}:   %s     |%s|" for at in range(0, size, 16))
+    hex_width = 36 * lines  # four groups of 8 digits and a space per line
+    cuts = []
+    for line in range(lines):
+        cuts += [
+            slice(36 * line, 36 * line + 35),
+            slice(hex_width + 16 * line, hex_width + 16 * line + 16),
+        ]
+    getter = operator.itemgetter(*cuts) if len(cuts) > 1 else (lambda text: (text[cuts[0]],))
+    return template, getter, hex_width
+
+
+def _dump(data: bytes, limit: int | None) -> str:
+    """:func:`hexdump`'s lines as one string ("" for nothing to show)."""
+    shown = data if limit is None or len(data) <= limit else data[:limit]
+    size = len(shown)
+    if not size:
+        text = ""
+    else:
+        template, getter, hex_width = _dump_layout(size)
+        both = shown.hex(" ", -4).ljust(hex_width) + shown.translate(_PRINTABLE).decode(
+            "ascii"
+        ).ljust(hex_width // 36 * 16)
+        text = template % getter(both)
+    if limit is not None and len(data) > limit:
+        more = f"        ... {len(data) - limit} more bytes"
+        return f"{text}\n{more}" if text else more
+    return text
+
+
 def hexdump(data: bytes, limit: int | None = 64) -> list[str]:
     """Lines like the Java SDK's dumps: offset, four 4-byte groups, printable ASCII."""
-    shown = bytes(data if limit is None else data[:limit])
-    text = shown.translate(_PRINTABLE).decode("ascii")
-    lines = [
-        f"{at:6}:   {shown[at : at + 16].hex(' ', -4):<35}     |{text[at : at + 16]:<16}|"
-        for at in range(0, len(shown), 16)
-    ]
-    if limit is not None and len(data) > limit:
-        lines.append(f"        ... {len(data) - limit} more bytes")
-    return lines
+    text = _dump(bytes(data), limit)
+    return text.split("\n") if text else []
 
 
 def _properties_node(message: Any) -> Node | None:
@@ -149,6 +182,21 @@ def _properties_node(message: Any) -> Node | None:
     }
 
 
+def _options_node(message: Any) -> Node:
+    return {
+        "sub_queue_infos": [
+            {
+                "sub_queue_id": i.sub_queue_id,
+                "rda_counter": i.rda_counter,
+                "rda_unlimited": bool(i.rda_unlimited),
+                "rda_poisonous": bool(i.rda_poisonous),
+            }
+            for i in message.sub_queue_infos
+        ],
+        "msg_group_id": message.msg_group_id,
+    }
+
+
 def _message_node(
     kind: str, message: Any, header: dict[str, Any], payload_limit: int | None, previews: bool
 ) -> Node:
@@ -159,18 +207,7 @@ def _message_node(
         header["correlation_id"] = message.correlation_id
     node: Node = {"header": header}
     if message.options:
-        node["options"] = {
-            "sub_queue_infos": [
-                {
-                    "sub_queue_id": i.sub_queue_id,
-                    "rda_counter": i.rda_counter,
-                    "rda_unlimited": bool(i.rda_unlimited),
-                    "rda_poisonous": bool(i.rda_poisonous),
-                }
-                for i in message.sub_queue_infos
-            ],
-            "msg_group_id": message.msg_group_id,
-        }
+        node["options"] = _options_node(message)
     props = _properties_node(message)
     if props:
         node["properties"] = props
@@ -187,31 +224,42 @@ def _message_node(
     return node
 
 
-def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
-    data = event.data
-    kind = "PUT" if event.type == EventType.PUT else "PUSH"
-    reader = _PUT if kind == "PUT" else _PUSH
-    iterate: Any = iter_put if kind == "PUT" else iter_push
-    nodes = []
-    pos = event.header_size
+def _read_messages(event: Event) -> tuple[list[Any], str]:
+    """The messages of a PUT or PUSH event, and a note when a payload did not inflate (then
+    every payload is the wire bytes: shown, and said so)."""
+    iterate: Any = iter_put if event.type == EventType.PUT else iter_push
     try:
-        messages: list[Any] = list(iterate(data))
+        return list(iterate(event.data)), ""
     except ProtocolError as exc:
         if "zlib" not in str(exc):
             raise
-        # Show the wire bytes of a payload that does not inflate, and say so.
-        messages = list(iterate(data, decompress=False))
-        note = f"payload not decompressed: {exc.reason}"
-    else:
-        note = ""
+        return (
+            list(iterate(event.data, decompress=False)),
+            f"payload not decompressed: {exc.reason}",
+        )
+
+
+def _message_at(
+    event: Event, pos: int, message: Any, note: str, payload_limit: int | None, previews: bool
+) -> Node:
+    """The node of the message whose header is at ``pos`` in the event."""
+    kind = "PUT" if event.type == EventType.PUT else "PUSH"
+    header = _fields(_PUT if kind == "PUT" else _PUSH, event.data, pos, message.header_words * 4)
+    node = _message_node(kind, message, header, payload_limit, previews)
+    node["offset"] = event.offset + pos
+    if note and message.compression:
+        node["note"] = note
+    return node
+
+
+def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
+    messages, note = _read_messages(event)
+    nodes = []
+    pos = event.header_size
     for message in messages:
-        header = _fields(reader, data, pos, message.header_words * 4)
-        node = _message_node(kind, message, header, payload_limit, previews)
-        node["offset"] = event.offset + pos
-        if note and message.compression:
-            node["note"] = note
+        node = _message_at(event, pos, message, note, payload_limit, previews)
         nodes.append(node)
-        pos += header["message_words"] * 4
+        pos += node["header"]["message_words"] * 4
     return nodes
 
 
@@ -281,9 +329,7 @@ def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool =
 
     ``previews`` adds the hex-dump lines people read (``render_text`` needs them; JSON does not).
     """
-    header = _fields(_EVENT, event.data, 0, 8)
-    header["type_name"] = event_type_name(header["type"])
-    node: Node = {"offset": event.offset, "type": event.type_name, "event_header": header}
+    node = _head(event)
     try:
         etype = event.type
         if etype == EventType.CONTROL:
@@ -306,13 +352,24 @@ def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool =
             if previews:
                 node["body_preview"] = hexdump(bytes(event.body), payload_limit)
     except ProtocolError as exc:
-        where = event.offset + (exc.offset or 0)
-        raise ProtocolError(
-            f"{event.type_name} event at offset {event.offset}: {exc.reason}",
-            offset=where,
-            path=exc.path,
-        ) from exc
+        raise _at_event(event, exc) from exc
     return node
+
+
+def _at_event(event: Event, exc: ProtocolError) -> ProtocolError:
+    """``exc`` (raised reading ``event``) with the event named and its offset made absolute."""
+    return ProtocolError(
+        f"{event.type_name} event at offset {event.offset}: {exc.reason}",
+        offset=event.offset + (exc.offset or 0),
+        path=exc.path,
+    )
+
+
+def _head(event: Event) -> Node:
+    """The part of every event's node that comes first: offset, type and EventHeader."""
+    header = _fields(_EVENT, event.data, 0, 8)
+    header["type_name"] = event_type_name(header["type"])
+    return {"offset": event.offset, "type": event.type_name, "event_header": header}
 
 
 def dissect_stream(
@@ -323,6 +380,16 @@ def dissect_stream(
 ) -> Iterator[Node]:
     """As :func:`dissect`, over a capture read in chunks: holds one event at a time, so memory
     stays bounded by ``max_event_size`` whatever the capture's size."""
+    for item in _stream_events(chunks, max_event_size):
+        if isinstance(item, Filler):
+            yield {"filler": {"offset": item.offset, "size": item.size}}
+        else:
+            yield dissect_event(item, payload_limit, previews)
+
+
+def _stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Event | Filler]:
+    """The events of a capture read in chunks, then its zero tail (if any); errors after
+    every event before them."""
     buf = bytearray()
     base = 0  # stream offset of buf[0]
     filler: int | None = None  # stream offset where the zero tail began
@@ -350,7 +417,7 @@ def dissect_stream(
             pos += length
         for event in iter_events(bytes(buf[:pos]), max_event_size, base):
             assert isinstance(event, Event)  # the zero tail is not in buf[:pos]
-            yield dissect_event(event, payload_limit, previews)
+            yield event
         if error is not None:  # after every event before it
             raise error
         if filler is not None:
@@ -360,9 +427,9 @@ def dissect_stream(
             del buf[:pos]
             base += pos
     if filler is not None:
-        yield {"filler": {"offset": filler, "size": base - filler}}
+        yield Filler(filler, base - filler)
     elif buf and not any(buf):
-        yield {"filler": {"offset": base, "size": len(buf)}}
+        yield Filler(base, len(buf))
     elif buf:
         list(iter_events(buf, max_event_size, base))  # an incomplete last event: raises
 
@@ -371,19 +438,25 @@ def dissect_capture(
     chunks: Iterable[bytes], payload_limit: int | None = 64, previews: bool = True
 ) -> Iterator[Node]:
     """The events of a ``pybmq tap`` capture, each with its direction, connection and time."""
+    for event, tap in _capture_events(chunks):
+        node = dissect_event(event, payload_limit, previews)
+        node["tap"] = tap
+        yield node
+
+
+def _capture_events(chunks: Iterable[bytes]) -> Iterator[tuple[Event, Node]]:
+    """The events of a ``pybmq tap`` capture, each with its ``tap`` node."""
     import datetime
 
     for record in iter_records(chunks):
         (event,) = iter_events(record.event, MAX_EVENT_SIZE, record.offset)
         assert isinstance(event, Event)
-        node = dissect_event(event, payload_limit, previews)
         when = datetime.datetime.fromtimestamp(record.time_ns / 1e9, datetime.timezone.utc)
-        node["tap"] = {
+        yield event, {
             "direction": DIRECTIONS[record.direction],
             "connection": record.connection,
             "time": when.isoformat(timespec="microseconds"),
         }
-        yield node
 
 
 def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:
@@ -400,18 +473,20 @@ def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:
 
 @functools.lru_cache(maxsize=256)
 def _template(keys: tuple[str, ...], line: str, separator: str) -> str:
-    """A ``str.format`` template with one ``{}`` per key, cached per key set (the keys of a
-    header kind never change), so each node is formatted in one call."""
+    """A ``%`` template with one ``%s`` per key, cached per key set (the keys of a header kind
+    never change), so each node is formatted in one call."""
     width = max((len(k) for k in keys), default=0)
     return separator.join(
-        line.format(key=k.replace("{", "{{").replace("}", "}}"), pad=" " * (width - len(k)))
-        for k in keys
+        line.format(key=k.replace("%", "%%"), pad=" " * (width - len(k))) for k in keys
     )
 
 
+_FIELD_LINE = "\n\t{key}{pad} : %s"
+_ENTRY_FIELD = "{key}=%s"
+
+
 def _render_fields(title: str, fields: dict[str, Any]) -> str:
-    body = _template(tuple(fields), "\n\t{key}{pad} : {{}}", "").format(*fields.values())
-    return f"[{title}]{body}"
+    return f"[{title}]" + _template(tuple(fields), _FIELD_LINE, "") % tuple(fields.values())
 
 
 def render_text(node: Node) -> str:
@@ -435,25 +510,261 @@ def render_text(node: Node) -> str:
         else:
             lines.append(f"\terror   : {c['error']}")
     for i, m in enumerate(node.get("messages", [])):
-        title = f"{node['type'].capitalize()}Header #{i} @{m['offset']}"
-        lines.append(_render_fields(title, m["header"]))
-        if "options" in m:
-            lines.append(f"[Options] {json.dumps(m['options'])}")
-        if "properties" in m:
-            p = m["properties"]
-            lines.append(f"[MessageProperties] {p['format']} format, {p['count']} properties")
-            lines += [f"\t{q['name']} ({q['type']}) = {q['value']!r}" for q in p["properties"]]
-        if "note" in m:
-            lines.append(f"[Note] {m['note']}")
-        lines.append(f"[Payload] {m['payload']['size']} bytes")
-        lines += m["payload"]["preview"]
+        lines += _message_lines(node["type"], i, m)
     if "entries" in node:
         lines.append(_render_fields("BatchHeader", node["header"]))
         for i, e in enumerate(node["entries"]):
-            lines.append(f"\t#{i}: " + _template(tuple(e), "{key}={{}}", ", ").format(*e.values()))
+            lines.append(f"\t#{i}: " + _template(tuple(e), _ENTRY_FIELD, ", ") % tuple(e.values()))
     if "body_size" in node:
         lines.append(f"[Body] {node['body_size']} bytes (not dissected): {node['body']}")
         lines += node["body_preview"]
     elif "body" in node:
         lines.append(f"[Body] {node['body']}")
     return "\n".join(lines)
+
+
+def _message_lines(kind: str, i: int, m: Node) -> list[str]:
+    """The lines of message ``i`` of a PUT or PUSH event."""
+    lines = [_render_fields(f"{kind.capitalize()}Header #{i} @{m['offset']}", m["header"])]
+    if "options" in m:
+        lines.append(f"[Options] {json.dumps(m['options'])}")
+    if "properties" in m:
+        lines += _property_lines(m["properties"])
+    if "note" in m:
+        lines.append(f"[Note] {m['note']}")
+    lines.append(f"[Payload] {m['payload']['size']} bytes")
+    lines += m["payload"]["preview"]
+    return lines
+
+
+def _property_lines(p: Node) -> list[str]:
+    lines = [f"[MessageProperties] {p['format']} format, {p['count']} properties"]
+    return lines + [f"\t{q['name']} ({q['type']}) = {q['value']!r}" for q in p["properties"]]
+
+
+# -- what ``pybmq decode`` prints, an event at a time ----------------------------------------------
+#
+# PUT, PUSH, ACK, CONFIRM and REJECT events are most of a capture. Their messages, entries and
+# heads are printed straight from the unpacked headers with ``%`` templates made from the same
+# field names (and ``_template``) as their nodes, and options and properties from the same node
+# helpers, without building the event's tree: the same text as ``render_text`` / ``json.dumps``
+# of the tree (tests compare both on every vector and message shape). Other event kinds and
+# the filler are printed through their trees.
+
+
+def render_stream(
+    chunks: Iterable[bytes],
+    payload_limit: int | None = 64,
+    as_json: bool = False,
+    capture: bool = False,
+) -> Iterator[str]:
+    """Each event of a capture (``capture``: a ``pybmq tap`` recording) as ``pybmq decode``
+    prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
+    items: Iterable[tuple[Event | Filler, Node | None]] = (
+        _capture_events(chunks)
+        if capture
+        else ((item, None) for item in _stream_events(chunks, MAX_EVENT_SIZE))
+    )
+    for item, tap in items:
+        if isinstance(item, Filler):
+            node = {"filler": {"offset": item.offset, "size": item.size}}
+            yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+        else:
+            yield _render_event(item, tap, payload_limit, as_json)
+
+
+def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
+    etype = event.type
+    records: list[str] | None = None
+    try:
+        if etype == EventType.PUT or etype == EventType.PUSH:
+            records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
+        elif etype in _BATCH_HEADERS:
+            reader = _BATCH_HEADERS[etype]
+            header = _fields(reader, event.data, event.header_size, reader.size)
+            records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
+    except ProtocolError as exc:
+        raise _at_event(event, exc) from exc
+    if records is None:  # through the node
+        node = dissect_event(event, payload_limit, not as_json)
+        if tap is not None:
+            node["tap"] = tap
+        return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+    text, json_text = _head_layout(tap is not None)
+    name = event.type_name
+    values = _EVENT.unpack(event.data, 0)
+    if as_json:
+        if etype == EventType.PUT or etype == EventType.PUSH:
+            body = f', "messages": [{", ".join(records)}]'
+        else:
+            body = f', "header": {_fields_json(header)}, "entries": [{", ".join(records)}]'
+        tail = "" if tap is None else ', "tap": ' + json.dumps(tap)
+        return f"{json_text % (event.offset, name, *values, name)}{body}{tail}}}\n"
+    if tap is None:
+        head = text % (name, event.offset, *values, name)
+    else:
+        where = (tap["connection"], tap["direction"], tap["time"])
+        head = text % (name, event.offset, *where, *values, name)
+    if etype == EventType.PUT or etype == EventType.PUSH:
+        return "\n".join([head, *records]) + "\n\n"
+    return "\n".join([head, _render_fields("BatchHeader", header), *records]) + "\n\n"
+
+
+@functools.lru_cache(maxsize=2)
+def _head_layout(tap: bool) -> tuple[str, str]:
+    """What every event starts with (``render_text``'s first lines, its JSON object's first
+    members, without the closing brace): ``%`` type name, offset, (tap), EventHeader values,
+    type name again."""
+    assert not _EVENT.hex_fields
+    keys = (*_EVENT.names, "type_name")
+    fields = _template(keys, _FIELD_LINE, "")
+    where = "\n[Tap] connection %s %s at %s" if tap else ""
+    text = f"[%s event] offset %s{where}\n[EventHeader]{fields}"
+    json_text = '{"offset": %s, "type": "%s", "event_header": {' + _json_fields(
+        keys, ("type_name",)
+    )
+    return text, json_text + "}"
+
+
+def _fields_json(fields: dict[str, Any]) -> str:
+    """What ``json.dumps`` writes for a dict from :func:`_fields` (ints and hex strings)."""
+    strings = tuple(k for k, v in fields.items() if isinstance(v, str))
+    return "{" + _json_fields(tuple(fields), strings) % tuple(fields.values()) + "}"
+
+
+_BATCH_READERS: dict[int, Callable[[Event], Iterable[Any]]] = {
+    EventType.ACK: iter_ack,
+    EventType.CONFIRM: iter_confirm,
+    EventType.REJECT: iter_reject,
+}
+
+
+class _MessageLayout(NamedTuple):
+    """How a PUT or PUSH message prints: its header block as text (``%``: number, offset, header
+    values and names) and as the start of its JSON object (header values and names)."""
+
+    text: str
+    json: str
+    put: bool
+    guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
+    flags: int  # where the flags are
+    message_words: int  # where message_words is
+    shown: int  # how many header fields are shown (all but for a short, older peer's header)
+
+
+@functools.lru_cache(maxsize=64)
+def _json_fields(keys: tuple[str, ...], strings: tuple[str, ...]) -> str:
+    """``"key": value`` pairs as ``json.dumps`` writes them, a ``%s`` per value (quoted for
+    ``strings``: hex digits and enumerator names, which JSON writes as they are)."""
+    return ", ".join(
+        json.dumps(k).replace("%", "%%") + (': "%s"' if k in strings else ": %s") for k in keys
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _message_layout(etype: int, size: int) -> _MessageLayout:
+    """The layout of a message whose header is ``size`` bytes on the wire (any size at least
+    the struct's shows every field; a shorter one shows the fields it holds)."""
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    shown = sum(1 for first in reader.first_bits if first < size * 8)
+    keys = (*reader.names[:shown], "flags_names", "compression_name")
+    keys += ("correlation_id",) if put else ()
+    title = ("Put" if put else "Push") + "Header #%s @%s"
+    text = f"[{title}]{_template(keys, _FIELD_LINE, '')}"
+    (guid,) = reader.hex_fields
+    strings = (reader.names[guid], "flags_names", "compression_name")
+    json_text = f'{{"header": {{{_json_fields(keys, strings)}}}'
+    index = reader.names.index
+    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"), shown)
+
+
+def _message_texts(
+    event: Event, messages: list[Any], note: str, payload_limit: int | None, as_json: bool
+) -> list[str]:
+    """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
+    etype = event.type
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    flags_enum = PutHeaderFlags if put else PushHeaderFlags
+    unpack, full = reader.unpack, reader.size
+    whole = _message_layout(etype, full)
+    guid, flags, words = whole.guid, whole.flags, whole.message_words
+    data, base = event.data, event.offset
+    end = len(data) - full
+    out = []
+    pos = event.header_size
+    for i, m in enumerate(messages):
+        size = m.header_words * 4
+        if size >= full and pos <= end:
+            layout, v = whole, unpack(data, pos)
+        else:  # zero-extended for reading, only the fields it holds shown
+            layout = _message_layout(etype, size)
+            v = unpack(bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0"), 0)
+            v = v[: layout.shown]
+        if guid < len(v):
+            v = (*v[:guid], v[guid].hex(), *v[guid + 1 :])
+        payload = m.payload
+        names: tuple[Any, ...] = (
+            _flag_names(v[flags], flags_enum),
+            _compression_name(m.compression),
+        )
+        if put:
+            names += (m.correlation_id,)
+        if as_json:
+            shown = payload if payload_limit is None else payload[:payload_limit]
+            text = layout.json % (*v, *names)
+            if m.options:
+                text += ', "options": ' + json.dumps(_options_node(m))
+            if m.properties_area:
+                text += ', "properties": ' + json.dumps(_properties_node(m))
+            text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
+            text += f', "offset": {base + pos}'
+            if note and m.compression:
+                text += ', "note": ' + json.dumps(note)
+            out.append(text + "}")
+        else:
+            text = layout.text % (i, base + pos, *v, *names)
+            if m.options or m.properties_area or (note and m.compression):
+                lines = [text]
+                if m.options:
+                    lines.append(f"[Options] {json.dumps(_options_node(m))}")
+                if m.properties_area:
+                    lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
+                if note and m.compression:
+                    lines.append(f"[Note] {note}")
+                text = "\n".join(lines)
+            dump = _dump(payload, payload_limit)
+            text += f"\n[Payload] {len(payload)} bytes"
+            out.append(f"{text}\n{dump}" if dump else text)
+        pos += v[words] * 4
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _entry_layout(names: tuple[str, ...], hexed: tuple[int, ...]) -> tuple[str, str]:
+    """A batch entry as text (``%``: number, values) and as JSON (values)."""
+    text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
+    return text, "{" + _json_fields(names, tuple(names[i] for i in hexed)) + "}"
+
+
+def _entry_texts(entries: list[Any], as_json: bool) -> list[str]:
+    """Batch entries (NamedTuples of one type, their bytes fields shown as hex) as printed."""
+    if not entries:
+        return []
+    hexed = tuple(i for i, value in enumerate(entries[0]) if isinstance(value, bytes))
+    text, json_text = _entry_layout(type(entries[0])._fields, hexed)
+    out = []
+    if as_json:
+        for entry in entries:
+            values = list(entry)
+            for h in hexed:
+                values[h] = values[h].hex()
+            out.append(json_text % tuple(values))
+    else:
+        for i, entry in enumerate(entries):
+            values = [i, *entry]
+            for h in hexed:
+                values[h + 1] = values[h + 1].hex()
+            out.append(text % tuple(values))
+    return out

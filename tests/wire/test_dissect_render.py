@@ -1,0 +1,129 @@
+"""``render_stream`` (what ``pybmq decode`` prints, without building trees for the common
+events) prints exactly ``render_text`` / ``json.dumps`` of ``dissect_stream``'s trees: every
+Java SDK vector, generated traffic of every message shape, tap captures, and inputs that fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from pybmq.errors import ProtocolError
+from pybmq.generated.wire_codec import CompressionAlgorithmType
+from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, RejectEventBuilder
+from pybmq.wire.capture import MAGIC, encode_record
+from pybmq.wire.control import HEARTBEAT_REQ_EVENT
+from pybmq.wire.dissect import (
+    Node,
+    dissect_capture,
+    dissect_stream,
+    render_stream,
+    render_text,
+)
+from pybmq.wire.framing import split_events
+from pybmq.wire.properties import MessageProperties
+from pybmq.wire.push import PushEventBuilder
+from pybmq.wire.put import PutEventBuilder
+
+LIMITS = [64, None, 0, 5, 16]
+
+
+def printed(texts: Iterable[str]) -> tuple[list[str], str | None]:
+    """What was printed, then the error that stopped it (if any)."""
+    out: list[str] = []
+    try:
+        for text in texts:
+            out.append(text)
+    except ProtocolError as exc:
+        return out, str(exc)
+    return out, None
+
+
+def through_trees(nodes: Iterator[Node], as_json: bool) -> Iterator[str]:
+    for node in nodes:
+        yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+
+
+def check(data: bytes, dissector: Callable[..., Iterator[Node]] = dissect_stream) -> int:
+    """Both ways give the same output (and error) for every payload limit; returns how much
+    was printed."""
+    capture = dissector is dissect_capture
+    total = 0
+    for limit in LIMITS:
+        for as_json in (False, True):
+            fast = printed(render_stream([data], limit, as_json, capture))
+            slow = printed(through_trees(dissector([data], limit, previews=not as_json), as_json))
+            assert fast == slow, (limit, as_json)
+            total += len("".join(fast[0]))
+    return total
+
+
+def traffic() -> bytes:
+    """Every message shape: plain, properties (both formats), options, group ids, short
+    headers, compression, empty and odd-sized payloads; ACK, CONFIRM and REJECT entries;
+    a heartbeat between them."""
+    put, push = PutEventBuilder(), PushEventBuilder()
+    ack, confirm, reject = AckEventBuilder(), ConfirmEventBuilder(), RejectEventBuilder()
+    for i in range(60):
+        payload = bytes((i * 7 + k) % 256 for k in range(i * 5))
+        props = MessageProperties({"k": f"v{i}", "n": i}) if i % 9 == 4 else None
+        zlib = i % 11 == 3 and len(payload) > 0
+        put.add(
+            i % 4,
+            payload,
+            correlation_id=i,
+            ack_requested=bool(i % 2),
+            properties=props,
+            extended_properties=i % 2 == 0,
+            msg_group_id=f"g{i}" if i % 13 == 5 else None,
+            compression=CompressionAlgorithmType.ZLIB if zlib else CompressionAlgorithmType.NONE,
+        )
+        guid = i.to_bytes(16, "big")
+        push.add(i % 4, guid, payload, properties=props,
+                 sub_queue_infos=[(i, None)] if i % 8 == 6 else None)  # fmt: skip
+        ack.add(i % 3, i, guid, i % 4)
+        confirm.add(i % 4, guid, i % 2)
+        reject.add(i % 4, guid)
+    plain_put, plain_push = PutEventBuilder(), PushEventBuilder()
+    for i in range(20):
+        plain_put.add(1, bytes(range(i * 6)), correlation_id=i, ack_requested=True)
+        plain_push.add(1, i.to_bytes(16, "big"), bytes(range(i * 6)))
+    old_push, old_put = PushEventBuilder(), PutEventBuilder()
+    old_push.add(3, bytes(range(16)), b"old peer", header_words=7)
+    old_put.add(5, b"old producer", correlation_id=9, header_words=8)
+    events = [HEARTBEAT_REQ_EVENT]
+    for builder in (plain_put, plain_push, put, push, ack, confirm, reject, old_push, old_put):
+        events += builder.finish()
+    return b"".join(events)
+
+
+def test_every_java_vector_prints_the_same(java_vectors: Path) -> None:
+    total = 0
+    for path in sorted(java_vectors.glob("*.bin")):
+        if not path.name.startswith("msg_props"):  # bare property areas, not events
+            total += check(path.read_bytes())
+    assert total > 4_000_000  # the io dump alone prints over 400 kB per limit and format
+
+
+def test_every_message_shape_prints_the_same() -> None:
+    data = traffic()
+    assert check(data) > 0
+    assert check(data + b"\x00" * 12) > 0  # then the filler
+
+
+def test_a_tap_capture_prints_the_same() -> None:
+    events, _ = split_events(traffic())
+    records = [encode_record(i % 2, i % 3, 1_700_000_000_123_456_789 + i, e.data)
+               for i, e in enumerate(events)]  # fmt: skip
+    assert check(MAGIC + b"".join(records), dissect_capture) > 0
+
+
+@pytest.mark.parametrize("cut", [3, 40, 100])
+def test_what_prints_before_an_error_is_the_same(cut: int) -> None:
+    data = traffic()
+    broken = data[:-cut] + b"\x00\x00\x01\x00" + b"\x41" * 12
+    fast, error = printed(render_stream([broken]))
+    assert error is not None and fast  # it did fail, after printing the events before
+    check(broken)
