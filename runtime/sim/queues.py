@@ -124,6 +124,11 @@ class Consumer:
         return message
 
 
+SUCCESS = int(AckStatus.SUCCESS)
+LIMIT_MESSAGES = int(AckStatus.LIMIT_MESSAGES)
+LIMIT_BYTES = int(AckStatus.LIMIT_BYTES)
+_NO_LIMIT = float("inf")
+
 # What delivery hands out: a consumer and the messages it takes, in order.
 Run = tuple["Consumer", list[StoredMessage]]
 
@@ -270,6 +275,10 @@ class SimQueue:
     # No GUID in ``_seen`` leaves its window before this (a lower bound: the window is scanned
     # for expired GUIDs only once the clock reaches it, not on every message).
     _first_expiry: float = float("inf")
+    stores: bool = True  # False for a broadcast queue: it keeps nothing
+
+    def __post_init__(self) -> None:
+        self.stores = self.mode is not RoutingMode.BROADCAST
 
     @classmethod
     def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
@@ -284,10 +293,32 @@ class SimQueue:
         dedup_window: float = 300.0,
         dedup_max: int = 100_000,
     ) -> None:
-        """Keep ``message`` for delivery (``deliver()`` hands it out, once per batch); a GUID
-        seen within ``dedup_window`` seconds before ``now`` is acknowledged but not stored. The
-        window remembers at most ``dedup_max`` GUIDs (the oldest are forgotten first). A
-        broadcast queue keeps it only until the next ``deliver()``."""
+        """``admit()`` without a quota."""
+        self.admit(message, now, dedup_window, dedup_max, _NO_LIMIT, _NO_LIMIT)
+
+    def admit(
+        self,
+        message: StoredMessage,
+        now: float,
+        dedup_window: float,
+        dedup_max: int,
+        max_messages: float,
+        max_bytes: float,
+    ) -> int:
+        """The ACK status of ``message``: the quota limit it would break (nothing is stored),
+        or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per batch).
+
+        The quota counts messages stored and not confirmed, once per appId. A GUID seen within
+        ``dedup_window`` seconds before ``now`` is acknowledged but not stored; the window
+        remembers at most ``dedup_max`` GUIDs (the oldest are forgotten first). A broadcast
+        queue has no quota and keeps a message only until the next ``deliver()``."""
+        streams = self.streams
+        if self.stores:
+            copies = len(streams)
+            if self.held_messages + copies > max_messages:
+                return LIMIT_MESSAGES
+            if self.held_bytes + message.size * copies > max_bytes:
+                return LIMIT_BYTES
         seen = self._seen
         guid = message.guid
         if self._first_expiry <= now:
@@ -295,21 +326,21 @@ class SimQueue:
         expiry = seen.get(guid)
         if expiry is not None and expiry > now:
             self.duplicates += 1
-            return
+            return SUCCESS
         if len(seen) >= dedup_max:
             del seen[next(iter(seen))]
         if not seen:
             self._first_expiry = now + dedup_window
         seen[guid] = now + dedup_window
         self.posted += 1
-        streams = self.streams
-        if self.mode is RoutingMode.BROADCAST:
+        if self.stores:
+            self.held_messages += copies
+            self.held_bytes += message.size * copies
+            for stream in streams.values():
+                stream.pending.append(message)
+        else:
             streams[DEFAULT_APP_ID].pending.append(message)
-            return
-        self.held_messages += len(streams)
-        self.held_bytes += message.size * len(streams)
-        for stream in streams.values():
-            stream.pending.append(message)
+        return SUCCESS
 
     def _forget_expired(self, now: float) -> None:
         """Forget GUIDs whose window is over (oldest first), so memory stays bounded."""
@@ -336,23 +367,13 @@ class SimQueue:
 
     def deliver(self) -> list[Run]:
         """What can be delivered now, as runs of (consumer, messages)."""
-        if self.mode is RoutingMode.BROADCAST:
+        if not self.stores:
             return self.streams[DEFAULT_APP_ID].broadcast()
         out: list[Run] = []
         for stream in self.streams.values():
             if stream.pending:
                 out += stream.deliver()
         return out
-
-    def over_quota(self, size: int, max_messages: int, max_bytes: int) -> int:
-        """The ACK status for one more message of ``size`` bytes: SUCCESS or the limit hit."""
-        if self.mode is RoutingMode.BROADCAST:
-            return AckStatus.SUCCESS  # nothing is stored
-        if self.held_messages + len(self.streams) > max_messages:
-            return AckStatus.LIMIT_MESSAGES
-        if self.held_bytes + size * len(self.streams) > max_bytes:
-            return AckStatus.LIMIT_BYTES
-        return AckStatus.SUCCESS
 
     def release(self, count: int, size: int) -> None:
         """One app confirmed ``count`` messages of ``size`` bytes in all: they no longer count

@@ -32,7 +32,7 @@ from pybmq.sim.dataplane import (
 )
 from pybmq.sim.guard import contained
 from pybmq.sim.limits import event_limit, keep_record, overdue, worth_logging
-from pybmq.sim.queues import Consumer, Run, SimQueue, StoredMessage
+from pybmq.sim.queues import SUCCESS, Consumer, Run, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
     RoutingMode,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pybmq.sim.broker import Broker
 
 log = logging.getLogger("pybmq.sim")
+UNKNOWN = int(AckStatus.UNKNOWN)
 
 
 class SessionState(enum.Enum):
@@ -404,7 +405,7 @@ class ClientSession(QueueRequests):
         limit_messages = config.queue_limit_messages
         limit_bytes = config.queue_limit_bytes
         old_properties_only = not config.extended_properties
-        success = AckStatus.SUCCESS
+        success = SUCCESS
         puts = read_put_event(event)
         stats.puts += len(puts)
         stored: list[SimQueue] = []  # queues that got messages, to deliver from at the end
@@ -413,7 +414,7 @@ class ClientSession(QueueRequests):
         queue: SimQueue | None = None
         acked = 0
         for put in puts:
-            queue_id = put.queue_id
+            queue_id, guid, flags, compression, _crc, schema_id, area, payload, _o, _h, _i, _g = put
             if queue_id != last_queue_id:
                 last_queue_id = queue_id
                 handle = handles.get((queue_id, 0))  # writers always use the default subId
@@ -425,42 +426,36 @@ class ClientSession(QueueRequests):
                     refusal, queue = None, handle.queue
                     if queue not in stored:
                         stored.append(queue)
-            if put.compression:
+            if compression:
                 stats.compressed_puts += 1
             if refusal is not None:
                 problem: str | None = refusal
-            elif old_properties_only and put.schema_id:
+            elif old_properties_only and schema_id:
                 problem = "extended message properties (schema id), which this broker does not take"
             else:
                 problem = put_problem(put)
-            status: int = success
+            status = success
             if problem is None:
                 assert queue is not None
-                area, payload = put.properties_area, put.payload
-                status = queue.over_quota(len(area) + len(payload), limit_messages, limit_bytes)
-                if status == success:
-                    message = StoredMessage(
-                        put.guid,
-                        area,
-                        payload,
-                        bool(put.flags & MESSAGE_PROPERTIES),
-                        put.compression,
-                        put.schema_id,
-                    )
-                    queue.store(message, now, dedup_window, dedup_max)
-                else:
+                message = StoredMessage(
+                    guid, area, payload, flags & MESSAGE_PROPERTIES != 0, compression, schema_id
+                )
+                status = queue.admit(
+                    message, now, dedup_window, dedup_max, limit_messages, limit_bytes
+                )
+                if status != success:
                     problem = f"queue over its quota ({AckStatus(status).name})"
             if problem is not None:
-                status = status or AckStatus.UNKNOWN
-                self._nack(put.guid, queue_id, problem)
+                status = status or UNKNOWN
+                self._nack(guid, queue_id, problem)
             if hooks is not None:
-                status = hooks.ack_status(self, queue.uri if queue else "", put.guid, status)
+                status = hooks.ack_status(self, queue.uri if queue else "", guid, status)
             if status != success:
                 stats.nacks += 1
-                acks.append((status, 0, put.guid, queue_id))
-            elif put.flags & ACK_REQUESTED:
+                acks.append((status, 0, guid, queue_id))
+            elif flags & ACK_REQUESTED:
                 acked += 1
-                acks.append((status, 0, put.guid, queue_id))
+                acks.append((status, 0, guid, queue_id))
         stats.acks += acked
         dispatch = broker._dispatch
         for queue in stored:
