@@ -25,7 +25,7 @@ from bench.common import Result, peer_run, sim_process
 
 PAYLOAD = make_payload(100)
 OFFICIAL = Path(__file__).resolve().parent.parent / "tests" / "interop" / "official_peer.py"
-ROUNDS = 3
+ROUNDS = 5
 
 
 async def _rates(
