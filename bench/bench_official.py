@@ -1,48 +1,29 @@
-"""The official SDK's side of the end-to-end benchmark (pybmq's side is bench_e2e.py).
+"""The official SDK's ACK latency with one post in flight, through ``pybmq sim`` (its own process).
 
-The official ``blazingmq`` SDK (C++ core) posts 100-byte messages as fast as it accepts them, each
-with an ``on_ack`` callback, through ``pybmq sim``; then a consumer receives and confirms them.
-Reported: post→ACK rate (first post to last ACK), consume→confirm rate (first to last message),
-and the ACK latency with one post in flight (as bench_e2e measures pybmq) and under the flood.
-
-The simulator runs as its own process (``pybmq sim``), each official-SDK program in another, so
-the broker does not share a process with the client being measured.
+The official ``blazingmq`` SDK (C++ core) runs tests/interop/official_peer.py in another process.
+Its post→ACK and consume→confirm rates are measured in bench_e2e, in rounds alternating with
+pybmq's through the same simulator, which is where the pybmq ÷ official SDK ratios come from.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
-from bench.common import Result, run_peer_benchmark
+from bench.bench_e2e import OFFICIAL
+from bench.common import Result, peer_run, sim_process
 
-PEER = Path(__file__).resolve().parent.parent / "tests" / "interop" / "official_peer.py"
-QUEUE = "bmq://bmq.test.mem.priority/bench-official"
+QUEUE = "bmq://bmq.test.mem.priority/bench-official-latency"
 
 
 def run(quick: bool) -> list[Result]:
     if importlib.util.find_spec("blazingmq") is None:
         print("bench_official: the official SDK (pip install blazingmq) is not installed; skipped")
         return []
-    runs = run_peer_benchmark(PEER, QUEUE, quick)
-    posted, consumed, latency = runs["post"], runs["consume"], runs["latency"]
-    count = 2_000 if quick else 50_000
-    note = f"{count} x 100 B, official SDK 1.2.2 via pybmq sim (own process)"
+    samples = 50 if quick else 2_000
+    with sim_process() as url:
+        job = {"broker": url, "queue": QUEUE, "size": 100, "timeout": 300, "count": samples}
+        latency = peer_run(OFFICIAL, "bench-latency", job, timeout=600)
     return [
-        Result("e2e official post→ACK", posted["rate"], "msgs/s", note),
-        Result("e2e official consume→confirm", consumed["rate"], "msgs/s", note),
         Result("e2e official ACK latency p50", latency["p50"] * 1e6, "µs", "one post in flight"),
         Result("e2e official ACK latency p99", latency["p99"] * 1e6, "µs", "one post in flight"),
-        Result(
-            "e2e official ACK latency p50 (flood)",
-            posted["p50"] * 1e6,
-            "µs",
-            f"{count} posted at once",
-        ),
-        Result(
-            "e2e official ACK latency p99 (flood)",
-            posted["p99"] * 1e6,
-            "µs",
-            f"{count} posted at once",
-        ),
     ]

@@ -97,19 +97,3 @@ def peer_run(peer: Path, mode: str, job: dict[str, Any], timeout: float = 600) -
         )
     report: dict[str, Any] = bench[0]
     return report
-
-
-def run_peer_benchmark(peer: Path, queue: str, quick: bool) -> dict[str, dict[str, Any]]:
-    """Post, consume and latency runs of a peer program (official_peer.py speaks the official
-    SDK's API; compat_peer.py runs the same program on pybmq.compat) through ``pybmq sim``."""
-    count = 2_000 if quick else 50_000
-    samples = 50 if quick else 2_000
-    with sim_process() as url:
-        job = {"broker": url, "queue": queue, "size": 100, "timeout": 300}
-        return {
-            "post": peer_run(peer, "bench-post", {**job, "count": count}, timeout=600),
-            "consume": peer_run(peer, "bench-consume", {**job, "count": count}, timeout=600),
-            "latency": peer_run(
-                peer, "bench-latency", {**job, "queue": queue + "-latency", "count": samples}, 600
-            ),
-        }

@@ -156,6 +156,7 @@ def _timed(callback: Callable[[Ack, float], None], sent: float) -> Callable[[Ack
 
 # post_messages hands the engine this many posts at a time (then lets the socket drain).
 POST_CHUNK = 512
+CONSUME_CHUNK = 1024  # messages taken and confirmed per call, at most
 
 
 async def post_messages(
@@ -254,13 +255,16 @@ async def consume_messages(
     pending_progress = 0
     clock = time.perf_counter
     while count is None or stats.count < count:
-        message = queue.get_nowait()
-        if message is None:
+        # Everything already here at once (the fast path: one confirm call per batch).
+        batch = queue.get_many_nowait(
+            CONSUME_CHUNK if count is None else min(CONSUME_CHUNK, count - stats.count)
+        )
+        if not batch:
             try:
                 if idle_timeout is None:
-                    message = await queue.get()
+                    batch = [await queue.get()]
                 else:
-                    message = await asyncio.wait_for(queue.get(), idle_timeout)
+                    batch = [await asyncio.wait_for(queue.get(), idle_timeout)]
             except (asyncio.TimeoutError, TimeoutError):
                 break
             except SessionStoppedError:
@@ -271,15 +275,15 @@ async def consume_messages(
         if start is None:
             start = now
         if on_message is not None:
-            on_message(message)
+            for message in batch:
+                on_message(message)
         if confirm:
-            stats.confirmed += message.confirmable
-            message.confirm_nowait()
-            if stats.count % 1024 == 1023:
-                await queue.session.drain()
-        stats.count += 1
+            stats.confirmed += sum(message.confirmable for message in batch)
+            queue.confirm_many_nowait(batch)
+            await queue.session.drain()
+        stats.count += len(batch)
         stats.seconds = now - start
-        pending_progress += 1
+        pending_progress += len(batch)
         if progress is not None and pending_progress >= 1000:
             progress(pending_progress)
             pending_progress = 0

@@ -180,8 +180,7 @@ class Queue:
         inner = self._inner
 
         async def confirm() -> None:
-            for message in batch:
-                message.confirm_nowait()
+            inner.confirm_many_nowait(batch)
             await inner.session.drain()
 
         self._session._call(confirm())

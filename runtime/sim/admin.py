@@ -160,13 +160,13 @@ def _purge(queue: SimQueue, app_id: str) -> Iterator[mqbcmd.PurgedQueueDetails]:
             continue
         purged = list(stream.pending)
         stream.pending.clear()
-        for message in purged:
-            queue.release(message)
+        size = sum(m.size for m in purged)
+        queue.release(len(purged), size)
         yield mqbcmd.PurgedQueueDetails(
             queue_uri=queue.uri,
             app_id=name,
             num_messages_purged=len(purged),
-            num_bytes_purged=sum(m.size for m in purged),
+            num_bytes_purged=size,
         )
 
 

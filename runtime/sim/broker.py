@@ -25,7 +25,7 @@ from pybmq.sim.config import (
     BrokerStats,
 )
 from pybmq.sim.guard import contained
-from pybmq.sim.queues import Consumer, QueueStore, SimQueue, StoredMessage
+from pybmq.sim.queues import QueueStore, Run, SimQueue
 from pybmq.sim.session import ClientSession
 
 
@@ -72,11 +72,12 @@ class Broker:
     def _mark(self, session: ClientSession) -> None:
         self._dirty[session] = None
 
-    def _dispatch(self, deliveries: Iterable[tuple[Consumer, StoredMessage]]) -> None:
-        for consumer, message in deliveries:
+    def _dispatch(self, runs: Iterable[Run]) -> None:
+        """Hand each run of delivered messages to its consumer's session, to be pushed."""
+        for consumer, messages in runs:
             owner = consumer.owner
             assert isinstance(owner, ClientSession)
-            owner._push(consumer, message)
+            owner._push(consumer, messages)
 
     def _forget(self, session: ClientSession) -> None:
         if session in self.sessions:

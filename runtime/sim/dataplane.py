@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from pybmq.errors import ProtocolError
 from pybmq.generated.wire_codec import (
@@ -20,11 +20,10 @@ from pybmq.generated.wire_codec import (
     PUSH_HEADER,
     PUSH_HEADER_SIZE,
     CompressionAlgorithmType,
-    ConfirmMessage,
     EventType,
     PutHeaderFlags,
 )
-from pybmq.wire.batches import AckEventBuilder, iter_confirm
+from pybmq.wire.batches import AckEventBuilder, iter_confirm_entries
 from pybmq.wire.checksum import application_data_crc32c
 from pybmq.wire.compression import decompress
 from pybmq.wire.framing import Event, event_header_bytes
@@ -100,15 +99,20 @@ def read_put_event(event: Event) -> list[PutMessage]:
     return puts
 
 
-def read_confirm_event(event: Event) -> Iterator[ConfirmMessage]:
-    """The (queue_id, guid, sub_queue_id) entries of a CONFIRM event."""
-    return iter_confirm(event)
+def read_confirm_event(event: Event) -> Iterator[tuple[int, bytes, int]]:
+    """The (queue_id, guid, sub_queue_id) entries of a CONFIRM event, as plain tuples."""
+    return iter_confirm_entries(event)
 
 
-def ack_events(acks: Sequence[tuple[int, bytes, int]]) -> list[bytes]:
-    """ACK events for (status, guid, queue_id) triples (correlation ids are always 0)."""
+# An ACK to send: (status, correlation id, guid, queue id), as AckEventBuilder.add_many takes it.
+AckEntry = tuple[int, int, bytes, int]
+
+
+def ack_events(acks: Sequence[AckEntry]) -> list[bytes]:
+    """ACK events for (status, correlation id, guid, queue id) entries (the broker's
+    correlation ids are always 0)."""
     builder = AckEventBuilder()
-    builder.add_many((status, 0, guid, queue_id) for status, guid, queue_id in acks)
+    builder.add_many(acks)
     return builder.finish()
 
 
@@ -143,15 +147,56 @@ def _option(sub_queue_id: int) -> bytes:
     return option
 
 
-def push_events(items: Sequence[PushItem]) -> list[bytes]:
-    """PUSH events holding ``items`` in order, cut at about MAX_PUSH_EVENT_SIZE bytes.
+class _Stored(Protocol):
+    """What the PUSH packer reads of a message (a stored message or a ``PushItem``)."""
 
-    Each message carries a SUB_QUEUE_IDS_OLD option with its consumer's id: what a broker sends
-    to a first-hop SDK client. The common case is packed here with the generated PushHeader
-    struct; converting properties for an old consumer goes through ``PushEventBuilder``.
-    """
+    @property
+    def guid(self) -> bytes: ...
+    @property
+    def properties_area(self) -> bytes: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def has_properties(self) -> bool: ...
+    @property
+    def compression(self) -> int: ...
+    @property
+    def schema_id(self) -> int: ...
+
+
+# (queue id, subQueueId, messages): one consumer's messages, in order.
+PushRun = tuple[int, int, Sequence[_Stored]]
+
+
+def push_events(items: Sequence[PushItem]) -> list[bytes]:
+    """PUSH events holding ``items`` in order, cut at about MAX_PUSH_EVENT_SIZE bytes."""
     if any(i.old_properties and i.has_properties and i.schema_id for i in items):
         return _push_events_converting(items)
+    return pack_push_runs([(i.queue_id, i.sub_queue_id, (i,)) for i in items])
+
+
+def push_run_events(runs: Sequence[PushRun], old_properties: bool) -> list[bytes]:
+    """PUSH events for runs of one consumer's messages (``old_properties``: the consumer did
+    not advertise MESSAGE_PROPERTIES_EX, so extended properties are converted)."""
+    if old_properties and any(m.has_properties and m.schema_id for *_, ms in runs for m in ms):
+        return _push_events_converting(
+            [
+                PushItem(q, s, m.guid, m.properties_area, m.payload, m.has_properties,
+                         m.compression, m.schema_id, True)
+                for q, s, ms in runs
+                for m in ms
+            ]
+        )  # fmt: skip
+    return pack_push_runs(runs)
+
+
+def pack_push_runs(runs: Sequence[PushRun]) -> list[bytes]:
+    """PUSH events holding every run's messages in order, cut at about MAX_PUSH_EVENT_SIZE bytes.
+
+    Each message carries a SUB_QUEUE_IDS_OLD option with its consumer's id: what a broker sends
+    to a first-hop SDK client. Packed here with the generated PushHeader struct; the option and
+    the header's fixed words are computed once per run, not per message.
+    """
     events: list[bytes] = []
     parts: list[bytes] = [b""]  # [0]: the EventHeader, written when the event is cut
     size = EVENT_HEADER_SIZE
@@ -160,36 +205,30 @@ def push_events(items: Sequence[PushItem]) -> list[bytes]:
     max_size = MAX_PUSH_EVENT_SIZE
     hwords = PUSH_HEADER_SIZE >> 2
     props_flag = MESSAGE_PROPERTIES << 28
-    # subQueueId → (option, its length, the PushHeader's second word without compression)
-    options: dict[int, tuple[bytes, int, int]] = {}
-    for queue_id, sub_queue_id, guid, area, payload, has_props, compression, schema, _ in items:
-        option_entry = options.get(sub_queue_id)
-        if option_entry is None:
-            option = _option(sub_queue_id)
-            option_entry = options[sub_queue_id] = (
-                option,
-                PUSH_HEADER_SIZE + len(option),
-                ((len(option) >> 2) << 8) | hwords,
+    for queue_id, sub_queue_id, messages in runs:
+        option = _option(sub_queue_id)
+        fixed = PUSH_HEADER_SIZE + len(option)
+        w1 = ((len(option) >> 2) << 8) | hwords
+        for m in messages:
+            area, payload = m.properties_area, m.payload
+            app_len = len(area) + len(payload)
+            pad = pads[app_len & 3]
+            length = fixed + app_len + len(pad)
+            if size + length > max_size and len(parts) > 1:
+                # One join with the header in front: a big message is copied once, not twice.
+                parts[0] = event_header_bytes(EventType.PUSH, size)
+                events.append(b"".join(parts))
+                parts, size = [b""], EVENT_HEADER_SIZE
+            header = pack(
+                (props_flag if m.has_properties else 0) | (length >> 2),
+                w1 | (m.compression << 5),
+                queue_id,
+                m.guid,
+                m.schema_id,
+                0,
             )
-        option, fixed, w1 = option_entry
-        app_len = len(area) + len(payload)
-        pad = pads[app_len & 3]
-        length = fixed + app_len + len(pad)
-        if size + length > max_size and len(parts) > 1:
-            # One join with the header in front: a big message is copied once, not twice.
-            parts[0] = event_header_bytes(EventType.PUSH, size)
-            events.append(b"".join(parts))
-            parts, size = [b""], EVENT_HEADER_SIZE
-        header = pack(
-            (props_flag if has_props else 0) | (length >> 2),
-            w1 | (compression << 5),
-            queue_id,
-            guid,
-            schema,
-            0,
-        )
-        parts += (header, option, area, payload, pad)
-        size += length
+            parts += (header, option, area, payload, pad)
+            size += length
     if len(parts) > 1:
         parts[0] = event_header_bytes(EventType.PUSH, size)
         events.append(b"".join(parts))

@@ -27,21 +27,40 @@ from pybmq.wire.compression import decompress
 from pybmq.wire.properties import decode_properties, properties_area_size
 
 
-@dataclass(eq=False, slots=True)
 class StoredMessage:
-    """A message as the producer sent it: application data stays opaque (maybe compressed)."""
+    """A message as the producer sent it: application data stays opaque (maybe compressed).
 
-    guid: bytes
-    properties_area: bytes  # wire form, as in the PUT
-    payload: bytes  # wire form (still compressed when compression != 0)
-    has_properties: bool
-    compression: int
-    schema_id: int
-    _values: dict[str, object] | None = None
+    One record per stored message (slots, no dict): it is shared by every appId's stream and
+    every consumer that holds it, and its size is computed once."""
 
-    @property
-    def size(self) -> int:
-        return len(self.properties_area) + len(self.payload)
+    __slots__ = (
+        "_values",
+        "compression",
+        "guid",
+        "has_properties",
+        "payload",
+        "properties_area",
+        "schema_id",
+        "size",
+    )
+
+    def __init__(
+        self,
+        guid: bytes,
+        properties_area: bytes,  # wire form, as in the PUT
+        payload: bytes,  # wire form (still compressed when compression != 0)
+        has_properties: bool,
+        compression: int,
+        schema_id: int,
+    ) -> None:
+        self.guid = guid
+        self.properties_area = properties_area
+        self.payload = payload
+        self.has_properties = has_properties
+        self.compression = compression
+        self.schema_id = schema_id
+        self.size = len(properties_area) + len(payload)
+        self._values: dict[str, object] | None = None
 
     def property_values(self) -> dict[str, object]:
         """Name -> value, decoded once (for subscription expressions); {} if undecodable."""
@@ -105,6 +124,15 @@ class Consumer:
         return message
 
 
+SUCCESS = int(AckStatus.SUCCESS)
+LIMIT_MESSAGES = int(AckStatus.LIMIT_MESSAGES)
+LIMIT_BYTES = int(AckStatus.LIMIT_BYTES)
+_NO_LIMIT = float("inf")
+
+# What delivery hands out: a consumer and the messages it takes, in order.
+Run = tuple["Consumer", list[StoredMessage]]
+
+
 @dataclass(eq=False)
 class AppStream:
     """The messages of one appId of a queue (the only one for priority and broadcast queues)."""
@@ -132,40 +160,55 @@ class AppStream:
             top = self._top = [c for c in active if c.priority == best]
         return top
 
-    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
-        """Hand pending messages to consumers with room, round-robin among the best."""
+    def deliver(self) -> list[Run]:
+        """Hand pending messages to consumers with room, round-robin among the best: runs of
+        (consumer, messages), in delivery order."""
+        if not self.pending:
+            return []
         if any(c.matches is not None for c in self.consumers):
             return self._deliver_filtered()
-        out: list[tuple[Consumer, StoredMessage]] = []
         top = self.top_consumers()
         if not top:
-            return out
-        if len(top) == 1:  # the common case: one consumer
+            return []
+        pending = self.pending
+        if len(top) == 1:  # the common case: one consumer takes what fits, in one run
             only = top[0]
-            pending = self.pending
-            while pending and only.has_room():
-                message = pending.popleft()
-                only.take(message, track=True)
-                out.append((only, message))
-            return out
-        while self.pending:
+            if only.blocked:
+                return []
+            unconfirmed = only.unconfirmed
+            held = only.unconfirmed_bytes
+            room = only.max_messages - len(unconfirmed)
+            max_bytes = only.max_bytes
+            taken: list[StoredMessage] = []
+            popleft = pending.popleft
+            append = taken.append
+            while pending and room > 0 and held < max_bytes:
+                message = popleft()
+                unconfirmed[message.guid] = message
+                held += message.size
+                append(message)
+                room -= 1
+            only.unconfirmed_bytes = held
+            return [(only, taken)] if taken else []
+        out: list[Run] = []
+        while pending:
             for step in range(len(top)):
                 candidate = top[(self._next + step) % len(top)]
                 if candidate.has_room():
                     self._next = (self._next + step + 1) % len(top)
-                    message = self.pending.popleft()
+                    message = pending.popleft()
                     candidate.take(message, track=True)
-                    out.append((candidate, message))
+                    out.append((candidate, [message]))
                     break
             else:
                 break  # every top consumer is full
         return out
 
-    def _deliver_filtered(self) -> list[tuple[Consumer, StoredMessage]]:
+    def _deliver_filtered(self) -> list[Run]:
         """With subscription expressions: each message goes to the highest-priority subscriptions
         whose expression it matches (round-robin); a message nobody matches, or whose best
         subscriptions are all full, waits in place while later messages may pass it."""
-        out: list[tuple[Consumer, StoredMessage]] = []
+        out: list[Run] = []
         active = [c for c in self.consumers if c.active]
         waiting: deque[StoredMessage] = deque()
         for message in self.pending:
@@ -184,18 +227,23 @@ class AppStream:
                 waiting.append(message)
             else:
                 chosen.take(message, track=True)
-                out.append((chosen, message))
+                out.append((chosen, [message]))
         self.pending = waiting
         return out
 
-    def broadcast(self, message: StoredMessage) -> list[tuple[Consumer, StoredMessage]]:
-        out = []
-        matching = [c for c in self.consumers if c.active and c.wants(message)]
-        best = max((c.priority for c in matching), default=0)
-        for consumer in (c for c in matching if c.priority == best):
-            if consumer.has_room():
-                consumer.take(message, track=False)
-                out.append((consumer, message))
+    def broadcast(self) -> list[Run]:
+        """A broadcast stream: each pending message goes to the highest-priority consumers that
+        have room now, or nowhere (at most once); nothing stays pending."""
+        out: list[Run] = []
+        pending = self.pending
+        while pending:
+            message = pending.popleft()
+            matching = [c for c in self.consumers if c.active and c.wants(message)]
+            best = max((c.priority for c in matching), default=0)
+            for consumer in (c for c in matching if c.priority == best):
+                if consumer.has_room():
+                    consumer.take(message, track=False)
+                    out.append((consumer, [message]))
         return out
 
     def detach(self, consumer: Consumer) -> None:
@@ -224,12 +272,87 @@ class SimQueue:
     # broker's deduplicationTimeMs: a retransmitted GUID inside the window is ACKed, not stored.
     # An OrderedDict: forgetting the oldest is O(1) (a dict scans the holes its deletions leave).
     _seen: dict[bytes, float] = field(default_factory=OrderedDict)
+    # No GUID in ``_seen`` leaves its window before this (a lower bound: the window is scanned
+    # for expired GUIDs only once the clock reaches it, not on every message).
+    _first_expiry: float = float("inf")
+    stores: bool = True  # False for a broadcast queue: it keeps nothing
+
+    def __post_init__(self) -> None:
+        self.stores = self.mode is not RoutingMode.BROADCAST
 
     @classmethod
     def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
         app_ids = FANOUT_APP_IDS if mode is RoutingMode.FANOUT else (DEFAULT_APP_ID,)
         stores = mode is not RoutingMode.BROADCAST
         return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
+
+    def store(
+        self,
+        message: StoredMessage,
+        now: float = 0.0,
+        dedup_window: float = 300.0,
+        dedup_max: int = 100_000,
+    ) -> None:
+        """``admit()`` without a quota."""
+        self.admit(message, now, dedup_window, dedup_max, _NO_LIMIT, _NO_LIMIT)
+
+    def admit(
+        self,
+        message: StoredMessage,
+        now: float,
+        dedup_window: float,
+        dedup_max: int,
+        max_messages: float,
+        max_bytes: float,
+    ) -> int:
+        """The ACK status of ``message``: the quota limit it would break (nothing is stored),
+        or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per batch).
+
+        The quota counts messages stored and not confirmed, once per appId. A GUID seen within
+        ``dedup_window`` seconds before ``now`` is acknowledged but not stored; the window
+        remembers at most ``dedup_max`` GUIDs (the oldest are forgotten first). A broadcast
+        queue has no quota and keeps a message only until the next ``deliver()``."""
+        streams = self.streams
+        if self.stores:
+            copies = len(streams)
+            if self.held_messages + copies > max_messages:
+                return LIMIT_MESSAGES
+            if self.held_bytes + message.size * copies > max_bytes:
+                return LIMIT_BYTES
+        seen = self._seen
+        guid = message.guid
+        if self._first_expiry <= now:
+            self._forget_expired(now)
+        expiry = seen.get(guid)
+        if expiry is not None and expiry > now:
+            self.duplicates += 1
+            return SUCCESS
+        if len(seen) >= dedup_max:
+            del seen[next(iter(seen))]
+        if not seen:
+            self._first_expiry = now + dedup_window
+        seen[guid] = now + dedup_window
+        self.posted += 1
+        if self.stores:
+            self.held_messages += copies
+            self.held_bytes += message.size * copies
+            for stream in streams.values():
+                stream.pending.append(message)
+        else:
+            streams[DEFAULT_APP_ID].pending.append(message)
+        return SUCCESS
+
+    def _forget_expired(self, now: float) -> None:
+        """Forget GUIDs whose window is over (oldest first), so memory stays bounded."""
+        seen = self._seen
+        while seen:
+            oldest = next(iter(seen))
+            expiry = seen[oldest]
+            if expiry > now:
+                self._first_expiry = expiry
+                return
+            del seen[oldest]
+        self._first_expiry = float("inf")
 
     def post(
         self,
@@ -238,53 +361,25 @@ class SimQueue:
         dedup_window: float = 300.0,
         dedup_max: int = 100_000,
     ) -> list[tuple[Consumer, StoredMessage]]:
-        """Store (or broadcast) ``message``; a GUID seen within ``dedup_window`` seconds before
-        ``now`` is acknowledged but not stored. The window remembers at most ``dedup_max``
-        GUIDs (the oldest are forgotten first)."""
-        seen = self._seen
-        if message.guid in seen and seen[message.guid] > now:
-            self.duplicates += 1
-            return []
-        while seen:  # forget GUIDs whose window is over (oldest first), so memory stays bounded
-            oldest = next(iter(seen))
-            if seen[oldest] > now:
-                break
-            del seen[oldest]
-        if len(seen) >= dedup_max:
-            del seen[next(iter(seen))]
-        seen[message.guid] = now + dedup_window
-        self.posted += 1
-        if self.mode is RoutingMode.BROADCAST:
-            return self.streams[DEFAULT_APP_ID].broadcast(message)
-        out: list[tuple[Consumer, StoredMessage]] = []
-        self.held_messages += len(self.streams)
-        self.held_bytes += message.size * len(self.streams)
+        """``store()`` then ``deliver()``, as (consumer, message) pairs."""
+        self.store(message, now, dedup_window, dedup_max)
+        return [(consumer, m) for consumer, messages in self.deliver() for m in messages]
+
+    def deliver(self) -> list[Run]:
+        """What can be delivered now, as runs of (consumer, messages)."""
+        if not self.stores:
+            return self.streams[DEFAULT_APP_ID].broadcast()
+        out: list[Run] = []
         for stream in self.streams.values():
-            stream.pending.append(message)
-            out.extend(stream.deliver())
+            if stream.pending:
+                out += stream.deliver()
         return out
 
-    def deliver(self) -> list[tuple[Consumer, StoredMessage]]:
-        out: list[tuple[Consumer, StoredMessage]] = []
-        if self.mode is not RoutingMode.BROADCAST:
-            for stream in self.streams.values():
-                out.extend(stream.deliver())
-        return out
-
-    def over_quota(self, size: int, max_messages: int, max_bytes: int) -> int:
-        """The ACK status for one more message of ``size`` bytes: SUCCESS or the limit hit."""
-        if self.mode is RoutingMode.BROADCAST:
-            return AckStatus.SUCCESS  # nothing is stored
-        if self.held_messages + len(self.streams) > max_messages:
-            return AckStatus.LIMIT_MESSAGES
-        if self.held_bytes + size * len(self.streams) > max_bytes:
-            return AckStatus.LIMIT_BYTES
-        return AckStatus.SUCCESS
-
-    def release(self, message: StoredMessage) -> None:
-        """One app confirmed ``message``: it no longer counts against the quota there."""
-        self.held_messages -= 1
-        self.held_bytes -= message.size
+    def release(self, count: int, size: int) -> None:
+        """One app confirmed ``count`` messages of ``size`` bytes in all: they no longer count
+        against the quota there."""
+        self.held_messages -= count
+        self.held_bytes -= size
 
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)

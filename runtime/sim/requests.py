@@ -20,11 +20,9 @@ from pybmq.sim.config import (
     KNOWN_QUEUE_FLAGS,
     RESERVED_QUEUE_ID,
 )
-from pybmq.sim.dataplane import (
-    PushItem,
-)
+from pybmq.sim.dataplane import AckEntry
 from pybmq.sim.expressions import ExpressionError, compile_expression
-from pybmq.sim.queues import Consumer, SimQueue
+from pybmq.sim.queues import Consumer, Run, SimQueue
 from pybmq.sim.routing import (
     FANOUT_APP_IDS,
     ROUTING_FLAGS,
@@ -73,8 +71,8 @@ class QueueRequests:
     paused: bool
     _now: float
     _touched: set[SimQueue]
-    _acks: list[tuple[int, bytes, int]]
-    _pushes: list[PushItem]
+    _acks: list[AckEntry]
+    _pushes: list[Run]
 
     def _open_queue(self, request: ctrl.OpenQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -302,11 +300,7 @@ class QueueRequests:
             self.broker.stats.redelivered += len(consumer.unconfirmed)
         handle.queue.streams[handle.app_id].detach(consumer)
         # PUSHes not yet written for this consumer: their messages were just returned.
-        self._pushes = [
-            p
-            for p in self._pushes
-            if not (p.queue_id == consumer.queue_id and p.sub_queue_id == consumer.sub_queue_id)
-        ]
+        self._pushes = [run for run in self._pushes if run[0] is not consumer]
 
 
 REQUESTS: dict[str, Callable[[QueueRequests, Any], ctrl.ControlMessage]] = {

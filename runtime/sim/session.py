@@ -23,16 +23,16 @@ from pybmq.sim.config import (
 from pybmq.sim.dataplane import (
     ACK_REQUESTED,
     MESSAGE_PROPERTIES,
-    PushItem,
+    AckEntry,
     ack_events,
-    push_events,
+    push_run_events,
     put_problem,
     read_confirm_event,
     read_put_event,
 )
 from pybmq.sim.guard import contained
 from pybmq.sim.limits import event_limit, keep_record, overdue, worth_logging
-from pybmq.sim.queues import Consumer, SimQueue, StoredMessage
+from pybmq.sim.queues import SUCCESS, Consumer, Run, SimQueue, StoredMessage
 from pybmq.sim.requests import REQUESTS, QueueHandle, QueueRequests, RequestRefused
 from pybmq.sim.routing import (
     RoutingMode,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pybmq.sim.broker import Broker
 
 log = logging.getLogger("pybmq.sim")
+UNKNOWN = int(AckStatus.UNKNOWN)
 
 
 class SessionState(enum.Enum):
@@ -81,12 +82,12 @@ class ClientSession(QueueRequests):
         self.nack_count = 0  # PUTs refused (each logged only as worth_logging allows)
         self.partial_since: float | None = None  # when the pending partial event started
         self._out: list[bytes] = []
-        self._acks: list[tuple[int, bytes, int]] = []
-        self._pushes: list[PushItem] = []
+        self._acks: list[AckEntry] = []
+        self._pushes: list[Run] = []  # what to push, per consumer, in order
         self._last_received = now
         self._last_heartbeat_sent = now
         self._now = now
-        self._delayed_acks: list[tuple[float, list[tuple[int, bytes, int]]]] = []
+        self._delayed_acks: list[tuple[float, list[AckEntry]]] = []
         self._disconnecting = False
         self._touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
         # Backpressure: the shell's write buffer to this client is over its high-water mark, so
@@ -389,122 +390,151 @@ class ClientSession(QueueRequests):
     # -- data plane --------------------------------------------------------------------------
 
     def _put(self, event: Event) -> None:
-        """Store each message and queue its ACK; NACK what a broker refuses. The hot path."""
+        """Store each message and queue its ACK; NACK what a broker refuses. The hot path: the
+        handle is looked up once per run of messages to one queue id, and stored messages are
+        delivered once per event (after all of them are stored), not once per message."""
         broker = self.broker
         stats = broker.stats
         hooks = broker.hooks if type(broker.hooks) is not BrokerHooks else None
         acks = self._acks
         handles = self.handles
-        dispatch = broker._dispatch
-        dedup_window = broker.config.deduplication_time_ms / 1000.0
-        dedup_max = broker.config.deduplication_max_guids
-        limit_messages = broker.config.queue_limit_messages
-        limit_bytes = broker.config.queue_limit_bytes
-        old_properties_only = not broker.config.extended_properties
-        for put in read_put_event(event):
-            stats.puts += 1
-            flags = put.flags
-            if put.compression:
+        config = broker.config
+        now = self._now
+        dedup_window = config.deduplication_time_ms / 1000.0
+        dedup_max = config.deduplication_max_guids
+        limit_messages = config.queue_limit_messages
+        limit_bytes = config.queue_limit_bytes
+        old_properties_only = not config.extended_properties
+        success = SUCCESS
+        puts = read_put_event(event)
+        stats.puts += len(puts)
+        stored: list[SimQueue] = []  # queues that got messages, to deliver from at the end
+        last_queue_id = None
+        refusal: str | None = None
+        queue: SimQueue | None = None
+        acked = 0
+        for put in puts:
+            queue_id, guid, flags, compression, _crc, schema_id, area, payload, _o, _h, _i, _g = put
+            if queue_id != last_queue_id:
+                last_queue_id = queue_id
+                handle = handles.get((queue_id, 0))  # writers always use the default subId
+                if handle is None:
+                    refusal, queue = "unknown queue id", None
+                elif not handle.writable:
+                    refusal, queue = "queue not opened for writing", None
+                else:
+                    refusal, queue = None, handle.queue
+                    if queue not in stored:
+                        stored.append(queue)
+            if compression:
                 stats.compressed_puts += 1
-            handle = handles.get((put.queue_id, 0))  # writers always use the default subId
-            if handle is None:
-                problem: str | None = "unknown queue id"
-            elif not handle.writable:
-                problem = "queue not opened for writing"
-            elif old_properties_only and put.schema_id:
+            if refusal is not None:
+                problem: str | None = refusal
+            elif old_properties_only and schema_id:
                 problem = "extended message properties (schema id), which this broker does not take"
             else:
                 problem = put_problem(put)
-            status: int = AckStatus.SUCCESS
-            if problem is None and handle is not None:
-                status = handle.queue.over_quota(
-                    len(put.properties_area) + len(put.payload), limit_messages, limit_bytes
-                )
-                if status != AckStatus.SUCCESS:
-                    problem = f"queue over its quota ({AckStatus(status).name})"
-            if status == AckStatus.SUCCESS and problem is None:
-                assert handle is not None
+            status = success
+            if problem is None:
+                assert queue is not None
                 message = StoredMessage(
-                    put.guid,
-                    put.properties_area,
-                    put.payload,
-                    bool(flags & MESSAGE_PROPERTIES),
-                    put.compression,
-                    put.schema_id,
+                    guid, area, payload, flags & MESSAGE_PROPERTIES != 0, compression, schema_id
                 )
-                deliveries = handle.queue.post(message, self._now, dedup_window, dedup_max)
-                if deliveries:
-                    dispatch(deliveries)
-            else:
-                status = status or AckStatus.UNKNOWN
-                self.nack_count += 1
-                if worth_logging(self.nack_count):
-                    log.warning(
-                        "session %d: NACK GUID %s, queue id %d: %s (#%d)",
-                        self.session_id,
-                        put.guid.hex(),
-                        put.queue_id,
-                        problem,
-                        self.nack_count,
-                    )
+                status = queue.admit(
+                    message, now, dedup_window, dedup_max, limit_messages, limit_bytes
+                )
+                if status != success:
+                    problem = f"queue over its quota ({AckStatus(status).name})"
+            if problem is not None:
+                status = status or UNKNOWN
+                self._nack(guid, queue_id, problem)
             if hooks is not None:
-                uri = handle.queue.uri if handle is not None else ""
-                status = hooks.ack_status(self, uri, put.guid, status)
-            if status != AckStatus.SUCCESS:
+                status = hooks.ack_status(self, queue.uri if queue else "", guid, status)
+            if status != success:
                 stats.nacks += 1
-                acks.append((status, put.guid, put.queue_id))
+                acks.append((status, 0, guid, queue_id))
             elif flags & ACK_REQUESTED:
-                stats.acks += 1
-                acks.append((status, put.guid, put.queue_id))
+                acked += 1
+                acks.append((status, 0, guid, queue_id))
+        stats.acks += acked
+        dispatch = broker._dispatch
+        for queue in stored:
+            dispatch(queue.deliver())
+
+    def _nack(self, guid: bytes, queue_id: int, problem: str) -> None:
+        self.nack_count += 1
+        if worth_logging(self.nack_count):
+            log.warning(
+                "session %d: NACK GUID %s, queue id %d: %s (#%d)",
+                self.session_id,
+                guid.hex(),
+                queue_id,
+                problem,
+                self.nack_count,
+            )
 
     def _confirm(self, event: Event) -> None:
         """Release confirmed messages; delivery into the freed room waits for the end of the
-        received chunk (``receive_data``), so many one-message CONFIRM events make one PUSH."""
+        received chunk (``receive_data``), so many one-message CONFIRM events make one PUSH.
+        The handle is looked up once per run of entries with the same (qId, subId), and the
+        quota is released once per run."""
         handles = self.handles
-        touched = self._touched
-        stats = self.broker.stats
-        for index, record in enumerate(read_confirm_event(event)):
-            # Keyed by subId, as a broker keys it (the official SDK confirms with the subId even
-            # when the PUSH carried a subscription id).
-            handle = handles.get((record.queue_id, record.sub_queue_id))
-            if handle is None or not handle.readable or not handle.consumers:
-                self._improper(
-                    f"CONFIRM #{index} for queue id {record.queue_id}, subQueueId "
-                    f"{record.sub_queue_id}, which is not open for reading (or not configured)"
+        last: tuple[int, int] | None = None
+        consumers: list[Consumer] = []
+        queue: SimQueue | None = None
+        released = released_bytes = 0
+        for index, (queue_id, guid, sub_queue_id) in enumerate(read_confirm_event(event)):
+            if last is None or queue_id != last[0] or sub_queue_id != last[1]:
+                if released:
+                    assert queue is not None
+                    self._released(queue, released, released_bytes)
+                    released = released_bytes = 0
+                # Keyed by subId, as a broker keys it (the official SDK confirms with the subId
+                # even when the PUSH carried a subscription id).
+                last = (queue_id, sub_queue_id)
+                handle = handles.get(last)
+                if handle is None or not handle.readable or not handle.consumers:
+                    last = None
+                    self._improper(
+                        f"CONFIRM #{index} for queue id {queue_id}, subQueueId "
+                        f"{sub_queue_id}, which is not open for reading (or not configured)"
+                    )
+                    continue
+                queue = handle.queue
+                # Broadcast: at most once, nothing is kept to confirm.
+                consumers = (
+                    [] if queue.mode is RoutingMode.BROADCAST else [*handle.consumers.values()]
                 )
+                if not consumers:
+                    continue
+            elif not consumers:
                 continue
-            queue = handle.queue
-            if queue.mode is RoutingMode.BROADCAST:
-                continue  # at most once: nothing is kept to confirm
-            released = next(
-                (m for c in handle.consumers.values() if (m := c.confirm(record.guid))), None
-            )
-            if released is None:
+            for consumer in consumers:
+                message = consumer.unconfirmed.pop(guid, None)
+                if message is not None:
+                    consumer.unconfirmed_bytes -= message.size
+                    released += 1
+                    released_bytes += message.size
+                    break
+            else:
                 # Confirmed twice, never delivered here, or delivered before a broker restart.
                 self._improper(
-                    f"CONFIRM #{index} of GUID {record.guid.hex()}, which is not an unconfirmed "
-                    f"message of queue id {record.queue_id}"
+                    f"CONFIRM #{index} of GUID {guid.hex()}, which is not an unconfirmed "
+                    f"message of queue id {queue_id}"
                 )
-                continue
-            stats.confirms += 1
-            queue.release(released)
-            touched.add(queue)
+        if released:
+            assert queue is not None
+            self._released(queue, released, released_bytes)
 
-    def _push(self, consumer: Consumer, message: StoredMessage) -> None:
-        self.broker.stats.pushes += 1
-        self._pushes.append(
-            PushItem(
-                consumer.queue_id,
-                consumer.sub_queue_id,
-                message.guid,
-                message.properties_area,
-                message.payload,
-                message.has_properties,
-                message.compression,
-                message.schema_id,
-                not self.extended_properties,
-            )
-        )
+    def _released(self, queue: SimQueue, count: int, size: int) -> None:
+        """``count`` messages of ``size`` bytes in all were confirmed in ``queue``."""
+        self.broker.stats.confirms += count
+        queue.release(count, size)
+        self._touched.add(queue)
+
+    def _push(self, consumer: Consumer, messages: list[StoredMessage]) -> None:
+        self.broker.stats.pushes += len(messages)
+        self._pushes.append((consumer, messages))
         self.broker._mark(self)
 
     # -- output and shutdown -----------------------------------------------------------------
@@ -518,7 +548,8 @@ class ClientSession(QueueRequests):
                 self._out.extend(ack_events(self._acks))
             self._acks = []
         if self._pushes:
-            self._out.extend(push_events(self._pushes))
+            runs = [(c.queue_id, c.sub_queue_id, messages) for c, messages in self._pushes]
+            self._out.extend(push_run_events(runs, not self.extended_properties))
             self._pushes = []
 
     def _send(self, data: bytes) -> None:

@@ -97,6 +97,17 @@ def iter_confirm(event: Event | bytes | bytearray | memoryview) -> Iterator[Conf
     return map(_MAKE_CONFIRM, entry.iter_unpack(view))
 
 
+def iter_confirm_entries(
+    event: Event | bytes | bytearray | memoryview,
+) -> Iterator[tuple[int, bytes, int]]:
+    """The entries of a CONFIRM event as raw (queue id, guid, sub-queue id) tuples, for a hot
+    loop (``iter_confirm`` makes ``ConfirmMessage`` records of the same values)."""
+    data = bytes(event_bytes(event))
+    hsize, length, _ = check_event(data, EventType.CONFIRM)
+    view, entry, _ = _batch_entries(data, hsize, length, "ConfirmHeader", CONFIRM_MESSAGE)
+    return entry.iter_unpack(view)
+
+
 def iter_reject(event: Event | bytes | bytearray | memoryview) -> Iterator[RejectMessage]:
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.REJECT)

@@ -11,6 +11,7 @@ from pybmq.client.aio import AsyncSession
 from pybmq.client.events import Ack
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
+from pybmq.sim.server import ThreadedBrokerSimulator
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -55,3 +56,39 @@ def test_blocking_post_many_over_several_slices(bmq_broker_url: str) -> None:
             reader.confirm_many(messages)
             got += [m.payload for m in messages]
         assert got == payloads
+
+
+async def test_get_many_nowait_and_confirm_many_nowait_free_the_credit(
+    bmq_sim: ThreadedBrokerSimulator,
+) -> None:
+    """2500 messages through a reader whose credit is 1000: only confirms that reach the broker
+    let the rest through; a batch holding a message of another queue is refused whole."""
+    url = bmq_sim.url
+    async with AsyncSession(url) as producer, AsyncSession(url) as consumer:
+        writer = await producer.open_queue(QUEUE + "-many", write=True)
+        other_writer = await producer.open_queue(QUEUE + "-other", write=True)
+        reader = await consumer.open_queue(QUEUE + "-many", read=True)
+        other = await consumer.open_queue(QUEUE + "-other", read=True)
+        assert (await other_writer.post(b"elsewhere")).ok
+        stranger = await asyncio.wait_for(other.get(), 10)
+        payloads = [b"c-%d" % i for i in range(2500)]
+        writer.post_many_nowait(payloads)
+        got: list[bytes] = []
+        largest = 0
+        while len(got) < len(payloads):
+            batch = reader.get_many_nowait(len(payloads) - len(got)) or [
+                await asyncio.wait_for(reader.get(), 10)
+            ]
+            largest = max(largest, len(batch))
+            with pytest.raises(UsageError, match="is not a message of"):
+                reader.confirm_many_nowait([*batch, stranger])
+            reader.confirm_many_nowait(batch)
+            got += [m.payload for m in batch]
+        assert got == payloads and 1 < largest <= 1000
+        await consumer.drain()
+        for _ in range(500):
+            stats = bmq_sim.call(lambda broker: broker.stats)
+            if stats.confirms == len(payloads):
+                break
+            await asyncio.sleep(0.01)
+        assert stats.confirms == len(payloads) and stats.improper_total == 0

@@ -41,9 +41,8 @@ def store_raw(
     queue = sim.broker.queue(uri)
     assert queue is not None, f"{uri} is not open in the simulator"
     message = StoredMessage(guid, properties_area, payload, bool(properties_area), compression, 1)
-    deliveries = queue.post(message, sim._now())
-    if deliveries:
-        sim.broker._dispatch(deliveries)
+    queue.store(message, sim._now())
+    sim.broker._dispatch(queue.deliver())
     sim._flush()
     return guid
 

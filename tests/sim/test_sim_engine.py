@@ -535,6 +535,33 @@ def test_nacks(broker: Broker) -> None:
     assert broker.stats.nacks == 3 and not p.session.closed
 
 
+def test_one_put_event_for_several_queues_is_acked_and_delivered_in_order(broker: Broker) -> None:
+    """The engine looks a handle up once per run of PUTs to one queue id and delivers once per
+    event: interleaved queue ids, refusals in between and a duplicate GUID keep their order."""
+    producer, first, second = peer(broker), peer(broker), peer(broker)
+    producer.producer(PRIORITY, q_id=0)
+    producer.producer(PRIORITY + "2", q_id=3)
+    first.consumer(PRIORITY, s_id=1)
+    second.consumer(PRIORITY + "2", s_id=2)
+    builder = PutEventBuilder()
+    plan = [(0, 1), (0, 2), (3, 3), (9, 4), (3, 5), (0, 6), (0, 1), (3, 7)]  # (qId, GUID number)
+    for q_id, n in plan:
+        builder.add(q_id, f"m{n}".encode(), guid=guid(n), ack_requested=True)
+    (event,) = builder.finish()
+    producer.send(event)
+    unknown, success = AckStatus.UNKNOWN, AckStatus.SUCCESS
+    assert producer.acks() == [
+        (unknown if q_id == 9 else success, guid(n)) for q_id, n in plan
+    ]  # the repeated GUID 1 is ACKed (de-duplicated), not stored twice
+    assert [p.payload for p in first.pushes()] == [b"m1", b"m2", b"m6"]
+    assert [p.payload for p in second.pushes()] == [b"m3", b"m5", b"m7"]
+    assert broker.stats.pushes == 6 and broker.stats.nacks == 1
+    first.confirm(1, 1, 2, 6)
+    second.confirm(1, 3, 5, 7, 3)  # the last one twice: improper, ignored
+    assert broker.stats.confirms == 6 and broker.stats.improper_total == 1
+    assert all(q.held_messages == 0 == q.held_bytes for q in broker.store.queues.values())
+
+
 def test_nack_is_sent_even_without_ack_requested(broker: Broker) -> None:
     p = peer(broker)
     builder = PutEventBuilder()
