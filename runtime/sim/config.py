@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pybmq.errors import UsageError
 from pybmq.generated.wire_codec import (
     QueueFlags,
 )
@@ -23,6 +24,19 @@ FLAG_ACK = int(QueueFlags.ACK)
 KNOWN_QUEUE_FLAGS = FLAG_ADMIN | FLAG_READ | FLAG_WRITE | FLAG_ACK
 RESERVED_QUEUE_ID = 2**32 - 10  # bmqp::QueueId::k_RESERVED_QUEUE_ID: qIds from here up are reserved
 BROKER_VERSION = 999999  # what a broker built from source reports
+
+
+# The BrokerConfig limits that must be positive (a zero would disable a bound or divide by it).
+_AT_LEAST_ONE = (
+    "heartbeat_interval_ms",
+    "max_missed_heartbeats",
+    "deduplication_max_guids",
+    "negotiation_timeout_ms",
+    "queue_limit_messages",
+    "queue_limit_bytes",
+    "partial_event_timeout_ms",
+    "write_high_water_bytes",
+)
 
 
 @dataclass
@@ -55,6 +69,18 @@ class BrokerConfig:
     # stops pushing to it and stops reading from it (its messages stay in their queues) until
     # the buffer drains to a quarter of it.
     write_high_water_bytes: int = 4 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        """Refuse a setting the simulator cannot run with, before any client depends on it."""
+        for name in _AT_LEAST_ONE:
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UsageError(f"BrokerConfig.{name} must be an int of at least 1, not {value!r}")
+        if type(self.deduplication_time_ms) is not int or self.deduplication_time_ms < 0:
+            raise UsageError(
+                "BrokerConfig.deduplication_time_ms must be an int of at least 0, "
+                f"not {self.deduplication_time_ms!r}"
+            )
 
     def features(self) -> str:
         parts = ["PROTOCOL_ENCODING:BER,JSON"]

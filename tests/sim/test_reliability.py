@@ -9,7 +9,7 @@ import os
 
 import pytest
 from pybmq.client.aio import AsyncSession
-from pybmq.errors import MessageDecodeError
+from pybmq.errors import MessageDecodeError, UsageError
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.limits import LOG_EVERY, LOG_FIRST, MAX_RECORDS
@@ -264,3 +264,31 @@ async def test_refused_posts_are_logged_rate_limited_and_summed_up_once_per_conn
     closing = [r for r in caplog.records if "closing" in r.getMessage()]
     assert len(closing) == 1
     assert f"{refused} NACKs" in closing[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("deduplication_max_guids", 0),
+        ("queue_limit_messages", 0),
+        ("write_high_water_bytes", -1),
+        ("heartbeat_interval_ms", 0),
+        ("deduplication_time_ms", -1),
+        ("negotiation_timeout_ms", 1.5),
+    ],
+)
+def test_a_setting_the_simulator_cannot_run_with_is_refused_up_front(
+    setting: str, value: object
+) -> None:
+    with pytest.raises(UsageError, match=f"BrokerConfig.{setting} must be"):
+        BrokerConfig(**{setting: value})
+
+
+def test_the_smallest_valid_dedup_window_still_routes_and_deduplicates() -> None:
+    # One GUID remembered: a retransmission of the last post is still recognised.
+    queue = SimQueue.create("bmq://bmq.test.mem.priority/dedup-one", RoutingMode.PRIORITY)
+    first, second = (StoredMessage(bytes([i]) * 16, b"", b"x", False, 0, 1) for i in (1, 2))
+    queue.store(first, 0.0, 300.0, 1)
+    queue.store(second, 0.0, 300.0, 1)
+    queue.store(second, 0.0, 300.0, 1)
+    assert (queue.posted, queue.duplicates) == (2, 1)
