@@ -4,14 +4,14 @@ tests/interop/compat_peer.py runs the official SDK's benchmark programs (officia
 unchanged with pybmq.compat as their SDK; the same programs run on the official SDK (C++ core),
 and native pybmq runs bench_e2e's post/consume. All three use the same ``pybmq sim`` process, in
 alternating rounds so that a busy moment on a shared machine hits each of them; each figure is the
-median of its rounds, and the ratios compare medians measured in this one run.
+best of its client's rounds (as in bench_e2e: a round slowed by the machine says nothing about the
+client), and the ratios compare those bests, all measured in this one run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from bench.common import Result, peer_run, sim_process
 PEERS = Path(__file__).resolve().parent.parent / "tests" / "interop"
 COMPAT, OFFICIAL = PEERS / "compat_peer.py", PEERS / "official_peer.py"
 QUEUE = "bmq://bmq.test.mem.priority/bench-compat"
+ROUNDS = 5
 
 
 def _peer_rates(peer: Path, job: dict[str, Any]) -> tuple[float, float]:
@@ -31,7 +32,7 @@ def _peer_rates(peer: Path, job: dict[str, Any]) -> tuple[float, float]:
 
 def run(quick: bool) -> list[Result]:
     count = 2_000 if quick else 50_000
-    rounds = 1 if quick else 3
+    rounds = 1 if quick else ROUNDS
     official = importlib.util.find_spec("blazingmq") is not None
     rates: dict[str, list[tuple[float, float]]] = {"compat": [], "official": [], "native": []}
     with sim_process() as url:
@@ -45,9 +46,9 @@ def run(quick: bool) -> list[Result]:
         latency = peer_run(
             COMPAT, "bench-latency", {**job, "queue": f"{QUEUE}-l", "count": 50 if quick else 2_000}
         )
-    post = {k: statistics.median(r[0] for r in v) for k, v in rates.items() if v}
-    consume = {k: statistics.median(r[1] for r in v) for k, v in rates.items() if v}
-    note = f"{count} x 100 B via one pybmq sim, median of {rounds} alternating rounds"
+    post = {k: max(r[0] for r in v) for k, v in rates.items() if v}
+    consume = {k: max(r[1] for r in v) for k, v in rates.items() if v}
+    note = f"{count} x 100 B via one pybmq sim, best of {rounds} alternating rounds"
     results = [
         Result("e2e compat post→ACK", post["compat"], "msgs/s", note),
         Result("e2e compat consume→confirm", consume["compat"], "msgs/s", note),
@@ -59,7 +60,7 @@ def run(quick: bool) -> list[Result]:
             print(f"bench_compat: {other} not measured (is the official SDK installed?)")
             continue
         reference = (
-            f"{other} in the same rounds: post→ACK {post[other]:,.0f} msgs/s, "
+            f"{other}, best of the same rounds: post→ACK {post[other]:,.0f} msgs/s, "
             f"consume→confirm {consume[other]:,.0f} msgs/s"
         )
         results += [

@@ -125,11 +125,15 @@ class CallbackThread(JobDispatcher[Item]):
         # data when the data failed), after an ``Error`` session event saying why: the
         # application can confirm it, so it does not come back, and the session goes on.
         error: PybmqError | None = received.error
-        try:
-            message = compat_message(queue.uri, received)
-        except PybmqError as exc:  # a properties area that does not decode
-            error = exc
-            message = compat_message(queue.uri, received, undecodable=True)
+        inner = received.message
+        if error is None and inner.properties is None:  # the common case, fewer calls
+            message = Message._make(inner.payload, inner.guid, queue.uri, {}, {}, received)
+        else:
+            try:
+                message = compat_message(queue.uri, received)
+            except PybmqError as exc:  # a properties area that does not decode
+                error = exc
+                message = compat_message(queue.uri, received, undecodable=True)
         if error is not None:
             log.error(
                 "message %s on %s cannot be decoded: %s", received.guid.hex(), queue.uri, error

@@ -76,8 +76,8 @@ class DataPlane:
         """Payload bytes posted but not yet handed to the engine on the I/O thread."""
         return self._bytes_in - self._bytes_out
 
-    def confirm(self, received: ReceivedMessage) -> None:
-        self._submit((CONFIRM, received))
+    def confirm(self, queue: AsyncQueue | None, received: ReceivedMessage) -> None:
+        self._submit((CONFIRM, queue, received))
 
     def _submit(self, op: tuple[Any, ...]) -> None:
         """Lock-free: deque appends and pops are atomic, and the loop clears ``_ops_scheduled``
@@ -90,21 +90,62 @@ class DataPlane:
     # ------------------------------------------------------------------ the loop thread
 
     def _run_ops(self) -> None:
+        """Everything queued since the last turn, in order: each run of posts to one queue with
+        one set of properties and an ``on_ack`` goes to the engine in ONE ``post_many`` (the
+        checks, the properties and the GUID clock once per run), and each run of confirms of
+        one queue in one ``confirm_many``. A run the engine refuses is retried one by one, so
+        every post still gets its own outcome."""
         self._ops_scheduled = False
         ops = self._ops
-        on_acks = self._on_acks
-        sink = self._ack
-        while ops:
-            op = ops.popleft()
+        popleft = ops.popleft
+        batch = [popleft() for _ in range(len(ops))]
+        end = len(batch)
+        i = 0
+        while i < end:
+            op = batch[i]
+            j = i + 1
             try:
                 if op[0] == POST:
-                    _, queue, payload, properties, on_ack = op
-                    self._bytes_out += len(payload)
-                    self._post(queue, payload, properties, on_ack, on_acks, sink)
+                    _, queue, _, properties, on_ack = op
+                    if on_ack is not None:
+                        while j < end:
+                            nxt = batch[j]
+                            if (
+                                nxt[0] != POST
+                                or nxt[1] is not queue
+                                or nxt[3] is not properties
+                                or nxt[4] is None
+                            ):
+                                break
+                            j += 1
+                    self._posts(batch, i, j)
                 else:
-                    self._confirm(op[1])
+                    queue = op[1]
+                    while j < end and batch[j][0] == CONFIRM and batch[j][1] is queue:
+                        j += 1
+                    self._confirms(queue, [batch[k][2] for k in range(i, j)])
             except Exception:
                 log.exception("a post or confirm failed on the I/O thread")
+            i = j
+
+    def _posts(self, batch: list[tuple[Any, ...]], start: int, end: int) -> None:
+        """Posts ``batch[start:end]``: one queue, one set of properties, and each with an
+        ``on_ack`` when there are more than one."""
+        run = batch[start:end]
+        self._bytes_out += sum(len(op[2]) for op in run)
+        if len(run) > 1:
+            _, queue, _, properties, _ = run[0]
+            try:
+                guids = queue.post_many_nowait(
+                    [op[2] for op in run], properties=properties, on_ack=self._ack
+                )
+            except PybmqError:
+                pass  # one of them is refused: each gets its own outcome below
+            else:
+                self._on_acks.update(zip(guids, [op[4] for op in run]))  # noqa: B905
+                return
+        for _, queue, payload, properties, on_ack in run:
+            self._post(queue, payload, properties, on_ack)
 
     def _post(
         self,
@@ -112,15 +153,14 @@ class DataPlane:
         payload: bytes,
         properties: MessageProperties | None,
         on_ack: Callable[[Ack], object] | None,
-        on_acks: dict[bytes, Callable[[Ack], object]],
-        sink: Callable[[RuntimeAck], None],
     ) -> None:
         try:
             if on_ack is None:
                 # As the official SDK: the broker is asked for an ACK only if on_ack was given.
                 queue.post_nowait(payload, properties=properties, ack=False)
             else:
-                on_acks[queue.post_nowait(payload, properties=properties, on_ack=sink)] = on_ack
+                guid = queue.post_nowait(payload, properties=properties, on_ack=self._ack)
+                self._on_acks[guid] = on_ack
         except PybmqError as exc:  # the queue closed or the session ended meanwhile
             if on_ack is not None:
                 status = RuntimeAckStatus.CANCELED
@@ -128,11 +168,20 @@ class DataPlane:
                 self.hand_over((ACK, on_ack, ack))
 
     @staticmethod
-    def _confirm(received: ReceivedMessage) -> None:
-        try:
-            received.confirm_nowait()
-        except PybmqError as exc:  # closed meanwhile: nothing left to confirm
-            log.info("confirm of %s dropped: %s", received.guid.hex(), exc)
+    def _confirms(queue: AsyncQueue | None, received: list[ReceivedMessage]) -> None:
+        """Confirms of messages the user read from ``queue``: together, or else (the queue
+        was closed or reopened meanwhile) each through the queue that delivered it."""
+        if queue is not None:
+            try:
+                queue.confirm_many_nowait(received)
+                return
+            except PybmqError:
+                pass
+        for one in received:
+            try:
+                one.confirm_nowait()
+            except PybmqError as exc:  # closed meanwhile: nothing left to confirm
+                log.info("confirm of %s dropped: %s", one.guid.hex(), exc)
 
     def _ack(self, ack: RuntimeAck) -> None:
         """The engine's context for every post with an on_ack: route the ack to its callable."""
@@ -145,6 +194,16 @@ class DataPlane:
         ``session``)."""
         self._messages += 1
         self.hand_over((MESSAGE, queue, received, session))
+
+    def messages(
+        self, queue: QueueRecord, received: list[ReceivedMessage], session: object
+    ) -> None:
+        """``message`` for each of ``received``, in order."""
+        items = self._items
+        if not items:
+            self._loop.call_soon(self.flush)
+        items += [(MESSAGE, queue, one, session) for one in received]
+        self._messages += len(received)
 
     def hand_over(self, item: Item) -> None:
         """Queue an item for the callback thread; a turn's items leave together, in order."""

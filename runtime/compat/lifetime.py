@@ -13,6 +13,9 @@ from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.queues import QueueRecord
 from pybmq.errors import SessionStoppedError
 
+# The most messages passed on in one step (the rest follow in the next ones of the same turn).
+PUMP_BATCH = 1024
+
 
 class Owner(Protocol):
     """What the loop calls on the Session while it is alive."""
@@ -54,10 +57,10 @@ async def pump_messages(
         if owner is None:
             return
         plane.message(queue, received, owner)
-        more = inner.get_nowait()
-        while more is not None:
-            plane.message(queue, more, owner)
-            more = inner.get_nowait()
+        more = inner.get_many_nowait(PUMP_BATCH)
+        while more:
+            plane.messages(queue, more, owner)
+            more = inner.get_many_nowait(PUMP_BATCH)
         del owner
 
 

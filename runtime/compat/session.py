@@ -347,8 +347,8 @@ class Session(QueueLayer):
         """Confirm a received message (``MessageHandle.confirm`` does the same)."""
         queue_uri = message.queue_uri
         self._check_running()
-        self._queue(queue_uri)
-        self._plane.confirm(message._received)  # type: ignore[attr-defined]
+        inner = self._queue(queue_uri).inner
+        self._plane.confirm(inner, message._received)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ stop
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 import tracemalloc
 import weakref
 from typing import Any
@@ -169,3 +170,53 @@ def test_many_posts_keep_no_memory() -> None:
     grown_blocks = max(r[1] for r in readings) - readings[0][1]
     assert grown_bytes < TABLES_BOUND, (posts, readings)
     assert grown_blocks < BLOCKS_BOUND, (posts, readings)
+
+
+def test_mixed_posts_each_reach_their_queue_in_order_with_one_outcome(bmq_broker_url: str) -> None:
+    """Posts to two queues, with and without on_ack and properties, queued faster than the I/O
+    thread takes them: the runs it batches keep each queue's order, every on_ack is called once
+    with its own GUID, and confirms of both queues in one turn all reach the broker."""
+    uris = [f"bmq://bmq.test.mem.priority/compat-mixed-{n}" for n in range(2)]
+    acks: list[blazingmq.Ack] = []
+    received: dict[str, list[bytes]] = {uri: [] for uri in uris}
+    lock = threading.Lock()
+    everything = threading.Event()
+    count = 400
+
+    def on_ack(ack: blazingmq.Ack) -> None:
+        with lock:
+            acks.append(ack)
+
+    def on_message(message: blazingmq.Message, handle: blazingmq.MessageHandle) -> None:
+        handle.confirm()
+        with lock:
+            received[message.queue_uri].append(message.data)
+            if sum(map(len, received.values())) == count:
+                everything.set()
+
+    plan = []
+    for i in range(count):
+        uri = uris[(i // 7) % 2]  # runs of 7 to one queue, then the other
+        properties = {"n": i} if i % 5 == 0 else None
+        plan.append((uri, str(i).encode(), properties, on_ack if i % 3 else None))
+    with blazingmq.Session(lambda e: None, on_message=on_message, broker=bmq_broker_url) as s:
+        for uri in uris:
+            s.open_queue(uri, read=True, write=True)
+        for uri, payload, properties, callback in plan:
+            s.post(uri, payload, properties=properties, on_ack=callback)
+        assert everything.wait(60)
+    # A reader after them gets nothing: every message was confirmed (else it comes again).
+    again: list[bytes] = []
+    with blazingmq.Session(
+        lambda e: None, on_message=lambda m, h: again.append(m.data), broker=bmq_broker_url
+    ) as later:
+        for uri in uris:
+            later.open_queue(uri, read=True)
+        time.sleep(0.5)
+    assert again == []
+    for uri in uris:
+        assert received[uri] == [p for u, p, _, _ in plan if u == uri]
+    with_ack = sum(1 for *_, callback in plan if callback is not None)
+    assert len(acks) == with_ack
+    assert all(a.status is blazingmq.AckStatus.SUCCESS for a in acks)
+    assert len({a.guid for a in acks}) == with_ack
