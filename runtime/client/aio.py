@@ -405,13 +405,17 @@ class AsyncSession:
 
     def _pump(self) -> None:
         """Deliver engine events, then re-arm the timer and drop the socket once stopped."""
-        for event in self._engine.next_events():
-            if isinstance(event, AckReceived):
-                self._on_ack(event)
-            elif isinstance(event, MessageReceived):
-                queue = self._queues.get(event.message.queue_id)
+        engine = self._engine
+        generation, now = engine.generation, engine._now  # the same for every event of this turn
+        queues = self._queues
+        for event in engine.next_events():
+            if isinstance(event, MessageReceived):
+                message = event.message
+                queue = queues.get(message.queue_id)
                 if queue is not None:
-                    queue._deliver(event.message)
+                    queue._deliver(message, generation, now)
+            elif isinstance(event, AckReceived):
+                self._on_ack(event)
             elif isinstance(event, OperationCompleted):
                 future = self._ops.pop(event.op_id, None)
                 if future is not None and not future.done():

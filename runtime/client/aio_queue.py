@@ -232,19 +232,20 @@ class AsyncQueue:
     def confirm_many_nowait(self, messages: Iterable[ReceivedMessage]) -> None:
         """``confirm_nowait`` for many messages of this queue, checked once per connection that
         delivered them (the consuming fast path; the confirm latency is not sampled)."""
-        guids: dict[tuple[int, int], list[bytes]] = {}
+        if not isinstance(messages, (list, tuple)):
+            messages = list(messages)
         for received in messages:
             if received._queue is not self:
                 raise UsageError(f"{received!r} is not a message of {self!r}")
-            message = received.message
-            key = (message.queue_id, received._generation)
-            batch = guids.get(key)
-            if batch is None:
-                batch = guids[key] = []
-            batch.append(message.guid)
         engine = self.session._engine
-        for (queue_id, generation), batch in guids.items():
-            engine.confirm_many(queue_id, batch, generation)
+        generations = {received._generation for received in messages}
+        if len(generations) == 1:  # the usual case: one connection delivered them all
+            guids = [received.message.guid for received in messages]
+            engine.confirm_many(self.queue_id, guids, generations.pop())
+        else:
+            for generation in generations:
+                guids = [r.message.guid for r in messages if r._generation == generation]
+                engine.confirm_many(self.queue_id, guids, generation)
         self.session._schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -268,9 +269,19 @@ class AsyncQueue:
         except SessionStoppedError:
             raise StopAsyncIteration from None
 
-    def _deliver(self, message: Message | CompressedMessage) -> None:
-        engine = self.session._engine
-        self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
+    def _deliver(
+        self,
+        message: Message | CompressedMessage,
+        generation: int | None = None,
+        received_at: float | None = None,
+    ) -> None:
+        """Queue a message of connection ``generation`` that arrived at loop time
+        ``received_at`` (the engine's now when not given; the session's pump reads them once
+        per batch of events)."""
+        if generation is None or received_at is None:
+            engine = self.session._engine
+            generation, received_at = engine.generation, engine._now
+        self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
             self.session.undelivered += 1
         if self._waiters:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from pybmq.client.events import (
@@ -41,6 +41,8 @@ class _Target(NamedTuple):
     uri: str
     subscription: Subscription | None
     counters: QueueCounters
+    # The credit ledger's count for this stream (``CreditLedger.pusher``), None if not counted.
+    credit: Callable[[bytes, int, str], None] | None
 
 
 class Consuming(Publishing):
@@ -75,14 +77,11 @@ class Consuming(Publishing):
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             qid, sub_id = queue.qid, queue.sub_id
-            confirmed = self.credit.confirmed
-            append = self._confirms.append
-            count = 0
-            for guid in guids:
-                append((qid, guid, sub_id))
-                confirmed(queue_id, guid)
-                count += 1
-            queue.counters.confirmed += count
+            if not isinstance(guids, (list, tuple)):
+                guids = list(guids)
+            self._confirms.extend([(qid, guid, sub_id) for guid in guids])
+            self.credit.confirmed_many(queue_id, guids)
+            queue.counters.confirmed += len(guids)
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
@@ -107,7 +106,6 @@ class Consuming(Publishing):
         max_size = self.options.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
         decode_properties = MessageProperties.decode
-        pushed = self.credit.pushed
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
         # event; int keys and no per-message tuples keep the garbage collector out of the loop.
         targets: dict[int, _Target] = {}
@@ -126,7 +124,9 @@ class Consuming(Publishing):
             handle = target.handle
             area = push.properties_area
             payload = push.payload
-            pushed(handle, stream_id, target.uri, push.guid, len(area) + len(payload))
+            credit = target.credit
+            if credit is not None:
+                credit(push.guid, len(area) + len(payload), target.uri)
             counters = target.counters
             counters.received += 1
             counters.received_bytes += len(payload)
@@ -150,7 +150,8 @@ class Consuming(Publishing):
     def _deliver(self, push: PushMessage, stream_id: int, target: _Target) -> None:
         payload = push.payload
         size = len(push.properties_area) + len(payload)
-        self.credit.pushed(target.handle, stream_id, target.uri, push.guid, size)
+        if target.credit is not None:
+            target.credit(push.guid, size, target.uri)
         counters = target.counters
         counters.received += 1
         counters.received_bytes += len(payload)
@@ -177,4 +178,5 @@ class Consuming(Publishing):
                 path="PushHeader.queueId",
             )
         subscription = self._subscription_handles.get((qid, stream_id))
-        return _Target(queue.queue_id, queue.uri, subscription, queue.counters)
+        credit = self.credit.pusher(queue.queue_id, stream_id)
+        return _Target(queue.queue_id, queue.uri, subscription, queue.counters, credit)

@@ -346,6 +346,29 @@ def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -
         assert len(handled) == count + 1
 
 
+def test_the_credit_looked_up_once_per_event_still_refuses_the_first_message_over_it() -> None:
+    ledger = CreditLedger()
+    ledger.configuring(0, {1: (2, 1000)})
+    ledger.configured(0, ok=True)
+    count = ledger.pusher(0, 1)  # what the engine does once per PUSH event and stream
+    assert count is not None
+    guids = [bytes([i]) * 16 for i in range(4)]
+    count(guids[0], 10, QUEUE)
+    count(guids[0], 10, QUEUE)  # the same message again is not counted twice
+    count(guids[1], 10, QUEUE)
+    with pytest.raises(ProtocolError, match="maxUnconfirmedMessages 2"):
+        count(guids[2], 10, QUEUE)
+    assert ledger.unconfirmed(0) == 2
+    ledger.confirmed_many(0, [guids[0], guids[1], guids[3]])  # an unknown GUID is ignored
+    assert ledger.unconfirmed(0) == 0
+    count(guids[2], 10, QUEUE)  # the credit is free again, through the same lookup
+    assert ledger.unconfirmed(0) == 1
+    # Not counted: a stream we did not configure, and a broadcast queue.
+    assert ledger.pusher(0, 7) is None
+    ledger.untracked(0)
+    assert ledger.pusher(0, 1) is None
+
+
 def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() -> None:
     ledger = CreditLedger()
     ledger.configuring(0, {1: (3, 100)})  # stream id → (messages, bytes)
