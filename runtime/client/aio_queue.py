@@ -21,7 +21,7 @@ from pybmq.client.options import (
     queue_options,
 )
 from pybmq.client.subscriptions import Subscription
-from pybmq.errors import MessageDecodeError, SessionStoppedError, UsageError
+from pybmq.errors import MessageDecodeError, ProtocolError, SessionStoppedError, UsageError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+
+
+def _properties_error(message: Message | CompressedMessage) -> MessageDecodeError | None:
+    """Why the properties of ``message`` (not None) do not parse, or None (parsing them once:
+    the parsed form stays on the message)."""
+    properties = message.properties
+    assert properties is not None
+    try:
+        len(properties)
+    except ProtocolError as exc:
+        return MessageDecodeError(
+            f"message {message.guid.hex()}: properties cannot be decoded: {exc.reason}",
+            offset=exc.offset,
+            path=exc.path,
+        )
+    return None
 
 
 class ReceivedMessage:
@@ -55,8 +71,12 @@ class ReceivedMessage:
 
     @property
     def properties(self) -> Mapping[str, PropertyValue]:
-        """Name → value (a typed ``MessageProperties``; empty when the message has none)."""
-        return self.message.properties or _NO_PROPERTIES
+        """Name → value (a typed ``MessageProperties``; empty when the message has none, or
+        when they do not decode: ``error`` then says why). Parsed on first access."""
+        properties = self.message.properties
+        if properties is None or _properties_error(self.message) is not None:
+            return _NO_PROPERTIES
+        return properties
 
     @property
     def guid(self) -> bytes:
@@ -64,8 +84,12 @@ class ReceivedMessage:
 
     @property
     def error(self) -> MessageDecodeError | None:
-        """Why the payload is unavailable (a poison message), or None; confirm it all the same."""
-        return self.message.error
+        """Why the payload or the properties are unavailable (a poison message), or None;
+        confirm it all the same. Properties are parsed here if they were not yet."""
+        error = self.message.error
+        if error is None and self.message.properties is not None:
+            return _properties_error(self.message)
+        return error
 
     @property
     def subscription(self) -> Subscription | None:

@@ -28,7 +28,7 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.wire.framing import Event
-from pybmq.wire.properties import MessageProperties
+from pybmq.wire.properties import lazy_properties
 from pybmq.wire.push import PushMessage, iter_push
 
 log = logging.getLogger("pybmq.client.engine")
@@ -105,7 +105,7 @@ class Consuming(Publishing):
         append = self._events.append
         max_size = self.options.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
-        decode_properties = MessageProperties.decode
+        wrap_properties = lazy_properties  # parsed on first access, not here
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
         # event; int keys and no per-message tuples keep the garbage collector out of the loop.
         targets: dict[int, _Target] = {}
@@ -134,7 +134,7 @@ class Consuming(Publishing):
                 message = CompressedMessage(handle, push, max_size, target.subscription)
                 append(new(MessageReceived, (message,)))
                 continue
-            properties = decode_properties(area, extended=push.schema_id != 0) if area else None
+            properties = wrap_properties(area, push.schema_id != 0) if area else None
             append(
                 new(
                     MessageReceived,

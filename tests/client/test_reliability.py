@@ -24,6 +24,7 @@ from pybmq.generated.wire_codec import EventType
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.properties import MessageProperties
 
 from tests.helpers.engine import started_engine
 from tests.helpers.hostile import (
@@ -206,6 +207,35 @@ async def test_a_push_full_of_zlib_bombs_is_inflated_lazily_one_message_at_a_tim
     assert receiving_peak < 16 << 20, f"receiving held {receiving_peak >> 20} MiB"
     # At most a couple of inflated payloads at once (each is 64 MiB), never all eight.
     assert reading_peak < 3 * size, f"reading held {reading_peak >> 20} MiB"
+
+
+async def test_properties_that_do_not_parse_are_the_message_error_and_the_session_goes_on() -> None:
+    good_area = MessageProperties({"kind": "order", "n": 7}).encode(extended=True)
+    bad_area = bytearray(good_area)
+    bad_area[6] |= 0x7C  # the first property's type: 31, no such type
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,
+        AsyncSession(sim.url) as consumer,
+    ):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        guid = store_raw(sim, QUEUE, b"body", zlib_flag=False, properties_area=bytes(bad_area))
+        bad = await _next(reader)
+        assert bad.guid == guid
+        # Delivered as it came (nothing was parsed on the way in), the payload intact.
+        assert bad.payload == b"body"
+        assert dict(bad.properties) == {}
+        assert isinstance(bad.error, MessageDecodeError)
+        assert "invalid property type 31" in str(bad.error)
+        assert guid.hex() in str(bad.error)
+        await bad.confirm()
+        # The session is still up and the next message's properties parse.
+        assert (await writer.post(b"next", properties={"kind": "order", "n": 7})).ok
+        good = await _next(reader)
+        assert good.error is None
+        assert dict(good.properties) == {"kind": "order", "n": 7}
+        await good.confirm()
 
 
 async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
