@@ -29,7 +29,7 @@ from pybmq.errors import (
 )
 from pybmq.wire.framing import Event
 from pybmq.wire.properties import lazy_properties
-from pybmq.wire.push import PushMessage, iter_push
+from pybmq.wire.push import PushMessage, decode_push
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -109,43 +109,54 @@ class Consuming(Publishing):
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
         # event; int keys and no per-message tuples keep the garbage collector out of the loop.
         targets: dict[int, _Target] = {}
-        for push in iter_push(event, decompress=False):
-            qid = push.queue_id
-            infos = push.sub_queue_infos
-            if len(infos) > 1:  # one message for several subscriptions of this client
-                for info in infos:
-                    stream = info.sub_queue_id
-                    self._deliver(push, stream, self._push_target(qid, stream))
-                continue
-            stream_id = infos[0].sub_queue_id if infos else 0
-            target = targets.get((qid << 32) | stream_id)
-            if target is None:
-                target = targets[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
-            handle = target.handle
-            area = push.properties_area
-            payload = push.payload
-            credit = target.credit
-            if credit is not None:
-                credit(push.guid, len(area) + len(payload), target.uri)
-            counters = target.counters
-            counters.received += 1
-            counters.received_bytes += len(payload)
-            if push.compression:
-                message = CompressedMessage(handle, push, max_size, target.subscription)
-                append(new(MessageReceived, (message,)))
-                continue
-            properties = wrap_properties(area, push.schema_id != 0) if area else None
-            append(
-                new(
-                    MessageReceived,
-                    (
-                        new(
-                            Message,
-                            (handle, push.guid, payload, properties, None, target.subscription),
-                        ),
-                    ),
+        # The previous message's target, reused while the queue id and the sub-queue infos (one
+        # shared tuple per value within an event) stay the same: the usual case, one run.
+        last_qid: int | None = None
+        last_infos: object = None
+        handle, uri, subscription, counters, credit = 0, "", None, None, None
+        # The counters of the current target, added to it when the target changes (or the event
+        # ends, however it ends).
+        received = received_bytes = 0
+        try:
+            for push in decode_push(event, decompress=False):
+                qid, guid, _, compression, schema, area, payload, _, _, infos, _ = push
+                if qid != last_qid or infos is not last_infos:
+                    if counters is not None:
+                        counters.received += received
+                        counters.received_bytes += received_bytes
+                        received = received_bytes = 0
+                    if len(infos) > 1:  # one message for several subscriptions of this client
+                        last_qid = counters = None
+                        for info in infos:
+                            stream = info.sub_queue_id
+                            self._deliver(push, stream, self._push_target(qid, stream))
+                        continue
+                    stream_id = infos[0].sub_queue_id if infos else 0
+                    target = targets.get((qid << 32) | stream_id)
+                    if target is None:
+                        target = self._push_target(qid, stream_id)
+                        targets[(qid << 32) | stream_id] = target
+                    handle, uri, subscription, counters, credit = target
+                    last_qid, last_infos = qid, infos
+                if credit is not None:
+                    credit(guid, len(area) + len(payload), uri)
+                received += 1
+                received_bytes += len(payload)
+                if compression:
+                    message = CompressedMessage(handle, push, max_size, subscription)
+                    append(new(MessageReceived, (message,)))
+                    continue
+                properties = wrap_properties(area, schema != 0) if area else None
+                append(
+                    new(
+                        MessageReceived,
+                        (new(Message, (handle, guid, payload, properties, None, subscription)),),
+                    )
                 )
-            )
+        finally:
+            if counters is not None:
+                counters.received += received
+                counters.received_bytes += received_bytes
 
     def _deliver(self, push: PushMessage, stream_id: int, target: _Target) -> None:
         payload = push.payload
