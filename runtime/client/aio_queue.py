@@ -311,6 +311,21 @@ class AsyncQueue:
         if self._waiters:
             self._wake_one()
 
+    def _deliver_many(
+        self, messages: list[Message | CompressedMessage], generation: int, received_at: float
+    ) -> None:
+        """``_deliver`` for a run of messages of one connection and loop turn."""
+        self._messages.extend(
+            [ReceivedMessage(self, message, generation, received_at) for message in messages]
+        )
+        if self._counted:
+            self.session.undelivered += len(messages)
+        waiters = self._waiters
+        for _ in messages:  # one getter woken per message, as ``_deliver`` does
+            if not waiters:
+                break
+            self._wake_one()
+
     def _wake_one(self) -> None:
         """Wake the first getter still waiting (skipping any that were cancelled)."""
         waiters = self._waiters
