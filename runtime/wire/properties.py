@@ -51,6 +51,8 @@ _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.INT32: (-(1 << 31), 1 << 31),
     PropertyType.INT64: (-(1 << 63), 1 << 63),
 }
+# Each type's member by its wire value: a dict look-up, not an enum call per property read.
+_TYPES: dict[int, PropertyType] = {int(t): t for t in PropertyType}
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
@@ -175,13 +177,14 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def get_typed(self, name: str) -> tuple[PropertyType, PropertyValue]:
         ptype, value = self._loaded()[name]
-        return PropertyType(ptype), value
+        return _TYPES[ptype], value
 
     def type_of(self, name: str) -> PropertyType:
-        return PropertyType(self._loaded()[name][0])
+        return _TYPES[self._loaded()[name][0]]
 
     def typed_items(self) -> list[tuple[str, PropertyType, PropertyValue]]:
-        return [(n, PropertyType(t), v) for n, (t, v) in self._loaded().items()]
+        types = _TYPES
+        return [(n, types[t], v) for n, (t, v) in self._loaded().items()]
 
     # -- mutation --------------------------------------------------------------------------------
 
