@@ -213,11 +213,7 @@ async def test_properties_that_do_not_parse_are_the_message_error_and_the_sessio
     good_area = MessageProperties({"kind": "order", "n": 7}).encode(extended=True)
     bad_area = bytearray(good_area)
     bad_area[6] |= 0x7C  # the first property's type: 31, no such type
-    async with (
-        BrokerSimulator() as sim,
-        AsyncSession(sim.url) as producer,
-        AsyncSession(sim.url) as consumer,
-    ):
+    async with _sim_with_pair() as (sim, producer, consumer):
         writer = await producer.open_queue(QUEUE, write=True)
         reader = await consumer.open_queue(QUEUE, read=True)
         guid = store_raw(sim, QUEUE, b"body", zlib_flag=False, properties_area=bytes(bad_area))
