@@ -39,6 +39,7 @@ from pybmq.wire.framing import (
     event_type_name,
     iter_events,
 )
+from pybmq.wire.properties import TYPE_NAMES, decode_properties
 from pybmq.wire.push import iter_push
 from pybmq.wire.put import iter_put
 
@@ -168,16 +169,19 @@ def hexdump(data: bytes, limit: int | None = 64) -> list[str]:
 
 
 def _properties_node(message: Any) -> Node | None:
-    props = message.properties
-    if props is None:
+    area = message.properties_area
+    if not area:
         return None
+    # Parsed straight from the area: a printed message's properties are read once.
+    items = decode_properties(area, extended=message.schema_id != 0)
+    names = TYPE_NAMES
     return {
         "format": "extended" if message.schema_id else "old",
         "schema_id": message.schema_id,
-        "count": len(props),
+        "count": len(items),
         "properties": [
-            {"name": n, "type": t.name, "value": v.hex() if isinstance(v, bytes) else v}
-            for n, t, v in props.typed_items()
+            {"name": n, "type": names[t], "value": v.hex() if isinstance(v, bytes) else v}
+            for n, (t, v) in items.items()
         ],
     }
 

@@ -53,6 +53,7 @@ _RANGES: dict[int, tuple[int, int]] = {
 }
 # Each type's member by its wire value: a dict look-up, not an enum call per property read.
 _TYPES: dict[int, PropertyType] = {int(t): t for t in PropertyType}
+TYPE_NAMES: dict[int, str] = {value: t.name for value, t in _TYPES.items()}
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
