@@ -186,6 +186,21 @@ def _properties_node(message: Any) -> Node | None:
     }
 
 
+# The options as JSON by their bytes (which they are parsed from): a consumer's PUSHes repeat the
+# same few. Bounded: once full, other options are rendered each time.
+_OPTIONS_JSON: dict[bytes, str] = {}
+_OPTIONS_JSON_MAX = 1024
+
+
+def _options_json(message: Any) -> str:
+    text = _OPTIONS_JSON.get(message.options)
+    if text is None:
+        text = json.dumps(_options_node(message))
+        if len(_OPTIONS_JSON) < _OPTIONS_JSON_MAX:
+            _OPTIONS_JSON[bytes(message.options)] = text
+    return text
+
+
 def _options_node(message: Any) -> Node:
     return {
         "sub_queue_infos": [
@@ -719,7 +734,7 @@ def _message_texts(
             shown = payload if payload_limit is None else payload[:payload_limit]
             text = layout.json % (*v, *names)
             if m.options:
-                text += ', "options": ' + json.dumps(_options_node(m))
+                text += ', "options": ' + _options_json(m)
             if m.properties_area:
                 text += ', "properties": ' + json.dumps(_properties_node(m))
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
@@ -732,7 +747,7 @@ def _message_texts(
             if m.options or m.properties_area or (note and m.compression):
                 lines = [text]
                 if m.options:
-                    lines.append(f"[Options] {json.dumps(_options_node(m))}")
+                    lines.append(f"[Options] {_options_json(m)}")
                 if m.properties_area:
                     lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
                 if note and m.compression:
