@@ -24,8 +24,10 @@ from pybmq.client.events import (
     CallbackFailed,
     ChannelHighWatermark,
     ChannelLowWatermark,
+    CompressedMessage,
     ConnectionLost,
     HealthEvent,
+    Message,
     MessageReceived,
     OperationCompleted,
     QueueReopened,
@@ -405,13 +407,28 @@ class AsyncSession:
 
     def _pump(self) -> None:
         """Deliver engine events, then re-arm the timer and drop the socket once stopped."""
-        for event in self._engine.next_events():
+        engine = self._engine
+        generation, now = engine.generation, engine._now  # the same for every event of this turn
+        # Messages go to their queue a run at a time (consecutive messages of one queue), each
+        # run before whatever event follows it.
+        run: list[Message | CompressedMessage] = []
+        run_queue: int | None = None
+        for event in engine.next_events():
+            if isinstance(event, MessageReceived):
+                message = event.message
+                if message.queue_id != run_queue:
+                    if run:
+                        self._deliver_run(run_queue, run, generation, now)
+                        run = []
+                    run_queue = message.queue_id
+                run.append(message)
+                continue
+            if run:
+                self._deliver_run(run_queue, run, generation, now)
+                run = []
+                run_queue = None
             if isinstance(event, AckReceived):
                 self._on_ack(event)
-            elif isinstance(event, MessageReceived):
-                queue = self._queues.get(event.message.queue_id)
-                if queue is not None:
-                    queue._deliver(event.message)
             elif isinstance(event, OperationCompleted):
                 future = self._ops.pop(event.op_id, None)
                 if future is not None and not future.done():
@@ -426,9 +443,22 @@ class AsyncSession:
                 self._on_stopped(event)
             else:
                 self._on_resilience_event(event)
+        if run:
+            self._deliver_run(run_queue, run, generation, now)
         if self.undelivered > 0:
             self._check_reading()
         self._arm_timer()
+
+    def _deliver_run(
+        self,
+        queue_id: int | None,
+        messages: list[Message | CompressedMessage],
+        generation: int,
+        now: float,
+    ) -> None:
+        queue = self._queues.get(queue_id) if queue_id is not None else None
+        if queue is not None:
+            queue._deliver_many(messages, generation, now)
 
     # ------------------------------------------------------------------ reconnecting
 

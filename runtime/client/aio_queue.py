@@ -21,7 +21,7 @@ from pybmq.client.options import (
     queue_options,
 )
 from pybmq.client.subscriptions import Subscription
-from pybmq.errors import MessageDecodeError, SessionStoppedError, UsageError
+from pybmq.errors import MessageDecodeError, ProtocolError, SessionStoppedError, UsageError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
 _NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+
+
+def _properties_error(message: Message | CompressedMessage) -> MessageDecodeError | None:
+    """Why the properties of ``message`` (not None) do not parse, or None (parsing them once:
+    the parsed form stays on the message)."""
+    properties = message.properties
+    assert properties is not None
+    try:
+        len(properties)
+    except ProtocolError as exc:
+        return MessageDecodeError(
+            f"message {message.guid.hex()}: properties cannot be decoded: {exc.reason}",
+            offset=exc.offset,
+            path=exc.path,
+        )
+    return None
 
 
 class ReceivedMessage:
@@ -55,8 +71,12 @@ class ReceivedMessage:
 
     @property
     def properties(self) -> Mapping[str, PropertyValue]:
-        """Name → value (a typed ``MessageProperties``; empty when the message has none)."""
-        return self.message.properties or _NO_PROPERTIES
+        """Name → value (a typed ``MessageProperties``; empty when the message has none, or
+        when they do not decode: ``error`` then says why). Parsed on first access."""
+        properties = self.message.properties
+        if properties is None or _properties_error(self.message) is not None:
+            return _NO_PROPERTIES
+        return properties
 
     @property
     def guid(self) -> bytes:
@@ -64,8 +84,12 @@ class ReceivedMessage:
 
     @property
     def error(self) -> MessageDecodeError | None:
-        """Why the payload is unavailable (a poison message), or None; confirm it all the same."""
-        return self.message.error
+        """Why the payload or the properties are unavailable (a poison message), or None;
+        confirm it all the same. Properties are parsed here if they were not yet."""
+        error = self.message.error
+        if error is None and self.message.properties is not None:
+            return _properties_error(self.message)
+        return error
 
     @property
     def subscription(self) -> Subscription | None:
@@ -232,19 +256,20 @@ class AsyncQueue:
     def confirm_many_nowait(self, messages: Iterable[ReceivedMessage]) -> None:
         """``confirm_nowait`` for many messages of this queue, checked once per connection that
         delivered them (the consuming fast path; the confirm latency is not sampled)."""
-        guids: dict[tuple[int, int], list[bytes]] = {}
+        if not isinstance(messages, (list, tuple)):
+            messages = list(messages)
         for received in messages:
             if received._queue is not self:
                 raise UsageError(f"{received!r} is not a message of {self!r}")
-            message = received.message
-            key = (message.queue_id, received._generation)
-            batch = guids.get(key)
-            if batch is None:
-                batch = guids[key] = []
-            batch.append(message.guid)
         engine = self.session._engine
-        for (queue_id, generation), batch in guids.items():
-            engine.confirm_many(queue_id, batch, generation)
+        generations = {received._generation for received in messages}
+        if len(generations) == 1:  # the usual case: one connection delivered them all
+            guids = [received.message.guid for received in messages]
+            engine.confirm_many(self.queue_id, guids, generations.pop())
+        else:
+            for generation in generations:
+                guids = [r.message.guid for r in messages if r._generation == generation]
+                engine.confirm_many(self.queue_id, guids, generation)
         self.session._schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -268,12 +293,37 @@ class AsyncQueue:
         except SessionStoppedError:
             raise StopAsyncIteration from None
 
-    def _deliver(self, message: Message | CompressedMessage) -> None:
-        engine = self.session._engine
-        self._messages.append(ReceivedMessage(self, message, engine.generation, engine._now))
+    def _deliver(
+        self,
+        message: Message | CompressedMessage,
+        generation: int | None = None,
+        received_at: float | None = None,
+    ) -> None:
+        """Queue a message of connection ``generation`` that arrived at loop time
+        ``received_at`` (the engine's now when not given; the session's pump reads them once
+        per batch of events)."""
+        if generation is None or received_at is None:
+            engine = self.session._engine
+            generation, received_at = engine.generation, engine._now
+        self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
             self.session.undelivered += 1
         if self._waiters:
+            self._wake_one()
+
+    def _deliver_many(
+        self, messages: list[Message | CompressedMessage], generation: int, received_at: float
+    ) -> None:
+        """``_deliver`` for a run of messages of one connection and loop turn."""
+        self._messages.extend(
+            [ReceivedMessage(self, message, generation, received_at) for message in messages]
+        )
+        if self._counted:
+            self.session.undelivered += len(messages)
+        waiters = self._waiters
+        for _ in messages:  # one getter woken per message, as ``_deliver`` does
+            if not waiters:
+                break
             self._wake_one()
 
     def _wake_one(self) -> None:

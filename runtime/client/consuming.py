@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from pybmq.client.events import (
@@ -28,8 +28,8 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.wire.framing import Event
-from pybmq.wire.properties import MessageProperties
-from pybmq.wire.push import PushMessage, iter_push
+from pybmq.wire.properties import lazy_properties
+from pybmq.wire.push import PushMessage, decode_push
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -41,6 +41,8 @@ class _Target(NamedTuple):
     uri: str
     subscription: Subscription | None
     counters: QueueCounters
+    # The credit ledger's count for this stream (``CreditLedger.pusher``), None if not counted.
+    credit: Callable[[bytes, int, str], None] | None
 
 
 class Consuming(Publishing):
@@ -75,14 +77,11 @@ class Consuming(Publishing):
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             qid, sub_id = queue.qid, queue.sub_id
-            confirmed = self.credit.confirmed
-            append = self._confirms.append
-            count = 0
-            for guid in guids:
-                append((qid, guid, sub_id))
-                confirmed(queue_id, guid)
-                count += 1
-            queue.counters.confirmed += count
+            if not isinstance(guids, (list, tuple)):
+                guids = list(guids)
+            self._confirms.extend([(qid, guid, sub_id) for guid in guids])
+            self.credit.confirmed_many(queue_id, guids)
+            queue.counters.confirmed += len(guids)
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
@@ -106,51 +105,64 @@ class Consuming(Publishing):
         append = self._events.append
         max_size = self.options.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
-        decode_properties = MessageProperties.decode
-        pushed = self.credit.pushed
+        wrap_properties = lazy_properties  # parsed on first access, not here
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
         # event; int keys and no per-message tuples keep the garbage collector out of the loop.
         targets: dict[int, _Target] = {}
-        for push in iter_push(event, decompress=False):
-            qid = push.queue_id
-            infos = push.sub_queue_infos
-            if len(infos) > 1:  # one message for several subscriptions of this client
-                for info in infos:
-                    stream = info.sub_queue_id
-                    self._deliver(push, stream, self._push_target(qid, stream))
-                continue
-            stream_id = infos[0].sub_queue_id if infos else 0
-            target = targets.get((qid << 32) | stream_id)
-            if target is None:
-                target = targets[(qid << 32) | stream_id] = self._push_target(qid, stream_id)
-            handle = target.handle
-            area = push.properties_area
-            payload = push.payload
-            pushed(handle, stream_id, target.uri, push.guid, len(area) + len(payload))
-            counters = target.counters
-            counters.received += 1
-            counters.received_bytes += len(payload)
-            if push.compression:
-                message = CompressedMessage(handle, push, max_size, target.subscription)
-                append(new(MessageReceived, (message,)))
-                continue
-            properties = decode_properties(area, extended=push.schema_id != 0) if area else None
-            append(
-                new(
-                    MessageReceived,
-                    (
-                        new(
-                            Message,
-                            (handle, push.guid, payload, properties, None, target.subscription),
-                        ),
-                    ),
+        # The previous message's target, reused while the queue id and the sub-queue infos (one
+        # shared tuple per value within an event) stay the same: the usual case, one run.
+        last_qid: int | None = None
+        last_infos: object = None
+        handle, uri, subscription, counters, credit = 0, "", None, None, None
+        # The counters of the current target, added to it when the target changes (or the event
+        # ends, however it ends).
+        received = received_bytes = 0
+        try:
+            for push in decode_push(event, decompress=False):
+                qid, guid, _, compression, schema, area, payload, _, _, infos, _ = push
+                if qid != last_qid or infos is not last_infos:
+                    if counters is not None:
+                        counters.received += received
+                        counters.received_bytes += received_bytes
+                        received = received_bytes = 0
+                    if len(infos) > 1:  # one message for several subscriptions of this client
+                        last_qid = counters = None
+                        for info in infos:
+                            stream = info.sub_queue_id
+                            self._deliver(push, stream, self._push_target(qid, stream))
+                        continue
+                    stream_id = infos[0].sub_queue_id if infos else 0
+                    target = targets.get((qid << 32) | stream_id)
+                    if target is None:
+                        target = self._push_target(qid, stream_id)
+                        targets[(qid << 32) | stream_id] = target
+                    handle, uri, subscription, counters, credit = target
+                    last_qid, last_infos = qid, infos
+                if credit is not None:
+                    credit(guid, len(area) + len(payload), uri)
+                received += 1
+                received_bytes += len(payload)
+                if compression:
+                    message = CompressedMessage(handle, push, max_size, subscription)
+                    append(new(MessageReceived, (message,)))
+                    continue
+                properties = wrap_properties(area, schema != 0) if area else None
+                append(
+                    new(
+                        MessageReceived,
+                        (new(Message, (handle, guid, payload, properties, None, subscription)),),
+                    )
                 )
-            )
+        finally:
+            if counters is not None:
+                counters.received += received
+                counters.received_bytes += received_bytes
 
     def _deliver(self, push: PushMessage, stream_id: int, target: _Target) -> None:
         payload = push.payload
         size = len(push.properties_area) + len(payload)
-        self.credit.pushed(target.handle, stream_id, target.uri, push.guid, size)
+        if target.credit is not None:
+            target.credit(push.guid, size, target.uri)
         counters = target.counters
         counters.received += 1
         counters.received_bytes += len(payload)
@@ -177,4 +189,5 @@ class Consuming(Publishing):
                 path="PushHeader.queueId",
             )
         subscription = self._subscription_handles.get((qid, stream_id))
-        return _Target(queue.queue_id, queue.uri, subscription, queue.counters)
+        credit = self.credit.pusher(queue.queue_id, stream_id)
+        return _Target(queue.queue_id, queue.uri, subscription, queue.counters, credit)

@@ -17,6 +17,8 @@ from zero (the previous one's unconfirmed messages are void).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
@@ -31,20 +33,48 @@ def at_most_once(routing_flags: int) -> bool:
 class _Stream:
     """One subscription (or subId) of a reader: its credit and what is unconfirmed on it."""
 
-    __slots__ = ("bytes", "limits", "messages", "pending", "stream_id")
+    __slots__ = (
+        "bytes",
+        "limits",
+        "max_bytes",
+        "max_messages",
+        "messages",
+        "pending",
+        "stream_id",
+        "unconfirmed",
+    )
 
-    def __init__(self, stream_id: int) -> None:
+    def __init__(self, stream_id: int, unconfirmed: dict[bytes, tuple[_Stream, int]]) -> None:
         self.stream_id = stream_id
         self.messages = 0
         self.bytes = 0
         self.limits = (0, 0)  # (messages, bytes) the broker acknowledged
         self.pending: tuple[int, int] | None = None  # limits of a configure in flight
+        self.max_messages = self.max_bytes = 0  # ``effective()``, kept for the per-message check
+        self.unconfirmed = unconfirmed  # its handle's, shared by the handle's streams
 
     def effective(self) -> tuple[int, int]:
         pending = self.pending
         if pending is None:
             return self.limits
         return max(self.limits[0], pending[0]), max(self.limits[1], pending[1])
+
+    def push(self, guid: bytes, size: int, uri: str) -> None:
+        """Count one PUSHed message; ProtocolError if the broker had no credit left for it."""
+        unconfirmed = self.unconfirmed
+        if guid in unconfirmed:
+            return  # pushed twice
+        if self.messages >= self.max_messages or self.bytes >= self.max_bytes:
+            raise ProtocolError(
+                f"the broker pushed message {guid.hex()} on {uri} (subscription "
+                f"{self.stream_id}) beyond the credit it was given: {self.messages} messages "
+                f"({self.bytes} bytes) unconfirmed, maxUnconfirmedMessages {self.max_messages}, "
+                f"maxUnconfirmedBytes {self.max_bytes}",
+                path="PushHeader",
+            )
+        unconfirmed[guid] = (self, size)
+        self.messages += 1
+        self.bytes += size
 
 
 class _Handle:
@@ -77,6 +107,7 @@ class CreditLedger:
         old = stream.effective()
         stream.limits, stream.pending = limits, pending
         new = stream.effective()
+        stream.max_messages, stream.max_bytes = new
         self.total_messages += new[0] - old[0]
         self.total_bytes += new[1] - old[1]
 
@@ -89,7 +120,7 @@ class CreditLedger:
             self._set(stream, stream.limits, limits.get(stream_id, (0, 0)))
         for stream_id, wanted in limits.items():
             if stream_id not in handle.streams:
-                stream = handle.streams[stream_id] = _Stream(stream_id)
+                stream = handle.streams[stream_id] = _Stream(stream_id, handle.unconfirmed)
                 self._set(stream, (0, 0), wanted)
 
     def configured(self, queue_id: int, ok: bool) -> None:
@@ -120,36 +151,39 @@ class CreditLedger:
             for stream in handle.streams.values():
                 stream.messages = stream.bytes = 0
 
-    def pushed(self, queue_id: int, stream_id: int, uri: str, guid: bytes, size: int) -> None:
-        """Count a PUSHed message; ProtocolError if the broker had no credit left for it."""
+    def pusher(self, queue_id: int, stream_id: int) -> Callable[[bytes, int, str], None] | None:
+        """``pushed`` for one (``queue_id``, ``stream_id``) looked up once (per PUSH event: the
+        limits cannot change within one): call it as ``(guid, size, uri)`` for each message.
+        None when its pushes are not counted (a broadcast queue, or a stream we did not
+        configure: the router refuses that one)."""
         handle = self._handles.get(queue_id)
         if handle is None or not handle.tracked:
-            return
+            return None
         stream = handle.streams.get(stream_id)
-        if stream is None or guid in handle.unconfirmed:
-            return  # not configured by us (the router refuses it), or pushed twice
-        max_messages, max_bytes = stream.effective()
-        if stream.messages >= max_messages or stream.bytes >= max_bytes:
-            raise ProtocolError(
-                f"the broker pushed message {guid.hex()} on {uri} (subscription {stream_id}) "
-                f"beyond the credit it was given: {stream.messages} messages ({stream.bytes} "
-                f"bytes) unconfirmed, maxUnconfirmedMessages {max_messages}, "
-                f"maxUnconfirmedBytes {max_bytes}",
-                path="PushHeader",
-            )
-        handle.unconfirmed[guid] = (stream, size)
-        stream.messages += 1
-        stream.bytes += size
+        return stream.push if stream is not None else None
+
+    def pushed(self, queue_id: int, stream_id: int, uri: str, guid: bytes, size: int) -> None:
+        """Count a PUSHed message; ProtocolError if the broker had no credit left for it."""
+        push = self.pusher(queue_id, stream_id)
+        if push is not None:
+            push(guid, size, uri)
 
     def confirmed(self, queue_id: int, guid: bytes) -> None:
+        self.confirmed_many(queue_id, (guid,))
+
+    def confirmed_many(self, queue_id: int, guids: Iterable[bytes]) -> None:
+        """The messages ``guids`` of ``queue_id`` were confirmed: their credit is free again."""
         handle = self._handles.get(queue_id)
-        if handle is not None:
-            entry = handle.unconfirmed.pop(guid, None)
+        if handle is None:
+            return
+        pop = handle.unconfirmed.pop
+        for guid in guids:
+            entry = pop(guid, None)
             if entry is not None:
                 stream, size = entry
                 stream.messages -= 1
                 stream.bytes -= size
-                if not stream.messages and stream.effective() == (0, 0):
+                if not stream.messages and not stream.max_messages and not stream.max_bytes:
                     handle.streams.pop(stream.stream_id, None)  # retired and now empty
 
     def unconfirmed(self, queue_id: int) -> int:

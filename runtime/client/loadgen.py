@@ -156,7 +156,9 @@ def _timed(callback: Callable[[Ack, float], None], sent: float) -> Callable[[Ack
 
 # post_messages hands the engine this many posts at a time (then lets the socket drain).
 POST_CHUNK = 512
-CONSUME_CHUNK = 1024  # messages taken and confirmed per call, at most
+# Messages taken and confirmed per call, at most: a fraction of the default credit (1000
+# messages), so that CONFIRMs flow back while the rest of a credit's worth is being taken.
+CONSUME_CHUNK = 128
 
 
 async def post_messages(
@@ -281,6 +283,10 @@ async def consume_messages(
             stats.confirmed += sum(message.confirmable for message in batch)
             queue.confirm_many_nowait(batch)
             await queue.session.drain()
+            # Let this chunk's CONFIRMs leave now (they go on the next loop turn): the broker
+            # pushes more against the freed credit while the rest is taken, so it and this
+            # consumer work at the same time instead of in turns of a whole credit's worth.
+            await asyncio.sleep(0)
         stats.count += len(batch)
         stats.seconds = now - start
         pending_progress += len(batch)

@@ -39,6 +39,7 @@ from pybmq.wire.framing import (
     event_type_name,
     iter_events,
 )
+from pybmq.wire.properties import TYPE_NAMES, decode_properties
 from pybmq.wire.push import iter_push
 from pybmq.wire.put import iter_put
 
@@ -168,18 +169,36 @@ def hexdump(data: bytes, limit: int | None = 64) -> list[str]:
 
 
 def _properties_node(message: Any) -> Node | None:
-    props = message.properties
-    if props is None:
+    area = message.properties_area
+    if not area:
         return None
+    # Parsed straight from the area: a printed message's properties are read once.
+    items = decode_properties(area, extended=message.schema_id != 0)
+    names = TYPE_NAMES
     return {
         "format": "extended" if message.schema_id else "old",
         "schema_id": message.schema_id,
-        "count": len(props),
+        "count": len(items),
         "properties": [
-            {"name": n, "type": t.name, "value": v.hex() if isinstance(v, bytes) else v}
-            for n, t, v in props.typed_items()
+            {"name": n, "type": names[t], "value": v.hex() if isinstance(v, bytes) else v}
+            for n, (t, v) in items.items()
         ],
     }
+
+
+# The options as JSON by their bytes (which they are parsed from): a consumer's PUSHes repeat the
+# same few. Bounded: once full, other options are rendered each time.
+_OPTIONS_JSON: dict[bytes, str] = {}
+_OPTIONS_JSON_MAX = 1024
+
+
+def _options_json(message: Any) -> str:
+    text = _OPTIONS_JSON.get(message.options)
+    if text is None:
+        text = json.dumps(_options_node(message))
+        if len(_OPTIONS_JSON) < _OPTIONS_JSON_MAX:
+            _OPTIONS_JSON[bytes(message.options)] = text
+    return text
 
 
 def _options_node(message: Any) -> Node:
@@ -715,7 +734,7 @@ def _message_texts(
             shown = payload if payload_limit is None else payload[:payload_limit]
             text = layout.json % (*v, *names)
             if m.options:
-                text += ', "options": ' + json.dumps(_options_node(m))
+                text += ', "options": ' + _options_json(m)
             if m.properties_area:
                 text += ', "properties": ' + json.dumps(_properties_node(m))
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
@@ -728,7 +747,7 @@ def _message_texts(
             if m.options or m.properties_area or (note and m.compression):
                 lines = [text]
                 if m.options:
-                    lines.append(f"[Options] {json.dumps(_options_node(m))}")
+                    lines.append(f"[Options] {_options_json(m)}")
                 if m.properties_area:
                     lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
                 if note and m.compression:

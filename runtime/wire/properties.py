@@ -51,6 +51,9 @@ _RANGES: dict[int, tuple[int, int]] = {
     PropertyType.INT32: (-(1 << 31), 1 << 31),
     PropertyType.INT64: (-(1 << 63), 1 << 63),
 }
+# Each type's member by its wire value: a dict look-up, not an enum call per property read.
+_TYPES: dict[int, PropertyType] = {int(t): t for t in PropertyType}
+TYPE_NAMES: dict[int, str] = {value: t.name for value, t in _TYPES.items()}
 _ENCODING = "utf-8"
 _ERRORS = "surrogateescape"  # names and strings are bytes upstream: keep any byte lossless
 
@@ -106,15 +109,14 @@ def _value_bytes(ptype: int, value: PropertyValue) -> bytes:
 class MessageProperties(Mapping[str, PropertyValue]):
     """Typed message properties (insertion ordered, as they go on the wire)."""
 
-    __slots__ = ("_cache", "_items", "_raw", "_raw_extended", "_raw_offset")
+    __slots__ = ("_cache", "_items", "_raw")
 
     def __init__(
         self, items: Mapping[str, PropertyValue | tuple[int, PropertyValue]] | None = None
     ) -> None:
         self._items: dict[str, tuple[int, PropertyValue]] | None = {}
-        self._raw: bytes | None = None
-        self._raw_extended = False
-        self._raw_offset = 0
+        # The wire form it was decoded from while unmodified: (area, extended, offset for errors).
+        self._raw: tuple[bytes, bool, int] | None = None
         # Encoded forms by (extended, header sizes); made on the first encode (a received
         # message that is only read never needs one).
         self._cache: dict[tuple[bool, int, int], bytes] | None = None
@@ -130,27 +132,24 @@ class MessageProperties(Mapping[str, PropertyValue]):
     def decode(
         cls, area: bytes | bytearray | memoryview, *, extended: bool, offset: int = 0
     ) -> MessageProperties:
-        """Wrap a wire-form properties area; it is parsed on first access (``offset`` for errors)."""
-        props = cls.__new__(cls)
-        props._items = None
-        raw = bytes(area)
-        if len(raw) >= 4:
-            size = ((raw[1] << 16) | (raw[2] << 8) | raw[3]) * 4
-            if 0 < size <= len(raw):
-                raw = raw[:size]
-        props._raw = raw
-        props._raw_extended = extended
-        props._raw_offset = offset
-        props._cache = None
-        return props
+        """Wrap a wire-form properties area; it is parsed on first access (``offset`` for errors),
+        so a message whose properties are never read costs one small object (a client's hot
+        path: see ``lazy_properties``)."""
+        return lazy_properties(area if type(area) is bytes else bytes(area), extended, offset)
 
     def _loaded(self) -> dict[str, tuple[int, PropertyValue]]:
         items = self._items
         if items is None:
             assert self._raw is not None
-            items = self._items = decode_properties(
-                self._raw, extended=self._raw_extended, offset=self._raw_offset
-            )
+            area, extended, offset = self._raw
+            if (
+                len(area) >= 4
+            ):  # only the area its header declares (``decode_properties`` checks it)
+                size = ((area[1] << 16) | (area[2] << 8) | area[3]) * 4
+                if 0 < size < len(area):
+                    area = area[:size]
+                    self._raw = (area, extended, offset)
+            items = self._items = decode_properties(area, extended=extended, offset=offset)
         return items
 
     # -- mapping ---------------------------------------------------------------------------------
@@ -179,13 +178,14 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def get_typed(self, name: str) -> tuple[PropertyType, PropertyValue]:
         ptype, value = self._loaded()[name]
-        return PropertyType(ptype), value
+        return _TYPES[ptype], value
 
     def type_of(self, name: str) -> PropertyType:
-        return PropertyType(self._loaded()[name][0])
+        return _TYPES[self._loaded()[name][0]]
 
     def typed_items(self) -> list[tuple[str, PropertyType, PropertyValue]]:
-        return [(n, PropertyType(t), v) for n, (t, v) in self._loaded().items()]
+        types = _TYPES
+        return [(n, types[t], v) for n, (t, v) in self._loaded().items()]
 
     # -- mutation --------------------------------------------------------------------------------
 
@@ -241,11 +241,11 @@ class MessageProperties(Mapping[str, PropertyValue]):
         self, extended: bool = True, *, header_size: int = 6, property_header_size: int = 6
     ) -> bytes:
         """The wire-form area (padding included); b"" when there are no properties."""
-        raw = self._raw
-        if raw is not None and extended == self._raw_extended:
+        if self._raw is not None and extended == self._raw[1]:
             # Unmodified since decoding: upstream also sends the received bytes back unchanged.
             self._loaded()  # but never forward bytes that do not parse
-            return raw
+            assert self._raw is not None
+            return self._raw[0]
         key = (extended, header_size, property_header_size)
         cache = self._cache
         if cache is None:
@@ -259,6 +259,19 @@ class MessageProperties(Mapping[str, PropertyValue]):
                 property_header_size=property_header_size,
             )
         return cached
+
+
+_new = object.__new__
+
+
+def lazy_properties(area: bytes, extended: bool, offset: int = 0) -> MessageProperties:
+    """``MessageProperties.decode`` without its checks of the argument types (``area`` is
+    bytes): a received message's properties, parsed on first access."""
+    props = _new(MessageProperties)
+    props._raw = (area, extended, offset)
+    props._items = None
+    props._cache = None
+    return props
 
 
 def encode_properties(

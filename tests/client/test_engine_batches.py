@@ -150,6 +150,39 @@ def test_a_push_for_several_subscriptions_reaches_each_and_routes_are_checked() 
         engine.receive_data(bad_event, 0.0)
 
 
+def test_one_push_event_interleaving_queues_routes_and_counts_each_message() -> None:
+    engine, _ = started_engine()
+    uri = "bmq://bmq.test.mem.fanout/runs"
+    foo = open_queue(engine, uri + "?id=foo", read=True)
+    bar = open_queue(engine, uri + "?id=bar", read=True)
+    other = open_queue(engine, URI, read=True)
+    qid, other_qid = engine.queues[foo].qid, engine.queues[other].qid
+    foo_only = [(engine.queues[foo].sub_id, None)]
+    both = [(engine.queues[foo].sub_id, None), (engine.queues[bar].sub_id, None)]
+    plan = [  # (wire queue id, sub-queue infos, payload): runs, switches and a shared message
+        (qid, foo_only, b"f1"), (qid, foo_only, b"f22"), (other_qid, None, b"o1"),
+        (qid, both, b"both"), (qid, foo_only, b"f333"), (other_qid, None, b"o22"),
+        (other_qid, None, b"o333"),
+    ]  # fmt: skip
+    pushes = PushEventBuilder()
+    for n, (wire_qid, infos, payload) in enumerate(plan):
+        pushes.add(wire_qid, bytes([n]) * 16, payload, sub_queue_infos=infos)
+    [event] = pushes.finish()
+    engine.receive_data(event, 0.0)
+    got = [(e.message.queue_id, e.message.payload) for e in engine.next_events()
+           if isinstance(e, MessageReceived)]  # fmt: skip
+    assert got == [
+        (foo, b"f1"), (foo, b"f22"), (other, b"o1"), (foo, b"both"), (bar, b"both"),
+        (foo, b"f333"), (other, b"o22"), (other, b"o333"),
+    ]  # fmt: skip
+    counts = {
+        handle: (engine.queues[handle].counters.received,
+                 engine.queues[handle].counters.received_bytes)
+        for handle in (foo, bar, other)
+    }  # fmt: skip
+    assert counts == {foo: (4, 13), bar: (1, 4), other: (3, 9)}
+
+
 def test_compressed_post_many_uses_the_threshold_per_payload() -> None:
     engine, _ = started_engine(options=SessionOptions(compression_threshold=1024))
     writer = open_queue(engine, URI, write=True)

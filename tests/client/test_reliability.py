@@ -24,6 +24,7 @@ from pybmq.generated.wire_codec import EventType
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.properties import MessageProperties
 
 from tests.helpers.engine import started_engine
 from tests.helpers.hostile import (
@@ -208,6 +209,31 @@ async def test_a_push_full_of_zlib_bombs_is_inflated_lazily_one_message_at_a_tim
     assert reading_peak < 3 * size, f"reading held {reading_peak >> 20} MiB"
 
 
+async def test_properties_that_do_not_parse_are_the_message_error_and_the_session_goes_on() -> None:
+    good_area = MessageProperties({"kind": "order", "n": 7}).encode(extended=True)
+    bad_area = bytearray(good_area)
+    bad_area[6] |= 0x7C  # the first property's type: 31, no such type
+    async with _sim_with_pair() as (sim, producer, consumer):
+        writer = await producer.open_queue(QUEUE, write=True)
+        reader = await consumer.open_queue(QUEUE, read=True)
+        guid = store_raw(sim, QUEUE, b"body", zlib_flag=False, properties_area=bytes(bad_area))
+        bad = await _next(reader)
+        assert bad.guid == guid
+        # Delivered as it came (nothing was parsed on the way in), the payload intact.
+        assert bad.payload == b"body"
+        assert dict(bad.properties) == {}
+        assert isinstance(bad.error, MessageDecodeError)
+        assert "invalid property type 31" in str(bad.error)
+        assert guid.hex() in str(bad.error)
+        await bad.confirm()
+        # The session is still up and the next message's properties parse.
+        assert (await writer.post(b"next", properties={"kind": "order", "n": 7})).ok
+        good = await _next(reader)
+        assert good.error is None
+        assert dict(good.properties) == {"kind": "order", "n": 7}
+        await good.confirm()
+
+
 async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
     credit, per_event, events = 10, 1000, 1000  # 1M messages of 280 B against a credit of 10
     async with BrokerSimulator() as sim:
@@ -344,6 +370,29 @@ def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -
         while len(handled) < count + 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert len(handled) == count + 1
+
+
+def test_the_credit_looked_up_once_per_event_still_refuses_the_first_message_over_it() -> None:
+    ledger = CreditLedger()
+    ledger.configuring(0, {1: (2, 1000)})
+    ledger.configured(0, ok=True)
+    count = ledger.pusher(0, 1)  # what the engine does once per PUSH event and stream
+    assert count is not None
+    guids = [bytes([i]) * 16 for i in range(4)]
+    count(guids[0], 10, QUEUE)
+    count(guids[0], 10, QUEUE)  # the same message again is not counted twice
+    count(guids[1], 10, QUEUE)
+    with pytest.raises(ProtocolError, match="maxUnconfirmedMessages 2"):
+        count(guids[2], 10, QUEUE)
+    assert ledger.unconfirmed(0) == 2
+    ledger.confirmed_many(0, [guids[0], guids[1], guids[3]])  # an unknown GUID is ignored
+    assert ledger.unconfirmed(0) == 0
+    count(guids[2], 10, QUEUE)  # the credit is free again, through the same lookup
+    assert ledger.unconfirmed(0) == 1
+    # Not counted: a stream we did not configure, and a broadcast queue.
+    assert ledger.pusher(0, 7) is None
+    ledger.untracked(0)
+    assert ledger.pusher(0, 1) is None
 
 
 def test_the_credit_allows_one_message_over_the_bytes_never_over_the_messages() -> None:
