@@ -28,10 +28,10 @@ from pybmq.wire.batches import (
     iter_confirm,
     iter_reject,
 )
-from pybmq.wire.dissect import render_stream
 from pybmq.wire.framing import iter_events
 from pybmq.wire.push import PushEventBuilder, iter_push
 from pybmq.wire.put import PutEventBuilder, iter_put
+from pybmq.wire.render import render_stream
 
 from bench.common import Result, best_seconds
 

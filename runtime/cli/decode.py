@@ -119,7 +119,7 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 def _decode(args: argparse.Namespace) -> int:
     from pybmq.wire.capture import MAGIC
-    from pybmq.wire.dissect import render_stream
+    from pybmq.wire.render import render_stream
 
     if args.properties:
         data = _read(args.file, args.hex)

@@ -15,17 +15,12 @@ from pybmq.generated.wire_codec import CompressionAlgorithmType
 from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, RejectEventBuilder
 from pybmq.wire.capture import MAGIC, encode_record
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT
-from pybmq.wire.dissect import (
-    Node,
-    dissect_capture,
-    dissect_stream,
-    render_stream,
-    render_text,
-)
+from pybmq.wire.dissect import Node, dissect_capture, dissect_stream
 from pybmq.wire.framing import split_events
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import PutEventBuilder
+from pybmq.wire.render import render_stream, render_text
 
 LIMITS = [64, None, 0, 5, 16]
 

@@ -1,0 +1,349 @@
+"""Rendering dissected events as ``pybmq decode`` prints them: ``render_text`` (a tree to text)
+and ``render_stream`` (a capture straight to text or JSON Lines).
+
+``render_stream`` prints what ``render_text`` and ``json.dumps`` print for each tree of
+``pybmq.wire.dissect``, without building the trees of plain messages and batch entries (most of
+a capture): it formats them from the unpacked headers with ``%`` templates made once from the
+trees' field names, and falls back to the trees for everything else. It shares the dissector's
+header readers and field helpers, so the two cannot drift apart (``tests/wire`` checks them
+byte for byte against each other).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+from pybmq.errors import ProtocolError
+from pybmq.generated.wire_codec import (
+    EventType,
+    PushHeaderFlags,
+    PutHeaderFlags,
+)
+from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
+from pybmq.wire.dissect import (
+    _BATCH_HEADERS,
+    _EVENT,
+    _PUSH,
+    _PUT,
+    Node,
+    _at_event,
+    _capture_events,
+    _compression_name,
+    _dump,
+    _fields,
+    _flag_names,
+    _options_json,
+    _properties_node,
+    _read_messages,
+    _stream_events,
+    dissect_event,
+)
+from pybmq.wire.framing import (
+    MAX_EVENT_SIZE,
+    Event,
+    Filler,
+)
+
+__all__ = ["render_stream", "render_text"]
+
+
+@functools.lru_cache(maxsize=256)
+def _template(keys: tuple[str, ...], line: str, separator: str) -> str:
+    """A ``%`` template with one ``%s`` per key, cached per key set (the keys of a header kind
+    never change), so each node is formatted in one call."""
+    width = max((len(k) for k in keys), default=0)
+    return separator.join(
+        line.format(key=k.replace("%", "%%"), pad=" " * (width - len(k))) for k in keys
+    )
+
+
+_FIELD_LINE = "\n\t{key}{pad} : %s"
+_ENTRY_FIELD = "{key}=%s"
+
+
+def _render_fields(title: str, fields: dict[str, Any]) -> str:
+    return f"[{title}]" + _template(tuple(fields), _FIELD_LINE, "") % tuple(fields.values())
+
+
+def render_text(node: Node) -> str:
+    """A tree in the spirit of the Java SDK's dumps (tests/vectors/java-sdk/*.txt)."""
+    if "filler" in node:
+        f = node["filler"]
+        return f"[Filler] {f['size']} zero bytes at offset {f['offset']} (after the last event)"
+    lines = [f"[{node['type']} event] offset {node['offset']}"]
+    if "tap" in node:
+        t = node["tap"]
+        lines.append(f"[Tap] connection {t['connection']} {t['direction']} at {t['time']}")
+    lines.append(_render_fields("EventHeader", node["event_header"]))
+    for key, title in (("control", "ControlMessage"), ("authentication", "AuthenticationMessage")):
+        if key not in node:
+            continue
+        c = node[key]
+        lines.append(f"[{title}] encoding {c['encoding']}, {c['payload_size']} bytes")
+        if "message" in c:
+            lines.append(f"\tclass   : {c['class']}")
+            lines.append(f"\tmessage : {json.dumps(c['message'], sort_keys=False)}")
+        else:
+            lines.append(f"\terror   : {c['error']}")
+    for i, m in enumerate(node.get("messages", [])):
+        lines += _message_lines(node["type"], i, m)
+    if "entries" in node:
+        lines.append(_render_fields("BatchHeader", node["header"]))
+        for i, e in enumerate(node["entries"]):
+            lines.append(f"\t#{i}: " + _template(tuple(e), _ENTRY_FIELD, ", ") % tuple(e.values()))
+    if "body_size" in node:
+        lines.append(f"[Body] {node['body_size']} bytes (not dissected): {node['body']}")
+        lines += node["body_preview"]
+    elif "body" in node:
+        lines.append(f"[Body] {node['body']}")
+    return "\n".join(lines)
+
+
+def _message_lines(kind: str, i: int, m: Node) -> list[str]:
+    """The lines of message ``i`` of a PUT or PUSH event."""
+    lines = [_render_fields(f"{kind.capitalize()}Header #{i} @{m['offset']}", m["header"])]
+    if "options" in m:
+        lines.append(f"[Options] {json.dumps(m['options'])}")
+    if "properties" in m:
+        lines += _property_lines(m["properties"])
+    if "note" in m:
+        lines.append(f"[Note] {m['note']}")
+    lines.append(f"[Payload] {m['payload']['size']} bytes")
+    lines += m["payload"]["preview"]
+    return lines
+
+
+def _property_lines(p: Node) -> list[str]:
+    lines = [f"[MessageProperties] {p['format']} format, {p['count']} properties"]
+    return lines + [f"\t{q['name']} ({q['type']}) = {q['value']!r}" for q in p["properties"]]
+
+
+# -- what ``pybmq decode`` prints, an event at a time ----------------------------------------------
+#
+# PUT, PUSH, ACK, CONFIRM and REJECT events are most of a capture. Their messages, entries and
+# heads are printed straight from the unpacked headers with ``%`` templates made from the same
+# field names (and ``_template``) as their nodes, and options and properties from the same node
+# helpers, without building the event's tree: the same text as ``render_text`` / ``json.dumps``
+# of the tree (tests compare both on every vector and message shape). Other event kinds and
+# the filler are printed through their trees.
+
+
+def render_stream(
+    chunks: Iterable[bytes],
+    payload_limit: int | None = 64,
+    as_json: bool = False,
+    capture: bool = False,
+) -> Iterator[str]:
+    """Each event of a capture (``capture``: a ``pybmq tap`` recording) as ``pybmq decode``
+    prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
+    items: Iterable[tuple[Event | Filler, Node | None]] = (
+        _capture_events(chunks)
+        if capture
+        else ((item, None) for item in _stream_events(chunks, MAX_EVENT_SIZE))
+    )
+    for item, tap in items:
+        if isinstance(item, Filler):
+            node = {"filler": {"offset": item.offset, "size": item.size}}
+            yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+        else:
+            yield _render_event(item, tap, payload_limit, as_json)
+
+
+def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
+    etype = event.type
+    records: list[str] | None = None
+    try:
+        if etype == EventType.PUT or etype == EventType.PUSH:
+            records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
+        elif etype in _BATCH_HEADERS:
+            reader = _BATCH_HEADERS[etype]
+            header = _fields(reader, event.data, event.header_size, reader.size)
+            records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
+    except ProtocolError as exc:
+        raise _at_event(event, exc) from exc
+    if records is None:  # through the node
+        node = dissect_event(event, payload_limit, not as_json)
+        if tap is not None:
+            node["tap"] = tap
+        return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+    text, json_text = _head_layout(tap is not None)
+    name = event.type_name
+    values = _EVENT.unpack(event.data, 0)
+    if as_json:
+        if etype == EventType.PUT or etype == EventType.PUSH:
+            body = f', "messages": [{", ".join(records)}]'
+        else:
+            body = f', "header": {_fields_json(header)}, "entries": [{", ".join(records)}]'
+        tail = "" if tap is None else ', "tap": ' + json.dumps(tap)
+        return f"{json_text % (event.offset, name, *values, name)}{body}{tail}}}\n"
+    if tap is None:
+        head = text % (name, event.offset, *values, name)
+    else:
+        where = (tap["connection"], tap["direction"], tap["time"])
+        head = text % (name, event.offset, *where, *values, name)
+    if etype == EventType.PUT or etype == EventType.PUSH:
+        return "\n".join([head, *records]) + "\n\n"
+    return "\n".join([head, _render_fields("BatchHeader", header), *records]) + "\n\n"
+
+
+@functools.lru_cache(maxsize=2)
+def _head_layout(tap: bool) -> tuple[str, str]:
+    """What every event starts with (``render_text``'s first lines, its JSON object's first
+    members, without the closing brace): ``%`` type name, offset, (tap), EventHeader values,
+    type name again."""
+    assert not _EVENT.hex_fields
+    keys = (*_EVENT.names, "type_name")
+    fields = _template(keys, _FIELD_LINE, "")
+    where = "\n[Tap] connection %s %s at %s" if tap else ""
+    text = f"[%s event] offset %s{where}\n[EventHeader]{fields}"
+    json_text = '{"offset": %s, "type": "%s", "event_header": {' + _json_fields(
+        keys, ("type_name",)
+    )
+    return text, json_text + "}"
+
+
+def _fields_json(fields: dict[str, Any]) -> str:
+    """What ``json.dumps`` writes for a dict from :func:`_fields` (ints and hex strings)."""
+    strings = tuple(k for k, v in fields.items() if isinstance(v, str))
+    return "{" + _json_fields(tuple(fields), strings) % tuple(fields.values()) + "}"
+
+
+_BATCH_READERS: dict[int, Callable[[Event], Iterable[Any]]] = {
+    EventType.ACK: iter_ack,
+    EventType.CONFIRM: iter_confirm,
+    EventType.REJECT: iter_reject,
+}
+
+
+class _MessageLayout(NamedTuple):
+    """How a PUT or PUSH message prints: its header block as text (``%``: number, offset, header
+    values and names) and as the start of its JSON object (header values and names)."""
+
+    text: str
+    json: str
+    put: bool
+    guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
+    flags: int  # where the flags are
+    message_words: int  # where message_words is
+    shown: int  # how many header fields are shown (all but for a short, older peer's header)
+
+
+@functools.lru_cache(maxsize=64)
+def _json_fields(keys: tuple[str, ...], strings: tuple[str, ...]) -> str:
+    """``"key": value`` pairs as ``json.dumps`` writes them, a ``%s`` per value (quoted for
+    ``strings``: hex digits and enumerator names, which JSON writes as they are)."""
+    return ", ".join(
+        json.dumps(k).replace("%", "%%") + (': "%s"' if k in strings else ": %s") for k in keys
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _message_layout(etype: int, size: int) -> _MessageLayout:
+    """The layout of a message whose header is ``size`` bytes on the wire (any size at least
+    the struct's shows every field; a shorter one shows the fields it holds)."""
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    shown = sum(1 for first in reader.first_bits if first < size * 8)
+    keys = (*reader.names[:shown], "flags_names", "compression_name")
+    keys += ("correlation_id",) if put else ()
+    title = ("Put" if put else "Push") + "Header #%s @%s"
+    text = f"[{title}]{_template(keys, _FIELD_LINE, '')}"
+    (guid,) = reader.hex_fields
+    strings = (reader.names[guid], "flags_names", "compression_name")
+    json_text = f'{{"header": {{{_json_fields(keys, strings)}}}'
+    index = reader.names.index
+    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"), shown)
+
+
+def _message_texts(
+    event: Event, messages: list[Any], note: str, payload_limit: int | None, as_json: bool
+) -> list[str]:
+    """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
+    etype = event.type
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    flags_enum = PutHeaderFlags if put else PushHeaderFlags
+    unpack, full = reader.unpack, reader.size
+    whole = _message_layout(etype, full)
+    guid, flags, words = whole.guid, whole.flags, whole.message_words
+    data, base = event.data, event.offset
+    end = len(data) - full
+    out = []
+    pos = event.header_size
+    for i, m in enumerate(messages):
+        size = m.header_words * 4
+        if size >= full and pos <= end:
+            layout, v = whole, unpack(data, pos)
+        else:  # zero-extended for reading, only the fields it holds shown
+            layout = _message_layout(etype, size)
+            v = unpack(bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0"), 0)
+            v = v[: layout.shown]
+        if guid < len(v):
+            v = (*v[:guid], v[guid].hex(), *v[guid + 1 :])
+        payload = m.payload
+        names: tuple[Any, ...] = (
+            _flag_names(v[flags], flags_enum),
+            _compression_name(m.compression),
+        )
+        if put:
+            names += (m.correlation_id,)
+        if as_json:
+            shown = payload if payload_limit is None else payload[:payload_limit]
+            text = layout.json % (*v, *names)
+            if m.options:
+                text += ', "options": ' + _options_json(m)
+            if m.properties_area:
+                text += ', "properties": ' + json.dumps(_properties_node(m))
+            text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
+            text += f', "offset": {base + pos}'
+            if note and m.compression:
+                text += ', "note": ' + json.dumps(note)
+            out.append(text + "}")
+        else:
+            text = layout.text % (i, base + pos, *v, *names)
+            if m.options or m.properties_area or (note and m.compression):
+                lines = [text]
+                if m.options:
+                    lines.append(f"[Options] {_options_json(m)}")
+                if m.properties_area:
+                    lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
+                if note and m.compression:
+                    lines.append(f"[Note] {note}")
+                text = "\n".join(lines)
+            dump = _dump(payload, payload_limit)
+            text += f"\n[Payload] {len(payload)} bytes"
+            out.append(f"{text}\n{dump}" if dump else text)
+        pos += v[words] * 4
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _entry_layout(names: tuple[str, ...], hexed: tuple[int, ...]) -> tuple[str, str]:
+    """A batch entry as text (``%``: number, values) and as JSON (values)."""
+    text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
+    return text, "{" + _json_fields(names, tuple(names[i] for i in hexed)) + "}"
+
+
+def _entry_texts(entries: list[Any], as_json: bool) -> list[str]:
+    """Batch entries (NamedTuples of one type, their bytes fields shown as hex) as printed."""
+    if not entries:
+        return []
+    hexed = tuple(i for i, value in enumerate(entries[0]) if isinstance(value, bytes))
+    text, json_text = _entry_layout(type(entries[0])._fields, hexed)
+    out = []
+    if as_json:
+        for entry in entries:
+            values = list(entry)
+            for h in hexed:
+                values[h] = values[h].hex()
+            out.append(json_text % tuple(values))
+    else:
+        for i, entry in enumerate(entries):
+            values = [i, *entry]
+            for h in hexed:
+                values[h + 1] = values[h + 1].hex()
+            out.append(text % tuple(values))
+    return out
