@@ -122,3 +122,22 @@ def test_what_prints_before_an_error_is_the_same(cut: int) -> None:
     fast, error = printed(render_stream([broken]))
     assert error is not None and fast  # it did fail, after printing the events before
     check(broken)
+
+
+def test_the_options_json_cache_is_bounded_and_right_past_its_bound() -> None:
+    from types import SimpleNamespace
+
+    from pybmq.wire import dissect
+
+    dissect._OPTIONS_JSON.clear()
+    try:
+        for i in range(dissect._OPTIONS_JSON_MAX + 50):
+            info = SimpleNamespace(sub_queue_id=i, rda_counter=0, rda_unlimited=0, rda_poisonous=0)
+            message = SimpleNamespace(
+                options=i.to_bytes(4, "big"), sub_queue_infos=[info], msg_group_id=None
+            )
+            text = dissect._options_json(message)
+            assert json.loads(text)["sub_queue_infos"][0]["sub_queue_id"] == i
+        assert len(dissect._OPTIONS_JSON) == dissect._OPTIONS_JSON_MAX
+    finally:
+        dissect._OPTIONS_JSON.clear()
