@@ -10,6 +10,7 @@ in zero filler after the last event.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ MAX_CONTROL_EVENT_SIZE = 1 << 20
 SMALL_EVENT_SIZE = 64 * 1024
 
 
+_LENGTH = struct.Struct(">I")
 _EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
 
 
@@ -212,9 +214,10 @@ def iter_events(
     view = memoryview(buf)
     pos = 0
     end = len(view)
+    new = tuple.__new__  # the header without a Python-level constructor call
     while pos < end:
-        rest = view[pos:]
-        if not any(rest):
+        # A zero tail starts with a zero word (an event's length is never 0).
+        if (end - pos < 4 or not _LENGTH.unpack_from(view, pos)[0]) and not any(view[pos:]):
             yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
@@ -232,7 +235,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader.length",
             )
-        header = EventHeader(fragment, length, version, etype, hwords, tspec, view[pos + 7])
+        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, view[pos + 7]))
         yield Event(header, bytes(view[pos : pos + length]), base + pos)
         pos += length
 

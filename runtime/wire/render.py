@@ -40,6 +40,7 @@ from pybmq.wire.dissect import (
     _read_messages,
     _stream_events,
     dissect_event,
+    keep,
 )
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
@@ -159,8 +160,6 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
         if etype == EventType.PUT or etype == EventType.PUSH:
             records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_HEADERS:
-            reader = _BATCH_HEADERS[etype]
-            header = _fields(reader, event.data, event.header_size, reader.size)
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
     except ProtocolError as exc:
         raise _at_event(event, exc) from exc
@@ -169,24 +168,49 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
         if tap is not None:
             node["tap"] = tap
         return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
-    text, json_text = _head_layout(tap is not None)
-    name = event.type_name
-    values = _EVENT.unpack(event.data, 0)
+    data = event.data
+    key = data[:8]
+    head = _HEADS.get(key)
+    if head is None:
+        head = _head(event)
+        keep(_HEADS, key, 8, head)
+    text, tap_text, json_text = head
     if as_json:
         if etype == EventType.PUT or etype == EventType.PUSH:
             body = f', "messages": [{", ".join(records)}]'
         else:
-            body = f', "header": {_fields_json(header)}, "entries": [{", ".join(records)}]'
+            body = f', "header": {_batch_header(event)[1]}, "entries": [{", ".join(records)}]'
         tail = "" if tap is None else ', "tap": ' + json.dumps(tap)
-        return f"{json_text % (event.offset, name, *values, name)}{body}{tail}}}\n"
+        return f"{json_text % event.offset}{body}{tail}}}\n"
     if tap is None:
-        head = text % (name, event.offset, *values, name)
+        records.insert(0, text % event.offset)
     else:
-        where = (tap["connection"], tap["direction"], tap["time"])
-        head = text % (name, event.offset, *where, *values, name)
-    if etype == EventType.PUT or etype == EventType.PUSH:
-        return "\n".join([head, *records]) + "\n\n"
-    return "\n".join([head, _render_fields("BatchHeader", header), *records]) + "\n\n"
+        records.insert(
+            0, tap_text % (event.offset, tap["connection"], tap["direction"], tap["time"])
+        )
+    if etype != EventType.PUT and etype != EventType.PUSH:
+        records.insert(1, _batch_header(event)[0])
+    records.append("\n")
+    return "\n".join(records)
+
+
+# An event's first lines (text, text with its [Tap] line, the start of its JSON object) by its
+# EventHeader's bytes, with a ``%s`` for its offset (and the tap's connection, direction, time).
+_HEADS: dict[bytes, tuple[str, str, str]] = {}
+# A batch event's [BatchHeader] block and its JSON, by the event type and the header's bytes.
+_BATCH_HEADS: dict[tuple[int, bytes], tuple[str, str]] = {}
+
+
+def _head(event: Event) -> tuple[str, str, str]:
+    name = event.type_name
+    values = _EVENT.unpack(event.data, 0)
+    text, json_text = _head_layout(False)
+    tap_text, _ = _head_layout(True)
+    return (
+        text % (name, "%s", *values, name),
+        tap_text % (name, "%s", "%s", "%s", "%s", *values, name),
+        json_text % ("%s", name, *values, name),
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -203,6 +227,19 @@ def _head_layout(tap: bool) -> tuple[str, str]:
         keys, ("type_name",)
     )
     return text, json_text + "}"
+
+
+def _batch_header(event: Event) -> tuple[str, str]:
+    reader = _BATCH_HEADERS[event.type]
+    start = event.header_size
+    raw = event.data[start : start + reader.size]
+    key = (event.type, raw)
+    texts = _BATCH_HEADS.get(key)
+    if texts is None:
+        header = _fields(reader, event.data, start, reader.size)
+        texts = (_render_fields("BatchHeader", header), _fields_json(header))
+        keep(_BATCH_HEADS, key, len(raw), texts)
+    return texts
 
 
 def _fields_json(fields: dict[str, Any]) -> str:
@@ -296,7 +333,7 @@ def _message_texts(
             if m.options:
                 text += ', "options": ' + _options_json(m)
             if m.properties_area:
-                text += ', "properties": ' + json.dumps(_properties_node(m))
+                text += ', "properties": ' + _properties_texts(m)[1]
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
             text += f', "offset": {base + pos}'
             if note and m.compression:
@@ -309,7 +346,7 @@ def _message_texts(
                 if m.options:
                     lines.append(f"[Options] {_options_json(m)}")
                 if m.properties_area:
-                    lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
+                    lines.append(_properties_texts(m)[0])
                 if note and m.compression:
                     lines.append(f"[Note] {note}")
                 text = "\n".join(lines)
@@ -318,6 +355,22 @@ def _message_texts(
             out.append(f"{text}\n{dump}" if dump else text)
         pos += v[words] * 4
     return out
+
+
+# A message's properties as printed (its lines, its JSON) by their schema id and area's bytes.
+_PROPERTIES: dict[tuple[int, bytes], tuple[str, str]] = {}
+
+
+def _properties_texts(message: Any) -> tuple[str, str]:
+    area = message.properties_area
+    key = (message.schema_id, area)
+    texts = _PROPERTIES.get(key)
+    if texts is None:
+        node = _properties_node(message)
+        assert node is not None
+        texts = ("\n".join(_property_lines(node)), json.dumps(node))
+        keep(_PROPERTIES, key, len(area), texts)
+    return texts
 
 
 @functools.lru_cache(maxsize=16)

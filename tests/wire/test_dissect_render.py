@@ -141,3 +141,35 @@ def test_the_options_json_cache_is_bounded_and_right_past_its_bound() -> None:
         assert len(dissect._OPTIONS_JSON) == dissect._OPTIONS_JSON_MAX
     finally:
         dissect._OPTIONS_JSON.clear()
+
+
+def test_the_fragment_caches_are_bounded_and_right_past_their_bound() -> None:
+    """More distinct event heads and properties than the caches hold, and properties too big to
+    be cached: the caches stop at their bound and everything still prints as the trees do."""
+    from pybmq.wire import dissect, render
+
+    caches = (render._HEADS, render._BATCH_HEADS, render._PROPERTIES)
+    for cache in caches:
+        cache.clear()
+    events = []
+    for i in range(dissect.FRAGMENTS_MAX + 60):
+        push = PushEventBuilder()
+        push.add(1, i.to_bytes(16, "big"), b"p" * (4 * i),  # distinct lengths
+                 properties=MessageProperties({"k": f"v{i}"}), extended_properties=i % 2 == 0)  # fmt: skip
+        events += push.finish()
+    big = PushEventBuilder()
+    big.add(
+        1, bytes(16), b"x", properties=MessageProperties({"big": "b" * dissect.FRAGMENT_KEY_MAX})
+    )
+    events += big.finish() * 2
+    try:
+        data = b"".join(events)
+        for as_json in (False, True):  # (one payload limit: the payloads are big)
+            fast = printed(render_stream([data], 16, as_json))
+            slow = printed(through_trees(dissect_stream([data], 16, previews=not as_json), as_json))
+            assert fast == slow and len(fast[0]) == len(events)
+        assert len(render._HEADS) == len(render._PROPERTIES) == dissect.FRAGMENTS_MAX
+        assert all(len(area) <= dissect.FRAGMENT_KEY_MAX for _, area in render._PROPERTIES)
+    finally:
+        for cache in caches:
+            cache.clear()
