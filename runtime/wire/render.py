@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -49,6 +50,8 @@ from pybmq.wire.framing import (
 )
 
 __all__ = ["render_stream", "render_text"]
+
+_WORD = struct.Struct(">I")
 
 
 @functools.lru_cache(maxsize=256)
@@ -261,10 +264,8 @@ class _MessageLayout(NamedTuple):
 
     text: str
     json: str
-    put: bool
     guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
     flags: int  # where the flags are
-    message_words: int  # where message_words is
     shown: int  # how many header fields are shown (all but for a short, older peer's header)
 
 
@@ -291,8 +292,7 @@ def _message_layout(etype: int, size: int) -> _MessageLayout:
     (guid,) = reader.hex_fields
     strings = (reader.names[guid], "flags_names", "compression_name")
     json_text = f'{{"header": {{{_json_fields(keys, strings)}}}'
-    index = reader.names.index
-    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"), shown)
+    return _MessageLayout(text, json_text, guid, reader.names.index("flags"), shown)
 
 
 def _message_texts(
@@ -301,35 +301,31 @@ def _message_texts(
     """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
     etype = event.type
     put = etype == EventType.PUT
-    reader = _PUT if put else _PUSH
-    flags_enum = PutHeaderFlags if put else PushHeaderFlags
-    unpack, full = reader.unpack, reader.size
-    whole = _message_layout(etype, full)
-    guid, flags, words = whole.guid, whole.flags, whole.message_words
+    heads = _MESSAGE_HEADS[etype]
+    # Where the GUID (and a PUT's CRC) end: every header is at least that long (iter_put and
+    # iter_push refuse shorter ones).
+    varying_end = 32 if put else 28
     data, base = event.data, event.offset
-    end = len(data) - full
     out = []
     pos = event.header_size
     for i, m in enumerate(messages):
-        size = m.header_words * 4
-        if size >= full and pos <= end:
-            layout, v = whole, unpack(data, pos)
-        else:  # zero-extended for reading, only the fields it holds shown
-            layout = _message_layout(etype, size)
-            v = unpack(bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0"), 0)
-            v = v[: layout.shown]
-        if guid < len(v):
-            v = (*v[:guid], v[guid].hex(), *v[guid + 1 :])
-        payload = m.payload
-        names: tuple[Any, ...] = (
-            _flag_names(v[flags], flags_enum),
-            _compression_name(m.compression),
+        # Every header field but the GUID (and a PUT's CRC and correlation id) is in the key
+        # (the header's size too, in its second word): its text is cached with those as ``%s``.
+        key = data[pos : pos + 12] + data[pos + varying_end : pos + varying_end + 4]
+        head = heads.get(key)
+        if head is None:
+            head = _message_head(etype, data, pos, m.header_words * 4, m.compression)
+            keep(heads, key, len(key), head)
+        hex_guid = data[pos + 12 : pos + 28].hex()
+        args: tuple[Any, ...] = (
+            (hex_guid, int.from_bytes(data[pos + 28 : pos + 32], "big"), m.correlation_id)
+            if put
+            else (hex_guid,)
         )
-        if put:
-            names += (m.correlation_id,)
+        payload = m.payload
         if as_json:
             shown = payload if payload_limit is None else payload[:payload_limit]
-            text = layout.json % (*v, *names)
+            text = head[1] % args
             if m.options:
                 text += ', "options": ' + _options_json(m)
             if m.properties_area:
@@ -340,21 +336,46 @@ def _message_texts(
                 text += ', "note": ' + json.dumps(note)
             out.append(text + "}")
         else:
-            text = layout.text % (i, base + pos, *v, *names)
-            if m.options or m.properties_area or (note and m.compression):
-                lines = [text]
-                if m.options:
-                    lines.append(f"[Options] {_options_json(m)}")
-                if m.properties_area:
-                    lines.append(_properties_texts(m)[0])
-                if note and m.compression:
-                    lines.append(f"[Note] {note}")
-                text = "\n".join(lines)
+            text = head[0] % (i, base + pos, *args)
+            if m.options:
+                text += f"\n[Options] {_options_json(m)}"
+            if m.properties_area:
+                text += "\n" + _properties_texts(m)[0]
+            if note and m.compression:
+                text += f"\n[Note] {note}"
             dump = _dump(payload, payload_limit)
             text += f"\n[Payload] {len(payload)} bytes"
             out.append(f"{text}\n{dump}" if dump else text)
-        pos += v[words] * 4
+        pos += (_WORD.unpack_from(data, pos)[0] & 0xFFFFFFF) * 4  # message_words
     return out
+
+
+# A PUT or PUSH message's header block (text, JSON) by its header's bytes but the GUID (and a
+# PUT's CRC), per event type: ``%s`` for the number, the offset (text), the GUID (and CRC and
+# correlation id).
+_MESSAGE_HEADS: dict[int, dict[bytes, tuple[str, str]]] = {EventType.PUT: {}, EventType.PUSH: {}}
+
+
+def _message_head(
+    etype: int, data: bytes, pos: int, size: int, compression: int
+) -> tuple[str, str]:
+    """The header block of the message at ``pos``, with ``size`` bytes of header on the wire."""
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    full = reader.size
+    if size >= full and len(data) - pos >= full:
+        layout, values = _message_layout(etype, full), reader.unpack(data, pos)
+    else:  # zero-extended for reading, only the fields it holds shown
+        layout = _message_layout(etype, size)
+        raw = bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0")
+        values = reader.unpack(raw, 0)[: layout.shown]
+    guid = layout.guid
+    shown = ["%s" if j == guid or (put and j == guid + 1) else v for j, v in enumerate(values)]
+    flags_enum = PutHeaderFlags if put else PushHeaderFlags
+    names = [_flag_names(values[layout.flags], flags_enum), _compression_name(compression)]
+    if put:
+        names.append("%s")  # the correlation id
+    return layout.text % ("%s", "%s", *shown, *names), layout.json % (*shown, *names)
 
 
 # A message's properties as printed (its lines, its JSON) by their schema id and area's bytes.
