@@ -157,44 +157,42 @@ def render_stream(
 
 
 def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
-    etype = event.type
-    records: list[str] | None = None
+    etype = event.header.type
+    batch: tuple[str, str] | None = None
     try:
         if etype == EventType.PUT or etype == EventType.PUSH:
             records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
-        elif etype in _BATCH_HEADERS:
+        elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
+            batch = _batch_header(event)
+        else:  # through the node
+            node = dissect_event(event, payload_limit, not as_json)
+            if tap is not None:
+                node["tap"] = tap
+            return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
     except ProtocolError as exc:
         raise _at_event(event, exc) from exc
-    if records is None:  # through the node
-        node = dissect_event(event, payload_limit, not as_json)
-        if tap is not None:
-            node["tap"] = tap
-        return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
-    data = event.data
-    key = data[:8]
+    key = event.data[:8]
     head = _HEADS.get(key)
     if head is None:
         head = _head(event)
         keep(_HEADS, key, 8, head)
-    text, tap_text, json_text = head
     if as_json:
-        if etype == EventType.PUT or etype == EventType.PUSH:
+        if batch is None:
             body = f', "messages": [{", ".join(records)}]'
         else:
-            body = f', "header": {_batch_header(event)[1]}, "entries": [{", ".join(records)}]'
+            body = f', "header": {batch[1]}, "entries": [{", ".join(records)}]'
         tail = "" if tap is None else ', "tap": ' + json.dumps(tap)
-        return f"{json_text % event.offset}{body}{tail}}}\n"
+        return f"{head[2] % event.offset}{body}{tail}}}\n"
     if tap is None:
-        records.insert(0, text % event.offset)
+        first = head[0] % event.offset
     else:
-        records.insert(
-            0, tap_text % (event.offset, tap["connection"], tap["direction"], tap["time"])
-        )
-    if etype != EventType.PUT and etype != EventType.PUSH:
-        records.insert(1, _batch_header(event)[0])
-    records.append("\n")
-    return "\n".join(records)
+        first = head[1] % (event.offset, tap["connection"], tap["direction"], tap["time"])
+    if batch is not None:
+        first = f"{first}\n{batch[0]}"
+    if not records:
+        return first + "\n\n"
+    return first + "\n" + "\n".join(records) + "\n\n"
 
 
 # An event's first lines (text, text with its [Tap] line, the start of its JSON object) by its
@@ -394,30 +392,27 @@ def _properties_texts(message: Any) -> tuple[str, str]:
     return texts
 
 
-@functools.lru_cache(maxsize=16)
-def _entry_layout(names: tuple[str, ...], hexed: tuple[int, ...]) -> tuple[str, str]:
-    """A batch entry as text (``%``: number, values) and as JSON (values)."""
-    text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
-    return text, "{" + _json_fields(names, tuple(names[i] for i in hexed)) + "}"
+# A batch entry type's layout: as text (``%``: number, values), as JSON (values), and where its
+# GUID (the one bytes field, shown as hex) is.
+_ENTRY_LAYOUTS: dict[type, tuple[str, str, int]] = {}
+
+
+def _entry_layout(kind: type) -> tuple[str, str, int]:
+    layout = _ENTRY_LAYOUTS.get(kind)
+    if layout is None:
+        names: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+        guid = names.index("guid")
+        text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
+        layout = (text, "{" + _json_fields(names, ("guid",)) + "}", guid)
+        _ENTRY_LAYOUTS[kind] = layout  # one per entry type: three
+    return layout
 
 
 def _entry_texts(entries: list[Any], as_json: bool) -> list[str]:
-    """Batch entries (NamedTuples of one type, their bytes fields shown as hex) as printed."""
+    """Batch entries (NamedTuples of one type, their GUIDs shown as hex) as printed."""
     if not entries:
         return []
-    hexed = tuple(i for i, value in enumerate(entries[0]) if isinstance(value, bytes))
-    text, json_text = _entry_layout(type(entries[0])._fields, hexed)
-    out = []
+    text, json_text, g = _entry_layout(type(entries[0]))
     if as_json:
-        for entry in entries:
-            values = list(entry)
-            for h in hexed:
-                values[h] = values[h].hex()
-            out.append(json_text % tuple(values))
-    else:
-        for i, entry in enumerate(entries):
-            values = [i, *entry]
-            for h in hexed:
-                values[h + 1] = values[h + 1].hex()
-            out.append(text % tuple(values))
-    return out
+        return [json_text % (*e[:g], e[g].hex(), *e[g + 1 :]) for e in entries]
+    return [text % (i, *e[:g], e[g].hex(), *e[g + 1 :]) for i, e in enumerate(entries)]

@@ -208,10 +208,19 @@ def test_fuzzed_messages_print_as_the_trees(
     limit: int | None,
     as_json: bool,
 ) -> None:
-    """PUTs and PUSHes of any mix of header sizes, properties, options and compression (and
-    their cached fragments, warm from earlier examples) print exactly as their trees do."""
+    """PUTs and PUSHes of any mix of header sizes, properties, options and compression, and
+    ACK, CONFIRM and REJECT entries (their cached fragments warm from earlier examples), print
+    exactly as their trees do."""
     put, push = PutEventBuilder(), PushEventBuilder()
+    ack, confirm, reject = AckEventBuilder(), ConfirmEventBuilder(), RejectEventBuilder()
     for kind, words, payload, props, option, zlib, number in messages:
+        guid = number.to_bytes(16, "little")
+        if number % 3 == 0:
+            ack.add(number % 16, number, guid, number % 4)
+        elif number % 3 == 1:
+            confirm.add(number % 5, guid, number % 3)
+        else:
+            reject.add(number % 5, guid, number % 3)
         properties = MessageProperties({"k": f"v{number % 5}", "n": number}) if props else None
         common: dict[str, Any] = {
             "properties": properties,
@@ -235,7 +244,8 @@ def test_fuzzed_messages_print_as_the_trees(
             elif option == "group":
                 common["msg_group_id"] = f"g{number % 3}"
             push.add(number % 4, number.to_bytes(16, "big"), payload, **common)
-    data = b"".join(put.finish() + push.finish())
+    builders = (put, push, ack, confirm, reject)
+    data = b"".join(event for b in builders for event in b.finish())
     fast = printed(render_stream([data], limit, as_json))
     slow = printed(through_trees(dissect_stream([data], limit, previews=not as_json), as_json))
     assert fast == slow
