@@ -327,7 +327,7 @@ def _message_texts(
             if m.options:
                 text += ', "options": ' + _options_json(m)
             if m.properties_area:
-                text += ', "properties": ' + _properties_texts(m)[1]
+                text += ', "properties": ' + _properties_text(m, True)
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
             text += f', "offset": {base + pos}'
             if note and m.compression:
@@ -338,7 +338,7 @@ def _message_texts(
             if m.options:
                 text += f"\n[Options] {_options_json(m)}"
             if m.properties_area:
-                text += "\n" + _properties_texts(m)[0]
+                text += "\n" + _properties_text(m, False)
             if note and m.compression:
                 text += f"\n[Note] {note}"
             dump = _dump(payload, payload_limit)
@@ -376,20 +376,21 @@ def _message_head(
     return layout.text % ("%s", "%s", *shown, *names), layout.json % (*shown, *names)
 
 
-# A message's properties as printed (its lines, its JSON) by their schema id and area's bytes.
-_PROPERTIES: dict[tuple[int, bytes], tuple[str, str]] = {}
+# A message's properties as printed (its lines, or its JSON) by the format, their schema id and
+# area's bytes.
+_PROPERTIES: dict[tuple[bool, int, bytes], str] = {}
 
 
-def _properties_texts(message: Any) -> tuple[str, str]:
+def _properties_text(message: Any, as_json: bool) -> str:
     area = message.properties_area
-    key = (message.schema_id, area)
-    texts = _PROPERTIES.get(key)
-    if texts is None:
+    key = (as_json, message.schema_id, area)
+    text = _PROPERTIES.get(key)
+    if text is None:
         node = _properties_node(message)
         assert node is not None
-        texts = ("\n".join(_property_lines(node)), json.dumps(node))
-        keep(_PROPERTIES, key, len(area), texts)
-    return texts
+        text = json.dumps(node) if as_json else "\n".join(_property_lines(node))
+        keep(_PROPERTIES, key, len(area), text)
+    return text
 
 
 # A batch entry type's layout: as text (``%``: number, values), as JSON (values), and where its

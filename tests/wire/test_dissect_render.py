@@ -180,7 +180,7 @@ def test_the_fragment_caches_are_bounded_and_right_past_their_bound() -> None:
         pushes = render._MESSAGE_HEADS[EventType.PUSH]
         assert len(render._HEADS) == len(render._PROPERTIES) == dissect.FRAGMENTS_MAX
         assert len(pushes) == dissect.FRAGMENTS_MAX
-        assert all(len(area) <= dissect.FRAGMENT_KEY_MAX for _, area in render._PROPERTIES)
+        assert all(len(area) <= dissect.FRAGMENT_KEY_MAX for _, _, area in render._PROPERTIES)
     finally:
         for cache in caches:
             cache.clear()
