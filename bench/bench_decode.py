@@ -157,13 +157,16 @@ def _rates(name: str, capture: bytes, repeat: int) -> list[Result]:
                     for _ in reader(event):
                         pass
 
-    def mb_per_s(fn: Callable[[], object]) -> float:
-        return len(capture) / best_seconds(fn, repeat) / 1e6
-
-    reference = mb_per_s(read)
+    # Rounds of all three in turn, the best of each kept: a burst of load on this shared machine
+    # hits the reference and the decoders alike.
+    best = {"read": float("inf"), "text": float("inf"), "json": float("inf")}
+    for _ in range(repeat):
+        for kind, fn in (("read", read), ("text", text), ("json", jsonl)):
+            best[kind] = min(best[kind], best_seconds(fn, 1))
+    reference = len(capture) / best["read"] / 1e6
     rows = []
-    for kind, fn in (("text", text), ("json", jsonl)):
-        rate = mb_per_s(fn)
+    for kind in ("text", "json"):
+        rate = len(capture) / best[kind] / 1e6
         note = f"{len(capture) / 1e6:.1f} MB; {rate / reference:.3f}x read alone"
         rows.append(Result(f"decode {kind}, {name}", rate, "MB/s", note))
     rows.append(Result(f"read alone (reference), {name}", reference, "MB/s"))
@@ -172,7 +175,7 @@ def _rates(name: str, capture: bytes, repeat: int) -> list[Result]:
 
 def run(quick: bool) -> list[Result]:
     size = 200_000 if quick else 11_000_000
-    repeat = 1 if quick else 3
+    repeat = 1 if quick else 5
     one = DUMP.read_bytes()
     captures = {
         "Java SDK dump": one * max(1, size // len(one)),
