@@ -444,9 +444,7 @@ def _stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Eve
             except ProtocolError as exc:
                 error = exc
             break  # a bad length, or the rest of an event to come
-        for event in iter_events(bytes(buf[:pos]), max_event_size, base):
-            assert isinstance(event, Event)  # the zero tail is not in buf[:pos]
-            yield event
+        yield from iter_events(bytes(buf[:pos]), max_event_size, base)  # (no zero tail in it)
         if error is not None:  # after every event before it
             raise error
         if filler is not None:

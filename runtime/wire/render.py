@@ -143,17 +143,16 @@ def render_stream(
 ) -> Iterator[str]:
     """Each event of a capture (``capture``: a ``pybmq tap`` recording) as ``pybmq decode``
     prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
-    items: Iterable[tuple[Event | Filler, Node | None]] = (
-        _capture_events(chunks)
-        if capture
-        else ((item, None) for item in _stream_events(chunks, MAX_EVENT_SIZE))
-    )
-    for item, tap in items:
-        if isinstance(item, Filler):
+    if capture:
+        for event, tap in _capture_events(chunks):
+            yield _render_event(event, tap, payload_limit, as_json)
+        return
+    for item in _stream_events(chunks, MAX_EVENT_SIZE):
+        if isinstance(item, Filler):  # (only ever the last item)
             node = {"filler": {"offset": item.offset, "size": item.size}}
             yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
         else:
-            yield _render_event(item, tap, payload_limit, as_json)
+            yield _render_event(item, None, payload_limit, as_json)
 
 
 def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
