@@ -150,6 +150,9 @@ def _dump(data: bytes, limit: int | None) -> str:
     size = len(shown)
     if not size:
         text = ""
+    elif size <= 16:  # one line (what _dump_layout makes for it, without the cutting)
+        ascii_column = shown.translate(_PRINTABLE).decode("ascii")
+        text = f"     0:   {shown.hex(' ', -4):35}     |{ascii_column:16}|"
     else:
         template, getter, hex_width = _dump_layout(size)
         both = shown.hex(" ", -4).ljust(hex_width) + shown.translate(_PRINTABLE).decode(

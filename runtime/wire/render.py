@@ -306,12 +306,17 @@ def _message_texts(
     out = []
     pos = event.header_size
     for i, m in enumerate(messages):
-        # Every header field but the GUID (and a PUT's CRC and correlation id) is in the key
-        # (the header's size too, in its second word): its text is cached with those as ``%s``.
-        key = data[pos : pos + 12] + data[pos + varying_end : pos + varying_end + 4]
+        # Every header field but the GUID (and a PUT's CRC and correlation id) and the options
+        # are in the key (the header's and options' sizes too, in its second word): their text
+        # is cached with those as ``%s``.
+        options_end = pos + m.header_words * 4 + len(m.options)
+        key = data[pos : pos + 12] + data[pos + varying_end : options_end]
         head = heads.get(key)
         if head is None:
             head = _message_head(etype, data, pos, m.header_words * 4, m.compression)
+            if m.options:
+                options = _options_json(m).replace("%", "%%")
+                head = (f"{head[0]}\n[Options] {options}", f'{head[1]}, "options": {options}')
             keep(heads, key, len(key), head)
         hex_guid = data[pos + 12 : pos + 28].hex()
         args: tuple[Any, ...] = (
@@ -323,8 +328,6 @@ def _message_texts(
         if as_json:
             shown = payload if payload_limit is None else payload[:payload_limit]
             text = head[1] % args
-            if m.options:
-                text += ', "options": ' + _options_json(m)
             if m.properties_area:
                 text += ', "properties": ' + _properties_text(m, True)
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
@@ -334,8 +337,6 @@ def _message_texts(
             out.append(text + "}")
         else:
             text = head[0] % (i, base + pos, *args)
-            if m.options:
-                text += f"\n[Options] {_options_json(m)}"
             if m.properties_area:
                 text += "\n" + _properties_text(m, False)
             if note and m.compression:
@@ -347,8 +348,8 @@ def _message_texts(
     return out
 
 
-# A PUT or PUSH message's header block (text, JSON) by its header's bytes but the GUID (and a
-# PUT's CRC), per event type: ``%s`` for the number, the offset (text), the GUID (and CRC and
+# A PUT or PUSH message's header block and options (text, JSON) by their bytes but the GUID
+# (and a PUT's CRC), per event type: ``%s`` for the number, the offset (text), the GUID (and CRC and
 # correlation id).
 _MESSAGE_HEADS: dict[int, dict[bytes, tuple[str, str]]] = {EventType.PUT: {}, EventType.PUSH: {}}
 

@@ -230,7 +230,7 @@ def test_fuzzed_messages_print_as_the_trees(
         if kind == "put":
             if words is not None and words >= 8:
                 common["header_words"] = words + 1  # 8 is an older producer's PutHeader
-            group = f"g{number % 3}" if option == "group" else None
+            group = f"g%{number % 3}" if option == "group" else None
             put.add(number % 4, payload, correlation_id=number, msg_group_id=group, **common)
         else:
             if words is not None:
@@ -242,7 +242,7 @@ def test_fuzzed_messages_print_as_the_trees(
             elif option == "old-ids":
                 common["options"] = encode_sub_queue_ids_old([number % 7])
             elif option == "group":
-                common["msg_group_id"] = f"g{number % 3}"
+                common["msg_group_id"] = f"g%{number % 3}"
             push.add(number % 4, number.to_bytes(16, "big"), payload, **common)
     builders = (put, push, ack, confirm, reject)
     data = b"".join(event for b in builders for event in b.finish())
