@@ -51,6 +51,9 @@ from pybmq.wire.framing import (
 
 __all__ = ["render_stream", "render_text"]
 
+# Plain ints: comparing with an enum member costs more than the comparison.
+_PUT_EVENT, _PUSH_EVENT = int(EventType.PUT), int(EventType.PUSH)
+
 _WORD = struct.Struct(">I")
 
 
@@ -159,7 +162,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
     etype = event.header.type
     batch: tuple[str, str] | None = None
     try:
-        if etype == EventType.PUT or etype == EventType.PUSH:
+        if etype == _PUT_EVENT or etype == _PUSH_EVENT:
             records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
@@ -297,7 +300,7 @@ def _message_texts(
 ) -> list[str]:
     """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
     etype = event.type
-    put = etype == EventType.PUT
+    put = etype == _PUT_EVENT
     heads = _MESSAGE_HEADS[etype]
     # Where the GUID (and a PUT's CRC) end: every header is at least that long (iter_put and
     # iter_push refuse shorter ones).
