@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -142,21 +143,38 @@ async def _exchange(
         if isinstance(exc, asyncio.TimeoutError):
             raise RequestTimeoutError(message) from None
         raise SessionStoppedError(message) from None
-    engine = AdminEngine(options)
+    loop = asyncio.get_running_loop()
+    engine = AdminEngine(options, now=loop.time())
     answers: asyncio.Queue[str | BaseException] = asyncio.Queue()
+    timer = asyncio.Event()  # set when the engine may have a new deadline
 
     async def pump() -> None:  # reads all the time: heartbeats are answered between commands
         try:
             while data := await reader.read(_READ):
-                for answer in engine.receive_data(data):
+                for answer in engine.receive_data(data, loop.time()):
                     answers.put_nowait(answer.text)
                 writer.write(engine.data_to_send())
+                timer.set()
             answers.put_nowait(engine.closed_error())
         except (PybmqError, OSError) as exc:
             answers.put_nowait(exc)
 
-    reading = asyncio.get_running_loop().create_task(pump())
-    writer.write(engine.data_to_send())  # the negotiation
+    async def tick() -> None:  # re-authentication before the credential's lifetime runs out
+        try:
+            while True:
+                deadline = engine.next_deadline()
+                delay = None if deadline is None else max(deadline - loop.time(), 0.0)
+                timer.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(timer.wait(), delay)
+                engine.handle_timeout(loop.time())
+                writer.write(engine.data_to_send())
+        except (PybmqError, OSError) as exc:
+            answers.put_nowait(exc)
+
+    reading = loop.create_task(pump())
+    ticking = loop.create_task(tick())
+    writer.write(engine.data_to_send())  # the negotiation (or the authentication)
     try:
         async for command in commands:
             engine.command(command)
@@ -167,6 +185,8 @@ async def _exchange(
                 raise RequestTimeoutError(
                     f"no answer to {command!r} within --timeout {timeout:g} s"
                 ) from None
+            if isinstance(answer, PybmqError):
+                raise answer
             if isinstance(answer, OSError):
                 raise SessionStoppedError(f"connection lost: {answer}")
             if isinstance(answer, BaseException):
@@ -174,6 +194,7 @@ async def _exchange(
             on_answer(command, answer)
     finally:
         reading.cancel()
+        ticking.cancel()
         writer.close()
 
 

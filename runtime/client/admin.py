@@ -9,11 +9,15 @@ directions use JSON encoding, as upstream's admin client does.
 
 With a ``credential_provider`` in the options the engine first authenticates (an
 AUTHENTICATION request in BER, as the C++ SDK sends it) and negotiates only once the broker
-accepted it; commands are held until the negotiation is answered. The broker's ``lifetimeMs`` is
-not acted on: an admin connection outliving its credential is closed by the broker.
+accepted it; commands are held until the negotiation is answered. When the broker grants a
+``lifetimeMs``, the engine authenticates again before it runs out, as the client does
+(``pybmq.client.auth``: the same schedule, min(90 % of the lifetime, the lifetime - 5 s)), so a
+long admin session is not closed by the broker when its credential expires; the answer is due
+within ``request_timeout``.
 
 The shell (``pybmq admin``) opens the socket (TCP or TLS), feeds ``receive_data`` and writes
-``data_to_send``; the engine answers heartbeats itself.
+``data_to_send``, and calls ``handle_timeout`` at ``next_deadline``; the engine answers
+heartbeats itself.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pybmq._version import __version__
-from pybmq.client.options import Credential, SessionOptions
+from pybmq.client.auth import authentication_event, reauthentication_delay
+from pybmq.client.options import SessionOptions
 from pybmq.client.records import SDK_VERSION
 from pybmq.errors import (
     AuthenticationError,
+    AuthenticationTimeoutError,
     BrokerError,
     ProtocolError,
     SessionStoppedError,
@@ -36,7 +42,6 @@ from pybmq.wire.control import (
     HEARTBEAT_RSP_EVENT,
     decode_authentication,
     decode_control_as,
-    encode_authentication,
     encode_control,
 )
 from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE, EventReader
@@ -64,7 +69,10 @@ class AdminEngine:
         self,
         options: SessionOptions | None = None,
         max_event_size: int = MAX_ADMIN_EVENT_SIZE,
+        now: float = 0.0,
     ) -> None:
+        """``now``: the time on the clock the shell will give ``receive_data`` and
+        ``handle_timeout``."""
         if max_event_size < MAX_CONTROL_EVENT_SIZE:
             raise ValueError(f"max_event_size must be at least {MAX_CONTROL_EVENT_SIZE}")
         options = options or SessionOptions()
@@ -91,19 +99,24 @@ class AdminEngine:
         negotiation = ctrl.NegotiationMessage(client_identity=identity)
         self._negotiation = encode_control(negotiation, EncodingType.JSON)
         self._held: list[bytes] = []  # commands waiting for the negotiation's answer
-        provider = options.credential_provider
-        self.authenticated = provider is None
-        if provider is None:
-            self._out = [self._negotiation]
+        self._provider = options.credential_provider
+        self._request_timeout = options.request_timeout
+        self._now = now  # the latest time the shell gave
+        self._auth_deadline: float | None = None  # a request is out: its answer is due by then
+        self._reauth_at: float | None = None  # when to authenticate again
+        self.authentications = 0  # requests the broker accepted (first and re-authentications)
+        self.authenticated = self._provider is None
+        self._out: list[bytes] = []
+        if self._provider is None:
+            self._out.append(self._negotiation)
         else:
-            credential = provider()
-            if not isinstance(credential, Credential):
-                raise AuthenticationError("the credential provider returned no Credential")
-            request = ctrl.AuthenticationRequest(
-                mechanism=credential.mechanism, data=credential.data
-            )
-            message = ctrl.AuthenticationMessage(authentication_request=request)
-            self._out = [encode_authentication(message)]
+            self._authenticate()
+
+    def _authenticate(self) -> None:
+        assert self._provider is not None
+        self._out.append(authentication_event(self._provider))
+        self._auth_deadline = self._now + self._request_timeout
+        self._reauth_at = None
 
     @property
     def pending(self) -> int:
@@ -127,9 +140,31 @@ class AdminEngine:
         out, self._out = b"".join(self._out), []
         return out
 
-    def receive_data(self, data: bytes) -> list[AdminAnswer]:
-        """Bytes from the broker -> the answers they complete. A refused negotiation raises
-        BrokerError; bytes that are not BlazingMQ events, ProtocolError."""
+    def next_deadline(self) -> float | None:
+        """When ``handle_timeout`` is next due (None: nothing scheduled)."""
+        if self._auth_deadline is not None:
+            return self._auth_deadline
+        return self._reauth_at
+
+    def handle_timeout(self, now: float) -> None:
+        """Time has come to ``now``: authenticate again if due. AuthenticationTimeoutError if
+        the broker did not answer an authentication within ``request_timeout``."""
+        self._now = now
+        if self._auth_deadline is not None and self._auth_deadline <= now:
+            self._auth_deadline = None
+            raise AuthenticationTimeoutError(
+                f"no authenticationResponse within {self._request_timeout:g}s"
+            )
+        if self._reauth_at is not None and self._reauth_at <= now:
+            self._authenticate()
+
+    def receive_data(self, data: bytes, now: float | None = None) -> list[AdminAnswer]:
+        """Bytes from the broker (received at ``now``; default: the latest time given) -> the
+        answers they complete. A refused negotiation raises BrokerError; a refused
+        authentication, AuthenticationError; bytes that are not BlazingMQ events,
+        ProtocolError."""
+        if now is not None:
+            self._now = now
         answers = []
         try:
             events = self._reader.feed(data)
@@ -185,8 +220,9 @@ class AdminEngine:
         response = message.authentication_response
         if response is None:
             raise ProtocolError(f"expected an authenticationResponse, got {message.selection}")
-        if self.authenticated:
-            return  # not asked for (this engine never re-authenticates)
+        if self._auth_deadline is None:
+            return  # not asked for
+        self._auth_deadline = None
         status = response.status
         if status.category != ctrl.StatusCategory.E_SUCCESS:
             raise AuthenticationError(
@@ -195,8 +231,12 @@ class AdminEngine:
                 category=status.category.name,
                 code=status.code,
             )
-        self.authenticated = True
-        self._out.append(self._negotiation)
+        self.authentications += 1
+        if response.lifetime_ms is not None:
+            self._reauth_at = self._now + reauthentication_delay(response.lifetime_ms)
+        if not self.authenticated:
+            self.authenticated = True
+            self._out.append(self._negotiation)
 
     def _on_control(self, message: ctrl.ControlMessage) -> AdminAnswer | None:
         r_id = message.r_id

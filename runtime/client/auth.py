@@ -11,6 +11,7 @@ to a re-authentication arrives among ordinary traffic.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from pybmq.client.events import SessionStopped
 from pybmq.client.fsm import SessionInput, SessionState
@@ -33,6 +34,22 @@ def reauthentication_delay(lifetime_ms: int) -> float:
     """Seconds after a successful authentication at which to authenticate again."""
     lifetime = lifetime_ms / 1000.0
     return max(min(lifetime * REAUTH_EARLY_RATIO, lifetime - REAUTH_EARLY_BUFFER_S), 0.0)
+
+
+def authentication_event(provider: Callable[[], Credential | None]) -> bytes:
+    """The AUTHENTICATION event presenting the credential ``provider`` returns now.
+    AuthenticationError if it raises (its text is not repeated: it may hold secrets) or returns
+    no Credential."""
+    try:
+        credential = provider()
+    except Exception as exc:  # a provider's failure, not ours
+        log.error("credential provider raised %s", type(exc).__name__)
+        credential = None
+    if not isinstance(credential, Credential):
+        raise AuthenticationError("the credential provider returned no Credential")
+    request = ctrl.AuthenticationRequest(mechanism=credential.mechanism, data=credential.data)
+    log.info("authenticating with mechanism %r", credential.mechanism)
+    return encode_authentication(ctrl.AuthenticationMessage(authentication_request=request))
 
 
 class AuthenticationLayer(SessionLayer):
@@ -69,21 +86,12 @@ class AuthenticationLayer(SessionLayer):
         provider = self.options.credential_provider
         assert provider is not None
         try:
-            credential = provider()
-        except Exception as exc:  # a provider's failure, not ours; its text may hold secrets
-            log.error("credential provider raised %s", type(exc).__name__)
-            credential = None
-        if not isinstance(credential, Credential):
-            self._authentication_failed(
-                AuthenticationError("the credential provider returned no Credential")
-            )
+            self._out.append(authentication_event(provider))
+        except AuthenticationError as exc:
+            self._authentication_failed(exc)
             return
-        request = ctrl.AuthenticationRequest(mechanism=credential.mechanism, data=credential.data)
-        message = ctrl.AuthenticationMessage(authentication_request=request)
-        self._out.append(encode_authentication(message))
         self._auth_deadline = self._now + self.options.request_timeout
         self._reauth_at = None
-        log.info("authenticating with mechanism %r", credential.mechanism)
 
     def _on_event(self, event_type: int, event: Event) -> None:
         if event_type == EventType.AUTHENTICATION:

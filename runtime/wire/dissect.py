@@ -14,6 +14,7 @@ import functools
 import json
 import operator
 import re
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -43,6 +44,8 @@ from pybmq.wire.push import iter_push
 from pybmq.wire.put import iter_put
 
 Node = dict[str, Any]
+
+_WORD = struct.Struct(">I")
 
 __all__ = [
     "Node",
@@ -147,6 +150,9 @@ def _dump(data: bytes, limit: int | None) -> str:
     size = len(shown)
     if not size:
         text = ""
+    elif size <= 16:  # one line (what _dump_layout makes for it, without the cutting)
+        ascii_column = shown.translate(_PRINTABLE).decode("ascii")
+        text = f"     0:   {shown.hex(' ', -4):35}     |{ascii_column:16}|"
     else:
         template, getter, hex_width = _dump_layout(size)
         both = shown.hex(" ", -4).ljust(hex_width) + shown.translate(_PRINTABLE).decode(
@@ -183,18 +189,27 @@ def _properties_node(message: Any) -> Node | None:
     }
 
 
-# The options as JSON by their bytes (which they are parsed from): a consumer's PUSHes repeat the
-# same few. Bounded: once full, other options are rendered each time.
+# Rendered fragments that repeat (options, properties, event and batch heads), each cache keyed by
+# the bytes the fragment is read from: a consumer's PUSHes repeat the same few. Bounded: at most
+# FRAGMENTS_MAX entries per cache and keys of at most FRAGMENT_KEY_MAX bytes; past that, fragments
+# are rendered each time.
+FRAGMENTS_MAX = 1024
+FRAGMENT_KEY_MAX = 512
 _OPTIONS_JSON: dict[bytes, str] = {}
-_OPTIONS_JSON_MAX = 1024
+_OPTIONS_JSON_MAX = FRAGMENTS_MAX
+
+
+def keep(cache: dict[Any, Any], key: Any, size: int, value: Any) -> None:
+    """Remember ``value`` under ``key`` (read from ``size`` bytes) if ``cache`` has room."""
+    if len(cache) < FRAGMENTS_MAX and size <= FRAGMENT_KEY_MAX:
+        cache[key] = value
 
 
 def _options_json(message: Any) -> str:
     text = _OPTIONS_JSON.get(message.options)
     if text is None:
         text = json.dumps(_options_node(message))
-        if len(_OPTIONS_JSON) < _OPTIONS_JSON_MAX:
-            _OPTIONS_JSON[bytes(message.options)] = text
+        keep(_OPTIONS_JSON, bytes(message.options), len(message.options), text)
     return text
 
 
@@ -418,22 +433,21 @@ def _stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Eve
         buf += chunk
         pos = 0
         error: ProtocolError | None = None
-        while len(buf) - pos >= 4:  # find the complete events
-            if not any(memoryview(buf)[pos:]):
+        size = len(buf)
+        while size - pos >= 4:  # find the complete events
+            length = _WORD.unpack_from(buf, pos)[0] & 0x7FFFFFFF
+            if not length and not any(memoryview(buf)[pos:]):  # (an event's length is not 0)
                 filler = base + pos
                 break
-            length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
-            try:
+            if length >= EVENT_HEADER_SIZE and size - pos >= length:
+                pos += length  # a complete event
+                continue
+            try:  # (a complete event of a bad length is refused by iter_events, below)
                 check_event_length(length, base + pos, max_event_size)
             except ProtocolError as exc:
                 error = exc
-                break
-            if len(buf) - pos < max(length, EVENT_HEADER_SIZE):
-                break
-            pos += length
-        for event in iter_events(bytes(buf[:pos]), max_event_size, base):
-            assert isinstance(event, Event)  # the zero tail is not in buf[:pos]
-            yield event
+            break  # a bad length, or the rest of an event to come
+        yield from iter_events(bytes(buf[:pos]), max_event_size, base)  # (no zero tail in it)
         if error is not None:  # after every event before it
             raise error
         if filler is not None:

@@ -10,6 +10,7 @@ in zero filler after the last event.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ MAX_CONTROL_EVENT_SIZE = 1 << 20
 SMALL_EVENT_SIZE = 64 * 1024
 
 
+_LENGTH = struct.Struct(">I")
 _EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
 
 
@@ -212,9 +214,10 @@ def iter_events(
     view = memoryview(buf)
     pos = 0
     end = len(view)
+    new = tuple.__new__  # the header without a Python-level constructor call
     while pos < end:
-        rest = view[pos:]
-        if not any(rest):
+        # A zero tail starts with a zero word (an event's length is never 0).
+        if (end - pos < 4 or not _LENGTH.unpack_from(view, pos)[0]) and not any(view[pos:]):
             yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
@@ -232,7 +235,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader.length",
             )
-        header = EventHeader(fragment, length, version, etype, hwords, tspec, view[pos + 7])
+        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, view[pos + 7]))
         yield Event(header, bytes(view[pos : pos + length]), base + pos)
         pos += length
 
@@ -260,28 +263,32 @@ def event_bytes(event: Event | bytes | bytearray | memoryview) -> bytes | bytear
 
 def check_event(data: bytes | bytearray | memoryview, expected: EventType) -> tuple[int, int, int]:
     """Validate the EventHeader of ``data``; return (header size, event length, type_specific)."""
-    header = unpack_event_header(data, 0)
-    if header.type != expected:
+    try:  # (plain fields: no EventHeader record made on this hot path)
+        u0, u1, header_words, type_specific, _ = EVENT_HEADER.unpack_from(data, 0)
+    except struct.error:
+        unpack_event_header(data, 0)  # raises the codec's error, with the details
+        raise
+    if u1 & 0x3F != expected:
         raise ProtocolError(
-            f"expected a {expected.name} event, got {event_type_name(header.type)}",
+            f"expected a {expected.name} event, got {event_type_name(u1 & 0x3F)}",
             offset=0,
             path="EventHeader.type",
         )
-    length = header.length
+    length = u0 & 0x7FFFFFFF
     if length > len(data):
         raise ProtocolError(
             f"event declares {length} bytes but only {len(data)} are present",
             offset=0,
             path="EventHeader.length",
         )
-    hsize = header.header_words * 4
+    hsize = header_words * 4
     if hsize < EVENT_HEADER_SIZE or hsize > length:
         raise ProtocolError(
-            f"EventHeader declares {header.header_words} header words for a {length}-byte event",
+            f"EventHeader declares {header_words} header words for a {length}-byte event",
             offset=0,
             path="EventHeader.headerWords",
         )
-    return hsize, length, header.type_specific
+    return hsize, length, type_specific
 
 
 def event_header_bytes(

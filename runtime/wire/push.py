@@ -52,13 +52,10 @@ _PUSH_BODY = struct.Struct(">i16s")
 # in one call.
 _PUSH_FULL = struct.Struct(">IIi16sH2xI")
 _WORD = struct.Struct(">I")
-# Second PushHeader word with 8 header words and, in the options area, one SUB_QUEUE_IDS_OLD
+# The first option word of a PushHeader (8 or 7 header words) followed by one SUB_QUEUE_IDS_OLD
 # option with one id (2 words), one plain SUB_QUEUE_INFOS option of 3 words (header + one 8-byte
 # item) or one packed option (1 word).
-_ONE_ID_OLD_W1 = (2 << 8) | 8
 _ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << 26) | 2
-_ONE_INFO_W1 = (3 << 8) | 8
-_PACKED_INFO_W1 = (1 << 8) | 8
 _ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
 _PACKED_MASK = 0xFFFFFF00
 _PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
@@ -195,25 +192,32 @@ def decode_push(
                                     data[split:end], b"", 7, no_infos, None)))  # fmt: skip
                 pos += size
                 continue
-            if (
-                (w1 == _ONE_ID_OLD_W1 and word == _ONE_ID_OLD_OPTION)
-                or (w1 == _ONE_INFO_W1 and word == _ONE_INFO_OPTION)
-                or (w1 == _PACKED_INFO_W1 and word & _PACKED_MASK == _PACKED_OPTION)
+            hwords = w1 & 0xFF  # header words, if the compression bits are 0
+            if hwords == 7:  # an older peer's 28-byte header: the options start in ``schema``
+                oword = _WORD.unpack_from(data, pos + 28)[0]
+                schema = 0
+            else:
+                oword = word
+            owords = w1 >> 8
+            if (hwords == 8 or hwords == 7) and (
+                (owords == 2 and oword == _ONE_ID_OLD_OPTION)
+                or (owords == 3 and oword == _ONE_INFO_OPTION)
+                or (owords == 1 and oword & _PACKED_MASK == _PACKED_OPTION)
             ):
-                # What brokers send most: a 32-byte header and ONE sub-queue option (one old-style
-                # id, one plain 8-byte info, or packed), no compression. Infos cached per value.
-                if w1 == _ONE_ID_OLD_W1:
-                    start = pos + 40
-                    key = data[pos + 36 : pos + 40]
-                elif w1 == _ONE_INFO_W1:
-                    start = pos + 44
-                    key = data[pos + 35 : pos + 41]  # distinct from the 4-byte old-style key
+                # What brokers send most: a 32-byte (or an older peer's 28-byte) header and ONE
+                # sub-queue option (one old-style id, one plain 8-byte info, or packed), no
+                # compression. Infos cached per value.
+                ostart = pos + hwords * 4
+                start = ostart + owords * 4
+                if owords == 2:
+                    key = data[ostart + 4 : ostart + 8]
+                elif owords == 3:
+                    key = data[ostart + 3 : ostart + 9]  # distinct from the 4-byte old-style key
                 else:
-                    start = pos + 36
-                    key = word & 0xFF
+                    key = oword & 0xFF
                 infos = info_cache.get(key)
                 if infos is None:
-                    infos = parse_options(data, pos + 32, start)[0]
+                    infos = parse_options(data, ostart, start)[0]
                     if len(info_cache) < 1024:
                         info_cache[key] = infos
                 if end <= length and size > start - pos:
@@ -231,7 +235,7 @@ def decode_push(
                     append(new(
                         PushMessage,
                         (queue_id, guid, flags, 0, schema, data[start:split], data[split:end],
-                         data[pos + 32 : start], 8, infos, None),
+                         data[ostart:start], hwords, infos, None),
                     ))  # fmt: skip
                     pos += size
                     continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -40,6 +41,7 @@ from pybmq.wire.dissect import (
     _read_messages,
     _stream_events,
     dissect_event,
+    keep,
 )
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
@@ -48,6 +50,11 @@ from pybmq.wire.framing import (
 )
 
 __all__ = ["render_stream", "render_text"]
+
+# Plain ints: comparing with an enum member costs more than the comparison.
+_PUT_EVENT, _PUSH_EVENT = int(EventType.PUT), int(EventType.PUSH)
+
+_WORD = struct.Struct(">I")
 
 
 @functools.lru_cache(maxsize=256)
@@ -139,54 +146,74 @@ def render_stream(
 ) -> Iterator[str]:
     """Each event of a capture (``capture``: a ``pybmq tap`` recording) as ``pybmq decode``
     prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
-    items: Iterable[tuple[Event | Filler, Node | None]] = (
-        _capture_events(chunks)
-        if capture
-        else ((item, None) for item in _stream_events(chunks, MAX_EVENT_SIZE))
-    )
-    for item, tap in items:
-        if isinstance(item, Filler):
+    if capture:
+        for event, tap in _capture_events(chunks):
+            yield _render_event(event, tap, payload_limit, as_json)
+        return
+    for item in _stream_events(chunks, MAX_EVENT_SIZE):
+        if isinstance(item, Filler):  # (only ever the last item)
             node = {"filler": {"offset": item.offset, "size": item.size}}
             yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
         else:
-            yield _render_event(item, tap, payload_limit, as_json)
+            yield _render_event(item, None, payload_limit, as_json)
 
 
 def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_json: bool) -> str:
-    etype = event.type
-    records: list[str] | None = None
+    etype = event.header.type
+    batch: tuple[str, str] | None = None
     try:
-        if etype == EventType.PUT or etype == EventType.PUSH:
+        if etype == _PUT_EVENT or etype == _PUSH_EVENT:
             records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
-        elif etype in _BATCH_HEADERS:
-            reader = _BATCH_HEADERS[etype]
-            header = _fields(reader, event.data, event.header_size, reader.size)
+        elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
+            batch = _batch_header(event)
+        else:  # through the node
+            node = dissect_event(event, payload_limit, not as_json)
+            if tap is not None:
+                node["tap"] = tap
+            return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
     except ProtocolError as exc:
         raise _at_event(event, exc) from exc
-    if records is None:  # through the node
-        node = dissect_event(event, payload_limit, not as_json)
-        if tap is not None:
-            node["tap"] = tap
-        return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
-    text, json_text = _head_layout(tap is not None)
-    name = event.type_name
-    values = _EVENT.unpack(event.data, 0)
+    key = event.data[:8]
+    head = _HEADS.get(key)
+    if head is None:
+        head = _head(event)
+        keep(_HEADS, key, 8, head)
     if as_json:
-        if etype == EventType.PUT or etype == EventType.PUSH:
+        if batch is None:
             body = f', "messages": [{", ".join(records)}]'
         else:
-            body = f', "header": {_fields_json(header)}, "entries": [{", ".join(records)}]'
+            body = f', "header": {batch[1]}, "entries": [{", ".join(records)}]'
         tail = "" if tap is None else ', "tap": ' + json.dumps(tap)
-        return f"{json_text % (event.offset, name, *values, name)}{body}{tail}}}\n"
+        return f"{head[2] % event.offset}{body}{tail}}}\n"
     if tap is None:
-        head = text % (name, event.offset, *values, name)
+        first = head[0] % event.offset
     else:
-        where = (tap["connection"], tap["direction"], tap["time"])
-        head = text % (name, event.offset, *where, *values, name)
-    if etype == EventType.PUT or etype == EventType.PUSH:
-        return "\n".join([head, *records]) + "\n\n"
-    return "\n".join([head, _render_fields("BatchHeader", header), *records]) + "\n\n"
+        first = head[1] % (event.offset, tap["connection"], tap["direction"], tap["time"])
+    if batch is not None:
+        first = f"{first}\n{batch[0]}"
+    if not records:
+        return first + "\n\n"
+    return first + "\n" + "\n".join(records) + "\n\n"
+
+
+# An event's first lines (text, text with its [Tap] line, the start of its JSON object) by its
+# EventHeader's bytes, with a ``%s`` for its offset (and the tap's connection, direction, time).
+_HEADS: dict[bytes, tuple[str, str, str]] = {}
+# A batch event's [BatchHeader] block and its JSON, by the event type and the header's bytes.
+_BATCH_HEADS: dict[tuple[int, bytes], tuple[str, str]] = {}
+
+
+def _head(event: Event) -> tuple[str, str, str]:
+    name = event.type_name
+    values = _EVENT.unpack(event.data, 0)
+    text, json_text = _head_layout(False)
+    tap_text, _ = _head_layout(True)
+    return (
+        text % (name, "%s", *values, name),
+        tap_text % (name, "%s", "%s", "%s", "%s", *values, name),
+        json_text % ("%s", name, *values, name),
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -203,6 +230,19 @@ def _head_layout(tap: bool) -> tuple[str, str]:
         keys, ("type_name",)
     )
     return text, json_text + "}"
+
+
+def _batch_header(event: Event) -> tuple[str, str]:
+    reader = _BATCH_HEADERS[event.type]
+    start = event.header_size
+    raw = event.data[start : start + reader.size]
+    key = (event.type, raw)
+    texts = _BATCH_HEADS.get(key)
+    if texts is None:
+        header = _fields(reader, event.data, start, reader.size)
+        texts = (_render_fields("BatchHeader", header), _fields_json(header))
+        keep(_BATCH_HEADS, key, len(raw), texts)
+    return texts
 
 
 def _fields_json(fields: dict[str, Any]) -> str:
@@ -224,10 +264,8 @@ class _MessageLayout(NamedTuple):
 
     text: str
     json: str
-    put: bool
     guid: int  # where the GUID (the one bytes field, shown as hex) is among the header's values
     flags: int  # where the flags are
-    message_words: int  # where message_words is
     shown: int  # how many header fields are shown (all but for a short, older peer's header)
 
 
@@ -254,8 +292,7 @@ def _message_layout(etype: int, size: int) -> _MessageLayout:
     (guid,) = reader.hex_fields
     strings = (reader.names[guid], "flags_names", "compression_name")
     json_text = f'{{"header": {{{_json_fields(keys, strings)}}}'
-    index = reader.names.index
-    return _MessageLayout(text, json_text, put, guid, index("flags"), index("message_words"), shown)
+    return _MessageLayout(text, json_text, guid, reader.names.index("flags"), shown)
 
 
 def _message_texts(
@@ -263,87 +300,123 @@ def _message_texts(
 ) -> list[str]:
     """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
     etype = event.type
-    put = etype == EventType.PUT
-    reader = _PUT if put else _PUSH
-    flags_enum = PutHeaderFlags if put else PushHeaderFlags
-    unpack, full = reader.unpack, reader.size
-    whole = _message_layout(etype, full)
-    guid, flags, words = whole.guid, whole.flags, whole.message_words
+    put = etype == _PUT_EVENT
+    heads = _MESSAGE_HEADS[etype]
+    # Where the GUID (and a PUT's CRC) end: every header is at least that long (iter_put and
+    # iter_push refuse shorter ones).
+    varying_end = 32 if put else 28
     data, base = event.data, event.offset
-    end = len(data) - full
     out = []
     pos = event.header_size
     for i, m in enumerate(messages):
-        size = m.header_words * 4
-        if size >= full and pos <= end:
-            layout, v = whole, unpack(data, pos)
-        else:  # zero-extended for reading, only the fields it holds shown
-            layout = _message_layout(etype, size)
-            v = unpack(bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0"), 0)
-            v = v[: layout.shown]
-        if guid < len(v):
-            v = (*v[:guid], v[guid].hex(), *v[guid + 1 :])
-        payload = m.payload
-        names: tuple[Any, ...] = (
-            _flag_names(v[flags], flags_enum),
-            _compression_name(m.compression),
+        # Every header field but the GUID (and a PUT's CRC and correlation id) and the options
+        # are in the key (the header's and options' sizes too, in its second word): their text
+        # is cached with those as ``%s``.
+        options_end = pos + m.header_words * 4 + len(m.options)
+        key = data[pos : pos + 12] + data[pos + varying_end : options_end]
+        head = heads.get(key)
+        if head is None:
+            head = _message_head(etype, data, pos, m.header_words * 4, m.compression)
+            if m.options:
+                options = _options_json(m).replace("%", "%%")
+                head = (f"{head[0]}\n[Options] {options}", f'{head[1]}, "options": {options}')
+            keep(heads, key, len(key), head)
+        hex_guid = data[pos + 12 : pos + 28].hex()
+        args: tuple[Any, ...] = (
+            (hex_guid, int.from_bytes(data[pos + 28 : pos + 32], "big"), m.correlation_id)
+            if put
+            else (hex_guid,)
         )
-        if put:
-            names += (m.correlation_id,)
+        payload = m.payload
         if as_json:
             shown = payload if payload_limit is None else payload[:payload_limit]
-            text = layout.json % (*v, *names)
-            if m.options:
-                text += ', "options": ' + _options_json(m)
+            text = head[1] % args
             if m.properties_area:
-                text += ', "properties": ' + json.dumps(_properties_node(m))
+                text += ', "properties": ' + _properties_text(m, True)
             text += f', "payload": {{"size": {len(payload)}, "hex": "{shown.hex()}"}}'
             text += f', "offset": {base + pos}'
             if note and m.compression:
                 text += ', "note": ' + json.dumps(note)
             out.append(text + "}")
         else:
-            text = layout.text % (i, base + pos, *v, *names)
-            if m.options or m.properties_area or (note and m.compression):
-                lines = [text]
-                if m.options:
-                    lines.append(f"[Options] {_options_json(m)}")
-                if m.properties_area:
-                    lines += _property_lines(_properties_node(m))  # type: ignore[arg-type]
-                if note and m.compression:
-                    lines.append(f"[Note] {note}")
-                text = "\n".join(lines)
+            text = head[0] % (i, base + pos, *args)
+            if m.properties_area:
+                text += "\n" + _properties_text(m, False)
+            if note and m.compression:
+                text += f"\n[Note] {note}"
             dump = _dump(payload, payload_limit)
             text += f"\n[Payload] {len(payload)} bytes"
             out.append(f"{text}\n{dump}" if dump else text)
-        pos += v[words] * 4
+        pos += (_WORD.unpack_from(data, pos)[0] & 0xFFFFFFF) * 4  # message_words
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _entry_layout(names: tuple[str, ...], hexed: tuple[int, ...]) -> tuple[str, str]:
-    """A batch entry as text (``%``: number, values) and as JSON (values)."""
-    text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
-    return text, "{" + _json_fields(names, tuple(names[i] for i in hexed)) + "}"
+# A PUT or PUSH message's header block and options (text, JSON) by their bytes but the GUID
+# (and a PUT's CRC), per event type: ``%s`` for the number, the offset (text), the GUID (and CRC and
+# correlation id).
+_MESSAGE_HEADS: dict[int, dict[bytes, tuple[str, str]]] = {EventType.PUT: {}, EventType.PUSH: {}}
+
+
+def _message_head(
+    etype: int, data: bytes, pos: int, size: int, compression: int
+) -> tuple[str, str]:
+    """The header block of the message at ``pos``, with ``size`` bytes of header on the wire."""
+    put = etype == EventType.PUT
+    reader = _PUT if put else _PUSH
+    full = reader.size
+    if size >= full and len(data) - pos >= full:
+        layout, values = _message_layout(etype, full), reader.unpack(data, pos)
+    else:  # zero-extended for reading, only the fields it holds shown
+        layout = _message_layout(etype, size)
+        raw = bytes(data[pos : pos + min(size, full)]).ljust(full, b"\0")
+        values = reader.unpack(raw, 0)[: layout.shown]
+    guid = layout.guid
+    shown = ["%s" if j == guid or (put and j == guid + 1) else v for j, v in enumerate(values)]
+    flags_enum = PutHeaderFlags if put else PushHeaderFlags
+    names = [_flag_names(values[layout.flags], flags_enum), _compression_name(compression)]
+    if put:
+        names.append("%s")  # the correlation id
+    return layout.text % ("%s", "%s", *shown, *names), layout.json % (*shown, *names)
+
+
+# A message's properties as printed (its lines, or its JSON) by the format, their schema id and
+# area's bytes.
+_PROPERTIES: dict[tuple[bool, int, bytes], str] = {}
+
+
+def _properties_text(message: Any, as_json: bool) -> str:
+    area = message.properties_area
+    key = (as_json, message.schema_id, area)
+    text = _PROPERTIES.get(key)
+    if text is None:
+        node = _properties_node(message)
+        assert node is not None
+        text = json.dumps(node) if as_json else "\n".join(_property_lines(node))
+        keep(_PROPERTIES, key, len(area), text)
+    return text
+
+
+# A batch entry type's layout: as text (``%``: number, values), as JSON (values), and where its
+# GUID (the one bytes field, shown as hex) is.
+_ENTRY_LAYOUTS: dict[type, tuple[str, str, int]] = {}
+
+
+def _entry_layout(kind: type) -> tuple[str, str, int]:
+    layout = _ENTRY_LAYOUTS.get(kind)
+    if layout is None:
+        names: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+        guid = names.index("guid")
+        text = "\t#%s: " + _template(names, _ENTRY_FIELD, ", ")
+        layout = (text, "{" + _json_fields(names, ("guid",)) + "}", guid)
+        _ENTRY_LAYOUTS[kind] = layout  # one per entry type: three
+    return layout
 
 
 def _entry_texts(entries: list[Any], as_json: bool) -> list[str]:
-    """Batch entries (NamedTuples of one type, their bytes fields shown as hex) as printed."""
+    """Batch entries (NamedTuples of one type, their GUIDs shown as hex) as printed."""
     if not entries:
         return []
-    hexed = tuple(i for i, value in enumerate(entries[0]) if isinstance(value, bytes))
-    text, json_text = _entry_layout(type(entries[0])._fields, hexed)
-    out = []
+    text, json_text, g = _entry_layout(type(entries[0]))
     if as_json:
-        for entry in entries:
-            values = list(entry)
-            for h in hexed:
-                values[h] = values[h].hex()
-            out.append(json_text % tuple(values))
-    else:
-        for i, entry in enumerate(entries):
-            values = [i, *entry]
-            for h in hexed:
-                values[h + 1] = values[h + 1].hex()
-            out.append(text % tuple(values))
-    return out
+        return [json_text % (*e[:g], e[g].hex(), *e[g + 1 :]) for e in entries]
+    return [text % (i, *e[:g], e[g].hex(), *e[g + 1 :]) for i, e in enumerate(entries)]

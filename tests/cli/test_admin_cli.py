@@ -150,3 +150,34 @@ def test_over_tls_with_basic_authentication(tmp_path: Path) -> None:
     assert refused.returncode == 3 and "authentication refused" in refused.stderr
     assert "guess" not in refused.stderr + refused.stdout
     assert plain.returncode == 3 and "requires authentication or TLS" in plain.stderr
+
+
+def test_a_long_session_authenticates_again_before_its_credential_expires(
+    tmp_path: Path,
+) -> None:
+    """The broker grants a 5.5 s lifetime (and closes a connection whose credential expired):
+    ``pybmq admin -`` authenticates again every 0.5 s (min(90 %, lifetime - 5 s)), so a
+    command sent after 6.5 s is still answered, over the same connection."""
+    good = tmp_path / "good"
+    good.write_text("ops:secret\n")
+    auth = AuthConfig(basic={"ops": "secret"}, anonymous=False, lifetime_ms=5500)
+    with ThreadedBrokerSimulator(BrokerConfig(auth=auth)) as sim:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pybmq.cli", "admin", "-", "--broker", sim.url,
+             "--auth", "BASIC", "--auth-file", str(good)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("CLUSTERS LIST\n")
+        process.stdin.flush()
+        first = process.stdout.readline().strip()
+        time.sleep(6.5)  # past the first lifetime
+        out, err = process.communicate("CLUSTERS LIST\n", timeout=60)
+        sessions = sim.call(lambda broker: broker.stats.sessions)
+    assert first == "pybmq-sim (local)"
+    assert process.returncode == 0, err
+    assert out.strip() == "pybmq-sim (local)"
+    assert sessions == 1

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 from pybmq.client.admin import MAX_PENDING_COMMANDS, AdminEngine
 from pybmq.client.options import Credential, SessionOptions
-from pybmq.errors import AuthenticationError, BrokerError, ProtocolError, UsageError
+from pybmq.errors import (
+    AuthenticationError,
+    AuthenticationTimeoutError,
+    BrokerError,
+    ProtocolError,
+    UsageError,
+)
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.admin import COMMANDS, MAX_COMMAND_LENGTH
 from pybmq.sim.auth import AuthConfig
@@ -184,3 +190,52 @@ def test_authentication_first_and_commands_held_until_negotiated() -> None:
     session.receive_data(refused.data_to_send(), 0.0)
     with pytest.raises(AuthenticationError, match="Invalid username or password"):
         refused.receive_data(session.data_to_send())
+
+
+def test_the_engine_authenticates_again_before_the_lifetime_runs_out() -> None:
+    """A 10 s lifetime: the engine authenticates again at 5 s (min(90 %, lifetime - 5 s)), the
+    broker extends the credential, and the session outlives the first lifetime; a refused or
+    unanswered re-authentication ends it."""
+    config = AuthConfig(basic={"ops": "secret"}, anonymous=False, lifetime_ms=10_000)
+    broker = Broker(BrokerConfig(auth=config, heartbeat_interval_ms=60_000))
+    passwords = iter(["secret", "secret", "secret", "guess"])
+    options = SessionOptions(
+        credential_provider=lambda: Credential("BASIC", f"ops:{next(passwords)}".encode()),
+        request_timeout=2.0,
+    )
+    engine = AdminEngine(options)
+    session = broker.connect("admin-peer", 0.0)
+
+    def exchange(now: float) -> list[str]:
+        answers: list[str] = []
+        for _ in range(5):
+            session.receive_data(engine.data_to_send(), now)
+            answers += [a.text for a in engine.receive_data(session.data_to_send(), now)]
+        return answers
+
+    engine.command("HELP")
+    assert exchange(0.0)[0].startswith("Commands:")
+    assert engine.authentications == 1 and engine.next_deadline() == 5.0
+    engine.handle_timeout(5.0)  # due: the request goes out, its answer due within 2 s
+    assert engine.next_deadline() == 7.0
+    assert exchange(5.0) == [] and engine.authentications == 2
+    assert engine.next_deadline() == 10.0
+    session.on_timer(12.0)  # past the first lifetime (10 s): still open
+    assert not session.closed
+    engine.command("HELP")
+    assert exchange(12.0)[0].startswith("Commands:")
+    engine.handle_timeout(12.0)  # overdue since 10 s: authenticate now
+    assert exchange(12.0) == [] and engine.authentications == 3
+    engine.handle_timeout(17.0)  # the provider now gives a wrong password
+    with pytest.raises(AuthenticationError, match="Invalid username or password"):
+        exchange(17.0)
+    silent = AdminEngine(
+        SessionOptions(
+            credential_provider=lambda: Credential("BASIC", b"ops:secret"), request_timeout=2.0
+        )
+    )
+    silent.data_to_send()  # never answered
+    assert silent.next_deadline() == 2.0
+    silent.handle_timeout(1.0)
+    with pytest.raises(AuthenticationTimeoutError, match="within 2s"):
+        silent.handle_timeout(2.0)

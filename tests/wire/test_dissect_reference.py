@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pybmq.codegen.layout import SPEC_NAME, load_spec
 from pybmq.generated import wire_codec, wire_layout
 from pybmq.wire.dissect import dissect_event, hexdump
@@ -88,3 +89,20 @@ def test_hexdump_lines() -> None:
         "        ... 2 more bytes",
     ]
     assert hexdump(b"", None) == []
+
+
+@pytest.mark.parametrize("size", [*range(1, 34), 64, 65])
+def test_hexdump_lines_of_every_short_size(size: int) -> None:
+    """Each line as written out by hand: offset, four groups of 4 bytes, the printable column
+    (one line and longer dumps take different paths)."""
+    data = bytes((i * 37 + size) % 256 for i in range(size))
+    expected = []
+    for at in range(0, size, 16):
+        line = data[at : at + 16]
+        groups = " ".join(line[i : i + 4].hex() for i in range(0, len(line), 4))
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in line)
+        expected.append(f"{at:6}:   {groups:35}     |{shown:16}|")
+    assert hexdump(data, None) == expected
+    assert hexdump(data, 64) == expected[:4] + (
+        [f"        ... {size - 64} more bytes"] if size > 64 else []
+    )

@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pybmq.errors import ProtocolError
-from pybmq.generated.wire_codec import CompressionAlgorithmType
+from pybmq.generated.wire_codec import CompressionAlgorithmType, EventType
 from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, RejectEventBuilder
 from pybmq.wire.capture import MAGIC, encode_record
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT
 from pybmq.wire.dissect import Node, dissect_capture, dissect_stream
 from pybmq.wire.framing import split_events
+from pybmq.wire.options import encode_sub_queue_ids_old
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import PutEventBuilder
@@ -141,3 +145,107 @@ def test_the_options_json_cache_is_bounded_and_right_past_its_bound() -> None:
         assert len(dissect._OPTIONS_JSON) == dissect._OPTIONS_JSON_MAX
     finally:
         dissect._OPTIONS_JSON.clear()
+
+
+def test_the_fragment_caches_are_bounded_and_right_past_their_bound() -> None:
+    """More distinct event and message heads and properties than the caches hold, and properties too big to
+    be cached: the caches stop at their bound and everything still prints as the trees do."""
+    from pybmq.wire import dissect, render
+
+    caches = (
+        render._HEADS,
+        render._BATCH_HEADS,
+        render._PROPERTIES,
+        *render._MESSAGE_HEADS.values(),
+    )
+    for cache in caches:
+        cache.clear()
+    events = []
+    for i in range(dissect.FRAGMENTS_MAX + 60):
+        push = PushEventBuilder()
+        push.add(1, i.to_bytes(16, "big"), b"p" * (4 * i),  # distinct lengths
+                 properties=MessageProperties({"k": f"v{i}"}), extended_properties=i % 2 == 0)  # fmt: skip
+        events += push.finish()
+    big = PushEventBuilder()
+    big.add(
+        1, bytes(16), b"x", properties=MessageProperties({"big": "b" * dissect.FRAGMENT_KEY_MAX})
+    )
+    events += big.finish() * 2
+    try:
+        data = b"".join(events)
+        for as_json in (False, True):  # (one payload limit: the payloads are big)
+            fast = printed(render_stream([data], 16, as_json))
+            slow = printed(through_trees(dissect_stream([data], 16, previews=not as_json), as_json))
+            assert fast == slow and len(fast[0]) == len(events)
+        pushes = render._MESSAGE_HEADS[EventType.PUSH]
+        assert len(render._HEADS) == len(render._PROPERTIES) == dissect.FRAGMENTS_MAX
+        assert len(pushes) == dissect.FRAGMENTS_MAX
+        assert all(len(area) <= dissect.FRAGMENT_KEY_MAX for _, _, area in render._PROPERTIES)
+    finally:
+        for cache in caches:
+            cache.clear()
+
+
+_MESSAGE = st.tuples(
+    st.sampled_from(["put", "push"]),
+    st.sampled_from([None, 7, 8, 9]),  # header words (None: the builder's own)
+    st.binary(max_size=70),  # payload
+    st.sampled_from([None, "old", "extended"]),  # properties
+    st.sampled_from([None, "info", "packed", "old-ids", "group"]),  # options
+    st.booleans(),  # compressed
+    st.integers(0, 2**24 - 1),  # correlation id / sub-queue id
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    messages=st.lists(_MESSAGE, min_size=1, max_size=12),
+    limit=st.sampled_from(LIMITS),
+    as_json=st.booleans(),
+)
+def test_fuzzed_messages_print_as_the_trees(
+    messages: list[tuple[str, int | None, bytes, str | None, str | None, bool, int]],
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """PUTs and PUSHes of any mix of header sizes, properties, options and compression, and
+    ACK, CONFIRM and REJECT entries (their cached fragments warm from earlier examples), print
+    exactly as their trees do."""
+    put, push = PutEventBuilder(), PushEventBuilder()
+    ack, confirm, reject = AckEventBuilder(), ConfirmEventBuilder(), RejectEventBuilder()
+    for kind, words, payload, props, option, zlib, number in messages:
+        guid = number.to_bytes(16, "little")
+        if number % 3 == 0:
+            ack.add(number % 16, number, guid, number % 4)
+        elif number % 3 == 1:
+            confirm.add(number % 5, guid, number % 3)
+        else:
+            reject.add(number % 5, guid, number % 3)
+        properties = MessageProperties({"k": f"v{number % 5}", "n": number}) if props else None
+        common: dict[str, Any] = {
+            "properties": properties,
+            "extended_properties": props == "extended",
+            "compression": CompressionAlgorithmType.ZLIB if zlib else CompressionAlgorithmType.NONE,
+        }
+        if kind == "put":
+            if words is not None and words >= 8:
+                common["header_words"] = words + 1  # 8 is an older producer's PutHeader
+            group = f"g%{number % 3}" if option == "group" else None
+            put.add(number % 4, payload, correlation_id=number, msg_group_id=group, **common)
+        else:
+            if words is not None:
+                common["header_words"] = min(words, 8)
+            if option == "info":
+                common["sub_queue_infos"] = [(number % 7, None)]
+            elif option == "packed":
+                common["packed_rda"] = number % 64
+            elif option == "old-ids":
+                common["options"] = encode_sub_queue_ids_old([number % 7])
+            elif option == "group":
+                common["msg_group_id"] = f"g%{number % 3}"
+            push.add(number % 4, number.to_bytes(16, "big"), payload, **common)
+    builders = (put, push, ack, confirm, reject)
+    data = b"".join(event for b in builders for event in b.finish())
+    fast = printed(render_stream([data], limit, as_json))
+    slow = printed(through_trees(dissect_stream([data], limit, previews=not as_json), as_json))
+    assert fast == slow

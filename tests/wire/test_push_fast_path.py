@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pybmq.wire.push as push_module
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pybmq.errors import ProtocolError
 from pybmq.wire.options import encode_sub_queue_ids_old, parse_options
 from pybmq.wire.properties import MessageProperties
@@ -113,3 +115,60 @@ def test_no_option_pushes_decode_fully_and_refuse_bad_bytes(
             broken[area_word + 1 : area_word + 4] = words.to_bytes(3, "big")
             with pytest.raises(ProtocolError):
                 decode_push(bytes(broken))
+
+
+def general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every option shape miss the one-option fast path."""
+    for name in ("_ONE_ID_OLD_OPTION", "_ONE_INFO_OPTION", "_PACKED_OPTION"):
+        monkeypatch.setattr(push_module, name, -1)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shapes=st.lists(
+        st.tuples(
+            st.sampled_from([7, 8]),  # header words
+            st.sampled_from(["plain", "packed", "old"]),
+            st.binary(max_size=40),  # payload
+            st.booleans(),  # properties
+            st.integers(0, 2**31 - 1),  # sub-queue id / RDA counter
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    cut=st.integers(0, 3),
+)
+def test_one_option_fast_path_equals_the_general_path(
+    monkeypatch: pytest.MonkeyPatch, shapes: list[tuple[int, str, bytes, bool, int]], cut: int
+) -> None:
+    """Any mix of 28/32-byte headers, option kinds, payloads and properties reads the same
+    through the fast path and the general one, and a cut event fails the same way."""
+    builder = PushEventBuilder()
+    for i, (words, option, payload, props, number) in enumerate(shapes):
+        properties = MessageProperties({"k": "v", "n": i}) if props else None
+        extra: dict[str, object] = {
+            "plain": {"sub_queue_infos": [(number, None)]},
+            "packed": {"packed_rda": number % 64},
+            "old": {"options": encode_sub_queue_ids_old([number])},
+        }[option]
+        builder.add(
+            i, GUID, payload, properties=properties, header_words=words,
+            extended_properties=words == 8, **extra,  # type: ignore[arg-type]
+        )  # fmt: skip
+    [event] = builder.finish()
+    if cut:  # a shorter event whose header still declares the full length
+        event = event[: -4 * cut]
+
+    def read() -> object:
+        try:
+            return decode_push(event)
+        except ProtocolError as exc:
+            return str(exc)
+
+    fast = read()
+    with monkeypatch.context() as patch:
+        general_path(patch)
+        general = read()
+    assert fast == general

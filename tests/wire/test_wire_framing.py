@@ -214,3 +214,21 @@ def test_reader_frames_any_chunking_like_the_whole_buffer(
     assert filler is None and reader.at_boundary()
     assert [(e.offset, e.data) for e in got] == [(e.offset, e.data) for e in whole]
     assert len(whole) == len(payloads)
+
+
+def test_check_event_names_what_is_wrong_with_an_event_header() -> None:
+    from pybmq.errors import DecodeError
+    from pybmq.generated.wire_codec import EventType
+    from pybmq.wire.framing import check_event, event_header_bytes
+
+    with pytest.raises(DecodeError, match="truncated EventHeader: need 8 bytes, 2 left"):
+        check_event(b"\0\0", EventType.ACK)
+    ack = event_header_bytes(EventType.ACK, 12, type_specific=3) + bytes(4)
+    assert check_event(ack, EventType.ACK) == (8, 12, 3)
+    with pytest.raises(ProtocolError, match="expected a PUSH event, got ACK"):
+        check_event(ack, EventType.PUSH)
+    with pytest.raises(ProtocolError, match="declares 12 bytes but only 8"):
+        check_event(ack[:8], EventType.ACK)
+    bad_words = ack[:5] + b"\x04" + ack[6:]  # 4 header words in a 12-byte event
+    with pytest.raises(ProtocolError, match="4 header words for a 12-byte event"):
+        check_event(bad_words, EventType.ACK)
