@@ -3,7 +3,8 @@
 ``register`` checks the workers and registers the source; ``datasource`` is what Spark calls;
 ``options`` reads its options, ``rows`` converts between Arrow rows and messages, ``filters``
 turns pushed Spark filters into a subscription expression, ``io`` talks to the broker,
-``executors`` keeps the stream's consumers in the executors (``consumers=executors``). Needs the ``spark`` extra (pyspark, pyarrow).
+``executors`` keeps the stream's consumers in the executors (``consumers=executors``), ``reruns``
+tells its workers which of them read a slice. Needs the ``spark`` extra (pyspark, pyarrow).
 """
 
 from pybmq.spark.datasource import BlazingMQDataSource

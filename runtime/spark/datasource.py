@@ -22,18 +22,17 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from pybmq.client.aio_queue import ReceivedMessage
-from pybmq.client.options import QueueOptions
-from pybmq.client.sync import Queue, Session
 from pybmq.errors import SessionStoppedError, UsageError
-from pybmq.spark.executors import ExecutorStreamReader
 from pybmq.spark.filters import split_filters
-from pybmq.spark.io import consume, open_session, post_all, probe, row_values
-from pybmq.spark.options import ReadOptions, StreamReadOptions, WriteOptions, property_schema
-from pybmq.spark.rows import RowBuffer, check_write_schema, messages_from_batch
+from pybmq.spark.options import (
+    ReadOptions,
+    StreamReadOptions,
+    WriteOptions,
+    check_write_schema,
+    property_schema,
+)
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -44,7 +43,6 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -63,6 +61,15 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pybmq.client.aio_queue import ReceivedMessage
+    from pybmq.client.sync import Queue, Session
+
+# The client, pyarrow and the task-side modules are imported where they are used: Spark starts
+# a Python process per planning step (create the source, plan a write, commit it, ...), and
+# several of them need none of it (see the README's Performance paragraph).
 
 __all__ = ["BlazingMQCommitMessage", "BlazingMQDataSource", "BlazingMQStreamReader"]
 
@@ -113,6 +120,8 @@ def _arrow_schema(
     schema: StructType, property_schema: tuple[tuple[str, str], ...] = ()
 ) -> pa.Schema:
     """The Arrow schema Spark expects back from a reader (it compares it exactly)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     expected = read_schema(property_schema)
     if [(f.name, f.dataType) for f in schema.fields] != [
         (f.name, f.dataType) for f in expected.fields
@@ -136,6 +145,8 @@ class BlazingMQDataSource(DataSource):
         return read_schema(property_schema(self.options))
 
     def reader(self, schema: StructType) -> BlazingMQBatchReader:
+        from pybmq.spark.io import probe
+
         options = ReadOptions.parse(self.options)
         arrow_schema = _arrow_schema(schema, options.property_schema)
         probe(options.target, read=True)
@@ -150,6 +161,9 @@ class BlazingMQDataSource(DataSource):
         return BlazingMQStreamWriter(self._write_options(schema, overwrite))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pybmq.spark.executors import ExecutorStreamReader
+        from pybmq.spark.io import probe
+
         options = StreamReadOptions.parse(self.options)
         arrow_schema = _arrow_schema(schema, options.property_schema)
         probe(options.target, read=True)
@@ -158,6 +172,8 @@ class BlazingMQDataSource(DataSource):
         return BlazingMQStreamReader(options, arrow_schema)
 
     def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:
+        from pybmq.spark.io import probe
+
         options = WriteOptions.parse(self.options)
         if overwrite:
             raise UsageError("a BlazingMQ queue cannot be overwritten: write with mode('append')")
@@ -179,6 +195,9 @@ class BlazingMQCommitMessage(WriterCommitMessage):  # type: ignore[misc]
 
 
 def _write_partition(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> Any:
+    from pybmq.spark.io import post_all
+    from pybmq.spark.rows import messages_from_batch
+
     def messages() -> Iterator[Any]:
         for batch in batches:
             yield from messages_from_batch(batch, options.property_columns)
@@ -258,6 +277,8 @@ class BlazingMQBatchReader(DataSourceReader):  # type: ignore[misc]
         return [InputPartition(share) for share in shares if share > 0]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pybmq.spark.io import consume
+
         for buffer in consume(self.options, int(partition.value)):
             yield buffer.to_batch(self.arrow_schema)
 
@@ -292,6 +313,9 @@ class _Consumer:
     """
 
     def __init__(self, options: StreamReadOptions) -> None:
+        from pybmq.client.options import QueueOptions
+        from pybmq.spark.io import open_session
+
         self.options = options
         self.lock = threading.Lock()
         self.arrived: deque[ReceivedMessage] = deque()
@@ -435,6 +459,9 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return {"seq": consumer.next_seq if end is None else min(end, consumer.next_seq)}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        from pybmq.spark.io import row_values
+        from pybmq.spark.rows import RowBuffer
+
         consumer = self._started()
         first, last = _seq(start), _seq(end)
         with consumer.lock:
@@ -451,7 +478,7 @@ class BlazingMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [InputPartition(buffer) for buffer in buffers]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        buffer: RowBuffer = partition.value
+        buffer = partition.value  # a RowBuffer
         if len(buffer):
             yield buffer.to_batch(self.arrow_schema)
 

@@ -21,10 +21,15 @@ committed it (at-least-once). What breaks that chain only adds duplicates:
 - a consumer is not used for ``consumerIdleTimeoutMs`` (its partitions went to other workers, the
   query stopped or was restarted: a restart is a new run with new consumers): it is closed and
   its unconfirmed messages go back to the queue;
-- a task is retried (``attemptNumber > 0``): the earlier attempt's messages may sit in another
-  worker, labelled with the same batch, and that worker could confirm them although the rows the
-  sink committed are the retry's. The retry fails instead, and so the query; restarted from its
-  checkpoint it starts a new run, and the old consumers expire without confirming anything.
+- a slice is read again (a retried task, or a stage re-run after lost shuffle output, whose
+  tasks have attempt number 0 again): in the worker that holds the slice's messages, the task
+  replays exactly the same rows and takes nothing new; in another worker of the same executor,
+  it reads anew and leaves a mark (:mod:`pybmq.spark.reruns`), so that the first worker drops
+  that consumer instead of confirming (its messages come again). A retry (``attemptNumber > 0``)
+  that finds no messages of its slice in its worker fails instead (the first attempt may have
+  run in another executor), and so the query; restarted from its checkpoint it starts a new run,
+  and the old consumers expire without confirming anything. A stage re-run in another executor
+  than the first read is not seen (see the README).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +49,7 @@ from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
 from pybmq.spark.io import open_session, row_values
 from pybmq.spark.options import StreamReadOptions
+from pybmq.spark.reruns import Marks, executor_directory, new_token
 from pybmq.spark.rows import RowBuffer
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -101,43 +108,86 @@ class _Consumer:
             taken.extend(got)
         return taken
 
-    def confirm_below(self, batch: int) -> int:
-        done = [b for b in self.held if b < batch]
-        messages = [m for b in done for m in self.held.pop(b)]
+    def confirm(self, batches: list[int]) -> None:
+        messages = [m for b in batches for m in self.held.pop(b)]
         if messages:
             self.queue.confirm_many(messages)
-        return len(messages)
 
     def stop(self) -> None:
         self.session.stop()  # what it held goes back to the queue: redelivered, never lost
 
 
 class _Registry:
-    """This worker process's consumers, by (run, partition), and the thread that expires them."""
+    """This worker process's consumers, by (run, partition), and the thread that expires them.
 
-    def __init__(self) -> None:
+    ``root`` is where the workers of this executor leave their marks (:mod:`pybmq.spark.reruns`;
+    by default Spark's files directory of the executor)."""
+
+    def __init__(self, root: Path | None = None) -> None:
         self.lock = threading.Lock()
         self.consumers: dict[tuple[str, int], _Consumer] = {}
         self.leases: dict[tuple[str, int], float] = {}
         self.reaper: threading.Thread | None = None
+        self.root = root
+        self.token = new_token()
+        self.marks: dict[str, Marks] = {}
 
-    def acquire(self, piece: Slice, options: StreamReadOptions, lease: float) -> _Consumer:
+    def read(
+        self, piece: Slice, options: StreamReadOptions, attempt: int = 0
+    ) -> list[ReceivedMessage]:
+        """The messages of one slice: taken from its consumer, or, when this worker already holds
+        the slice (a retried task, a re-run stage), the same ones again and nothing new."""
+        dropped: list[_Consumer] = []
+        try:
+            with self.lock:
+                dropped = self._settle_below(piece.run, piece.batch)
+                consumer, replay = self._start(piece, options, attempt)
+        finally:
+            for stale in dropped:
+                stale.stop()
+        if replay is not None:
+            return replay
+        try:
+            messages = consumer.take(_share(options), options.idle_timeout)
+            consumer.held[piece.batch] = messages
+        except BaseException:
+            with self.lock:
+                dropped = self._drop((piece.run, piece.partition))
+            for stale in dropped:
+                stale.stop()
+            raise
+        finally:
+            self.release(consumer)
+        return messages
+
+    def _start(
+        self, piece: Slice, options: StreamReadOptions, attempt: int
+    ) -> tuple[_Consumer, list[ReceivedMessage] | None]:
+        """The slice's consumer, and what it holds of the slice if it read it already."""
         key = (piece.run, piece.partition)
-        with self.lock:
-            for (run, _), other in self.consumers.items():
-                if run == piece.run:
-                    other.confirm_below(piece.batch)
-            consumer = self.consumers.get(key)
+        consumer = self.consumers.get(key)
+        replay = None if consumer is None else consumer.held.get(piece.batch)
+        if consumer is None or replay is None:
+            if attempt:
+                raise UsageError(
+                    "a micro-batch task of a stream with consumers=executors was retried in "
+                    "another worker than the first attempt; that attempt's messages may wait "
+                    "unconfirmed in another executor, so the query stops here. Restart it "
+                    "from its checkpoint: nothing is lost (see the README)."
+                )
             if consumer is None:
                 consumer = self.consumers[key] = _Consumer(options)
-            self.leases[key] = lease
+            # Marked before taking: a worker that dies while reading leaves its mark too.
+            self._marks(piece.run).served(piece.partition, piece.batch)
             consumer.busy = True
             if self.reaper is None:
                 self.reaper = threading.Thread(
                     target=self._reap, name="pybmq-spark-reaper", daemon=True
                 )
                 self.reaper.start()
-            return consumer
+        self.leases[key] = options.consumer_idle_timeout
+        consumer.last_used = time.monotonic()
+        return consumer, replay
 
     def release(self, consumer: _Consumer) -> None:
         with self.lock:
@@ -152,12 +202,49 @@ class _Registry:
                 for key, consumer in self.consumers.items()
                 if not consumer.busy and now - consumer.last_used > self.leases[key]
             ]
-            stopped = [self.consumers.pop(key) for key in idle]
-            for key in idle:
-                del self.leases[key]
+            stopped = [consumer for key in idle for consumer in self._drop(key)]
+            runs = {run for run, _ in self.consumers}
+            for run in [run for run in self.marks if run not in runs]:
+                del self.marks[run]
         for consumer in stopped:
             consumer.stop()
         return len(stopped)
+
+    def _marks(self, run: str) -> Marks:
+        marks = self.marks.get(run)
+        if marks is None:
+            root = executor_directory() if self.root is None else self.root
+            marks = self.marks[run] = Marks(root, run, self.token)
+        return marks
+
+    def _settle_below(self, run: str, batch: int) -> list[_Consumer]:
+        """Batch ``batch`` is planned, so the run's earlier batches are committed: each consumer
+        of the run confirms what it holds of them, unless another worker read one of those
+        slices too (then it is dropped instead, and its messages come again). Returns the
+        dropped consumers, to be stopped outside the lock."""
+        dropped: list[_Consumer] = []
+        for key, consumer in list(self.consumers.items()):
+            done = sorted(b for b in consumer.held if b < batch)
+            if key[0] != run or not done:
+                continue
+            marks = self._marks(run)
+            alone = [marks.settle(key[1], b) for b in done]  # every mark settled, no short cut
+            if all(alone):
+                consumer.confirm(done)
+            else:
+                dropped.extend(self._drop(key))
+        return dropped
+
+    def _drop(self, key: tuple[str, int]) -> list[_Consumer]:
+        """Forget a consumer without confirming (its marks settled); the caller stops it."""
+        consumer = self.consumers.pop(key, None)
+        self.leases.pop(key, None)
+        if consumer is None:
+            return []
+        for batch in sorted(consumer.held):
+            self._marks(key[0]).settle(key[1], batch)
+        consumer.held.clear()
+        return [consumer]
 
     def _reap(self) -> None:
         while True:
@@ -175,16 +262,13 @@ def _share(options: StreamReadOptions) -> int:
     return max(1, -(-per_batch // options.num_partitions))
 
 
-def _check_first_attempt() -> None:
+def _attempt_number() -> int:
+    """The running task's attempt number (0 outside a task). PySpark shows no stage attempt: a
+    re-run stage's tasks are attempt 0 again."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    if context is not None and context.attemptNumber():
-        raise UsageError(
-            "a micro-batch task of a stream with consumers=executors was retried; the first "
-            "attempt's messages may wait unconfirmed in another worker, so the query stops here. "
-            "Restart it from its checkpoint: nothing is lost (see the README)."
-        )
+    return context.attemptNumber() if context is not None else 0
 
 
 class ExecutorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
@@ -219,18 +303,9 @@ class ExecutorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         piece: Slice = partition.value
-        _check_first_attempt()
-        options = self.options
-        consumer = REGISTRY.acquire(piece, options, options.consumer_idle_timeout)
-        try:
-            if piece.batch in consumer.held:
-                raise UsageError(f"batch {piece.batch} was already read by this consumer")
-            messages = consumer.take(_share(options), options.idle_timeout)
-            consumer.held[piece.batch] = messages
-        finally:
-            REGISTRY.release(consumer)
+        messages = REGISTRY.read(piece, self.options, _attempt_number())
         if messages:
-            buffer = RowBuffer(options.target.queue, options.property_schema)
+            buffer = RowBuffer(self.options.target.queue, self.options.property_schema)
             for message in messages:
                 buffer.add(message.guid, *row_values(message))
             yield buffer.to_batch(self.arrow_schema)

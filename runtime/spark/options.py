@@ -9,7 +9,7 @@ No pyspark import here, so the rules are unit-testable without a JVM.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -390,3 +390,14 @@ def _consumers(options: Mapping[str, str]) -> str:
     if where not in ("driver", "executors"):
         raise UsageError(f"option 'consumers' must be driver or executors, got {where!r}")
     return where
+
+
+def check_write_schema(names: Sequence[str], property_columns: Sequence[str]) -> None:
+    """Fail on the driver, before any task runs, when the DataFrame cannot be written."""
+    if "payload" not in names:
+        raise UsageError(f"writing to BlazingMQ needs a 'payload' column; columns are {names}")
+    missing = [c for c in property_columns if c not in names]
+    if missing:
+        raise UsageError(f"propertyColumns {missing} are not columns of the DataFrame ({names})")
+    if "payload" in property_columns:
+        raise UsageError("'payload' cannot also be a property column")

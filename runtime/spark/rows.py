@@ -69,17 +69,6 @@ def bmq_type_of(column: str, arrow_type: pa.DataType) -> str:
 Outgoing = tuple[bytes, MessageProperties | None]  # a message as ``Queue.post_batch`` takes it
 
 
-def check_write_schema(names: Sequence[str], property_columns: Sequence[str]) -> None:
-    """Fail on the driver, before any task runs, when the DataFrame cannot be written."""
-    if "payload" not in names:
-        raise UsageError(f"writing to BlazingMQ needs a 'payload' column; columns are {names}")
-    missing = [c for c in property_columns if c not in names]
-    if missing:
-        raise UsageError(f"propertyColumns {missing} are not columns of the DataFrame ({names})")
-    if "payload" in property_columns:
-        raise UsageError("'payload' cannot also be a property column")
-
-
 def messages_from_batch(
     batch: pa.RecordBatch, property_columns: Sequence[str]
 ) -> Iterator[Outgoing]:

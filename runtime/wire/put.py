@@ -8,7 +8,6 @@ import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from crc32c import crc32c as _crc32c
 from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
     COMPRESSION_MIN_APPDATA_SIZE,
@@ -22,6 +21,7 @@ from pybmq.generated.wire_codec import (
     PutHeaderFlags,
     SubQueueInfo,
 )
+from pybmq.wire import checksum
 from pybmq.wire.appdata import (
     NO_INFOS,
     PROPS_FLAG,
@@ -150,7 +150,7 @@ def decode_put(
                     pad_count(data, start, end, pos)  # raises with the details
                 end -= pad
                 if verify_crc:
-                    actual = _crc32c(data[start:end])
+                    actual = checksum.raw_crc32c(data[start:end])
                     if actual != crc:
                         raise _crc_mismatch(crc, actual, pos)
                 flags = w0 >> 28
@@ -180,7 +180,7 @@ def decode_put(
         end = pos + size
         end -= pad_count(data, start, end, pos)
         if verify_crc:
-            actual = _crc32c(data[start:end])
+            actual = checksum.raw_crc32c(data[start:end])
             if actual != crc:
                 raise _crc_mismatch(crc, actual, pos)
         if owords:
@@ -288,7 +288,8 @@ class PutEventBuilder(MessageEventBuilder):
             )
         pad = PADDING[app_len & 3]
         if crc32c is None:
-            crc32c = _crc32c(payload, _crc32c(props)) if props else _crc32c(payload)
+            crc = checksum.raw_crc32c
+            crc32c = crc(payload, crc(props)) if props else crc(payload)
         hsize = header_words * 4
         size = hsize + len(options) + app_len + len(pad)
         try:
@@ -334,10 +335,10 @@ class PutEventBuilder(MessageEventBuilder):
             PutHeaderFlags.ACK_REQUESTED if ack_requested else 0
         )
         schema = 1 if props and extended_properties else 0
-        props_crc = _crc32c(props)
+        props_crc = checksum.raw_crc32c(props)  # the first call loads it: bind it after
         plen = len(props)
         pack = PUT_HEADER.pack
-        crc = _crc32c
+        crc = checksum.raw_crc32c
         pads = PADDING
         w0_base = fbits << 28
         w1 = 9  # header words; no options, no compression

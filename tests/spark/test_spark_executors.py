@@ -25,39 +25,133 @@ def _stats(sim: Any) -> tuple[int, int]:
     return sim.call(lambda broker: (broker.stats.confirms, broker.stats.redelivered))
 
 
-def test_a_worker_confirms_only_batches_before_the_one_it_reads(bmq_sim: Any) -> None:
-    """The executor-side rule without Spark: batch b's task confirms batches < b of its run;
-    an expired consumer hands what it held back to the queue."""
-    from pybmq.spark.executors import Slice, _Registry
+def _posted(sim: Any, count: int, **extra: str) -> Any:
+    """A fresh queue with ``count`` messages, and stream options of 10 per batch, 1 partition."""
     from pybmq.spark.io import post_all
     from pybmq.spark.options import StreamReadOptions, WriteOptions
 
-    queue = fresh_queue()
-    target = {"broker": bmq_sim.url, "queue": queue}
-    post_all(WriteOptions.parse(target), ((b"m%d" % i, None) for i in range(30)))
-    options = StreamReadOptions.parse(
-        {**target, "maxmessagesperbatch": "10", "idletimeoutms": "300"}
+    target = {"broker": sim.url, "queue": fresh_queue()}
+    post_all(WriteOptions.parse(target), ((b"m%d" % i, None) for i in range(count)))
+    return StreamReadOptions.parse(
+        {**target, "maxmessagesperbatch": "10", "idletimeoutms": "300", **extra}
     )
-    registry = _Registry()
 
-    def run_task(run: str, batch: int) -> list[Any]:
-        consumer = registry.acquire(Slice(run, 0, batch), options, lease=60.0)
-        try:
-            consumer.held[batch] = consumer.take(10, options.idle_timeout)
-            return consumer.held[batch]
-        finally:
-            registry.release(consumer)
 
-    assert len(run_task("r1", 1)) == 10
+def test_a_worker_confirms_only_batches_before_the_one_it_reads(
+    bmq_sim: Any, tmp_path: Path
+) -> None:
+    """The executor-side rule without Spark: batch b's task confirms batches < b of its run;
+    an expired consumer hands what it held back to the queue."""
+    from pybmq.spark.executors import Slice, _Registry
+
+    options = _posted(bmq_sim, 30)
+    registry = _Registry(tmp_path)
+    assert len(registry.read(Slice("r1", 0, 1), options)) == 10
     time.sleep(0.3)
     assert _stats(bmq_sim) == (0, 0)  # batch 1 is not known to be committed yet
-    assert len(run_task("r1", 2)) == 10  # planning batch 2 means batch 1 was committed
+    assert len(registry.read(Slice("r1", 0, 2), options)) == 10  # so batch 1 was committed
     _wait(lambda: _stats(bmq_sim)[0] == 10, time.monotonic() + 10, "batch 1 not confirmed")
-    assert len(run_task("r2", 1)) == 10  # another run: its own consumer, r1's batch 2 untouched
+    assert len(registry.read(Slice("r2", 0, 1), options)) == 10  # another run: r1 untouched
     assert _stats(bmq_sim)[0] == 10
     assert registry.expire(time.monotonic() + 120) == 2  # both idle consumers stop
     _wait(lambda: _stats(bmq_sim)[1] >= 20, time.monotonic() + 10, "held messages not released")
     assert _stats(bmq_sim)[0] == 10
+    assert _marks(tmp_path) == []  # every mark settled and removed
+
+
+def _marks(root: Path) -> list[str]:
+    return sorted(p.name for p in root.glob("pybmq-spark-*/p*"))
+
+
+def test_a_slice_read_again_in_its_worker_replays_the_same_rows(
+    bmq_sim: Any, tmp_path: Path
+) -> None:
+    """A re-run stage (attempt 0 again) or a retried task in the worker that read the slice:
+    the same messages, nothing new taken, confirmed once when the next batch is read."""
+    from pybmq.spark.executors import Slice, _Registry
+
+    options = _posted(bmq_sim, 30)
+    registry = _Registry(tmp_path)
+    first = registry.read(Slice("r", 0, 1), options)
+    again = registry.read(Slice("r", 0, 1), options)  # a re-run stage: attempt 0 again
+    retried = registry.read(Slice("r", 0, 1), options, attempt=1)
+    assert [m.guid for m in again] == [m.guid for m in retried] == [m.guid for m in first]
+    assert len(first) == 10
+    second = registry.read(Slice("r", 0, 2), options)
+    assert not {m.guid for m in second} & {m.guid for m in first}  # 10 new, not a replay
+    _wait(lambda: _stats(bmq_sim)[0] == 10, time.monotonic() + 10, "batch 1 not confirmed")
+    registry.expire(time.monotonic() + 120)
+    assert _marks(tmp_path) == []
+
+
+def test_a_retry_in_another_worker_refuses_to_read(bmq_sim: Any, tmp_path: Path) -> None:
+    """A retried task that finds no messages of its slice in its worker fails: the first
+    attempt may have read in another executor, which would confirm them."""
+    from pybmq.errors import UsageError
+    from pybmq.spark.executors import Slice, _Registry
+
+    options = _posted(bmq_sim, 10)
+    first, other = _Registry(tmp_path), _Registry(tmp_path)
+    assert len(first.read(Slice("r", 0, 1), options)) == 10
+    with pytest.raises(UsageError, match="was retried"):
+        other.read(Slice("r", 0, 1), options, attempt=1)
+    assert other.consumers == {} and other.leases == {}  # refused before opening a consumer
+    first.expire(time.monotonic() + 120)
+
+
+def test_a_slice_read_again_in_another_worker_is_confirmed_by_neither(
+    bmq_sim: Any, tmp_path: Path
+) -> None:
+    """A stage re-run lands in another Python worker of the executor: both workers hold
+    messages under the same slice, and the sink got only one of the two sets. Neither confirms
+    them; both consumers are dropped and all 20 messages come again (duplicates, no loss)."""
+    from pybmq.spark.executors import Slice, _Registry
+
+    options = _posted(bmq_sim, 40)
+    w1, w2 = _Registry(tmp_path), _Registry(tmp_path)
+    a = w1.read(Slice("r", 0, 1), options)
+    b = w2.read(Slice("r", 0, 1), options)  # the re-run: attempt 0, other messages
+    assert len(a) == len(b) == 10 and not {m.guid for m in a} & {m.guid for m in b}
+    assert _marks(tmp_path) == sorted(f"p0.b1.{w.token}" for w in (w1, w2))
+    w1.read(Slice("r", 0, 2), options)  # batch 1 committed: w1 sees w2's mark, drops
+    assert ("r", 0) in w1.consumers  # a new consumer for batch 2
+    assert _marks(tmp_path) == sorted(
+        [f"p0.b1.{w1.token}.done", f"p0.b1.{w2.token}", f"p0.b2.{w1.token}"]
+    )
+    w2.read(Slice("r", 1, 2), options)  # w2 sees w1's settled mark: drops too, marks removed
+    assert ("r", 0) not in w2.consumers
+    assert _marks(tmp_path) == sorted(f"p{p}.b2.{w.token}" for p, w in ((0, w1), (1, w2)))
+    _wait(lambda: _stats(bmq_sim)[1] >= 20, time.monotonic() + 10, "held messages not released")
+    assert _stats(bmq_sim)[0] == 0  # nothing of batch 1 confirmed
+    for worker in (w1, w2):
+        worker.expire(time.monotonic() + 120)
+    assert _marks(tmp_path) == []
+
+
+def test_marks_settle() -> None:
+    """The mark bookkeeping alone: alone may confirm; a contested slice is cleaned up by the
+    last of its workers to settle, whichever order they settle in."""
+    import tempfile
+
+    from pybmq.spark.reruns import Marks
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        w1, w2, w3 = (Marks(root, "run", token) for token in ("t1", "t2", "t3"))
+        w1.served(0, 5)
+        assert _marks(root) == ["p0.b5.t1"]
+        assert w1.settle(0, 5)
+        assert _marks(root) == []
+        for first, second in ((w1, w2), (w2, w1)):
+            w1.served(0, 6)
+            w2.served(0, 6)
+            w3.served(1, 6)  # another partition: not contested
+            assert not first.settle(0, 6)
+            done, pending = f"p0.b6.{first.token}.done", f"p0.b6.{second.token}"
+            assert _marks(root) == sorted([done, pending, "p1.b6.t3"])
+            assert not second.settle(0, 6)
+            assert _marks(root) == ["p1.b6.t3"]
+            assert w3.settle(1, 6)
 
 
 def _write(spark: Any, broker: str, queue: str) -> None:
@@ -242,17 +336,14 @@ def test_consumers_option() -> None:
         StreamReadOptions.parse({**base, "consumers": "workers"})
 
 
-def test_a_retried_task_refuses_to_read() -> None:
-    from pybmq.errors import UsageError
-    from pybmq.spark.executors import _check_first_attempt
+def test_the_attempt_number_comes_from_the_task_context() -> None:
+    from pybmq.spark.executors import _attempt_number
     from pyspark import TaskContext
 
+    assert _attempt_number() == 0  # outside a task
     context = TaskContext._getOrCreate()  # what a Python worker sets up for each task
     try:
-        context._attemptNumber = 0
-        _check_first_attempt()
-        context._attemptNumber = 1
-        with pytest.raises(UsageError, match="was retried"):
-            _check_first_attempt()
+        context._attemptNumber = 2
+        assert _attempt_number() == 2
     finally:
         TaskContext._setTaskContext(None)

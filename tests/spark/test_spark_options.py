@@ -5,8 +5,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pybmq.errors import UsageError
-from pybmq.spark.options import ReadOptions, StreamReadOptions, Target, WriteOptions
-from pybmq.spark.rows import check_write_schema, messages_from_batch
+from pybmq.spark.options import (
+    ReadOptions,
+    StreamReadOptions,
+    Target,
+    WriteOptions,
+    check_write_schema,
+)
+from pybmq.spark.rows import messages_from_batch
 
 Q = "bmq://bmq.test.mem.priority/q"
 
@@ -179,3 +185,20 @@ def test_readme_client_table_matches_the_code() -> None:
     assert documented == [(s.name, s.field, s.meaning) for s in CLIENT_SETTINGS]
     fields = set(SessionOptions.__dataclass_fields__)
     assert all(s.field in fields for s in CLIENT_SETTINGS)
+
+
+def test_the_data_source_imports_neither_the_client_nor_pyarrow() -> None:
+    """Spark starts a Python process per planning step (create the source, plan a write, commit
+    it); unpickling the source must not pay for what only tasks and probes use."""
+    import subprocess
+    import sys
+
+    heavy = ("pyarrow", "pybmq.client.sync", "pybmq.spark.io", "pybmq.spark.executors")
+    code = (
+        "import sys, pybmq.spark, pybmq.spark.datasource\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

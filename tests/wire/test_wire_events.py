@@ -293,3 +293,26 @@ def test_put_add_many_matches_add_and_splits_events() -> None:
     with pytest.raises(EncodeError, match="queue_id"):
         batched.add_many(1 << 31, [b"a"], [b"g" * 16])
     assert batched.finish() == []
+
+
+def test_crc32c_is_loaded_by_the_first_put_not_by_the_client_import() -> None:
+    """The ``crc32c`` package's import scans package metadata along ``sys.path``: a process
+    that only consumes does not pay it; the first PUT loads it and gets the right checksum."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import pybmq, pybmq.client.sync\n"
+        "print('crc32c' in sys.modules)\n"
+        "from pybmq.wire.put import PutEventBuilder, iter_put\n"
+        "builder = PutEventBuilder()\n"
+        "builder.add(1, b'123456789', guid=bytes(16))\n"
+        "builder.add_many(1, [b'123456789'], [bytes(16)])\n"
+        "crcs = [m.crc32c for e in builder.finish() for m in iter_put(e)]\n"
+        "print('crc32c' in sys.modules, [hex(c) for c in crcs])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split("\n", 1) == ["False", "True ['0xe3069283', '0xe3069283']\n"]
