@@ -1,8 +1,9 @@
 """The one thread that runs a compat session's user callbacks, in order, and reports the
 slow-consumer watermarks of their backlog as the official SDK does.
 
-What it is handed are plain tuples, not closures: ``(ACK, on_ack, runtime_ack)``,
-``(MESSAGE, queue, received, session)``, ``(EVENT, event)`` and ``(CALL, job)``. The ``Ack``,
+What it is handed are plain tuples, not closures: ``(ACK, on_ack, runtime_ack)``, ``(ACKS,
+[on_ack, guid, status, queue_uri, on_ack, …])`` (a run of ACKs, flat), ``(MESSAGE, queue,
+received, session)``, ``(EVENT, event)`` and ``(CALL, job)``. The ``Ack``,
 ``Message`` and ``MessageHandle`` the user sees are built here, just before their callback, so the
 I/O thread does no per-message work for them and nothing waiting in the backlog holds more than one
 small object (fewer objects for the garbage collector to scan while posts are in flight).
@@ -26,16 +27,17 @@ from pybmq.loopthread import JobDispatcher
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
-    from pybmq.client.events import Ack as RuntimeAck
     from pybmq.compat.queues import QueueRecord
 
 log = logging.getLogger("pybmq.compat")
 
 # What a hand-over item is; the first element of each tuple.
-ACK, MESSAGE, EVENT, CALL = range(4)
+ACK, MESSAGE, EVENT, CALL, ACKS = range(5)
 Item = tuple[Any, ...]
 
 _SUCCESS = RuntimeAckStatus.SUCCESS
+_ACK_SUCCESS = AckStatus.SUCCESS
+_new = object.__new__
 
 
 def print_callback_error(exc: BaseException) -> None:
@@ -44,12 +46,19 @@ def print_callback_error(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-def compat_ack(ack: RuntimeAck) -> Ack:
+def compat_ack(guid: bytes, status: RuntimeAckStatus, queue_uri: str) -> Ack:
     """The official SDK's ``Ack`` for an engine ack; only a successful one names its GUID."""
-    if ack.status is _SUCCESS:
-        return Ack._make(ack.guid, AckStatus.SUCCESS, "SUCCESS", ack.queue_uri)
-    status = ACK_STATUS.get(ack.status, AckStatus.UNRECOGNIZED)
-    return Ack._make(None, status, status.name, ack.queue_uri)
+    ack: Ack = _new(Ack)  # Ack._make, inlined: this is the per-ACK path
+    if status is _SUCCESS:
+        ack.guid = guid
+        ack.status = _ACK_SUCCESS
+        ack._status_description = "SUCCESS"
+    else:
+        ack.guid = None
+        ack.status = compat_status = ACK_STATUS.get(status, AckStatus.UNRECOGNIZED)
+        ack._status_description = compat_status.name
+    ack.queue_uri = queue_uri
+    return ack
 
 
 def compat_message(queue_uri: str, received: ReceivedMessage, undecodable: bool = False) -> Message:
@@ -107,8 +116,11 @@ class CallbackThread(JobDispatcher[Item]):
 
     def _dispatch(self, item: Item) -> None:
         kind = item[0]
-        if kind == ACK:
-            item[1](compat_ack(item[2]))
+        if kind == ACKS:
+            self._acks(item[1])
+        elif kind == ACK:
+            ack = item[2]
+            item[1](compat_ack(ack.guid, ack.status, ack.queue_uri))
         elif kind == MESSAGE:
             try:
                 self._deliver(item[1], item[2], item[3])
@@ -118,6 +130,20 @@ class CallbackThread(JobDispatcher[Item]):
             self._emit(item[1])
         else:
             item[1]()
+
+    def _acks(self, run: list[Any]) -> None:
+        """A run of ACKs, flat: (on_ack, guid, status, queue_uri) each. Each callback is on its
+        own (one that raises is reported and the next runs) and released once called."""
+        report = self._report
+        for k in range(0, len(run), 4):
+            on_ack = run[k]
+            run[k] = None
+            ack = compat_ack(run[k + 1], run[k + 2], run[k + 3])
+            try:
+                on_ack(ack)
+            except Exception as exc:  # as the JobDispatcher does for one item
+                report(exc)
+            del on_ack, ack
 
     def _deliver(self, queue: QueueRecord, received: ReceivedMessage, session: Any) -> None:
         # A poison message (data or properties that cannot be decoded; the official SDK's
@@ -159,4 +185,4 @@ class CallbackThread(JobDispatcher[Item]):
             self._emit(ev.SlowConsumerNormal(None))
 
 
-__all__ = ["ACK", "CALL", "EVENT", "MESSAGE", "CallbackThread", "print_callback_error"]
+__all__ = ["ACK", "ACKS", "CALL", "EVENT", "MESSAGE", "CallbackThread", "print_callback_error"]

@@ -1,11 +1,13 @@
 """The data path of a compat ``Session``: posts and confirms from the user's threads to the I/O
 loop, and ACKs, messages and session events from the loop to the callback thread.
 
-Both directions are batched: a user thread appends a tuple to a deque and wakes the loop only if
-no wake-up is pending; the loop hands everything one of its turns produced to the callback thread
-in one go. Every post with an ``on_ack`` gives the engine the same context (``DataPlane._ack``)
-and the user's callable waits in a GUID-keyed dict, so an in-flight post costs the garbage
-collector nothing here. Nothing in this module refers to the ``Session`` itself, so the loop never
+Both directions are batched: a user thread appends an operation's fields to a flat deque and
+wakes the loop only if no wake-up is pending; the loop hands everything one of its turns produced
+to the callback thread in one go, each run of ACKs as one flat list. Every post with an ``on_ack``
+gives the engine the same context (``DataPlane._ack``) and the user's callable waits in a
+GUID-keyed dict, so neither a post waiting for the I/O thread, nor one in flight, nor its ACK
+waiting for the callback thread is a container of this module's for the garbage collector to scan.
+Nothing in this module refers to the ``Session`` itself, so the loop never
 keeps a dropped session alive (see ``compat.lifetime``).
 """
 
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import Ack as RuntimeAck
 from pybmq.client.events import AckStatus as RuntimeAckStatus
-from pybmq.compat.callbacks import ACK, MESSAGE, CallbackThread, Item
+from pybmq.compat.callbacks import ACK, ACKS, MESSAGE, CallbackThread, Item
 from pybmq.compat.exceptions import Error
 from pybmq.errors import PybmqError
 
@@ -48,10 +50,12 @@ class DataPlane:
         self._lock = threading.Lock()  # user threads: the high-water check and _bytes_in
         self._bytes_in = 0  # payload bytes posted
         self._bytes_out = 0  # payload bytes handed to the engine (loop thread only)
-        self._ops: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._ops: collections.deque[Any] = collections.deque()  # flat: see _run_ops
         self._ops_scheduled = False
-        self._on_acks: dict[bytes, Callable[[Ack], object]] = {}  # loop thread: GUID → on_ack
+        # loop thread: GUID → on_ack (never None: a run of several posts has an on_ack each)
+        self._on_acks: dict[bytes, Callable[[Ack], object] | None] = {}
         self._items: list[Item] = []  # loop thread: what this turn hands to the callback thread
+        self._acks: list[Any] | None = None  # loop thread: the ACKS item _items ends with
         self._messages = 0  # how many of _items are messages
 
     # ------------------------------------------------------------------ user threads
@@ -66,10 +70,19 @@ class DataPlane:
         """Queue a post for the loop, or refuse it at once over the channel's high-water mark
         (the socket's buffer, or posts not yet handed to the I/O thread), as the C++ SDK does."""
         with self._lock:
-            if not queue.session.writable or self._bytes_in - self._bytes_out > self._high_water:
+            # (AsyncSession.writable without the property call: this is the per-post path)
+            if (
+                not queue.session._writable.is_set()
+                or self._bytes_in - self._bytes_out > self._high_water
+            ):
                 raise Error(f"Failed to post message to {queue.uri} queue: BW_LIMIT")
             self._bytes_in += len(payload)
-        self._submit((POST, queue, payload, properties, on_ack))
+        # Flat: the fields go into the deque one by one (one atomic extend), so a post waiting
+        # for the I/O thread is no container of its own for the garbage collector to scan.
+        self._ops.extend((POST, queue, payload, properties, on_ack))
+        if not self._ops_scheduled:
+            self._ops_scheduled = True
+            self._loop.call_soon_threadsafe(self._run_ops)
 
     @property
     def unsent_bytes(self) -> int:
@@ -77,12 +90,10 @@ class DataPlane:
         return self._bytes_in - self._bytes_out
 
     def confirm(self, queue: AsyncQueue | None, received: ReceivedMessage) -> None:
-        self._submit((CONFIRM, queue, received))
-
-    def _submit(self, op: tuple[Any, ...]) -> None:
-        """Lock-free: deque appends and pops are atomic, and the loop clears ``_ops_scheduled``
-        BEFORE draining, so an op appended while the flag still reads True is drained too."""
-        self._ops.append(op)
+        """Lock-free, as ``post``: deque appends and pops are atomic, and the loop clears
+        ``_ops_scheduled`` BEFORE draining, so an op appended while the flag still reads True is
+        drained too."""
+        self._ops.extend((CONFIRM, queue, received))
         if not self._ops_scheduled:
             self._ops_scheduled = True
             self._loop.call_soon_threadsafe(self._run_ops)
@@ -94,57 +105,59 @@ class DataPlane:
         one set of properties and an ``on_ack`` goes to the engine in ONE ``post_many`` (the
         checks, the properties and the GUID clock once per run), and each run of confirms of
         one queue in one ``confirm_many``. A run the engine refuses is retried one by one, so
-        every post still gets its own outcome."""
+        every post still gets its own outcome. The deque is flat: a post is 5 entries
+        (POST, queue, payload, properties, on_ack), a confirm 3 (CONFIRM, queue, received)."""
         self._ops_scheduled = False
         ops = self._ops
         popleft = ops.popleft
-        batch = [popleft() for _ in range(len(ops))]
-        end = len(batch)
+        # Each op was added by one atomic extend, so len() counts whole ops.
+        flat: list[Any] = [popleft() for _ in range(len(ops))]
+        end = len(flat)
         i = 0
         while i < end:
-            op = batch[i]
-            j = i + 1
+            queue = flat[i + 1]
+            post = flat[i] == POST
+            j = i + (5 if post else 3)
             try:
-                if op[0] == POST:
-                    _, queue, _, properties, on_ack = op
-                    if on_ack is not None:
-                        while j < end:
-                            nxt = batch[j]
-                            if (
-                                nxt[0] != POST
-                                or nxt[1] is not queue
-                                or nxt[3] is not properties
-                                or nxt[4] is None
-                            ):
-                                break
-                            j += 1
-                    self._posts(batch, i, j)
+                if post:
+                    properties = flat[i + 3]
+                    if flat[i + 4] is not None:
+                        while (
+                            j < end
+                            and flat[j] == POST
+                            and flat[j + 1] is queue
+                            and flat[j + 3] is properties
+                            and flat[j + 4] is not None
+                        ):
+                            j += 5
+                    self._posts(queue, properties, flat[i + 2 : j : 5], flat[i + 4 : j : 5])
                 else:
-                    queue = op[1]
-                    while j < end and batch[j][0] == CONFIRM and batch[j][1] is queue:
-                        j += 1
-                    self._confirms(queue, [batch[k][2] for k in range(i, j)])
+                    while j < end and flat[j] == CONFIRM and flat[j + 1] is queue:
+                        j += 3
+                    self._confirms(queue, flat[i + 2 : j : 3])
             except Exception:
                 log.exception("a post or confirm failed on the I/O thread")
             i = j
 
-    def _posts(self, batch: list[tuple[Any, ...]], start: int, end: int) -> None:
-        """Posts ``batch[start:end]``: one queue, one set of properties, and each with an
-        ``on_ack`` when there are more than one."""
-        run = batch[start:end]
-        self._bytes_out += sum(len(op[2]) for op in run)
-        if len(run) > 1:
-            _, queue, _, properties, _ = run[0]
+    def _posts(
+        self,
+        queue: AsyncQueue,
+        properties: MessageProperties | None,
+        payloads: list[bytes],
+        on_acks: list[Callable[[Ack], object] | None],
+    ) -> None:
+        """Posts ``payloads`` to ``queue`` with ``properties``, each with its ``on_ack`` (all
+        of them not None when there are more than one)."""
+        self._bytes_out += sum(map(len, payloads))
+        if len(payloads) > 1:
             try:
-                guids = queue.post_many_nowait(
-                    [op[2] for op in run], properties=properties, on_ack=self._ack
-                )
+                guids = queue.post_many_nowait(payloads, properties=properties, on_ack=self._ack)
             except PybmqError:
                 pass  # one of them is refused: each gets its own outcome below
             else:
-                self._on_acks.update(zip(guids, [op[4] for op in run]))  # noqa: B905
+                self._on_acks.update(zip(guids, on_acks))  # noqa: B905
                 return
-        for _, queue, payload, properties, on_ack in run:
+        for payload, on_ack in zip(payloads, on_acks):  # noqa: B905
             self._post(queue, payload, properties, on_ack)
 
     def _post(
@@ -184,10 +197,19 @@ class DataPlane:
                 log.info("confirm of %s dropped: %s", one.guid.hex(), exc)
 
     def _ack(self, ack: RuntimeAck) -> None:
-        """The engine's context for every post with an on_ack: route the ack to its callable."""
+        """The engine's context for every post with an on_ack: route the ack to its callable.
+        Consecutive ACKs of a turn go in ONE flat ``ACKS`` item (on_ack, guid, status, queue
+        URI, then the next), so an ACK waiting for the callback thread is no object of its own
+        for the garbage collector, and the callback thread takes a run of them in one go."""
         on_ack = self._on_acks.pop(ack.guid, None)
-        if on_ack is not None:
-            self.hand_over((ACK, on_ack, ack))
+        if on_ack is None:
+            return
+        run = self._acks
+        if run is None:
+            run = self._acks = []
+            self.hand_over((ACKS, run))
+            self._acks = run  # hand_over closed the previous run, not this one
+        run += (on_ack, ack.guid, ack.status, ack.queue_uri)
 
     def message(self, queue: QueueRecord, received: ReceivedMessage, session: object) -> None:
         """A message for ``on_message`` (built on the callback thread, with a handle on
@@ -199,6 +221,7 @@ class DataPlane:
         self, queue: QueueRecord, received: list[ReceivedMessage], session: object
     ) -> None:
         """``message`` for each of ``received``, in order."""
+        self._acks = None
         items = self._items
         if not items:
             self._loop.call_soon(self.flush)
@@ -207,12 +230,14 @@ class DataPlane:
 
     def hand_over(self, item: Item) -> None:
         """Queue an item for the callback thread; a turn's items leave together, in order."""
+        self._acks = None  # an ACK after this item starts a new run, after it
         items = self._items
         items.append(item)
         if len(items) == 1:
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
+        self._acks = None  # handed over: never appended to again
         items, self._items = self._items, []
         messages, self._messages = self._messages, 0
         if items:
@@ -223,6 +248,7 @@ class DataPlane:
         self._ops.clear()
         self._on_acks.clear()
         self._items = []
+        self._acks = None
 
 
 __all__ = ["DataPlane"]

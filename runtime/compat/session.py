@@ -327,8 +327,12 @@ class Session(QueueLayer):
             raise TypeError(
                 f"Argument 'payload' has incorrect type (expected bytes, got {type(message).__name__})"
             )
-        self._check_running()
-        queue = self._queue(queue_uri)
+        if self._stopped or self._lost:
+            self._check_running()
+        # The common case in one dict read; anything else (bytes, not open) the full lookup.
+        queue = self._queues.get(queue_uri) if type(queue_uri) is str else None
+        if queue is None or queue.inner is None:
+            queue = self._queue(queue_uri)
         if queue.invalid:
             raise Error("Failed to construct message: QUEUE_INVALID")
         if not queue.write:
@@ -346,9 +350,12 @@ class Session(QueueLayer):
     def confirm(self, message: Message) -> None:
         """Confirm a received message (``MessageHandle.confirm`` does the same)."""
         queue_uri = message.queue_uri
-        self._check_running()
-        inner = self._queue(queue_uri).inner
-        self._plane.confirm(inner, message._received)  # type: ignore[attr-defined]
+        if self._stopped or self._lost:
+            self._check_running()
+        queue = self._queues.get(queue_uri) if type(queue_uri) is str else None
+        if queue is None or queue.inner is None:
+            queue = self._queue(queue_uri)
+        self._plane.confirm(queue.inner, message._received)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ stop
 

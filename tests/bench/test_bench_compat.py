@@ -16,7 +16,9 @@ def test_bench_compat_runs_quick() -> None:
     assert names[:2] == ["e2e compat post→ACK", "e2e compat consume→confirm"]
     assert all(r.value > 0 for r in results)
     # The ratios to the references measured through the same simulator in the same run.
-    references = ["native", "official"] if importlib.util.find_spec("blazingmq") else ["native"]
+    references = ["native", "native-1by1"]
+    if importlib.util.find_spec("blazingmq"):
+        references.append("official")
     for other in references:
         assert f"compat/{other} post→ACK" in names
         assert f"compat/{other} consume→confirm" in names
