@@ -7,6 +7,11 @@ a capture): it formats them from the unpacked headers with ``%`` templates made 
 trees' field names, and falls back to the trees for everything else. It shares the dissector's
 header readers and field helpers, so the two cannot drift apart (``tests/wire`` checks them
 byte for byte against each other).
+
+Fragments that repeat are rendered once and kept by the bytes they are read from: an event's
+head, a batch header, a message's header block and options (everything but its GUID, and a
+PUT's CRC and correlation id, which stay ``%s``), its properties. Each cache is bounded
+(``pybmq.wire.dissect.keep``): a capture where nothing repeats costs a lookup per fragment.
 """
 
 from __future__ import annotations
