@@ -58,6 +58,7 @@ __all__ = ["render_stream", "render_text"]
 
 # Plain ints: comparing with an enum member costs more than the comparison.
 _PUT_EVENT, _PUSH_EVENT = int(EventType.PUT), int(EventType.PUSH)
+_MESSAGE_EVENTS = frozenset((_PUT_EVENT, _PUSH_EVENT))
 
 _WORD = struct.Struct(">I")
 
@@ -167,7 +168,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
     etype = event.header.type
     batch: tuple[str, str] | None = None
     try:
-        if etype == _PUT_EVENT or etype == _PUSH_EVENT:
+        if etype in _MESSAGE_EVENTS:
             records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
