@@ -7,8 +7,8 @@ to the callback thread in one go, each run of ACKs as one flat list. Every post 
 gives the engine the same context (``DataPlane._ack``) and the user's callable waits in a
 GUID-keyed dict, so neither a post waiting for the I/O thread, nor one in flight, nor its ACK
 waiting for the callback thread is a container of this module's for the garbage collector to scan.
-Nothing in this module refers to the ``Session`` itself, so the loop never
-keeps a dropped session alive (see ``compat.lifetime``).
+Nothing in this module refers to the ``Session`` itself, so the loop never keeps a dropped session
+alive (see ``compat.lifetime``).
 """
 
 from __future__ import annotations
