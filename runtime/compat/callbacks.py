@@ -125,7 +125,9 @@ class CallbackThread(JobDispatcher[Item]):
             try:
                 self._deliver(item[1], item[2], item[3])
             finally:
-                self._message_done()
+                self._done += 1
+                if self._slow:
+                    self._message_done()
         elif kind == EVENT:
             self._emit(item[1])
         else:
@@ -150,11 +152,12 @@ class CallbackThread(JobDispatcher[Item]):
         # Message has no way to carry the error) is delivered too, with no properties (and empty
         # data when the data failed), after an ``Error`` session event saying why: the
         # application can confirm it, so it does not come back, and the session goes on.
-        error: PybmqError | None = received.error
         inner = received.message
-        if error is None and inner.properties is None:  # the common case, fewer calls
+        error: PybmqError | None = None
+        if inner.properties is None and inner.error is None:  # the common case, fewer calls
             message = Message._make(inner.payload, inner.guid, queue.uri, {}, {}, received)
         else:
+            error = received.error
             try:
                 message = compat_message(queue.uri, received)
             except PybmqError as exc:  # a properties area that does not decode
@@ -176,7 +179,7 @@ class CallbackThread(JobDispatcher[Item]):
         on_message(message, handle)
 
     def _message_done(self) -> None:
-        self._done += 1
+        """After a message's callback (``_done`` already counted) while slow: back to normal?"""
         if self._slow and self._submitted - self._done <= self._low:
             with self._ready:
                 if not (self._slow and self._submitted - self._done <= self._low):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import types
 import weakref
 from typing import Any
 
 from pybmq.client.events import Ack as RuntimeAck
 from pybmq.client.events import AckStatus as RuntimeAckStatus
+from pybmq.compat import dataplane
 from pybmq.compat import session_events as ev
 from pybmq.compat.callbacks import ACKS, EVENT, CallbackThread, Item
 from pybmq.compat.dataplane import DataPlane
@@ -95,3 +97,28 @@ def test_a_run_calls_each_on_ack_on_its_own_and_releases_it() -> None:
     assert got[1].guid is None
     del got[:], errors[:]  # (the exception refers to the callable that raised it)
     assert [w() for w in watch] == [None, None]  # released once called
+
+
+def test_a_poster_lets_go_of_the_gil_while_posts_pile_up(monkeypatch: Any) -> None:
+    """Once YIELD_AT entries wait for the I/O thread (which is not draining here: the loop
+    does not run), every further post yields the GIL once, and only then."""
+    sleeps: list[float] = []
+    monkeypatch.setattr(dataplane.time, "sleep", sleeps.append)
+    loop = asyncio.new_event_loop()
+    try:
+        writable = asyncio.Event()
+        writable.set()
+        queue = types.SimpleNamespace(uri=URI, session=types.SimpleNamespace(_writable=writable))
+        plane = DataPlane(loop, Recording(), 1 << 30)  # type: ignore[arg-type]
+        posts = dataplane.YIELD_AT // 5
+        for _ in range(posts - 1):
+            plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
+        assert sleeps == []
+        plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
+        plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
+        assert sleeps == [0, 0]
+        plane._ops.clear()  # drained: no more yielding
+        plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
+        assert sleeps == [0, 0]
+    finally:
+        loop.close()
