@@ -17,7 +17,8 @@ from typing import Any
 
 from pybmq.errors import UsageError
 
-PROBE_MODULE = "pybmq.spark.io"  # what a task runs: the client, pyarrow, the row conversion
+# What a task runs: the queue work with the client, the row conversion with pyarrow.
+PROBE_MODULES = ["pybmq.spark.io", "pybmq.spark.rows"]
 
 
 def _worker_python(spark: Any) -> str:
@@ -34,7 +35,7 @@ def check_workers(spark: Any) -> str:
     context = spark.sparkContext
     try:
         found: list[str] = (
-            context.parallelize([PROBE_MODULE], 1)
+            context.parallelize(PROBE_MODULES, 1)
             .map(importlib.import_module)
             .map(operator.attrgetter("__file__"))
             .collect()
