@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.events import Ack
@@ -20,8 +20,10 @@ from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import DeliveryError, PybmqError
 from pybmq.spark.options import ReadOptions, Target, WriteOptions
-from pybmq.spark.rows import Outgoing, RowBuffer, Typed
 from pybmq.wire.properties import MessageProperties, PropertyType
+
+if TYPE_CHECKING:  # rows needs pyarrow, which a probe (in a planning process) does not
+    from pybmq.spark.rows import Outgoing, RowBuffer, Typed
 
 log = logging.getLogger("pybmq.spark")
 
@@ -213,6 +215,8 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
     after the last buffer was taken by Spark (a task that fails before that confirms nothing,
     so its messages are redelivered when its session closes).
     """
+    from pybmq.spark.rows import RowBuffer
+
     target = options.target
     session = open_session(target)
     try:

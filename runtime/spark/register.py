@@ -4,23 +4,21 @@ Every method of a Python data source runs in a Spark Python worker, started with
 ``PYSPARK_PYTHON`` (Spark's default: ``python3`` on the PATH). A script run with a virtualenv's
 interpreter without activating the venv gets workers on the system Python, and the first query
 then fails deep inside Spark with ``No module named ...``. One tiny job at registration asks a
-worker to import the data source's task code, so that mistake is reported at once, naming the
-fix. It runs as a SQL query, in the same kind of Python worker as the data source's tasks (an RDD
-job gets workers of another factory, with another environment), so the first query of the
-session reuses the workers it started (``spark.python.worker.reuse``) with pybmq imported.
+worker to import the data source's task code, so that mistake is reported at once, naming the fix.
 """
 
 from __future__ import annotations
 
+import importlib
+import operator
 import os
-import pkgutil
 import sys
 from typing import Any
 
 from pybmq.errors import UsageError
 
-PROBE_MODULE = "pybmq.spark.io"  # what a task runs: the client, pyarrow, the row conversion
-CHECK_TASKS = 64  # at most this many tasks (one per slot of the default parallelism)
+# What a task runs: the queue work with the client, the row conversion with pyarrow.
+PROBE_MODULES = ["pybmq.spark.io", "pybmq.spark.rows"]
 
 
 def _worker_python(spark: Any) -> str:
@@ -31,22 +29,17 @@ def _worker_python(spark: Any) -> str:
 def check_workers(spark: Any) -> str:
     """Where a Spark Python worker finds pybmq, or :class:`UsageError` naming PYSPARK_PYTHON.
 
-    The query calls a library function as its Python UDF (``pkgutil.resolve_name``, which
-    imports the module and returns its ``__file__``), so nothing of pybmq is pickled into it:
-    the worker's own import is what is tested. One task per slot of the default parallelism
-    (at most ``CHECK_TASKS``), so that every worker a first query needs is started here.
+    The job maps with library functions only (``importlib.import_module``, ``attrgetter``), so
+    nothing of pybmq is pickled into it: the worker's own import is what is tested.
     """
-    from pyspark.sql import functions
-
-    tasks = max(1, min(CHECK_TASKS, int(spark.sparkContext.defaultParallelism)))
-    where = functions.udf(pkgutil.resolve_name, "string")
+    context = spark.sparkContext
     try:
-        rows = (
-            spark.range(tasks, numPartitions=tasks)
-            .select(where(functions.lit(f"{PROBE_MODULE}:__file__")).alias("file"))
+        found: list[str] = (
+            context.parallelize(PROBE_MODULES, 1)
+            .map(importlib.import_module)
+            .map(operator.attrgetter("__file__"))
             .collect()
         )
-        found = str(rows[0]["file"])
     except Exception as exc:  # Spark wraps the worker's failure in a JVM error
         first = next((line for line in str(exc).splitlines() if "Error" in line), str(exc))
         raise UsageError(
@@ -55,7 +48,7 @@ def check_workers(spark: Any) -> str:
             f"installed (this driver runs {sys.executable!r}) before creating the SparkSession, "
             "or activate its virtualenv."
         ) from None
-    return found
+    return found[0]
 
 
 def register(spark: Any, *, check: bool = True) -> None:

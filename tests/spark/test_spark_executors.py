@@ -84,6 +84,30 @@ def test_a_slice_read_again_in_its_worker_replays_the_same_rows(
     assert _marks(tmp_path) == []
 
 
+def test_a_re_run_task_returns_the_same_rows(
+    bmq_sim: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What Spark gets from the reader: a re-run of a slice in the same worker yields the very
+    same Arrow rows (payloads, GUIDs, properties), then the next batch yields new ones."""
+    from pybmq.spark import executors
+    from pybmq.spark.datasource import _arrow_schema, read_schema
+    from pyspark.sql.datasource import InputPartition
+
+    options = _posted(bmq_sim, 20)
+    monkeypatch.setattr(executors, "REGISTRY", executors._Registry(tmp_path))
+    reader = executors.ExecutorStreamReader(options, _arrow_schema(read_schema()))
+
+    def rows(batch: int) -> list[dict[str, Any]]:
+        piece = InputPartition(executors.Slice(reader.run, 0, batch))
+        return [row for part in reader.read(piece) for row in part.to_pylist()]
+
+    first = rows(1)
+    assert len(first) == 10 and rows(1) == first
+    second = rows(2)
+    assert len(second) == 10 and not {r["guid"] for r in second} & {r["guid"] for r in first}
+    executors.REGISTRY.expire(time.monotonic() + 120)
+
+
 def test_a_retry_in_another_worker_refuses_to_read(bmq_sim: Any, tmp_path: Path) -> None:
     """A retried task that finds no messages of its slice in its worker fails: the first
     attempt may have read in another executor, which would confirm them."""
