@@ -4,7 +4,7 @@
 ``options`` reads its options, ``rows`` converts between Arrow rows and messages, ``filters``
 turns pushed Spark filters into a subscription expression, ``io`` talks to the broker,
 ``executors`` keeps the stream's consumers in the executors (``consumers=executors``), ``reruns``
-tells its workers which of them read a slice. Needs the ``spark`` extra (pyspark, pyarrow).
+keeps the rows of each slice read for a re-read. Needs the ``spark`` extra (pyspark, pyarrow).
 """
 
 from pybmq.spark.datasource import BlazingMQDataSource

@@ -21,15 +21,15 @@ committed it (at-least-once). What breaks that chain only adds duplicates:
 - a consumer is not used for ``consumerIdleTimeoutMs`` (its partitions went to other workers, the
   query stopped or was restarted: a restart is a new run with new consumers): it is closed and
   its unconfirmed messages go back to the queue;
-- a slice is read again (a retried task, or a stage re-run after lost shuffle output, whose
-  tasks have attempt number 0 again): in the worker that holds the slice's messages, the task
-  replays exactly the same rows and takes nothing new; in another worker of the same executor,
-  it reads anew and leaves a mark (:mod:`pybmq.spark.reruns`), so that the first worker drops
-  that consumer instead of confirming (its messages come again). A retry (``attemptNumber > 0``)
-  that finds no messages of its slice in its worker fails instead (the first attempt may have
-  run in another executor), and so the query; restarted from its checkpoint it starts a new run,
-  and the old consumers expire without confirming anything. A stage re-run in another executor
-  than the first read is not seen (see the README).
+- a slice is read again (a retried task, a stage re-run after lost shuffle output, whose tasks
+  have attempt number 0 again, or a micro-batch used twice): in the worker that read it, the
+  task returns the same rows again from memory; in another worker of the same executor, the rows
+  that the first worker saved (:mod:`pybmq.spark.reruns`). Either way it takes nothing new, and
+  the first worker confirms the slice once the batch is committed. A retry
+  (``attemptNumber > 0``) that finds no rows of its slice fails instead (the first attempt may
+  have run in another executor), and so the query; restarted from its checkpoint it starts a
+  new run, and the old consumers expire without confirming anything. A stage re-run in another
+  executor than the first read is not seen (see the README).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
 from pybmq.spark.io import open_session, row_values
 from pybmq.spark.options import StreamReadOptions
-from pybmq.spark.reruns import Marks, executor_directory, new_token
+from pybmq.spark.reruns import SavedSlices, executor_directory
 from pybmq.spark.rows import RowBuffer
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -89,7 +89,8 @@ class _Consumer:
         except BaseException:
             self.session.stop()
             raise
-        self.held: dict[int, list[ReceivedMessage]] = {}
+        self.held: dict[int, list[ReceivedMessage]] = {}  # taken, by batch, until confirmed
+        self.rows: dict[int, pa.RecordBatch] = {}  # what those batches returned
         self.last_used = time.monotonic()
         self.busy = False
 
@@ -120,8 +121,8 @@ class _Consumer:
 class _Registry:
     """This worker process's consumers, by (run, partition), and the thread that expires them.
 
-    ``root`` is where the workers of this executor leave their marks (:mod:`pybmq.spark.reruns`;
-    by default Spark's files directory of the executor)."""
+    ``root`` is where the workers of this executor save the rows of the slices they read
+    (:mod:`pybmq.spark.reruns`; by default Spark's files directory of the executor)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.lock = threading.Lock()
@@ -129,27 +130,29 @@ class _Registry:
         self.leases: dict[tuple[str, int], float] = {}
         self.reaper: threading.Thread | None = None
         self.root = root
-        self.token = new_token()
-        self.marks: dict[str, Marks] = {}
+        self.saved: dict[str, SavedSlices] = {}
 
     def read(
-        self, piece: Slice, options: StreamReadOptions, attempt: int = 0
-    ) -> list[ReceivedMessage]:
-        """The messages of one slice: taken from its consumer, or, when this worker already holds
-        the slice (a retried task, a re-run stage), the same ones again and nothing new."""
-        dropped: list[_Consumer] = []
-        try:
-            with self.lock:
-                dropped = self._settle_below(piece.run, piece.batch)
-                consumer, replay = self._start(piece, options, attempt)
-        finally:
-            for stale in dropped:
-                stale.stop()
-        if replay is not None:
-            return replay
+        self, piece: Slice, options: StreamReadOptions, schema: pa.Schema, attempt: int = 0
+    ) -> pa.RecordBatch:
+        """The rows of one slice: taken from its consumer, or, when a worker of this executor
+        read the slice already (a retried task, a re-run stage), the same rows again."""
+        with self.lock:
+            self._settle_below(piece.run, piece.batch)
+            consumer, rows = self._start(piece, options, attempt)
+        if rows is not None:
+            return rows
+        assert consumer is not None
         try:
             messages = consumer.take(_share(options), options.idle_timeout)
+            buffer = RowBuffer(options.target.queue, options.property_schema)
+            for message in messages:
+                buffer.add(message.guid, *row_values(message))
+            rows = buffer.to_batch(schema)
+            # Saved before Spark gets the rows: a re-read elsewhere in the executor finds them.
+            self._saved(piece.run).save(piece.partition, piece.batch, rows)
             consumer.held[piece.batch] = messages
+            consumer.rows[piece.batch] = rows
         except BaseException:
             with self.lock:
                 dropped = self._drop((piece.run, piece.partition))
@@ -158,36 +161,38 @@ class _Registry:
             raise
         finally:
             self.release(consumer)
-        return messages
+        return rows
 
     def _start(
         self, piece: Slice, options: StreamReadOptions, attempt: int
-    ) -> tuple[_Consumer, list[ReceivedMessage] | None]:
-        """The slice's consumer, and what it holds of the slice if it read it already."""
+    ) -> tuple[_Consumer | None, pa.RecordBatch | None]:
+        """The slice's consumer and, when the slice was read already, its rows."""
         key = (piece.run, piece.partition)
         consumer = self.consumers.get(key)
-        replay = None if consumer is None else consumer.held.get(piece.batch)
-        if consumer is None or replay is None:
-            if attempt:
-                raise UsageError(
-                    "a micro-batch task of a stream with consumers=executors was retried in "
-                    "another worker than the first attempt; that attempt's messages may wait "
-                    "unconfirmed in another executor, so the query stops here. Restart it "
-                    "from its checkpoint: nothing is lost (see the README)."
-                )
-            if consumer is None:
-                consumer = self.consumers[key] = _Consumer(options)
-            # Marked before taking: a worker that dies while reading leaves its mark too.
-            self._marks(piece.run).served(piece.partition, piece.batch)
-            consumer.busy = True
-            if self.reaper is None:
-                self.reaper = threading.Thread(
-                    target=self._reap, name="pybmq-spark-reaper", daemon=True
-                )
-                self.reaper.start()
+        if consumer is not None and piece.batch in consumer.rows:
+            self.leases[key] = options.consumer_idle_timeout
+            consumer.last_used = time.monotonic()
+            return consumer, consumer.rows[piece.batch]
+        saved = self._saved(piece.run).load(piece.partition, piece.batch)
+        if saved is not None:
+            return None, saved  # read by another worker of this executor, which confirms it
+        if attempt:
+            raise UsageError(
+                "a micro-batch task of a stream with consumers=executors was retried, and no "
+                "worker of this executor read it before; the first attempt's messages may wait "
+                "unconfirmed in another executor, so the query stops here. Restart it from its "
+                "checkpoint: nothing is lost (see the README)."
+            )
+        if consumer is None:
+            consumer = self.consumers[key] = _Consumer(options)
         self.leases[key] = options.consumer_idle_timeout
-        consumer.last_used = time.monotonic()
-        return consumer, replay
+        consumer.busy = True
+        if self.reaper is None:
+            self.reaper = threading.Thread(
+                target=self._reap, name="pybmq-spark-reaper", daemon=True
+            )
+            self.reaper.start()
+        return consumer, None
 
     def release(self, consumer: _Consumer) -> None:
         with self.lock:
@@ -204,46 +209,41 @@ class _Registry:
             ]
             stopped = [consumer for key in idle for consumer in self._drop(key)]
             runs = {run for run, _ in self.consumers}
-            for run in [run for run in self.marks if run not in runs]:
-                del self.marks[run]
+            for run in [run for run in self.saved if run not in runs]:
+                del self.saved[run]
         for consumer in stopped:
             consumer.stop()
         return len(stopped)
 
-    def _marks(self, run: str) -> Marks:
-        marks = self.marks.get(run)
-        if marks is None:
+    def _saved(self, run: str) -> SavedSlices:
+        saved = self.saved.get(run)
+        if saved is None:
             root = executor_directory() if self.root is None else self.root
-            marks = self.marks[run] = Marks(root, run, self.token)
-        return marks
+            saved = self.saved[run] = SavedSlices(root, run)
+        return saved
 
-    def _settle_below(self, run: str, batch: int) -> list[_Consumer]:
+    def _settle_below(self, run: str, batch: int) -> None:
         """Batch ``batch`` is planned, so the run's earlier batches are committed: each consumer
-        of the run confirms what it holds of them, unless another worker read one of those
-        slices too (then it is dropped instead, and its messages come again). Returns the
-        dropped consumers, to be stopped outside the lock."""
-        dropped: list[_Consumer] = []
-        for key, consumer in list(self.consumers.items()):
-            done = sorted(b for b in consumer.held if b < batch)
-            if key[0] != run or not done:
+        of the run in this worker confirms what it holds of them, and their rows are dropped."""
+        for (consumer_run, partition), consumer in self.consumers.items():
+            done = [b for b in consumer.held if b < batch]
+            if consumer_run != run or not done:
                 continue
-            marks = self._marks(run)
-            alone = [marks.settle(key[1], b) for b in done]  # every mark settled, no short cut
-            if all(alone):
-                consumer.confirm(done)
-            else:
-                dropped.extend(self._drop(key))
-        return dropped
+            consumer.confirm(done)
+            for b in done:
+                del consumer.rows[b]
+                self._saved(run).discard(partition, b)
 
     def _drop(self, key: tuple[str, int]) -> list[_Consumer]:
-        """Forget a consumer without confirming (its marks settled); the caller stops it."""
+        """Forget a consumer without confirming (its saved rows removed); the caller stops it."""
         consumer = self.consumers.pop(key, None)
         self.leases.pop(key, None)
         if consumer is None:
             return []
-        for batch in sorted(consumer.held):
-            self._marks(key[0]).settle(key[1], batch)
+        for batch in consumer.held:
+            self._saved(key[0]).discard(key[1], batch)
         consumer.held.clear()
+        consumer.rows.clear()
         return [consumer]
 
     def _reap(self) -> None:
@@ -303,12 +303,9 @@ class ExecutorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         piece: Slice = partition.value
-        messages = REGISTRY.read(piece, self.options, _attempt_number())
-        if messages:
-            buffer = RowBuffer(self.options.target.queue, self.options.property_schema)
-            for message in messages:
-                buffer.add(message.guid, *row_values(message))
-            yield buffer.to_batch(self.arrow_schema)
+        rows = REGISTRY.read(piece, self.options, self.arrow_schema, _attempt_number())
+        if rows.num_rows:
+            yield rows
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do here: the tasks of the next batch confirm this one in the executors."""

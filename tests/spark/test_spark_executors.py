@@ -46,42 +46,51 @@ def test_a_worker_confirms_only_batches_before_the_one_it_reads(
 
     options = _posted(bmq_sim, 30)
     registry = _Registry(tmp_path)
-    assert len(registry.read(Slice("r1", 0, 1), options)) == 10
+    assert len(registry.read(Slice("r1", 0, 1), options, SCHEMA)) == 10
     time.sleep(0.3)
     assert _stats(bmq_sim) == (0, 0)  # batch 1 is not known to be committed yet
-    assert len(registry.read(Slice("r1", 0, 2), options)) == 10  # so batch 1 was committed
+    assert len(registry.read(Slice("r1", 0, 2), options, SCHEMA)) == 10  # so batch 1 was
     _wait(lambda: _stats(bmq_sim)[0] == 10, time.monotonic() + 10, "batch 1 not confirmed")
-    assert len(registry.read(Slice("r2", 0, 1), options)) == 10  # another run: r1 untouched
+    assert _saved(tmp_path) == ["p0.b2.arrow"]  # batch 1's rows dropped once confirmed
+    assert len(registry.read(Slice("r2", 0, 1), options, SCHEMA)) == 10  # another run
     assert _stats(bmq_sim)[0] == 10
     assert registry.expire(time.monotonic() + 120) == 2  # both idle consumers stop
     _wait(lambda: _stats(bmq_sim)[1] >= 20, time.monotonic() + 10, "held messages not released")
     assert _stats(bmq_sim)[0] == 10
-    assert _marks(tmp_path) == []  # every mark settled and removed
+    assert _saved(tmp_path) == []
 
 
-def _marks(root: Path) -> list[str]:
+def _saved(root: Path) -> list[str]:
     return sorted(p.name for p in root.glob("pybmq-spark-*/p*"))
+
+
+def _schema() -> Any:
+    from pybmq.spark.datasource import _arrow_schema, read_schema
+
+    return _arrow_schema(read_schema())
+
+
+SCHEMA = _schema()
 
 
 def test_a_slice_read_again_in_its_worker_replays_the_same_rows(
     bmq_sim: Any, tmp_path: Path
 ) -> None:
     """A re-run stage (attempt 0 again) or a retried task in the worker that read the slice:
-    the same messages, nothing new taken, confirmed once when the next batch is read."""
+    the same rows, nothing new taken, confirmed once when the next batch is read."""
     from pybmq.spark.executors import Slice, _Registry
 
     options = _posted(bmq_sim, 30)
     registry = _Registry(tmp_path)
-    first = registry.read(Slice("r", 0, 1), options)
-    again = registry.read(Slice("r", 0, 1), options)  # a re-run stage: attempt 0 again
-    retried = registry.read(Slice("r", 0, 1), options, attempt=1)
-    assert [m.guid for m in again] == [m.guid for m in retried] == [m.guid for m in first]
-    assert len(first) == 10
-    second = registry.read(Slice("r", 0, 2), options)
-    assert not {m.guid for m in second} & {m.guid for m in first}  # 10 new, not a replay
+    first = registry.read(Slice("r", 0, 1), options, SCHEMA)
+    again = registry.read(Slice("r", 0, 1), options, SCHEMA)  # a re-run stage: attempt 0
+    retried = registry.read(Slice("r", 0, 1), options, SCHEMA, attempt=1)
+    assert len(first) == 10 and again.to_pylist() == retried.to_pylist() == first.to_pylist()
+    second = registry.read(Slice("r", 0, 2), options, SCHEMA)
+    assert not set(second.column("guid").to_pylist()) & set(first.column("guid").to_pylist())
     _wait(lambda: _stats(bmq_sim)[0] == 10, time.monotonic() + 10, "batch 1 not confirmed")
     registry.expire(time.monotonic() + 120)
-    assert _marks(tmp_path) == []
+    assert _saved(tmp_path) == []
 
 
 def test_a_re_run_task_returns_the_same_rows(
@@ -90,12 +99,11 @@ def test_a_re_run_task_returns_the_same_rows(
     """What Spark gets from the reader: a re-run of a slice in the same worker yields the very
     same Arrow rows (payloads, GUIDs, properties), then the next batch yields new ones."""
     from pybmq.spark import executors
-    from pybmq.spark.datasource import _arrow_schema, read_schema
     from pyspark.sql.datasource import InputPartition
 
     options = _posted(bmq_sim, 20)
     monkeypatch.setattr(executors, "REGISTRY", executors._Registry(tmp_path))
-    reader = executors.ExecutorStreamReader(options, _arrow_schema(read_schema()))
+    reader = executors.ExecutorStreamReader(options, SCHEMA)
 
     def rows(batch: int) -> list[dict[str, Any]]:
         piece = InputPartition(executors.Slice(reader.run, 0, batch))
@@ -108,74 +116,62 @@ def test_a_re_run_task_returns_the_same_rows(
     executors.REGISTRY.expire(time.monotonic() + 120)
 
 
-def test_a_retry_in_another_worker_refuses_to_read(bmq_sim: Any, tmp_path: Path) -> None:
-    """A retried task that finds no messages of its slice in its worker fails: the first
-    attempt may have read in another executor, which would confirm them."""
-    from pybmq.errors import UsageError
-    from pybmq.spark.executors import Slice, _Registry
-
-    options = _posted(bmq_sim, 10)
-    first, other = _Registry(tmp_path), _Registry(tmp_path)
-    assert len(first.read(Slice("r", 0, 1), options)) == 10
-    with pytest.raises(UsageError, match="was retried"):
-        other.read(Slice("r", 0, 1), options, attempt=1)
-    assert other.consumers == {} and other.leases == {}  # refused before opening a consumer
-    first.expire(time.monotonic() + 120)
-
-
-def test_a_slice_read_again_in_another_worker_is_confirmed_by_neither(
+def test_a_slice_read_again_in_another_worker_replays_the_saved_rows(
     bmq_sim: Any, tmp_path: Path
 ) -> None:
-    """A stage re-run lands in another Python worker of the executor: both workers hold
-    messages under the same slice, and the sink got only one of the two sets. Neither confirms
-    them; both consumers are dropped and all 20 messages come again (duplicates, no loss)."""
+    """A re-read lands in another Python worker of the executor (a re-run stage, a retry, a
+    micro-batch used twice): it returns the rows the first worker saved and takes nothing;
+    the first worker confirms them once the batch is committed. Nothing lost, no duplicate."""
     from pybmq.spark.executors import Slice, _Registry
 
     options = _posted(bmq_sim, 40)
     w1, w2 = _Registry(tmp_path), _Registry(tmp_path)
-    a = w1.read(Slice("r", 0, 1), options)
-    b = w2.read(Slice("r", 0, 1), options)  # the re-run: attempt 0, other messages
-    assert len(a) == len(b) == 10 and not {m.guid for m in a} & {m.guid for m in b}
-    assert _marks(tmp_path) == sorted(f"p0.b1.{w.token}" for w in (w1, w2))
-    w1.read(Slice("r", 0, 2), options)  # batch 1 committed: w1 sees w2's mark, drops
-    assert ("r", 0) in w1.consumers  # a new consumer for batch 2
-    assert _marks(tmp_path) == sorted(
-        [f"p0.b1.{w1.token}.done", f"p0.b1.{w2.token}", f"p0.b2.{w1.token}"]
-    )
-    w2.read(Slice("r", 1, 2), options)  # w2 sees w1's settled mark: drops too, marks removed
-    assert ("r", 0) not in w2.consumers
-    assert _marks(tmp_path) == sorted(f"p{p}.b2.{w.token}" for p, w in ((0, w1), (1, w2)))
-    _wait(lambda: _stats(bmq_sim)[1] >= 20, time.monotonic() + 10, "held messages not released")
-    assert _stats(bmq_sim)[0] == 0  # nothing of batch 1 confirmed
-    for worker in (w1, w2):
-        worker.expire(time.monotonic() + 120)
-    assert _marks(tmp_path) == []
+    first = w1.read(Slice("r", 0, 1), options, SCHEMA)
+    assert _saved(tmp_path) == ["p0.b1.arrow"]
+    again = w2.read(Slice("r", 0, 1), options, SCHEMA)  # a re-run stage: attempt 0
+    retried = w2.read(Slice("r", 0, 1), options, SCHEMA, attempt=1)
+    assert len(first) == 10 and again.to_pylist() == retried.to_pylist() == first.to_pylist()
+    assert w2.consumers == {}  # took nothing, opened nothing
+    w1.read(Slice("r", 1, 2), options, SCHEMA)  # batch 1 committed: w1 confirms it
+    _wait(lambda: _stats(bmq_sim)[0] == 10, time.monotonic() + 10, "batch 1 not confirmed")
+    assert _saved(tmp_path) == ["p1.b2.arrow"]
+    w1.expire(time.monotonic() + 120)
+    _wait(lambda: _stats(bmq_sim)[1] >= 10, time.monotonic() + 10, "held messages not released")
+    assert _stats(bmq_sim)[0] == 10  # only the committed batch was confirmed
+    assert _saved(tmp_path) == []
 
 
-def test_marks_settle() -> None:
-    """The mark bookkeeping alone: alone may confirm; a contested slice is cleaned up by the
-    last of its workers to settle, whichever order they settle in."""
-    import tempfile
+def test_a_retry_in_another_executor_refuses_to_read(bmq_sim: Any, tmp_path: Path) -> None:
+    """A retried task that finds no rows of its slice in its executor fails: the first
+    attempt may have read in another executor, which would confirm those messages."""
+    from pybmq.errors import UsageError
+    from pybmq.spark.executors import Slice, _Registry
 
-    from pybmq.spark.reruns import Marks
+    options = _posted(bmq_sim, 10)
+    first, other = _Registry(tmp_path / "one"), _Registry(tmp_path / "other")
+    assert len(first.read(Slice("r", 0, 1), options, SCHEMA)) == 10
+    with pytest.raises(UsageError, match="was retried"):
+        other.read(Slice("r", 0, 1), options, SCHEMA, attempt=1)
+    assert other.consumers == {} and other.leases == {}  # refused before opening a consumer
+    first.expire(time.monotonic() + 120)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        w1, w2, w3 = (Marks(root, "run", token) for token in ("t1", "t2", "t3"))
-        w1.served(0, 5)
-        assert _marks(root) == ["p0.b5.t1"]
-        assert w1.settle(0, 5)
-        assert _marks(root) == []
-        for first, second in ((w1, w2), (w2, w1)):
-            w1.served(0, 6)
-            w2.served(0, 6)
-            w3.served(1, 6)  # another partition: not contested
-            assert not first.settle(0, 6)
-            done, pending = f"p0.b6.{first.token}.done", f"p0.b6.{second.token}"
-            assert _marks(root) == sorted([done, pending, "p1.b6.t3"])
-            assert not second.settle(0, 6)
-            assert _marks(root) == ["p1.b6.t3"]
-            assert w3.settle(1, 6)
+
+def test_saved_slices_round_trip(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from pybmq.spark.reruns import SavedSlices
+
+    saved = SavedSlices(tmp_path, "run")
+    assert saved.load(0, 1) is None
+    rows = pa.record_batch({"payload": pa.array([b"a", b"b"])})
+    saved.save(0, 1, rows)
+    saved.save(0, 2, rows.slice(0, 0))  # an empty slice is kept too: its re-read is empty
+    loaded = saved.load(0, 1)
+    assert loaded is not None and loaded.equals(rows)
+    assert saved.load(0, 2) is not None and saved.load(0, 2).num_rows == 0  # type: ignore[union-attr]
+    saved.discard(0, 1)
+    saved.discard(0, 1)  # already gone: fine
+    assert saved.load(0, 1) is None
+    assert sorted(p.name for p in saved.directory.iterdir()) == ["p0.b2.arrow"]
 
 
 def _write(spark: Any, broker: str, queue: str) -> None:
@@ -326,6 +322,61 @@ def test_consumers_in_executors_survive_killed_workers(
     redelivered = bmq_sim.call(lambda b: b.stats.redelivered)
     print(f"executors, killed workers: {duplicates} duplicates, {redelivered} redelivered")
     assert duplicates <= redelivered, (duplicates, redelivered)
+    assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
+
+
+@pytest.mark.spark
+def test_a_micro_batch_read_twice_on_spark_loses_nothing(
+    spark: Any, bmq_broker_url: str, bmq_sim: Any, tmp_path: Path
+) -> None:
+    """A foreachBatch that uses its micro-batch twice makes Spark read the batch's slice twice,
+    attempt 0 both times, as a stage re-run after lost shuffle output does, in whichever of the
+    two Python workers is idle. The second read returns the same rows (from the reading
+    worker's memory, or the rows it saved for the other worker), every message reaches the sink
+    and is confirmed, and a message comes twice only if the broker delivered it twice."""
+    queue = fresh_queue()
+    _write(spark, bmq_broker_url, queue)
+    reads: list[tuple[list[bytes], list[bytes]]] = []
+    firsts: list[list[bytes]] = []
+    seen: set[bytes] = set()
+
+    def each(frame: Any, batch_id: int) -> None:
+        first = sorted(bytes(r.payload) for r in frame.collect())
+        second = sorted(bytes(r.payload) for r in frame.collect())
+        seen.update(first + second)
+        firsts.append(first)
+        reads.append((first, second))
+
+    def make() -> Any:
+        return (
+            spark.readStream.format("blazingmq")
+            .option("broker", bmq_broker_url)
+            .option("queue", queue)
+            .option("consumers", "executors")
+            .option("numPartitions", "1")
+            .option("maxMessagesPerBatch", str(PER_BATCH))
+            .option("idleTimeoutMs", "300")
+            .option("consumerIdleTimeoutMs", "3000")
+            .load()
+            .select("payload")
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+
+    deadline = time.monotonic() + 240
+    query = start_query(make)
+    _wait(lambda: len(seen) >= TOTAL, deadline, "messages lost", query)
+    _wait(lambda: _stats(bmq_sim)[0] >= TOTAL, deadline, "not confirmed", query)
+    query.stop()
+    assert seen == {f"x{i:05d}".encode() for i in range(TOTAL)}
+    assert all(a == b for a, b in reads)  # the second read: the same rows
+    assert any(a for a, _ in reads)  # some batch with messages was read twice
+    duplicates = sum(len(a) for a in firsts) - TOTAL
+    redelivered = _stats(bmq_sim)[1]
+    print(f"read twice: {len(reads)} batches, {duplicates} duplicates, {redelivered} redelivered")
+    assert duplicates <= redelivered  # only what an expired consumer handed back comes again
     assert read_all(spark, bmq_broker_url, queue, max_messages=10, confirm=False).count() == 0
 
 
