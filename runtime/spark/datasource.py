@@ -313,8 +313,7 @@ class _Consumer:
     """
 
     def __init__(self, options: StreamReadOptions) -> None:
-        from pybmq.client.options import QueueOptions
-        from pybmq.spark.io import open_session
+        from pybmq.spark.io import open_consumer
 
         self.options = options
         self.lock = threading.Lock()
@@ -327,19 +326,9 @@ class _Consumer:
         self.target_seq: int | None = None
         self.failure: BaseException | None = None
         self.stopping = False
-        self.session: Session = open_session(options.target)
-        try:
-            self.queue: Queue = self.session.open_queue(
-                options.target.queue,
-                read=True,
-                options=QueueOptions(
-                    max_unconfirmed_messages=options.max_unconfirmed,
-                    max_unconfirmed_bytes=1 << 40,
-                ),
-            )
-        except BaseException:
-            self.session.stop()
-            raise
+        self.session: Session
+        self.queue: Queue
+        self.session, self.queue = open_consumer(options.target, options.max_unconfirmed)
         self.thread = threading.Thread(target=self._pump, name="pybmq-spark-stream", daemon=True)
         self.thread.start()
 

@@ -44,10 +44,9 @@ from typing import Any
 
 import pyarrow as pa
 from pybmq.client.aio_queue import ReceivedMessage
-from pybmq.client.options import QueueOptions
 from pybmq.client.sync import Queue, Session
 from pybmq.errors import UsageError
-from pybmq.spark.io import open_session, row_values
+from pybmq.spark.io import open_consumer, row_values
 from pybmq.spark.options import StreamReadOptions
 from pybmq.spark.reruns import SavedSlices, executor_directory
 from pybmq.spark.rows import RowBuffer
@@ -77,18 +76,9 @@ class _Consumer:
         # Credit = one task's share: a consumer never hoards messages that other partitions'
         # consumers (or, after a restart, the next run's) could take.
         credit = _share(options)
-        self.session: Session = open_session(options.target)
-        try:
-            self.queue: Queue = self.session.open_queue(
-                options.target.queue,
-                read=True,
-                options=QueueOptions(
-                    max_unconfirmed_messages=credit, max_unconfirmed_bytes=1 << 40
-                ),
-            )
-        except BaseException:
-            self.session.stop()
-            raise
+        self.session: Session
+        self.queue: Queue
+        self.session, self.queue = open_consumer(options.target, credit)
         self.held: dict[int, list[ReceivedMessage]] = {}  # taken, by batch, until confirmed
         self.rows: dict[int, pa.RecordBatch] = {}  # what those batches returned
         self.last_used = time.monotonic()

@@ -208,6 +208,27 @@ def post_all(options: WriteOptions, messages: Iterable[Outgoing]) -> WriteResult
     return WriteResult(posted, tracker.acked, time.monotonic() - started)
 
 
+def open_consumer(target: Target, credit: int, subscription: str = "") -> tuple[Session, Queue]:
+    """A started session reading ``target.queue`` with a credit of ``credit`` messages (the
+    message count is the bound, not bytes), and only the messages the ``subscription``
+    expression matches if one is given; the session is stopped if the queue cannot be opened."""
+    session = open_session(target)
+    try:
+        queue = session.open_queue(
+            target.queue,
+            read=True,
+            options=QueueOptions(
+                max_unconfirmed_messages=credit,
+                max_unconfirmed_bytes=1 << 40,
+                subscriptions=(subscription,) if subscription else (),
+            ),
+        )
+    except BaseException:
+        session.stop()
+        raise
+    return session, queue
+
+
 def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterator[RowBuffer]:
     """Receive up to ``limit`` messages, stopping early after ``idle_timeout`` without one.
 
@@ -218,20 +239,11 @@ def consume(options: ReadOptions, limit: int, batch_rows: int = 4096) -> Iterato
     from pybmq.spark.rows import RowBuffer
 
     target = options.target
-    session = open_session(target)
+    # Credit = the most this task will take: the broker never pushes a message this task
+    # would leave unconfirmed and hand back (which would make it a redelivery elsewhere).
+    # A subscription (pushed filters) makes the broker push only the messages it matches.
+    session, queue = open_consumer(target, limit, options.subscription)
     try:
-        # Credit = the most this task will take: the broker never pushes a message this task
-        # would leave unconfirmed and hand back (which would make it a redelivery elsewhere).
-        # A subscription (pushed filters) makes the broker push only the messages it matches.
-        queue = session.open_queue(
-            target.queue,
-            read=True,
-            options=QueueOptions(
-                max_unconfirmed_messages=limit,
-                max_unconfirmed_bytes=1 << 40,
-                subscriptions=(options.subscription,) if options.subscription else (),
-            ),
-        )
         received: list[ReceivedMessage] = []
         buffer = RowBuffer(target.queue, options.property_schema)
         while len(received) < limit:
