@@ -52,27 +52,41 @@ DUMP = (
 )
 
 
-def traffic(payload_size: int, total: int, batch: int = 64) -> bytes:
-    """``total`` bytes (or a little more) of PUT, ACK, PUSH and CONFIRM events."""
-    payload = (bytes(range(256)) * (payload_size // 256 + 1))[:payload_size]
+Builders = tuple[PutEventBuilder, AckEventBuilder, PushEventBuilder, ConfirmEventBuilder]
+
+
+def _capture(total: int, batch: int, add: Callable[[Builders, int, int], None]) -> bytes:
+    """``total`` bytes (or a little more) of PUT, ACK, PUSH and CONFIRM events, in rounds of
+    ``batch`` messages: ``add(builders, number, i)`` adds message ``number`` (from 1), the
+    ``i``-th of its round, to each builder."""
     events: list[bytes] = []
     size = 0
     number = 1
     while size < total:
-        put, ack = PutEventBuilder(), AckEventBuilder()
-        push, confirm = PushEventBuilder(), ConfirmEventBuilder()
-        for _ in range(batch):
-            guid = number.to_bytes(16, "big")
-            put.add(1, payload, correlation_id=number & 0xFFFFFF, ack_requested=True)
-            ack.add(0, number & 0xFFFFFF, guid, 1)
-            push.add(1, guid, payload)
-            confirm.add(1, guid)
+        builders = (PutEventBuilder(), AckEventBuilder(), PushEventBuilder(), ConfirmEventBuilder())
+        for i in range(batch):
+            add(builders, number, i)
             number += 1
-        for builder in (put, ack, push, confirm):
+        for builder in builders:
             for event in builder.finish():
                 events.append(event)
                 size += len(event)
     return b"".join(events)
+
+
+def traffic(payload_size: int, total: int, batch: int = 64) -> bytes:
+    """``total`` bytes (or a little more) of PUT, ACK, PUSH and CONFIRM events."""
+    payload = (bytes(range(256)) * (payload_size // 256 + 1))[:payload_size]
+
+    def add(builders: Builders, number: int, i: int) -> None:
+        put, ack, push, confirm = builders
+        guid = number.to_bytes(16, "big")
+        put.add(1, payload, correlation_id=number & 0xFFFFFF, ack_requested=True)
+        ack.add(0, number & 0xFFFFFF, guid, 1)
+        push.add(1, guid, payload)
+        confirm.add(1, guid)
+
+    return _capture(total, batch, add)
 
 
 def mixed(total: int, batch: int = 16) -> bytes:
@@ -80,46 +94,38 @@ def mixed(total: int, batch: int = 16) -> bytes:
     repeats (see the module's docstring)."""
     rng = random.Random(16)
     text = b"the quick brown fox jumps over the lazy dog " * 48
-    events: list[bytes] = []
-    size = 0
-    number = 1
-    while size < total:
-        put, ack = PutEventBuilder(), AckEventBuilder()
-        push, confirm = PushEventBuilder(), ConfirmEventBuilder()
-        for i in range(batch):
-            guid = rng.randbytes(16)
-            zlib = number % 8 == 0
-            payload = text[: 2048 + number % 64] if zlib else rng.randbytes(rng.randrange(40, 400))
-            properties = (
-                MessageProperties({"timestamp": number, "routingId": f"r-{number % 97}"})
-                if i % 2
-                else None
-            )
-            compression = CompressionAlgorithmType.ZLIB if zlib else CompressionAlgorithmType.NONE
-            extended = i % 4 != 1
-            put.add(
-                i % 4, payload, correlation_id=number & 0xFFFFFF, ack_requested=True,
-                properties=properties, extended_properties=extended, compression=compression,
-                msg_group_id=f"group-{number % 5}" if i % 5 == 0 else None,
-            )  # fmt: skip
-            option: dict[str, Any] = [
-                {"sub_queue_infos": [(i % 3, None)]},
-                {"packed_rda": i % 64},
-                {"options": encode_sub_queue_ids_old([i % 3])},
-                {"msg_group_id": f"group-{number % 5}"},
-            ][i % 4]
-            push.add(
-                i % 4, guid, payload, properties=properties, extended_properties=extended,
-                compression=compression, header_words=7 if i % 4 == 2 else 8, **option,
-            )  # fmt: skip
-            ack.add(0, number & 0xFFFFFF, guid, i % 4)
-            confirm.add(i % 4, guid, i % 3)
-            number += 1
-        for builder in (put, ack, push, confirm):
-            for event in builder.finish():
-                events.append(event)
-                size += len(event)
-    return b"".join(events)
+
+    def add(builders: Builders, number: int, i: int) -> None:
+        put, ack, push, confirm = builders
+        guid = rng.randbytes(16)
+        zlib = number % 8 == 0
+        payload = text[: 2048 + number % 64] if zlib else rng.randbytes(rng.randrange(40, 400))
+        properties = (
+            MessageProperties({"timestamp": number, "routingId": f"r-{number % 97}"})
+            if i % 2
+            else None
+        )
+        compression = CompressionAlgorithmType.ZLIB if zlib else CompressionAlgorithmType.NONE
+        extended = i % 4 != 1
+        put.add(
+            i % 4, payload, correlation_id=number & 0xFFFFFF, ack_requested=True,
+            properties=properties, extended_properties=extended, compression=compression,
+            msg_group_id=f"group-{number % 5}" if i % 5 == 0 else None,
+        )  # fmt: skip
+        option: dict[str, Any] = [
+            {"sub_queue_infos": [(i % 3, None)]},
+            {"packed_rda": i % 64},
+            {"options": encode_sub_queue_ids_old([i % 3])},
+            {"msg_group_id": f"group-{number % 5}"},
+        ][i % 4]
+        push.add(
+            i % 4, guid, payload, properties=properties, extended_properties=extended,
+            compression=compression, header_words=7 if i % 4 == 2 else 8, **option,
+        )  # fmt: skip
+        ack.add(0, number & 0xFFFFFF, guid, i % 4)
+        confirm.add(i % 4, guid, i % 3)
+
+    return _capture(total, batch, add)
 
 
 _READERS: dict[object, Callable[[Any], Iterable[object]]] = {
