@@ -11,7 +11,7 @@ With a ``credential_provider`` in the options the engine first authenticates (an
 AUTHENTICATION request in BER, as the C++ SDK sends it) and negotiates only once the broker
 accepted it; commands are held until the negotiation is answered. When the broker grants a
 ``lifetimeMs``, the engine authenticates again before it runs out, as the client does
-(``pybmq.client.auth``: the same schedule, min(90 % of the lifetime, the lifetime - 5 s)), so a
+(``pybmq.client.handshake``: the same schedule, min(90 % of the lifetime, the lifetime - 5 s)), so a
 long admin session is not closed by the broker when its credential expires; the answer is due
 within ``request_timeout``.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pybmq._version import __version__
-from pybmq.client.auth import authentication_event, reauthentication_delay
+from pybmq.client.handshake import authentication_event, reauthentication_delay
 from pybmq.client.options import SessionOptions
 from pybmq.client.records import SDK_VERSION
 from pybmq.errors import (

@@ -11,45 +11,18 @@ to a re-authentication arrives among ordinary traffic.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from pybmq.client.events import SessionStopped
 from pybmq.client.fsm import SessionInput, SessionState
-from pybmq.client.options import Credential
+from pybmq.client.handshake import authentication_event, reauthentication_delay
 from pybmq.client.session import SessionLayer
 from pybmq.errors import AuthenticationError, AuthenticationTimeoutError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import EventType
-from pybmq.wire.control import decode_authentication, encode_authentication
+from pybmq.wire.control import decode_authentication
 from pybmq.wire.framing import Event
 
 log = logging.getLogger("pybmq.client.engine")
-
-# bmqimp_authenticatedchannelfactory.cpp: k_REAUTHN_EARLY_RATIO, k_REAUTHN_EARLY_BUFFER (ms).
-REAUTH_EARLY_RATIO = 0.9
-REAUTH_EARLY_BUFFER_S = 5.0
-
-
-def reauthentication_delay(lifetime_ms: int) -> float:
-    """Seconds after a successful authentication at which to authenticate again."""
-    lifetime = lifetime_ms / 1000.0
-    return max(min(lifetime * REAUTH_EARLY_RATIO, lifetime - REAUTH_EARLY_BUFFER_S), 0.0)
-
-
-def authentication_event(provider: Callable[[], Credential | None]) -> bytes:
-    """The AUTHENTICATION event presenting the credential ``provider`` returns now.
-    AuthenticationError if it raises (its text is not repeated: it may hold secrets) or returns
-    no Credential."""
-    try:
-        credential = provider()
-    except Exception as exc:  # a provider's failure, not ours
-        log.error("credential provider raised %s", type(exc).__name__)
-        credential = None
-    if not isinstance(credential, Credential):
-        raise AuthenticationError("the credential provider returned no Credential")
-    request = ctrl.AuthenticationRequest(mechanism=credential.mechanism, data=credential.data)
-    log.info("authenticating with mechanism %r", credential.mechanism)
-    return encode_authentication(ctrl.AuthenticationMessage(authentication_request=request))
 
 
 class AuthenticationLayer(SessionLayer):

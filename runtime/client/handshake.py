@@ -1,0 +1,144 @@
+"""The client's side of a connection's start: who we are (the ClientIdentity) and the
+authentication sub-machine, shared by the session engine and the admin connection.
+
+Facts from bmqimp_authenticatedchannelfactory (C++ SDK): the request goes first on a new
+connection, in BER, only when a credential callback is set (without one the broker applies its
+anonymous credential on the ClientIdentity); the wait is bounded; a lifetime in the response
+schedules the next request at min(90 % of it, it - 5 s); the response to a re-authentication
+arrives among ordinary traffic.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pybmq._version import __version__
+from pybmq.client.options import Credential, SessionOptions
+from pybmq.client.records import PROTOCOL_VERSION, SDK_VERSION
+from pybmq.errors import AuthenticationError, ProtocolError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.wire.control import encode_authentication
+
+log = logging.getLogger("pybmq.client.engine")
+
+# bmqimp_authenticatedchannelfactory.cpp: k_REAUTHN_EARLY_RATIO, k_REAUTHN_EARLY_BUFFER (ms).
+REAUTH_EARLY_RATIO = 0.9
+REAUTH_EARLY_BUFFER_S = 5.0
+
+
+def reauthentication_delay(lifetime_ms: int) -> float:
+    """Seconds after a successful authentication at which to authenticate again."""
+    lifetime = lifetime_ms / 1000.0
+    return max(min(lifetime * REAUTH_EARLY_RATIO, lifetime - REAUTH_EARLY_BUFFER_S), 0.0)
+
+
+def authentication_event(provider: Callable[[], Credential | None]) -> bytes:
+    """The AUTHENTICATION event presenting the credential ``provider`` returns now.
+    AuthenticationError if it raises (its text is not repeated: it may hold secrets) or returns
+    no Credential."""
+    try:
+        credential = provider()
+    except Exception as exc:  # a provider's failure, not ours
+        log.error("credential provider raised %s", type(exc).__name__)
+        credential = None
+    if not isinstance(credential, Credential):
+        raise AuthenticationError("the credential provider returned no Credential")
+    request = ctrl.AuthenticationRequest(mechanism=credential.mechanism, data=credential.data)
+    log.info("authenticating with mechanism %r", credential.mechanism)
+    return encode_authentication(ctrl.AuthenticationMessage(authentication_request=request))
+
+
+def client_identity(
+    options: SessionOptions,
+    *,
+    client_type: ctrl.ClientType,
+    features: str,
+    session_id: int,
+    guid_info: ctrl.GuidInfo,
+) -> ctrl.ClientIdentity:
+    """The ClientIdentity a pybmq connection of ``client_type`` presents."""
+    return ctrl.ClientIdentity(
+        protocol_version=PROTOCOL_VERSION,
+        sdk_version=SDK_VERSION,
+        client_type=client_type,
+        process_name=options.process_name,
+        pid=options.pid,
+        session_id=session_id,
+        host_name=options.host_name,
+        features=features,
+        cluster_name="",
+        cluster_node_id=-1,
+        sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
+        guid_info=guid_info,
+        user_agent=f"pybmq/{__version__}",
+    )
+
+
+class Authenticator:
+    """Presents the credential from a provider, and again before the broker's lifetime for it
+    runs out. It only keeps the clock of the exchange; its owner decides what a failure ends."""
+
+    def __init__(
+        self, provider: Callable[[], Credential | None] | None, request_timeout: float
+    ) -> None:
+        self.provider = provider
+        self.request_timeout = request_timeout
+        self.deadline: float | None = None  # a request is out: its answer is due by then
+        self.renew_at: float | None = None  # when to send the next re-authentication
+        self.accepted = 0  # requests the broker accepted (first and re-authentications)
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider is not None
+
+    def reset(self) -> None:
+        """A new connection: nothing is out and nothing is scheduled."""
+        self.deadline = self.renew_at = None
+
+    def request(self, now: float) -> bytes:
+        """The AUTHENTICATION event to send now (AuthenticationError: no credential)."""
+        assert self.provider is not None
+        event = authentication_event(self.provider)
+        self.deadline = now + self.request_timeout
+        self.renew_at = None
+        return event
+
+    def next_deadline(self) -> float | None:
+        """The earlier of the answer's deadline and the next renewal, if any."""
+        candidates = [t for t in (self.deadline, self.renew_at) if t is not None]
+        return min(candidates) if candidates else None
+
+    def timed_out(self, now: float) -> bool:
+        return self.deadline is not None and self.deadline <= now
+
+    def renewal_due(self, now: float) -> bool:
+        return self.renew_at is not None and self.renew_at <= now
+
+    def on_response(self, message: ctrl.AuthenticationMessage, now: float) -> bool | None:
+        """The broker's answer: True accepted, None unsolicited (ignored). A refusal raises
+        AuthenticationError; an answer that is not an authenticationResponse, ProtocolError."""
+        response = message.authentication_response
+        if response is None:
+            raise ProtocolError(
+                f"expected an authenticationResponse, got {message.selection}",
+                path="AuthenticationMessage",
+            )
+        if self.deadline is None:
+            log.warning("unsolicited authenticationResponse ignored")
+            return None
+        self.deadline = None
+        status = response.status
+        if status.category != ctrl.StatusCategory.E_SUCCESS:
+            self.renew_at = None
+            raise AuthenticationError(
+                f"authentication refused by the broker: {status.category.name} "
+                f"({status.code}) {status.message}".rstrip(),
+                category=status.category.name,
+                code=status.code,
+            )
+        self.accepted += 1
+        if response.lifetime_ms is not None:
+            self.renew_at = now + reauthentication_delay(response.lifetime_ms)
+        log.info("authenticated (lifetime %s ms)", response.lifetime_ms)
+        return True
