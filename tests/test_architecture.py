@@ -175,3 +175,91 @@ def test_the_cli_help_imports_no_codegen() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- every state change is a row of a transition table ----------------------------------------
+
+# Attributes that hold a state of a machine in pybmq.client.fsm (or the simulator's tables).
+STATE_ATTRIBUTES = {"state", "remote", "health", "recovery", "disconnect"}
+STATE_PACKAGES = ("client", "sim")
+
+
+def _is_state_member(node: ast.expr) -> bool:
+    """``SomethingState.MEMBER``: a literal state."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id.endswith("State")
+    )
+
+
+def _is_step_call(node: ast.expr) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Name) and func.id == "step") or (
+        isinstance(func, ast.Attribute) and func.attr == "step"
+    )
+
+
+def state_assignments_outside_tables() -> list[str]:
+    wrong = []
+    for package in STATE_PACKAGES:
+        for path in sorted((REPO_ROOT / "runtime" / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for function in ast.walk(tree):
+                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Assign):
+                        targets, value = node.targets, node.value
+                    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value:
+                        targets, value = [node.target], node.value
+                    else:
+                        continue
+                    for target in targets:
+                        if not (
+                            isinstance(target, ast.Attribute) and target.attr in STATE_ATTRIBUTES
+                        ):
+                            continue
+                        if _is_step_call(value):
+                            continue  # the one way to move a machine
+                        if function.name == "__init__" and _is_state_member(value):
+                            continue  # a machine's initial state
+                        if not _is_state_member(value) and not (
+                            isinstance(value, ast.Attribute) and value.attr in STATE_ATTRIBUTES
+                        ):
+                            continue  # not a state (a part of the engine named like one)
+                        where = path.relative_to(REPO_ROOT)
+                        wrong.append(f"{where}:{node.lineno} sets .{target.attr} outside step()")
+    return wrong
+
+
+def test_every_state_change_goes_through_a_transition_table() -> None:
+    assert state_assignments_outside_tables() == []
+
+
+# -- docs/architecture.md's layer table is this file's ----------------------------------------
+
+
+def documented_layers() -> dict[str, tuple[set[str], set[str]]]:
+    """layer → (its packages, the layers it may import), read from docs/architecture.md."""
+    text = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Packages and what each may import", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[set[str], set[str]]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("package", "---") or set(cells[0]) <= {"-"}:
+            continue
+        packages = {p.split(" ")[0] for p in cells[0].replace("`", "").split(", ")}
+        may = {name.strip() for name in cells[3].split(",")}
+        rows[cells[1]] = (packages, may)
+    return rows
+
+
+def test_the_documented_layer_table_is_the_tested_one() -> None:
+    documented = documented_layers()
+    assert {name: may for name, (_, may) in documented.items()} == MAY_IMPORT
+    for name, (packages, _) in documented.items():
+        for package in packages:
+            assert (
+                layer(package) == name
+            ), f"docs put {package} in {name}, the test in {layer(package)}"

@@ -408,7 +408,7 @@ class AsyncSession:
     def _pump(self) -> None:
         """Deliver engine events, then re-arm the timer and drop the socket once stopped."""
         engine = self._engine
-        generation, now = engine.generation, engine._now  # the same for every event of this turn
+        generation, now = engine.generation, engine.now  # the same for every event of this turn
         # Messages go to their queue a run at a time (consecutive messages of one queue), each
         # run before whatever event follows it.
         run: list[Message | CompressedMessage] = []

@@ -304,7 +304,7 @@ class AsyncQueue:
         per batch of events)."""
         if generation is None or received_at is None:
             engine = self.session._engine
-            generation, received_at = engine.generation, engine._now
+            generation, received_at = engine.generation, engine.now
         self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
             self.session.undelivered += 1

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from pybmq.client.collector import Collector
+from pybmq.client.credit import CreditLedger
 from pybmq.client.events import (
     CompressedMessage,
     Message,
@@ -13,9 +15,12 @@ from pybmq.client.events import (
 )
 from pybmq.client.fsm import (
     QueueState,
+    RecoveryState,
     SessionState,
 )
-from pybmq.client.publishing import Publishing
+from pybmq.client.lifecycle import Lifecycle
+from pybmq.client.options import SessionOptions
+from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_READ,
     QueueRecord,
@@ -27,11 +32,13 @@ from pybmq.errors import (
     SessionStoppedError,
     UsageError,
 )
+from pybmq.wire.batches import ConfirmEventBuilder
 from pybmq.wire.framing import Event
 from pybmq.wire.properties import lazy_properties
 from pybmq.wire.push import PushMessage, decode_push
 
 log = logging.getLogger("pybmq.client.engine")
+_RESTORING = RecoveryState.RESTORING
 
 
 class _Target(NamedTuple):
@@ -45,8 +52,24 @@ class _Target(NamedTuple):
     credit: Callable[[bytes, int, str], None] | None
 
 
-class Consuming(Publishing):
-    """Consuming: routing PUSH messages to their queue handle, and buffering CONFIRMs."""
+class Consumer:
+    """Consuming: routing PUSH messages to their queue handle, the credit given and used per
+    stream (``credit``), and CONFIRMs buffered for the next CONFIRM event."""
+
+    def __init__(
+        self,
+        options: SessionOptions,
+        lifecycle: Lifecycle,
+        table: QueueTable,
+        collector: Collector,
+    ) -> None:
+        self.options = options
+        self._lifecycle = lifecycle
+        self._table = table
+        self._events = collector.events
+        # Flow control: the credit each reader gave and what the broker pushed against it.
+        self.credit = CreditLedger()
+        self.confirms: list[tuple[int, bytes, int]] = []  # (wire qid, guid, subQueueId)
 
     def confirm(
         self,
@@ -63,7 +86,7 @@ class Consuming(Publishing):
         the queue's stats."""
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
-            self._confirms.append((queue.qid, guid, queue.sub_id))
+            self.confirms.append((queue.qid, guid, queue.sub_id))
             self.credit.confirmed(queue_id, guid)
             counters = queue.counters
             counters.confirmed += 1
@@ -79,20 +102,22 @@ class Consuming(Publishing):
             qid, sub_id = queue.qid, queue.sub_id
             if not isinstance(guids, (list, tuple)):
                 guids = list(guids)
-            self._confirms.extend([(qid, guid, sub_id) for guid in guids])
+            self.confirms.extend([(qid, guid, sub_id) for guid in guids])
             self.credit.confirmed_many(queue_id, guids)
             queue.counters.confirmed += len(guids)
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
         (or one being restored): those are redelivered, not confirmed."""
-        if (generation is not None and generation != self.generation) or (
-            self._restoring and self.state is not SessionState.STOPPED
+        lifecycle = self._lifecycle
+        state = lifecycle.state
+        if (generation is not None and generation != lifecycle.generation) or (
+            lifecycle.recovery is _RESTORING and state is not SessionState.STOPPED
         ):
             return None
-        if self.state is not SessionState.STARTED and self.state is not SessionState.STOPPING:
-            raise SessionStoppedError(f"cannot confirm: session is {self.state.value}")
-        queue = self.queues.get(queue_id)
+        if state is not SessionState.STARTED and state is not SessionState.STOPPING:
+            raise SessionStoppedError(f"cannot confirm: session is {state.value}")
+        queue = self._table.queues.get(queue_id)
         if queue is None or (
             queue.state is not QueueState.OPENED and queue.state is not QueueState.CLOSING
         ):
@@ -101,7 +126,26 @@ class Consuming(Publishing):
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")
         return queue
 
-    def _on_push(self, event: Event) -> None:
+    def flush(self, out: list[bytes]) -> None:
+        """The CONFIRMs buffered since the last flush, as CONFIRM events appended to ``out``."""
+        if self.confirms:
+            builder = ConfirmEventBuilder()
+            builder.add_many(self.confirms)
+            out.extend(builder.finish())
+            self.confirms.clear()
+
+    def new_connection(self) -> None:
+        """The connection dropped: confirms of its messages are moot, its credit restarts."""
+        self.confirms.clear()
+        self.credit.new_connection()
+
+    def reset(self) -> None:
+        """The session is over."""
+        self.confirms.clear()
+        self.credit = CreditLedger()
+
+    def on_push(self, event: Event) -> None:
+        """A PUSH event: each message becomes a MessageReceived for its queue handle."""
         append = self._events.append
         max_size = self.options.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
@@ -181,13 +225,12 @@ class Consuming(Publishing):
     def _push_target(self, qid: int, stream_id: int) -> _Target:
         """Where a PUSH for (``qid``, ``stream_id``) goes; ProtocolError if no queue opened for
         reading has that stream."""
-        handle = self._routes.get((qid, stream_id))
-        queue = self.queues.get(handle) if handle is not None else None
+        queue = self._table.route(qid, stream_id)
         if queue is None or not queue.flags & FLAG_READ:
             raise ProtocolError(
                 f"PUSH for unknown queue id {qid} / subQueueId {stream_id}",
                 path="PushHeader.queueId",
             )
-        subscription = self._subscription_handles.get((qid, stream_id))
+        subscription = self._table.subscription_handles.get((qid, stream_id))
         credit = self.credit.pusher(queue.queue_id, stream_id)
         return _Target(queue.queue_id, queue.uri, subscription, queue.counters, credit)

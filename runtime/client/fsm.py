@@ -1,7 +1,14 @@
-"""The session and queue state machines as tables (h11 style): state x input → next state.
+"""Every state machine of the client engine as a table (h11 style): state x input → next state.
 
-Every state change in the engine goes through :func:`step`, so the legal moves are all visible here
-and an illegal one raises :class:`~pybmq.errors.InvalidTransitionError` in one place.
+Every state change in the engine goes through :func:`step` on one of these tables, so the legal
+moves are all visible here and an illegal one raises :class:`~pybmq.errors.InvalidTransitionError`
+in one place (``tests/test_architecture.py`` fails on a state attribute assigned any other way).
+
+The machines: the session (``SessionState``); whether its queues are being restored after a
+reconnect (``RecoveryState``); whether the Disconnect of a graceful stop went out
+(``DisconnectState``); the host's health as the session tracks it (``HostState``); and per
+queue, our side (``QueueState``), the broker's side (``RemoteQueueState``) and its suspension
+(``HealthState``).
 """
 
 from __future__ import annotations
@@ -105,6 +112,25 @@ class RemoteQueueState(enum.Enum):
     CONFIGURED = "CONFIGURED"  # ConfigureStreamResponse seen: messages can flow
 
 
+class RemoteQueueInput(enum.Enum):
+    OPENED = "OPENED"  # OpenQueueResponse (open or reopen)
+    CONFIGURED = "CONFIGURED"  # the open's (or reopen's) ConfigureStreamResponse
+    DECONFIGURED = "DECONFIGURED"  # the close's ConfigureStream(nothing) answered
+    CLOSED = "CLOSED"  # CloseQueueResponse, or the session or its connection went away
+
+
+R, X = RemoteQueueState, RemoteQueueInput
+REMOTE_QUEUE_TRANSITIONS: Mapping[tuple[RemoteQueueState, RemoteQueueInput], RemoteQueueState] = {
+    (R.CLOSED, X.OPENED): R.OPENED,
+    (R.OPENED, X.CONFIGURED): R.CONFIGURED,
+    (R.CONFIGURED, X.CONFIGURED): R.CONFIGURED,  # a reopen's configure after an open one
+    (R.CONFIGURED, X.DECONFIGURED): R.OPENED,
+    (R.OPENED, X.DECONFIGURED): R.OPENED,  # a write-only or never-configured queue
+    **{(state, X.CLOSED): R.CLOSED for state in R},
+}
+del R, X
+
+
 Q, J = QueueState, QueueInput
 QUEUE_TRANSITIONS: Mapping[tuple[QueueState, QueueInput], QueueState] = {
     (Q.CLOSED, J.OPEN): Q.OPENING,
@@ -151,6 +177,73 @@ HEALTH_TRANSITIONS: Mapping[tuple[HealthState, HealthInput], HealthState] = {
     (H.RESUMING, K.CONNECTION_DROPPED): H.SUSPENDED,  # resumed again once reopened
 }
 del H, K
+
+
+class RecoveryState(enum.Enum):
+    """Whether the session is restoring its queues after a reconnect (posts are held, confirms
+    of the lost connection's messages dropped) — orthogonal to SessionState."""
+
+    LIVE = "LIVE"  # nothing to restore
+    RESTORING = "RESTORING"  # from a connection drop until every queue is reopened
+
+
+class RecoveryInput(enum.Enum):
+    CONNECTION_DROPPED = "CONNECTION_DROPPED"
+    QUEUES_RESTORED = "QUEUES_RESTORED"  # the last reopen answered: StateRestored
+    SESSION_ENDED = "SESSION_ENDED"  # stopped or failed: nothing left to restore
+
+
+V, W = RecoveryState, RecoveryInput
+RECOVERY_TRANSITIONS: Mapping[tuple[RecoveryState, RecoveryInput], RecoveryState] = {
+    (V.LIVE, W.CONNECTION_DROPPED): V.RESTORING,
+    (V.RESTORING, W.CONNECTION_DROPPED): V.RESTORING,
+    (V.RESTORING, W.QUEUES_RESTORED): V.LIVE,
+    (V.LIVE, W.SESSION_ENDED): V.LIVE,
+    (V.RESTORING, W.SESSION_ENDED): V.LIVE,
+}
+del V, W
+
+
+class DisconnectState(enum.Enum):
+    """A graceful stop's last request: Disconnect goes out once no queue is mid-request."""
+
+    NOT_SENT = "NOT_SENT"
+    SENT = "SENT"
+
+
+class DisconnectInput(enum.Enum):
+    SEND = "SEND"
+
+
+DISCONNECT_TRANSITIONS: Mapping[tuple[DisconnectState, DisconnectInput], DisconnectState] = {
+    (DisconnectState.NOT_SENT, DisconnectInput.SEND): DisconnectState.SENT,
+}
+
+
+class HostState(enum.Enum):
+    """The host's health as the session tracks it (the C++ SDK's HostUnhealthy /
+    HostHealthRestored pair): HostHealthRestored is owed from UNHEALTHY until every sensitive
+    queue has resumed."""
+
+    HEALTHY = "HEALTHY"
+    UNHEALTHY = "UNHEALTHY"
+    RECOVERING = "RECOVERING"  # healthy again; queues resuming, HostHealthRestored owed
+
+
+class HostInput(enum.Enum):
+    UNHEALTHY = "UNHEALTHY"  # the monitor's verdict
+    HEALTHY = "HEALTHY"  # the monitor's verdict
+    ALL_RESUMED = "ALL_RESUMED"  # every queue active again: HostHealthRestored
+
+
+T, U = HostState, HostInput
+HOST_TRANSITIONS: Mapping[tuple[HostState, HostInput], HostState] = {
+    (T.HEALTHY, U.UNHEALTHY): T.UNHEALTHY,
+    (T.UNHEALTHY, U.HEALTHY): T.RECOVERING,
+    (T.RECOVERING, U.UNHEALTHY): T.UNHEALTHY,
+    (T.RECOVERING, U.ALL_RESUMED): T.HEALTHY,
+}
+del T, U
 
 StateT = TypeVar("StateT", bound=enum.Enum)
 InputT = TypeVar("InputT", bound=enum.Enum)

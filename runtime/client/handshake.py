@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pybmq._version import __version__
+from pybmq.client.events import SessionStarted
 from pybmq.client.options import Credential, SessionOptions
-from pybmq.client.records import PROTOCOL_VERSION, SDK_VERSION
-from pybmq.errors import AuthenticationError, ProtocolError
+from pybmq.client.records import FEATURE_CONFIGURE_STREAM, PROTOCOL_VERSION, SDK_VERSION
+from pybmq.errors import AuthenticationError, BrokerError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.wire.control import encode_authentication
+from pybmq.wire.control import encode_authentication, has_feature, parse_features
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -77,7 +79,8 @@ def client_identity(
 
 class Authenticator:
     """Presents the credential from a provider, and again before the broker's lifetime for it
-    runs out. It only keeps the clock of the exchange; its owner decides what a failure ends."""
+    runs out. It only keeps the clock of the exchange; its owner decides what a failure ends.
+    """
 
     def __init__(
         self, provider: Callable[[], Credential | None] | None, request_timeout: float
@@ -117,7 +120,8 @@ class Authenticator:
 
     def on_response(self, message: ctrl.AuthenticationMessage, now: float) -> bool | None:
         """The broker's answer: True accepted, None unsolicited (ignored). A refusal raises
-        AuthenticationError; an answer that is not an authenticationResponse, ProtocolError."""
+        AuthenticationError; an answer that is not an authenticationResponse, ProtocolError.
+        """
         response = message.authentication_response
         if response is None:
             raise ProtocolError(
@@ -142,3 +146,66 @@ class Authenticator:
             self.renew_at = now + reauthentication_delay(response.lifetime_ms)
         log.info("authenticated (lifetime %s ms)", response.lifetime_ms)
         return True
+
+
+@dataclass(frozen=True)
+class Negotiated:
+    """What a session's negotiation settled: the control encoding, the broker's features, the
+    heartbeat schedule, and the SessionStarted event that reports it."""
+
+    encoding: str
+    configure_stream: bool  # the broker takes ConfigureStream (subscriptions)
+    extended_properties: bool  # the broker reads MESSAGE_PROPERTIES_EX
+    heartbeat_interval: float  # seconds
+    max_missed_heartbeats: int
+    started: SessionStarted
+
+
+def negotiated(
+    message: ctrl.NegotiationMessage, response_encoding: str, encodings: tuple[str, ...]
+) -> Negotiated:
+    """The outcome of the broker's answer to our ClientIdentity. BrokerError if it refused us;
+    ProtocolError if it answered something else or shares no control encoding with us.
+    """
+    response = message.broker_response
+    if response is None:
+        raise ProtocolError(
+            f"expected a brokerResponse during negotiation, got {message.selection}",
+            path="NegotiationMessage",
+        )
+    result = response.result
+    if result.category != ctrl.StatusCategory.E_SUCCESS:
+        raise BrokerError("negotiation", result.category.name, result.code, result.message)
+    features = response.broker_identity.features
+    encoding = _pick_encoding(features, response_encoding, encodings)
+    return Negotiated(
+        encoding=encoding,
+        configure_stream=has_feature(features, "SUBSCRIPTIONS", FEATURE_CONFIGURE_STREAM),
+        # As the C++ SDK (bmqimp_negotiatedchannelfactory.cpp sets the channel's MPS_EX
+        # property, bmqimp_brokersession.cpp converts PUTs without it): an older broker gets
+        # old-format message properties.
+        extended_properties=has_feature(features, "MPS", "MESSAGE_PROPERTIES_EX"),
+        heartbeat_interval=max(response.heartbeat_interval_ms, 1) / 1000.0,
+        max_missed_heartbeats=max(response.max_missed_heartbeats, 1),
+        started=SessionStarted(
+            broker_version=response.broker_version,
+            protocol_version=response.protocol_version,
+            encoding=encoding,
+            heartbeat_interval_ms=response.heartbeat_interval_ms,
+            max_missed_heartbeats=response.max_missed_heartbeats,
+        ),
+    )
+
+
+def _pick_encoding(features: str, response_encoding: str, ours: tuple[str, ...]) -> str:
+    """First of our encodings the broker lists; its response's encoding if it lists none."""
+    theirs = parse_features(features).get("PROTOCOL_ENCODING", [])
+    if not theirs:
+        return response_encoding
+    for encoding in ours:
+        if encoding in theirs:
+            return encoding
+    raise ProtocolError(
+        f"no common control encoding: broker offers {theirs}, we accept {list(ours)}",
+        path="BrokerResponse.brokerIdentity.features",
+    )

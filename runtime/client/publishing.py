@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pybmq.client.core import EngineCore
+from pybmq.client.collector import Collector
 from pybmq.client.events import (
     WIRE_ACK_STATUS,
     Ack,
@@ -18,14 +19,19 @@ from pybmq.client.events import (
 from pybmq.client.fsm import (
     HealthState,
     QueueState,
+    RecoveryState,
     SessionState,
 )
+from pybmq.client.lifecycle import Lifecycle
+from pybmq.client.options import SessionOptions
+from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_ACK,
     FLAG_WRITE,
     ZLIB,
     AckBatch,
     PendingPut,
+    Put,
     QueueRecord,
 )
 from pybmq.errors import (
@@ -34,18 +40,47 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
-from pybmq.wire.batches import ConfirmEventBuilder, iter_ack_entries
+from pybmq.wire.batches import iter_ack_entries
 from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
+from pybmq.wire.guid import MessageGuidGenerator
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
 log = logging.getLogger("pybmq.client.engine")
 _ACTIVE = HealthState.ACTIVE
+_RESTORING = RecoveryState.RESTORING
 
 
-class Publishing(EngineCore):
-    """Posting: buffering posts, packing them into PUT events, and resolving each post exactly once"""
+class Publisher:
+    """Posting: buffering posts, packing them into PUT events, and resolving each post exactly
+    once (ACK, local NACK, timeout, cancel). It owns the posts buffered, the posts waiting for
+    their ACK and their deadlines; the session's state it only reads."""
+
+    def __init__(
+        self,
+        options: SessionOptions,
+        lifecycle: Lifecycle,
+        table: QueueTable,
+        collector: Collector,
+    ) -> None:
+        self.options = options
+        self._lifecycle = lifecycle
+        self._table = table
+        self._events = collector.events
+        self._guids = MessageGuidGenerator(options.session_id)
+        # The broker advertised MPS:MESSAGE_PROPERTIES_EX; without it posts use the old format.
+        self.extended_properties = True
+        # Property mappings posted → (MessageProperties, wire size); see _properties.
+        self.properties_cache: dict[object, tuple[MessageProperties, int]] = {}
+        self.puts: list[Put] = []  # buffered for the next PUT event
+        self.unacked: dict[bytes, PendingPut] = {}
+        # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
+        self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
+
+    @property
+    def guids(self) -> MessageGuidGenerator:
+        return self._guids
 
     def post(
         self,
@@ -74,12 +109,13 @@ class Publishing(EngineCore):
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
         guid = self._guids.generate()
-        self._now = now  # the flush that sends it starts its ACK deadline (and latency) here
+        # The flush that sends it starts its ACK deadline (and latency) here.
+        self._lifecycle.now = now
         put = (queue_id, guid, payload, props, wants_ack, compress)
-        self._puts.append(put)
+        self.puts.append(put)
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
-            self._unacked[guid] = PendingPut(
+            self.unacked[guid] = PendingPut(
                 queue_id, context, put if self.options.reconnect else None
             )
         return guid
@@ -109,7 +145,7 @@ class Publishing(EngineCore):
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
         guids = self._guids.generate_many(count)
-        self._now = now
+        self._lifecycle.now = now
         if threshold:
             puts = [
                 (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
@@ -120,26 +156,27 @@ class Publishing(EngineCore):
                 (queue_id, guid, payload, props, wants_ack, False)
                 for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
             ]
-        self._puts += puts
+        self.puts += puts
         if wants_ack:
             if self.options.reconnect:
                 pending = [PendingPut(queue_id, context, put) for put in puts]
             else:
                 pending = [PendingPut(queue_id, context, None) for _ in range(count)]
-            self._unacked.update(zip(guids, pending))  # noqa: B905 - same length
+            self.unacked.update(zip(guids, pending))  # noqa: B905 - same length
         return guids
 
     def _writable_queue(self, queue_id: int, count: int) -> QueueRecord:
         """The queue ``count`` posts go to, if the session and the queue can take them now."""
-        if self._restoring and self.state is not SessionState.STOPPED:
-            if len(self._puts) + count > self.options.max_buffered_posts:
+        lifecycle = self._lifecycle
+        if lifecycle.recovery is _RESTORING and lifecycle.state is not SessionState.STOPPED:
+            if len(self.puts) + count > self.options.max_buffered_posts:
                 raise PostBufferFullError(
-                    f"cannot post while reconnecting: {len(self._puts)} posts already held "
+                    f"cannot post while reconnecting: {len(self.puts)} posts already held "
                     f"(max_buffered_posts={self.options.max_buffered_posts})"
                 )
-        elif self.state is not SessionState.STARTED:
-            self._require_started("post")
-        queue = self.queues.get(queue_id)
+        elif lifecycle.state is not SessionState.STARTED:
+            lifecycle.require_started("post")
+        queue = self._table.queues.get(queue_id)
         if queue is None or queue.state is not QueueState.OPENED:
             state = queue.state.value if queue else "unknown"
             raise UsageError(f"cannot post: queue {queue_id} is not open ({state})")
@@ -164,7 +201,7 @@ class Publishing(EngineCore):
         posting the same properties shares one object, encoded once (the builder's fast path)."""
         if type(properties) is not dict and isinstance(properties, MessageProperties):
             return properties, len(properties.encode())
-        cache = self._properties_cache
+        cache = self.properties_cache
         types = tuple(map(type, properties.values()))
         key: tuple[object, ...] | None = None
         hit = None
@@ -185,36 +222,19 @@ class Publishing(EngineCore):
                 cache[key] = hit
         return hit
 
-    @property
-    def unacked_count(self) -> int:
-        return len(self._unacked)
+    def flush(self, out: list[bytes]) -> None:
+        """The posts buffered since the last flush, as PUT events appended to ``out`` (held
+        while the session restores its queues)."""
+        if self.puts and self._lifecycle.recovery is not _RESTORING:
+            self._flush_puts(out)
 
-    @property
-    def pending_ack_batches(self) -> int:
-        """Flushes that still have unacknowledged posts (each holds one ACK deadline)."""
-        return len(self._ack_deadlines)
-
-    @property
-    def buffered_count(self) -> int:
-        """Posts and confirms waiting for the next ``data_to_send()``."""
-        return len(self._puts) + len(self._confirms)
-
-    def _flush_data(self) -> None:
-        if self._puts and not self._restoring:
-            self._flush_puts()
-        if self._confirms:
-            builder = ConfirmEventBuilder()
-            builder.add_many(self._confirms)
-            self._out.extend(builder.finish())
-            self._confirms.clear()
-
-    def _flush_puts(self) -> None:
+    def _flush_puts(self, out: list[bytes]) -> None:
         threshold = self.options.compression_threshold or 1
         builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=threshold)
-        queues = self.queues
+        queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
-        puts = self._puts
+        puts = self.puts
         i, n = 0, len(puts)
         while i < n:
             queue_id, guid, payload, props, wants_ack, compress = puts[i]
@@ -257,18 +277,19 @@ class Publishing(EngineCore):
             counters.posted += j - i
             counters.posted_bytes += sum(map(len, payloads))
             i = j
-        self._out.extend(builder.finish())
+        out.extend(builder.finish())
         puts.clear()
         if acked:
-            batch = AckBatch(self._now + self.options.ack_timeout, acked)
-            unacked = self._unacked
+            batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked)
+            unacked = self.unacked
             for guid in acked:
                 unacked[guid].batch = batch
-            self._ack_deadlines.append(batch)
+            self.ack_deadlines.append(batch)
 
-    def _on_ack(self, event: Event) -> None:
-        pop = self._unacked.pop
-        queues = self.queues
+    def on_ack(self, event: Event) -> None:
+        """An ACK event: each entry resolves its post (unknown GUIDs are dropped)."""
+        pop = self.unacked.pop
+        queues = self._table.queues
         append = self._events.append
         statuses = WIRE_ACK_STATUS
         unknown = AckStatus.UNKNOWN
@@ -279,7 +300,8 @@ class Publishing(EngineCore):
         run_queue: QueueRecord | None = None
         run_batch: AckBatch | None = None
         run_length = 0
-        sent_offset = self._now + self.options.ack_timeout  # now - (deadline - ack_timeout)
+        # now - (deadline - ack_timeout)
+        sent_offset = self._lifecycle.now + self.options.ack_timeout
         for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
@@ -307,29 +329,68 @@ class Publishing(EngineCore):
             append(new(AckReceived, (ack, pending.context)))
         if run_queue is not None:
             _count_acks(run_queue, run_batch, run_length, sent_offset)
-        batches = self._ack_deadlines
+        batches = self.ack_deadlines
         while batches and batches[0].remaining <= 0:
             batches.popleft()
 
-    def _cancel_posts(self, queue: QueueRecord, status: AckStatus, reason: str) -> None:
-        """Resolve every post to ``queue`` still pending or held (each exactly once)."""
-        for guid, pending in list(self._unacked.items()):
+    def cancel(
+        self, queue: QueueRecord, status: AckStatus, reason: str, *, held: bool = True
+    ) -> None:
+        """Resolve every post to ``queue`` still pending (each exactly once); ``held``: and
+        drop the ones still buffered."""
+        for guid, pending in list(self.unacked.items()):
             if pending.queue_id == queue.queue_id:
-                del self._unacked[guid]
+                del self.unacked[guid]
                 if pending.batch is not None:
                     pending.batch.remaining -= 1
                 ack = Ack(guid, queue.uri, status, local=True, reason=reason)
                 self._events.append(AckReceived(ack, pending.context))
-        self._puts = [p for p in self._puts if p[0] != queue.queue_id]
+        if held:
+            self.puts = [p for p in self.puts if p[0] != queue.queue_id]
 
-    def _nack_all(self, status: AckStatus, reason: str) -> None:
-        # Posts still buffered (never sent) are in _unacked too, so they fail the same way.
-        for guid, pending in self._unacked.items():
-            queue = self.queues.get(pending.queue_id)
+    def fail_all(self, status: AckStatus, reason: str) -> None:
+        """Every post still pending fails (the session is over)."""
+        # Posts still buffered (never sent) are in unacked too, so they fail the same way.
+        queues = self._table.queues
+        for guid, pending in self.unacked.items():
+            queue = queues.get(pending.queue_id)
             ack = Ack(guid, queue.uri if queue else "", status, local=True, reason=reason)
             self._events.append(AckReceived(ack, pending.context))
-        self._unacked.clear()
-        self._ack_deadlines.clear()
+        self.unacked.clear()
+        self.ack_deadlines.clear()
+        self.puts.clear()
+
+    def expire(self, now: float) -> None:
+        """Posts whose ACK deadline passed resolve as TIMEOUT."""
+        batches = self.ack_deadlines
+        queues = self._table.queues
+        while batches and batches[0].deadline <= now:
+            for guid in batches.popleft().guids:
+                pending = self.unacked.pop(guid, None)
+                if pending is not None:
+                    queue = queues.get(pending.queue_id)
+                    reason = f"no ACK within {self.options.ack_timeout:g}s"
+                    ack = Ack(
+                        guid,
+                        queue.uri if queue else "",
+                        AckStatus.TIMEOUT,
+                        local=True,
+                        reason=reason,
+                    )
+                    self._events.append(AckReceived(ack, pending.context))
+
+    def next_deadline(self) -> float | None:
+        return self.ack_deadlines[0].deadline if self.ack_deadlines else None
+
+    def requeue_unacked(self) -> int:
+        """The connection dropped: every sent, unacknowledged post goes back in front of the
+        held ones (same GUIDs) to be sent again once the queues are reopened."""
+        resend = [p.put for p in self.unacked.values() if p.batch is not None and p.put is not None]
+        for pending in self.unacked.values():
+            pending.batch = None
+        self.ack_deadlines.clear()
+        self.puts[:0] = resend
+        return len(resend)
 
 
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after

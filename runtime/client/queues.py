@@ -1,25 +1,35 @@
 """Queues: open, configure, close and reopen, each as a chain of control requests whose answers
-move the queue through ``QUEUE_TRANSITIONS``.
+move the queue through ``QUEUE_TRANSITIONS`` (our side) and ``REMOTE_QUEUE_TRANSITIONS`` (the
+broker's side). Each request kind has its handler for an answer and for a failure
+(``ok_handlers``/``failed_handlers``), so an answer goes straight to the code for its step.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from pybmq.client.collector import Collector
+from pybmq.client.consuming import Consumer
 from pybmq.client.credit import at_most_once
 from pybmq.client.events import (
-    Ack,
-    AckReceived,
     AckStatus,
     QueueReopened,
     StateRestored,
 )
 from pybmq.client.fsm import (
+    HealthInput,
     QueueInput,
-    RemoteQueueState,
+    RecoveryInput,
+    RecoveryState,
+    RemoteQueueInput,
     SessionState,
 )
-from pybmq.client.options import QueueOptions
+from pybmq.client.lifecycle import Lifecycle
+from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.publishing import Publisher
+from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_ACK,
     FLAG_READ,
@@ -28,7 +38,7 @@ from pybmq.client.records import (
     QueueRecord,
     Req,
 )
-from pybmq.client.requests import Requests
+from pybmq.client.requests import RequestTable
 from pybmq.client.subscriptions import Subscription, effective, wire_subscriptions
 from pybmq.errors import (
     PybmqError,
@@ -40,13 +50,65 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.uri import require_queue_uri
 
+if TYPE_CHECKING:
+    from pybmq.client.suspension import HostHealth
+
 log = logging.getLogger("pybmq.client.engine")
 
 CONFIGURE_REQUESTS = (Req.CONFIGURE_OPEN, Req.CONFIGURE, Req.CONFIGURE_CLOSE, Req.REOPEN_CONFIGURE)
+OkHandler = Callable[[QueueRecord, ctrl.ControlMessage], None]
+FailedHandler = Callable[[QueueRecord, PybmqError], None]
 
 
-class Queues(Requests):
-    """Queues: open, configure, close and reopen, each as a chain of control requests whose answers"""
+class QueueControl:
+    """The queue operations and their request chains, over the queue table."""
+
+    def __init__(
+        self,
+        options: SessionOptions,
+        lifecycle: Lifecycle,
+        table: QueueTable,
+        requests: RequestTable,
+        publisher: Publisher,
+        consumer: Consumer,
+        collector: Collector,
+    ) -> None:
+        self.options = options
+        self._lifecycle = lifecycle
+        self._table = table
+        self._requests = requests
+        self._publisher = publisher
+        self._consumer = consumer
+        self._collector = collector
+        self.host_health: HostHealth | None = None  # set by the engine once the part exists
+        # The broker takes ConfigureStream (subscriptions); older ones ConfigureQueueStream.
+        self.broker_configure_stream = True
+        self.reopening: set[int] = set()  # queue handles whose reopen is unanswered
+        self.ok_handlers: dict[str, OkHandler] = {
+            Req.OPEN: self._opened,
+            Req.CONFIGURE_OPEN: self._configured_for_open,
+            Req.CONFIGURE: self._configured,
+            Req.CONFIGURE_CLOSE: self._deconfigured,
+            Req.CLOSE: lambda queue, _message: self._closed(queue, None),
+            Req.REOPEN: self._reopened_remote,
+            Req.REOPEN_CONFIGURE: self._reconfigured,
+        }
+        self.failed_handlers: dict[str, FailedHandler] = {
+            Req.OPEN: self._open_failed,
+            Req.CONFIGURE_OPEN: self._configure_for_open_failed,
+            Req.CONFIGURE: self._configure_failed,
+            Req.CONFIGURE_CLOSE: lambda queue, _error: self._send_close(queue),
+            Req.CLOSE: self._closed,
+            Req.REOPEN: self._reopen_failed,
+            Req.REOPEN_CONFIGURE: self._reopen_failed,
+        }
+
+    def _request(
+        self, message: ctrl.ControlMessage, kind: str, queue_id: int | None, op_id: int | None
+    ) -> None:
+        self._requests.send(message, kind, queue_id, op_id, self._lifecycle.now)
+
+    # -- the user's operations ------------------------------------------------------------
 
     def open_queue(
         self,
@@ -59,104 +121,82 @@ class Queues(Requests):
         options: QueueOptions | None = None,
     ) -> tuple[int, int]:
         """Start opening ``uri``; returns (op id, queue id). The op completes once configured."""
-        self._now = now
-        self._require_started("open a queue")
+        self._lifecycle.now = now
+        self._lifecycle.require_started("open a queue")
         if not (read or write):
             raise UsageError("open_queue needs read=True and/or write=True")
         parsed = require_queue_uri(uri)
         base_uri, app_id = parsed.base, parsed.app_id
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
-        if (base_uri, app_id) in self._by_uri:
-            raise UsageError(
-                f"queue {uri!r} is already open (or opening) in this session; "
-                "open it once with read=True and write=True to do both"
-            )
         flags = (FLAG_READ if read else 0) | (FLAG_WRITE if write else 0)
         if write and ack:
             flags |= FLAG_ACK
-        queue_id = self._next_handle
-        self._next_handle += 1
-        # Like the official SDK: one wire qId per queue URI; each appId gets its own subId.
-        users = self._qids.get(base_uri)
-        if users is None:
-            users = self._qids[base_uri] = [self._next_qid, 0]
-            self._next_qid += 1
-        users[1] += 1
-        qid = users[0]
-        self._by_uri[(base_uri, app_id)] = queue_id
-        sub_id = self._new_stream_id() if app_id is not None else 0
-        queue = QueueRecord(queue_id, qid, base_uri, app_id, sub_id, flags)
-        self._routes[(qid, sub_id)] = queue_id
+        queue = self._table.add(uri, base_uri, app_id, flags)
         queue.options = options or QueueOptions()
         queue.step(QueueInput.OPEN)
-        self.queues[queue_id] = queue
-        op_id = self._new_op()
+        op_id = self._collector.new_op()
         queue.op_id = op_id
+        if self.host_health is not None and self.host_health.wants_suspended(queue):
+            # Configured empty, posts refused from the start.
+            queue.health_step(HealthInput.SUSPEND_AT_OPEN)
         message = ctrl.ControlMessage(
-            open_queue=ctrl.OpenQueue(handle_parameters=self._handle_parameters(queue))
+            open_queue=ctrl.OpenQueue(handle_parameters=self._table.handle_parameters(queue))
         )
-        self._request(message, Req.OPEN, queue_id, None)
-        return op_id, queue_id
+        self._request(message, Req.OPEN, queue.queue_id, None)
+        return op_id, queue.queue_id
 
     def configure_queue(
         self, queue_id: int, options: QueueOptions, now: float, *, suspended: bool = False
     ) -> int:
         """Standalone ConfigureStream on an open queue; returns the op id. ``suspended`` sends
         no subscription at all (the broker stops delivering; the options are kept for the next
-        configure), as the official SDK suspends a queue when the host turns unhealthy."""
-        self._now = now
-        self._require_started("configure a queue")
-        queue = self._queue(queue_id)
+        configure), as the official SDK suspends a queue when the host turns unhealthy. A queue
+        suspended for host health keeps the options for its resume."""
+        self._lifecycle.now = now
+        self._lifecycle.require_started("configure a queue")
+        queue = self._table.get(queue_id)
         if not queue.readable:
             raise UsageError(f"only a reader can be configured; {queue.uri} was opened write-only")
+        if queue.suspended and self.host_health is not None:
+            return self.host_health.configure_suspended(queue, options)
         if queue.op_id is not None:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
         queue.step(QueueInput.CONFIGURE)
-        op_id = self._new_op()
+        op_id = self._collector.new_op()
         queue.op_id = op_id
-        self._send_configure(queue, Req.CONFIGURE, options, empty=suspended)
+        self.send_configure(queue, Req.CONFIGURE, options, empty=suspended)
         return op_id
 
     def close_queue(self, queue_id: int, now: float) -> int:
         """ConfigureStream to nothing, then CloseQueue(isFinal); returns the op id."""
-        self._now = now
-        self._require_started("close a queue")
-        queue = self._queue(queue_id)
+        self._lifecycle.now = now
+        self._lifecycle.require_started("close a queue")
+        queue = self._table.get(queue_id)
         if queue.op_id is not None:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
         queue.step(QueueInput.CLOSE)
-        op_id = self._new_op()
+        op_id = self._collector.new_op()
         queue.op_id = op_id
-        self._start_close(queue)
+        self.start_close(queue)
         return op_id
 
-    def _start_close(self, queue: QueueRecord) -> None:
+    def start_close(self, queue: QueueRecord) -> None:
         """A reader first configures its stream to nothing; a writer goes straight to CloseQueue."""
         if queue.readable:
-            self._send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
+            self.send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
         else:
             self._send_close(queue)
 
-    def _handle_parameters(self, queue: QueueRecord) -> ctrl.QueueHandleParameters:
-        sub_info = (
-            ctrl.SubQueueIdInfo(sub_id=queue.sub_id, app_id=queue.app_id)
-            if queue.app_id is not None
-            else None
-        )
-        return ctrl.QueueHandleParameters(
-            uri=queue.uri,
-            q_id=queue.qid,
-            sub_id_info=sub_info,
-            flags=queue.flags,
-            read_count=1 if queue.readable else 0,
-            write_count=1 if queue.writable else 0,
-            admin_count=0,
-        )
+    # -- the requests ---------------------------------------------------------------------
 
-    def _send_configure(
+    def send_configure(
         self, queue: QueueRecord, kind: str, options: QueueOptions | None, *, empty: bool = False
     ) -> None:
+        """ConfigureStream (or, to an old broker, ConfigureQueueStream) for ``queue``; ``empty``
+        sends no subscription (the broker stops delivering)."""
+        if kind in (Req.CONFIGURE_OPEN, Req.REOPEN_CONFIGURE) and queue.suspended:
+            empty = True
         options = options or queue.options
         subscriptions: list[ctrl.Subscription] = []
         ids: list[int] = []
@@ -168,9 +208,9 @@ class Queues(Requests):
             if not queue.options.subscriptions and queue.subscription_ids:
                 previous = {Subscription(): queue.subscription_ids[0]}
             subscriptions, ids = wire_subscriptions(
-                options.subscription_objects, options, previous, self._new_stream_id
+                options.subscription_objects, options, previous, self._table.new_stream_id
             )
-            self._pending_subscriptions[queue.queue_id] = (ids, options)
+            self._table.pending_subscriptions[queue.queue_id] = (ids, options)
         if queue.readable:
             # Each stream's own credit: a subscription's limits (or the queue's), per stream id.
             limits: dict[int, tuple[int, int]] = {}
@@ -184,7 +224,7 @@ class Queues(Requests):
                     options.max_unconfirmed_messages,
                     options.max_unconfirmed_bytes,
                 )
-            self.credit.configuring(queue.queue_id, limits)
+            self._consumer.credit.configuring(queue.queue_id, limits)
         if self.broker_configure_stream:
             message = ctrl.ControlMessage(
                 configure_stream=ctrl.ConfigureStream(
@@ -214,177 +254,164 @@ class Queues(Requests):
             )
         self._request(message, kind, queue.queue_id, None)
 
-    def _on_request_ok(self, request: PendingRequest, message: ctrl.ControlMessage) -> None:
-        kind = request.kind
-        if kind == Req.CLOSE_ABANDONED:
-            self._maybe_disconnect()
-            return
-        queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
-        if queue is None:
-            log.warning("response to %s for a queue no longer known dropped", kind)
-            return
-        if kind in CONFIGURE_REQUESTS:
-            self.credit.configured(queue.queue_id, ok=True)
-        elif kind in (Req.OPEN, Req.REOPEN) and message.open_queue_response is not None:
-            routing = message.open_queue_response.routing_configuration
-            if routing is not None and at_most_once(routing.flags):
-                self.credit.untracked(queue.queue_id)
-        if kind == Req.REOPEN:
-            queue.remote = RemoteQueueState.OPENED
-            if queue.readable:
-                self._send_configure(queue, Req.REOPEN_CONFIGURE, None)
-            else:
-                self._reopened(queue, None)
-        elif kind == Req.REOPEN_CONFIGURE:
-            queue.remote = RemoteQueueState.CONFIGURED
-            self._apply_subscriptions(queue)
-            self._reopened(queue, None)
-        elif kind == Req.OPEN:
-            queue.remote = RemoteQueueState.OPENED
-            queue.step(QueueInput.OPEN_OK)
-            if self.state is SessionState.STOPPING:
-                queue.step(QueueInput.CONFIGURE_FAILED)  # → CLOSING: undo the open
-                self._send_close(queue)
-            elif not queue.readable:
-                # Like the official SDKs: a write-only queue has no stream to configure.
-                queue.step(QueueInput.CONFIGURE_OK)
-                self._finish_queue_op(queue, None)
-            else:
-                self._send_configure(queue, Req.CONFIGURE_OPEN, None)
-        elif kind == Req.CONFIGURE_OPEN:
-            queue.remote = RemoteQueueState.CONFIGURED
-            self._apply_subscriptions(queue)
-            if self.state is SessionState.STOPPING:
-                queue.step(QueueInput.CONFIGURE_FAILED)
-                self._send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
-            else:
-                queue.step(QueueInput.CONFIGURE_OK)
-                self._finish_queue_op(queue, None)
-        elif kind == Req.CONFIGURE:
-            self._apply_subscriptions(queue)
-            self._finish_queue_op(queue, None)
-        elif kind == Req.CONFIGURE_CLOSE:
-            queue.remote = RemoteQueueState.OPENED
-            self._send_close(queue)
-        elif kind == Req.CLOSE:
-            self._closed(queue, None)
-        self._maybe_disconnect()
-
-    def _on_request_failed(self, request: PendingRequest, error: PybmqError) -> None:
-        kind = request.kind
-        queue = self.queues.get(request.queue_id) if request.queue_id is not None else None
-        if queue is None:
-            self._maybe_disconnect()
-            return
-        if kind in CONFIGURE_REQUESTS:
-            self.credit.configured(queue.queue_id, ok=False)
-        if kind in (Req.REOPEN, Req.REOPEN_CONFIGURE):
-            if kind == Req.REOPEN_CONFIGURE:  # the broker holds it open: release it
-                close = ctrl.CloseQueue(
-                    handle_parameters=self._handle_parameters(queue), is_final=True
-                )
-                self._request(
-                    ctrl.ControlMessage(close_queue=close), Req.CLOSE_ABANDONED, None, None
-                )
-            self._reopened(queue, error)
-        elif kind == Req.OPEN:
-            queue.step(QueueInput.OPEN_FAILED)
-            self._finish_queue_op(queue, error)
-            self._forget(queue)
-        elif kind == Req.CONFIGURE_OPEN:
-            # The broker holds the queue open: fail the open now and release the queue.
-            queue.step(QueueInput.CONFIGURE_FAILED)
-            self._finish_queue_op(queue, error)
-            self._send_close(queue)
-        elif kind == Req.CONFIGURE:
-            self._pending_subscriptions.pop(queue.queue_id, None)
-            self._finish_queue_op(queue, error)
-        elif kind == Req.CONFIGURE_CLOSE:
-            # Still detach: a refused reconfigure must not keep the queue attached.
-            self._send_close(queue)
-        elif kind == Req.CLOSE:
-            self._closed(queue, error)
-        self._maybe_disconnect()
-
     def _send_close(self, queue: QueueRecord) -> None:
         message = ctrl.ControlMessage(
             close_queue=ctrl.CloseQueue(
-                handle_parameters=self._handle_parameters(queue), is_final=True
+                handle_parameters=self._table.handle_parameters(queue), is_final=True
             )
         )
         self._request(message, Req.CLOSE, queue.queue_id, None)
 
+    def close_abandoned(self, parameters: ctrl.QueueHandleParameters) -> None:
+        """Release a queue the broker opened for a request we gave up on (or a failed reopen)."""
+        close = ctrl.CloseQueue(handle_parameters=parameters, is_final=True)
+        self._request(ctrl.ControlMessage(close_queue=close), Req.CLOSE_ABANDONED, None, None)
+
+    # -- answers: one handler per request kind, for success and for failure ----------------
+
+    def on_answer(self, request: PendingRequest, message: ctrl.ControlMessage) -> None:
+        """A successful answer to one of the queue requests."""
+        if request.kind == Req.CLOSE_ABANDONED:
+            return
+        queue = self._answered_queue(request)
+        if queue is None:
+            log.warning("response to %s for a queue no longer known dropped", request.kind)
+            return
+        if request.kind in CONFIGURE_REQUESTS:
+            self._consumer.credit.configured(queue.queue_id, ok=True)
+        elif message.open_queue_response is not None:  # OPEN or REOPEN
+            routing = message.open_queue_response.routing_configuration
+            if routing is not None and at_most_once(routing.flags):
+                self._consumer.credit.untracked(queue.queue_id)
+        self.ok_handlers[request.kind](queue, message)
+
+    def on_failure(self, request: PendingRequest, error: PybmqError) -> None:
+        """A refused (or timed-out) queue request."""
+        queue = self._answered_queue(request)
+        if queue is None or request.kind == Req.CLOSE_ABANDONED:
+            return
+        if request.kind in CONFIGURE_REQUESTS:
+            self._consumer.credit.configured(queue.queue_id, ok=False)
+        self.failed_handlers[request.kind](queue, error)
+
+    def _answered_queue(self, request: PendingRequest) -> QueueRecord | None:
+        return self._table.queues.get(request.queue_id) if request.queue_id is not None else None
+
+    def _opened(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        queue.remote_step(RemoteQueueInput.OPENED)
+        queue.step(QueueInput.OPEN_OK)
+        if self._lifecycle.state is SessionState.STOPPING:
+            queue.step(QueueInput.CONFIGURE_FAILED)  # → CLOSING: undo the open
+            self._send_close(queue)
+        elif not queue.readable:
+            # Like the official SDKs: a write-only queue has no stream to configure.
+            queue.step(QueueInput.CONFIGURE_OK)
+            self.finish_op(queue, None)
+        else:
+            self.send_configure(queue, Req.CONFIGURE_OPEN, None)
+
+    def _configured_for_open(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        queue.remote_step(RemoteQueueInput.CONFIGURED)
+        self._table.apply_subscriptions(queue)
+        if self._lifecycle.state is SessionState.STOPPING:
+            queue.step(QueueInput.CONFIGURE_FAILED)
+            self.send_configure(queue, Req.CONFIGURE_CLOSE, None, empty=True)
+        else:
+            queue.step(QueueInput.CONFIGURE_OK)
+            self.finish_op(queue, None)
+
+    def _configured(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        self._table.apply_subscriptions(queue)
+        self.finish_op(queue, None)
+
+    def _deconfigured(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        queue.remote_step(RemoteQueueInput.DECONFIGURED)
+        self._send_close(queue)
+
+    def _reopened_remote(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        queue.remote_step(RemoteQueueInput.OPENED)
+        if queue.readable:
+            self.send_configure(queue, Req.REOPEN_CONFIGURE, None)
+        else:
+            self._reopened(queue, None)
+
+    def _reconfigured(self, queue: QueueRecord, _message: ctrl.ControlMessage) -> None:
+        queue.remote_step(RemoteQueueInput.CONFIGURED)
+        self._table.apply_subscriptions(queue)
+        self._reopened(queue, None)
+
+    def _open_failed(self, queue: QueueRecord, error: PybmqError) -> None:
+        queue.step(QueueInput.OPEN_FAILED)
+        self.finish_op(queue, error)
+        self.forget(queue)
+
+    def _configure_for_open_failed(self, queue: QueueRecord, error: PybmqError) -> None:
+        # The broker holds the queue open: fail the open now and release the queue.
+        queue.step(QueueInput.CONFIGURE_FAILED)
+        self.finish_op(queue, error)
+        self._send_close(queue)
+
+    def _configure_failed(self, queue: QueueRecord, error: PybmqError) -> None:
+        self._table.pending_subscriptions.pop(queue.queue_id, None)
+        self.finish_op(queue, error)
+
+    def _reopen_failed(self, queue: QueueRecord, error: PybmqError) -> None:
+        if queue.remote is not queue.remote.CLOSED:  # the broker holds it open: release it
+            self.close_abandoned(self._table.handle_parameters(queue))
+        self._reopened(queue, error)
+
     def _closed(self, queue: QueueRecord, error: PybmqError | None) -> None:
         queue.step(QueueInput.CLOSE_DONE)
-        queue.remote = RemoteQueueState.CLOSED
-        self._finish_queue_op(queue, error)
-        self._forget(queue)
+        queue.remote_step(RemoteQueueInput.CLOSED)
+        self.finish_op(queue, error)
+        self.forget(queue)
         # Posts to a closed queue can no longer be acknowledged.
-        for guid, pending in list(self._unacked.items()):
-            if pending.queue_id == queue.queue_id:
-                del self._unacked[guid]
-                if pending.batch is not None:
-                    pending.batch.remaining -= 1
-                ack = Ack(guid, queue.uri, AckStatus.CANCELED, local=True, reason="queue closed")
-                self._events.append(AckReceived(ack, pending.context))
+        self._publisher.cancel(queue, AckStatus.CANCELED, "queue closed", held=False)
 
-    def _forget(self, queue: QueueRecord) -> None:
-        """Drop everything kept for ``queue`` (its own entries only: O(1) in the queue count)."""
-        del self.queues[queue.queue_id]
-        self.credit.forget(queue.queue_id)
-        queue.counters.add_into(self._closed_counters)
-        self._pending_subscriptions.pop(queue.queue_id, None)
-        self._by_uri.pop((queue.base_uri, queue.app_id), None)
-        users = self._qids.get(queue.base_uri)
-        if users is not None:
-            users[1] -= 1
-            if not users[1]:
-                del self._qids[queue.base_uri]
-        for sid in (queue.sub_id, *queue.subscription_ids):
-            if self._routes.get((queue.qid, sid)) == queue.queue_id:
-                del self._routes[(queue.qid, sid)]
-                self._subscription_handles.pop((queue.qid, sid), None)
+    # -- bookkeeping ----------------------------------------------------------------------
 
-    def _apply_subscriptions(self, queue: QueueRecord) -> None:
-        pending = self._pending_subscriptions.pop(queue.queue_id, None)
-        if pending is not None:
-            for sid in queue.subscription_ids:
-                self._routes.pop((queue.qid, sid), None)
-                self._subscription_handles.pop((queue.qid, sid), None)
-            queue.subscription_ids, queue.options = pending
-            for sid in queue.subscription_ids:
-                self._routes[(queue.qid, sid)] = queue.queue_id
-            # The handle each message carries: the application's own Subscription objects.
-            for sid, subscription in zip(
-                queue.subscription_ids, queue.options.subscription_objects, strict=False
-            ):
-                self._subscription_handles[(queue.qid, sid)] = subscription
-
-    def _finish_queue_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
+    def finish_op(self, queue: QueueRecord, error: PybmqError | None) -> None:
+        """The user operation waiting on ``queue`` (if any) completes; host health may then
+        move the queue."""
         if queue.op_id is not None:
-            self._complete(queue.op_id, error)
+            self._collector.complete(queue.op_id, error)
             queue.op_id = None
+        if self.host_health is not None and queue.queue_id in self._table.queues:
+            self.host_health.sync(queue)
 
-    def _start_reopen(self) -> None:
+    def forget(self, queue: QueueRecord) -> None:
+        """Drop ``queue`` and its credit."""
+        self._table.forget(queue)
+        self._consumer.credit.forget(queue.queue_id)
+
+    def start_reopen(self) -> None:
         """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open."""
-        for queue in self.queues.values():
-            self._reopening.add(queue.queue_id)
+        for queue in self._table.queues.values():
+            self.reopening.add(queue.queue_id)
             message = ctrl.ControlMessage(
-                open_queue=ctrl.OpenQueue(handle_parameters=self._handle_parameters(queue))
+                open_queue=ctrl.OpenQueue(handle_parameters=self._table.handle_parameters(queue))
             )
             self._request(message, Req.REOPEN, queue.queue_id, None)
-        self._maybe_restored()
+        self.maybe_restored()
 
     def _reopened(self, queue: QueueRecord, error: PybmqError | None) -> None:
-        self._reopening.discard(queue.queue_id)
-        self._events.append(QueueReopened(queue.queue_id, queue.uri, error))
+        self.reopening.discard(queue.queue_id)
+        self._collector.emit(QueueReopened(queue.queue_id, queue.uri, error))
         if error is not None:
             queue.step(QueueInput.SESSION_DOWN)
-            self._cancel_posts(queue, AckStatus.NOT_CONNECTED, f"queue not reopened: {error}")
-            self._forget(queue)
-        self._maybe_restored()
+            self._publisher.cancel(queue, AckStatus.NOT_CONNECTED, f"queue not reopened: {error}")
+            self.forget(queue)
+        self.maybe_restored()
 
-    def _maybe_restored(self) -> None:
-        if self._restoring and not self._reopening and self.state is SessionState.STARTED:
-            self._restoring = False
-            self._events.append(StateRestored())
+    def maybe_restored(self) -> None:
+        """StateRestored once every queue is reopened; host health then moves the queues."""
+        lifecycle = self._lifecycle
+        if (
+            lifecycle.recovery is RecoveryState.RESTORING
+            and not self.reopening
+            and lifecycle.state is SessionState.STARTED
+        ):
+            lifecycle.recovery_step(RecoveryInput.QUEUES_RESTORED)
+            self._collector.emit(StateRestored())
+            if self.host_health is not None:
+                self.host_health.queues_restored()

@@ -8,10 +8,12 @@ from pybmq._version import __version__
 from pybmq.client.fsm import (
     HEALTH_TRANSITIONS,
     QUEUE_TRANSITIONS,
+    REMOTE_QUEUE_TRANSITIONS,
     HealthInput,
     HealthState,
     QueueInput,
     QueueState,
+    RemoteQueueInput,
     RemoteQueueState,
     step,
 )
@@ -160,6 +162,11 @@ class QueueRecord:
 
     def step(self, event: QueueInput) -> None:
         self.state = step(f"queue {self.uri}", QUEUE_TRANSITIONS, self.state, event)
+
+    def remote_step(self, event: RemoteQueueInput) -> None:
+        self.remote = step(
+            f"queue {self.uri} (broker side)", REMOTE_QUEUE_TRANSITIONS, self.remote, event
+        )
 
     def health_step(self, event: HealthInput) -> None:
         self.health = step(f"queue {self.uri} health", HEALTH_TRANSITIONS, self.health, event)

@@ -1,49 +1,76 @@
-"""Control requests: rIds, deadlines, and the Disconnect that ends a graceful stop."""
+"""Control requests in flight: each gets an rId and a deadline, and its answer (or its timeout)
+is handed back with the kind of request it answers, so that the right handler takes it.
+"""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable, Iterator
 
-from pybmq.client.consuming import Consuming
-from pybmq.client.fsm import (
-    SessionState,
-)
-from pybmq.client.records import (
-    PendingRequest,
-    Req,
-)
+from pybmq.client.options import SessionOptions
+from pybmq.client.records import PendingRequest, Req
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.wire.control import (
-    encode_control,
-)
 
-log = logging.getLogger("pybmq.client.engine")
+_MAX_RID = 2**31 - 1
 
 
-class Requests(Consuming):
-    """Control requests: rIds, deadlines, and the Disconnect that ends a graceful stop."""
+class RequestTable:
+    """rId → the request waiting for its answer; rIds of abandoned opens, to undo them."""
 
-    def _request(
-        self, message: ctrl.ControlMessage, kind: str, queue_id: int | None, op_id: int | None
+    def __init__(
+        self, send: Callable[[ctrl.ControlMessage], None], options: SessionOptions
     ) -> None:
+        """``send`` writes a control message (the data buffered before it goes first);
+        ``options.request_timeout``: seconds a request may wait for its answer."""
+        self._send = send
+        self.options = options
+        self.pending: dict[int, PendingRequest] = {}
+        # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
+        self.abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
+        self._next_rid = 1
+
+    def send(
+        self,
+        message: ctrl.ControlMessage,
+        kind: str,
+        queue_id: int | None,
+        op_id: int | None,
+        now: float,
+    ) -> None:
+        """Send ``message`` as a request of ``kind`` (for queue handle ``queue_id`` and user
+        operation ``op_id``, when it has them)."""
         rid = self._next_rid
-        self._next_rid = self._next_rid + 1 if self._next_rid < 2**31 - 1 else 1
+        self._next_rid = rid + 1 if rid < _MAX_RID else 1
         message.r_id = rid
-        self._requests[rid] = PendingRequest(
-            kind, self._now + self.options.request_timeout, queue_id, op_id
+        self.pending[rid] = PendingRequest(
+            kind, now + self.options.request_timeout, queue_id, op_id
         )
-        self._send_control(message)
+        self._send(message)
 
-    def _send_control(self, message: ctrl.ControlMessage | ctrl.NegotiationMessage) -> None:
-        # Data buffered before this request must reach the broker before it (post, then close).
-        self._flush_data()
-        self._out.append(encode_control(message, self.encoding))
+    def answered(self, rid: int) -> PendingRequest | None:
+        """The request ``rid`` answers (None: unknown, late, or abandoned)."""
+        return self.pending.pop(rid, None)
 
-    def _maybe_disconnect(self) -> None:
-        """Send Disconnect once no queue is mid-request (the broker then sends nothing more)."""
-        if self.state is not SessionState.STOPPING or self._disconnect_sent:
-            return
-        if any(r.kind != Req.DISCONNECT for r in self._requests.values()):
-            return
-        self._disconnect_sent = True
-        self._request(ctrl.ControlMessage(disconnect=ctrl.Disconnect()), Req.DISCONNECT, None, None)
+    def expired(self, now: float) -> Iterator[tuple[int, PendingRequest]]:
+        """Each request whose deadline passed, taken out as it is yielded (one that the
+        handling of an earlier one removed is skipped)."""
+        pending = self.pending
+        for rid, request in list(pending.items()):
+            if request.deadline <= now and rid in pending:
+                del pending[rid]
+                yield rid, request
+
+    def only_disconnect_left(self) -> bool:
+        return all(r.kind == Req.DISCONNECT for r in self.pending.values())
+
+    def next_deadline(self) -> float | None:
+        return min((r.deadline for r in self.pending.values()), default=None)
+
+    def clear(self) -> list[PendingRequest]:
+        """Forget every request (the connection is gone); returns them, to fail their ops."""
+        requests = list(self.pending.values())
+        self.pending.clear()
+        self.abandoned_opens.clear()
+        return requests
+
+    def __bool__(self) -> bool:
+        return bool(self.pending)

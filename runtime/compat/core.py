@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -70,7 +69,7 @@ class SessionCore:
         # sends the request, so each call gets its own deadline.
         assert self._inner is not None
         engine = self._inner._engine
-        engine.options = dataclasses.replace(engine.options, request_timeout=seconds)
+        engine.update_options(request_timeout=seconds)
 
     def _queue(self, queue_uri: str) -> QueueRecord:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri

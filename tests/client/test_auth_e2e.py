@@ -175,9 +175,9 @@ async def test_expiry_then_reconnect_recovers(
 ) -> None:
     # A client that re-authenticates too late (as with a skewed clock): the broker disconnects
     # it at the end of the lifetime; with reconnect it authenticates again and carries on.
-    import pybmq.client.auth
+    import pybmq.client.handshake
 
-    monkeypatch.setattr(pybmq.client.auth, "reauthentication_delay", lambda ms: 3600.0)
+    monkeypatch.setattr(pybmq.client.handshake, "reauthentication_delay", lambda ms: 3600.0)
     sim = await simulator(credentials, lifetime_ms=1000)
     try:
         session = AsyncSession(sim.url, options=options(reconnect=True))
@@ -185,7 +185,7 @@ async def test_expiry_then_reconnect_recovers(
         try:
             queue = await session.open_queue(QUEUE, read=True, write=True)
             for _ in range(800):
-                if session.reconnects >= 1 and session._engine._restoring is False:
+                if session.reconnects >= 1 and session._engine.restoring is False:
                     break
                 await asyncio.sleep(0.025)
             assert session.connection_losses >= 1 and session.reconnects >= 1

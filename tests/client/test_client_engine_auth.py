@@ -4,7 +4,6 @@ timeout, re-authentication before the lifetime runs out, and after a reconnect."
 from __future__ import annotations
 
 import pytest
-from pybmq.client.auth import reauthentication_delay
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     ConnectionLost,
@@ -14,6 +13,7 @@ from pybmq.client.events import (
     SessionStopped,
 )
 from pybmq.client.fsm import SessionState
+from pybmq.client.handshake import reauthentication_delay
 from pybmq.client.options import Credential, SessionOptions
 from pybmq.errors import AuthenticationError, AuthenticationTimeoutError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl

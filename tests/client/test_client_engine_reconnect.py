@@ -66,7 +66,7 @@ class Harness:
                     if event.header.type == EventType.CONTROL:
                         reply(self.engine, control(event))
                     elif event.header.type == EventType.PUT:
-                        assert not self.engine._restoring, "a PUT before the queues were reopened"
+                        assert not self.engine.restoring, "a PUT before the queues were reopened"
                         for put in iter_put(event):
                             self.sent.append(put.guid)
                             self.unacked_on_wire.append(put.guid)
@@ -179,7 +179,7 @@ def test_refused_negotiation_while_reconnecting_is_another_connection_lost() -> 
     assert h.engine.state is SessionState.RECONNECTING
     assert [type(e) for e in events] == [ConnectionLost]
     h.connect()
-    assert h.engine.state is SessionState.STARTED and not h.engine._restoring
+    assert h.engine.state is SessionState.STARTED and not h.engine.restoring
 
 
 def test_missed_heartbeats_drop_instead_of_stopping() -> None:

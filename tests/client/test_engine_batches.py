@@ -100,9 +100,11 @@ def test_a_small_properties_cache_still_posts_correctly() -> None:
     writer = open_queue(engine, URI, write=True)
     for i in range(600):  # more distinct mappings than the cache holds
         engine.post(writer, b"p", 0.0, properties={"i": i})
-    assert 0 < len(engine._properties_cache) <= 256
+    assert 0 < len(engine.publisher.properties_cache) <= 256
     engine.post(writer, b"p", 0.0, properties={"big": bytes(2048)})  # too big to be kept
-    assert not any(len(props.encode()) > 1024 for props, _ in engine._properties_cache.values())
+    assert not any(
+        len(props.encode()) > 1024 for props, _ in engine.publisher.properties_cache.values()
+    )
     engine.data_to_send()
     for i in range(600):
         engine.post(writer, b"p", 0.0, properties={"i": i})

@@ -54,7 +54,7 @@ async def test_a_broker_without_ex_nacks_an_extended_post() -> None:
         BrokerSimulator(BrokerConfig(extended_properties=False)) as sim,
         AsyncSession(sim.url) as producer,
     ):
-        producer._engine.extended_properties = True  # a client without the fallback
+        producer._engine.publisher.extended_properties = True  # a client without the fallback
         writer = await producer.open_queue(URI, write=True)
         ack = await writer.post(b"x", properties={"kind": "red"})
         assert not ack.ok

@@ -86,4 +86,4 @@ def test_a_reopen_after_a_reconnect_keeps_the_subscription_ids() -> None:
     after = configured(engine)
     assert [s.s_id for s in after] == before
     assert after[0].consumers[0].consumer_priority == 2
-    assert engine._subscription_handles[(engine.queues[queue_id].qid, before[0])] is red
+    assert engine.table.subscription_handles[(engine.queues[queue_id].qid, before[0])] is red

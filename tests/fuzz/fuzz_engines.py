@@ -77,7 +77,7 @@ def fuzz_client(data: bytes, reconnect: bool) -> None:
         except ProtocolError:
             assert engine.state is SessionState.STOPPED
             return
-        assert engine._reader.buffered <= engine._reader.max_event_size
+        assert engine.incoming_buffered <= engine.channel.reader.max_event_size
         engine.handle_timeout(float(i))
         engine.data_to_send()
         engine.next_events()

@@ -231,8 +231,8 @@ async def test_many_queues_are_opened_in_linear_time_and_freed_when_closed() -> 
         assert not session.handles and not session.by_qid
         assert not sim.broker.store.queues
         engine = client._engine
-        assert not engine.queues and not engine._routes and not engine._by_uri
-        assert not engine._qids and not engine.credit._handles
+        assert not engine.queues and not engine.table.routes and not engine.table.by_uri
+        assert not engine.table.qids and not engine.credit._handles
         assert engine.credit.total_messages == 0 and engine.credit.total_bytes == 0
         # A queue holding messages is kept after its last close (they wait for a consumer).
         writer = await client.open_queue(uris[0], write=True)

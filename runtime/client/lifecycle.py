@@ -1,0 +1,66 @@
+"""The session's own state: where it is in its life (``SessionState``), whether it is restoring
+its queues after a reconnect (``RecoveryState``), whether a graceful stop's Disconnect went out
+(``DisconnectState``), and the user operations a stop completes. Every change is a row of a
+table in :mod:`pybmq.client.fsm`."""
+
+from __future__ import annotations
+
+from pybmq.client.fsm import (
+    DISCONNECT_TRANSITIONS,
+    RECOVERY_TRANSITIONS,
+    SESSION_TRANSITIONS,
+    DisconnectInput,
+    DisconnectState,
+    RecoveryInput,
+    RecoveryState,
+    SessionInput,
+    SessionState,
+    step,
+)
+from pybmq.errors import SessionStoppedError, UsageError
+
+_STARTED = SessionState.STARTED
+_STOPPED = SessionState.STOPPED
+_RESTORING = RecoveryState.RESTORING
+
+
+class Lifecycle:
+    """The session's states and the stop's bookkeeping; the parts read it, the engine moves it."""
+
+    def __init__(self) -> None:
+        self.state = SessionState.CREATED
+        self.recovery = RecoveryState.LIVE
+        self.disconnect = DisconnectState.NOT_SENT
+        # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
+        self.generation = 0
+        self.stop_op: int | None = None
+        self.stop_deadline: float | None = None
+        self.extra_stop_ops: list[int] = []  # later stop() calls, completed with the first
+        self.now = 0.0  # the time of the latest input (the shell's clock)
+
+    def step(self, event: SessionInput) -> None:
+        self.state = step("session", SESSION_TRANSITIONS, self.state, event)
+
+    def recovery_step(self, event: RecoveryInput) -> None:
+        self.recovery = step("session recovery", RECOVERY_TRANSITIONS, self.recovery, event)
+
+    def disconnect_step(self, event: DisconnectInput) -> None:
+        self.disconnect = step("disconnect", DISCONNECT_TRANSITIONS, self.disconnect, event)
+
+    @property
+    def restoring(self) -> bool:
+        """Reconnecting or reopening queues (posts are held), in a session not over."""
+        return self.recovery is _RESTORING and self.state is not _STOPPED
+
+    @property
+    def disconnect_sent(self) -> bool:
+        return self.disconnect is DisconnectState.SENT
+
+    def require_started(self, what: str) -> None:
+        """UsageError (SessionStoppedError once stopping) unless ``what`` can be done now."""
+        if self.recovery is _RESTORING and self.state is not _STOPPED:
+            raise UsageError(f"cannot {what}: the session is reconnecting (wait for StateRestored)")
+        if self.state is not _STARTED:
+            if self.state in (SessionState.STOPPING, _STOPPED):
+                raise SessionStoppedError(f"cannot {what}: session is {self.state.value}")
+            raise UsageError(f"cannot {what}: session is {self.state.value}, not STARTED")
