@@ -28,6 +28,7 @@ LAYER_OF = {
     "pybmq.errors": "base",
     "pybmq.uri": "base",
     "pybmq.loopthread": "base",
+    "pybmq.statemachine": "base",
     "pybmq.codec": "codec",
     "pybmq.generated": "generated",
     "pybmq.codegen": "codegen",

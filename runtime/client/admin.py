@@ -16,20 +16,18 @@ long admin session is not closed by the broker when its credential expires; the 
 within ``request_timeout``.
 
 The shell (``pybmq admin``) opens the socket (TCP or TLS), feeds ``receive_data`` and writes
-``data_to_send``, and calls ``handle_timeout`` at ``next_deadline``; the engine answers
-heartbeats itself.
+``data_to_send``, and calls ``handle_timeout`` at ``next_deadline``. The connection's framing,
+output and heartbeat answers are a ``pybmq.wire.channel.Channel`` (it answers heartbeats and
+never probes), and the authentication clock is the client's ``Authenticator``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pybmq._version import __version__
-from pybmq.client.handshake import authentication_event, reauthentication_delay
+from pybmq.client.handshake import Authenticator, client_identity
 from pybmq.client.options import SessionOptions
-from pybmq.client.records import SDK_VERSION
 from pybmq.errors import (
-    AuthenticationError,
     AuthenticationTimeoutError,
     BrokerError,
     ProtocolError,
@@ -37,14 +35,10 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.generated.wire_codec import PROTOCOL_VERSION, EncodingType, EventType
-from pybmq.wire.control import (
-    HEARTBEAT_RSP_EVENT,
-    decode_authentication,
-    decode_control_as,
-    encode_control,
-)
-from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE, EventReader
+from pybmq.generated.wire_codec import EncodingType, EventType
+from pybmq.wire.channel import Channel
+from pybmq.wire.control import decode_authentication, decode_control_as, encode_control
+from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE
 
 # Largest answer accepted: a broker's admin results can be big (a whole broker config, every
 # queue of a cluster), far more than a client's control messages.
@@ -78,45 +72,31 @@ class AdminEngine:
         options = options or SessionOptions()
         self.negotiated = False
         self.broker_version: int | None = None
-        self._reader = EventReader(max_event_size)
+        self._channel = Channel(max_event_size=max_event_size, now=now)
         self._pending: dict[int, str] = {}
         self._next_id = 1
-        identity = ctrl.ClientIdentity(
-            protocol_version=PROTOCOL_VERSION,
-            sdk_version=SDK_VERSION,
+        identity = client_identity(
+            options,
             client_type=ctrl.ClientType.E_TCPADMIN,
-            process_name=options.process_name,
-            pid=options.pid,
-            session_id=1,
-            host_name=options.host_name,
             features="PROTOCOL_ENCODING:JSON",
-            cluster_name="",
-            cluster_node_id=-1,
-            sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
+            session_id=1,
             guid_info=ctrl.GuidInfo(client_id="", nano_seconds_from_epoch=0),
-            user_agent=f"pybmq/{__version__}",
         )
         negotiation = ctrl.NegotiationMessage(client_identity=identity)
         self._negotiation = encode_control(negotiation, EncodingType.JSON)
         self._held: list[bytes] = []  # commands waiting for the negotiation's answer
-        self._provider = options.credential_provider
-        self._request_timeout = options.request_timeout
+        self._auth = Authenticator(options.credential_provider, options.request_timeout)
         self._now = now  # the latest time the shell gave
-        self._auth_deadline: float | None = None  # a request is out: its answer is due by then
-        self._reauth_at: float | None = None  # when to authenticate again
-        self.authentications = 0  # requests the broker accepted (first and re-authentications)
-        self.authenticated = self._provider is None
-        self._out: list[bytes] = []
-        if self._provider is None:
-            self._out.append(self._negotiation)
+        self.authenticated = not self._auth.enabled
+        if self._auth.enabled:
+            self._channel.send(self._auth.request(now))
         else:
-            self._authenticate()
+            self._channel.send(self._negotiation)
 
-    def _authenticate(self) -> None:
-        assert self._provider is not None
-        self._out.append(authentication_event(self._provider))
-        self._auth_deadline = self._now + self._request_timeout
-        self._reauth_at = None
+    @property
+    def authentications(self) -> int:
+        """Requests the broker accepted (first and re-authentications)."""
+        return self._auth.accepted
 
     @property
     def pending(self) -> int:
@@ -131,32 +111,32 @@ class AdminEngine:
         self._next_id += 1
         self._pending[r_id] = text
         message = ctrl.ControlMessage(r_id=r_id, admin_command=ctrl.AdminCommand(command=text))
-        (self._out if self.negotiated else self._held).append(
-            encode_control(message, EncodingType.JSON)
-        )
+        data = encode_control(message, EncodingType.JSON)
+        if self.negotiated:
+            self._channel.send(data)
+        else:
+            self._held.append(data)
         return r_id
 
     def data_to_send(self) -> bytes:
-        out, self._out = b"".join(self._out), []
-        return out
+        return self._channel.take_output()
 
     def next_deadline(self) -> float | None:
         """When ``handle_timeout`` is next due (None: nothing scheduled)."""
-        if self._auth_deadline is not None:
-            return self._auth_deadline
-        return self._reauth_at
+        return self._auth.next_deadline()
 
     def handle_timeout(self, now: float) -> None:
         """Time has come to ``now``: authenticate again if due. AuthenticationTimeoutError if
         the broker did not answer an authentication within ``request_timeout``."""
         self._now = now
-        if self._auth_deadline is not None and self._auth_deadline <= now:
-            self._auth_deadline = None
+        auth = self._auth
+        if auth.timed_out(now):
+            auth.reset()
             raise AuthenticationTimeoutError(
-                f"no authenticationResponse within {self._request_timeout:g}s"
+                f"no authenticationResponse within {auth.request_timeout:g}s"
             )
-        if self._reauth_at is not None and self._reauth_at <= now:
-            self._authenticate()
+        if auth.renewal_due(now):
+            self._channel.send(auth.request(now))
 
     def receive_data(self, data: bytes, now: float | None = None) -> list[AdminAnswer]:
         """Bytes from the broker (received at ``now``; default: the latest time given) -> the
@@ -167,7 +147,7 @@ class AdminEngine:
             self._now = now
         answers = []
         try:
-            events = self._reader.feed(data)
+            events = list(self._channel.feed(data, self._now))
         except ProtocolError as exc:
             if not self.negotiated:
                 raise ProtocolError(
@@ -176,10 +156,8 @@ class AdminEngine:
                     offset=exc.offset,
                 ) from None
             raise
-        for event in events:
-            if event.type == EventType.HEARTBEAT_REQ:
-                self._out.append(HEARTBEAT_RSP_EVENT)
-            elif event.type == EventType.AUTHENTICATION:
+        for event in events:  # heartbeats were answered by the channel
+            if event.type == EventType.AUTHENTICATION:
                 self._on_authentication(decode_authentication(event)[0])
             elif event.type != EventType.CONTROL:
                 continue  # nothing else is meant for an admin session
@@ -213,30 +191,14 @@ class AdminEngine:
             )
         self.negotiated = True
         self.broker_version = response.broker_version
-        self._out += self._held
+        for command in self._held:
+            self._channel.send(command)
         self._held = []
 
     def _on_authentication(self, message: ctrl.AuthenticationMessage) -> None:
-        response = message.authentication_response
-        if response is None:
-            raise ProtocolError(f"expected an authenticationResponse, got {message.selection}")
-        if self._auth_deadline is None:
-            return  # not asked for
-        self._auth_deadline = None
-        status = response.status
-        if status.category != ctrl.StatusCategory.E_SUCCESS:
-            raise AuthenticationError(
-                f"authentication refused by the broker: {status.category.name} "
-                f"({status.code}) {status.message}".rstrip(),
-                category=status.category.name,
-                code=status.code,
-            )
-        self.authentications += 1
-        if response.lifetime_ms is not None:
-            self._reauth_at = self._now + reauthentication_delay(response.lifetime_ms)
-        if not self.authenticated:
+        if self._auth.on_response(message, self._now) and not self.authenticated:
             self.authenticated = True
-            self._out.append(self._negotiation)
+            self._channel.send(self._negotiation)
 
     def _on_control(self, message: ctrl.ControlMessage) -> AdminAnswer | None:
         r_id = message.r_id

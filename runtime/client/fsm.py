@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TypeVar
 
-from pybmq.errors import InvalidTransitionError
+from pybmq.statemachine import step
 
 
 class SessionState(enum.Enum):
@@ -245,18 +244,4 @@ HOST_TRANSITIONS: Mapping[tuple[HostState, HostInput], HostState] = {
 }
 del T, U
 
-StateT = TypeVar("StateT", bound=enum.Enum)
-InputT = TypeVar("InputT", bound=enum.Enum)
-
-
-def step(
-    machine: str,
-    table: Mapping[tuple[StateT, InputT], StateT],
-    state: StateT,
-    event: InputT,
-) -> StateT:
-    """The state after ``event`` in ``state``; raises InvalidTransitionError if the table has none."""
-    try:
-        return table[(state, event)]
-    except KeyError:
-        raise InvalidTransitionError(machine, state.value, event.value) from None
+__all__ = ["step"]  # the one table step (pybmq.statemachine), re-exported for the engine

@@ -77,7 +77,7 @@ class Broker:
         for consumer, messages in runs:
             owner = consumer.owner
             assert isinstance(owner, ClientSession)
-            owner._push(consumer, messages)
+            owner.flow.push(consumer, messages)
 
     def _forget(self, session: ClientSession) -> None:
         if session in self.sessions:

@@ -98,8 +98,9 @@ class BrokerHooks:
     ACK for each PUT (it only changes what the producer is told: a message that passed the broker's
     checks is already stored); ``outgoing`` may rewrite or drop (return b"") a session's bytes;
     ``drop_connection`` may close a session after an event it sent; ``ack_delay`` holds ACKs back;
-    ``answer_heartbeats`` False makes the broker silent on heartbeats; ``refuse_negotiation``
-    returning a reason turns the session's ClientIdentity down. ``pybmq.sim.faults`` uses them.
+    ``answer_heartbeats`` False (asked once per connection, when it is made) makes the broker
+    silent on heartbeats; ``refuse_negotiation`` returning a reason turns the session's
+    ClientIdentity down. ``pybmq.sim.faults`` uses them.
     """
 
     def ack_status(self, session: ClientSession, queue_uri: str, guid: bytes, status: int) -> int:

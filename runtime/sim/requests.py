@@ -20,9 +20,8 @@ from pybmq.sim.config import (
     KNOWN_QUEUE_FLAGS,
     RESERVED_QUEUE_ID,
 )
-from pybmq.sim.dataplane import AckEntry
 from pybmq.sim.expressions import ExpressionError, compile_expression
-from pybmq.sim.queues import Consumer, Run, SimQueue
+from pybmq.sim.queues import Consumer, SimQueue
 from pybmq.sim.routing import (
     FANOUT_APP_IDS,
     ROUTING_FLAGS,
@@ -33,6 +32,8 @@ from pybmq.uri import QueueUri, parse_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.sim.broker import Broker
+    from pybmq.sim.flow import MessageFlow
+    from pybmq.wire.channel import Channel
 
 log = logging.getLogger("pybmq.sim")
 
@@ -68,11 +69,9 @@ class QueueRequests:
     session_id: int
     handles: dict[tuple[int, int], QueueHandle]
     by_qid: dict[int, dict[int, QueueHandle]]  # the same handles: qId → subId → handle
-    paused: bool
+    channel: Channel
+    flow: MessageFlow
     _now: float
-    _touched: set[SimQueue]
-    _acks: list[AckEntry]
-    _pushes: list[Run]
 
     def _open_queue(self, request: ctrl.OpenQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -246,7 +245,7 @@ class QueueRequests:
             existing = handle.consumers.get(sub_queue_id)
             if existing is None:
                 consumer = handle.consumers[sub_queue_id] = Consumer(
-                    self, handle.queue_id, sub_queue_id, blocked=self.paused
+                    self, handle.queue_id, sub_queue_id, blocked=self.channel.paused
                 )
                 stream.attach(consumer)
             else:
@@ -256,7 +255,7 @@ class QueueRequests:
             consumer.max_bytes = max(size, 0)
             consumer.matches = matches
         stream.changed()
-        self._touched.add(handle.queue)
+        self.flow.touched.add(handle.queue)
 
     def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
@@ -278,7 +277,7 @@ class QueueRequests:
         del same_qid[key[1]]
         if not same_qid:
             del self.by_qid[key[0]]
-        self._touched.add(handle.queue)  # its messages go to the next consumer
+        self.flow.touched.add(handle.queue)  # its messages go to the next consumer
         handle.queue.handles -= 1
         self.broker.store.free_if_unused(handle.queue, self._now)
         log.info(
@@ -300,7 +299,7 @@ class QueueRequests:
             self.broker.stats.redelivered += len(consumer.unconfirmed)
         handle.queue.streams[handle.app_id].detach(consumer)
         # PUSHes not yet written for this consumer: their messages were just returned.
-        self._pushes = [run for run in self._pushes if run[0] is not consumer]
+        self.flow.forget(consumer)
 
 
 REQUESTS: dict[str, Callable[[QueueRequests, Any], ctrl.ControlMessage]] = {

@@ -81,6 +81,18 @@ class Channel:
             elif event_type != _HEARTBEAT_RSP:
                 yield event
 
+    def feed_all(self, data: bytes | bytearray | memoryview, now: float) -> list[Event]:
+        """Every event ``data`` completes, heartbeats included and left to the owner: for one
+        that checks a heartbeat like any other event before it answers (``answer``), as the
+        simulated broker does. ProtocolError (from the framer) ends the stream."""
+        self.last_received = now
+        return self.reader.feed(data)
+
+    def answer(self) -> None:
+        """Answer a HEARTBEAT_REQ taken from ``feed_all`` (unless answering is off)."""
+        if self.answer_heartbeats:
+            self.out.append(HEARTBEAT_RSP_EVENT)
+
     def send(self, data: bytes) -> None:
         self.out.append(data)
 
