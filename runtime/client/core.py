@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
+from typing import Any
 
 from pybmq.client.credit import CreditLedger
 from pybmq.client.events import (
@@ -130,6 +132,16 @@ class EngineCore:
             if self.state in (SessionState.STOPPING, SessionState.STOPPED):
                 raise SessionStoppedError(f"cannot {what}: session is {self.state.value}")
             raise UsageError(f"cannot {what}: session is {self.state.value}, not STARTED")
+
+    @property
+    def now(self) -> float:
+        """The time of the last input (the ``now`` the shell passed with it)."""
+        return self._now
+
+    def update_options(self, **changes: Any) -> None:
+        """Replace fields of ``options`` (read again where the engine uses them, e.g. the
+        request timeout when a request is sent)."""
+        self.options = dataclasses.replace(self.options, **changes)
 
     @property
     def awaiting_response(self) -> bool:
