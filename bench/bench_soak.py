@@ -99,7 +99,7 @@ async def _stalled(session: AsyncSession, stop_at: float) -> None:
 async def _bomber(session: AsyncSession, stop_at: float) -> None:
     """A producer of PUT events of 8 zlib bombs (64 MiB each when inflated), every 2 s."""
     queue = await session.open_queue(STALLED, write=True, ack=False)
-    qid = session._engine.queues[queue.queue_id].qid
+    qid = session.engine.queues[queue.queue_id].qid
     loop = asyncio.get_running_loop()
     while loop.time() < stop_at and session._transport is not None:
         builder = PutEventBuilder()
