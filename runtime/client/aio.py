@@ -100,6 +100,7 @@ class AsyncSession:
         self._unsubscribe_health: Callable[[], None] | None = None
         self._stats_task: asyncio.Task[None] | None = None
         engine_options = engine.options
+        tls = client_tls_context(engine_options)
         broker = broker or engine_options.broker_uri  # None: $BMQ_BROKER_URI or the default
         self.broker = broker
         self._host, self._port = parse_broker_url(broker)
@@ -112,7 +113,7 @@ class AsyncSession:
             on_data=self._on_data,
             on_lost=self._on_connection_lost,
             on_watermark=self._on_watermark,
-            tls=client_tls_context(engine_options),
+            tls=tls,
             tls_server_name=engine_options.tls_server_name,
             connect_timeout=connect_timeout,
             high_water=write_high_water,
