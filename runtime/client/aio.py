@@ -233,6 +233,12 @@ class AsyncSession:
             stats_log.info("%s", self.stats().format())
 
     @property
+    def transport(self) -> asyncio.Transport | None:
+        """The connection in use (None between connections): for diagnostics, and for tests
+        that play a misbehaving peer on it."""
+        return self._link.transport
+
+    @property
     def write_high_water(self) -> int:
         """Buffered bytes past which the socket is not ``writable`` (the high watermark)."""
         return self._link.high_water
