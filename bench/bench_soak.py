@@ -91,23 +91,23 @@ async def _stalled(session: AsyncSession, stop_at: float) -> None:
     await session.open_queue(
         STALLED, read=True, max_unconfirmed_messages=10**6, max_unconfirmed_bytes=1 << 40
     )
-    if session._transport is not None:
-        session._transport.pause_reading()
+    if session.transport is not None:
+        session.transport.pause_reading()
     await asyncio.sleep(max(stop_at - asyncio.get_running_loop().time(), 0.0))
 
 
 async def _bomber(session: AsyncSession, stop_at: float) -> None:
     """A producer of PUT events of 8 zlib bombs (64 MiB each when inflated), every 2 s."""
     queue = await session.open_queue(STALLED, write=True, ack=False)
-    qid = session._engine.queues[queue.queue_id].qid
+    qid = session.engine.queues[queue.queue_id].qid
     loop = asyncio.get_running_loop()
-    while loop.time() < stop_at and session._transport is not None:
+    while loop.time() < stop_at and session.transport is not None:
         builder = PutEventBuilder()
         for _ in range(8):
             builder.add(qid, _bomb(), guid=os.urandom(16), raw=True,
                         compression=CompressionAlgorithmType.ZLIB)  # fmt: skip
         for event in builder.finish():
-            session._transport.write(event)
+            session.transport.write(event)
         await asyncio.sleep(2.0)
 
 

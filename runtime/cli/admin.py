@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from pybmq.cli.common import Outcome, add_broker_argument, describe
+from pybmq.cli.common import Outcome, Subcommands, add_broker_argument, describe
 from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
@@ -38,7 +38,7 @@ EXIT_CODES = (
 _READ = 1 << 16
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "admin",
         help="send an admin command to a broker (HELP, STAT SHOW, ... PURGE)",

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.errors import PybmqError, UsageError
@@ -76,7 +76,19 @@ def configure_logging(args: argparse.Namespace) -> None:
     )
 
 
-def add_broker_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+class Subcommands(Protocol):
+    """What a subcommand's ``add_parser`` uses of ``ArgumentParser.add_subparsers()``."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+class ArgumentTarget(Protocol):
+    """A parser or an argument group: something ``add_argument`` can be called on."""
+
+    def add_argument(self, *name_or_flags: str, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_broker_argument(parser: ArgumentTarget) -> None:
     """``--broker URL``, read back as ``args.broker`` (None: ``$BMQ_BROKER_URI`` or the default)."""
     parser.add_argument(
         "--broker",

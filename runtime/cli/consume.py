@@ -8,6 +8,7 @@ from typing import Any
 
 from pybmq.cli.common import (
     Outcome,
+    Subcommands,
     add_json_argument,
     add_session_arguments,
     progress_bar,
@@ -22,7 +23,7 @@ EXIT_CODES = (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "consume",
         help="consume messages from a queue",

@@ -16,12 +16,12 @@ import argparse
 import keyword
 from pathlib import Path
 
-from pybmq.cli.common import describe
+from pybmq.cli.common import Subcommands, describe
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError, UsageError
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "generate",
         help="generate Python bindings (types, JSON and BER codecs) for a BDE-style XSD",

@@ -29,6 +29,11 @@ SUBCOMMANDS: list[str] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    return build_parsers()[0]
+
+
+def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``pybmq`` parser, and each subcommand's parser by name (for the CLI reference)."""
     parser = argparse.ArgumentParser(prog="pybmq", description="BlazingMQ tools in pure Python.")
     parser.add_argument("--version", action="version", version=f"pybmq {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -36,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module_name).add_parser(subparsers)
     for subparser in subparsers.choices.values():
         add_logging_arguments(subparser)
-    return parser
+    return parser, dict(subparsers.choices)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pybmq.cli.common import (
     Outcome,
+    Subcommands,
     add_json_argument,
     add_session_arguments,
     latency_text,
@@ -20,7 +21,7 @@ from pybmq.cli.common import (
 EXIT_CODES = "exit codes: 0 all ACKed, 1 some NACKed, 2 bad usage, 3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "post",
         help="post messages to a queue",

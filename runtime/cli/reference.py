@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from pybmq.cli.main import build_parser
+from pybmq.cli.main import build_parsers
 
 START = "<!-- cli-reference:start (make cli-reference) -->"
 END = "<!-- cli-reference:end -->"
@@ -21,10 +21,9 @@ def render() -> str:
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = WIDTH
     try:
-        parser = build_parser()
-        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        _, subcommands = build_parsers()
         parts = []
-        for name, sub in action.choices.items():
+        for name, sub in subcommands.items():
             parts.append(f"#### `pybmq {name}`\n\n```text\n{sub.format_help().rstrip()}\n```\n")
         return "\n".join(parts)
     finally:

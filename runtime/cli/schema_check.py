@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.cli.common import Subcommands, closed_pipe_is_quiet, describe
 from pybmq.cli.schema_locate import locate
 from pybmq.codegen import require_extra
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "schema-check",
         help="CI gate: fail on unreviewed wire-breaking schema changes",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.cli.common import Subcommands, closed_pipe_is_quiet, describe
 from pybmq.cli.schema_locate import locate, shared_share
 from pybmq.cli.schema_reports import write_junit, write_sarif
 from pybmq.codegen import require_extra
@@ -28,7 +28,7 @@ XSD_SUFFIXES = {".xsd"}
 LAYOUT_SUFFIXES = {".yaml", ".yml"}
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "schema-diff",
         help="classify the changes between two schema revisions (XSD or layout spec)",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from pybmq.cli.common import stop_on_signals
+from pybmq.cli.common import Subcommands, stop_on_signals
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "sim",
         help="run an in-memory BlazingMQ broker simulator",

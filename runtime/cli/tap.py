@@ -18,7 +18,7 @@ import logging
 import time
 from typing import BinaryIO
 
-from pybmq.cli.common import describe, stop_on_signals
+from pybmq.cli.common import Subcommands, describe, stop_on_signals
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
@@ -26,7 +26,7 @@ log = logging.getLogger("pybmq.cli.tap")
 _READ = 1 << 16
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "tap",
         help="record live traffic between clients and a broker (for pybmq decode)",

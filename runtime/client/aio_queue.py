@@ -26,6 +26,7 @@ from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
+    from pybmq.client.aio_driver import EngineDriver
 
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
@@ -105,14 +106,14 @@ class ReceivedMessage:
     def confirmable(self) -> bool:
         """False once the connection that delivered it is lost: a confirm is then dropped (that
         broker session is gone and the broker redelivers the message)."""
-        return self._generation == self._queue.session._engine.generation
+        return self._generation == self._queue.driver.engine.generation
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
-        session = self._queue.session
-        latency = session._loop.time() - self._received_at
-        session._engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
-        session._schedule_flush()
+        driver = self._queue.driver
+        latency = driver.now() - self._received_at
+        driver.engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
+        driver.schedule_flush()
 
     async def confirm(self) -> None:
         """Confirm, waiting first if the socket's write buffer is over its high-water mark."""
@@ -128,6 +129,7 @@ class AsyncQueue:
 
     def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
         self.session = session
+        self.driver: EngineDriver = session.driver  # what it posts, confirms and waits through
         self.queue_id = queue_id
         self.uri = uri
         # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.
@@ -140,7 +142,7 @@ class AsyncQueue:
     def suspended(self) -> bool:
         """True while the host is unhealthy and this queue (``suspends_on_bad_host_health``) is
         suspended: posts raise QueueSuspendedError and a reader receives nothing new."""
-        queue = self.session._engine.queues.get(self.queue_id)
+        queue = self.driver.engine.queues.get(self.queue_id)
         return queue is not None and queue.suspended
 
     def post_nowait(
@@ -153,12 +155,11 @@ class AsyncQueue:
     ) -> bytes:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
         ``ack=False`` (no ``on_ack``) asks the broker for no ACK. Returns the message GUID."""
-        session = self.session
-        guid = session._engine.post(
-            self.queue_id, payload, session._loop_time(), properties=properties, context=on_ack,
-            ack=ack,
-        )  # fmt: skip
-        session._schedule_flush()
+        driver = self.driver
+        guid = driver.engine.post(
+            self.queue_id, payload, driver.now(), properties=properties, context=on_ack, ack=ack
+        )
+        driver.schedule_flush()
         return guid
 
     def post_many_nowait(
@@ -171,23 +172,23 @@ class AsyncQueue:
         """``post_nowait`` for a batch sharing ``properties`` and ``on_ack``: the fast path (the
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
-        session = self.session
-        guids = session._engine.post_many(
-            self.queue_id, payloads, session._loop_time(), properties=properties, context=on_ack
+        driver = self.driver
+        guids = driver.engine.post_many(
+            self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
         )
-        session._schedule_flush()
+        driver.schedule_flush()
         return guids
 
     async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
-        session = self.session
-        await session.drain()
-        future: asyncio.Future[Ack] = session._loop.create_future()
-        session._engine.post(
-            self.queue_id, payload, session._loop_time(), properties=properties, context=future
+        driver = self.driver
+        await self.session.drain()
+        future: asyncio.Future[Ack] = driver.loop.create_future()
+        driver.engine.post(
+            self.queue_id, payload, driver.now(), properties=properties, context=future
         )
-        session._schedule_flush()
+        driver.schedule_flush()
         return await future
 
     async def configure(
@@ -196,23 +197,21 @@ class AsyncQueue:
         """Change flow control, priority or subscriptions of this (reader) queue;
         ``suspended=True`` asks the broker to deliver nothing until the next configure."""
         options = queue_options(options, option_values)
-        session = self.session
-        await session._operation(
-            session._engine.configure_queue(
-                self.queue_id, options, session._loop_time(), suspended=suspended
-            )
+        driver = self.driver
+        await driver.operation(
+            driver.engine.configure_queue(self.queue_id, options, driver.now(), suspended=suspended)
         )
 
     async def close(self) -> None:
         """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
-        session = self.session
+        driver = self.driver
         if self._closed:
             return
         log.debug("closing %s", self.uri)
         self._uncount()  # the application is done with it: its leftovers hold nothing back
-        await session._operation(session._engine.close_queue(self.queue_id, session._loop_time()))
-        session._queues.pop(self.queue_id, None)
-        self._end()
+        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now()))
+        driver.queues.pop(self.queue_id, None)
+        self.end()
 
     async def get(self) -> ReceivedMessage:
         """The next message; raises SessionStoppedError once the queue or session is closed
@@ -221,7 +220,7 @@ class AsyncQueue:
         while not messages:
             if self._closed:
                 raise SessionStoppedError(f"queue {self.uri} is closed")
-            waiter = self.session._loop.create_future()
+            waiter = self.driver.loop.create_future()
             self._waiters.append(waiter)
             try:
                 await waiter
@@ -250,7 +249,7 @@ class AsyncQueue:
         popleft = messages.popleft
         taken = [popleft() for _ in range(count)]
         if self._counted:
-            self.session._taken(count)
+            self.driver.taken(count)
         return taken
 
     def confirm_many_nowait(self, messages: Iterable[ReceivedMessage]) -> None:
@@ -261,7 +260,7 @@ class AsyncQueue:
         for received in messages:
             if received._queue is not self:
                 raise UsageError(f"{received!r} is not a message of {self!r}")
-        engine = self.session._engine
+        engine = self.driver.engine
         generations = {received._generation for received in messages}
         if len(generations) == 1:  # the usual case: one connection delivered them all
             guids = [received.message.guid for received in messages]
@@ -270,11 +269,11 @@ class AsyncQueue:
             for generation in generations:
                 guids = [r.message.guid for r in messages if r._generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
-        self.session._schedule_flush()
+        self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
         if self._counted:
-            self.session._taken(1)
+            self.driver.taken(1)
         return self._messages.popleft()
 
     def _uncount(self) -> None:
@@ -282,7 +281,7 @@ class AsyncQueue:
         if self._counted:
             self._counted = False
             if self._messages:
-                self.session._taken(len(self._messages))
+                self.driver.taken(len(self._messages))
 
     def __aiter__(self) -> AsyncQueue:
         return self
@@ -293,7 +292,7 @@ class AsyncQueue:
         except SessionStoppedError:
             raise StopAsyncIteration from None
 
-    def _deliver(
+    def deliver(
         self,
         message: Message | CompressedMessage,
         generation: int | None = None,
@@ -301,27 +300,27 @@ class AsyncQueue:
     ) -> None:
         """Queue a message of connection ``generation`` that arrived at loop time
         ``received_at`` (the engine's now when not given; the session's pump reads them once
-        per batch of events)."""
+        per batch of events). Called by the session (and by tests injecting a message)."""
         if generation is None or received_at is None:
-            engine = self.session._engine
+            engine = self.driver.engine
             generation, received_at = engine.generation, engine.now
         self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
-            self.session.undelivered += 1
+            self.driver.delivered(1)
         if self._waiters:
             self._wake_one()
 
-    def _deliver_many(
+    def deliver_many(
         self, messages: list[Message | CompressedMessage], generation: int, received_at: float
     ) -> None:
-        """``_deliver`` for a run of messages of one connection and loop turn."""
+        """``deliver`` for a run of messages of one connection and loop turn (the session's)."""
         self._messages.extend(
             [ReceivedMessage(self, message, generation, received_at) for message in messages]
         )
         if self._counted:
-            self.session.undelivered += len(messages)
+            self.driver.delivered(len(messages))
         waiters = self._waiters
-        for _ in messages:  # one getter woken per message, as ``_deliver`` does
+        for _ in messages:  # one getter woken per message, as ``deliver`` does
             if not waiters:
                 break
             self._wake_one()
@@ -335,7 +334,8 @@ class AsyncQueue:
                 waiter.set_result(None)
                 return
 
-    def _end(self) -> None:
+    def end(self) -> None:
+        """No more messages (closed, or the session ended): getters are woken to find out."""
         if not self._closed:
             self._closed = True
             self._uncount()

@@ -233,6 +233,11 @@ class Session:
         self._closed = False
 
     @property
+    def async_session(self) -> AsyncSession | None:
+        """The asyncio session this one runs on its I/O thread (None until started)."""
+        return self._inner
+
+    @property
     def _dispatcher(self) -> CallbackDispatcher:
         if self._dispatcher_thread is None:
             raise UsageError("session is not started")

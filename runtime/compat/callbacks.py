@@ -17,11 +17,14 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.compat import session_events as ev
-from pybmq.compat.checks import ACK_STATUS
-from pybmq.compat.messages import Ack, Message, MessageHandle, from_wire_properties
-from pybmq.compat.values import AckStatus
+from pybmq.compat.messages import (
+    Message,
+    compat_ack,
+    from_wire_properties,
+    new_handle,
+    new_message,
+)
 from pybmq.errors import PybmqError
 from pybmq.loopthread import JobDispatcher
 
@@ -35,10 +38,6 @@ log = logging.getLogger("pybmq.compat")
 ACK, MESSAGE, EVENT, CALL, ACKS = range(5)
 Item = tuple[Any, ...]
 
-_SUCCESS = RuntimeAckStatus.SUCCESS
-_ACK_SUCCESS = AckStatus.SUCCESS
-_new = object.__new__
-
 
 def print_callback_error(exc: BaseException) -> None:
     """As the official SDK does: a user callback's exception prints its traceback to stderr
@@ -46,27 +45,12 @@ def print_callback_error(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-def compat_ack(guid: bytes, status: RuntimeAckStatus, queue_uri: str) -> Ack:
-    """The official SDK's ``Ack`` for an engine ack; only a successful one names its GUID."""
-    ack: Ack = _new(Ack)  # Ack._make, inlined: this is the per-ACK path
-    if status is _SUCCESS:
-        ack.guid = guid
-        ack.status = _ACK_SUCCESS
-        ack._status_description = "SUCCESS"
-    else:
-        ack.guid = None
-        ack.status = compat_status = ACK_STATUS.get(status, AckStatus.UNRECOGNIZED)
-        ack._status_description = compat_status.name
-    ack.queue_uri = queue_uri
-    return ack
-
-
 def compat_message(queue_uri: str, received: ReceivedMessage, undecodable: bool = False) -> Message:
     """The official SDK's ``Message`` for a received one (raises PybmqError when its properties
     do not decode; ``undecodable``: build it without them)."""
     message = received.message
     properties, types = ({}, {}) if undecodable else from_wire_properties(message.properties)
-    return Message._make(message.payload, message.guid, queue_uri, properties, types, received)
+    return new_message(message.payload, message.guid, queue_uri, properties, types, received)
 
 
 class CallbackThread(JobDispatcher[Item]):
@@ -91,6 +75,16 @@ class CallbackThread(JobDispatcher[Item]):
     def backlog(self) -> int:
         """Messages handed over whose ``on_message`` has not returned yet."""
         return self._submitted - self._done
+
+    @property
+    def watermarks(self) -> tuple[int, int]:
+        """The slow-consumer (low, high) watermarks of the backlog."""
+        return self._low, self._high
+
+    def wait_for_backlog(self, count: int, timeout: float) -> bool:
+        """Wait until the backlog is at least ``count`` (False on timeout): for diagnostics."""
+        with self._ready:
+            return self._ready.wait_for(lambda: self.backlog >= count, timeout)
 
     def submit_event(self, event: ev.SessionEvent) -> None:
         self.submit((EVENT, event))
@@ -155,7 +149,7 @@ class CallbackThread(JobDispatcher[Item]):
         inner = received.message
         error: PybmqError | None = None
         if inner.properties is None and inner.error is None:  # the common case, fewer calls
-            message = Message._make(inner.payload, inner.guid, queue.uri, {}, {}, received)
+            message = new_message(inner.payload, inner.guid, queue.uri, {}, {}, received)
         else:
             error = received.error
             try:
@@ -168,13 +162,13 @@ class CallbackThread(JobDispatcher[Item]):
                 "message %s on %s cannot be decoded: %s", received.guid.hex(), queue.uri, error
             )
             self._emit(ev.Error(f"undecodable message on {queue.uri}: {error}"))
-        handle = MessageHandle._make(message, session)
+        handle = new_handle(message, session)
         if queue.holding:
             queue.held.append((message, handle))  # given out when the queue resumes
             return
         # The session's on_message, not one kept here: this running thread must not keep
         # alive what the user's callable may refer to (the session itself, in a cycle).
-        on_message = session._on_message
+        on_message = session.core.on_message
         assert on_message is not None
         on_message(message, handle)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pybmq.client.events import AckStatus as RuntimeAckStatus
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.values import (
+    QUEUE_OPTION_FIELDS,
     AckStatus,
     QueueOptions,
     Timeouts,
@@ -126,6 +127,6 @@ def merged(current: QueueOptions, change: QueueOptions) -> QueueOptions:
     return QueueOptions(
         *(
             getattr(change, a) if getattr(change, a) is not None else getattr(current, a)
-            for a in QueueOptions._ATTRS
+            for a in QUEUE_OPTION_FIELDS
         )
     )

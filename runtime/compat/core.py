@@ -1,10 +1,11 @@
-"""The state a compat ``Session`` shares across its jobs, and the plumbing they all use: running a
-coroutine on the I/O loop, refusing calls that must not block the callback thread or that come
-after the end, finding a queue by its URI.
+"""The part of a compat ``Session`` every other part reads: the I/O loop and its thread, the
+pybmq ``AsyncSession`` behind it, the callback thread, the data plane, the queue table and the
+session's end flags, with the plumbing they all use (running a coroutine on the loop, refusing
+calls that must not block the callback thread or that come after the end, finding a queue).
 
-The ``Session`` is a chain of layers, each a job (as the client engine is): ``SessionCore`` →
-``HostHealthLayer`` (``compat.health``) → ``QueueLayer`` (``compat.queue_ops``) → ``Session``
-(``compat.session``: connecting, posting, stopping).
+The ``Session`` (``compat.session``) holds this part as ``core`` beside the host health part
+(``compat.health``) and the queue operations part (``compat.queue_ops``); none inherits another.
+Nothing here refers to the ``Session`` itself, so the loop never keeps a dropped one alive.
 """
 
 from __future__ import annotations
@@ -23,67 +24,91 @@ from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import Message, MessageHandle
 from pybmq.compat.queues import QueueRecord
 from pybmq.compat.values import BasicHealthMonitor, Timeouts
+from pybmq.loopthread import LoopThread
 
 T = TypeVar("T")
 
 
 class SessionCore:
-    """What every layer of the compat ``Session`` reads; the constructor sets it."""
+    """The shared state of one compat ``Session`` and its loop plumbing (pybmq's part, not the
+    official API: for diagnostics and tests)."""
 
-    _timeouts: Timeouts
-    _on_message: Callable[[Message, MessageHandle], None] | None
-    _monitor: BasicHealthMonitor | None
-    _queues: dict[str, QueueRecord]  # URI → queue; writers hold _lock
-    _lock: threading.Lock
-    _stopped: bool
-    _lost: bool
-    _inner: AsyncSession | None
-    _tasks: set[asyncio.Task[None]]  # strong references, as asyncio asks
-    _callbacks: CallbackThread
-    _loop: asyncio.AbstractEventLoop
-    _plane: DataPlane
+    def __init__(
+        self,
+        timeouts: Timeouts,
+        on_message: Callable[[Message, MessageHandle], None] | None,
+        monitor: BasicHealthMonitor | None,
+        callbacks: CallbackThread,
+        high_water: int,
+    ) -> None:
+        self.timeouts = timeouts
+        self.on_message = on_message
+        self.monitor = monitor
+        self.queues: dict[str, QueueRecord] = {}  # URI → queue; writers hold lock
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.lost = False  # the connection ended without stop()
+        self.inner: AsyncSession | None = None
+        self.tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
+        # The channel high-water mark the AsyncSession and the data plane enforce.
+        self.high_water = high_water
+        self.callbacks = callbacks
+        self.io = LoopThread("pybmq-compat-io")
+        self.loop = self.io.loop
+        self.plane = DataPlane(self.loop, callbacks, high_water)
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the I/O loop and wait for it (its own deadlines bound the wait)."""
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result()
         except concurrent.futures.CancelledError:
             raise Error("the session was stopped during the call") from None
 
-    def _blocking_call_allowed(self, what: str) -> None:
-        if threading.current_thread() is self._callbacks.thread:
+    def keep(self, task: asyncio.Task[None]) -> None:
+        """Hold a loop task until it is done (asyncio keeps only weak references)."""
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def blocking_call_allowed(self, what: str) -> None:
+        if threading.current_thread() is self.callbacks.thread:
             raise Error(
                 f"{what} cannot be called from a BlazingMQ callback: it waits for the broker, "
                 "which needs the callback thread (the official SDK deadlocks here)"
             )
 
-    def _check_running(self) -> None:
-        if self._stopped:
+    def check_running(self) -> None:
+        if self.stopped:
             raise Error(STOPPED)
-        if self._lost:
+        if self.lost:
             raise Error("the connection to the broker was lost and the session ended")
 
-    def _set_request_timeout(self, seconds: float) -> None:
+    def set_request_timeout(self, seconds: float) -> None:
         # Runs on the loop thread just before a request: the engine reads request_timeout when it
         # sends the request, so each call gets its own deadline.
-        assert self._inner is not None
-        engine = self._inner._engine
-        engine.update_options(request_timeout=seconds)
+        assert self.inner is not None
+        self.inner.engine.update_options(request_timeout=seconds)
 
-    def _queue(self, queue_uri: str) -> QueueRecord:
+    def queue(self, queue_uri: str) -> QueueRecord:
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
-        queue = self._queues.get(uri)  # one dict read is atomic; writers hold _lock
+        queue = self.queues.get(uri)  # one dict read is atomic; writers hold lock
         if queue is None or (queue.inner is None and not queue.invalid):
             raise Error("Queue not opened")
         return queue
 
     @staticmethod
-    def _refuse_invalid(operation: str, queue: QueueRecord) -> None:
+    def refuse_invalid(operation: str, queue: QueueRecord) -> None:
         if queue.invalid:
             raise Error(
                 f"Failed to {operation} {queue.uri} queue: INVALID_QUEUE: its open timed out"
             )
+
+    def shutdown(self) -> None:
+        """End the threads (what is queued for callbacks runs first) and drop the data plane."""
+        self.stopped = True
+        self.callbacks.close(self.timeouts.disconnect_timeout)  # type: ignore[arg-type]
+        self.io.stop()
+        self.plane.release()
 
 
 __all__ = ["SessionCore"]

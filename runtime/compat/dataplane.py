@@ -80,11 +80,7 @@ class DataPlane:
         """Queue a post for the loop, or refuse it at once over the channel's high-water mark
         (the socket's buffer, or posts not yet handed to the I/O thread), as the C++ SDK does."""
         with self._lock:
-            # (AsyncSession.writable without the property call: this is the per-post path)
-            if (
-                not queue.session._writable.is_set()
-                or self._bytes_in - self._bytes_out > self._high_water
-            ):
+            if not queue.session.writable or self._bytes_in - self._bytes_out > self._high_water:
                 raise Error(f"Failed to post message to {queue.uri} queue: BW_LIMIT")
             self._bytes_in += len(payload)
         # Flat: the fields go into the deque one by one (one atomic extend), so a post waiting

@@ -13,47 +13,54 @@ from pybmq.compat.queues import QueueRecord
 from pybmq.errors import PybmqError
 
 
-class HostHealthLayer(SessionCore):
-    """The monitor's callbacks, and the suspension or resumption of the sensitive queues."""
+class HostHealth:
+    """The monitor's news, and the suspension or resumption of the sensitive queues."""
 
-    def _on_host_health(self, healthy: bool) -> None:
+    def __init__(self, core: SessionCore) -> None:
+        self._core = core
+
+    def on_host_health(self, healthy: bool) -> None:
         """Called by the BasicHealthMonitor (on the thread that changed it)."""
-        if self._stopped or self._lost:
+        core = self._core
+        if core.stopped or core.lost:
             return
-        with self._lock:
-            sensitive = [q for q in self._queues.values() if q.options.suspends_on_bad_host_health]
+        with core.lock:
+            sensitive = [q for q in core.queues.values() if q.options.suspends_on_bad_host_health]
         if healthy:
-            self._resume(sensitive)
+            self.resume(sensitive)
         else:
-            self._callbacks.submit_event(ev.HostUnhealthy(None))
-            self._suspend(sensitive)
+            core.callbacks.submit_event(ev.HostUnhealthy(None))
+            self.suspend(sensitive)
 
-    def _suspend(self, queues: list[QueueRecord]) -> None:
+    def suspend(self, queues: list[QueueRecord]) -> None:
         """Posts are refused and deliveries held at once; readers then ask the broker to stop
         delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
         queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
         for queue in queues:
             queue.suspended = queue.holding = True
-        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._loop)
+        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._core.loop)
 
-    def _resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
+    def resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
         """Readers ask the broker for their subscriptions again; then QueueResumed (or
         QueueResumeFailed) for each queue, HostHealthRestored, then the messages held meanwhile."""
         for queue in queues:
             queue.suspended = False  # posts work again at once
         asyncio.run_coroutine_threadsafe(
-            self._reconfigure(queues, suspend=False, announce_host=announce_host), self._loop
+            self._reconfigure(queues, suspend=False, announce_host=announce_host),
+            self._core.loop,
         )
 
     async def _reconfigure(
         self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
     ) -> None:
         """On the loop: the broker side of a suspension or resumption, then its events."""
+        core = self._core
+        plane = core.plane
         for queue in queues:
             failure_text = None
-            if queue.read and queue.inner is not None and not self._stopped:
+            if queue.read and queue.inner is not None and not core.stopped:
                 async with queue.busy:
-                    self._set_request_timeout(self._timeouts.configure_queue_timeout)  # type: ignore[arg-type]
+                    core.set_request_timeout(core.timeouts.configure_queue_timeout)  # type: ignore[arg-type]
                     try:
                         await queue.inner.configure(queue.runtime_options(), suspended=suspend)
                     except PybmqError as exc:
@@ -67,23 +74,24 @@ class HostHealthLayer(SessionCore):
                 event = ev.QueueResumed(queue.uri)
                 if failure_text is not None:
                     event = ev.QueueResumeFailed(queue.uri, failure_text)
-            self._plane.hand_over((EVENT, event))
+            plane.hand_over((EVENT, event))
         if not suspend:
             if announce_host:
-                self._plane.hand_over((EVENT, ev.HostHealthRestored(None)))
-            self._plane.hand_over((CALL, lambda: self._release(queues)))
+                plane.hand_over((EVENT, ev.HostHealthRestored(None)))
+            plane.hand_over((CALL, lambda: self._release(queues)))
 
     def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
-        assert self._on_message is not None
+        on_message = self._core.on_message
+        assert on_message is not None
         for queue in queues:
             queue.holding = False
             held, queue.held = queue.held, []
             for message, handle in held:
                 try:
-                    self._on_message(message, handle)
+                    on_message(message, handle)
                 except Exception as exc:
                     print_callback_error(exc)
 
 
-__all__ = ["HostHealthLayer"]
+__all__ = ["HostHealth"]

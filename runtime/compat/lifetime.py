@@ -37,7 +37,7 @@ def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
 
 async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> None:
     """Wait for the connection to end, holding the Session only weakly meanwhile."""
-    await session._stopped.wait()
+    await session.wait_stopped()
     owner = ref()
     if owner is not None:
         owner._connection_ended(session)

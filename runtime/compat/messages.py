@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pybmq.client.events import AckStatus as RuntimeAckStatus
+from pybmq.compat.checks import ACK_STATUS
 from pybmq.compat.exceptions import Error
 from pybmq.compat.values import AckStatus, PropertyType
 from pybmq.wire.properties import MessageProperties
@@ -44,6 +46,7 @@ class Message:
     queue_uri: str
     properties: dict[str, PropertyValueType]
     property_types: dict[str, PropertyType]
+    _received: ReceivedMessage  # what a confirm names
 
     def __init__(self) -> None:
         _no_constructor(Message)
@@ -64,7 +67,7 @@ class Message:
         message.queue_uri = queue_uri
         message.properties = properties
         message.property_types = property_types
-        message._received = received  # type: ignore[attr-defined]  # what a confirm names
+        message._received = received
         return message
 
     def __repr__(self) -> str:
@@ -118,6 +121,35 @@ class Ack:
     def __repr__(self) -> str:
         guid = "" if self.guid is None else f"[{_hex(self.guid)}]"
         return f"<Ack{guid} {self._status_description} for {self.queue_uri}>"
+
+
+# The constructors pybmq uses (the official classes have no public one).
+new_message = Message._make
+new_handle = MessageHandle._make
+
+_SUCCESS = RuntimeAckStatus.SUCCESS
+_ACK_SUCCESS = AckStatus.SUCCESS
+_new = object.__new__
+
+
+def received_of(message: Message) -> ReceivedMessage:
+    """The pybmq message a compat ``Message`` was built from (what a confirm names)."""
+    return message._received
+
+
+def compat_ack(guid: bytes, status: RuntimeAckStatus, queue_uri: str) -> Ack:
+    """The official SDK's ``Ack`` for an engine ack; only a successful one names its GUID."""
+    ack: Ack = _new(Ack)  # Ack._make, inlined: this is the per-ACK path
+    if status is _SUCCESS:
+        ack.guid = guid
+        ack.status = _ACK_SUCCESS
+        ack._status_description = "SUCCESS"
+    else:
+        ack.guid = None
+        ack.status = compat_status = ACK_STATUS.get(status, AckStatus.UNRECOGNIZED)
+        ack._status_description = compat_status.name
+    ack.queue_uri = queue_uri
+    return ack
 
 
 # ---------------------------------------------------------------------- properties

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import weakref
+from typing import Any
 
 from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.compat.checks import (
@@ -15,8 +16,9 @@ from pybmq.compat.checks import (
     merged,
     seconds_or_none,
 )
+from pybmq.compat.core import SessionCore
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
-from pybmq.compat.health import HostHealthLayer
+from pybmq.compat.health import HostHealth
 from pybmq.compat.lifetime import pump_messages
 from pybmq.compat.queues import QueueRecord
 from pybmq.compat.values import QueueOptions
@@ -24,8 +26,16 @@ from pybmq.errors import PybmqError
 from pybmq.uri import parse_queue_uri
 
 
-class QueueLayer(HostHealthLayer):
-    """``open_queue``, ``configure_queue``, ``get_queue_options`` and ``close_queue``."""
+class QueueOperations:
+    """``open_queue``, ``configure_queue``, ``get_queue_options`` and ``close_queue``.
+
+    ``owner`` is the ``Session``, held weakly: a reader queue's pump hands its messages to
+    ``on_message`` with a handle on it, and must not keep a dropped session alive."""
+
+    def __init__(self, core: SessionCore, health: HostHealth, owner: weakref.ref[Any]) -> None:
+        self._core = core
+        self._health = health
+        self._owner = owner
 
     def open_queue(
         self,
@@ -36,18 +46,19 @@ class QueueLayer(HostHealthLayer):
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
-        if read and self._on_message is None:
+        core = self._core
+        if read and core.on_message is None:
             raise Error(
                 f"Can't open queue {queue_uri} in read mode: no on_message "
                 "callback was provided at Session construction"
             )
         self._check_health_option(options)
-        seconds = seconds_or_none(timeout) or self._timeouts.open_queue_timeout
+        seconds = seconds_or_none(timeout) or core.timeouts.open_queue_timeout
         check_queue_options(options)
         if read:
             check_reader_priority("open", str(queue_uri), options)
-        self._check_running()
-        self._blocking_call_allowed("open_queue")
+        core.check_running()
+        core.blocking_call_allowed("open_queue")
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
         if parse_queue_uri(uri) is None:
             raise Error(f"Failed to open {uri} queue: INVALID_URI: Invalid URI")
@@ -62,18 +73,18 @@ class QueueLayer(HostHealthLayer):
             QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
         )
         queue = QueueRecord(uri, bool(read), bool(write), merged(defaults, options))
-        with self._lock:
-            existing = self._queues.get(uri)
+        with core.lock:
+            existing = core.queues.get(uri)
             if existing is not None and existing.invalid:
                 raise Error(
                     f"Failed to open {uri} queue: NOT_SUPPORTED: an earlier open of this queue timed out"
                 )
             if existing is not None:
                 raise Error(f"Failed to open {uri} queue: ALREADY_OPENED: ALREADY_OPENED")
-            self._queues[uri] = queue  # reserved: a concurrent open of the same URI fails
+            core.queues[uri] = queue  # reserved: a concurrent open of the same URI fails
         try:
             runtime_options = queue.runtime_options()
-            self._run(self._open(queue, runtime_options, seconds))  # type: ignore[arg-type]
+            core.run(self._open(queue, runtime_options, seconds))  # type: ignore[arg-type]
         except BaseException as exc:
             error = exc
             if isinstance(exc, (PybmqError, ValueError)) and not isinstance(exc, Error):
@@ -81,34 +92,30 @@ class QueueLayer(HostHealthLayer):
             if isinstance(error, BrokerTimeoutError):
                 queue.invalid = True
             else:
-                with self._lock:
-                    self._queues.pop(uri, None)
+                with core.lock:
+                    core.queues.pop(uri, None)
             if error is exc:
                 raise
             raise error from exc
-        if (
-            queue.options.suspends_on_bad_host_health
-            and self._monitor
-            and not self._monitor.healthy
-        ):
+        if queue.options.suspends_on_bad_host_health and core.monitor and not core.monitor.healthy:
             queue.suspended = queue.holding = True
 
     async def _open(self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float) -> None:
-        assert self._inner is not None
-        self._set_request_timeout(seconds)
-        inner = await self._inner.open_queue(
+        core = self._core
+        assert core.inner is not None
+        core.set_request_timeout(seconds)
+        inner = await core.inner.open_queue(
             queue.uri, read=queue.read, write=queue.write, ack=True, options=options
         )
         queue.inner = inner
         if queue.read:
             task = asyncio.get_running_loop().create_task(
-                pump_messages(weakref.ref(self), self._plane, queue, inner)
+                pump_messages(self._owner, core.plane, queue, inner)
             )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            core.keep(task)
 
     def _check_health_option(self, options: QueueOptions) -> None:
-        if options.suspends_on_bad_host_health and self._monitor is None:
+        if options.suspends_on_bad_host_health and self._core.monitor is None:
             raise Error(
                 "Queues cannot use suspends_on_bad_host_health if host health"
                 " monitoring was disabled when the Session was created"
@@ -118,68 +125,70 @@ class QueueLayer(HostHealthLayer):
         self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
         """Change the options of an open queue; options left ``None`` keep their value."""
+        core = self._core
         self._check_health_option(options)
-        seconds = seconds_or_none(timeout) or self._timeouts.configure_queue_timeout
+        seconds = seconds_or_none(timeout) or core.timeouts.configure_queue_timeout
         check_queue_options(options)
         check_reader_priority("configure", str(queue_uri), options)
-        self._check_running()
-        self._blocking_call_allowed("configure_queue")
-        queue = self._queue(queue_uri)
-        self._refuse_invalid("configure", queue)
+        core.check_running()
+        core.blocking_call_allowed("configure_queue")
+        queue = core.queue(queue_uri)
+        core.refuse_invalid("configure", queue)
         wanted = merged(queue.options, options)
         if queue.read:
             candidate = dataclasses.replace(queue, options=wanted)
             try:
                 runtime_options = candidate.runtime_options()
-                self._run(self._configure(queue, runtime_options, seconds))  # type: ignore[arg-type]
+                core.run(self._configure(queue, runtime_options, seconds))  # type: ignore[arg-type]
             except (PybmqError, ValueError) as exc:
                 if isinstance(exc, Error):
                     raise
                 raise failure("configure", queue.uri, exc) from exc
         was = queue.options.suspends_on_bad_host_health
         queue.options = wanted
-        if self._monitor is not None and not self._monitor.healthy:
+        if core.monitor is not None and not core.monitor.healthy:
             now = bool(wanted.suspends_on_bad_host_health)
             if now and not was:
-                self._suspend([queue])
+                self._health.suspend([queue])
             elif was and not now:
-                self._resume([queue], announce_host=False)
+                self._health.resume([queue], announce_host=False)
 
     async def _configure(
         self, queue: QueueRecord, options: RuntimeQueueOptions, seconds: float
     ) -> None:
         assert queue.inner is not None
         async with queue.busy:
-            self._set_request_timeout(seconds)
+            self._core.set_request_timeout(seconds)
             await queue.inner.configure(options)
 
     def get_queue_options(self, queue_uri: str) -> QueueOptions:
         """The options of an open queue (a write-only queue reports no consumer settings)."""
-        self._check_running()
-        return self._queue(queue_uri).reported_options()
+        self._core.check_running()
+        return self._core.queue(queue_uri).reported_options()
 
     def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Close an open queue; its URI can then be opened again."""
-        seconds = seconds_or_none(timeout) or self._timeouts.close_queue_timeout
-        self._check_running()
-        self._blocking_call_allowed("close_queue")
-        queue = self._queue(queue_uri)
-        self._refuse_invalid("close", queue)
+        core = self._core
+        seconds = seconds_or_none(timeout) or core.timeouts.close_queue_timeout
+        core.check_running()
+        core.blocking_call_allowed("close_queue")
+        queue = core.queue(queue_uri)
+        core.refuse_invalid("close", queue)
         try:
-            self._run(self._close(queue, seconds))  # type: ignore[arg-type]
+            core.run(self._close(queue, seconds))  # type: ignore[arg-type]
         except PybmqError as exc:
             if isinstance(exc, Error):
                 raise
             raise failure("close", queue.uri, exc) from exc
         finally:
-            with self._lock:
-                self._queues.pop(queue.uri, None)
+            with core.lock:
+                core.queues.pop(queue.uri, None)
 
     async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None
         async with queue.busy:
-            self._set_request_timeout(seconds)
+            self._core.set_request_timeout(seconds)
             await queue.inner.close()
 
 
-__all__ = ["QueueLayer"]
+__all__ = ["QueueOperations"]

@@ -14,6 +14,7 @@ from pybmq.compat.messages import (
     MessageHandle,
 )
 from pybmq.compat.values import (
+    QUEUE_OPTION_FIELDS,
     QueueOptions,
 )
 
@@ -39,7 +40,7 @@ class QueueRecord:
 
     def reported_options(self) -> QueueOptions:
         if self.read:
-            return QueueOptions(**{a: getattr(self.options, a) for a in QueueOptions._ATTRS})
+            return QueueOptions(**{a: getattr(self.options, a) for a in QUEUE_OPTION_FIELDS})
         return QueueOptions(*WRITER_ONLY_OPTIONS, self.options.suspends_on_bad_host_health)
 
     def runtime_options(self) -> RuntimeQueueOptions:

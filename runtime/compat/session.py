@@ -8,11 +8,12 @@ handed to the loop), so they may be called from callbacks. ``open_queue``, ``con
 ``close_queue`` and ``stop`` wait for the broker; where the official SDK deadlocks when they are
 called from a callback, this one raises :class:`~pybmq.compat.exceptions.Error`.
 
-Queues are named by their URI, as in the official API; the table ``_queues`` maps each URI to the
-pybmq queue behind it and the options the user asked for.
+Queues are named by their URI, as in the official API; the core's queue table maps each URI to
+the pybmq queue behind it and the options the user asked for.
 
-The class is a chain of layers, one job each (see ``compat.core``): the shared state and loop
-plumbing (``core``), host health (``health``), queue operations (``queue_ops``), and here
+The ``Session`` holds parts, one job each, none inheriting another: the shared state and loop
+plumbing (``core.SessionCore``, public as ``Session.core``: pybmq's addition, for diagnostics),
+host health (``health.HostHealth``), queue operations (``queue_ops.QueueOperations``); here are
 connecting, posting, confirming and stopping. Posts, confirms and callbacks cross threads in
 ``dataplane`` and ``callbacks``; ``checks`` holds defaults, argument checks and error wording,
 ``lifetime`` the weak references the loop holds the session by.
@@ -49,8 +50,9 @@ from pybmq.compat.checks import (
     check_positive_option,
     seconds_or_none,
 )
-from pybmq.compat.dataplane import DataPlane
+from pybmq.compat.core import SessionCore
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
+from pybmq.compat.health import HostHealth
 from pybmq.compat.lifetime import watch_connection, weak_method
 from pybmq.compat.messages import (
     Ack,
@@ -58,19 +60,20 @@ from pybmq.compat.messages import (
     MessageHandle,
     PropertyTypeDict,
     PropertyValueDict,
+    received_of,
     to_wire_properties,
 )
-from pybmq.compat.queue_ops import QueueLayer
-from pybmq.compat.queues import QueueRecord
+from pybmq.compat.queue_ops import QueueOperations
 from pybmq.compat.values import (
+    TIMEOUT_FIELDS,
     BasicHealthMonitor,
     CompressionAlgorithmType,
+    QueueOptions,
     SessionOptions,
     Timeouts,
 )
 from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
-from pybmq.loopthread import LoopThread
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url
 from pybmq.wire.properties import MessageProperties
 
@@ -102,7 +105,7 @@ def _stop_live_sessions() -> None:
             session.stop()
 
 
-class Session(QueueLayer):
+class Session:
     """A connection to a BlazingMQ broker with the official ``blazingmq.Session`` API.
 
     The constructor connects (retrying until the connect timeout, like the C++ SDK) and raises
@@ -132,7 +135,7 @@ class Session(QueueLayer):
             )
         if not isinstance(timeout, Timeouts):
             timeout = Timeouts(None, None, timeout, timeout, timeout)
-        seconds = {a: seconds_or_none(getattr(timeout, a)) for a in Timeouts._ATTRS}
+        seconds = {a: seconds_or_none(getattr(timeout, a)) for a in TIMEOUT_FIELDS}
         if stats_dump_interval is not None and not 0.0 <= stats_dump_interval < 2**63:
             raise ValueError(f"stats_dump_interval must be nonnegative, was {stats_dump_interval}")
         if on_session_event is None:
@@ -162,33 +165,30 @@ class Session(QueueLayer):
         broker = os.environ.get("BMQ_BROKER_URI", broker)
         if isinstance(broker, bytes):
             broker = broker.decode()
-        self._timeouts = Timeouts(
-            **{a: seconds[a] or getattr(DEFAULT_SECONDS, a) for a in Timeouts._ATTRS}
+        timeouts = Timeouts(
+            **{a: seconds[a] or getattr(DEFAULT_SECONDS, a) for a in TIMEOUT_FIELDS}
         )
-        self._on_message = on_message
-        self._monitor = host_health_monitor
-        self._queues: dict[str, QueueRecord] = {}
-        self._lock = threading.Lock()
-        self._stopped = False
         self._connected = False
-        self._lost = False
         self._outage = False  # between a ConnectionLost and its StateRestored
-        self._inner: AsyncSession | None = None
-        self._tasks: set[asyncio.Task[None]] = set()  # strong references, as asyncio asks
         high_water = channel_high_watermark or DEFAULT_CHANNEL_HIGH_WATERMARK
-        self._high_water = max(high_water - CONTROL_RESERVE, 64 * 1024)
-        self._callbacks = CallbackThread(on_session_event, watermarks)
-        self._io = LoopThread("pybmq-compat-io")
-        self._loop = self._io.loop
-        self._plane = DataPlane(self._loop, self._callbacks, self._high_water)
+        # pybmq's addition to the official API: the parts behind this session (see above).
+        self.core = core = SessionCore(
+            timeouts,
+            on_message,
+            host_health_monitor,
+            CallbackThread(on_session_event, watermarks),
+            max(high_water - CONTROL_RESERVE, 64 * 1024),
+        )
+        self._health = HostHealth(core)
+        self._queue_ops = QueueOperations(core, self._health, weakref.ref(self))
         try:
             parse_broker_url(broker)
         except UsageError:
-            self._shutdown()
+            core.shutdown()
             raise Error("Failed to start session: INVALID_ARGUMENT") from None
         options = RuntimeSessionOptions(
-            request_timeout=self._timeouts.open_queue_timeout,  # type: ignore[arg-type]
-            stop_timeout=self._timeouts.disconnect_timeout,  # type: ignore[arg-type]
+            request_timeout=timeouts.open_queue_timeout,  # type: ignore[arg-type]
+            stop_timeout=timeouts.disconnect_timeout,  # type: ignore[arg-type]
             compression_threshold=(
                 1024 if message_compression_algorithm is CompressionAlgorithmType.ZLIB else 0
             ),
@@ -197,17 +197,17 @@ class Session(QueueLayer):
             stats_dump_interval=stats_dump_interval or 0.0,
         )
         try:
-            self._inner = self._run(self._connect(broker, options, self._high_water))
+            core.inner = core.run(self._connect(broker, options, core.high_water))
         except BaseException:
-            self._shutdown()
+            core.shutdown()
             raise
         self._connected = True
         _live_sessions.add(self)
-        self._callbacks.submit_event(ev.Connected(None))
+        core.callbacks.submit_event(ev.Connected(None))
         if host_health_monitor is not None:
-            host_health_monitor._subscribe(self)
+            host_health_monitor.subscribe(self._on_host_health)
             if not host_health_monitor.healthy:
-                self._callbacks.submit_event(ev.HostUnhealthy(None))
+                core.callbacks.submit_event(ev.HostUnhealthy(None))
 
     @classmethod
     def with_options(
@@ -233,6 +233,37 @@ class Session(QueueLayer):
             o.stats_dump_interval,
         )
 
+    # ------------------------------------------------------------------ queues
+
+    def open_queue(
+        self,
+        queue_uri: str,
+        read: bool = False,
+        write: bool = False,
+        options: QueueOptions = QueueOptions(),  # noqa: B008  # never mutated here
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
+        self._queue_ops.open_queue(queue_uri, read, write, options, timeout)
+
+    def configure_queue(
+        self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Change the options of an open queue; options left ``None`` keep their value."""
+        self._queue_ops.configure_queue(queue_uri, options, timeout)
+
+    def get_queue_options(self, queue_uri: str) -> QueueOptions:
+        """The options of an open queue (a write-only queue reports no consumer settings)."""
+        return self._queue_ops.get_queue_options(queue_uri)
+
+    def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Close an open queue; its URI can then be opened again."""
+        self._queue_ops.close_queue(queue_uri, timeout)
+
+    def _on_host_health(self, healthy: bool) -> None:
+        """The monitor's news (it holds the session through this, as it always did)."""
+        self._health.on_host_health(healthy)
+
     # ------------------------------------------------------------------ connecting
 
     async def _connect(
@@ -240,7 +271,7 @@ class Session(QueueLayer):
     ) -> AsyncSession:
         """Connect and negotiate, retrying a refused connection until the connect timeout."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeouts.connect_timeout  # type: ignore[operator]
+        deadline = loop.time() + self.core.timeouts.connect_timeout  # type: ignore[operator]
         delay = 0.05
         while True:
             remaining = deadline - loop.time()
@@ -267,7 +298,7 @@ class Session(QueueLayer):
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self._tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
+            self.core.tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
             return session
 
     @staticmethod
@@ -295,19 +326,20 @@ class Session(QueueLayer):
             compat_event = ev.StateRestored(None)
         else:
             return
-        self._plane.hand_over((EVENT, compat_event))
+        self.core.plane.hand_over((EVENT, compat_event))
 
     def _connection_ended(self, session: AsyncSession) -> None:
         """On the loop: report a connection that ends without stop() as ConnectionLost."""
-        if not self._stopped:
-            self._lost = True
+        core = self.core
+        if not core.stopped:
+            core.lost = True
             if self._outage:  # ConnectionLost was already reported
                 return
             log.warning("connection to the broker lost: %s", session.stop_reason)
-            self._plane.hand_over((EVENT, ev.ConnectionLost(None)))
+            core.plane.hand_over((EVENT, ev.ConnectionLost(None)))
 
     async def _hand_over_now(self) -> None:
-        self._plane.flush()
+        self.core.plane.flush()
 
     # ------------------------------------------------------------------ messages
 
@@ -327,12 +359,13 @@ class Session(QueueLayer):
             raise TypeError(
                 f"Argument 'payload' has incorrect type (expected bytes, got {type(message).__name__})"
             )
-        if self._stopped or self._lost:
-            self._check_running()
+        core = self.core
+        if core.stopped or core.lost:
+            core.check_running()
         # The common case in one dict read; anything else (bytes, not open) the full lookup.
-        queue = self._queues.get(queue_uri) if type(queue_uri) is str else None
+        queue = core.queues.get(queue_uri) if type(queue_uri) is str else None
         if queue is None or queue.inner is None:
-            queue = self._queue(queue_uri)
+            queue = core.queue(queue_uri)
         if queue.invalid:
             raise Error("Failed to construct message: QUEUE_INVALID")
         if not queue.write:
@@ -345,51 +378,48 @@ class Session(QueueLayer):
             raise Error("Failed to construct message: PAYLOAD_TOO_BIG")
         inner = queue.inner
         assert inner is not None
-        self._plane.post(inner, message, wire_properties, on_ack)
+        core.plane.post(inner, message, wire_properties, on_ack)
 
     def confirm(self, message: Message) -> None:
         """Confirm a received message (``MessageHandle.confirm`` does the same)."""
         queue_uri = message.queue_uri
-        if self._stopped or self._lost:
-            self._check_running()
-        queue = self._queues.get(queue_uri) if type(queue_uri) is str else None
+        core = self.core
+        if core.stopped or core.lost:
+            core.check_running()
+        queue = core.queues.get(queue_uri) if type(queue_uri) is str else None
         if queue is None or queue.inner is None:
-            queue = self._queue(queue_uri)
-        self._plane.confirm(queue.inner, message._received)  # type: ignore[attr-defined]
+            queue = core.queue(queue_uri)
+        core.plane.confirm(queue.inner, received_of(message))
 
     # ------------------------------------------------------------------ stop
 
     def stop(self) -> None:
         """Close the connection (Disconnect) and end the session's threads. Idempotent; the
         ``Disconnected`` event is delivered before this returns."""
-        if self._stopped:
+        core = self.core
+        if core.stopped:
             return
-        self._blocking_call_allowed("stop")
-        self._stopped = True
+        core.blocking_call_allowed("stop")
+        core.stopped = True
         _live_sessions.discard(self)
-        inner = self._inner
+        inner = core.inner
         try:
             if inner is not None:
                 with contextlib.suppress(PybmqError):
-                    self._run(inner.stop())
-                self._run(self._hand_over_now())  # callbacks of the last loop turn go first
+                    core.run(inner.stop())
+                core.run(self._hand_over_now())  # callbacks of the last loop turn go first
         finally:
             if self._connected:
-                self._callbacks.submit_event(ev.Disconnected(None))
-            self._shutdown()
-
-    def _shutdown(self) -> None:
-        self._stopped = True
-        self._callbacks.close(self._timeouts.disconnect_timeout)  # type: ignore[arg-type]
-        self._io.stop()
-        self._plane.release()
+                core.callbacks.submit_event(ev.Disconnected(None))
+            core.shutdown()
 
     def __del__(self) -> None:
         """Like the official SDK: a session collected while running is stopped (its
         Disconnected event delivered), then a UserWarning says stop() was not called."""
-        if getattr(self, "_stopped", True):  # stopped, or the constructor failed early
+        core = getattr(self, "core", None)
+        if core is None or core.stopped:  # stopped, or the constructor failed early
             return
-        own_threads = (self._io.thread, self._callbacks.thread)
+        own_threads = (core.io.thread, core.callbacks.thread)
         if threading.current_thread() in own_threads:
             # Collected on one of its own threads, which stop() waits for: stop from another.
             threading.Thread(target=self.stop, name="pybmq-compat-finalizer", daemon=True).start()

@@ -7,7 +7,6 @@ that builds, compares or prints them behaves the same.
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 from pybmq.client.health import ManualHostHealthMonitor
 from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
@@ -141,11 +140,13 @@ class BasicHealthMonitor(ManualHostHealthMonitor):
     The native client's manual monitor under the official SDK's name: one monitor may serve
     several sessions, compat and native (``AsyncSession(host_health_monitor=...)``) alike."""
 
-    def _subscribe(self, listener: Any) -> None:
-        self.subscribe(listener._on_host_health)
-
     def __repr__(self) -> str:
         return "BasicHealthMonitor()"
+
+
+# The attributes of each value type, in constructor order (for code that walks them).
+TIMEOUT_FIELDS = Timeouts._ATTRS
+QUEUE_OPTION_FIELDS = QueueOptions._ATTRS
 
 
 class SessionOptions(_ValueType):

@@ -69,16 +69,16 @@ class Broker:
 
     # -- internal ----------------------------------------------------------------------------
 
-    def _mark(self, session: ClientSession) -> None:
+    def mark(self, session: ClientSession) -> None:
         self._dirty[session] = None
 
-    def _dispatch(self, runs: Iterable[Run]) -> None:
+    def dispatch(self, runs: Iterable[Run]) -> None:
         """Hand each run of delivered messages to its consumer's session, to be pushed."""
         for consumer, messages in runs:
             owner = consumer.owner
             assert isinstance(owner, ClientSession)
             owner.flow.push(consumer, messages)
 
-    def _forget(self, session: ClientSession) -> None:
+    def forget_session(self, session: ClientSession) -> None:
         if session in self.sessions:
             self.sessions.remove(session)

@@ -114,7 +114,7 @@ class MessageFlow:
                 acked += 1
                 acks.append((status, 0, guid, queue_id))
         stats.acks += acked
-        dispatch = broker._dispatch
+        dispatch = broker.dispatch
         for queue in stored:
             dispatch(queue.deliver())
 
@@ -152,7 +152,7 @@ class MessageFlow:
                 handle = handles.get(last)
                 if handle is None or not handle.readable or not handle.consumers:
                     last = None
-                    self.session._improper(
+                    self.session.improper(
                         f"CONFIRM #{index} for queue id {queue_id}, subQueueId "
                         f"{sub_queue_id}, which is not open for reading (or not configured)"
                     )
@@ -175,7 +175,7 @@ class MessageFlow:
                     break
             else:
                 # Confirmed twice, never delivered here, or delivered before a broker restart.
-                self.session._improper(
+                self.session.improper(
                     f"CONFIRM #{index} of GUID {guid.hex()}, which is not an unconfirmed "
                     f"message of queue id {queue_id}"
                 )
@@ -193,7 +193,7 @@ class MessageFlow:
         """Deliver into the room that CONFIRMs and requests freed since the last call."""
         if self.touched:
             touched, self.touched = self.touched, set()
-            dispatch = self.session.broker._dispatch
+            dispatch = self.session.broker.dispatch
             for queue in touched:
                 dispatch(queue.deliver())
 
@@ -204,7 +204,7 @@ class MessageFlow:
         broker = self.session.broker
         broker.stats.pushes += len(messages)
         self.pushes.append((consumer, messages))
-        broker._mark(self.session)
+        broker.mark(self.session)
 
     def forget(self, consumer: Consumer) -> None:
         """Drop the PUSHes not yet written for a detached consumer (its messages went back)."""

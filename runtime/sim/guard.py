@@ -27,5 +27,5 @@ def contained(session: ClientSession, what: str, action: Callable[[], T], fallba
             "session %d (%s): internal error while %s", session.session_id, session.peer, what
         )
         session.broker.stats.internal_errors += 1
-        session._close(f"internal error while {what}: {exc!r}")
+        session.close(f"internal error while {what}: {exc!r}")
         return fallback

@@ -42,16 +42,16 @@ def authenticate(session: ClientSession, event: Event, now: float) -> None:
             path="AuthenticationMessage",
         )
     response, accepted = session.auth.answer(request, now)
-    session._send(encode_authentication(response, encoding))
+    session.send(encode_authentication(response, encoding))
     if not accepted:
-        session._close(f"authentication refused (mechanism {request.mechanism!r})")
+        session.close(f"authentication refused (mechanism {request.mechanism!r})")
 
 
 def negotiate(session: ClientSession, event: Event) -> None:
     """Answer the ClientIdentity: the session opens, or is refused and closed."""
     broker = session.broker
     if session.auth is not None and not session.auth.may_negotiate():
-        session._close("negotiation without authentication (anonymous access is off)")
+        session.close("negotiation without authentication (anonymous access is off)")
         return
     message, encoding = decode_control_as(event, ctrl.NegotiationMessage)
     identity = message.client_identity if message.selection == "client_identity" else None
@@ -77,11 +77,11 @@ def negotiate(session: ClientSession, event: Event) -> None:
         problem = ("E_REFUSED", refusal)
     category, text = problem or ("E_SUCCESS", "")
     response = broker_response(broker.config, session.session_id, category, text)
-    session._send(encode_control(response, encoding))
+    session.send(encode_control(response, encoding))
     if problem:
-        session._close(f"negotiation refused: {text}")
+        session.close(f"negotiation refused: {text}")
         return
-    session._advance(SessionInput.NEGOTIATED)
+    session.advance(SessionInput.NEGOTIATED)
     log.info(
         "session %d (%s): negotiated, features %r",
         session.session_id,

@@ -105,7 +105,7 @@ class ClientSession(QueueRequests):
                     return
                 self._handle_event(event)
                 if hooks.drop_connection(self, event.header.type) and not self.closed:
-                    self._close("fault injection: connection dropped", level=logging.INFO)
+                    self.close("fault injection: connection dropped", level=logging.INFO)
                     return
         except ProtocolError as exc:
             self._violation(str(exc))
@@ -115,7 +115,7 @@ class ClientSession(QueueRequests):
             elif self.partial_since is None:
                 self.partial_since = now
             self.flow.deliver_touched()
-            self.broker._mark(self)
+            self.broker.mark(self)
 
     def data_to_send(self) -> bytes:
         return contained(self, "preparing its output", self._output, b"")
@@ -145,13 +145,13 @@ class ClientSession(QueueRequests):
             self.auth.reading_resumed(now)
         queues = {handle.queue for handle in self.handles.values() if handle.consumers}
         for queue in queues:
-            self.broker._dispatch(queue.deliver())
-        self.broker._mark(self)
+            self.broker.dispatch(queue.deliver())
+        self.broker.mark(self)
 
     def connection_lost(self, reason: str = "connection lost") -> None:
         """The transport is gone: release everything this session held."""
         if not self.closed:
-            self._close(reason, level=logging.INFO)
+            self.close(reason, level=logging.INFO)
 
     def next_deadline(self) -> float | None:
         if self.closed:
@@ -171,12 +171,12 @@ class ClientSession(QueueRequests):
             return
         self._now = now
         if self.auth is not None and self.auth.expired(now):
-            self._close("credential lifetime expired without re-authentication")
+            self.close("credential lifetime expired without re-authentication")
             return
         channel = self.channel
         for acks in self.flow.due_acks(now):
             channel.out.extend(ack_events(acks))
-            self.broker._mark(self)
+            self.broker.mark(self)
         if self.paused:
             return  # not reading it: its silence tells nothing (see set_paused)
         reason = overdue(self, now)
@@ -189,11 +189,11 @@ class ClientSession(QueueRequests):
                 f"no data for {channel.silence(now):.1f}s "
                 f"({channel.max_missed_heartbeats} missed heartbeats)"
             )
-            self.broker._mark(self)
+            self.broker.mark(self)
         elif liveness is Liveness.PROBE and channel.answer_heartbeats:
             self._flush_data_plane()  # keep ACK/PUSH ahead of the probe
             channel.probe(now)
-            self.broker._mark(self)
+            self.broker.mark(self)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class ClientSession(QueueRequests):
             if self.channel.answer_heartbeats:
                 self._flush_data_plane()  # keep ACK/PUSH ahead of the answer
                 self.channel.answer()
-                self.broker._mark(self)
+                self.broker.mark(self)
         elif etype == EventType.HEARTBEAT_RSP:
             pass
         else:
@@ -264,25 +264,25 @@ class ClientSession(QueueRequests):
                 )
             )
         response.r_id = message.r_id
-        self._send(encode_control(response, encoding))
+        self.send(encode_control(response, encoding))
         if choice == "disconnect":
-            self._advance(SessionInput.DISCONNECT)
-            self._close("client disconnected", level=logging.INFO)
+            self.advance(SessionInput.DISCONNECT)
+            self.close("client disconnected", level=logging.INFO)
 
     # -- output, state and shutdown ----------------------------------------------------------
 
-    def _advance(self, event: SessionInput) -> None:
+    def advance(self, event: SessionInput) -> None:
         self.state = advance(self.state, event)
 
     def _flush_data_plane(self) -> None:
         self.flow.flush(self.channel.out, self._now)
 
-    def _send(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
         self._flush_data_plane()  # keep ACK/PUSH ahead of what follows them
         self.channel.send(data)
-        self.broker._mark(self)
+        self.broker.mark(self)
 
-    def _improper(self, reason: str) -> None:
+    def improper(self, reason: str) -> None:
         """Log and record what a real broker tolerates with a warning; the session stays open.
         Bounded: a client repeating it (bogus CONFIRMs by the million) costs no memory or log."""
         self.improper_count += 1
@@ -295,9 +295,9 @@ class ClientSession(QueueRequests):
     def _violation(self, reason: str) -> None:
         text = f"session {self.session_id} ({self.peer}): {reason}"
         keep_record(self.broker.stats.violations, text)
-        self._close(f"protocol violation: {reason}", level=logging.WARNING)
+        self.close(f"protocol violation: {reason}", level=logging.WARNING)
 
-    def _close(self, reason: str, level: int = logging.WARNING) -> None:
+    def close(self, reason: str, level: int = logging.WARNING) -> None:
         if self.closed:
             return
         # One summary line per connection, however many bad events it sent.
@@ -306,7 +306,7 @@ class ClientSession(QueueRequests):
         if self.improper_count or nacks:
             tally = f" ({self.improper_count} improper acts, {nacks} NACKs)"
         log.log(level, "session %d (%s) closing: %s%s", self.session_id, self.peer, reason, tally)
-        self._advance(SessionInput.CLOSE)
+        self.advance(SessionInput.CLOSE)
         self.close_reason = reason
         queues = []
         for handle in self.handles.values():
@@ -317,8 +317,8 @@ class ClientSession(QueueRequests):
         self.by_qid.clear()
         self.flow.pushes = []
         self.channel.drop_partial()  # free a partial event (it may be large)
-        self.broker._forget(self)
-        self.broker._mark(self)
+        self.broker.forget_session(self)
+        self.broker.mark(self)
         for queue in dict.fromkeys(queues):  # its messages go to the next consumers
-            self.broker._dispatch(queue.deliver())
+            self.broker.dispatch(queue.deliver())
             self.broker.store.free_if_unused(queue, self._now)

@@ -58,7 +58,7 @@ async def test_authenticated_session_posts_and_consumes(sim: BrokerSimulator) ->
         message = await asyncio.wait_for(queue.get(), 10)
         assert message.payload == b"hello"
         await message.confirm()
-        assert session._engine.authentications == 1
+        assert session.engine.authentications == 1
 
 
 async def test_wrong_password_is_refused_with_the_broker_status(
@@ -70,7 +70,7 @@ async def test_wrong_password_is_refused_with_the_broker_status(
         await session.start()
     assert info.value.category == "E_REFUSED" and info.value.code == -11
     assert PASSWORD not in caplog.text and PASSWORD not in str(info.value)
-    assert PASSWORD not in repr(session._engine.options)
+    assert PASSWORD not in repr(session.engine.options)
 
 
 async def test_unknown_mechanism_is_refused(sim: BrokerSimulator) -> None:
@@ -138,7 +138,7 @@ async def test_reauthenticates_under_traffic_without_loss(credentials: Path) -> 
             await asyncio.wait_for(consumer, 120)
             assert all(acked) and received == total
             if loop.time() - started > 1.5:
-                assert session._engine.authentications >= 2
+                assert session.engine.authentications >= 2
             assert session.state.value == "STARTED"
     finally:
         await sim.stop()
@@ -185,11 +185,11 @@ async def test_expiry_then_reconnect_recovers(
         try:
             queue = await session.open_queue(QUEUE, read=True, write=True)
             for _ in range(800):
-                if session.reconnects >= 1 and session._engine.restoring is False:
+                if session.reconnects >= 1 and session.engine.restoring is False:
                     break
                 await asyncio.sleep(0.025)
             assert session.connection_losses >= 1 and session.reconnects >= 1
-            assert session._engine.authentications >= 2
+            assert session.engine.authentications >= 2
             assert (await asyncio.wait_for(queue.post(b"after expiry"), 30)).ok
         finally:
             await session.stop()

@@ -428,7 +428,7 @@ async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) ->
         foo = await session.open_queue(FANOUT + "-one?id=foo", read=True)
         bar = await session.open_queue(FANOUT + "-one?id=bar", read=True)
         writer = await session.open_queue(FANOUT + "-one", write=True)
-        queues = session._engine.queues
+        queues = session.engine.queues
         assert len({q.qid for q in queues.values()}) == 1
         assert len({q.sub_id for q in queues.values()}) == 3
         for i in range(5):

@@ -27,7 +27,7 @@ async def test_post_and_consume_properties_in_the_broker_format(
     options = SessionOptions(compression_threshold=compression_threshold)
     async with BrokerSimulator(config) as sim:
         async with AsyncSession(sim.url, options=options) as producer:
-            assert producer._engine.extended_properties is extended
+            assert producer.engine.extended_properties is extended
             writer = await producer.open_queue(URI, write=True)
             acks = await asyncio.gather(
                 *(writer.post(b"payload %d" % i, properties=PROPERTIES) for i in range(3))
@@ -54,7 +54,7 @@ async def test_a_broker_without_ex_nacks_an_extended_post() -> None:
         BrokerSimulator(BrokerConfig(extended_properties=False)) as sim,
         AsyncSession(sim.url) as producer,
     ):
-        producer._engine.publisher.extended_properties = True  # a client without the fallback
+        producer.engine.publisher.extended_properties = True  # a client without the fallback
         writer = await producer.open_queue(URI, write=True)
         ack = await writer.post(b"x", properties={"kind": "red"})
         assert not ack.ok

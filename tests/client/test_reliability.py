@@ -152,7 +152,7 @@ async def test_an_oversized_event_is_refused_on_its_header(event_type: int, decl
         write_to_clients(sim, event_header_bytes(event_type, declared) + bytes(4096))
         await _stopped(session)
         assert session.stop_reason is not None and "exceeds the limit" in session.stop_reason
-        assert session._engine.incoming_buffered == 0
+        assert session.engine.incoming_buffered == 0
         await asyncio.wait_for(session.stop(), 20)
 
 
@@ -164,12 +164,12 @@ async def test_a_stopped_session_frees_its_partial_event_and_stop_completes() ->
         # A PUSH within the credit (32 MiB default) whose body never comes: 8 MiB of it sent.
         write_to_clients(sim, event_header_bytes(EventType.PUSH, 20 << 20) + bytes(8 << 20))
         for _ in range(400):
-            if session._engine.incoming_buffered >= 8 << 20:
+            if session.engine.incoming_buffered >= 8 << 20:
                 break
             await asyncio.sleep(0.02)
-        assert session._engine.incoming_buffered >= 8 << 20
+        assert session.engine.incoming_buffered >= 8 << 20
         await asyncio.wait_for(session.stop(), 30)
-        assert session._engine.incoming_buffered == 0
+        assert session.engine.incoming_buffered == 0
 
 
 def test_a_session_never_started_holds_no_thread() -> None:
@@ -248,7 +248,7 @@ async def test_a_broker_pushing_beyond_the_credit_is_a_protocol_error() -> None:
         # It stopped at the first message over the credit: the rest was never taken in.
         assert written < 50
         assert len(reader._messages) <= credit
-        assert session._engine.incoming_buffered == 0
+        assert session.engine.incoming_buffered == 0
         await asyncio.wait_for(session.stop(), 20)
 
 
@@ -353,7 +353,7 @@ def test_a_blocked_on_message_handler_is_handed_at_most_a_window_of_messages() -
         writer = producer.open_queue(QUEUE, write=True)
         writer.post_many([b"x"] * count)
         assert writer.post(b"sync").ok
-        inner = consumer._inner
+        inner = consumer.async_session
         assert inner is not None
         deadline = time.monotonic() + 20
         out = ON_MESSAGE_WINDOW + 1  # handed to the dispatcher, and one the pump holds

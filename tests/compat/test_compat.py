@@ -402,9 +402,7 @@ def test_slow_consumer_watermarks(bmq_broker_url: str, recorder: Recorder) -> No
         session.open_queue(uri, read=True, write=True)
         for i in range(5):
             session.post(uri, f"m{i}".encode())
-        backlog = session._callbacks
-        with backlog._ready:
-            assert backlog._ready.wait_for(lambda: backlog.backlog >= 5, WAIT)
+        assert session.core.callbacks.wait_for_backlog(5, WAIT)
         release.set()
         assert recorder.wait_count("<SlowConsumerNormal", 1)
     items = recorder.items
@@ -461,12 +459,14 @@ def test_options_and_what_they_map_to(bmq_broker_url: str) -> None:
         stats_dump_interval=30.0,
     )
     with blazingmq.Session.with_options(lambda e: None, None, bmq_broker_url, options) as session:
-        inner = session._inner
+        inner = session.core.inner
         assert inner is not None
-        assert inner._engine.options.compression_threshold == 1024
-        assert inner._engine.options.stop_timeout == 7.0
-        assert inner._high_water == 12 * 1024 * 1024  # channel watermark minus the control reserve
-        assert (session._callbacks._low, session._callbacks._high) == (10, 100)
+        assert inner.engine.options.compression_threshold == 1024
+        assert inner.engine.options.stop_timeout == 7.0
+        assert (
+            inner.write_high_water == 12 * 1024 * 1024
+        )  # channel watermark minus the control reserve
+        assert session.core.callbacks.watermarks == (10, 100)
     with pytest.raises(TypeError, match="num_processing_threads"):
         blazingmq.Session(lambda e: None, broker=bmq_broker_url, num_processing_threads="2")  # type: ignore[arg-type]
 
@@ -590,8 +590,8 @@ def test_post_over_the_channel_high_watermark_is_refused(recorder: Recorder) -> 
                 continue
             except blazingmq.Error as exc:
                 refused = str(exc)
-            session._run(_loop_turns())  # let the I/O thread write what it was handed
-            if session._plane.unsent_bytes == 0 and not session._inner._writable.is_set():  # type: ignore[union-attr]
+            session.core.run(_loop_turns())  # let the I/O thread write what it was handed
+            if session.core.plane.unsent_bytes == 0 and not session.core.inner.writable:  # type: ignore[union-attr]
                 break  # refused because the socket itself is full: the stalled-broker case
         else:
             pytest.fail("the socket never filled up")
@@ -651,14 +651,14 @@ def test_undecodable_message_is_reported_and_delivery_goes_on(
 
     uri = "bmq://bmq.test.mem.priority/compat-corrupt"
     session.open_queue(uri, read=True, write=True)
-    inner = session._queues[uri].inner
+    inner = session.core.queues[uri].inner
     assert inner is not None
     broken = MessageProperties.decode(b"\x0f\x00\x00\x02\xff\xff\xff\xff", extended=True)
 
     async def inject() -> None:
-        inner._deliver(WireMessage(inner.queue_id, bytes(16), b"corrupt", broken))
+        inner.deliver(WireMessage(inner.queue_id, bytes(16), b"corrupt", broken))
 
-    session._run(inject())
+    session.core.run(inject())
     session.post(uri, b"fine")
     assert recorder.wait_count("message", 2)
     assert recorder.wait_count("<Error: undecodable message", 1)

@@ -106,9 +106,7 @@ def test_a_poster_lets_go_of_the_gil_while_posts_pile_up(monkeypatch: Any) -> No
     monkeypatch.setattr(dataplane.time, "sleep", sleeps.append)
     loop = asyncio.new_event_loop()
     try:
-        writable = asyncio.Event()
-        writable.set()
-        queue = types.SimpleNamespace(uri=URI, session=types.SimpleNamespace(_writable=writable))
+        queue = types.SimpleNamespace(uri=URI, session=types.SimpleNamespace(writable=True))
         plane = DataPlane(loop, Recording(), 1 << 30)  # type: ignore[arg-type]
         posts = dataplane.YIELD_AT // 5
         for _ in range(posts - 1):
@@ -117,7 +115,7 @@ def test_a_poster_lets_go_of_the_gil_while_posts_pile_up(monkeypatch: Any) -> No
         plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
         plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
         assert sleeps == [0, 0]
-        plane._ops.clear()  # drained: no more yielding
+        plane.release()  # drained: no more yielding
         plane.post(queue, b"x", None, None)  # type: ignore[arg-type]
         assert sleeps == [0, 0]
     finally:

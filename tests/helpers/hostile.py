@@ -42,7 +42,7 @@ def store_raw(
     assert queue is not None, f"{uri} is not open in the simulator"
     message = StoredMessage(guid, properties_area, payload, bool(properties_area), compression, 1)
     queue.store(message, sim._now())
-    sim.broker._dispatch(queue.deliver())
+    sim.broker.dispatch(queue.deliver())
     sim._flush()
     return guid
 

@@ -89,7 +89,7 @@ async def test_a_slow_drip_of_one_event_is_closed_at_the_deadline() -> None:
     config = BrokerConfig(partial_event_timeout_ms=500, negotiation_timeout_ms=500)
     async with BrokerSimulator(config) as sim, AsyncSession(sim.url) as client:
         await client.open_queue(QUEUE, write=True)
-        transport = client._transport
+        transport = client.transport
         assert transport is not None
         # A PUT event declared at 1 MiB of which only a byte now and then arrives (as from a
         # stalled or malicious producer): each byte is activity, but the event makes no progress.
@@ -134,7 +134,7 @@ async def test_bogus_confirms_cost_bounded_records_and_logs(
         await client.open_queue(QUEUE, read=True)
         builder = ConfirmEventBuilder()
         builder.add_many((reader_qid(sim), os.urandom(16), 0) for _ in range(bogus))
-        transport = client._transport
+        transport = client.transport
         assert transport is not None
         with caplog.at_level(logging.WARNING, logger="pybmq.sim"):
             for event in builder.finish():
@@ -182,8 +182,8 @@ async def test_a_consumer_that_never_reads_is_not_pushed_to_beyond_the_high_wate
         await stalled.open_queue(
             QUEUE, read=True, max_unconfirmed_messages=10**6, max_unconfirmed_bytes=1 << 30
         )
-        assert stalled._transport is not None
-        stalled._transport.pause_reading()  # it never reads again
+        assert stalled.transport is not None
+        stalled.transport.pause_reading()  # it never reads again
         writer = await producer.open_queue(QUEUE, write=True)
         for _ in range(count // 1000):
             for _ in range(1000):
@@ -204,7 +204,7 @@ async def test_a_consumer_that_never_reads_is_not_pushed_to_beyond_the_high_wate
             message = await asyncio.wait_for(reader.get(), 10)
             await message.confirm()
         # The stalled consumer reads again: the rest is pushed as its buffer drains.
-        stalled._transport.resume_reading()
+        stalled.transport.resume_reading()
         for _ in range(600):
             if queue.pending_count() == 0:
                 break
@@ -224,13 +224,13 @@ async def test_many_queues_are_opened_in_linear_time_and_freed_when_closed() -> 
             )
         (session,) = sim._transports
         assert len(session.handles) == count and len(sim.broker.store.queues) == count
-        assert len(client._engine.credit._handles) == count
+        assert len(client.engine.credit._handles) == count
         for start in range(0, count, 200):
             await asyncio.gather(*(q.close() for q in queues[start : start + 200]))
         # Closed and unused: nothing is left of them on either side.
         assert not session.handles and not session.by_qid
         assert not sim.broker.store.queues
-        engine = client._engine
+        engine = client.engine
         assert not engine.queues and not engine.table.routes and not engine.table.by_uri
         assert not engine.table.qids and not engine.credit._handles
         assert engine.credit.total_messages == 0 and engine.credit.total_bytes == 0

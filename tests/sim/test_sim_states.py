@@ -66,13 +66,13 @@ def test_a_session_walks_negotiating_open_disconnecting_closed() -> None:
     broker = Broker(BrokerConfig())
     session = broker.connect("peer", 0.0)
     seen = [session.state]
-    original = session._advance
+    original = session.advance
 
     def spy(event: SessionInput) -> None:
         original(event)
         seen.append(session.state)
 
-    session._advance = spy  # type: ignore[method-assign]
+    session.advance = spy  # type: ignore[method-assign]
     session.receive_data(_identity(), 0.0)
     disconnect = ctrl.ControlMessage(r_id=1, disconnect=ctrl.Disconnect())
     session.receive_data(encode_control_event(encode_json(disconnect)), 0.1)

@@ -1,0 +1,170 @@
+"""What drives a :class:`~pybmq.client.engine.ClientEngine` on an asyncio loop, for one
+``AsyncSession`` and its queues: the time, the once-per-turn flush, the timer armed at the
+engine's next deadline, a future per operation, the open queues, and the read pause that bounds
+the messages the application has not taken yet.
+
+``AsyncQueue`` and ``ReceivedMessage`` work through this object (``AsyncSession.driver``), never
+through the session's internals; it is a public part, but not one applications need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pybmq.client.aio_link import Link
+from pybmq.client.engine import ClientEngine
+from pybmq.client.fsm import SessionState
+from pybmq.errors import PybmqError, SessionStoppedError
+
+if TYPE_CHECKING:
+    from pybmq.client.aio_queue import AsyncQueue
+
+log = logging.getLogger("pybmq.client.aio")
+
+
+class EngineDriver:
+    """The engine, the loop and the link, plumbed together (see the module docstring).
+
+    ``pump()`` is the owner's: it takes the engine's events out after every input."""
+
+    def __init__(self, engine: ClientEngine, link: Link, pump: Callable[[], None]) -> None:
+        self.engine = engine
+        self.link = link
+        self._pump = pump
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # see bind()
+        self._flush_scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._ops: dict[int, asyncio.Future[None]] = {}
+        # Queue handle → its AsyncQueue, while open.
+        self.queues: dict[int, AsyncQueue] = {}
+        # Flow control: messages handed to queues and not yet taken by the application; the
+        # socket is not read while there are too many (see check_reading).
+        self.undelivered = 0
+        self.reading_paused = False
+        self.stopping = False  # stop() began: nothing is held back any more
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop this session runs on (known once it starts)."""
+        self.loop = loop
+
+    @property
+    def bound(self) -> bool:
+        return self.loop is not None
+
+    def now(self) -> float:
+        """The loop's time: the ``now`` of every engine input."""
+        return self.loop.time()
+
+    # ------------------------------------------------------------------ operations
+
+    async def operation(self, op_id: int) -> None:
+        """Wait for the engine's answer to operation ``op_id`` (raising its error)."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        self._ops[op_id] = future
+        self.schedule_flush()
+        self._pump()
+        await future
+
+    def complete(self, op_id: int, error: PybmqError | None) -> None:
+        future = self._ops.pop(op_id, None)
+        if future is not None and not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    def fail_operations(self, reason: str | None) -> None:
+        for future in self._ops.values():
+            if not future.done():
+                future.set_exception(SessionStoppedError(f"session stopped: {reason}"))
+        self._ops.clear()
+
+    # ------------------------------------------------------------------ output and time
+
+    def schedule_flush(self) -> None:
+        """Flush at the end of this loop turn (everything buffered meanwhile leaves together)."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        data = self.engine.data_to_send()
+        if data:
+            self.link.write(data)
+        self._pump()
+
+    def arm_timer(self) -> None:
+        deadline = self.engine.next_deadline()
+        if self.engine.state is SessionState.STOPPED:
+            deadline = None
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+
+    def cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.engine.handle_timeout(self.now())
+        self.flush()
+
+    # ------------------------------------------------------------------ flow control
+
+    def _read_bound(self) -> int:
+        bound = self.engine.options.max_undelivered_messages
+        return bound or max(self.engine.credit.total_messages, 1)
+
+    def check_reading(self) -> None:
+        """Pause reading above the bound; resume once the backlog is down to half of it. The
+        memory the client holds is then the bound, plus one read of the socket."""
+        if not self.link.open:
+            return
+        bound = self._read_bound()
+        if self.stopping or self.engine.awaiting_response:
+            # Never hold back the answer to a request: the application may be waiting for it
+            # (and stopping drops what is not taken anyway).
+            pause = False
+        elif self.reading_paused:
+            pause = self.undelivered > bound // 2
+        else:
+            pause = self.undelivered > bound
+        if pause == self.reading_paused:
+            return
+        self.reading_paused = pause
+        self.link.pause_reading(pause)
+        if pause:
+            log.debug("%d messages not taken by the application: reading paused", self.undelivered)
+        self.engine.pause_reading(pause, self.now())
+        self.arm_timer()
+
+    def delivered(self, count: int) -> None:
+        """``count`` messages were handed to a queue (the pump checks the bound after a turn)."""
+        self.undelivered += count
+
+    def taken(self, count: int) -> None:
+        """The application took (or a closed queue dropped) ``count`` messages."""
+        self.undelivered -= count
+        if self.reading_paused:
+            self.check_reading()
+
+    def reading_restarted(self) -> None:
+        """A new connection is read from the start (then paused again if still behind)."""
+        self.reading_paused = False
+        self.check_reading()
+
+
+__all__ = ["EngineDriver"]
