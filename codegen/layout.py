@@ -119,6 +119,49 @@ class Struct:
 
 
 @dataclass
+class BitConst:
+    """A SHIFT/MASK pair the hot path reads or writes a bit-field with: ``(word >> shift) &
+    mask``. ``word`` is the field's unit, or for a group the 32-bit word holding its fields."""
+
+    name: str  # STRUCT_FIELD
+    shift: int
+    width: int
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+@dataclass
+class View:
+    """A Struct over part of a struct (whole units, reserved ones skipped) and words after it:
+    one ``unpack_from`` for what the hot path reads together."""
+
+    name: str
+    doc: str
+    struct: str
+    offset: int  # bytes from the start of the struct
+    fmt: str
+
+
+# What a struct can export from the codec module (anything else is in STRUCTS/BIT_LAYOUTS only).
+EXPORTS = ("record", "struct", "size", "unpack", "pack_into", "encode")
+
+
+@dataclass
+class Codec:
+    """What the runtime uses of one struct (spec section ``codec``)."""
+
+    exports: set[str] = field(default_factory=set)
+    bits: list[BitConst] = field(default_factory=list)
+
+    @property
+    def functions(self) -> bool:
+        """Whether any function is generated (they need the struct's Struct and record)."""
+        return bool(self.exports & {"unpack", "pack_into", "encode"})
+
+
+@dataclass
 class Enum:
     name: str
     upstream: str
@@ -133,6 +176,15 @@ class Spec:
     structs: list[Struct] = field(default_factory=list)
     padding: list[bytes] = field(default_factory=list)  # indexed by data length % word
     events: dict[str, str] = field(default_factory=dict)
+    codecs: dict[str, Codec] = field(default_factory=dict)  # by struct name
+    views: list[View] = field(default_factory=list)
+
+    def codec(self, struct: str) -> Codec:
+        return self.codecs.get(struct) or Codec()
+
+    @property
+    def encodes(self) -> bool:
+        return any("encode" in c.exports for c in self.codecs.values())
 
 
 def _unit(struct: str, raw: dict[str, Any]) -> Unit:
@@ -185,7 +237,70 @@ def load_spec(path: Path) -> Spec:
             if f.enum and f.enum not in enum_names:
                 raise SchemaError(f"{name}.{f.name}: unknown enum {f.enum}")
         spec.structs.append(struct)
+    by_name = {s.name: s for s in spec.structs}
+    spec.codecs = {name: _codec(by_name, name, c or {}) for name, c in raw.get("codec", {}).items()}
+    spec.views = [_view(by_name, name, v) for name, v in raw.get("views", {}).items()]
     return spec
+
+
+def _codec(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> Codec:
+    """One ``codec`` entry: exports, bit-fields (unit-relative) and groups (word-relative)."""
+    if name not in structs:
+        raise SchemaError(f"codec: unknown struct {name}")
+    struct = structs[name]
+    exports = set(raw.get("exports", []))
+    if exports - set(EXPORTS):
+        raise SchemaError(f"codec.{name}: unknown exports {sorted(exports - set(EXPORTS))}")
+    codec = Codec(exports)
+    if codec.functions and "record" not in exports:
+        raise SchemaError(f"codec.{name}: its functions take or return the record: export it")
+    fields = {f.name: (u, f) for u in struct.units for f in u.fields}
+    for fname in raw.get("bits", []):
+        if fname not in fields or fields[fname][0].whole:
+            raise SchemaError(f"codec.{name}.bits: {fname} is not a bit-field")
+        f = fields[fname][1]
+        codec.bits.append(BitConst(f"{struct.const}_{fname.upper()}", f.shift, f.width))
+    layout = {n: (first, width) for n, first, width in struct.bit_layout}
+    for group, members in raw.get("groups", {}).items():
+        if not members or any(m not in layout for m in members):
+            raise SchemaError(f"codec.{name}.groups.{group}: unknown fields {members}")
+        first = layout[members[0]][0]
+        width = sum(layout[m][1] for m in members)
+        if [layout[m][0] for m in members] != [
+            first + sum(layout[m][1] for m in members[:i]) for i in range(len(members))
+        ] or first // 32 != (first + width - 1) // 32:
+            raise SchemaError(f"codec.{name}.groups.{group}: not adjacent within one word")
+        shift = 32 - (first % 32) - width
+        codec.bits.append(BitConst(f"{struct.const}_{group.upper()}", shift, width))
+    return codec
+
+
+def _view(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> View:
+    """One ``views`` entry: ``struct`` (if any) from field ``from`` to ``to`` (whole units),
+    then ``then`` (unit kinds)."""
+    struct = structs.get(raw.get("struct", ""))
+    if struct is None and "struct" in raw:
+        raise SchemaError(f"views.{name}: unknown struct {raw['struct']!r}")
+    units = struct.units if struct else []
+    heads = [u.fields[0].name for u in units]
+    tails = [u.fields[-1].name for u in units]
+    if "from" in raw and raw["from"] not in heads:
+        raise SchemaError(f"views.{name}: no unit starts with {raw['from']!r}")
+    if "to" in raw and raw["to"] not in tails:
+        raise SchemaError(f"views.{name}: no unit ends with {raw['to']!r}")
+    start = heads.index(raw["from"]) if "from" in raw else 0
+    end = tails.index(raw["to"]) + 1 if "to" in raw else len(units)
+    fmt = ">"
+    for unit in units[start:end]:
+        reserved = unit.fields[0].name.startswith("reserved") and len(unit.fields) == 1
+        fmt += f"{unit.size}x" if reserved else unit.fmt
+    for kind in raw.get("then", []):
+        if kind not in UNIT_KINDS:
+            raise SchemaError(f"views.{name}: unknown unit {kind!r}")
+        fmt += UNIT_KINDS[kind][0]
+    offset = sum(u.size for u in units[:start])
+    doc = " ".join(str(raw.get("doc", "")).split())
+    return View(name, doc, struct.name if struct else "", offset, fmt)
 
 
 def _padding_table(raw: dict[str, Any]) -> list[bytes]:
