@@ -126,6 +126,16 @@ class BitConst:
     name: str  # STRUCT_FIELD
     shift: int
     width: int
+    top: bool = False  # the field is the top bits of its word: ``word >> shift`` is enough
+    only: str = ""  # "shift" or "mask" when the runtime uses only that one
+
+    @property
+    def emit_shift(self) -> bool:
+        return bool(self.shift) and self.only != "mask"
+
+    @property
+    def emit_mask(self) -> bool:
+        return not self.top and self.only != "shift"
 
     @property
     def mask(self) -> int:
@@ -144,6 +154,9 @@ class View:
     fmt: str
 
 
+# Fixed-size property values: kind -> struct format character (all big-endian on the wire).
+VALUE_KINDS = {"bool": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
+
 # What a struct can export from the codec module (anything else is in STRUCTS/BIT_LAYOUTS only).
 EXPORTS = ("record", "struct", "size", "unpack", "pack_into", "encode")
 
@@ -154,6 +167,9 @@ class Codec:
 
     exports: set[str] = field(default_factory=set)
     bits: list[BitConst] = field(default_factory=list)
+    # A value split over several fields (MSB first): the whole value's mask, and for each part
+    # where it sits in the value (X_PART_AT, when not 0) and its mask. ``shift`` is the "at".
+    splits: list[BitConst] = field(default_factory=list)
 
     @property
     def functions(self) -> bool:
@@ -177,6 +193,7 @@ class Spec:
     padding: list[bytes] = field(default_factory=list)  # indexed by data length % word
     events: dict[str, str] = field(default_factory=dict)
     codecs: dict[str, Codec] = field(default_factory=dict)  # by struct name
+    property_values: dict[str, str] = field(default_factory=dict)  # PropertyType -> format
     views: list[View] = field(default_factory=list)
 
     def codec(self, struct: str) -> Codec:
@@ -240,6 +257,11 @@ def load_spec(path: Path) -> Spec:
     by_name = {s.name: s for s in spec.structs}
     spec.codecs = {name: _codec(by_name, name, c or {}) for name, c in raw.get("codec", {}).items()}
     spec.views = [_view(by_name, name, v) for name, v in raw.get("views", {}).items()]
+    property_types = next((e.values for e in enums if e.name == "PropertyType"), {})
+    for ptype, kind in raw.get("property_values", {}).items():
+        if ptype not in property_types or kind not in VALUE_KINDS:
+            raise SchemaError(f"property_values: {ptype}: {kind} is not a PropertyType and kind")
+        spec.property_values[ptype] = ">" + VALUE_KINDS[kind]
     return spec
 
 
@@ -255,11 +277,15 @@ def _codec(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> Codec:
     if codec.functions and "record" not in exports:
         raise SchemaError(f"codec.{name}: its functions take or return the record: export it")
     fields = {f.name: (u, f) for u in struct.units for f in u.fields}
-    for fname in raw.get("bits", []):
-        if fname not in fields or fields[fname][0].whole:
-            raise SchemaError(f"codec.{name}.bits: {fname} is not a bit-field")
-        f = fields[fname][1]
-        codec.bits.append(BitConst(f"{struct.const}_{fname.upper()}", f.shift, f.width))
+    for item in raw.get("bits", []):
+        # a field name, or {name: shift} / {name: mask} when only that one is used
+        fname, only = next(iter(item.items())) if isinstance(item, dict) else (item, "")
+        if fname not in fields or fields[fname][0].whole or only not in ("", "shift", "mask"):
+            raise SchemaError(f"codec.{name}.bits: {item} is not a bit-field")
+        unit, f = fields[fname]
+        top = f.shift + f.width == unit.size * 8
+        const = f"{struct.const}_{fname.upper()}"
+        codec.bits.append(BitConst(const, f.shift, f.width, top, only))
     layout = {n: (first, width) for n, first, width in struct.bit_layout}
     for group, members in raw.get("groups", {}).items():
         if not members or any(m not in layout for m in members):
@@ -271,7 +297,24 @@ def _codec(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> Codec:
         ] or first // 32 != (first + width - 1) // 32:
             raise SchemaError(f"codec.{name}.groups.{group}: not adjacent within one word")
         shift = 32 - (first % 32) - width
-        codec.bits.append(BitConst(f"{struct.const}_{group.upper()}", shift, width))
+        codec.bits.append(BitConst(f"{struct.const}_{group.upper()}", shift, width, shift + width == 32))
+    masked = {b.name for b in codec.bits}
+    for value, split in raw.get("splits", {}).items():
+        # [parts], or {parts: [...], mask: true} when the runtime also bounds the whole value
+        parts = split["parts"] if isinstance(split, dict) else split
+        if not parts or any(p not in layout for p in parts):
+            raise SchemaError(f"codec.{name}.splits.{value}: unknown fields {parts}")
+        at = sum(layout[p][1] for p in parts)
+        whole = f"{struct.const}_{value.upper()}"
+        if isinstance(split, dict) and split.get("mask") and whole not in masked:
+            codec.splits.append(BitConst(whole, 0, at))
+        for i, part in enumerate(parts):
+            at -= layout[part][1]
+            const = f"{struct.const}_{part.upper()}"
+            # No mask for the top part (the value's range bounds it) nor for a listed bit-field
+            # (it has its mask already).
+            width = 0 if i == 0 or const in masked else layout[part][1]
+            codec.splits.append(BitConst(const, at, width))
     return codec
 
 
