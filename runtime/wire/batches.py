@@ -10,7 +10,6 @@ from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
     ACK_HEADER_HEADER_WORDS_SHIFT,
     ACK_HEADER_PER_MESSAGE_WORDS_MASK,
-    ACK_HEADER_PER_MESSAGE_WORDS_SHIFT,
     ACK_MESSAGE,
     ACK_MESSAGE_CORRELATION_ID_MASK,
     ACK_MESSAGE_RESERVED_SHIFT,
@@ -46,7 +45,7 @@ def _batch_entries(
         raise ProtocolError(f"truncated {what}", offset=hsize, path=what)
     words = data[hsize]
     hwords = words >> ACK_HEADER_HEADER_WORDS_SHIFT
-    pmwords = (words >> ACK_HEADER_PER_MESSAGE_WORDS_SHIFT) & ACK_HEADER_PER_MESSAGE_WORDS_MASK
+    pmwords = words & ACK_HEADER_PER_MESSAGE_WORDS_MASK
     start = hsize + hwords * 4
     size = pmwords * 4
     if hwords < 1 or start > length:
@@ -140,9 +139,7 @@ class _BatchEventBuilder:
         if self.max_per_event < 1:
             raise UsageError(f"max_event_size {max_event_size} is too small")
         self._entries: list[bytes] = []
-        self._header_byte = (1 << ACK_HEADER_HEADER_WORDS_SHIFT) | (
-            self._entry.size // 4 << ACK_HEADER_PER_MESSAGE_WORDS_SHIFT
-        )
+        self._header_byte = (1 << ACK_HEADER_HEADER_WORDS_SHIFT) | (self._entry.size // 4)
 
     def __len__(self) -> int:
         return len(self._entries)

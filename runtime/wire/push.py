@@ -28,6 +28,7 @@ from pybmq.generated.wire_codec import (
     PUSH_HEADER_MESSAGE_WORDS_MASK,
     PUSH_HEADER_OPTIONS_WORDS_SHIFT,
     PUSH_HEADER_SIZE,
+    PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID,
     PUSH_SCHEMA_ID,
     PUSH_SCHEMA_ID_OFFSET,
     PUT_MAX_PAYLOAD_SIZE_SOFT,
@@ -270,9 +271,10 @@ def decode_push(
             data, pos, length, 28, "PushHeader"
         )
         queue_id, guid = unpack_body(data, pos + PUSH_BODY_OFFSET)
-        schema = (
-            PUSH_SCHEMA_ID.unpack_from(data, pos + PUSH_SCHEMA_ID_OFFSET)[0] if hwords >= 8 else 0
-        )
+        if hwords * 4 >= PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID:
+            schema = PUSH_SCHEMA_ID.unpack_from(data, pos + PUSH_SCHEMA_ID_OFFSET)[0]
+        else:
+            schema = 0
         end = pos + size
         if owords:
             options = data[opt_start:start]

@@ -25,6 +25,7 @@ from pybmq.generated.wire_codec import (
     PUT_HEADER_OPTIONS_WORDS_SHIFT,
     PUT_HEADER_SIZE,
     PUT_MAX_PAYLOAD_SIZE_SOFT,
+    PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID,
     PUT_SCHEMA_ID,
     PUT_SCHEMA_ID_OFFSET,
     WORD_SIZE,
@@ -185,9 +186,10 @@ def decode_put(
             data, pos, length, 32, "PutHeader"
         )
         queue_id, guid, crc = unpack_body(data, pos + PUT_BODY_OFFSET)
-        schema = (
-            PUT_SCHEMA_ID.unpack_from(data, pos + PUT_SCHEMA_ID_OFFSET)[0] if hwords >= 9 else 0
-        )
+        if hwords * 4 >= PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID:
+            schema = PUT_SCHEMA_ID.unpack_from(data, pos + PUT_SCHEMA_ID_OFFSET)[0]
+        else:
+            schema = 0
         end = pos + size
         end -= pad_count(data, start, end, pos)
         if verify_crc:

@@ -81,12 +81,20 @@ def test_random_values_encode_identically(name: str, data: st.DataObject) -> Non
             assert value == fields[unit.fields[0].name]
             continue
         for f in unit.fields:
-            shift = getattr(wire_codec, f"{const}_{f.name.upper()}_SHIFT", None)
-            if shift is None:
-                continue
-            mask = getattr(wire_codec, f"{const}_{f.name.upper()}_MASK")
-            assert (value >> shift) & mask == fields[f.name]  # reading
-            assert fields[f.name] << shift == value & (mask << shift)  # writing
+            prefix = f"{const}_{f.name.upper()}"
+            if not hasattr(wire_codec, f"{prefix}_SHIFT") and not hasattr(
+                wire_codec, f"{prefix}_MASK"
+            ):
+                continue  # the runtime reads this one through the Struct or not at all
+            shift = getattr(wire_codec, f"{prefix}_SHIFT", 0)
+            mask = getattr(wire_codec, f"{prefix}_MASK", None)
+            if mask is None:  # the unit's top bits (the shift alone reads them), or write-only
+                if shift + f.width == unit.size * 8:
+                    assert value >> shift == fields[f.name]
+            else:
+                assert (value >> shift) & mask == fields[f.name]  # reading
+            field_bits = ((1 << f.width) - 1) << shift
+            assert fields[f.name] << shift == value & field_bits  # writing
     for group, members in RAW_SPEC["codec"].get(name, {}).get("groups", {}).items():
         layout = {n: (first, width) for n, first, width in wire_codec.BIT_LAYOUTS[name]}
         first = layout[members[0]][0]
@@ -94,9 +102,29 @@ def test_random_values_encode_identically(name: str, data: st.DataObject) -> Non
         expected = 0
         for m in members:
             expected = (expected << layout[m][1]) | fields[m]
-        shift = getattr(wire_codec, f"{const}_{group.upper()}_SHIFT")
+        shift = getattr(wire_codec, f"{const}_{group.upper()}_SHIFT", 0)
         mask = getattr(wire_codec, f"{const}_{group.upper()}_MASK")
         assert (word >> shift) & mask == expected
+    for value_name, split in RAW_SPEC["codec"].get(name, {}).get("splits", {}).items():
+        parts = split["parts"] if isinstance(split, dict) else split
+        widths = {n: width for n, _, width in wire_codec.BIT_LAYOUTS[name]}
+        whole = 0
+        for p in parts:
+            whole = (whole << widths[p]) | fields[p]
+        if isinstance(split, dict) and split.get("mask"):
+            assert (
+                getattr(wire_codec, f"{const}_{value_name.upper()}_MASK")
+                == (1 << sum(widths[p] for p in parts)) - 1
+            )
+        rebuilt = 0
+        for i, p in enumerate(parts):
+            at = getattr(wire_codec, f"{const}_{p.upper()}_AT", 0)
+            rebuilt |= fields[p] << at  # joining the parts
+            if i:  # splitting the value (the top part needs no mask)
+                assert (whole >> at) & getattr(wire_codec, f"{const}_{p.upper()}_MASK") == fields[p]
+            else:
+                assert whole >> at == fields[p]
+        assert rebuilt == whole
 
 
 @pytest.mark.parametrize("name", WITH_UNPACK)
