@@ -15,6 +15,7 @@ from pybmq.codegen.artifact import Generator
 from pybmq.codegen.bindings import generate_ctrlmsg
 from pybmq.codegen.layout import generate_layout
 from pybmq.codegen.other_schemas import generate_other_schemas
+from pybmq.codegen.render import format_cache
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "schema"
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=GENERATED_DIR)
     args = parser.parse_args(argv)
     artifacts = render_all(args.schema_dir)
+    format_cache().prune()  # keep only what this full run used: the cache stays bounded
     if args.check:
         text = diff(artifacts, args.out)
         if text:

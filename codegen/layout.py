@@ -119,6 +119,65 @@ class Struct:
 
 
 @dataclass
+class BitConst:
+    """A SHIFT/MASK pair the hot path reads or writes a bit-field with: ``(word >> shift) &
+    mask``. ``word`` is the field's unit, or for a group the 32-bit word holding its fields."""
+
+    name: str  # STRUCT_FIELD
+    shift: int
+    width: int
+    top: bool = False  # the field is the top bits of its word: ``word >> shift`` is enough
+    only: str = ""  # "shift" or "mask" when the runtime uses only that one
+
+    @property
+    def emit_shift(self) -> bool:
+        return bool(self.shift) and self.only != "mask"
+
+    @property
+    def emit_mask(self) -> bool:
+        return not self.top and self.only != "shift"
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+@dataclass
+class View:
+    """A Struct over part of a struct (whole units, reserved ones skipped) and words after it:
+    one ``unpack_from`` for what the hot path reads together."""
+
+    name: str
+    doc: str
+    struct: str
+    offset: int  # bytes from the start of the struct
+    fmt: str
+
+
+# Fixed-size property values: kind -> struct format character (all big-endian on the wire).
+VALUE_KINDS = {"bool": "?", "i8": "b", "i16": "h", "i32": "i", "i64": "q"}
+
+# What a struct can export from the codec module (anything else is in STRUCTS/BIT_LAYOUTS only).
+EXPORTS = ("record", "struct", "size", "unpack", "pack_into", "encode")
+
+
+@dataclass
+class Codec:
+    """What the runtime uses of one struct (spec section ``codec``)."""
+
+    exports: set[str] = field(default_factory=set)
+    bits: list[BitConst] = field(default_factory=list)
+    # A value split over several fields (MSB first): the whole value's mask, and for each part
+    # where it sits in the value (X_PART_AT, when not 0) and its mask. ``shift`` is the "at".
+    splits: list[BitConst] = field(default_factory=list)
+
+    @property
+    def functions(self) -> bool:
+        """Whether any function is generated (they need the struct's Struct and record)."""
+        return bool(self.exports & {"unpack", "pack_into", "encode"})
+
+
+@dataclass
 class Enum:
     name: str
     upstream: str
@@ -133,6 +192,16 @@ class Spec:
     structs: list[Struct] = field(default_factory=list)
     padding: list[bytes] = field(default_factory=list)  # indexed by data length % word
     events: dict[str, str] = field(default_factory=dict)
+    codecs: dict[str, Codec] = field(default_factory=dict)  # by struct name
+    property_values: dict[str, str] = field(default_factory=dict)  # PropertyType -> format
+    views: list[View] = field(default_factory=list)
+
+    def codec(self, struct: str) -> Codec:
+        return self.codecs.get(struct) or Codec()
+
+    @property
+    def encodes(self) -> bool:
+        return any("encode" in c.exports for c in self.codecs.values())
 
 
 def _unit(struct: str, raw: dict[str, Any]) -> Unit:
@@ -185,7 +254,96 @@ def load_spec(path: Path) -> Spec:
             if f.enum and f.enum not in enum_names:
                 raise SchemaError(f"{name}.{f.name}: unknown enum {f.enum}")
         spec.structs.append(struct)
+    by_name = {s.name: s for s in spec.structs}
+    spec.codecs = {name: _codec(by_name, name, c or {}) for name, c in raw.get("codec", {}).items()}
+    spec.views = [_view(by_name, name, v) for name, v in raw.get("views", {}).items()]
+    property_types = next((e.values for e in enums if e.name == "PropertyType"), {})
+    for ptype, kind in raw.get("property_values", {}).items():
+        if ptype not in property_types or kind not in VALUE_KINDS:
+            raise SchemaError(f"property_values: {ptype}: {kind} is not a PropertyType and kind")
+        spec.property_values[ptype] = ">" + VALUE_KINDS[kind]
     return spec
+
+
+def _codec(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> Codec:
+    """One ``codec`` entry: exports, bit-fields (unit-relative) and groups (word-relative)."""
+    if name not in structs:
+        raise SchemaError(f"codec: unknown struct {name}")
+    struct = structs[name]
+    exports = set(raw.get("exports", []))
+    if exports - set(EXPORTS):
+        raise SchemaError(f"codec.{name}: unknown exports {sorted(exports - set(EXPORTS))}")
+    codec = Codec(exports)
+    if codec.functions and "record" not in exports:
+        raise SchemaError(f"codec.{name}: its functions take or return the record: export it")
+    fields = {f.name: (u, f) for u in struct.units for f in u.fields}
+    for item in raw.get("bits", []):
+        # a field name, or {name: shift} / {name: mask} when only that one is used
+        fname, only = next(iter(item.items())) if isinstance(item, dict) else (item, "")
+        if fname not in fields or fields[fname][0].whole or only not in ("", "shift", "mask"):
+            raise SchemaError(f"codec.{name}.bits: {item} is not a bit-field")
+        unit, f = fields[fname]
+        top = f.shift + f.width == unit.size * 8
+        const = f"{struct.const}_{fname.upper()}"
+        codec.bits.append(BitConst(const, f.shift, f.width, top, only))
+    layout = {n: (first, width) for n, first, width in struct.bit_layout}
+    for group, members in raw.get("groups", {}).items():
+        if not members or any(m not in layout for m in members):
+            raise SchemaError(f"codec.{name}.groups.{group}: unknown fields {members}")
+        first = layout[members[0]][0]
+        width = sum(layout[m][1] for m in members)
+        if [layout[m][0] for m in members] != [
+            first + sum(layout[m][1] for m in members[:i]) for i in range(len(members))
+        ] or first // 32 != (first + width - 1) // 32:
+            raise SchemaError(f"codec.{name}.groups.{group}: not adjacent within one word")
+        shift = 32 - (first % 32) - width
+        codec.bits.append(BitConst(f"{struct.const}_{group.upper()}", shift, width, shift + width == 32))
+    masked = {b.name for b in codec.bits}
+    for value, split in raw.get("splits", {}).items():
+        # [parts], or {parts: [...], mask: true} when the runtime also bounds the whole value
+        parts = split["parts"] if isinstance(split, dict) else split
+        if not parts or any(p not in layout for p in parts):
+            raise SchemaError(f"codec.{name}.splits.{value}: unknown fields {parts}")
+        at = sum(layout[p][1] for p in parts)
+        whole = f"{struct.const}_{value.upper()}"
+        if isinstance(split, dict) and split.get("mask") and whole not in masked:
+            codec.splits.append(BitConst(whole, 0, at))
+        for i, part in enumerate(parts):
+            at -= layout[part][1]
+            const = f"{struct.const}_{part.upper()}"
+            # No mask for the top part (the value's range bounds it) nor for a listed bit-field
+            # (it has its mask already).
+            width = 0 if i == 0 or const in masked else layout[part][1]
+            codec.splits.append(BitConst(const, at, width))
+    return codec
+
+
+def _view(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> View:
+    """One ``views`` entry: ``struct`` (if any) from field ``from`` to ``to`` (whole units),
+    then ``then`` (unit kinds)."""
+    struct = structs.get(raw.get("struct", ""))
+    if struct is None and "struct" in raw:
+        raise SchemaError(f"views.{name}: unknown struct {raw['struct']!r}")
+    units = struct.units if struct else []
+    heads = [u.fields[0].name for u in units]
+    tails = [u.fields[-1].name for u in units]
+    if "from" in raw and raw["from"] not in heads:
+        raise SchemaError(f"views.{name}: no unit starts with {raw['from']!r}")
+    if "to" in raw and raw["to"] not in tails:
+        raise SchemaError(f"views.{name}: no unit ends with {raw['to']!r}")
+    start = heads.index(raw["from"]) if "from" in raw else 0
+    end = tails.index(raw["to"]) + 1 if "to" in raw else len(units)
+    fmt = ">"
+    for unit in units[start:end]:
+        reserved = unit.fields[0].name.startswith("reserved") and len(unit.fields) == 1
+        fmt += f"{unit.size}x" if reserved else unit.fmt
+    for kind in raw.get("then", []):
+        if kind not in UNIT_KINDS:
+            raise SchemaError(f"views.{name}: unknown unit {kind!r}")
+        fmt += UNIT_KINDS[kind][0]
+    offset = sum(u.size for u in units[:start])
+    doc = " ".join(str(raw.get("doc", "")).split())
+    return View(name, doc, struct.name if struct else "", offset, fmt)
 
 
 def _padding_table(raw: dict[str, Any]) -> list[bytes]:

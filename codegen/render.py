@@ -1,13 +1,16 @@
 """The one jinja2 environment and the one formatter pass every generator goes through.
 
 Templates live in ``templates/``; their output is formatted by black with the project's settings
-(the same line length as hand-written code), so generated and hand-written code look alike. The
-formatter is memoised in-process only: codegen writes nothing but its output.
+(the same line length as hand-written code), so generated and hand-written code look alike.
+Formatting is nearly all of a run's cost, so its output is cached by content hash (see
+``formatcache``) in a checkout's ``build/codegen-cache/`` (ignored by git, removed by ``make
+clean``), or in the folder named by ``PYBMQ_CODEGEN_CACHE`` (empty: no disk cache).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import os
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +18,38 @@ import black
 import jinja2
 from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
 from pybmq.codegen.filters import FILTERS
+from pybmq.codegen.formatcache import FormatCache
 from pybmq.errors import SchemaError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})
+FORMATTER_ID = f"black {version('black')} {BLACK_MODE!r}"
+CHECKOUT = Path(__file__).resolve().parent.parent
+DEFAULT_CACHE_DIR = CHECKOUT / "build" / "codegen-cache"
+
+
+def cache_dir() -> Path | None:
+    """Where formatted output is cached across runs; None turns the disk cache off (the default
+    outside a source checkout: an installed package must not write next to itself)."""
+    configured = os.environ.get("PYBMQ_CODEGEN_CACHE")
+    if configured is not None:
+        return Path(configured) if configured else None
+    return DEFAULT_CACHE_DIR if (CHECKOUT / "pyproject.toml").is_file() else None
+
+
+_cache = FormatCache(cache_dir(), FORMATTER_ID)
+
+
+def format_cache() -> FormatCache:
+    """The process's formatter cache (the driver prunes it after a full run)."""
+    return _cache
+
+
+def set_format_cache(cache: FormatCache) -> FormatCache:
+    """Make ``cache`` the process's formatter cache; returns the one it replaces."""
+    global _cache
+    previous, _cache = _cache, cache
+    return previous
 
 
 def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja2.Environment:
@@ -38,11 +69,14 @@ def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja
     return env
 
 
-@lru_cache(maxsize=64)
 def format_python(text: str, origin: str = "template") -> str:
-    """black-format generated code; a template that renders invalid Python is a SchemaError
-    naming the template."""
-    try:
-        return black.format_str(text, mode=BLACK_MODE)
-    except InvalidInput as exc:  # a template bug: show where
-        raise SchemaError(f"{origin} rendered invalid Python: {exc}") from exc
+    """black-format generated code (through the cache); a template that renders invalid Python
+    is a SchemaError naming the template."""
+
+    def run_black(source: str) -> str:
+        try:
+            return black.format_str(source, mode=BLACK_MODE)
+        except InvalidInput as exc:  # a template bug: show where
+            raise SchemaError(f"{origin} rendered invalid Python: {exc}") from exc
+
+    return _cache.format(text, run_black)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, PybmqError
+from pybmq.generated.wire_codec import AckStatus as WireAckStatus
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushMessage, inflate_push
 
@@ -39,13 +40,8 @@ class AckStatus(enum.Enum):
         return WIRE_ACK_STATUS.get(code, cls.UNKNOWN)
 
 
-WIRE_ACK_STATUS = {
-    0: AckStatus.SUCCESS,
-    1: AckStatus.LIMIT_MESSAGES,
-    2: AckStatus.LIMIT_BYTES,
-    6: AckStatus.STORAGE_FAILURE,
-    7: AckStatus.NOT_READY,
-}
+# The ACK wire codes by the layout spec's AckStatus, each to the outcome of the same name.
+WIRE_ACK_STATUS = {int(code): AckStatus[code.name] for code in WireAckStatus}
 
 
 class Ack(NamedTuple):

@@ -20,12 +20,14 @@ from pybmq.client.fsm import (
 from pybmq.client.options import QueueOptions
 from pybmq.client.stats import QueueCounters
 from pybmq.generated.wire_codec import (
+    PROTOCOL_VERSION as PROTOCOL_VERSION,  # the engine's parts take it from here
+)
+from pybmq.generated.wire_codec import (
     CompressionAlgorithmType,
     QueueFlags,
 )
 from pybmq.wire.properties import MessageProperties
 
-PROTOCOL_VERSION = 1
 # sdkVersion as the C++ SDK writes it: major*10000 + minor*100 + patch.
 SDK_VERSION = int("".join(f"{int(p):02d}" for p in __version__.split(".")[:3]))
 FEATURES_MPS = "MPS:MESSAGE_PROPERTIES_EX"

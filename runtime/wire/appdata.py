@@ -4,11 +4,17 @@ or not) and the size-capped event builder both builders extend.
 
 from __future__ import annotations
 
-import struct
-
 from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
+    MESSAGE_SIZES,
+    PUT_HEADER_COMPRESSION_MASK,
+    PUT_HEADER_COMPRESSION_SHIFT,
+    PUT_HEADER_FLAGS_SHIFT,
+    PUT_HEADER_HEADER_WORDS_MASK,
+    PUT_HEADER_MESSAGE_WORDS_MASK,
+    PUT_HEADER_OPTIONS_WORDS_SHIFT,
+    PUT_SCHEMA_ID,
     EventType,
     PutHeaderFlags,
     SubQueueInfo,
@@ -19,8 +25,9 @@ from pybmq.wire.framing import (
 )
 from pybmq.wire.properties import MessageProperties, properties_area_size
 
-_TWO_WORDS = struct.Struct(">II")
-SCHEMA_ID = struct.Struct(">H")
+# The first two words and the schema id sit alike in PutHeader and PushHeader (a test holds the
+# spec to it): one reader for both.
+SCHEMA_ID = PUT_SCHEMA_ID
 NO_INFOS: tuple[SubQueueInfo, ...] = ()
 # Same bit in PushHeaderFlags; a plain int, as IntFlag & is slow.
 PROPS_FLAG = int(PutHeaderFlags.MESSAGE_PROPERTIES)
@@ -62,10 +69,10 @@ def message_bounds(
     """Common PUT/PUSH header checks -> (flags, size, header words, options start/end, cat, ow)."""
     if length - pos < 8:
         raise ProtocolError(f"truncated {what}", offset=pos, path=what)
-    w0, w1 = _TWO_WORDS.unpack_from(data, pos)
-    size = (w0 & 0x0FFFFFFF) * 4
-    hwords = w1 & 0x1F
-    owords = w1 >> 8
+    w0, w1 = MESSAGE_SIZES.unpack_from(data, pos)
+    size = (w0 & PUT_HEADER_MESSAGE_WORDS_MASK) * 4
+    hwords = w1 & PUT_HEADER_HEADER_WORDS_MASK
+    owords = w1 >> PUT_HEADER_OPTIONS_WORDS_SHIFT
     opt_start = pos + hwords * 4
     opt_end = opt_start + owords * 4
     if hwords * 4 < min_header:
@@ -81,7 +88,15 @@ def message_bounds(
             offset=pos,
             path=f"{what}.messageWords",
         )
-    return w0 >> 28, size, hwords, opt_start, opt_end, (w1 >> 5) & 7, owords
+    return (
+        w0 >> PUT_HEADER_FLAGS_SHIFT,
+        size,
+        hwords,
+        opt_start,
+        opt_end,
+        (w1 >> PUT_HEADER_COMPRESSION_SHIFT) & PUT_HEADER_COMPRESSION_MASK,
+        owords,
+    )
 
 
 def pad_count(data: bytes, start: int, end: int, msg_offset: int) -> int:

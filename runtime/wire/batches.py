@@ -8,7 +8,13 @@ from collections.abc import Iterable, Iterator
 
 from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
+    ACK_HEADER_HEADER_WORDS_SHIFT,
+    ACK_HEADER_PER_MESSAGE_WORDS_MASK,
     ACK_MESSAGE,
+    ACK_MESSAGE_CORRELATION_ID_MASK,
+    ACK_MESSAGE_RESERVED_SHIFT,
+    ACK_MESSAGE_STATUS_MASK,
+    ACK_MESSAGE_STATUS_SHIFT,
     CONFIRM_MESSAGE,
     DEFAULT_SUBQUEUE_ID,
     EVENT_HEADER_SIZE,
@@ -27,6 +33,8 @@ from pybmq.wire.framing import (
 )
 
 # -- ACK, CONFIRM and REJECT: one header, then fixed-size entries ---------------------------------
+# The three batch headers share one layout (a test holds the spec to it): the AckHeader's
+# constants read and write all of them.
 
 
 def _batch_entries(
@@ -36,7 +44,8 @@ def _batch_entries(
     if length - hsize < 4:
         raise ProtocolError(f"truncated {what}", offset=hsize, path=what)
     words = data[hsize]
-    hwords, pmwords = words >> 4, words & 0xF
+    hwords = words >> ACK_HEADER_HEADER_WORDS_SHIFT
+    pmwords = words & ACK_HEADER_PER_MESSAGE_WORDS_MASK
     start = hsize + hwords * 4
     size = pmwords * 4
     if hwords < 1 or start > length:
@@ -71,9 +80,15 @@ def iter_ack(event: Event | bytes | bytearray | memoryview) -> Iterator[AckMessa
     hsize, length, _ = check_event(data, EventType.ACK)
     view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
     new = tuple.__new__
+    top, shift, mask, cid = (
+        ACK_MESSAGE_RESERVED_SHIFT,
+        ACK_MESSAGE_STATUS_SHIFT,
+        ACK_MESSAGE_STATUS_MASK,
+        ACK_MESSAGE_CORRELATION_ID_MASK,
+    )
     return iter(
         [
-            new(AckMessage, (w >> 28, (w >> 24) & 0xF, w & 0xFFFFFF, guid, queue_id))
+            new(AckMessage, (w >> top, (w >> shift) & mask, w & cid, guid, queue_id))
             for w, guid, queue_id in entry.iter_unpack(view)
         ]
     )
@@ -124,7 +139,7 @@ class _BatchEventBuilder:
         if self.max_per_event < 1:
             raise UsageError(f"max_event_size {max_event_size} is too small")
         self._entries: list[bytes] = []
-        self._header_byte = (1 << 4) | (self._entry.size // 4)
+        self._header_byte = (1 << ACK_HEADER_HEADER_WORDS_SHIFT) | (self._entry.size // 4)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -150,25 +165,34 @@ class AckEventBuilder(_BatchEventBuilder):
     _entry = ACK_MESSAGE
 
     def add(self, status: int, correlation_id: int, guid: bytes, queue_id: int) -> None:
-        if not 0 <= status <= 0xF:
+        if not 0 <= status <= ACK_MESSAGE_STATUS_MASK:
             raise EncodeError(f"ack status {status} does not fit 4 bits")
-        if not 0 <= correlation_id < (1 << 24):
+        if not 0 <= correlation_id <= ACK_MESSAGE_CORRELATION_ID_MASK:
             raise EncodeError(f"correlation_id {correlation_id} does not fit 24 bits")
         if len(guid) != 16:
             raise EncodeError(f"guid must be 16 bytes, got {len(guid)}")
         try:
-            self._entries.append(ACK_MESSAGE.pack((status << 24) | correlation_id, guid, queue_id))
+            self._entries.append(
+                ACK_MESSAGE.pack(
+                    (status << ACK_MESSAGE_STATUS_SHIFT) | correlation_id, guid, queue_id
+                )
+            )
         except struct.error as exc:
             raise EncodeError(f"ack entry out of range: {exc}") from None
 
     def add_many(self, entries: Iterable[tuple[int, int, bytes, int]]) -> None:
         """(status, correlation id, guid, queue id) tuples, packed in one pass."""
         pack = ACK_MESSAGE.pack
+        shift, smax, cmax = (
+            ACK_MESSAGE_STATUS_SHIFT,
+            ACK_MESSAGE_STATUS_MASK,
+            ACK_MESSAGE_CORRELATION_ID_MASK,
+        )
         try:
             packed = [
-                pack((s << 24) | c, g, q)
+                pack((s << shift) | c, g, q)
                 for s, c, g, q in entries
-                if (0 <= s <= 0xF and 0 <= c <= 0xFFFFFF and len(g) == 16) or _bad_ack(s, c, g)
+                if (0 <= s <= smax and 0 <= c <= cmax and len(g) == 16) or _bad_ack(s, c, g)
             ]
         except struct.error as exc:
             raise EncodeError(f"ack entry out of range: {exc}") from None

@@ -16,7 +16,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pybmq.errors import ProtocolError, PybmqError
-from pybmq.generated.wire_codec import EVENT_HEADER_SIZE, EventType, PushHeaderFlags
+from pybmq.generated.wire_codec import (
+    EVENT_HEADER_SIZE,
+    EVENT_HEADER_TYPE_MASK,
+    EventType,
+    PushHeaderFlags,
+)
 from pybmq.wire.appdata import PROPS_FLAG, SCHEMA_ID, message_bounds, pad_count
 from pybmq.wire.framing import MAX_EVENT_SIZE, check_event, check_event_length
 from pybmq.wire.properties import properties_area_size
@@ -87,7 +92,7 @@ def mask_event(event: bytes) -> bytes:
     AUTHENTICATION: the credential material. An event too malformed to find them in keeps only
     its EventHeader, the rest masked.
     """
-    kind = event[4] & 0x3F if len(event) >= EVENT_HEADER_SIZE else None
+    kind = event[4] & EVENT_HEADER_TYPE_MASK if len(event) >= EVENT_HEADER_SIZE else None
     try:
         if kind in _MESSAGE_HEADERS:
             return _mask_messages(event, EventType(kind))

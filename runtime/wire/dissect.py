@@ -13,20 +13,26 @@ from __future__ import annotations
 import functools
 import json
 import operator
-import re
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from pybmq.errors import ProtocolError
 from pybmq.generated import wire_codec
 from pybmq.generated.wire_codec import (
+    EVENT_HEADER_LENGTH_MASK,
     EVENT_HEADER_SIZE,
+    WORD,
     CompressionAlgorithmType,
     EncodingType,
     EventType,
     PushHeaderFlags,
     PutHeaderFlags,
+    unpack_ack_header,
+    unpack_confirm_header,
+    unpack_event_header,
+    unpack_push_header,
+    unpack_put_header,
+    unpack_reject_header,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
 from pybmq.wire.capture import DIRECTIONS, iter_records
@@ -45,7 +51,6 @@ from pybmq.wire.put import iter_put
 
 Node = dict[str, Any]
 
-_WORD = struct.Struct(">I")
 
 __all__ = [
     "Node",
@@ -68,23 +73,21 @@ class _Header(NamedTuple):
     hex_fields: tuple[int, ...]
 
 
-def _header(name: str) -> _Header:
+def _header(name: str, unpack: Callable[[Any, int], Any]) -> _Header:
     size = wire_codec.STRUCTS[name].size
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-    bits = getattr(wire_codec, f"{snake.upper()}_BITS")
-    unpack = getattr(wire_codec, f"unpack_{snake}")
+    bits = wire_codec.BIT_LAYOUTS[name]
     zero = unpack(bytes(size), 0)
     hex_fields = tuple(i for i, v in enumerate(zero) if isinstance(v, bytes))
     return _Header(unpack, size, tuple(b[0] for b in bits), tuple(b[1] for b in bits), hex_fields)
 
 
-_EVENT = _header("EventHeader")
-_PUT = _header("PutHeader")
-_PUSH = _header("PushHeader")
+_EVENT = _header("EventHeader", unpack_event_header)
+_PUT = _header("PutHeader", unpack_put_header)
+_PUSH = _header("PushHeader", unpack_push_header)
 _BATCH_HEADERS: dict[int, _Header] = {
-    EventType.ACK: _header("AckHeader"),
-    EventType.CONFIRM: _header("ConfirmHeader"),
-    EventType.REJECT: _header("RejectHeader"),
+    EventType.ACK: _header("AckHeader", unpack_ack_header),
+    EventType.CONFIRM: _header("ConfirmHeader", unpack_confirm_header),
+    EventType.REJECT: _header("RejectHeader", unpack_reject_header),
 }
 
 
@@ -435,7 +438,7 @@ def _stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Eve
         error: ProtocolError | None = None
         size = len(buf)
         while size - pos >= 4:  # find the complete events
-            length = _WORD.unpack_from(buf, pos)[0] & 0x7FFFFFFF
+            length = WORD.unpack_from(buf, pos)[0] & EVENT_HEADER_LENGTH_MASK
             if not length and not any(memoryview(buf)[pos:]):  # (an event's length is not 0)
                 filler = base + pos
                 break

@@ -17,9 +17,14 @@ from dataclasses import dataclass
 from pybmq.errors import ProtocolError
 from pybmq.generated.wire_codec import (
     EVENT_HEADER,
+    EVENT_HEADER_FRAGMENT_BIT_SHIFT,
+    EVENT_HEADER_LENGTH_MASK,
+    EVENT_HEADER_PROTOCOL_VERSION_SHIFT,
     EVENT_HEADER_SIZE,
+    EVENT_HEADER_TYPE_MASK,
     EVENT_MAX_SIZE_SOFT,
     PROTOCOL_VERSION,
+    WORD,
     EventHeader,
     EventType,
     unpack_event_header,
@@ -50,7 +55,6 @@ MAX_CONTROL_EVENT_SIZE = 1 << 20
 SMALL_EVENT_SIZE = 64 * 1024
 
 
-_LENGTH = struct.Struct(">I")
 _EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
 
 
@@ -97,7 +101,7 @@ def _parse_header(
 ) -> tuple[int, int, int, int, int, int]:
     """Unpack and sanity-check the EventHeader at ``pos`` (8 bytes must be available)."""
     u0, u1, header_words, type_specific, _reserved = EVENT_HEADER.unpack_from(buf, pos)
-    length = u0 & 0x7FFFFFFF
+    length = u0 & EVENT_HEADER_LENGTH_MASK
     check_event_length(length, stream_offset, max_event_size)
     if header_words * 4 < EVENT_HEADER_SIZE or header_words * 4 > length:
         raise ProtocolError(
@@ -105,7 +109,14 @@ def _parse_header(
             offset=stream_offset,
             path="EventHeader.headerWords",
         )
-    return u0 >> 31, length, u1 >> 6, u1 & 0x3F, header_words, type_specific
+    return (
+        u0 >> EVENT_HEADER_FRAGMENT_BIT_SHIFT,
+        length,
+        u1 >> EVENT_HEADER_PROTOCOL_VERSION_SHIFT,
+        u1 & EVENT_HEADER_TYPE_MASK,
+        header_words,
+        type_specific,
+    )
 
 
 def check_event_length(length: int, stream_offset: int, max_event_size: int) -> None:
@@ -165,7 +176,7 @@ class EventReader:
         end = len(buf)
         try:
             while end - pos >= 4:
-                length = int.from_bytes(buf[pos : pos + 4], "big") & 0x7FFFFFFF
+                length = int.from_bytes(buf[pos : pos + 4], "big") & EVENT_HEADER_LENGTH_MASK
                 # Refuse a bad length as soon as it is readable, before waiting for the body.
                 check_event_length(length, self._base + pos, self.max_event_size)
                 if end - pos < EVENT_HEADER_SIZE:
@@ -217,7 +228,7 @@ def iter_events(
     new = tuple.__new__  # the header without a Python-level constructor call
     while pos < end:
         # A zero tail starts with a zero word (an event's length is never 0).
-        if (end - pos < 4 or not _LENGTH.unpack_from(view, pos)[0]) and not any(view[pos:]):
+        if (end - pos < 4 or not WORD.unpack_from(view, pos)[0]) and not any(view[pos:]):
             yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
@@ -268,13 +279,13 @@ def check_event(data: bytes | bytearray | memoryview, expected: EventType) -> tu
     except struct.error:
         unpack_event_header(data, 0)  # raises the codec's error, with the details
         raise
-    if u1 & 0x3F != expected:
+    if u1 & EVENT_HEADER_TYPE_MASK != expected:
         raise ProtocolError(
-            f"expected a {expected.name} event, got {event_type_name(u1 & 0x3F)}",
+            f"expected a {expected.name} event, got {event_type_name(u1 & EVENT_HEADER_TYPE_MASK)}",
             offset=0,
             path="EventHeader.type",
         )
-    length = u0 & 0x7FFFFFFF
+    length = u0 & EVENT_HEADER_LENGTH_MASK
     if length > len(data):
         raise ProtocolError(
             f"event declares {length} bytes but only {len(data)} are present",
@@ -296,5 +307,9 @@ def event_header_bytes(
 ) -> bytes:
     """An 8-byte EventHeader for an event of ``length`` bytes (protocol version 1)."""
     return EVENT_HEADER.pack(
-        (fragment_bit << 31) | length, (PROTOCOL_VERSION << 6) | event_type, 2, type_specific, 0
+        (fragment_bit << EVENT_HEADER_FRAGMENT_BIT_SHIFT) | length,
+        (PROTOCOL_VERSION << EVENT_HEADER_PROTOCOL_VERSION_SHIFT) | event_type,
+        EVENT_HEADER_SIZE // 4,
+        type_specific,
+        0,
     )

@@ -19,7 +19,19 @@ import time
 from typing import NamedTuple
 
 from pybmq.errors import UsageError
-from pybmq.generated.wire_codec import MESSAGE_GUID, MESSAGE_GUID_SIZE
+from pybmq.generated.wire_codec import (
+    MESSAGE_GUID,
+    MESSAGE_GUID_COUNTER_MASK,
+    MESSAGE_GUID_COUNTER_SHIFT,
+    MESSAGE_GUID_SIZE,
+    MESSAGE_GUID_TIMER_TICK_LSB_MASK,
+    MESSAGE_GUID_TIMER_TICK_MASK,
+    MESSAGE_GUID_TIMER_TICK_MID_AT,
+    MESSAGE_GUID_TIMER_TICK_MID_MASK,
+    MESSAGE_GUID_TIMER_TICK_MSB_AT,
+    MESSAGE_GUID_TIMER_TICK_MSB_MASK,
+    MESSAGE_GUID_VERSION_SHIFT,
+)
 
 __all__ = [
     "GuidFields",
@@ -31,8 +43,10 @@ __all__ = [
 
 GUID_SIZE = MESSAGE_GUID_SIZE
 _VERSION = 1
-_COUNTER_MASK = (1 << 22) - 1
-_TICK_MASK = (1 << 56) - 1
+# The first word's fixed part: the version, ready to be or-ed with the counter and tick bits.
+_VERSION_BITS = _VERSION << MESSAGE_GUID_VERSION_SHIFT
+_COUNTER_MASK = MESSAGE_GUID_COUNTER_MASK
+_TICK_MASK = MESSAGE_GUID_TIMER_TICK_MASK
 
 # Different generators in one process get different session ids unless the caller chooses one.
 _session_ids = itertools.count(1)
@@ -67,7 +81,7 @@ class MessageGuidGenerator:
         digest.update(host_identity if host_identity is not None else _host_identity())
         digest.update(self.nanoseconds_from_epoch.to_bytes(8, "big", signed=True))
         digest.update(os.getpid().to_bytes(4, "big", signed=True))
-        digest.update((self.session_id & 0xFFFFFFFF).to_bytes(4, "big"))
+        digest.update((self.session_id % 2**32).to_bytes(4, "big"))  # its low 4 bytes
         self.client_id = digest.digest()[:6]
         self._client_msb = int.from_bytes(self.client_id[:2], "big")
         self._client_lsb = int.from_bytes(self.client_id[2:], "big")
@@ -84,9 +98,11 @@ class MessageGuidGenerator:
             tick = (time.perf_counter_ns() - self._timer_base) & _TICK_MASK
             counter = next(self._counter) & _COUNTER_MASK
         return MESSAGE_GUID.pack(
-            (_VERSION << 30) | (counter << 8) | (tick >> 48),
-            (tick >> 16) & 0xFFFFFFFF,
-            tick & 0xFFFF,
+            _VERSION_BITS
+            | (counter << MESSAGE_GUID_COUNTER_SHIFT)
+            | (tick >> MESSAGE_GUID_TIMER_TICK_MSB_AT),
+            (tick >> MESSAGE_GUID_TIMER_TICK_MID_AT) & MESSAGE_GUID_TIMER_TICK_MID_MASK,
+            tick & MESSAGE_GUID_TIMER_TICK_LSB_MASK,
             self._client_msb,
             self._client_lsb,
         )
@@ -97,15 +113,22 @@ class MessageGuidGenerator:
         now = time.perf_counter_ns
         base = self._timer_base
         msb, lsb = self._client_msb, self._client_lsb
+        version, counter_mask, counter_shift = (
+            _VERSION_BITS,
+            _COUNTER_MASK,
+            MESSAGE_GUID_COUNTER_SHIFT,
+        )
+        msb_at, mid_at = MESSAGE_GUID_TIMER_TICK_MSB_AT, MESSAGE_GUID_TIMER_TICK_MID_AT
+        mid_mask, lsb_mask = MESSAGE_GUID_TIMER_TICK_MID_MASK, MESSAGE_GUID_TIMER_TICK_LSB_MASK
         out = []
         with self._lock:
             for counter in itertools.islice(self._counter, count):
                 tick = (now() - base) & _TICK_MASK
                 out.append(
                     pack(
-                        (_VERSION << 30) | ((counter & _COUNTER_MASK) << 8) | (tick >> 48),
-                        (tick >> 16) & 0xFFFFFFFF,
-                        tick & 0xFFFF,
+                        version | ((counter & counter_mask) << counter_shift) | (tick >> msb_at),
+                        (tick >> mid_at) & mid_mask,
+                        tick & lsb_mask,
                         msb,
                         lsb,
                     )
@@ -118,8 +141,13 @@ def parse_guid(guid: bytes) -> GuidFields:
     if len(guid) != GUID_SIZE:
         raise UsageError(f"a MessageGUID is {GUID_SIZE} bytes, got {len(guid)}")
     w0, mid, lsb, _cmsb, _clsb = MESSAGE_GUID.unpack(guid)
-    tick = ((w0 & 0xFF) << 48) | (mid << 16) | lsb
-    return GuidFields(w0 >> 30, (w0 >> 8) & _COUNTER_MASK, tick, guid[10:].hex().upper())
+    tick = (
+        ((w0 & MESSAGE_GUID_TIMER_TICK_MSB_MASK) << MESSAGE_GUID_TIMER_TICK_MSB_AT)
+        | (mid << MESSAGE_GUID_TIMER_TICK_MID_AT)
+        | lsb
+    )
+    counter = (w0 >> MESSAGE_GUID_COUNTER_SHIFT) & _COUNTER_MASK
+    return GuidFields(w0 >> MESSAGE_GUID_VERSION_SHIFT, counter, tick, guid[10:].hex().upper())
 
 
 def guid_hex(guid: bytes) -> str:

@@ -14,8 +14,19 @@ from pybmq.generated.wire_codec import (
     DEFAULT_SUBQUEUE_ID,
     MSG_GROUP_ID_MAX_LENGTH,
     OPTION_HEADER,
+    OPTION_HEADER_PACKED_MASK,
+    OPTION_HEADER_PACKED_SHIFT,
+    OPTION_HEADER_TYPE_SHIFT,
+    OPTION_HEADER_TYPE_SPECIFIC_MASK,
+    OPTION_HEADER_TYPE_SPECIFIC_SHIFT,
+    OPTION_HEADER_WORDS_MASK,
+    PACKED_RDA_INFO_MASK,
     SUB_QUEUE_ID_OLD,
     SUB_QUEUE_INFO,
+    SUB_QUEUE_INFO_RDA_COUNTER_MASK,
+    SUB_QUEUE_INFO_RDA_POISONOUS_MASK,
+    SUB_QUEUE_INFO_RDA_POISONOUS_SHIFT,
+    SUB_QUEUE_INFO_RDA_UNLIMITED_SHIFT,
     SUB_QUEUE_INFO_SIZE,
     OptionType,
     SubQueueInfo,
@@ -38,22 +49,27 @@ def encode_sub_queue_infos(infos: Iterable[tuple[int, int | None]]) -> bytes:
         items.append(SUB_QUEUE_INFO.pack(sub_queue_id, _rda_byte(rda), b"\0\0\0"))
     words = 1 + 2 * len(items)
     header = OPTION_HEADER.pack(
-        (OptionType.SUB_QUEUE_INFOS << 26) | ((SUB_QUEUE_INFO_SIZE // 4) << 21) | words
+        (OptionType.SUB_QUEUE_INFOS << OPTION_HEADER_TYPE_SHIFT)
+        | (SUB_QUEUE_INFO_SIZE // 4 << OPTION_HEADER_TYPE_SPECIFIC_SHIFT)
+        | words
     )
     return header + b"".join(items)
 
 
 def encode_packed_sub_queue_info(rda: int | None) -> bytes:
     """The packed SUB_QUEUE_INFOS option: default sub-queue only, RDA in the words field."""
-    return OPTION_HEADER.pack((OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25) | _rda_byte(rda))
+    return OPTION_HEADER.pack(
+        (OptionType.SUB_QUEUE_INFOS << OPTION_HEADER_TYPE_SHIFT)
+        | (1 << OPTION_HEADER_PACKED_SHIFT)
+        | _rda_byte(rda)
+    )
 
 
 def encode_sub_queue_ids_old(ids: Iterable[int]) -> bytes:
     """The deprecated SUB_QUEUE_IDS_OLD option (bare ids) that older brokers send."""
     items = [SUB_QUEUE_ID_OLD.pack(i) for i in ids]
-    return OPTION_HEADER.pack((OptionType.SUB_QUEUE_IDS_OLD << 26) | (1 + len(items))) + b"".join(
-        items
-    )
+    word = (OptionType.SUB_QUEUE_IDS_OLD << OPTION_HEADER_TYPE_SHIFT) | (1 + len(items))
+    return OPTION_HEADER.pack(word) + b"".join(items)
 
 
 def encode_msg_group_id(group_id: str) -> bytes:
@@ -62,19 +78,29 @@ def encode_msg_group_id(group_id: str) -> bytes:
         raise EncodeError(f"message group id must be 1..{MSG_GROUP_ID_MAX_LENGTH} bytes")
     pad = padding_for(len(raw))
     words = 1 + (len(raw) + len(pad)) // 4
-    return OPTION_HEADER.pack((OptionType.MSG_GROUP_ID << 26) | words) + raw + pad
+    return (
+        OPTION_HEADER.pack((OptionType.MSG_GROUP_ID << OPTION_HEADER_TYPE_SHIFT) | words)
+        + raw
+        + pad
+    )
 
 
 def _rda_byte(rda: int | None) -> int:
     if rda is None:
-        return 0x80  # RdaInfo: unlimited
-    if not 0 <= rda <= 0x3F:
+        return 1 << SUB_QUEUE_INFO_RDA_UNLIMITED_SHIFT  # RdaInfo: unlimited
+    if not 0 <= rda <= SUB_QUEUE_INFO_RDA_COUNTER_MASK:
         raise EncodeError(f"RDA counter must be within 0..63 or None (unlimited), got {rda!r}")
     return rda
 
 
 def _rda_info(sub_queue_id: int, rda: int) -> SubQueueInfo:
-    return SubQueueInfo(sub_queue_id, (rda >> 7) & 1, (rda >> 6) & 1, rda & 0x3F, b"\0\0\0")
+    return SubQueueInfo(
+        sub_queue_id,
+        rda >> SUB_QUEUE_INFO_RDA_UNLIMITED_SHIFT,  # the top bit of the RdaInfo byte
+        (rda >> SUB_QUEUE_INFO_RDA_POISONOUS_SHIFT) & SUB_QUEUE_INFO_RDA_POISONOUS_MASK,
+        rda & SUB_QUEUE_INFO_RDA_COUNTER_MASK,
+        b"\0\0\0",
+    )
 
 
 def parse_options(
@@ -98,10 +124,10 @@ def parse_options(
         if end - pos < 4:
             raise ProtocolError("truncated OptionHeader", offset=pos, path="OptionHeader")
         (word,) = OPTION_HEADER.unpack_from(data, pos)
-        otype = word >> 26
-        packed = (word >> 25) & 1
-        tspec = (word >> 21) & 0xF
-        words = word & 0x1FFFFF
+        otype = word >> OPTION_HEADER_TYPE_SHIFT
+        packed = (word >> OPTION_HEADER_PACKED_SHIFT) & OPTION_HEADER_PACKED_MASK
+        tspec = (word >> OPTION_HEADER_TYPE_SPECIFIC_SHIFT) & OPTION_HEADER_TYPE_SPECIFIC_MASK
+        words = word & OPTION_HEADER_WORDS_MASK
         if otype == OptionType.UNDEFINED:
             raise ProtocolError("option of type UNDEFINED", offset=pos, path="OptionHeader.type")
         if packed:
@@ -109,7 +135,7 @@ def parse_options(
                 raise ProtocolError(
                     f"packed option of type {otype}", offset=pos, path="OptionHeader.packed"
                 )
-            infos.append(_rda_info(DEFAULT_SUBQUEUE_ID, words & 0xFF))
+            infos.append(_rda_info(DEFAULT_SUBQUEUE_ID, words & PACKED_RDA_INFO_MASK))
             pos += 4
             continue
         size = words * 4

@@ -8,14 +8,14 @@ when the data already is). Readers find the end of the data from the last byte a
 from __future__ import annotations
 
 from pybmq.errors import ProtocolError
-from pybmq.generated.wire_codec import PADDING
+from pybmq.generated.wire_codec import PADDING, WORD_SIZE
 
 __all__ = ["PADDING", "padding_for", "unpadded_length"]
 
 
 def padding_for(length: int) -> bytes:
     """The padding bytes that follow ``length`` bytes of data."""
-    return PADDING[length & 3]
+    return PADDING[length % WORD_SIZE]
 
 
 def unpadded_length(buf: bytes | bytearray | memoryview, start: int, end: int, what: str) -> int:

@@ -27,8 +27,23 @@ from pybmq.generated.wire_codec import (
     MAX_PROPERTY_NAME_LENGTH,
     MAX_PROPERTY_VALUE_LENGTH,
     MESSAGE_PROPERTIES_HEADER,
+    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_LOWER_MASK,
+    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK,
+    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT,
+    MESSAGE_PROPERTIES_HEADER_HEADER_SIZE_2X_MASK,
+    MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_MASK,
+    MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT,
     MESSAGE_PROPERTY_HEADER,
+    MESSAGE_PROPERTY_HEADER_NAME_LENGTH_MASK,
+    MESSAGE_PROPERTY_HEADER_TYPE_MASK,
+    MESSAGE_PROPERTY_HEADER_TYPE_SHIFT,
+    MESSAGE_PROPERTY_HEADER_VALUE_LOWER_MASK,
+    MESSAGE_PROPERTY_HEADER_VALUE_UPPER_AT,
+    MESSAGE_PROPERTY_HEADER_VALUE_UPPER_MASK,
     PADDING,
+    PROPERTY_VALUE_STRUCTS,
+    WORD,
+    WORD_SIZE,
     PropertyType,
 )
 
@@ -38,18 +53,12 @@ PropertyValue = bool | int | str | bytes
 
 # Plain ints on the decode path: IntEnum attribute access costs several times an int compare.
 _BOOL, _STRING, _BINARY = int(PropertyType.BOOL), int(PropertyType.STRING), int(PropertyType.BINARY)
-_FIXED: dict[int, struct.Struct] = {
-    int(PropertyType.BOOL): struct.Struct(">?"),
-    int(PropertyType.CHAR): struct.Struct(">b"),
-    int(PropertyType.SHORT): struct.Struct(">h"),
-    int(PropertyType.INT32): struct.Struct(">i"),
-    int(PropertyType.INT64): struct.Struct(">q"),
-}
+_FIXED: dict[int, struct.Struct] = {int(t): s for t, s in PROPERTY_VALUE_STRUCTS.items()}
+# The range of each signed integer type, from its size on the wire.
 _RANGES: dict[int, tuple[int, int]] = {
-    PropertyType.CHAR: (-(1 << 7), 1 << 7),
-    PropertyType.SHORT: (-(1 << 15), 1 << 15),
-    PropertyType.INT32: (-(1 << 31), 1 << 31),
-    PropertyType.INT64: (-(1 << 63), 1 << 63),
+    t: (-(2 ** (8 * s.size - 1)), 2 ** (8 * s.size - 1))
+    for t, s in PROPERTY_VALUE_STRUCTS.items()
+    if t is not PropertyType.BOOL
 }
 # Each type's member by its wire value: a dict look-up, not an enum call per property read.
 _TYPES: dict[int, PropertyType] = {int(t): t for t in PropertyType}
@@ -145,7 +154,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
             if (
                 len(area) >= 4
             ):  # only the area its header declares (``decode_properties`` checks it)
-                size = ((area[1] << 16) | (area[2] << 8) | area[3]) * 4
+                size = (WORD.unpack_from(area)[0] & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK) * 4
                 if 0 < size < len(area):
                     area = area[:size]
                     self._raw = (area, extended, offset)
@@ -300,7 +309,10 @@ def encode_properties(
         field = offset if extended else len(value_bytes)
         heads.append(
             MESSAGE_PROPERTY_HEADER.pack(
-                (ptype << 10) | (field >> 16), field & 0xFFFF, len(name_bytes)
+                (ptype << MESSAGE_PROPERTY_HEADER_TYPE_SHIFT)
+                | (field >> MESSAGE_PROPERTY_HEADER_VALUE_UPPER_AT),
+                field & MESSAGE_PROPERTY_HEADER_VALUE_LOWER_MASK,
+                len(name_bytes),
             )
             + hpad
         )
@@ -310,12 +322,13 @@ def encode_properties(
     total = header_size + len(items) * property_header_size + offset
     if total > MAX_PROPERTIES_AREA_LENGTH:
         raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
-    pad = PADDING[total & 3]
-    words = (total + len(pad)) >> 2
+    pad = PADDING[total % WORD_SIZE]
+    words = (total + len(pad)) // WORD_SIZE
     header = MESSAGE_PROPERTIES_HEADER.pack(
-        ((property_header_size // 2) << 3) | (header_size // 2),
-        words >> 16,
-        words & 0xFFFF,
+        (property_header_size // 2 << MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT)
+        | (header_size // 2),
+        words >> MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT,
+        words & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_LOWER_MASK,
         0,
         len(items),
     ) + b"\0" * (header_size - 6)
@@ -328,7 +341,7 @@ def properties_area_size(buf: bytes | bytearray | memoryview, start: int, end: i
         raise ProtocolError(
             "truncated MessagePropertiesHeader", offset=start, path="MessagePropertiesHeader"
         )
-    size = ((buf[start + 1] << 16) | (buf[start + 2] << 8) | buf[start + 3]) * 4
+    size: int = (WORD.unpack_from(buf, start)[0] & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK) * 4
     if size <= 0 or size > end - start:
         raise ProtocolError(
             f"message properties area of {size} bytes does not fit the {end - start} available",
@@ -352,9 +365,12 @@ def decode_properties(
     if size < 6:
         raise fail("truncated MessagePropertiesHeader", 0, "MessagePropertiesHeader")
     sizes, upper, lower, _reserved, count = MESSAGE_PROPERTIES_HEADER.unpack_from(area, 0)
-    header_size = (sizes & 7) * 2
-    mph_size = ((sizes >> 3) & 7) * 2
-    area_size = ((upper << 16) | lower) * 4
+    header_size = (sizes & MESSAGE_PROPERTIES_HEADER_HEADER_SIZE_2X_MASK) * 2
+    mph_size = (
+        (sizes >> MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT)
+        & MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_MASK
+    ) * 2
+    area_size = ((upper << MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT) | lower) * 4
     if header_size < 6:
         raise fail(f"MessagePropertiesHeader size {header_size} < 6", 0, "MessagePropertiesHeader")
     if mph_size < 6:
@@ -382,26 +398,31 @@ def decode_properties(
     cursor = data_start
     at = header_size
     last = count - 1
+    type_shift, type_mask = MESSAGE_PROPERTY_HEADER_TYPE_SHIFT, MESSAGE_PROPERTY_HEADER_TYPE_MASK
+    upper_mask, upper_at = (
+        MESSAGE_PROPERTY_HEADER_VALUE_UPPER_MASK,
+        MESSAGE_PROPERTY_HEADER_VALUE_UPPER_AT,
+    )
     for i in range(count):
         hi, lo, nlen = unpack(area, at)
-        ptype = (hi >> 10) & 0x1F
+        ptype = (hi >> type_shift) & type_mask
         if not _BOOL <= ptype <= _BINARY:
             raise fail(f"invalid property type {ptype}", at, "MessagePropertyHeader.propertyType")
-        nlen &= 0xFFF
+        nlen &= MESSAGE_PROPERTY_HEADER_NAME_LENGTH_MASK
         vstart = cursor + nlen
         if extended:
             # The field is the offset of this property's name; lengths follow from the next one.
-            if data_start + (((hi & 0x3FF) << 16) | lo) != cursor:
+            if data_start + (((hi & upper_mask) << upper_at) | lo) != cursor:
                 raise fail("inconsistent property offsets", at, "MessagePropertyHeader")
             if i < last:
                 nhi, nlo, _ = unpack(area, at + mph_size)
-                vend = data_start + (((nhi & 0x3FF) << 16) | nlo)
+                vend = data_start + (((nhi & upper_mask) << upper_at) | nlo)
             else:
                 vend = total
             if vend < vstart:
                 raise fail("inconsistent property offsets", at, "MessagePropertyHeader")
         else:
-            vend = vstart + (((hi & 0x3FF) << 16) | lo)
+            vend = vstart + (((hi & upper_mask) << upper_at) | lo)
         if vend > total:
             raise fail("property overruns the properties area", at, "MessagePropertyHeader")
         name = area[cursor:vstart].decode(_ENCODING, _ERRORS)

@@ -12,10 +12,30 @@ from pybmq.errors import EncodeError
 from pybmq.generated.wire_codec import (
     COMPRESSION_MIN_APPDATA_SIZE,
     DEFAULT_SUBQUEUE_ID,
+    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK,
+    OPTION_HEADER_PACKED_SHIFT,
+    OPTION_HEADER_SIZE,
+    OPTION_HEADER_TYPE_SHIFT,
+    OPTION_HEADER_TYPE_SPECIFIC_SHIFT,
+    PACKED_RDA_INFO_MASK,
     PADDING,
+    PUSH_BODY,
+    PUSH_BODY_OFFSET,
+    PUSH_FULL,
     PUSH_HEADER,
+    PUSH_HEADER_COMPRESSION_SHIFT,
+    PUSH_HEADER_FLAGS_SHIFT,
+    PUSH_HEADER_MESSAGE_WORDS_MASK,
+    PUSH_HEADER_OPTIONS_WORDS_SHIFT,
     PUSH_HEADER_SIZE,
+    PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID,
+    PUSH_SCHEMA_ID,
+    PUSH_SCHEMA_ID_OFFSET,
     PUT_MAX_PAYLOAD_SIZE_SOFT,
+    SUB_QUEUE_ID_OLD_SIZE,
+    SUB_QUEUE_INFO_SIZE,
+    WORD,
+    WORD_SIZE,
     CompressionAlgorithmType,
     EventType,
     OptionType,
@@ -24,7 +44,7 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.wire.appdata import (
     NO_INFOS,
-    SCHEMA_ID,
+    PROPS_FLAG,
     MessageEventBuilder,
     message_bounds,
     pad_count,
@@ -47,18 +67,24 @@ from pybmq.wire.options import (
 )
 from pybmq.wire.properties import MessageProperties, properties_area_size
 
-_PUSH_BODY = struct.Struct(">i16s")
-# A whole 32-byte PushHeader and the word after it (the start of the properties header, if any)
-# in one call.
-_PUSH_FULL = struct.Struct(">IIi16sH2xI")
-_WORD = struct.Struct(">I")
 # The first option word of a PushHeader (8 or 7 header words) followed by one SUB_QUEUE_IDS_OLD
 # option with one id (2 words), one plain SUB_QUEUE_INFOS option of 3 words (header + one 8-byte
 # item) or one packed option (1 word).
-_ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << 26) | 2
-_ONE_INFO_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (2 << 21) | 3
-_PACKED_MASK = 0xFFFFFF00
-_PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << 26) | (1 << 25)
+_ONE_ID_OLD_OPTION = (OptionType.SUB_QUEUE_IDS_OLD << OPTION_HEADER_TYPE_SHIFT) | (
+    OPTION_HEADER_SIZE + SUB_QUEUE_ID_OLD_SIZE
+) // WORD_SIZE
+_ONE_INFO_OPTION = (
+    (OptionType.SUB_QUEUE_INFOS << OPTION_HEADER_TYPE_SHIFT)
+    | (SUB_QUEUE_INFO_SIZE // WORD_SIZE << OPTION_HEADER_TYPE_SPECIFIC_SHIFT)
+    | (OPTION_HEADER_SIZE + SUB_QUEUE_INFO_SIZE) // WORD_SIZE
+)
+_PACKED_MASK = ~PACKED_RDA_INFO_MASK  # all but the RdaInfo byte
+_PACKED_OPTION = (OptionType.SUB_QUEUE_INFOS << OPTION_HEADER_TYPE_SHIFT) | (
+    1 << OPTION_HEADER_PACKED_SHIFT
+)
+# The low bits of a PushHeader's second word: compression and header words (both 0 and 8 or 7
+# header words in the common case, checked with one comparison).
+_BELOW_OPTIONS = (1 << PUSH_HEADER_OPTIONS_WORDS_SHIFT) - 1
 
 
 class PushMessage(NamedTuple):
@@ -137,9 +163,11 @@ def decode_push(
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.PUSH)
     pos = hsize
-    unpack_body = _PUSH_BODY.unpack_from
-    unpack_header = _PUSH_FULL.unpack_from
-    schema_word = SCHEMA_ID.unpack_from
+    unpack_body = PUSH_BODY.unpack_from
+    unpack_header = PUSH_FULL.unpack_from
+    unpack_word = WORD.unpack_from
+    words_mask, flags_shift = PUSH_HEADER_MESSAGE_WORDS_MASK, PUSH_HEADER_FLAGS_SHIFT
+    area_mask, props_flag = MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK, PROPS_FLAG
     new = tuple.__new__
     info_cache: dict[object, tuple[SubQueueInfo, ...]] = {}
     no_infos = NO_INFOS
@@ -150,22 +178,22 @@ def decode_push(
         # unpack for the whole header and a record made without a Python-level constructor.
         if pos <= limit:
             w0, w1, queue_id, guid, schema, word = unpack_header(data, pos)
-            size = (w0 & 0x0FFFFFFF) << 2
+            size = (w0 & words_mask) * 4
             end = pos + size
             if w1 == 8 and size > 32 and end <= length:
                 # What the C++ broker sends. ``size > 32`` (a multiple of 4) leaves at least 4
                 # bytes of application data, so a padding byte of 1..4 always fits.
                 pad = data[end - 1]
-                if (pad - 1) >> 2:  # not in 1..4
+                if (pad - 1) // 4:  # not in 1..4
                     pad_count(data, pos + 32, end, pos)  # raises with the details
                 end -= pad
                 start = pos + 32
-                flags = w0 >> 28
+                flags = w0 >> flags_shift
                 pos += size
-                if flags & 2:
-                    # ``word`` is the first word of the MessagePropertiesHeader: area words in
-                    # its low 24 bits.
-                    split = start + ((word & 0xFFFFFF) << 2)
+                if flags & props_flag:
+                    # ``word`` is the first word of the MessagePropertiesHeader, with the area's
+                    # size in words.
+                    split = start + (word & area_mask) * 4
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
                     append(new(record, (queue_id, guid, flags, 0, schema, data[start:split],
@@ -177,28 +205,28 @@ def decode_push(
             if w1 == 7 and size > 32 and end <= length:
                 # No schema id: those bytes already belong to the application data.
                 start = pos + 28
-                word = (schema_word(data, pos + 28)[0] << 16) | schema_word(data, pos + 30)[0]
+                word = unpack_word(data, start)[0]
                 pad = data[end - 1]
-                if (pad - 1) >> 2:
+                if (pad - 1) // 4:
                     pad_count(data, start, end, pos)  # raises with the details
                 end -= pad
-                flags = w0 >> 28
+                flags = w0 >> flags_shift
                 split = start
-                if flags & 2:
-                    split = start + ((word & 0xFFFFFF) << 2)
+                if flags & props_flag:
+                    split = start + (word & area_mask) * 4
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
                 append(new(record, (queue_id, guid, flags, 0, 0, data[start:split],
                                     data[split:end], b"", 7, no_infos, None)))  # fmt: skip
                 pos += size
                 continue
-            hwords = w1 & 0xFF  # header words, if the compression bits are 0
+            hwords = w1 & _BELOW_OPTIONS  # header words, if the compression bits are 0
             if hwords == 7:  # an older peer's 28-byte header: the options start in ``schema``
-                oword = _WORD.unpack_from(data, pos + 28)[0]
+                oword = unpack_word(data, pos + 28)[0]
                 schema = 0
             else:
                 oword = word
-            owords = w1 >> 8
+            owords = w1 >> PUSH_HEADER_OPTIONS_WORDS_SHIFT
             if (hwords == 8 or hwords == 7) and (
                 (owords == 2 and oword == _ONE_ID_OLD_OPTION)
                 or (owords == 3 and oword == _ONE_INFO_OPTION)
@@ -214,7 +242,7 @@ def decode_push(
                 elif owords == 3:
                     key = data[ostart + 3 : ostart + 9]  # distinct from the 4-byte old-style key
                 else:
-                    key = oword & 0xFF
+                    key = oword & PACKED_RDA_INFO_MASK
                 infos = info_cache.get(key)
                 if infos is None:
                     infos = parse_options(data, ostart, start)[0]
@@ -225,10 +253,10 @@ def decode_push(
                     if not 1 <= pad <= 4 or pad > end - start:
                         pad_count(data, start, end, pos)  # raises with the details
                     end -= pad
-                    flags = w0 >> 28
+                    flags = w0 >> flags_shift
                     split = start
-                    if flags & 2:
-                        area = (_WORD.unpack_from(data, start)[0] & 0xFFFFFF) << 2
+                    if flags & props_flag:
+                        area = (unpack_word(data, start)[0] & area_mask) * 4
                         split = start + area
                         if area <= 0 or split > end:
                             properties_area_size(data, start, end)  # raises with the details
@@ -242,8 +270,11 @@ def decode_push(
         flags, size, hwords, opt_start, start, cat, owords = message_bounds(
             data, pos, length, 28, "PushHeader"
         )
-        queue_id, guid = unpack_body(data, pos + 8)
-        schema = SCHEMA_ID.unpack_from(data, pos + 28)[0] if hwords >= 8 else 0
+        queue_id, guid = unpack_body(data, pos + PUSH_BODY_OFFSET)
+        if hwords * 4 >= PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID:
+            schema = PUSH_SCHEMA_ID.unpack_from(data, pos + PUSH_SCHEMA_ID_OFFSET)[0]
+        else:
+            schema = 0
         end = pos + size
         if owords:
             options = data[opt_start:start]
@@ -336,7 +367,7 @@ class PushEventBuilder(MessageEventBuilder):
             pad = b""
         else:
             app_len = len(props) + len(payload)
-            pad = PADDING[app_len & 3]
+            pad = PADDING[app_len % WORD_SIZE]
         if app_len > PUT_MAX_PAYLOAD_SIZE_SOFT:
             # PushHeader::k_MAX_PAYLOAD_SIZE_SOFT, which upstream asserts equals the PutHeader's.
             raise EncodeError(
@@ -346,8 +377,10 @@ class PushEventBuilder(MessageEventBuilder):
         size = hsize + len(options) + app_len + len(pad)
         try:
             header = PUSH_HEADER.pack(
-                (fbits << 28) | (size >> 2),
-                ((len(options) >> 2) << 8) | (cat << 5) | header_words,
+                (fbits << PUSH_HEADER_FLAGS_SHIFT) | (size // WORD_SIZE),
+                (len(options) // WORD_SIZE << PUSH_HEADER_OPTIONS_WORDS_SHIFT)
+                | (cat << PUSH_HEADER_COMPRESSION_SHIFT)
+                | header_words,
                 queue_id,
                 guid,
                 schema,

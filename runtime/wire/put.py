@@ -10,12 +10,25 @@ from typing import NamedTuple
 
 from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
+    ACK_MESSAGE_CORRELATION_ID_MASK,
     COMPRESSION_MIN_APPDATA_SIZE,
+    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK,
     PADDING,
+    PUT_BODY,
+    PUT_BODY_OFFSET,
     PUT_EVENT_MAX_SIZE_SOFT,
+    PUT_FULL,
     PUT_HEADER,
+    PUT_HEADER_COMPRESSION_SHIFT,
+    PUT_HEADER_FLAGS_SHIFT,
+    PUT_HEADER_MESSAGE_WORDS_MASK,
+    PUT_HEADER_OPTIONS_WORDS_SHIFT,
     PUT_HEADER_SIZE,
     PUT_MAX_PAYLOAD_SIZE_SOFT,
+    PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID,
+    PUT_SCHEMA_ID,
+    PUT_SCHEMA_ID_OFFSET,
+    WORD_SIZE,
     CompressionAlgorithmType,
     EventType,
     PutHeaderFlags,
@@ -25,7 +38,6 @@ from pybmq.wire import checksum
 from pybmq.wire.appdata import (
     NO_INFOS,
     PROPS_FLAG,
-    SCHEMA_ID,
     MessageEventBuilder,
     message_bounds,
     pad_count,
@@ -44,10 +56,6 @@ from pybmq.wire.options import (
     parse_options,
 )
 from pybmq.wire.properties import MessageProperties, properties_area_size
-
-_PUT_BODY = struct.Struct(">i16sI")  # queue id, guid, crc32c after the first two words
-# A whole 36-byte PutHeader and the word after it (the start of the properties header, if any).
-_PUT_FULL = struct.Struct(">IIi16sIH2xI")
 
 
 class PutMessage(NamedTuple):
@@ -133,15 +141,17 @@ def decode_put(
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.PUT)
     pos = hsize
-    unpack_body = _PUT_BODY.unpack_from
-    unpack_header = _PUT_FULL.unpack_from
+    unpack_body = PUT_BODY.unpack_from
+    unpack_header = PUT_FULL.unpack_from
     new = tuple.__new__
+    words_mask, flags_shift = PUT_HEADER_MESSAGE_WORDS_MASK, PUT_HEADER_FLAGS_SHIFT
+    area_mask, props_flag = MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK, PROPS_FLAG
     while pos < length:
         # The common case (36-byte header, no options, no compression) stays inline, as in
         # decode_push.
         if length - pos >= 40:
             w0, w1, queue_id, guid, crc, schema, word = unpack_header(data, pos)
-            size = (w0 & 0x0FFFFFFF) << 2
+            size = (w0 & words_mask) * 4
             end = pos + size
             if w1 == 9 and end <= length and size > 36:
                 start = pos + 36
@@ -153,10 +163,10 @@ def decode_put(
                     actual = checksum.raw_crc32c(data[start:end])
                     if actual != crc:
                         raise _crc_mismatch(crc, actual, pos)
-                flags = w0 >> 28
-                if flags & 2:
-                    # ``word`` starts the MessagePropertiesHeader: area words in its low 24 bits.
-                    split = start + ((word & 0xFFFFFF) << 2)
+                flags = w0 >> flags_shift
+                if flags & props_flag:
+                    # ``word`` starts the MessagePropertiesHeader, with the area's size in words.
+                    split = start + (word & area_mask) * 4
                     if split <= start or split > end:
                         properties_area_size(data, start, end)  # raises with the details
                     append(new(
@@ -175,8 +185,11 @@ def decode_put(
         flags, size, hwords, opt_start, start, cat, owords = message_bounds(
             data, pos, length, 32, "PutHeader"
         )
-        queue_id, guid, crc = unpack_body(data, pos + 8)
-        schema = SCHEMA_ID.unpack_from(data, pos + 32)[0] if hwords >= 9 else 0
+        queue_id, guid, crc = unpack_body(data, pos + PUT_BODY_OFFSET)
+        if hwords * 4 >= PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID:
+            schema = PUT_SCHEMA_ID.unpack_from(data, pos + PUT_SCHEMA_ID_OFFSET)[0]
+        else:
+            schema = 0
         end = pos + size
         end -= pad_count(data, start, end, pos)
         if verify_crc:
@@ -259,7 +272,7 @@ class PutEventBuilder(MessageEventBuilder):
         if guid is None:
             if correlation_id is None:
                 raise UsageError("a PUT needs a guid or a correlation_id")
-            if not 0 <= correlation_id < (1 << 24):
+            if not 0 <= correlation_id <= ACK_MESSAGE_CORRELATION_ID_MASK:  # as the ACK echoes it
                 raise EncodeError(f"correlation_id {correlation_id} does not fit 24 bits")
             guid = b"\0" + correlation_id.to_bytes(3, "big") + b"\0" * 12
         elif len(guid) != 16:
@@ -286,7 +299,7 @@ class PutEventBuilder(MessageEventBuilder):
             raise EncodeError(
                 f"application data of {app_len} bytes exceeds {PUT_MAX_PAYLOAD_SIZE_SOFT}"
             )
-        pad = PADDING[app_len & 3]
+        pad = PADDING[app_len % WORD_SIZE]
         if crc32c is None:
             crc = checksum.raw_crc32c
             crc32c = crc(payload, crc(props)) if props else crc(payload)
@@ -294,8 +307,10 @@ class PutEventBuilder(MessageEventBuilder):
         size = hsize + len(options) + app_len + len(pad)
         try:
             header = PUT_HEADER.pack(
-                (fbits << 28) | (size >> 2),
-                ((len(options) >> 2) << 8) | (cat << 5) | header_words,
+                (fbits << PUT_HEADER_FLAGS_SHIFT) | (size // WORD_SIZE),
+                (len(options) // WORD_SIZE << PUT_HEADER_OPTIONS_WORDS_SHIFT)
+                | (cat << PUT_HEADER_COMPRESSION_SHIFT)
+                | header_words,
                 queue_id,
                 guid,
                 crc32c,
@@ -324,7 +339,7 @@ class PutEventBuilder(MessageEventBuilder):
         """
         if len(payloads) != len(guids):
             raise UsageError(f"{len(payloads)} payloads but {len(guids)} guids")
-        if not -(1 << 31) <= queue_id < (1 << 31):
+        if not -(2**31) <= queue_id < 2**31:  # a signed 32-bit field
             raise EncodeError(f"queue_id {queue_id} does not fit a signed 32-bit field")
         props = (
             properties.encode(extended_properties)
@@ -340,7 +355,8 @@ class PutEventBuilder(MessageEventBuilder):
         pack = PUT_HEADER.pack
         crc = checksum.raw_crc32c
         pads = PADDING
-        w0_base = fbits << 28
+        w0_base = fbits << PUT_HEADER_FLAGS_SHIFT
+        wsize = WORD_SIZE
         w1 = 9  # header words; no options, no compression
         max_size = self.max_event_size
         max_app = PUT_MAX_PAYLOAD_SIZE_SOFT
@@ -353,7 +369,7 @@ class PutEventBuilder(MessageEventBuilder):
         try:
             for payload, guid in zip(payloads, guids):  # noqa: B905 - lengths checked above
                 app_len = plen + len(payload)
-                pad = pads[app_len & 3]
+                pad = pads[app_len % wsize]
                 size = 36 + app_len + len(pad)
                 if total + size > max_size or len(guid) != 16 or app_len > max_app:
                     # Rare: full event, bad guid or oversized data; the checked path handles it.
@@ -368,7 +384,13 @@ class PutEventBuilder(MessageEventBuilder):
                     total = self._size
                     continue
                 header = pack(
-                    w0_base | (size >> 2), w1, queue_id, guid, crc(payload, props_crc), schema, 0
+                    w0_base | (size // wsize),
+                    w1,
+                    queue_id,
+                    guid,
+                    crc(payload, props_crc),
+                    schema,
+                    0,
                 )
                 parts += (
                     header,

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import json
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from pybmq.errors import ProtocolError
 from pybmq.generated.wire_codec import (
+    PUT_HEADER_MESSAGE_WORDS_MASK,
+    WORD,
     EventType,
     PushHeaderFlags,
     PutHeaderFlags,
@@ -59,8 +60,6 @@ __all__ = ["render_stream", "render_text"]
 # Plain ints: comparing with an enum member costs more than the comparison.
 _PUT_EVENT, _PUSH_EVENT = int(EventType.PUT), int(EventType.PUSH)
 _MESSAGE_EVENTS = frozenset((_PUT_EVENT, _PUSH_EVENT))
-
-_WORD = struct.Struct(">I")
 
 
 @functools.lru_cache(maxsize=256)
@@ -353,7 +352,8 @@ def _message_texts(
             dump = _dump(payload, payload_limit)
             text += f"\n[Payload] {len(payload)} bytes"
             out.append(f"{text}\n{dump}" if dump else text)
-        pos += (_WORD.unpack_from(data, pos)[0] & 0xFFFFFFF) * 4  # message_words
+        # message_words, in the same place in a PushHeader
+        pos += (WORD.unpack_from(data, pos)[0] & PUT_HEADER_MESSAGE_WORDS_MASK) * 4
     return out
 
 
