@@ -297,7 +297,9 @@ def _codec(structs: dict[str, Struct], name: str, raw: dict[str, Any]) -> Codec:
         ] or first // 32 != (first + width - 1) // 32:
             raise SchemaError(f"codec.{name}.groups.{group}: not adjacent within one word")
         shift = 32 - (first % 32) - width
-        codec.bits.append(BitConst(f"{struct.const}_{group.upper()}", shift, width, shift + width == 32))
+        codec.bits.append(
+            BitConst(f"{struct.const}_{group.upper()}", shift, width, shift + width == 32)
+        )
     masked = {b.name for b in codec.bits}
     for value, split in raw.get("splits", {}).items():
         # [parts], or {parts: [...], mask: true} when the runtime also bounds the whole value

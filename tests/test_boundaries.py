@@ -31,6 +31,10 @@ FOREIGN_PRIVATE = {
 }
 
 
+# The public API of named tuples (underscored so that it cannot clash with a field's name).
+NAMEDTUPLE_API = {"_fields", "_field_defaults", "_asdict", "_replace", "_make"}
+
+
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
@@ -85,6 +89,8 @@ def private_accesses(path: Path, root: Path = RUNTIME) -> Iterator[str]:
         if isinstance(node, ast.Attribute):
             name = node.attr
             if not _is_private(name) or _is_own(node.value) or name in own:
+                continue
+            if name in NAMEDTUPLE_API:
                 continue
             if (relative, name) in FOREIGN_PRIVATE:
                 continue

@@ -39,7 +39,12 @@ from pybmq.errors import (
     QueueSuspendedError,
     UsageError,
 )
-from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
+from pybmq.generated.wire_codec import (
+    ACK_MESSAGE_CORRELATION_ID_MASK,
+    ACK_MESSAGE_STATUS_MASK,
+    ACK_MESSAGE_STATUS_SHIFT,
+    PUT_MAX_PAYLOAD_SIZE_SOFT,
+)
 from pybmq.wire.batches import iter_ack_entries
 from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
@@ -294,6 +299,8 @@ class Publisher:
         statuses = WIRE_ACK_STATUS
         unknown = AckStatus.UNKNOWN
         new = tuple.__new__  # the records without their Python-level constructors
+        status_shift, status_mask = ACK_MESSAGE_STATUS_SHIFT, ACK_MESSAGE_STATUS_MASK
+        correlation_mask = ACK_MESSAGE_CORRELATION_ID_MASK
         # Stats, kept off the per-ACK path: ACKs are counted per run of ACKs of one queue and
         # one flush (whose posts share a send time, so one latency sample, weighted by the run's
         # length, stands for the run); a NACK moves one count from ACKs to NACKs.
@@ -316,7 +323,7 @@ class Publisher:
                     _count_acks(run_queue, run_batch, run_length, sent_offset)
                 run_queue, run_batch, run_length = queue, batch, 0
             run_length += 1
-            code = (word >> 24) & 0xF
+            code = (word >> status_shift) & status_mask
             if queue is None:
                 uri = ""
             else:
@@ -325,7 +332,9 @@ class Publisher:
                     counters = queue.counters
                     counters.nacks += 1
                     counters.acks -= 1
-            ack = new(Ack, (guid, uri, statuses.get(code, unknown), word & 0xFFFFFF, False, ""))
+            ack = new(
+                Ack, (guid, uri, statuses.get(code, unknown), word & correlation_mask, False, "")
+            )
             append(new(AckReceived, (ack, pending.context)))
         if run_queue is not None:
             _count_acks(run_queue, run_batch, run_length, sent_offset)

@@ -81,17 +81,17 @@ def _header(name: str, unpack: Callable[[Any, int], Any]) -> _Header:
     return _Header(unpack, size, tuple(b[0] for b in bits), tuple(b[1] for b in bits), hex_fields)
 
 
-_EVENT = _header("EventHeader", unpack_event_header)
-_PUT = _header("PutHeader", unpack_put_header)
-_PUSH = _header("PushHeader", unpack_push_header)
-_BATCH_HEADERS: dict[int, _Header] = {
+EVENT_FIELDS = _header("EventHeader", unpack_event_header)
+PUT_FIELDS = _header("PutHeader", unpack_put_header)
+PUSH_FIELDS = _header("PushHeader", unpack_push_header)
+BATCH_HEADERS: dict[int, _Header] = {
     EventType.ACK: _header("AckHeader", unpack_ack_header),
     EventType.CONFIRM: _header("ConfirmHeader", unpack_confirm_header),
     EventType.REJECT: _header("RejectHeader", unpack_reject_header),
 }
 
 
-def _fields(header: _Header, data: bytes, offset: int, size: int) -> dict[str, Any]:
+def header_fields(header: _Header, data: bytes, offset: int, size: int) -> dict[str, Any]:
     """Read the header at ``offset``, ``size`` bytes long on the wire, as named fields.
 
     A header shorter than its struct (an older peer's, e.g. a 28-byte PushHeader) is
@@ -115,13 +115,13 @@ def _fields(header: _Header, data: bytes, offset: int, size: int) -> dict[str, A
 
 
 @functools.lru_cache(maxsize=64)
-def _flag_names(value: int, flags: type[PutHeaderFlags] | type[PushHeaderFlags]) -> str:
+def flag_names(value: int, flags: type[PutHeaderFlags] | type[PushHeaderFlags]) -> str:
     names = [f.name for f in flags if value & f.value and f.name]
     return "|".join(names) if names else "-"
 
 
 @functools.lru_cache(maxsize=16)
-def _compression_name(value: int) -> str:
+def compression_label(value: int) -> str:
     return CompressionAlgorithmType(value).name
 
 
@@ -147,7 +147,7 @@ def _dump_layout(size: int) -> tuple[str, Callable[[str], tuple[str, ...]], int]
     return template, getter, hex_width
 
 
-def _dump(data: bytes, limit: int | None) -> str:
+def dump_bytes(data: bytes, limit: int | None) -> str:
     """:func:`hexdump`'s lines as one string ("" for nothing to show)."""
     shown = data if limit is None or len(data) <= limit else data[:limit]
     size = len(shown)
@@ -170,11 +170,11 @@ def _dump(data: bytes, limit: int | None) -> str:
 
 def hexdump(data: bytes, limit: int | None = 64) -> list[str]:
     """Lines like the Java SDK's dumps: offset, four 4-byte groups, printable ASCII."""
-    text = _dump(bytes(data), limit)
+    text = dump_bytes(bytes(data), limit)
     return text.split("\n") if text else []
 
 
-def _properties_node(message: Any) -> Node | None:
+def properties_node(message: Any) -> Node | None:
     area = message.properties_area
     if not area:
         return None
@@ -208,7 +208,7 @@ def keep(cache: dict[Any, Any], key: Any, size: int, value: Any) -> None:
         cache[key] = value
 
 
-def _options_json(message: Any) -> str:
+def options_json(message: Any) -> str:
     text = _OPTIONS_JSON.get(message.options)
     if text is None:
         text = json.dumps(_options_node(message))
@@ -235,14 +235,14 @@ def _message_node(
     kind: str, message: Any, header: dict[str, Any], payload_limit: int | None, previews: bool
 ) -> Node:
     flags_enum = PutHeaderFlags if kind == "PUT" else PushHeaderFlags
-    header["flags_names"] = _flag_names(header["flags"], flags_enum)
-    header["compression_name"] = _compression_name(message.compression)
+    header["flags_names"] = flag_names(header["flags"], flags_enum)
+    header["compression_name"] = compression_label(message.compression)
     if kind == "PUT":
         header["correlation_id"] = message.correlation_id
     node: Node = {"header": header}
     if message.options:
         node["options"] = _options_node(message)
-    props = _properties_node(message)
+    props = properties_node(message)
     if props:
         node["properties"] = props
     node["payload"] = {
@@ -258,7 +258,7 @@ def _message_node(
     return node
 
 
-def _read_messages(event: Event) -> tuple[list[Any], str]:
+def read_messages(event: Event) -> tuple[list[Any], str]:
     """The messages of a PUT or PUSH event, and a note when a payload did not inflate (then
     every payload is the wire bytes: shown, and said so)."""
     iterate: Any = iter_put if event.type == EventType.PUT else iter_push
@@ -278,7 +278,9 @@ def _message_at(
 ) -> Node:
     """The node of the message whose header is at ``pos`` in the event."""
     kind = "PUT" if event.type == EventType.PUT else "PUSH"
-    header = _fields(_PUT if kind == "PUT" else _PUSH, event.data, pos, message.header_words * 4)
+    header = header_fields(
+        PUT_FIELDS if kind == "PUT" else PUSH_FIELDS, event.data, pos, message.header_words * 4
+    )
     node = _message_node(kind, message, header, payload_limit, previews)
     node["offset"] = event.offset + pos
     if note and message.compression:
@@ -287,7 +289,7 @@ def _message_at(
 
 
 def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
-    messages, note = _read_messages(event)
+    messages, note = read_messages(event)
     nodes = []
     pos = event.header_size
     for message in messages:
@@ -338,8 +340,8 @@ def _authentication_node(event: Event) -> Node:
 
 
 def _batch_node(event: Event, entries: list[Any]) -> Node:
-    reader = _BATCH_HEADERS[event.type]
-    header = _fields(reader, event.data, event.header_size, reader.size)
+    reader = BATCH_HEADERS[event.type]
+    header = header_fields(reader, event.data, event.header_size, reader.size)
     return {"header": header, "entries": _rows(entries)}
 
 
@@ -386,11 +388,11 @@ def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool =
             if previews:
                 node["body_preview"] = hexdump(bytes(event.body), payload_limit)
     except ProtocolError as exc:
-        raise _at_event(event, exc) from exc
+        raise at_event(event, exc) from exc
     return node
 
 
-def _at_event(event: Event, exc: ProtocolError) -> ProtocolError:
+def at_event(event: Event, exc: ProtocolError) -> ProtocolError:
     """``exc`` (raised reading ``event``) with the event named and its offset made absolute."""
     return ProtocolError(
         f"{event.type_name} event at offset {event.offset}: {exc.reason}",
@@ -401,7 +403,7 @@ def _at_event(event: Event, exc: ProtocolError) -> ProtocolError:
 
 def _head(event: Event) -> Node:
     """The part of every event's node that comes first: offset, type and EventHeader."""
-    header = _fields(_EVENT, event.data, 0, 8)
+    header = header_fields(EVENT_FIELDS, event.data, 0, 8)
     header["type_name"] = event_type_name(header["type"])
     return {"offset": event.offset, "type": event.type_name, "event_header": header}
 
@@ -414,14 +416,14 @@ def dissect_stream(
 ) -> Iterator[Node]:
     """As :func:`dissect`, over a capture read in chunks: holds one event at a time, so memory
     stays bounded by ``max_event_size`` whatever the capture's size."""
-    for item in _stream_events(chunks, max_event_size):
+    for item in stream_events(chunks, max_event_size):
         if isinstance(item, Filler):
             yield {"filler": {"offset": item.offset, "size": item.size}}
         else:
             yield dissect_event(item, payload_limit, previews)
 
 
-def _stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Event | Filler]:
+def stream_events(chunks: Iterable[bytes], max_event_size: int) -> Iterator[Event | Filler]:
     """The events of a capture read in chunks, then its zero tail (if any); errors after
     every event before them."""
     buf = bytearray()
@@ -471,13 +473,13 @@ def dissect_capture(
     chunks: Iterable[bytes], payload_limit: int | None = 64, previews: bool = True
 ) -> Iterator[Node]:
     """The events of a ``pybmq tap`` capture, each with its direction, connection and time."""
-    for event, tap in _capture_events(chunks):
+    for event, tap in capture_events(chunks):
         node = dissect_event(event, payload_limit, previews)
         node["tap"] = tap
         yield node
 
 
-def _capture_events(chunks: Iterable[bytes]) -> Iterator[tuple[Event, Node]]:
+def capture_events(chunks: Iterable[bytes]) -> Iterator[tuple[Event, Node]]:
     """The events of a ``pybmq tap`` capture, each with its ``tap`` node."""
     import datetime
 

@@ -31,23 +31,23 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
 from pybmq.wire.dissect import (
-    _BATCH_HEADERS,
-    _EVENT,
-    _PUSH,
-    _PUT,
+    BATCH_HEADERS,
+    EVENT_FIELDS,
+    PUSH_FIELDS,
+    PUT_FIELDS,
     Node,
-    _at_event,
-    _capture_events,
-    _compression_name,
-    _dump,
-    _fields,
-    _flag_names,
-    _options_json,
-    _properties_node,
-    _read_messages,
-    _stream_events,
+    at_event,
+    capture_events,
+    compression_label,
     dissect_event,
+    dump_bytes,
+    flag_names,
+    header_fields,
     keep,
+    options_json,
+    properties_node,
+    read_messages,
+    stream_events,
 )
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
@@ -152,10 +152,10 @@ def render_stream(
     """Each event of a capture (``capture``: a ``pybmq tap`` recording) as ``pybmq decode``
     prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
     if capture:
-        for event, tap in _capture_events(chunks):
+        for event, tap in capture_events(chunks):
             yield _render_event(event, tap, payload_limit, as_json)
         return
-    for item in _stream_events(chunks, MAX_EVENT_SIZE):
+    for item in stream_events(chunks, MAX_EVENT_SIZE):
         if isinstance(item, Filler):  # (only ever the last item)
             node = {"filler": {"offset": item.offset, "size": item.size}}
             yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
@@ -168,7 +168,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
     batch: tuple[str, str] | None = None
     try:
         if etype in _MESSAGE_EVENTS:
-            records = _message_texts(event, *_read_messages(event), payload_limit, as_json)
+            records = _message_texts(event, *read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
             batch = _batch_header(event)
@@ -178,7 +178,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
                 node["tap"] = tap
             return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
     except ProtocolError as exc:
-        raise _at_event(event, exc) from exc
+        raise at_event(event, exc) from exc
     key = event.data[:8]
     head = _HEADS.get(key)
     if head is None:
@@ -211,7 +211,7 @@ _BATCH_HEADS: dict[tuple[int, bytes], tuple[str, str]] = {}
 
 def _head(event: Event) -> tuple[str, str, str]:
     name = event.type_name
-    values = _EVENT.unpack(event.data, 0)
+    values = EVENT_FIELDS.unpack(event.data, 0)
     text, json_text = _head_layout(False)
     tap_text, _ = _head_layout(True)
     return (
@@ -226,8 +226,8 @@ def _head_layout(tap: bool) -> tuple[str, str]:
     """What every event starts with (``render_text``'s first lines, its JSON object's first
     members, without the closing brace): ``%`` type name, offset, (tap), EventHeader values,
     type name again."""
-    assert not _EVENT.hex_fields
-    keys = (*_EVENT.names, "type_name")
+    assert not EVENT_FIELDS.hex_fields
+    keys = (*EVENT_FIELDS.names, "type_name")
     fields = _template(keys, _FIELD_LINE, "")
     where = "\n[Tap] connection %s %s at %s" if tap else ""
     text = f"[%s event] offset %s{where}\n[EventHeader]{fields}"
@@ -238,13 +238,13 @@ def _head_layout(tap: bool) -> tuple[str, str]:
 
 
 def _batch_header(event: Event) -> tuple[str, str]:
-    reader = _BATCH_HEADERS[event.type]
+    reader = BATCH_HEADERS[event.type]
     start = event.header_size
     raw = event.data[start : start + reader.size]
     key = (event.type, raw)
     texts = _BATCH_HEADS.get(key)
     if texts is None:
-        header = _fields(reader, event.data, start, reader.size)
+        header = header_fields(reader, event.data, start, reader.size)
         texts = (_render_fields("BatchHeader", header), _fields_json(header))
         keep(_BATCH_HEADS, key, len(raw), texts)
     return texts
@@ -288,7 +288,7 @@ def _message_layout(etype: int, size: int) -> _MessageLayout:
     """The layout of a message whose header is ``size`` bytes on the wire (any size at least
     the struct's shows every field; a shorter one shows the fields it holds)."""
     put = etype == EventType.PUT
-    reader = _PUT if put else _PUSH
+    reader = PUT_FIELDS if put else PUSH_FIELDS
     shown = sum(1 for first in reader.first_bits if first < size * 8)
     keys = (*reader.names[:shown], "flags_names", "compression_name")
     keys += ("correlation_id",) if put else ()
@@ -323,7 +323,7 @@ def _message_texts(
         if head is None:
             head = _message_head(etype, data, pos, m.header_words * 4, m.compression)
             if m.options:
-                options = _options_json(m).replace("%", "%%")
+                options = options_json(m).replace("%", "%%")
                 head = (f"{head[0]}\n[Options] {options}", f'{head[1]}, "options": {options}')
             keep(heads, key, len(key), head)
         hex_guid = data[pos + 12 : pos + 28].hex()
@@ -349,7 +349,7 @@ def _message_texts(
                 text += "\n" + _properties_text(m, False)
             if note and m.compression:
                 text += f"\n[Note] {note}"
-            dump = _dump(payload, payload_limit)
+            dump = dump_bytes(payload, payload_limit)
             text += f"\n[Payload] {len(payload)} bytes"
             out.append(f"{text}\n{dump}" if dump else text)
         # message_words, in the same place in a PushHeader
@@ -368,7 +368,7 @@ def _message_head(
 ) -> tuple[str, str]:
     """The header block of the message at ``pos``, with ``size`` bytes of header on the wire."""
     put = etype == EventType.PUT
-    reader = _PUT if put else _PUSH
+    reader = PUT_FIELDS if put else PUSH_FIELDS
     full = reader.size
     if size >= full and len(data) - pos >= full:
         layout, values = _message_layout(etype, full), reader.unpack(data, pos)
@@ -379,7 +379,7 @@ def _message_head(
     guid = layout.guid
     shown = ["%s" if j == guid or (put and j == guid + 1) else v for j, v in enumerate(values)]
     flags_enum = PutHeaderFlags if put else PushHeaderFlags
-    names = [_flag_names(values[layout.flags], flags_enum), _compression_name(compression)]
+    names = [flag_names(values[layout.flags], flags_enum), compression_label(compression)]
     if put:
         names.append("%s")  # the correlation id
     return layout.text % ("%s", "%s", *shown, *names), layout.json % (*shown, *names)
@@ -395,7 +395,7 @@ def _properties_text(message: Any, as_json: bool) -> str:
     key = (as_json, message.schema_id, area)
     text = _PROPERTIES.get(key)
     if text is None:
-        node = _properties_node(message)
+        node = properties_node(message)
         assert node is not None
         text = json.dumps(node) if as_json else "\n".join(_property_lines(node))
         keep(_PROPERTIES, key, len(area), text)

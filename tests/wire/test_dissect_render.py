@@ -140,7 +140,7 @@ def test_the_options_json_cache_is_bounded_and_right_past_its_bound() -> None:
             message = SimpleNamespace(
                 options=i.to_bytes(4, "big"), sub_queue_infos=[info], msg_group_id=None
             )
-            text = dissect._options_json(message)
+            text = dissect.options_json(message)
             assert json.loads(text)["sub_queue_infos"][0]["sub_queue_id"] == i
         assert len(dissect._OPTIONS_JSON) == dissect._OPTIONS_JSON_MAX
     finally:
