@@ -78,12 +78,8 @@ class Consumer:
         generation: int | None = None,
         latency: float | None = None,
     ) -> None:
-        """Buffer a CONFIRM (for the message ``guid`` on queue handle ``queue_id``).
-
-        ``generation`` is ``self.generation`` when the message arrived: a message of an earlier
-        connection is not confirmed (that broker session is gone; it will be redelivered).
-        ``latency`` (seconds from delivery to this confirm, measured by the shell) goes into
-        the queue's stats."""
+        """``ClientEngine.confirm``: buffered for the next CONFIRM event, unless the message
+        came on an earlier connection (it will be redelivered)."""
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             self.confirms.append((queue.qid, guid, queue.sub_id))
@@ -96,7 +92,7 @@ class Consumer:
     def confirm_many(
         self, queue_id: int, guids: Iterable[bytes], generation: int | None = None
     ) -> None:
-        """``confirm`` for many messages of one queue handle (the fast path: checked once)."""
+        """``ClientEngine.confirm_many``: checked once for the batch."""
         queue = self._confirmable(queue_id, generation)
         if queue is not None:
             qid, sub_id = queue.qid, queue.sub_id

@@ -97,12 +97,7 @@ class Publisher:
         context: object = None,
         ack: bool = True,
     ) -> bytes:
-        """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
-        with the ACK (or local NACK) for it. ``ack=False`` asks the broker for no ACK for this
-        post even on a queue opened with ACKs (as the official SDK does for a post without
-        ``on_ack``); such a post is not tracked, so it is not retransmitted after a reconnect.
-
-        Every check runs here, so a bad post raises at the call and changes nothing."""
+        """``ClientEngine.post``: every check first, so a bad post raises and changes nothing."""
         queue = self._writable_queue(queue_id, 1)
         if type(payload) is not bytes:
             payload = _as_bytes(payload)
@@ -135,9 +130,7 @@ class Publisher:
         context: object = None,
         ack: bool = True,
     ) -> list[bytes]:
-        """``post`` for a batch sharing one queue, one set of properties and one ``context``
-        (the fast path: the checks, the properties and the GUID clock are done once). All or
-        nothing: if one payload is refused, none is buffered. Returns the GUIDs in order."""
+        """``ClientEngine.post_many``: all or nothing, checked once for the batch."""
         count = len(payloads)
         queue = self._writable_queue(queue_id, count)
         props, area = self._properties(properties) if properties else (None, 0)

@@ -120,7 +120,7 @@ class QueueControl:
         ack: bool = True,
         options: QueueOptions | None = None,
     ) -> tuple[int, int]:
-        """Start opening ``uri``; returns (op id, queue id). The op completes once configured."""
+        """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered."""
         self._lifecycle.now = now
         self._lifecycle.require_started("open a queue")
         if not (read or write):
@@ -149,10 +149,8 @@ class QueueControl:
     def configure_queue(
         self, queue_id: int, options: QueueOptions, now: float, *, suspended: bool = False
     ) -> int:
-        """Standalone ConfigureStream on an open queue; returns the op id. ``suspended`` sends
-        no subscription at all (the broker stops delivering; the options are kept for the next
-        configure), as the official SDK suspends a queue when the host turns unhealthy. A queue
-        suspended for host health keeps the options for its resume."""
+        """``ClientEngine.configure_queue``; a queue suspended for host health keeps the
+        options for its resume instead."""
         self._lifecycle.now = now
         self._lifecycle.require_started("configure a queue")
         queue = self._table.get(queue_id)
@@ -169,7 +167,7 @@ class QueueControl:
         return op_id
 
     def close_queue(self, queue_id: int, now: float) -> int:
-        """ConfigureStream to nothing, then CloseQueue(isFinal); returns the op id."""
+        """``ClientEngine.close_queue``."""
         self._lifecycle.now = now
         self._lifecycle.require_started("close a queue")
         queue = self._table.get(queue_id)
