@@ -106,7 +106,7 @@ class ReceivedMessage:
     def confirmable(self) -> bool:
         """False once the connection that delivered it is lost: a confirm is then dropped (that
         broker session is gone and the broker redelivers the message)."""
-        return self._generation == self._queue.driver.engine.generation
+        return self._generation == self._queue._lifecycle.generation
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
@@ -130,6 +130,8 @@ class AsyncQueue:
     def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
         self.session = session
         self.driver: EngineDriver = session.driver  # what it posts, confirms and waits through
+        # The engine's session state, read per message by ``ReceivedMessage.confirmable``.
+        self._lifecycle = self.driver.engine.lifecycle
         self.queue_id = queue_id
         self.uri = uri
         # A deque and explicit waiters rather than asyncio.Queue: this is the per-message path.

@@ -72,7 +72,7 @@ class ClientEngine:
         self.options = options
         self.lifecycle = Lifecycle()
         self.collector = Collector()
-        self.channel = Channel(limit_for=self._event_limit)
+        self.channel = Channel(limit_for=self._event_limit, steady_probe_clock=True)
         self.table = QueueTable()
         self.requests = RequestTable(self.send_control, options)
         self.publisher = Publisher(options, self.lifecycle, self.table, self.collector)

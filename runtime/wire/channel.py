@@ -47,10 +47,15 @@ class Channel:
         max_missed_heartbeats: int = 10,
         now: float = 0.0,
         answer_heartbeats: bool = True,
+        steady_probe_clock: bool = False,
     ) -> None:
         """``limit_for(event type)``: the largest event of that type accepted now (asked on the
         header, before a big body is buffered). ``answer_heartbeats``: answer a HEARTBEAT_REQ
-        with a HEARTBEAT_RSP as the events are read (a fault-injecting peer turns it off)."""
+        with a HEARTBEAT_RSP as the events are read (a fault-injecting peer turns it off).
+        ``steady_probe_clock``: the heartbeat clock ticks every interval whatever the traffic
+        (the client's schedule: its next deadline moves once per interval, not with every read,
+        so a busy connection does not re-arm its timer on every event); otherwise it restarts
+        with every read (the simulator's schedule)."""
         self._limit_for = limit_for
         self._max_event_size = max_event_size
         self.reader = EventReader(max_event_size, limit_for)
@@ -59,6 +64,7 @@ class Channel:
         self.max_missed_heartbeats = max_missed_heartbeats
         self.answer_heartbeats = answer_heartbeats
         self.paused = False  # the owner stopped reading the socket
+        self.steady_probe_clock = steady_probe_clock
         self.last_received = now
         self.last_probe = now
 
@@ -134,18 +140,24 @@ class Channel:
 
     def heartbeat_deadline(self) -> float:
         """When ``liveness`` can next change its verdict."""
+        if self.steady_probe_clock:
+            return self.last_probe + self.heartbeat_interval
         return max(self.last_received, self.last_probe) + self.heartbeat_interval
 
     def liveness(self, now: float) -> Liveness:
-        """ALIVE, PROBE (the caller sends the probe: see ``probe``) or DEAD at ``now``."""
+        """ALIVE, PROBE (the caller sends the probe: see ``probe``) or DEAD at ``now``; with a
+        steady probe clock, a tick with nothing to probe moves the clock on."""
         if self.paused:
             return Liveness.ALIVE
         interval = self.heartbeat_interval
         silent = now - self.last_received
         if silent >= interval * self.max_missed_heartbeats:
             return Liveness.DEAD
-        if silent >= interval and now - self.last_probe >= interval:
-            return Liveness.PROBE
+        if now - self.last_probe >= interval:
+            if silent >= interval:
+                return Liveness.PROBE
+            if self.steady_probe_clock:
+                self.last_probe = now  # the clock ticks on: nothing to probe this interval
         return Liveness.ALIVE
 
     def silence(self, now: float) -> float:
