@@ -50,6 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "bmq_broker(basic_users, allow_anonymous): BASIC authentication of the bmq_real_broker "
         "and bmq_any_broker fixtures",
     )
+    config.addinivalue_line(
+        "markers",
+        "bmq_sim_only(reason): with bmq_any_broker, run only against the simulator (the test "
+        "uses what only the simulator has: fault injection, its statistics)",
+    )
 
 
 @pytest.fixture
@@ -95,12 +100,21 @@ def bmq_real_broker(request: pytest.FixtureRequest) -> Iterator[RealBroker]:
         yield broker
 
 
+def skip_if_sim_only(request: pytest.FixtureRequest) -> None:
+    """Skip the real-broker run of a test marked ``bmq_sim_only``, with its reason."""
+    marker = request.node.get_closest_marker("bmq_sim_only")
+    if marker is not None and getattr(request, "param", None) == "real":
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        pytest.skip(f"simulator only: {reason}" if reason else "simulator only")
+
+
 @pytest.fixture(params=BROKER_KINDS)
 def bmq_any_broker(request: pytest.FixtureRequest) -> Iterator[BrokerHandle]:
     """The test once against the simulator and once against the real broker (skipped, with
     the reason, when ``$BMQ_BROKER_BIN`` is unset)."""
     from pybmq.testing.brokers import BrokerUnavailable, running_broker
 
+    skip_if_sim_only(request)
     with contextlib.ExitStack() as stack:
         try:
             broker = stack.enter_context(running_broker(request.param, **_broker_options(request)))

@@ -1,0 +1,52 @@
+"""The suites' broker, simulator or real: ``broker_url(kind)`` for an async fixture, so a test
+file parametrizes its existing ``broker`` fixture over both without touching the test bodies.
+
+    @pytest.fixture(params=BROKER_KINDS)
+    async def broker(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+        async with broker_url(request) as url:
+            yield url
+
+The simulator runs in the test's own loop (as the suites always ran it); the real broker is a
+``pybmq.testing.real_broker.RealBroker``, skipped with the reason when ``$BMQ_BROKER_BIN`` is
+unset. A test marked ``bmq_sim_only("why")`` runs only on the simulator; one marked
+``xfail_real("why")`` is a known failure on the real broker (strict: it fails once fixed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import pytest
+from pybmq.sim.server import BrokerSimulator
+from pybmq.testing import BROKER_KINDS, skip_if_sim_only
+from pybmq.testing.brokers import NO_BROKER_REASON
+from pybmq.testing.real_broker import RealBroker, broker_executable
+
+__all__ = ["BROKER_KINDS", "broker_url", "real_broker"]
+
+
+@contextmanager
+def real_broker(**options: Any) -> Iterator[RealBroker]:
+    """A real broker for the block; skips the test when there is none."""
+    executable = broker_executable()
+    if executable is None:
+        pytest.skip(NO_BROKER_REASON)
+    with RealBroker(executable, **options) as broker:
+        yield broker
+
+
+@asynccontextmanager
+async def broker_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """The URL of a fresh broker of the kind ``request.param`` names."""
+    skip_if_sim_only(request)
+    known = request.node.get_closest_marker("xfail_real")
+    if known is not None and request.param == "real":
+        request.applymarker(pytest.mark.xfail(reason=known.args[0], strict=True))
+    if request.param == "real":
+        with real_broker() as real:
+            yield real.url
+    else:
+        async with BrokerSimulator() as sim:
+            yield sim.url
