@@ -24,7 +24,7 @@ from pybmq.testing import BROKER_KINDS, skip_if_sim_only
 from pybmq.testing.brokers import NO_BROKER_REASON
 from pybmq.testing.real_broker import RealBroker, broker_executable
 
-__all__ = ["BROKER_KINDS", "broker_url", "real_broker"]
+__all__ = ["BROKER_KINDS", "broker_url", "broker_url_sync", "real_broker"]
 
 
 @contextmanager
@@ -37,13 +37,29 @@ def real_broker(**options: Any) -> Iterator[RealBroker]:
         yield broker
 
 
-@asynccontextmanager
-async def broker_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    """The URL of a fresh broker of the kind ``request.param`` names."""
+def _marks(request: pytest.FixtureRequest) -> None:
     skip_if_sim_only(request)
     known = request.node.get_closest_marker("xfail_real")
     if known is not None and request.param == "real":
         request.applymarker(pytest.mark.xfail(reason=known.args[0], strict=True))
+
+
+@contextmanager
+def broker_url_sync(request: pytest.FixtureRequest) -> Iterator[str]:
+    """For synchronous fixtures: the plugin's ``bmq_sim`` (a simulator on its own thread), or
+    the real broker."""
+    _marks(request)
+    if request.param == "real":
+        with real_broker() as real:
+            yield real.url
+    else:
+        yield request.getfixturevalue("bmq_sim").url
+
+
+@asynccontextmanager
+async def broker_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """The URL of a fresh broker of the kind ``request.param`` names."""
+    _marks(request)
     if request.param == "real":
         with real_broker() as real:
             yield real.url
