@@ -47,7 +47,10 @@ def _marks(request: pytest.FixtureRequest) -> None:
 @contextmanager
 def broker_url_sync(request: pytest.FixtureRequest) -> Iterator[str]:
     """For synchronous fixtures: the plugin's ``bmq_sim`` (a simulator on its own thread), or
-    the real broker."""
+    the real broker. A test that also asks for ``bmq_sim`` inspects the simulator: it runs on the
+    simulator only."""
+    if request.param == "real" and "bmq_sim" in request.fixturenames:
+        pytest.skip("simulator only: the test inspects the simulator (bmq_sim)")
     _marks(request)
     if request.param == "real":
         with real_broker() as real:
