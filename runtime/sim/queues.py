@@ -276,6 +276,9 @@ class SimQueue:
     # for expired GUIDs only once the clock reaches it, not on every message).
     _first_expiry: float = float("inf")
     stores: bool = True  # False for a broadcast queue: it keeps nothing
+    # Consumers of appIds the domain does not list: a broker lets them open (it raises an alarm)
+    # and delivers them nothing, so they stay out of ``streams`` (which messages are copied to).
+    unlisted: dict[str, AppStream] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.stores = self.mode is not RoutingMode.BROADCAST
@@ -381,6 +384,16 @@ class SimQueue:
         self.held_messages -= count
         self.held_bytes -= size
 
+    def stream(self, app_id: str) -> AppStream:
+        """The stream of ``app_id``: a listed one, or an (always empty) unlisted one."""
+        listed = self.streams.get(app_id)
+        if listed is not None:
+            return listed
+        unlisted = self.unlisted.get(app_id)
+        if unlisted is None:
+            unlisted = self.unlisted[app_id] = AppStream(app_id, self.stores)
+        return unlisted
+
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)
 
@@ -389,6 +402,8 @@ class SimQueue:
         if self.handles or self.held_messages:
             return False
         if any(s.pending or s.consumers for s in self.streams.values()):
+            return False
+        if any(s.consumers for s in self.unlisted.values()):
             return False
         return not self._seen or next(reversed(self._seen.values())) <= now
 

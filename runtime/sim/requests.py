@@ -116,14 +116,19 @@ class QueueRequests:
             )
         if mode is RoutingMode.FANOUT:
             if readable and app_id not in FANOUT_APP_IDS:
-                raise RequestRefused(
-                    "E_INVALID_ARGUMENT",
-                    f"fan-out queue {uri.canonical} has appIds {', '.join(FANOUT_APP_IDS)}; got {app_id!r}",
+                # As a broker: the open succeeds (with an alarm) and the app gets nothing until
+                # the domain lists it.
+                log.warning(
+                    "session %d: %s opened with appId %r, which the domain does not list "
+                    "(it lists %s): nothing will be delivered to it",
+                    self.session_id,
+                    uri.canonical,
+                    app_id,
+                    ", ".join(FANOUT_APP_IDS),
                 )
         elif app_id != DEFAULT_APP_ID:
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}"
-            )
+            # A broker answers an appId on a queue without apps as it answers an unknown queue.
+            raise RequestRefused("E_UNKNOWN", f"{mode.value} queues have no appIds; got {app_id!r}")
         if (params.q_id, sub_id) in self.handles:
             raise RequestRefused(
                 "E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open"
@@ -231,7 +236,7 @@ class QueueRequests:
     ) -> None:
         """Make the handle's subscriptions exactly ``wanted`` (id, priority, max messages, max
         bytes, expression)."""
-        stream = handle.queue.streams[handle.app_id]
+        stream = handle.queue.stream(handle.app_id)
         keep = {w[0] for w in wanted}
         for sub_queue_id in [i for i in handle.consumers if i not in keep]:
             dropped = handle.consumers[sub_queue_id]
@@ -298,7 +303,7 @@ class QueueRequests:
     def _detach(self, handle: QueueHandle, consumer: Consumer) -> None:
         if handle.queue.mode is not RoutingMode.BROADCAST:
             self.broker.stats.redelivered += len(consumer.unconfirmed)
-        handle.queue.streams[handle.app_id].detach(consumer)
+        handle.queue.stream(handle.app_id).detach(consumer)
         # PUSHes not yet written for this consumer: their messages were just returned.
         self._pushes = [run for run in self._pushes if run[0] is not consumer]
 
