@@ -1,0 +1,251 @@
+"""The differential catalogue: scenarios a client can play against any broker, each returning
+what a user can observe (open and post outcomes as status categories, which payloads arrive where
+and in what order, whether something arrives at all) as plain JSON-able values.
+
+``test_differential.py`` runs every scenario against the simulator and the real broker and
+compares the two; ``broker-outcomes.json`` is the real broker's answers, recorded with
+``python -m tests.differential.record`` so the simulator is held to them even where no broker runs.
+Texts of refusals are left out on purpose: they are prose, not behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pybmq.client.aio import AsyncSession
+from pybmq.client.aio_queue import AsyncQueue
+from pybmq.client.options import QueueOptions, Subscription
+from pybmq.errors import BrokerError, PybmqError
+
+Outcome = Any
+Scenario = Callable[[str], Awaitable[Outcome]]
+
+PRIORITY = "bmq://bmq.test.mem.priority/diff"
+FANOUT = "bmq://bmq.test.mem.fanout/diff"
+BROADCAST = "bmq://bmq.test.mem.broadcast/diff"
+SETTLE = 0.5  # how long "nothing more arrives" is watched for
+WAIT = 10.0
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(fn: Scenario) -> Scenario:
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+def refusal(exc: BaseException) -> str:
+    """An error as what a program can branch on: the broker's category, or the error type."""
+    if isinstance(exc, BrokerError):
+        return exc.category
+    return type(exc).__name__
+
+
+async def open_outcome(session: AsyncSession, uri: str, **flags: Any) -> str:
+    try:
+        await session.open_queue(uri, **flags)
+    except PybmqError as exc:
+        return refusal(exc)
+    return "ok"
+
+
+async def drain(queue: AsyncQueue, confirm: bool = True, settle: float = SETTLE) -> list[str]:
+    """Every payload that arrives until nothing has for ``settle`` seconds."""
+    got: list[str] = []
+    while True:
+        try:
+            message = await asyncio.wait_for(queue.get(), settle)
+        except asyncio.TimeoutError:
+            return got
+        got.append(message.payload.decode())
+        if confirm:
+            await message.confirm()
+
+
+async def post_all(writer: AsyncQueue, payloads: list[str], **properties: Any) -> list[str]:
+    acks = await asyncio.gather(
+        *(writer.post(p.encode(), properties=properties or None) for p in payloads)
+    )
+    return sorted({ack.status.name for ack in acks})
+
+
+# -- opens ----------------------------------------------------------------------------------------
+
+
+@scenario
+async def open_unknown_domain(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        return {
+            "read": await open_outcome(session, "bmq://bmq.no.such.domain/q", read=True),
+            "write": await open_outcome(session, "bmq://bmq.no.such.domain/w", write=True),
+        }
+
+
+@scenario
+async def open_unconfigured_domain_of_a_known_mode(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        return await open_outcome(session, "bmq://bmq.test.other.priority/q", read=True)
+
+
+@scenario
+async def open_fanout_apps(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        return {
+            app: await open_outcome(session, f"{FANOUT}-apps-{app}?id={app}", read=True)
+            for app in ("foo", "bar", "baz", "nosuchapp")
+        }
+
+
+@scenario
+async def open_appid_on_a_priority_queue(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        return await open_outcome(session, f"{PRIORITY}-appid?id=foo", read=True)
+
+
+@scenario
+async def open_same_queue_from_two_sessions(url: str) -> Outcome:
+    async with AsyncSession(url) as one, AsyncSession(url) as two:
+        return [
+            await open_outcome(one, f"{PRIORITY}-twice", read=True, write=True),
+            await open_outcome(two, f"{PRIORITY}-twice", read=True, write=True),
+        ]
+
+
+@scenario
+async def open_write_only_and_read_only(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        return {
+            "write": await open_outcome(session, f"{PRIORITY}-w", write=True),
+            "read": await open_outcome(session, f"{PRIORITY}-r", read=True),
+            "write_no_ack": await open_outcome(session, f"{PRIORITY}-wna", write=True, ack=False),
+            "broadcast_write": await open_outcome(session, f"{BROADCAST}-w", write=True),
+        }
+
+
+# -- routing --------------------------------------------------------------------------------------
+
+
+@scenario
+async def priority_highest_consumer_takes_all(url: str) -> Outcome:
+    uri = f"{PRIORITY}-prio"
+    async with AsyncSession(url) as a, AsyncSession(url) as b, AsyncSession(url) as p:
+        high = await a.open_queue(uri, read=True, consumer_priority=5)
+        low = await b.open_queue(uri, read=True, consumer_priority=1)
+        writer = await p.open_queue(uri, write=True)
+        acks = await post_all(writer, [f"m{i}" for i in range(10)])
+        return {"acks": acks, "high": await drain(high), "low": await drain(low)}
+
+
+@scenario
+async def fanout_each_app_gets_every_message(url: str) -> Outcome:
+    uri = f"{FANOUT}-each"
+    async with AsyncSession(url) as c, AsyncSession(url) as p:
+        readers = {app: await c.open_queue(f"{uri}?id={app}", read=True) for app in ("foo", "bar")}
+        writer = await p.open_queue(uri, write=True)
+        acks = await post_all(writer, [f"f{i}" for i in range(5)])
+        return {"acks": acks, **{app: await drain(q) for app, q in readers.items()}}
+
+
+@scenario
+async def broadcast_reaches_only_present_consumers(url: str) -> Outcome:
+    uri = f"{BROADCAST}-present"
+    async with AsyncSession(url) as c, AsyncSession(url) as p:
+        writer = await p.open_queue(uri, write=True)
+        before = await post_all(writer, ["early"])
+        first = await c.open_queue(uri, read=True)
+        await asyncio.sleep(0.2)
+        after = await post_all(writer, ["late-0", "late-1"])
+        return {"acks": before + after, "got": await drain(first)}
+
+
+@scenario
+async def flow_control_max_unconfirmed(url: str) -> Outcome:
+    uri = f"{PRIORITY}-flow"
+    async with AsyncSession(url) as c, AsyncSession(url) as p:
+        reader = await c.open_queue(uri, read=True, max_unconfirmed_messages=3)
+        writer = await p.open_queue(uri, write=True)
+        await post_all(writer, [f"q{i}" for i in range(8)])
+        first = await drain(reader, confirm=False)
+        return {"without_confirming": first}
+
+
+@scenario
+async def subscriptions_split_by_expression(url: str) -> Outcome:
+    uri = f"{PRIORITY}-subs"
+    async with AsyncSession(url) as c1, AsyncSession(url) as c2, AsyncSession(url) as p:
+        even = await c1.open_queue(
+            uri, read=True, options=QueueOptions(subscriptions=(Subscription("n % 2 == 0"),))
+        )
+        odd = await c2.open_queue(
+            uri, read=True, options=QueueOptions(subscriptions=(Subscription("n % 2 == 1"),))
+        )
+        writer = await p.open_queue(uri, write=True)
+        acks = await asyncio.gather(
+            *(writer.post(b"s%d" % i, properties={"n": i}) for i in range(8))
+        )
+        return {
+            "acks": sorted({a.status.name for a in acks}),
+            "even": await drain(even),
+            "odd": await drain(odd),
+        }
+
+
+@scenario
+async def subscription_with_a_bad_expression(url: str) -> Outcome:
+    async with AsyncSession(url) as c:
+        try:
+            await c.open_queue(
+                f"{PRIORITY}-badexpr",
+                read=True,
+                options=QueueOptions(subscriptions=(Subscription("n %% == 1"),)),
+            )
+        except PybmqError as exc:
+            return refusal(exc)
+        return "ok"
+
+
+# -- redelivery -----------------------------------------------------------------------------------
+
+
+@scenario
+async def redelivery_after_a_consumer_session_dies(url: str) -> Outcome:
+    uri = f"{PRIORITY}-dies"
+    async with AsyncSession(url) as p, AsyncSession(url) as second:
+        writer = await p.open_queue(uri, write=True)
+        first = AsyncSession(url)
+        await first.start()
+        reader = await first.open_queue(uri, read=True)
+        await post_all(writer, [f"r{i}" for i in range(4)])
+        taken = await drain(reader, confirm=False)
+        await first.stop()  # unconfirmed messages go back to the queue
+        again = await second.open_queue(uri, read=True)
+        return {"first": taken, "second": await drain(again)}
+
+
+@scenario
+async def close_with_unconfirmed_messages(url: str) -> Outcome:
+    uri = f"{PRIORITY}-close"
+    async with AsyncSession(url) as c, AsyncSession(url) as other, AsyncSession(url) as p:
+        writer = await p.open_queue(uri, write=True)
+        reader = await c.open_queue(uri, read=True)
+        await post_all(writer, ["c0", "c1", "c2"])
+        taken = await drain(reader, confirm=False)
+        await reader.close()
+        after = await other.open_queue(uri, read=True)
+        return {"taken": taken, "after_close": await drain(after)}
+
+
+@scenario
+async def confirm_then_nothing_is_redelivered(url: str) -> Outcome:
+    uri = f"{PRIORITY}-confirmed"
+    async with AsyncSession(url) as p:
+        writer = await p.open_queue(uri, write=True)
+        await post_all(writer, ["k0", "k1"])
+        async with AsyncSession(url) as c:
+            reader = await c.open_queue(uri, read=True)
+            first = await drain(reader)
+        async with AsyncSession(url) as c:
+            reader = await c.open_queue(uri, read=True)
+            return {"first": first, "second": await drain(reader)}
