@@ -11,6 +11,7 @@ Texts of refusals are left out on purpose: they are prose, not behaviour.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -249,3 +250,90 @@ async def confirm_then_nothing_is_redelivered(url: str) -> Outcome:
         async with AsyncSession(url) as c:
             reader = await c.open_queue(uri, read=True)
             return {"first": first, "second": await drain(reader)}
+
+
+# -- admin commands -------------------------------------------------------------------------------
+
+
+def _admin(url: str, *words: str) -> tuple[int, Any]:
+    from tests.helpers.cli import run_pybmq
+
+    done = run_pybmq("admin", "--json", *words, "--broker", url)
+    try:
+        document = json.loads(done.stdout)
+    except ValueError:
+        return done.returncode, None
+    return done.returncode, document.get("result")
+
+
+def _answer(result: Any) -> str:
+    if not isinstance(result, dict):
+        return "text"
+    if "error" in result:
+        return "error"
+    return "ok"
+
+
+@scenario
+async def admin_commands(url: str) -> Outcome:
+    commands = [
+        ("HELP",),
+        ("DOMAINS", "DOMAIN", "bmq.test.mem.priority", "INFOS"),
+        ("DOMAINS", "DOMAIN", "bmq.no.such.domain", "INFOS"),
+        ("NO", "SUCH", "COMMAND"),
+    ]
+    out = {}
+    for words in commands:
+        code, result = await asyncio.to_thread(_admin, url, *words)
+        out[" ".join(words)] = [code, _answer(result)]
+    return out
+
+
+@scenario
+async def admin_purge_empties_the_queue(url: str) -> Outcome:
+    uri = f"{PRIORITY}-purge"
+    async with AsyncSession(url) as p:
+        writer = await p.open_queue(uri, write=True)
+        await post_all(writer, [f"x{i}" for i in range(5)])
+        words = ("DOMAINS", "DOMAIN", "bmq.test.mem.priority", "QUEUE", "diff-purge", "PURGE", "*")
+        code, result = await asyncio.to_thread(_admin, url, *words)
+        async with AsyncSession(url) as c:
+            reader = await c.open_queue(uri, read=True)
+            return {"purge": [code, _answer(result)], "after": await drain(reader)}
+
+
+# -- malformed input ------------------------------------------------------------------------------
+
+
+async def _closed_within(url: str, data: bytes, wait: float = 3.0) -> str:
+    """Send ``data`` on a fresh connection: "closed" if the broker hangs up within ``wait``."""
+    host, port = url.removeprefix("tcp://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(data)
+        await writer.drain()
+        try:
+            while await asyncio.wait_for(reader.read(65536), wait):
+                pass
+        except asyncio.TimeoutError:
+            return "open"
+        return "closed"
+    finally:
+        writer.close()
+
+
+@scenario
+async def garbage_before_negotiation(url: str) -> Outcome:
+    # A header claiming 64 bytes of an event type that does not exist, then the 56 bytes.
+    return await _closed_within(url, bytes.fromhex("00000040 7f020000") + b"\xa5" * 56)
+
+
+@scenario
+async def empty_payload(url: str) -> Outcome:
+    async with AsyncSession(url) as p:
+        writer = await p.open_queue(f"{PRIORITY}-empty", write=True)
+        try:
+            ack = await writer.post(b"")
+        except PybmqError as exc:
+            return refusal(exc)
+        return ack.status.name
