@@ -308,8 +308,9 @@ class SimQueue:
         max_messages: float,
         max_bytes: float,
     ) -> int:
-        """The ACK status of ``message``: the quota limit it would break (nothing is stored),
-        or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per batch).
+        """The ACK status of ``message``: the quota limit the queue is already over (nothing is
+        stored), or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per
+        batch).
 
         The quota counts messages stored and not confirmed, once per appId. A GUID seen within
         ``dedup_window`` seconds before ``now`` is acknowledged but not stored; the window
@@ -318,9 +319,11 @@ class SimQueue:
         streams = self.streams
         if self.stores:
             copies = len(streams)
-            if self.held_messages + copies > max_messages:
+            # As a broker: refused once the queue already holds more than its limit (it checks
+            # before adding, so the message that crosses the limit is still taken).
+            if self.held_messages > max_messages:
                 return LIMIT_MESSAGES
-            if self.held_bytes + message.size * copies > max_bytes:
+            if self.held_bytes > max_bytes:
                 return LIMIT_BYTES
         seen = self._seen
         guid = message.guid
