@@ -66,6 +66,8 @@ class RealBroker:
         *,
         basic_users: dict[str, str] | None = None,
         allow_anonymous: bool = False,
+        queue_messages: int = BrokerSettings.queue_messages,
+        queue_bytes: int = BrokerSettings.queue_bytes,
         port: int | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 15.0,
@@ -78,6 +80,8 @@ class RealBroker:
             folder=root,
             basic_users=dict(basic_users or {}),
             allow_anonymous=allow_anonymous,
+            queue_messages=queue_messages,
+            queue_bytes=queue_bytes,
         )
         self.config_dir = write_config_dir(self.settings)
         self.start_timeout = start_timeout

@@ -10,10 +10,10 @@ import asyncio
 import json
 import sys
 
-from pybmq.testing.real_broker import RealBroker, broker_executable
+from pybmq.testing.real_broker import broker_executable
 
 from tests.differential.scenarios import SCENARIOS
-from tests.differential.test_differential import RECORDED_PATH
+from tests.differential.test_differential import RECORDED_PATH, run_on
 
 
 def main() -> int:
@@ -22,9 +22,8 @@ def main() -> int:
         print("set BMQ_BROKER_BIN to a broker executable", file=sys.stderr)
         return 2
     recorded = {}
-    for name, play in sorted(SCENARIOS.items()):
-        with RealBroker(executable) as broker:
-            recorded[name] = asyncio.run(play(broker.url))
+    for name in sorted(SCENARIOS):
+        recorded[name] = asyncio.run(run_on(name, "real"))
         print(name, json.dumps(recorded[name]))
     RECORDED_PATH.write_text(
         json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8"

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.aio_queue import AsyncQueue
-from pybmq.client.options import QueueOptions, Subscription
-from pybmq.errors import BrokerError, PybmqError
+from pybmq.client.options import Credential, QueueOptions, SessionOptions, Subscription
+from pybmq.errors import AuthenticationError, BrokerError, PybmqError
 
 Outcome = Any
 Scenario = Callable[[str], Awaitable[Outcome]]
@@ -30,6 +31,9 @@ SETTLE = 0.5  # how long "nothing more arrives" is watched for
 WAIT = 10.0
 
 SCENARIOS: dict[str, Scenario] = {}
+# Scenario -> how its broker is set up: ``basic_users`` (name -> password; then only they get in)
+# and ``queue_messages``/``queue_bytes`` (each queue's quota). Both kinds of broker take both.
+OPTIONS: dict[str, dict[str, Any]] = {}
 
 
 def scenario(fn: Scenario) -> Scenario:
@@ -37,10 +41,50 @@ def scenario(fn: Scenario) -> Scenario:
     return fn
 
 
+def with_broker(**options: Any) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        OPTIONS[fn.__name__] = options
+        return scenario(fn)
+
+    return register
+
+
+@asynccontextmanager
+async def broker_for(name: str, kind: str) -> AsyncIterator[str]:
+    """The URL of a fresh broker of ``kind`` ("sim" or "real") set up for scenario ``name``."""
+    options = OPTIONS.get(name, {})
+    users = options.get("basic_users")
+    quota = options.get("queue_messages")
+    quota_bytes = options.get("queue_bytes")
+    if kind == "real":
+        from pybmq.testing.real_broker import RealBroker, broker_executable
+
+        executable = broker_executable()
+        assert executable is not None
+        quotas = {} if quota is None else {"queue_messages": quota}
+        quotas |= {} if quota_bytes is None else {"queue_bytes": quota_bytes}
+        with RealBroker(executable, basic_users=users, **quotas) as real:
+            yield real.url
+        return
+    from pybmq.sim.auth import AuthConfig
+    from pybmq.sim.config import BrokerConfig
+    from pybmq.sim.server import BrokerSimulator
+
+    config = BrokerConfig(auth=AuthConfig(basic=dict(users), anonymous=False) if users else None)
+    if quota is not None:
+        config.queue_limit_messages = quota
+    if quota_bytes is not None:
+        config.queue_limit_bytes = quota_bytes
+    async with BrokerSimulator(config) as sim:
+        yield sim.url
+
+
 def refusal(exc: BaseException) -> str:
     """An error as what a program can branch on: the broker's category, or the error type."""
     if isinstance(exc, BrokerError):
         return exc.category
+    if isinstance(exc, AuthenticationError) and exc.category:
+        return f"{type(exc).__name__} {exc.category} {exc.code}"
     return type(exc).__name__
 
 
@@ -337,3 +381,54 @@ async def empty_payload(url: str) -> Outcome:
         except PybmqError as exc:
             return refusal(exc)
         return ack.status.name
+
+
+# -- authentication and quotas --------------------------------------------------------------------
+
+
+async def _session_outcome(url: str, mechanism: str | None, material: bytes = b"") -> str:
+    options = SessionOptions(request_timeout=10)
+    if mechanism is not None:
+        credential = Credential(mechanism, material)
+        options = SessionOptions(request_timeout=10, credential_provider=lambda: credential)
+    session = AsyncSession(url, options=options)
+    try:
+        await session.start()
+    except PybmqError as exc:
+        return refusal(exc)
+    try:
+        await session.open_queue(f"{PRIORITY}-auth", write=True)
+    finally:
+        await session.stop()
+    return "ok"
+
+
+@with_broker(basic_users={"alice": "S3cret"})
+async def basic_authentication_outcomes(url: str) -> Outcome:
+    return {
+        "right": await _session_outcome(url, "BASIC", b"alice:S3cret"),
+        "wrong": await _session_outcome(url, "BASIC", b"alice:wrong"),
+        "unknown_user": await _session_outcome(url, "BASIC", b"mallory:S3cret"),
+        "unknown_mechanism": await _session_outcome(url, "KERBEROS", b"x"),
+        "missing": await _session_outcome(url, None),
+    }
+
+
+@with_broker(queue_messages=5)
+async def queue_message_quota(url: str) -> Outcome:
+    async with AsyncSession(url) as p:
+        writer = await p.open_queue(f"{PRIORITY}-quota", write=True)
+        statuses = []
+        for i in range(7):
+            statuses.append((await writer.post(b"q%d" % i)).status.name)
+        return statuses
+
+
+@with_broker(queue_bytes=1000)
+async def queue_byte_quota(url: str) -> Outcome:
+    async with AsyncSession(url) as p:
+        writer = await p.open_queue(f"{PRIORITY}-bytes", write=True)
+        statuses = []
+        for _ in range(6):
+            statuses.append((await writer.post(b"b" * 300)).status.name)
+        return statuses
