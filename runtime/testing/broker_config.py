@@ -48,7 +48,10 @@ class BrokerSettings:
     queue_messages: int = 1_000_000
     queue_bytes: int = 256 * 1024 * 1024
     console_severity: str = "ERROR"
-    heartbeat_intervals: int = 10  # missed client heartbeats before the broker drops it
+    # The broker sends a heartbeat after this long without traffic, and drops a client that
+    # stays silent for ``heartbeat_intervals`` of them.
+    heartbeat_interval_ms: int = 3000
+    heartbeat_intervals: int = 10
 
     @property
     def logs(self) -> Path:
@@ -144,7 +147,7 @@ def broker_configuration(settings: BrokerSettings) -> mqbcfg.Configuration:
                     high_watermark=1073741824,
                     node_low_watermark=5242880,
                     node_high_watermark=10485760,
-                    heartbeat_interval_ms=3000,
+                    heartbeat_interval_ms=settings.heartbeat_interval_ms,
                     # Loopback only: a test broker is nobody else's business.
                     listeners=[
                         mqbcfg.TcpInterfaceListener(

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from pybmq.errors import PybmqError
 from pybmq.testing.broker_config import BrokerSettings, write_config_dir
@@ -64,25 +65,19 @@ class RealBroker:
         executable: str | os.PathLike[str],
         folder: str | os.PathLike[str] | None = None,
         *,
-        basic_users: dict[str, str] | None = None,
-        allow_anonymous: bool = False,
-        queue_messages: int = BrokerSettings.queue_messages,
-        queue_bytes: int = BrokerSettings.queue_bytes,
         port: int | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 15.0,
+        **settings: Any,
     ) -> None:
+        """``settings``: fields of ``BrokerSettings`` (``basic_users``, ``allow_anonymous``,
+        ``queue_messages``, ``queue_bytes``, ``heartbeat_interval_ms``, ...)."""
         self.executable = str(executable)
         self._own_folder = folder is None
         root = Path(tempfile.mkdtemp(prefix="pybmq-broker-")) if folder is None else Path(folder)
-        self.settings = BrokerSettings(
-            port=port or free_port(),
-            folder=root,
-            basic_users=dict(basic_users or {}),
-            allow_anonymous=allow_anonymous,
-            queue_messages=queue_messages,
-            queue_bytes=queue_bytes,
-        )
+        if settings.get("basic_users") is None:
+            settings.pop("basic_users", None)
+        self.settings = BrokerSettings(port=port or free_port(), folder=root, **settings)
         self.config_dir = write_config_dir(self.settings)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout

@@ -31,9 +31,16 @@ SETTLE = 0.5  # how long "nothing more arrives" is watched for
 WAIT = 10.0
 
 SCENARIOS: dict[str, Scenario] = {}
-# Scenario -> how its broker is set up: ``basic_users`` (name -> password; then only they get in)
-# and ``queue_messages``/``queue_bytes`` (each queue's quota). Both kinds of broker take both.
+# Scenario -> how its broker is set up, as ``pybmq.testing.broker_config.BrokerSettings`` fields:
+# ``basic_users`` (name -> password; then only they get in), ``queue_messages``/``queue_bytes``
+# (each queue's quota), ``heartbeat_interval_ms``/``heartbeat_intervals``. The simulator's names:
 OPTIONS: dict[str, dict[str, Any]] = {}
+SIM_SETTINGS = {
+    "queue_messages": "queue_limit_messages",
+    "queue_bytes": "queue_limit_bytes",
+    "heartbeat_interval_ms": "heartbeat_interval_ms",
+    "heartbeat_intervals": "max_missed_heartbeats",
+}
 
 
 def scenario(fn: Scenario) -> Scenario:
@@ -53,28 +60,25 @@ def with_broker(**options: Any) -> Callable[[Scenario], Scenario]:
 async def broker_for(name: str, kind: str) -> AsyncIterator[str]:
     """The URL of a fresh broker of ``kind`` ("sim" or "real") set up for scenario ``name``."""
     options = OPTIONS.get(name, {})
-    users = options.get("basic_users")
-    quota = options.get("queue_messages")
-    quota_bytes = options.get("queue_bytes")
     if kind == "real":
         from pybmq.testing.real_broker import RealBroker, broker_executable
 
         executable = broker_executable()
         assert executable is not None
-        quotas = {} if quota is None else {"queue_messages": quota}
-        quotas |= {} if quota_bytes is None else {"queue_bytes": quota_bytes}
-        with RealBroker(executable, basic_users=users, **quotas) as real:
+        with RealBroker(executable, **options) as real:
             yield real.url
         return
     from pybmq.sim.auth import AuthConfig
     from pybmq.sim.config import BrokerConfig
     from pybmq.sim.server import BrokerSimulator
 
-    config = BrokerConfig(auth=AuthConfig(basic=dict(users), anonymous=False) if users else None)
-    if quota is not None:
-        config.queue_limit_messages = quota
-    if quota_bytes is not None:
-        config.queue_limit_bytes = quota_bytes
+    config = BrokerConfig()
+    users = options.get("basic_users")
+    if users:
+        config.auth = AuthConfig(basic=dict(users), anonymous=False)
+    for ours, theirs in SIM_SETTINGS.items():
+        if ours in options:
+            setattr(config, theirs, options[ours])
     async with BrokerSimulator(config) as sim:
         yield sim.url
 
@@ -432,3 +436,60 @@ async def queue_byte_quota(url: str) -> Outcome:
         for _ in range(6):
             statuses.append((await writer.post(b"b" * 300)).status.name)
         return statuses
+
+
+# -- heartbeats -----------------------------------------------------------------------------------
+
+
+async def _silent_after_negotiation(url: str, wait: float) -> str:
+    """Negotiate on a raw connection, then never answer: "dropped" if the broker hangs up
+    within ``wait`` seconds."""
+    from pybmq.client.records import SDK_VERSION
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.generated.wire_codec import PROTOCOL_VERSION
+    from pybmq.wire.control import encode_control
+
+    identity = ctrl.ClientIdentity(
+        protocol_version=PROTOCOL_VERSION,
+        sdk_version=SDK_VERSION,
+        client_type=ctrl.ClientType.E_TCPCLIENT,
+        process_name="silent",
+        pid=1,
+        session_id=1,
+        host_name="localhost",
+        features="PROTOCOL_ENCODING:JSON;MPS:MESSAGE_PROPERTIES_EX",
+        cluster_name="",
+        cluster_node_id=-1,
+        sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
+        guid_info=ctrl.GuidInfo(client_id="0123456789AB", nano_seconds_from_epoch=1),
+    )
+    hello = encode_control(ctrl.NegotiationMessage(client_identity=identity))
+    host, port = url.removeprefix("tcp://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(hello)
+        await writer.drain()
+        answered = await asyncio.wait_for(reader.read(65536), 5)
+        if not answered:
+            return "refused"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while (left := deadline - loop.time()) > 0:
+            try:
+                if not await asyncio.wait_for(reader.read(65536), left):
+                    return "dropped"
+            except asyncio.TimeoutError:
+                break
+        return "kept"
+    finally:
+        writer.close()
+
+
+@with_broker(heartbeat_interval_ms=200, heartbeat_intervals=3)
+async def heartbeats_silent_client_is_dropped_answering_one_kept(url: str) -> Outcome:
+    async with AsyncSession(url) as session:
+        writer = await session.open_queue(f"{PRIORITY}-hb", write=True)
+        silent = await _silent_after_negotiation(url, wait=5.0)
+        # The pybmq session was idle as long, answering heartbeats: it still posts.
+        alive = (await writer.post(b"still here")).status.name
+    return {"silent": silent, "answering": alive}
