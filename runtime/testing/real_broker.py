@@ -12,6 +12,7 @@ console output and log folder.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,6 +42,17 @@ class BrokerStartError(PybmqError):
 def broker_executable() -> str | None:
     """The broker named by ``$BMQ_BROKER_BIN``, or None when it is unset or empty."""
     return os.environ.get(BROKER_BIN_ENV) or None
+
+
+# Brokers still running when the interpreter exits (an interrupted test run) are killed then: they
+# run in their own session, so a Ctrl-C of the run does not reach them.
+_RUNNING: weakref.WeakSet[RealBroker] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for broker in list(_RUNNING):
+        broker.kill()
 
 
 def free_port() -> int:
@@ -137,6 +150,7 @@ class RealBroker:
                 )
             except OSError as exc:
                 raise self._failure(f"could not be run ({exc})") from exc
+        _RUNNING.add(self)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
