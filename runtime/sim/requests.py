@@ -268,8 +268,9 @@ class QueueRequests:
         key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
         handle = self.handles.get(key)
         if handle is None:
+            # A broker answers E_UNKNOWN ("no queue with that id").
             raise RequestRefused(
-                "E_INVALID_ARGUMENT",
+                "E_UNKNOWN",
                 f"close of queue id {key[0]}, subId {key[1]}, which is not open",
             )
         if params.uri != handle.parameters.uri:
@@ -277,6 +278,22 @@ class QueueRequests:
                 "E_INVALID_ARGUMENT",
                 f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}",
             )
+        self._forget(key, handle)
+        if request.is_final:
+            # As a broker: a final close releases the queue id, with every handle still on it
+            # (another appId's, the writer's); they are unknown from now on.
+            for sub_id, other in list(self.by_qid.get(key[0], {}).items()):
+                log.warning(
+                    "session %d: final close of queue id %d also releases %s",
+                    self.session_id,
+                    key[0],
+                    other.uri.text,
+                )
+                self._forget((key[0], sub_id), other)
+        return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
+
+    def _forget(self, key: tuple[int, int], handle: QueueHandle) -> None:
+        """Close one handle: detach its consumers and let go of the queue."""
         self._release(handle)
         del self.handles[key]
         same_qid = self.by_qid[key[0]]
@@ -286,10 +303,7 @@ class QueueRequests:
         self._touched.add(handle.queue)  # its messages go to the next consumer
         handle.queue.handles -= 1
         self.broker.store.free_if_unused(handle.queue, self._now)
-        log.info(
-            "session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id
-        )
-        return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
+        log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, key[0])
 
     def _disconnect(self, request: ctrl.Disconnect) -> ctrl.ControlMessage:
         return ctrl.ControlMessage(disconnect_response=ctrl.DisconnectResponse())
