@@ -13,13 +13,6 @@ REPO_ROOT = TESTS_DIR.parent
 JAVA_VECTORS = TESTS_DIR / "vectors" / "java-sdk"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "xfail_real(reason): a known failure against the real broker (tests.helpers.brokers)",
-    )
-
-
 @pytest.fixture(scope="session")
 def java_vectors() -> Path:
     """Binary vectors from the Java SDK's own tests (see tests/vectors/java-sdk/README.md)."""

@@ -493,3 +493,35 @@ async def heartbeats_silent_client_is_dropped_answering_one_kept(url: str) -> Ou
         # The pybmq session was idle as long, answering heartbeats: it still posts.
         alive = (await writer.post(b"still here")).status.name
     return {"silent": silent, "answering": alive}
+
+
+# -- closing --------------------------------------------------------------------------------------
+
+
+async def _close_outcome(queue: AsyncQueue) -> str:
+    try:
+        await queue.close()
+    except PybmqError as exc:
+        return refusal(exc)
+    return "ok"
+
+
+@scenario
+async def close_one_app_of_a_shared_queue_id(url: str) -> Outcome:
+    """pybmq gives one qId to every appId (and the writer) of a queue in a session, and closes
+    each with isFinal=true: what happens to the others of the qId."""
+    uri = f"{FANOUT}-shared"
+    async with AsyncSession(url) as session:
+        foo = await session.open_queue(f"{uri}?id=foo", read=True)
+        bar = await session.open_queue(f"{uri}?id=bar", read=True)
+        writer = await session.open_queue(uri, write=True)
+        before = (await writer.post(b"before")).status.name
+        closed_foo = await _close_outcome(foo)
+        after = (await writer.post(b"after")).status.name
+        return {
+            "post_before": before,
+            "close_foo": closed_foo,
+            "post_after": after,
+            "close_bar": await _close_outcome(bar),
+            "close_writer": await _close_outcome(writer),
+        }

@@ -8,8 +8,7 @@ file parametrizes its existing ``broker`` fixture over both without touching the
 
 The simulator runs in the test's own loop (as the suites always ran it); the real broker is a
 ``pybmq.testing.real_broker.RealBroker``, skipped with the reason when ``$BMQ_BROKER_BIN`` is
-unset. A test marked ``bmq_sim_only("why")`` runs only on the simulator; one marked
-``xfail_real("why")`` is a known failure on the real broker (strict: it fails once fixed).
+unset. A test marked ``bmq_sim_only("why")`` runs only on the simulator.
 """
 
 from __future__ import annotations
@@ -37,13 +36,6 @@ def real_broker(**options: Any) -> Iterator[RealBroker]:
         yield broker
 
 
-def _marks(request: pytest.FixtureRequest) -> None:
-    skip_if_sim_only(request)
-    known = request.node.get_closest_marker("xfail_real")
-    if known is not None and request.param == "real":
-        request.applymarker(pytest.mark.xfail(reason=known.args[0], strict=True))
-
-
 @contextmanager
 def broker_url_sync(request: pytest.FixtureRequest) -> Iterator[str]:
     """For synchronous fixtures: the plugin's ``bmq_sim`` (a simulator on its own thread), or
@@ -51,7 +43,7 @@ def broker_url_sync(request: pytest.FixtureRequest) -> Iterator[str]:
     simulator only."""
     if request.param == "real" and "bmq_sim" in request.fixturenames:
         pytest.skip("simulator only: the test inspects the simulator (bmq_sim)")
-    _marks(request)
+    skip_if_sim_only(request)
     if request.param == "real":
         with real_broker() as real:
             yield real.url
@@ -62,7 +54,7 @@ def broker_url_sync(request: pytest.FixtureRequest) -> Iterator[str]:
 @asynccontextmanager
 async def broker_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     """The URL of a fresh broker of the kind ``request.param`` names."""
-    _marks(request)
+    skip_if_sim_only(request)
     if request.param == "real":
         with real_broker() as real:
             yield real.url
