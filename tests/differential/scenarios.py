@@ -525,3 +525,16 @@ async def close_one_app_of_a_shared_queue_id(url: str) -> Outcome:
             "close_bar": await _close_outcome(bar),
             "close_writer": await _close_outcome(writer),
         }
+
+
+@with_broker(queue_messages=5)
+async def fanout_queue_message_quota(url: str) -> Outcome:
+    """Whether a fan-out queue's quota counts a message once, or once per app."""
+    uri = f"{FANOUT}-quota"
+    async with AsyncSession(url) as c, AsyncSession(url) as p:
+        await c.open_queue(f"{uri}?id=foo", read=True, max_unconfirmed_messages=0)
+        writer = await p.open_queue(uri, write=True)
+        statuses = []
+        for i in range(8):
+            statuses.append((await writer.post(b"fq%d" % i)).status.name)
+        return statuses
