@@ -17,7 +17,6 @@ from pybmq.sim.config import (
     FLAG_ADMIN,
     FLAG_READ,
     FLAG_WRITE,
-    KNOWN_QUEUE_FLAGS,
     RESERVED_QUEUE_ID,
 )
 from pybmq.sim.dataplane import AckEntry
@@ -78,12 +77,13 @@ class QueueRequests:
         params = request.handle_parameters
         uri = parse_queue_uri(params.uri)
         if uri is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue URI {params.uri!r}")
+            raise RequestRefused("E_REFUSED", f"invalid queue URI {params.uri!r}")  # as a broker
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")
         flags = params.flags
-        if flags & ~KNOWN_QUEUE_FLAGS or flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
+        # Flag bits the protocol does not define are ignored, as by a broker.
+        if flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
         readable, writable = bool(flags & FLAG_READ), bool(flags & FLAG_WRITE)
         if (

@@ -265,7 +265,7 @@ def test_open_response_echoes_the_request_with_routing(broker: Broker) -> None:
     ("uri", "flags", "extra", "category", "text"),
     [
         ("bmq://bmq.test.mem.nosuch/q", WRITE, {}, "E_UNKNOWN", "does not exist"),
-        ("not a uri", WRITE, {}, "E_INVALID_ARGUMENT", "invalid queue URI"),
+        ("not a uri", WRITE, {}, "E_REFUSED", "invalid queue URI"),  # as a broker
         (PRIORITY, WRITE | 1, {}, "E_INVALID_ARGUMENT", "invalid queue flags"),
         (PRIORITY, 0, {}, "E_INVALID_ARGUMENT", "invalid queue flags"),
         (PRIORITY, WRITE, {"write_count": 0}, "E_INVALID_ARGUMENT", "do not match flags"),
