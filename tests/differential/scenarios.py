@@ -441,9 +441,8 @@ async def queue_byte_quota(url: str) -> Outcome:
 # -- heartbeats -----------------------------------------------------------------------------------
 
 
-async def _silent_after_negotiation(url: str, wait: float) -> str:
-    """Negotiate on a raw connection, then never answer: "dropped" if the broker hangs up
-    within ``wait`` seconds."""
+def _hello() -> bytes:
+    """A ClientIdentity negotiation (JSON), as a minimal client sends it."""
     from pybmq.client.records import SDK_VERSION
     from pybmq.generated import bmqp_ctrlmsg as ctrl
     from pybmq.generated.wire_codec import PROTOCOL_VERSION
@@ -453,7 +452,7 @@ async def _silent_after_negotiation(url: str, wait: float) -> str:
         protocol_version=PROTOCOL_VERSION,
         sdk_version=SDK_VERSION,
         client_type=ctrl.ClientType.E_TCPCLIENT,
-        process_name="silent",
+        process_name="raw",
         pid=1,
         session_id=1,
         host_name="localhost",
@@ -463,11 +462,55 @@ async def _silent_after_negotiation(url: str, wait: float) -> str:
         sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
         guid_info=ctrl.GuidInfo(client_id="0123456789AB", nano_seconds_from_epoch=1),
     )
-    hello = encode_control(ctrl.NegotiationMessage(client_identity=identity))
+    return encode_control(ctrl.NegotiationMessage(client_identity=identity))
+
+
+async def _read_event(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """(event type, whole event) of the next event."""
+    header = await reader.readexactly(8)
+    length = int.from_bytes(header[:4], "big") & 0x7FFFFFFF
+    return header[4] & 0x3F, header + await reader.readexactly(length - 8)
+
+
+async def _raw_control(url: str, requests: list[Any]) -> list[str]:
+    """Negotiate on a raw connection, send each ControlMessage, and report each answer: "ok",
+    the failure's category, or "closed" if the broker hung up."""
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+    from pybmq.wire.control import decode_control_as, encode_control
+
+    host, port = url.removeprefix("tcp://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    out: list[str] = []
+    try:
+        writer.write(_hello())
+        await writer.drain()
+        await asyncio.wait_for(_read_event(reader), 5)
+        for r_id, request in enumerate(requests, 1):
+            request.r_id = r_id
+            writer.write(encode_control(request))
+            await writer.drain()
+            while True:
+                try:
+                    kind, event = await asyncio.wait_for(_read_event(reader), 5)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    out.append("closed")
+                    return out
+                if kind == 1:  # CONTROL
+                    answer, _ = decode_control_as(event, ctrl.ControlMessage)
+                    out.append(answer.status.category.name if answer.status else "ok")
+                    break
+    finally:
+        writer.close()
+    return out
+
+
+async def _silent_after_negotiation(url: str, wait: float) -> str:
+    """Negotiate on a raw connection, then never answer: "dropped" if the broker hangs up
+    within ``wait`` seconds."""
     host, port = url.removeprefix("tcp://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
-        writer.write(hello)
+        writer.write(_hello())
         await writer.drain()
         answered = await asyncio.wait_for(reader.read(65536), 5)
         if not answered:
@@ -538,3 +581,45 @@ async def fanout_queue_message_quota(url: str) -> Outcome:
         for i in range(8):
             statuses.append((await writer.post(b"fq%d" % i)).status.name)
         return statuses
+
+
+# -- raw opens: what the client would never send -------------------------------------------------
+
+
+def _open(uri: str, q_id: int, flags: int, **counts: int) -> Any:
+    from pybmq.generated import bmqp_ctrlmsg as ctrl
+
+    params = ctrl.QueueHandleParameters(uri=uri, q_id=q_id, flags=flags, **counts)
+    return ctrl.ControlMessage(open_queue=ctrl.OpenQueue(handle_parameters=params))
+
+
+@scenario
+async def raw_opens_with_bad_uris_and_flags(url: str) -> Outcome:
+    read, write, ack = 2, 4, 8  # QueueFlags bits
+    good = "bmq://bmq.test.mem.priority/raw"
+    cases = {
+        "not_a_uri": _open("not a uri", 1, write, write_count=1),
+        "no_queue_name": _open("bmq://bmq.test.mem.priority", 2, write, write_count=1),
+        "unknown_domain": _open("bmq://bmq.no.such/raw", 3, write, write_count=1),
+        "no_flags": _open(good, 4, 0),
+        "unknown_flag_bit": _open(good, 5, write | 64, write_count=1),
+        "admin_flag": _open(good, 8, 1 | write, write_count=1, admin_count=1),
+        "counts_disagree": _open(good, 6, read, read_count=0),
+        "good_read_write_ack": _open(good, 7, read | write | ack, read_count=1, write_count=1),
+    }
+    answers = await _raw_control(url, list(cases.values()))
+    return dict(zip(cases, answers + ["-"] * (len(cases) - len(answers)), strict=True))
+
+
+@scenario
+async def raw_open_of_an_open_queue_id_again(url: str) -> Outcome:
+    """The same queue under the same qId twice (pybmq and the official SDK never do this)."""
+    read, write, ack = 2, 4, 8
+    good = "bmq://bmq.test.mem.priority/raw-again"
+    return await _raw_control(
+        url,
+        [
+            _open(good, 7, read | write | ack, read_count=1, write_count=1),
+            _open(good, 7, write | ack, write_count=1),
+        ],
+    )
