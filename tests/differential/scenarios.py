@@ -623,3 +623,67 @@ async def raw_open_of_an_open_queue_id_again(url: str) -> Outcome:
             _open(good, 7, write | ack, write_count=1),
         ],
     )
+
+
+# -- oversized input ------------------------------------------------------------------------------
+
+
+def _put_event(size: int) -> bytes:
+    """One PUT (queue id 1, correlation id 1, ACK requested) of ``size`` bytes of data, past the
+    protocol's limit if asked: the builder's limits are lifted for this one call."""
+    from unittest import mock
+
+    from pybmq.wire import put
+
+    big = size + 4096
+    with (
+        mock.patch.object(put, "PUT_MAX_PAYLOAD_SIZE_SOFT", big),
+        mock.patch.object(put.PutEventBuilder, "_max_single_event", big + 4096),
+    ):
+        builder = put.PutEventBuilder()
+        builder.add(1, b"o" * size, correlation_id=1, ack_requested=True)
+        (event,) = builder.finish()
+    return event
+
+
+async def _raw_put(url: str, size: int) -> str:
+    """Open a queue for writing on a raw connection and post ``size`` bytes: the ACK's status
+    code, or "closed" if the broker hangs up."""
+    from pybmq.wire.batches import iter_ack
+
+    read_write_ack = 4 | 8
+    host, port = url.removeprefix("tcp://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(_hello())
+        await asyncio.wait_for(_read_event(reader), 5)
+        opened = _open(f"{PRIORITY}-oversized", 1, read_write_ack, write_count=1)
+        opened.r_id = 1
+        from pybmq.wire.control import encode_control
+
+        writer.write(encode_control(opened))
+        while (await asyncio.wait_for(_read_event(reader), 5))[0] != 1:
+            pass
+        writer.write(_put_event(size))
+        await writer.drain()
+        while True:
+            kind, event = await asyncio.wait_for(_read_event(reader), 10)
+            if kind == 5:  # ACK
+                return f"ack status {next(iter_ack(event)).status}"
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return "closed"
+    except asyncio.TimeoutError:
+        return "no answer"
+    finally:
+        writer.close()
+
+
+@scenario
+async def raw_put_at_and_over_the_size_limit(url: str) -> Outcome:
+    limit = 64 * 1024 * 1024
+    return {"at_limit": await _raw_put(url, limit), "over_limit": await _raw_put(url, limit + 4)}
+
+
+@scenario
+async def raw_put_over_the_event_size_limit(url: str) -> Outcome:
+    return await _raw_put(url, 67 * 1024 * 1024)  # an event past PUT_EVENT_MAX_SIZE_SOFT

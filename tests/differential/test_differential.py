@@ -39,6 +39,11 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "the handle's counts); the simulator keeps one handle per qId and subId and refuses it, "
         "which no client of either SDK sends"
     ),
+    "raw_put_over_the_event_size_limit": (
+        "the broker took a PUT event of 67 MiB (past the protocol's soft limit for PUT events); "
+        "the simulator closes the connection at that limit, which bounds what a peer can make "
+        "it hold in memory"
+    ),
     "subscription_with_a_bad_expression": (
         "the broker accepts a subscription whose expression does not parse (it logs "
         "BMQ_SUBSCRIPTION_FAILURE and goes on delivering); the simulator refuses it "
