@@ -44,8 +44,8 @@ def broker_executable() -> str | None:
     return os.environ.get(BROKER_BIN_ENV) or None
 
 
-# Brokers still running when the interpreter exits (an interrupted test run) are killed then: they
-# run in their own session, so a Ctrl-C of the run does not reach them.
+# Brokers still running when the interpreter exits (an interrupted test run) are killed then, and
+# their temporary folders removed: they run in their own session, so a Ctrl-C does not reach them.
 _RUNNING: weakref.WeakSet[RealBroker] = weakref.WeakSet()
 
 
@@ -53,6 +53,8 @@ _RUNNING: weakref.WeakSet[RealBroker] = weakref.WeakSet()
 def _kill_leftovers() -> None:
     for broker in list(_RUNNING):
         broker.kill()
+        if broker._own_folder:
+            shutil.rmtree(broker.folder, ignore_errors=True)
 
 
 def free_port() -> int:
