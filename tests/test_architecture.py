@@ -53,7 +53,7 @@ MAY_IMPORT = {
     "compat": {"base", "generated", "wire", "client", "compat"},
     "spark": {"base", "generated", "wire", "client", "spark"},
     "cli": {"base", "codec", "generated", "wire", "client", "sim", "codegen", "cli"},
-    "app": {"base", "generated", "wire", "client", "sim"},
+    "app": {"base", "generated", "wire", "client", "sim", "app"},
     "package": {"base", "client"},
 }
 

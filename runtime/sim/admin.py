@@ -4,7 +4,8 @@ A real broker reads the command as words (mqbcmd_parseutil.cpp, case-insensitive
 ``ENCODING TEXT|JSON_COMPACT|JSON_PRETTY`` first), runs it, and answers one
 ``adminCommandResponse`` whose text is the ``mqbcmd`` Result, printed for people or as JSON
 (mqbcmd_humanprinter / mqbcmd_jsonprinter). The simulator follows the same grammar and answers
-this subset (anything else is an ``error`` Result naming the command):
+this subset (another command of the grammar is an ``error`` Result naming the command; words
+outside the grammar get a line of text, as from a broker):
 
 - ``HELP``: the commands below;
 - ``DOMAINS DOMAIN <domain> INFOS``: the domain's routing and the queues it holds;
@@ -58,8 +59,23 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
+# The first words a broker's command grammar has (mqbcmd.xsd's Command choice, spelled as the
+# broker reads them); a command starting otherwise does not parse, and is answered as plain text.
+COMMAND_WORDS = frozenset(
+    {"HELP", "DOMAINS", "CONFIGPROVIDER", "STAT", "CLUSTERS", "BROKERCONFIG", "ENCODING"}
+)
+
+
 class CommandError(Exception):
     """A command the simulator cannot run; answered as an ``error`` Result."""
+
+
+def _undecodable(words: list[str]) -> str | None:
+    """A broker answers a command it cannot parse with a line of text (not a Result, whatever
+    the encoding asked for); None for a command that parses."""
+    if words and words[0].upper() not in COMMAND_WORDS:
+        return f"Unable to decode command: unknown command word {words[0]!r} (send HELP)"
+    return None
 
 
 def handle_request(session: QueueRequests, request: ctrl.AdminCommand) -> ctrl.ControlMessage:
@@ -78,6 +94,9 @@ def answer(broker: Broker, text: str) -> str:
         if words and words[0].upper() == "ENCODING":
             encoding = _encoding(words[1:2])
             words = words[2:]
+        undecodable = _undecodable(words)
+        if undecodable is not None:
+            return undecodable
         result = _run(broker, words)
     except CommandError as exc:
         result = mqbcmd.Result(error=mqbcmd.Error(message=str(exc)))

@@ -61,7 +61,8 @@ class BrokerConfig:
     # started sending within this time (a slow drip is closed; see pybmq.sim.limits).
     negotiation_timeout_ms: int = 10000
     # Per-queue quota (a domain's queueLimits): messages held (not yet confirmed, counted once
-    # per app) and their bytes; a PUT over either is NACKed LIMIT_MESSAGES / LIMIT_BYTES.
+    # per app) and their bytes; once a queue holds more than either, a PUT is NACKed
+    # LIMIT_MESSAGES / LIMIT_BYTES (as a broker, the PUT that crosses the limit is taken).
     queue_limit_messages: int = 1_000_000
     queue_limit_bytes: int = 128 * 1024 * 1024
     partial_event_timeout_ms: int = 60000

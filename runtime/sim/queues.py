@@ -276,6 +276,9 @@ class SimQueue:
     # for expired GUIDs only once the clock reaches it, not on every message).
     _first_expiry: float = float("inf")
     stores: bool = True  # False for a broadcast queue: it keeps nothing
+    # Consumers of appIds the domain does not list: a broker lets them open (it raises an alarm)
+    # and delivers them nothing, so they stay out of ``streams`` (which messages are copied to).
+    unlisted: dict[str, AppStream] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.stores = self.mode is not RoutingMode.BROADCAST
@@ -305,8 +308,9 @@ class SimQueue:
         max_messages: float,
         max_bytes: float,
     ) -> int:
-        """The ACK status of ``message``: the quota limit it would break (nothing is stored),
-        or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per batch).
+        """The ACK status of ``message``: the quota limit the queue is already over (nothing is
+        stored), or SUCCESS, and it is kept for delivery (``deliver()`` hands it out, once per
+        batch).
 
         The quota counts messages stored and not confirmed, once per appId. A GUID seen within
         ``dedup_window`` seconds before ``now`` is acknowledged but not stored; the window
@@ -315,9 +319,11 @@ class SimQueue:
         streams = self.streams
         if self.stores:
             copies = len(streams)
-            if self.held_messages + copies > max_messages:
+            # As a broker: refused once the queue already holds more than its limit (it checks
+            # before adding, so the message that crosses the limit is still taken).
+            if self.held_messages > max_messages:
                 return LIMIT_MESSAGES
-            if self.held_bytes + message.size * copies > max_bytes:
+            if self.held_bytes > max_bytes:
                 return LIMIT_BYTES
         seen = self._seen
         guid = message.guid
@@ -381,6 +387,16 @@ class SimQueue:
         self.held_messages -= count
         self.held_bytes -= size
 
+    def stream(self, app_id: str) -> AppStream:
+        """The stream of ``app_id``: a listed one, or an (always empty) unlisted one."""
+        listed = self.streams.get(app_id)
+        if listed is not None:
+            return listed
+        unlisted = self.unlisted.get(app_id)
+        if unlisted is None:
+            unlisted = self.unlisted[app_id] = AppStream(app_id, self.stores)
+        return unlisted
+
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)
 
@@ -389,6 +405,8 @@ class SimQueue:
         if self.handles or self.held_messages:
             return False
         if any(s.pending or s.consumers for s in self.streams.values()):
+            return False
+        if any(s.consumers for s in self.unlisted.values()):
             return False
         return not self._seen or next(reversed(self._seen.values())) <= now
 

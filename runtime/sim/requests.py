@@ -17,7 +17,6 @@ from pybmq.sim.config import (
     FLAG_ADMIN,
     FLAG_READ,
     FLAG_WRITE,
-    KNOWN_QUEUE_FLAGS,
     RESERVED_QUEUE_ID,
 )
 from pybmq.sim.expressions import ExpressionError, compile_expression
@@ -77,12 +76,13 @@ class QueueRequests:
         params = request.handle_parameters
         uri = parse_queue_uri(params.uri)
         if uri is None:
-            raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue URI {params.uri!r}")
+            raise RequestRefused("E_REFUSED", f"invalid queue URI {params.uri!r}")  # as a broker
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")
         flags = params.flags
-        if flags & ~KNOWN_QUEUE_FLAGS or flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
+        # Flag bits the protocol does not define are ignored, as by a broker.
+        if flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
         readable, writable = bool(flags & FLAG_READ), bool(flags & FLAG_WRITE)
         if (
@@ -115,14 +115,19 @@ class QueueRequests:
             )
         if mode is RoutingMode.FANOUT:
             if readable and app_id not in FANOUT_APP_IDS:
-                raise RequestRefused(
-                    "E_INVALID_ARGUMENT",
-                    f"fan-out queue {uri.canonical} has appIds {', '.join(FANOUT_APP_IDS)}; got {app_id!r}",
+                # As a broker: the open succeeds (with an alarm) and the app gets nothing until
+                # the domain lists it.
+                log.warning(
+                    "session %d: %s opened with appId %r, which the domain does not list "
+                    "(it lists %s): nothing will be delivered to it",
+                    self.session_id,
+                    uri.canonical,
+                    app_id,
+                    ", ".join(FANOUT_APP_IDS),
                 )
         elif app_id != DEFAULT_APP_ID:
-            raise RequestRefused(
-                "E_INVALID_ARGUMENT", f"{mode.value} queues have no appIds; got {app_id!r}"
-            )
+            # A broker answers an appId on a queue without apps as it answers an unknown queue.
+            raise RequestRefused("E_UNKNOWN", f"{mode.value} queues have no appIds; got {app_id!r}")
         if (params.q_id, sub_id) in self.handles:
             raise RequestRefused(
                 "E_INVALID_ARGUMENT", f"queue id {params.q_id}, subId {sub_id} is already open"
@@ -230,7 +235,7 @@ class QueueRequests:
     ) -> None:
         """Make the handle's subscriptions exactly ``wanted`` (id, priority, max messages, max
         bytes, expression)."""
-        stream = handle.queue.streams[handle.app_id]
+        stream = handle.queue.stream(handle.app_id)
         keep = {w[0] for w in wanted}
         for sub_queue_id in [i for i in handle.consumers if i not in keep]:
             dropped = handle.consumers[sub_queue_id]
@@ -262,8 +267,9 @@ class QueueRequests:
         key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
         handle = self.handles.get(key)
         if handle is None:
+            # A broker answers E_UNKNOWN ("no queue with that id").
             raise RequestRefused(
-                "E_INVALID_ARGUMENT",
+                "E_UNKNOWN",
                 f"close of queue id {key[0]}, subId {key[1]}, which is not open",
             )
         if params.uri != handle.parameters.uri:
@@ -271,6 +277,22 @@ class QueueRequests:
                 "E_INVALID_ARGUMENT",
                 f"close of queue id {params.q_id} names {params.uri!r}, opened as {handle.uri.text!r}",
             )
+        self._forget(key, handle)
+        if request.is_final:
+            # As a broker: a final close releases the queue id, with every handle still on it
+            # (another appId's, the writer's); they are unknown from now on.
+            for sub_id, other in list(self.by_qid.get(key[0], {}).items()):
+                log.warning(
+                    "session %d: final close of queue id %d also releases %s",
+                    self.session_id,
+                    key[0],
+                    other.uri.text,
+                )
+                self._forget((key[0], sub_id), other)
+        return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
+
+    def _forget(self, key: tuple[int, int], handle: QueueHandle) -> None:
+        """Close one handle: detach its consumers and let go of the queue."""
         self._release(handle)
         del self.handles[key]
         same_qid = self.by_qid[key[0]]
@@ -280,10 +302,7 @@ class QueueRequests:
         self.flow.touched.add(handle.queue)  # its messages go to the next consumer
         handle.queue.handles -= 1
         self.broker.store.free_if_unused(handle.queue, self._now)
-        log.info(
-            "session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, params.q_id
-        )
-        return ctrl.ControlMessage(close_queue_response=ctrl.CloseQueueResponse())
+        log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, key[0])
 
     def _disconnect(self, request: ctrl.Disconnect) -> ctrl.ControlMessage:
         return ctrl.ControlMessage(disconnect_response=ctrl.DisconnectResponse())
@@ -297,7 +316,7 @@ class QueueRequests:
     def _detach(self, handle: QueueHandle, consumer: Consumer) -> None:
         if handle.queue.mode is not RoutingMode.BROADCAST:
             self.broker.stats.redelivered += len(consumer.unconfirmed)
-        handle.queue.streams[handle.app_id].detach(consumer)
+        handle.queue.stream(handle.app_id).detach(consumer)
         # PUSHes not yet written for this consumer: their messages were just returned.
         self.flow.forget(consumer)
 

@@ -57,11 +57,15 @@ def test_stat_infos_list_and_purge(sim: ThreadedBrokerSimulator) -> None:
 def test_help_text_and_error_results(sim: ThreadedBrokerSimulator) -> None:
     helped = pybmq("admin", "help", "--broker", sim.url)
     assert helped.returncode == 0 and "STAT SHOW" in helped.stdout
-    unknown = pybmq("admin", "NO", "SUCH", "--broker", sim.url)
+    unknown = pybmq("admin", "BROKERCONFIG", "DUMP", "--broker", sim.url)
     assert unknown.returncode == 0 and unknown.stdout.startswith("Error: not supported")
-    unknown = pybmq("admin", "--json", "NO", "SUCH", "--broker", sim.url)
+    unknown = pybmq("admin", "--json", "BROKERCONFIG", "DUMP", "--broker", sim.url)
     assert unknown.returncode == 1
     assert "not supported" in json.loads(unknown.stdout)["result"]["error"]["message"]
+    # Words outside the command grammar: a line of text, as a broker answers (tests/differential).
+    undecodable = pybmq("admin", "--json", "NO", "SUCH", "--broker", sim.url)
+    assert undecodable.returncode == 1
+    assert json.loads(undecodable.stdout)["text"].startswith("Unable to decode command")
 
 
 def free_port() -> int:

@@ -16,6 +16,7 @@ import pytest
 from pybmq.sim.faults import FaultConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.brokers import BROKER_KINDS, real_broker
 from tests.helpers.cli import run_pybmq as pybmq
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,10 +30,15 @@ def summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return document
 
 
-@pytest.fixture
-def sim() -> Iterator[ThreadedBrokerSimulator]:
-    with ThreadedBrokerSimulator() as broker:
-        yield broker
+@pytest.fixture(params=BROKER_KINDS)
+def sim(request: pytest.FixtureRequest) -> Iterator[ThreadedBrokerSimulator]:
+    """The simulator, or the real broker (the tests here use only its ``url``)."""
+    if request.param == "real":
+        with real_broker() as broker:
+            yield broker  # type: ignore[misc]
+        return
+    with ThreadedBrokerSimulator() as simulator:
+        yield simulator
 
 
 def test_post_then_consume_report_counts_and_latency(sim: ThreadedBrokerSimulator) -> None:

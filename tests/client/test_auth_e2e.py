@@ -13,9 +13,11 @@ import pytest
 from pybmq.client.aio import AsyncSession
 from pybmq.client.options import Credential, SessionOptions
 from pybmq.errors import AuthenticationError, SessionStoppedError
-from pybmq.sim.auth import AuthConfig
+from pybmq.sim.auth import AuthConfig, load_credentials
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import BrokerSimulator
+
+from tests.helpers.brokers import BROKER_KINDS, real_broker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,8 +46,13 @@ async def simulator(credentials: Path, lifetime_ms: int | None = None) -> Broker
     return sim
 
 
-@pytest.fixture
-async def sim(credentials: Path) -> AsyncIterator[BrokerSimulator]:
+@pytest.fixture(params=BROKER_KINDS)
+async def sim(request: pytest.FixtureRequest, credentials: Path) -> AsyncIterator[BrokerSimulator]:
+    """The simulator, or the real broker with the same BASIC users (both have ``url``)."""
+    if request.param == "real":
+        with real_broker(basic_users=load_credentials(credentials)) as broker:
+            yield broker  # type: ignore[misc]
+        return
     sim = await simulator(credentials)
     yield sim
     await sim.stop()

@@ -21,11 +21,11 @@ from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Session
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
-from pybmq.sim.server import BrokerSimulator
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import iter_put
 
 from tests.client.test_client_engine import open_queue
+from tests.helpers.brokers import BROKER_KINDS, broker_url
 from tests.helpers.engine import started_engine
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,10 +43,10 @@ def pattern(size: int) -> bytes:
     return (block * (size // 4096 + 1))[:size]
 
 
-@pytest.fixture
-async def broker() -> AsyncIterator[str]:
-    async with BrokerSimulator() as sim:
-        yield sim.url
+@pytest.fixture(params=BROKER_KINDS)
+async def broker(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    async with broker_url(request) as url:
+        yield url
 
 
 async def round_trip(

@@ -12,8 +12,9 @@ from pybmq.client.aio import AsyncSession
 from pybmq.client.options import QueueOptions, SessionOptions
 from pybmq.client.sync import Session
 from pybmq.errors import SessionStoppedError, UsageError
-from pybmq.sim.server import BrokerSimulator
 from pybmq.wire.properties import MessageProperties
+
+from tests.helpers.brokers import BROKER_KINDS, broker_url
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,10 +22,10 @@ PRIORITY = "bmq://bmq.test.mem.priority/e2e"
 FANOUT = "bmq://bmq.test.mem.fanout/e2e"
 
 
-@pytest.fixture
-async def broker() -> AsyncIterator[str]:
-    async with BrokerSimulator() as sim:
-        yield sim.url
+@pytest.fixture(params=BROKER_KINDS)
+async def broker(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    async with broker_url(request) as url:
+        yield url
 
 
 async def take(queue, n: int, confirm: bool = True) -> list[bytes]:  # type: ignore[no-untyped-def]
@@ -422,6 +423,12 @@ async def test_higher_consumer_priority_takes_every_message(broker: str) -> None
         assert low.get_nowait() is None
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the client closes one appId of a shared qId with isFinal=true, which makes the broker "
+    "(and now the simulator, held to it) release the whole qId: later PUTs are NACKed UNKNOWN "
+    "and the other closes fail (tests/differential: close_one_app_of_a_shared_queue_id)",
+)
 async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) -> None:
     """As the official SDK does: one qId for the queue, a subId per appId, PUSH routed by subId."""
     async with AsyncSession(broker) as session:

@@ -1,0 +1,112 @@
+"""A producer with reconnect on a file-backed queue while the real broker is SIGKILLed and
+restarted three times (skipped without ``$BMQ_BROKER_BIN``): every post gets exactly one outcome
+(an ACK, a NACK or a refusal at post), and every ACKed message is delivered afterwards."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from pybmq.client.events import Ack, ConnectionLost, Reconnected
+from pybmq.client.options import SessionOptions
+from pybmq.client.reconnect import ReconnectPolicy
+from pybmq.client.sync import Session
+from pybmq.errors import PybmqError
+from pybmq.testing.real_broker import RealBroker
+
+pytestmark = pytest.mark.timeout(240)
+
+QUEUE = "bmq://bmq.test.persistent.priority/crash-under-load"
+POSTS = 3000
+CRASHES = 3
+# One endpoint: retry fast and never set it aside for long (the default isolates it for 30 s).
+POLICY = ReconnectPolicy(initial_delay=0.05, max_delay=0.5, isolation_period=0.5)
+
+
+def _consume_all(url: str, idle: float = 3.0, bound: float = 60.0) -> list[bytes]:
+    got: list[bytes] = []
+    with Session(url) as session:
+        queue = session.open_queue(QUEUE, read=True)
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            try:
+                message = queue.get(timeout=idle)
+            except TimeoutError:
+                break
+            got.append(message.payload)
+            queue.confirm(message)
+    return got
+
+
+def test_every_post_has_one_outcome_and_every_ack_is_delivered(
+    bmq_real_broker: RealBroker,
+) -> None:
+    outcomes: dict[bytes, list[str]] = defaultdict(list)
+    lock = threading.Lock()
+    options = SessionOptions(reconnect=True, reconnect_policy=POLICY, ack_timeout=30.0)
+    posted = threading.Event()
+    events: list[object] = []
+    crashes_done = [0]
+    during_crashes: list[int] = []
+
+    def record(payload: bytes, outcome: str) -> None:
+        with lock:
+            outcomes[payload].append(outcome)
+
+    with Session(bmq_real_broker.url, options=options, on_event=events.append) as session:
+        writer = session.open_queue(QUEUE, write=True)
+
+        def produce() -> None:
+            for i in range(POSTS):
+                payload = b"crash-%05d" % i
+
+                def on_ack(ack: Ack, payload: bytes = payload) -> None:
+                    record(payload, "ack" if ack.ok else f"nack {ack.status}")
+
+                try:
+                    writer.post_async(payload, on_ack=on_ack)
+                except PybmqError as exc:
+                    record(payload, f"refused {type(exc).__name__}")
+                if i % 50 == 49:
+                    time.sleep(0.02)  # about 2,500 posts/s: the crashes land mid-stream
+            with lock:
+                during_crashes.append(crashes_done[0])
+            posted.set()
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        for crash in range(1, CRASHES + 1):
+            time.sleep(0.3)
+            bmq_real_broker.kill()
+            time.sleep(0.2)
+            bmq_real_broker.start()
+            crashes_done[0] += 1
+            # The next crash only once the session is back (bounded), so each one hits it.
+            deadline = time.monotonic() + 30
+            while sum(isinstance(e, Reconnected) for e in events) < crash:
+                assert time.monotonic() < deadline, f"no reconnection after crash {crash}"
+                time.sleep(0.02)
+        assert posted.wait(120), "the producer did not finish posting"
+        producer.join(10)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            with lock:
+                if len(outcomes) == POSTS:
+                    break
+            time.sleep(0.1)
+
+    with lock:
+        assert during_crashes[0] >= 2, "posting ended before the crashes could hit it"
+        assert len(outcomes) == POSTS, f"{POSTS - len(outcomes)} posts have no outcome"
+        several = {p: o for p, o in outcomes.items() if len(o) != 1}
+        assert not several, f"posts with more than one outcome: {list(several.items())[:5]}"
+        acked = {p for p, (o,) in outcomes.items() if o == "ack"}
+    assert acked, "nothing was ACKed"
+    # The crashes hit the session: it lost the broker and came back each time.
+    assert sum(isinstance(e, ConnectionLost) for e in events) >= CRASHES, events
+    assert sum(isinstance(e, Reconnected) for e in events) >= CRASHES, events
+    delivered = _consume_all(bmq_real_broker.url)
+    missing = acked - set(delivered)
+    assert not missing, f"{len(missing)} ACKed messages were not delivered: {sorted(missing)[:5]}"

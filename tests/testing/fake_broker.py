@@ -1,0 +1,25 @@
+"""A stand-in for ``bmqbrkr`` that only does what ``RealBroker`` watches: reads the port from the
+config folder it is given, listens there, says STARTED, and (with IGNORE_TERM) shrugs off
+SIGTERM so the SIGKILL escalation can be tested without the real binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+with open(os.path.join(sys.argv[1], "bmqbrkrcfg.json")) as file:
+    config = json.load(file)
+port = config["appConfig"]["networkInterfaces"]["tcpInterface"]["port"]
+if os.environ.get("IGNORE_TERM"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", port))
+server.listen()
+print(f"STARTED bmqbrkr [pid: {os.getpid()}]", flush=True)
+while True:
+    time.sleep(1)
