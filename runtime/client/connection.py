@@ -56,6 +56,7 @@ from pybmq.errors import (
     SessionStoppedError,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.uri import require_queue_uri
 from pybmq.wire.channel import Liveness
 from pybmq.wire.control import decode_authentication, decode_control_as, encode_control
 from pybmq.wire.framing import Event
@@ -218,7 +219,8 @@ class Connection:
         if abandoned is not None and message.selection == "open_queue_response":
             log.warning("late open of %s (rId %s): closing it again", abandoned.uri, rid)
             if self.lifecycle.state in _LIVE_STATES:
-                self.queue_control.close_abandoned(abandoned)
+                base_uri = require_queue_uri(abandoned.uri).base
+                self.queue_control.close_abandoned(abandoned, self.table.handles_on(base_uri))
             return
         log.warning("late or unknown response (rId %s, %s) dropped", rid, message.selection)
 

@@ -118,6 +118,11 @@ class QueueTable:
         ):
             handles[(queue.qid, sid)] = subscription
 
+    def handles_on(self, base_uri: str) -> int:
+        """How many of our queue handles share the wire queue id of ``base_uri``."""
+        users = self.qids.get(base_uri)
+        return users[1] if users is not None else 0
+
     def route(self, qid: int, stream_id: int) -> QueueRecord | None:
         """The queue a PUSH for (``qid``, ``stream_id``) belongs to, if any."""
         handle = self.routes.get((qid, stream_id))

@@ -253,16 +253,20 @@ class QueueControl:
         self._request(message, kind, queue.queue_id, None)
 
     def _send_close(self, queue: QueueRecord) -> None:
+        # As the C++ SDK: isFinal only for the last handle on the queue id (the broker releases
+        # the whole queue id on a final close, whatever other appIds or writer still use it).
+        final = self._table.handles_on(queue.base_uri) <= 1
         message = ctrl.ControlMessage(
             close_queue=ctrl.CloseQueue(
-                handle_parameters=self._table.handle_parameters(queue), is_final=True
+                handle_parameters=self._table.handle_parameters(queue), is_final=final
             )
         )
         self._request(message, Req.CLOSE, queue.queue_id, None)
 
-    def close_abandoned(self, parameters: ctrl.QueueHandleParameters) -> None:
-        """Release a queue the broker opened for a request we gave up on (or a failed reopen)."""
-        close = ctrl.CloseQueue(handle_parameters=parameters, is_final=True)
+    def close_abandoned(self, parameters: ctrl.QueueHandleParameters, others: int) -> None:
+        """Release a queue the broker opened for a request we gave up on (or a failed reopen);
+        final unless ``others`` of our handles still use its queue id."""
+        close = ctrl.CloseQueue(handle_parameters=parameters, is_final=others == 0)
         self._request(ctrl.ControlMessage(close_queue=close), Req.CLOSE_ABANDONED, None, None)
 
     # -- answers: one handler per request kind, for success and for failure ----------------
@@ -355,7 +359,8 @@ class QueueControl:
 
     def _reopen_failed(self, queue: QueueRecord, error: PybmqError) -> None:
         if queue.remote is not queue.remote.CLOSED:  # the broker holds it open: release it
-            self.close_abandoned(self._table.handle_parameters(queue))
+            others = self._table.handles_on(queue.base_uri) - 1
+            self.close_abandoned(self._table.handle_parameters(queue), others)
         self._reopened(queue, error)
 
     def _closed(self, queue: QueueRecord, error: PybmqError | None) -> None:

@@ -423,12 +423,6 @@ async def test_higher_consumer_priority_takes_every_message(broker: str) -> None
         assert low.get_nowait() is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the client closes one appId of a shared qId with isFinal=true, which makes the broker "
-    "(and now the simulator, held to it) release the whole qId: later PUTs are NACKed UNKNOWN "
-    "and the other closes fail (tests/differential: close_one_app_of_a_shared_queue_id)",
-)
 async def test_fanout_apps_and_writer_in_one_session_share_a_qid(broker: str) -> None:
     """As the official SDK does: one qId for the queue, a subId per appId, PUSH routed by subId."""
     async with AsyncSession(broker) as session:

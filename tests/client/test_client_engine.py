@@ -246,6 +246,31 @@ def test_close_reader_configures_to_nothing_then_closes_final() -> None:
     assert queue_id not in engine.queues
 
 
+def test_only_the_last_handle_of_a_shared_queue_id_closes_final() -> None:
+    """As the C++ SDK: appIds and the writer of one queue share a qId, and the broker releases
+    the whole qId on a final close, so only the last of them closes with isFinal."""
+    engine, _ = started_engine()
+    fanout = "bmq://bmq.test.mem.fanout/shared"
+    handles = [
+        open_queue(engine, fanout + "?id=foo", read=True),
+        open_queue(engine, fanout + "?id=bar", read=True),
+        open_queue(engine, fanout, write=True),
+    ]
+    finals = []
+    for queue_id in handles:
+        engine.close_queue(queue_id, 0.0)
+        for _ in range(2):
+            events = sent_events(engine)
+            if not events:
+                break
+            request = control(events[0])
+            if request.close_queue is not None:
+                finals.append(request.close_queue.is_final)
+            reply(engine, request)
+    assert finals == [False, False, True]
+    assert not engine.queues
+
+
 def test_stop_closes_queues_disconnects_and_fails_pending() -> None:
     engine, _ = started_engine()
     reader = open_queue(engine, read=True)

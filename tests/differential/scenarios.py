@@ -552,7 +552,7 @@ async def _close_outcome(queue: AsyncQueue) -> str:
 @scenario
 async def close_one_app_of_a_shared_queue_id(url: str) -> Outcome:
     """pybmq gives one qId to every appId (and the writer) of a queue in a session, and closes
-    each with isFinal=true: what happens to the others of the qId."""
+    each with isFinal only for the last of them: the others of the qId live on."""
     uri = f"{FANOUT}-shared"
     async with AsyncSession(url) as session:
         foo = await session.open_queue(f"{uri}?id=foo", read=True)
