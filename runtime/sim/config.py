@@ -11,6 +11,7 @@ from pybmq.errors import UsageError
 from pybmq.generated.wire_codec import (
     QueueFlags,
 )
+from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimits
 
 if TYPE_CHECKING:
     from pybmq.sim.auth import AuthConfig
@@ -69,6 +70,9 @@ class BrokerConfig:
     # stops pushing to it and stops reading from it (its messages stay in their queues) until
     # the buffer drains to a quarter of it.
     write_high_water_bytes: int = 4 * 1024 * 1024
+    # Subscription expressions over these limits (the broker evaluator's: 128 characters, 10
+    # operators, 10 properties) are refused at configure with E_INVALID_ARGUMENT.
+    subscription_limits: ExpressionLimits = BROKER_LIMITS
 
     def __post_init__(self) -> None:
         """Refuse a setting the simulator cannot run with, before any client depends on it."""

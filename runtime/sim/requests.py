@@ -199,7 +199,9 @@ class QueueRequests:
             matches = None
             if subscription.expression.text:
                 try:
-                    matches = compile_expression(subscription.expression.text)
+                    matches = compile_expression(
+                        subscription.expression.text, self.broker.config.subscription_limits
+                    )
                 except ExpressionError as exc:
                     raise RequestRefused(
                         "E_INVALID_ARGUMENT",
