@@ -73,6 +73,10 @@ class BrokerConfig:
     # Subscription expressions over these limits (the broker evaluator's: 128 characters, 10
     # operators, 10 properties) are refused at configure with E_INVALID_ARGUMENT.
     subscription_limits: ExpressionLimits = BROKER_LIMITS
+    # Who may run admin commands (the broker's authorizer): None lets every admin connection
+    # (negotiated as E_TCPADMIN) run them; a set lets only sessions authenticated as one of these
+    # users. An ordinary client (E_TCPCLIENT) that sends one is always disconnected.
+    admin_users: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         """Refuse a setting the simulator cannot run with, before any client depends on it."""

@@ -3,15 +3,31 @@ must not take a queue down, delivery that costs the work done, bounded inflation
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from pybmq.cli.admin import printable
+from pybmq.errors import ProtocolError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import AckStatus, CompressionAlgorithmType
+from pybmq.sim import admin
+from pybmq.sim.auth import (
+    BACKOFF_MAX_S,
+    FREE_FAILURES,
+    REAUTH_BURST,
+    AuthConfig,
+    AuthThrottle,
+    SessionAuth,
+)
 from pybmq.sim.broker import Broker
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.expressions import ExpressionError, compile_expression
 from pybmq.sim.queues import MAX_INFLATED_PROPERTIES, StoredMessage
+from pybmq.sim.routing import RoutingMode
 from pybmq.wire.expressions import ExpressionLimits, check_limits, complexity
 from pybmq.wire.properties import MessageProperties
 
@@ -136,3 +152,109 @@ def test_a_zlib_bomb_costs_a_subscription_check_its_properties_only() -> None:
         assert message.property_values() == {"x": 1}
     assert time.perf_counter() - started < 1.0  # the old code inflated 16 x 64 MiB
     assert MAX_INFLATED_PROPERTIES <= 1 << 20
+
+
+# -- admin commands ------------------------------------------------------------------------------
+
+
+def test_an_ordinary_client_that_sends_an_admin_command_is_disconnected(broker: Broker) -> None:
+    producer, intruder = peer(broker), peer(broker)  # both negotiated as E_TCPCLIENT
+    producer.producer(PRIORITY)
+    producer.put(0, *range(100))
+    assert len(producer.acks()) == 100
+    command = ctrl.AdminCommand(command="DOMAINS DOMAIN bmq.test.mem.priority QUEUE q PURGE *")
+    intruder.send(intruder.encode(ctrl.ControlMessage(r_id=1, admin_command=command)))
+    assert intruder.session.closed and "not an admin connection" in str(
+        intruder.session.close_reason
+    )
+    assert broker.queue(PRIORITY).pending_count() == 100  # type: ignore[union-attr]
+
+
+def _session(broker: Broker, client_type: ctrl.ClientType, user: str | None) -> Any:
+    identity = ctrl.ClientIdentity(client_type=client_type)
+    auth = SimpleNamespace(principal=user)
+    return SimpleNamespace(broker=broker, client_identity=identity, auth=auth)
+
+
+def test_admin_users_is_the_authorization_rule() -> None:
+    broker = Broker(BrokerConfig(admin_users=frozenset({"ops"})))
+    request = ctrl.AdminCommand(command="CLUSTERS LIST")
+    allowed = admin.handle_request(_session(broker, ctrl.ClientType.E_TCPADMIN, "ops"), request)
+    assert allowed.admin_command_response.text == "pybmq-sim (local)"  # type: ignore[union-attr]
+    refused = admin.handle_request(_session(broker, ctrl.ClientType.E_TCPADMIN, "bob"), request)
+    assert "not authorized" in refused.admin_command_response.text  # type: ignore[union-attr]
+    with pytest.raises(ProtocolError, match="not an admin connection"):
+        admin.handle_request(_session(broker, ctrl.ClientType.E_TCPCLIENT, "ops"), request)
+
+
+def test_list_is_paged_and_answers_are_bounded() -> None:
+    broker = Broker()
+    queue = broker.store.get_or_create(PRIORITY, RoutingMode.PRIORITY)
+    for n in range(5000):
+        queue.store(StoredMessage(guid(n), b"", b"x", False, 0, 0))
+    text = admin.answer(
+        broker,
+        "ENCODING JSON_COMPACT DOMAINS DOMAIN bmq.test.mem.priority QUEUE q LIST 0 unlimited",
+    )
+    contents = json.loads(text)["queueContents"]
+    assert len(contents["messages"]) == admin.MAX_LIST_MESSAGES
+    assert contents["totalQueueMessages"] == 5000
+    text = admin.answer(
+        broker, "ENCODING JSON_COMPACT DOMAINS DOMAIN bmq.test.mem.priority QUEUE q LIST 4500 1000"
+    )
+    assert len(json.loads(text)["queueContents"]["messages"]) == 500
+    assert len(admin.answer(broker, "HELP " * 800)) <= admin.MAX_ANSWER_SIZE
+
+
+def test_control_characters_are_escaped_in_answers() -> None:
+    broker = Broker()
+    text = admin.answer(broker, "BOGUS\x00\x1b[2J")
+    assert "\x00" not in text and "\x1b" not in text and "\\x1b[2J" in text
+    assert printable("a\x1b]0;owned\x07b\nc") == "a\\x1b]0;owned\\x07b\nc"
+
+
+# -- authentication ------------------------------------------------------------------------------
+
+
+def _auth(
+    auth: SessionAuth, data: bytes, now: float, throttle: AuthThrottle | None = None
+) -> tuple[bool, str]:
+    response, ok = auth.answer(
+        ctrl.AuthenticationRequest(mechanism="BASIC", data=data), now, throttle, "10.0.0.1"
+    )
+    assert response.authentication_response is not None
+    return ok, response.authentication_response.status.message
+
+
+def test_wrong_guesses_from_one_host_back_off() -> None:
+    config = AuthConfig(basic={"alice": "right"}, anonymous=False)
+    throttle = AuthThrottle()
+    for n in range(FREE_FAILURES):
+        assert _auth(SessionAuth(config), b"alice:wrong", n * 0.001, throttle)[0] is False
+    assert throttle.blocked_for("10.0.0.1", 0.01) == 0.0
+    _auth(SessionAuth(config), b"alice:wrong", 0.01, throttle)  # earns the first backoff
+    ok, message = _auth(SessionAuth(config), b"alice:right", 0.02, throttle)
+    assert not ok and "retry in" in message  # unchecked while blocked
+    assert throttle.blocked_for("10.0.0.2", 0.02) == 0.0  # other hosts are not affected
+    later = 0.02 + BACKOFF_MAX_S
+    assert _auth(SessionAuth(config), b"alice:right", later, throttle)[0] is True
+    assert throttle.blocked_for("10.0.0.1", later) == 0.0  # a success resets it
+
+
+def test_reauthentication_keeps_its_principal_and_is_rate_limited() -> None:
+    config = AuthConfig(basic={"alice": "a", "bob": "b"}, anonymous=False, lifetime_ms=60_000)
+    auth = SessionAuth(config)
+    assert _auth(auth, b"alice:a", 0.0)[0]
+    ok, message = _auth(auth, b"bob:b", 1.0)
+    assert not ok and "different principal" in message
+    storm = SessionAuth(config)
+    results = [_auth(storm, b"alice:a", 5.0 + n * 0.001)[0] for n in range(REAUTH_BURST + 1)]
+    assert all(results[:REAUTH_BURST]) and not results[-1]
+
+
+def test_refusals_echo_nothing_of_the_material() -> None:
+    config = AuthConfig(basic={"alice": "a"}, anonymous=False)
+    code, message = config.check("BASIC", b"KEYID-1234:secret")
+    assert code and "KEYID" not in message and "secret" not in message
+    code, message = config.check("X" * 60_000, b"")
+    assert code and len(message) < 200
