@@ -3,14 +3,19 @@ must not take a queue down, delivery that costs the work done, bounded inflation
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import zlib
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import trustme
 from pybmq.cli.admin import printable
+from pybmq.client.aio import AsyncSession
+from pybmq.client.options import SessionOptions
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import AckStatus, CompressionAlgorithmType
@@ -28,6 +33,8 @@ from pybmq.sim.config import BrokerConfig
 from pybmq.sim.expressions import ExpressionError, compile_expression
 from pybmq.sim.queues import MAX_INFLATED_PROPERTIES, StoredMessage
 from pybmq.sim.routing import RoutingMode
+from pybmq.sim.server import BrokerSimulator
+from pybmq.sim.tls import server_tls_context
 from pybmq.wire.expressions import ExpressionLimits, check_limits, complexity
 from pybmq.wire.properties import MessageProperties
 
@@ -258,3 +265,30 @@ def test_refusals_echo_nothing_of_the_material() -> None:
     assert code and "KEYID" not in message and "secret" not in message
     code, message = config.check("X" * 60_000, b"")
     assert code and len(message) < 200
+
+
+# -- TLS handshakes and the connection cap -------------------------------------------------------
+
+
+async def test_stalled_tls_handshakes_time_out_and_the_cap_holds(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert_pem, key_pem, ca_pem = tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem"
+    cert.cert_chain_pems[0].write_to_path(str(cert_pem))
+    cert.private_key_pem.write_to_path(str(key_pem))
+    ca.cert_pem.write_to_path(str(ca_pem))
+    config = BrokerConfig(tls_handshake_timeout_ms=300, max_connections=5)
+    tls = server_tls_context(str(cert_pem), str(key_pem))
+    async with BrokerSimulator(config, tls=tls) as sim:
+        stalled = [await asyncio.open_connection(sim.host, sim.port) for _ in range(8)]
+        await asyncio.sleep(0.1)
+        assert sim._open_connections() == 5  # handshakes in progress count
+        assert sim.broker.stats.refused_connections == 3
+        for reader, writer in stalled:  # all closed: at the deadline, or as over the cap
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+            writer.close()
+        await asyncio.sleep(1.0)  # past the handshake timeout and its margin
+        assert sim._open_connections() == 0
+        options = SessionOptions(tls_ca=str(ca_pem))
+        async with AsyncSession(sim.url, options=options) as client:  # served again
+            await client.open_queue("bmq://bmq.test.mem.priority/tls", write=True)
