@@ -1,14 +1,17 @@
 """Soak: hostile connections against ``pybmq sim`` while a normal producer/consumer pair works.
 
 The attackers (garbage bytes, one-byte drips, oversized control headers, sockets that never
-negotiate; and, as clients that negotiate, consumers with a huge credit that never read and
-producers of zlib bombs for them) reconnect in a loop for the whole duration. The pair posts and consumes ``messages``
-messages; the same pair is first measured against an unattacked simulator, and the attacked run
-is reported as a ratio to it. Also reported: the simulator's peak RSS and lost or stuck messages
-(must be 0).
+negotiate; and, as clients that negotiate, consumers with a huge credit that never read,
+producers of zlib bombs for them, consumers of the pair's queue with a subscription that matches
+nothing, and ordinary clients that send admin commands purging the pair's queue) reconnect in a
+loop for the whole duration. With ``--tls`` (the default when ``trustme`` is installed) the
+simulator serves TLS only, so every raw-socket attacker is a garbage, dripping or stalled TLS
+handshake. The pair posts and consumes ``messages`` messages; the same pair is first measured
+against an unattacked simulator, and the attacked run is reported as a ratio to it. Also
+reported: the simulator's peak RSS and lost or stuck messages (must be 0).
 
     python -m bench bench_soak                          # 500 attackers, 60 s, 100k messages
-    python -m bench.bench_soak --duration 5 --attackers 50 --messages 5000
+    python -m bench.bench_soak --duration 5 --attackers 50 --messages 5000 [--no-tls]
 """
 
 from __future__ import annotations
@@ -18,22 +21,29 @@ import asyncio
 import contextlib
 import os
 import random
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import zlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.loadgen import Stats, consume_messages, make_payload, post_messages
+from pybmq.client.options import SessionOptions
 from pybmq.errors import PybmqError
+from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import CompressionAlgorithmType, EventType
 from pybmq.uri import parse_broker_url
+from pybmq.wire.control import encode_control
 from pybmq.wire.framing import event_header_bytes
 from pybmq.wire.put import PutEventBuilder
 
-from bench.common import Result, print_table, sim_process
+from bench.common import Result, print_table
 
 PAYLOAD = make_payload(100)
 QUEUE = "bmq://bmq.test.mem.priority/bench-soak"
@@ -111,18 +121,48 @@ async def _bomber(session: AsyncSession, stop_at: float) -> None:
         await asyncio.sleep(2.0)
 
 
-SESSION_ATTACKS: tuple[Callable[[AsyncSession, float], Coroutine[Any, Any, None]], ...] = (
-    _stalled,
-    _bomber,
-)
+async def _subscriber(session: AsyncSession, stop_at: float) -> None:
+    """A consumer of the pair's queue, on top priority, whose (legal, 8-operator) expression
+    matches none of its messages: every message is checked against it, none waits for it."""
+    await session.open_queue(
+        QUEUE, read=True, consumer_priority=5, subscriptions=("kind == 1 && n > 2 && n < 9",)
+    )
+    await asyncio.sleep(max(stop_at - asyncio.get_running_loop().time(), 0.0))
 
 
-async def _session_attacker(url: str, index: int, stop_at: float, counts: list[int]) -> None:
+async def _admin_intruder(session: AsyncSession, stop_at: float) -> None:
+    """An ordinary client that sends an admin command purging the pair's queue (the broker
+    disconnects it, and purges nothing); it comes back every half second."""
+    command = ctrl.AdminCommand(
+        command="DOMAINS DOMAIN bmq.test.mem.priority QUEUE bench-soak PURGE *"
+    )
+    message = ctrl.ControlMessage(r_id=2**30, admin_command=command)
+    if session.transport is not None:
+        session.transport.write(encode_control(message, "JSON"))
+    loop = asyncio.get_running_loop()
+    while loop.time() < stop_at and session.transport is not None:
+        await asyncio.sleep(0.5)
+        if session.state.value != "STARTED":
+            return
+
+
+SESSION_ATTACKS: dict[int, Callable[[AsyncSession, float], Coroutine[Any, Any, None]]] = {
+    1: _subscriber,
+    3: _stalled,
+    5: _admin_intruder,
+    7: _bomber,
+}
+
+
+async def _session_attacker(
+    url: str, options: SessionOptions, index: int, stop_at: float, counts: list[int]
+) -> None:
     """Attack as a client that negotiates, starting again whenever its session ends."""
-    attack = SESSION_ATTACKS[index % len(SESSION_ATTACKS)]
+    attack = SESSION_ATTACKS[index % 10]
     loop = asyncio.get_running_loop()
     while loop.time() < stop_at:
-        session = AsyncSession(url)
+        await asyncio.sleep(0.5 if attack is _admin_intruder else 0.0)
+        session = AsyncSession(url, options=options)
         try:
             await session.start()
             counts[0] += 1
@@ -157,8 +197,11 @@ async def _attacker(host: str, port: int, index: int, stop_at: float, counts: li
         await asyncio.sleep(0.1)  # a crowd of hostile connections, not a connect flood
 
 
-async def _pair(url: str, messages: int) -> tuple[Stats, Stats]:
-    async with AsyncSession(url) as producer, AsyncSession(url) as consumer:
+async def _pair(url: str, options: SessionOptions, messages: int) -> tuple[Stats, Stats]:
+    async with (
+        AsyncSession(url, options=options) as producer,
+        AsyncSession(url, options=options) as consumer,
+    ):
         writer = await producer.open_queue(QUEUE, write=True)
         reader = await consumer.open_queue(QUEUE, read=True)
         consuming = asyncio.ensure_future(consume_messages(reader, messages, idle_timeout=60.0))
@@ -167,23 +210,26 @@ async def _pair(url: str, messages: int) -> tuple[Stats, Stats]:
     return posted, consumed
 
 
-async def _run(url: str, messages: int, attackers: int, duration: float) -> dict[str, float]:
+async def _run(
+    url: str, options: SessionOptions, messages: int, attackers: int, duration: float
+) -> dict[str, float]:
     host, port = parse_broker_url(url)
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + duration
     counts = [0]
-    # One attacker in 10 is a stalled consumer, one in 10 a bomber; the rest are raw sockets.
+    # Of every 10 attackers, one each is a subscriber, a stalled consumer, an admin intruder and
+    # a bomber (clients that negotiate); the rest are raw sockets.
     tasks = [
         asyncio.ensure_future(
-            _session_attacker(url, (i % 10) // 7, stop_at, counts)
-            if i % 10 in (3, 7)
+            _session_attacker(url, options, i, stop_at, counts)
+            if i % 10 in SESSION_ATTACKS
             else _attacker(host, port, i, stop_at, counts)
         )
         for i in range(attackers)
     ]
     if attackers:
         await asyncio.sleep(min(2.0, duration / 4))  # let the attack build up first
-    posted, consumed = await _pair(url, messages)
+    posted, consumed = await _pair(url, options, messages)
     await asyncio.gather(*tasks)
     latencies = sorted(posted.latencies)
     return {
@@ -204,19 +250,67 @@ def _peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def measure(messages: int, attackers: int, duration: float) -> list[Result]:
+@contextlib.contextmanager
+def _sim(pids: list[int], tls: bool) -> Iterator[tuple[str, SessionOptions]]:
+    """``pybmq sim`` in its own process (serving TLS only with ``tls``): its URL and the options
+    a client needs to reach it."""
+    args, options = [], SessionOptions()
+    with tempfile.TemporaryDirectory(prefix="pybmq-soak-") as folder:
+        if tls:
+            import trustme  # a test dependency: --no-tls runs without it
+
+            ca = trustme.CA()
+            cert = ca.issue_cert("127.0.0.1")
+            paths = [Path(folder, name) for name in ("cert.pem", "key.pem", "ca.pem")]
+            cert.cert_chain_pems[0].write_to_path(str(paths[0]))
+            cert.private_key_pem.write_to_path(str(paths[1]))
+            ca.cert_pem.write_to_path(str(paths[2]))
+            args = ["--tls-cert", str(paths[0]), "--tls-key", str(paths[1])]
+            options = SessionOptions(tls_ca=str(paths[2]))
+        sim = subprocess.Popen(
+            [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        pids.append(sim.pid)
+        try:
+            assert sim.stdout is not None
+            url = sim.stdout.readline().strip().rsplit(" ", 1)[-1]
+            if not url.startswith("tcp://"):
+                raise RuntimeError(f"pybmq sim did not start: {url!r}")
+            yield url, options
+        finally:
+            sim.send_signal(signal.SIGTERM)
+            try:
+                sim.wait(20)
+            except subprocess.TimeoutExpired:
+                sim.kill()
+                sim.wait(10)
+
+
+def _have_trustme() -> bool:
+    try:
+        import trustme  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def measure(messages: int, attackers: int, duration: float, tls: bool = True) -> list[Result]:
     results = []
     figures = {}
+    tls = tls and _have_trustme()
     for label, count in (("unattacked", 0), ("attacked", attackers)):
         pids: list[int] = []
-        with sim_process(pids) as url:
+        with _sim(pids, tls) as (url, options):
             started = time.perf_counter()
-            run = asyncio.run(_run(url, messages, count, duration if count else 0.0))
+            run = asyncio.run(_run(url, options, messages, count, duration if count else 0.0))
             run["seconds"] = time.perf_counter() - started
             run["rss_mib"] = _peak_rss_mib(pids[0]) if os.path.exists("/proc") else float("nan")
         figures[label] = run
     base, hit = figures["unattacked"], figures["attacked"]
-    note = f"{attackers} attackers, {duration:.0f}s, {messages} messages"
+    note = f"{attackers} attackers, {duration:.0f}s, {messages} messages{', TLS' if tls else ''}"
     results += [
         Result("soak: pair rate unattacked", base["rate"], "msg/s"),
         Result("soak: pair rate attacked / unattacked", hit["rate"] / base["rate"], "x", note),
@@ -242,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="attack seconds (60)")
     parser.add_argument("--attackers", type=int, default=500, help="hostile connections (500)")
     parser.add_argument("--messages", type=int, default=100_000, help="the pair's messages")
+    parser.add_argument("--no-tls", action="store_true", help="serve plain TCP, not TLS")
     args = parser.parse_args(argv)
-    print_table(measure(args.messages, args.attackers, args.duration))
+    print_table(measure(args.messages, args.attackers, args.duration, tls=not args.no_tls))
     return 0
 
 

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (--json), 2 bad usage, "
     "3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
 )
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _READ = 1 << 16
 
 
@@ -198,9 +200,15 @@ async def _exchange(
         writer.close()
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (but newlines and tabs) as ``\\xNN``: a broker's answer
+    may echo bytes that would drive the terminal."""
+    return _CONTROL_CHARACTERS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _print(args: argparse.Namespace, command: str, text: str) -> int:
     if not args.json:
-        print(text, flush=True)
+        print(printable(text), flush=True)
         return Outcome.DONE.exit_code
     document: dict[str, Any] = {"command": command}
     try:

@@ -21,12 +21,33 @@ from pybmq.client.records import FEATURE_CONFIGURE_STREAM, PROTOCOL_VERSION, SDK
 from pybmq.errors import AuthenticationError, BrokerError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.wire.control import encode_authentication, has_feature, parse_features
+from pybmq.wire.framing import SMALL_EVENT_SIZE
 
 log = logging.getLogger("pybmq.client.engine")
 
 # bmqimp_authenticatedchannelfactory.cpp: k_REAUTHN_EARLY_RATIO, k_REAUTHN_EARLY_BUFFER (ms).
 REAUTH_EARLY_RATIO = 0.9
 REAUTH_EARLY_BUFFER_S = 5.0
+# The heartbeat settings taken from a broker, in ms and beats: a value outside is clamped to the
+# range with a warning (0 would stop the session at once, 2**31-1 would turn dead-peer detection
+# off). The default broker's 3000 ms x 10 is well inside.
+HEARTBEAT_INTERVAL_RANGE_MS = (10, 120_000)
+# The biggest AUTHENTICATION event sent: what a broker takes before negotiation (the simulator's
+# limit for any event but control then); bigger credential material is refused here.
+MAX_AUTHENTICATION_EVENT_SIZE = SMALL_EVENT_SIZE
+MAX_MISSED_HEARTBEATS_RANGE = (1, 100)
+
+
+def clamped(name: str, value: int, bounds: tuple[int, int]) -> int:
+    """``value`` within ``bounds``, with a warning naming the broker's setting if it was not."""
+    low, high = bounds
+    if low <= value <= high:
+        return value
+    kept = min(max(value, low), high)
+    log.warning(
+        "the broker's %s %d is outside %d..%d: using %d instead", name, value, low, high, kept
+    )
+    return kept
 
 
 def reauthentication_delay(lifetime_ms: int) -> float:
@@ -47,8 +68,15 @@ def authentication_event(provider: Callable[[], Credential | None]) -> bytes:
     if not isinstance(credential, Credential):
         raise AuthenticationError("the credential provider returned no Credential")
     request = ctrl.AuthenticationRequest(mechanism=credential.mechanism, data=credential.data)
-    log.info("authenticating with mechanism %r", credential.mechanism)
-    return encode_authentication(ctrl.AuthenticationMessage(authentication_request=request))
+    log.info("authenticating with mechanism %r", credential.mechanism[:64])
+    event = encode_authentication(ctrl.AuthenticationMessage(authentication_request=request))
+    if len(event) > MAX_AUTHENTICATION_EVENT_SIZE:
+        # A broker would close the connection on the event's header: say why, here.
+        raise AuthenticationError(
+            f"the credential is too big: its AUTHENTICATION event is {len(event)} bytes "
+            f"(at most {MAX_AUTHENTICATION_EVENT_SIZE})"
+        )
+    return event
 
 
 def client_identity(
@@ -185,8 +213,13 @@ def negotiated(
         # property, bmqimp_brokersession.cpp converts PUTs without it): an older broker gets
         # old-format message properties.
         extended_properties=has_feature(features, "MPS", "MESSAGE_PROPERTIES_EX"),
-        heartbeat_interval=max(response.heartbeat_interval_ms, 1) / 1000.0,
-        max_missed_heartbeats=max(response.max_missed_heartbeats, 1),
+        heartbeat_interval=clamped(
+            "heartbeat interval (ms)", response.heartbeat_interval_ms, HEARTBEAT_INTERVAL_RANGE_MS
+        )
+        / 1000.0,
+        max_missed_heartbeats=clamped(
+            "max missed heartbeats", response.max_missed_heartbeats, MAX_MISSED_HEARTBEATS_RANGE
+        ),
         started=SessionStarted(
             broker_version=response.broker_version,
             protocol_version=response.protocol_version,

@@ -49,6 +49,7 @@ from pybmq.wire.batches import iter_ack_entries
 from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
 from pybmq.wire.guid import MessageGuidGenerator
+from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
@@ -82,6 +83,7 @@ class Publisher:
         self.unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
+        self.unknown_acks = 0  # ACKs for GUIDs not (or no longer) awaited: logged rate-limited
 
     @property
     def guids(self) -> MessageGuidGenerator:
@@ -305,7 +307,13 @@ class Publisher:
         for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
-                log.info("ACK for unknown or expired GUID %s dropped", guid.hex())
+                self.unknown_acks += 1
+                if worth_logging(self.unknown_acks):
+                    log.info(
+                        "ACK for unknown or expired GUID %s dropped (#%d)",
+                        guid.hex(),
+                        self.unknown_acks,
+                    )
                 continue
             batch = pending.batch
             if batch is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pybmq.errors import UsageError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimitError, check_limits
 
 if TYPE_CHECKING:
     from pybmq.client.options import QueueOptions
@@ -24,7 +25,9 @@ _INT32 = 2**31
 # Bounds that keep a ConfigureStream (and the broker's echo of it) well under the 1 MiB a control
 # event may take (pybmq.wire.framing.MAX_CONTROL_EVENT_SIZE).
 MAX_SUBSCRIPTIONS = 1000  # per queue
-MAX_EXPRESSION_LENGTH = 512  # characters of one expression
+# Characters of one expression: the broker's evaluator refuses longer ones (and its operator and
+# property limits, pybmq.wire.expressions.BROKER_LIMITS, are checked here too).
+MAX_EXPRESSION_LENGTH = BROKER_LIMITS.max_length
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,11 @@ class Subscription:
         if not isinstance(self.expression, str):
             raise UsageError(f"a subscription expression is a str, not {self.expression!r}")
         if len(self.expression) > MAX_EXPRESSION_LENGTH:
-            raise UsageError(
-                f"a subscription expression has at most {MAX_EXPRESSION_LENGTH} characters"
+            raise ExpressionLimitError(
+                "e_TOO_LONG",
+                f"a subscription expression has at most {MAX_EXPRESSION_LENGTH} characters",
             )
+        check_limits(self.expression)  # a broker would not apply it: the reader would get nothing
         for field_name in ("max_unconfirmed_messages", "max_unconfirmed_bytes"):
             value = getattr(self, field_name)
             if value is not None and value < 0:

@@ -17,16 +17,23 @@ outside the grammar get a line of text, as from a broker):
 - ``CLUSTERS LIST``: the one (local) cluster the simulator is.
 
 Sans-I/O: ``answer(broker, text)`` is a function of the broker's state and the command text.
-Any negotiated session may send one (``pybmq admin`` negotiates as ``E_TCPADMIN``, as upstream's
-admin clients do).
+Only a session that negotiated as ``E_TCPADMIN`` (as ``pybmq admin`` and upstream's admin clients
+do) may send one: an ordinary client that tries is disconnected, as the broker disconnects it.
+``BrokerConfig.admin_users`` narrows it further to sessions authenticated as those users (the
+broker's authorizer). Answers are bounded: LIST hands out at most ``MAX_LIST_MESSAGES`` per
+command (page with the offset), and an answer over ``MAX_ANSWER_SIZE`` is replaced by an error.
+Control characters a command echoes are escaped in text answers.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated import mqbcmd
 from pybmq.generated.mqbcmd_json import encode_json
@@ -41,6 +48,11 @@ if TYPE_CHECKING:
 CLUSTER_NAME = "pybmq-sim"
 # Longest command text read (a real command is a few words); longer is an error Result.
 MAX_COMMAND_LENGTH = 4096
+# The most messages one LIST answers (a bigger count, or "unlimited", gets this many: page on with
+# the offset), and the longest answer text sent (a control event is at most 1 MiB).
+MAX_LIST_MESSAGES = 1000
+MAX_ANSWER_SIZE = 512 * 1024
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("HELP", "Show the commands this broker answers"),
@@ -79,13 +91,34 @@ def _undecodable(words: list[str]) -> str | None:
 
 
 def handle_request(session: QueueRequests, request: ctrl.AdminCommand) -> ctrl.ControlMessage:
-    """The ``adminCommandResponse`` to a session's ``adminCommand``."""
-    text = answer(session.broker, request.command)
+    """The ``adminCommandResponse`` to a session's ``adminCommand``; ProtocolError (the session
+    is closed) if the session did not negotiate as an admin client."""
+    identity = session.client_identity
+    if identity is None or identity.client_type != ctrl.ClientType.E_TCPADMIN:
+        raise ProtocolError("an admin command from a client that is not an admin connection")
+    allowed = session.broker.config.admin_users
+    if allowed is not None:
+        principal = None if session.auth is None else session.auth.principal
+        if principal not in allowed:
+            result = mqbcmd.Result(
+                error=mqbcmd.Error(message="not authorized to run admin commands")
+            )
+            return _response(render(result, mqbcmd.EncodingFormat.TEXT))
+    return _response(answer(session.broker, request.command))
+
+
+def _response(text: str) -> ctrl.ControlMessage:
     return ctrl.ControlMessage(admin_command_response=ctrl.AdminCommandResponse(text=text))
 
 
+def escape_controls(text: str) -> str:
+    """``text`` with control characters (but newlines and tabs) written as ``\\xNN``, so an
+    answer echoing a client's bytes cannot drive the terminal that prints it."""
+    return _CONTROL_CHARACTERS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def answer(broker: Broker, text: str) -> str:
-    """The text of the ``adminCommandResponse`` to ``text``."""
+    """The text of the ``adminCommandResponse`` to ``text`` (at most MAX_ANSWER_SIZE)."""
     encoding = mqbcmd.EncodingFormat.TEXT
     try:
         if len(text) > MAX_COMMAND_LENGTH:
@@ -100,12 +133,16 @@ def answer(broker: Broker, text: str) -> str:
         result = _run(broker, words)
     except CommandError as exc:
         result = mqbcmd.Result(error=mqbcmd.Error(message=str(exc)))
-    return render(result, encoding)
+    rendered = render(result, encoding)
+    if len(rendered) > MAX_ANSWER_SIZE:
+        too_big = f"the answer is {len(rendered)} characters (at most {MAX_ANSWER_SIZE})"
+        rendered = render(mqbcmd.Result(error=mqbcmd.Error(message=too_big)), encoding)
+    return rendered
 
 
 def render(result: mqbcmd.Result, encoding: mqbcmd.EncodingFormat) -> str:
     if encoding == mqbcmd.EncodingFormat.TEXT:
-        return "\n".join(_human(result))
+        return escape_controls("\n".join(_human(result)))
     document = json.loads(encode_json(result))
     if encoding == mqbcmd.EncodingFormat.JSON_PRETTY:
         return json.dumps(document, indent=4)
@@ -206,9 +243,10 @@ def _list(queue: SimQueue, words: list[str]) -> mqbcmd.Result:
         raise CommandError(
             f"LIST needs integers: <offset> <count>, got {offset_text} {count_text}"
         ) from None
-    pending = list(queue.streams[app_id].pending)
+    pending = queue.streams[app_id].pending
     start = offset if offset >= 0 else max(len(pending) + offset, 0)
-    chosen = pending[start:] if count <= 0 else pending[start : start + count]
+    count = MAX_LIST_MESSAGES if count <= 0 else min(count, MAX_LIST_MESSAGES)
+    chosen = list(itertools.islice(pending, start, start + count))
     messages = [mqbcmd.Message(guid=m.guid.hex().upper(), size_bytes=m.size) for m in chosen]
     contents = mqbcmd.QueueContents(
         messages=messages, offset=start, total_queue_messages=len(pending)

@@ -8,6 +8,7 @@ negotiates without authenticating when anonymous access is off, and the credenti
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,49 @@ RC_MECHANISM_NOT_SUPPORTED = -2
 # How long a client keeps its credential after the simulator resumes reading its socket: it
 # cannot re-authenticate while the broker itself is not reading.
 RESUME_GRACE_S = 5.0
+# Brute force: per peer host, the first FREE_FAILURES refused attempts cost nothing; each further
+# one blocks the host's next attempts for BACKOFF_FIRST_S, doubling up to BACKOFF_MAX_S (an
+# attempt while blocked is refused unchecked and counts as a failure). A success resets it.
+FREE_FAILURES = 3
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 30.0
+MAX_TRACKED_HOSTS = 10_000  # the oldest host is forgotten first
+# Re-authentication storms: at most REAUTH_BURST authentications per session within
+# REAUTH_WINDOW_S; the next one is refused (and the session closed).
+REAUTH_BURST = 10
+REAUTH_WINDOW_S = 1.0
+# Longest client-chosen identifier (user, mechanism) shown in a refusal or a log line.
+MAX_SHOWN = 64
+
+
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` as a refusal or log line may show it: at most ``limit`` characters, printable."""
+    clipped = text[:limit] + ("..." if len(text) > limit else "")
+    return "".join(c if c.isprintable() else "?" for c in clipped)
+
+
+class AuthThrottle:
+    """Failed authentications per peer host, and the backoff they earn (sans-I/O)."""
+
+    def __init__(self) -> None:
+        self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()  # failures, blocked until
+
+    def blocked_for(self, host: str, now: float) -> float:
+        """Seconds ``host`` must still wait before an attempt is checked (0: none)."""
+        _, until = self._hosts.get(host, (0, 0.0))
+        return max(until - now, 0.0)
+
+    def failed(self, host: str, now: float) -> None:
+        failures = self._hosts.pop(host, (0, 0.0))[0] + 1
+        until = 0.0
+        if failures > FREE_FAILURES:
+            until = now + min(BACKOFF_FIRST_S * 2 ** (failures - FREE_FAILURES - 1), BACKOFF_MAX_S)
+        self._hosts[host] = (failures, until)
+        if len(self._hosts) > MAX_TRACKED_HOSTS:
+            self._hosts.popitem(last=False)
+
+    def succeeded(self, host: str) -> None:
+        self._hosts.pop(host, None)
 
 
 def load_credentials(path: str | Path) -> dict[str, str]:
@@ -74,9 +118,19 @@ class AuthConfig:
             if not sep:
                 return RC_AUTHENTICATION_FAILED, "Invalid authentication payload format"
             if self.basic.get(user) != password:
-                return RC_AUTHENTICATION_FAILED, f"Invalid username or password for user '{user}'"
+                # Nothing of the material: the user part of a key:secret token is a secret too.
+                return RC_AUTHENTICATION_FAILED, "Invalid username or password"
             return 0, ""
-        return RC_MECHANISM_NOT_SUPPORTED, f"Authentication mechanism '{mechanism}' not supported."
+        return (
+            RC_MECHANISM_NOT_SUPPORTED,
+            f"Authentication mechanism '{shown(mechanism)}' not supported.",
+        )
+
+    def principal(self, mechanism: str, data: bytes | None) -> str | None:
+        """Who an accepted request authenticated as: the BASIC user, None for ANONYMOUS."""
+        if mechanism.upper() != "BASIC":
+            return None
+        return (data or b"").decode("utf-8", "replace").partition(":")[0]
 
 
 class SessionAuth:
@@ -85,22 +139,47 @@ class SessionAuth:
     def __init__(self, config: AuthConfig) -> None:
         self.config = config
         self.mechanism: str | None = None  # set once authenticated
+        self.principal: str | None = None  # the BASIC user it authenticated as
         self.expires_at: float | None = None
+        self._recent: deque[float] = deque(maxlen=REAUTH_BURST)  # times of the last attempts
 
     def answer(
-        self, request: ctrl.AuthenticationRequest, now: float
+        self,
+        request: ctrl.AuthenticationRequest,
+        now: float,
+        throttle: AuthThrottle | None = None,
+        host: str = "",
     ) -> tuple[ctrl.AuthenticationMessage, bool]:
         """The response to ``request`` and whether it was accepted. A re-authentication must
-        use the first mechanism (mqba_authenticator)."""
-        code, text = self.config.check(request.mechanism, request.data)
+        use the first mechanism (mqba_authenticator) and the same principal, and not come in a
+        storm; a host that failed too often waits (``throttle``)."""
+        recent = self._recent
+        storm = len(recent) == REAUTH_BURST and now - recent[0] < REAUTH_WINDOW_S
+        recent.append(now)
+        wait = throttle.blocked_for(host, now) if throttle is not None else 0.0
+        if wait:
+            code, text = -1, f"Too many failed attempts: retry in {wait * 1000:.0f} ms"
+        elif storm:
+            code, text = -1, f"More than {REAUTH_BURST} authentications in {REAUTH_WINDOW_S:g} s"
+        else:
+            code, text = self.config.check(request.mechanism, request.data)
+        principal = self.config.principal(request.mechanism, request.data)
         if not code and self.mechanism not in (None, request.mechanism.upper()):
             code, text = -1, "Authentication mechanism mismatch"
+        elif not code and self.mechanism is not None and principal != self.principal:
+            code, text = -1, "Re-authentication as a different principal"
+        if throttle is not None:
+            if code:
+                throttle.failed(host, now)
+            else:
+                throttle.succeeded(host)
         lifetime = None
         if code:
             category = ctrl.StatusCategory.E_REFUSED
         else:
             category = ctrl.StatusCategory.E_SUCCESS
             self.mechanism = request.mechanism.upper()
+            self.principal = principal
             lifetime = self.config.lifetime_ms
             self.expires_at = None if lifetime is None else now + lifetime / 1000.0
         response = ctrl.AuthenticationResponse(

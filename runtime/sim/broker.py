@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 
+from pybmq.sim.auth import AuthThrottle
 from pybmq.sim.config import (
     BrokerConfig,
     BrokerHooks,
@@ -40,6 +41,7 @@ class Broker:
         self.store = QueueStore()
         self.sessions: list[ClientSession] = []
         self.stats = BrokerStats()
+        self.auth_throttle = AuthThrottle()  # failed authentications per peer host
         self._dirty: dict[ClientSession, None] = {}
         self._next_session_id = 1
 

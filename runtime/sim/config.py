@@ -11,6 +11,7 @@ from pybmq.errors import UsageError
 from pybmq.generated.wire_codec import (
     QueueFlags,
 )
+from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimits
 
 if TYPE_CHECKING:
     from pybmq.sim.auth import AuthConfig
@@ -36,6 +37,8 @@ _AT_LEAST_ONE = (
     "queue_limit_bytes",
     "partial_event_timeout_ms",
     "write_high_water_bytes",
+    "tls_handshake_timeout_ms",
+    "max_connections",
 )
 
 
@@ -70,6 +73,18 @@ class BrokerConfig:
     # stops pushing to it and stops reading from it (its messages stay in their queues) until
     # the buffer drains to a quarter of it.
     write_high_water_bytes: int = 4 * 1024 * 1024
+    # Subscription expressions over these limits (the broker evaluator's: 128 characters, 10
+    # operators, 10 properties) are refused at configure with E_INVALID_ARGUMENT.
+    subscription_limits: ExpressionLimits = BROKER_LIMITS
+    # Who may run admin commands (the broker's authorizer): None lets every admin connection
+    # (negotiated as E_TCPADMIN) run them; a set lets only sessions authenticated as one of these
+    # users. An ordinary client (E_TCPCLIENT) that sends one is always disconnected.
+    admin_users: frozenset[str] | None = None
+    # A TLS handshake not finished within this time is dropped (asyncio's default is 60 s).
+    tls_handshake_timeout_ms: int = 10000
+    # Connections served at once, TLS handshakes in progress included; one more is closed at
+    # once (with TLS, when its handshake ends) and counted in BrokerStats.refused_connections.
+    max_connections: int = 10000
 
     def __post_init__(self) -> None:
         """Refuse a setting the simulator cannot run with, before any client depends on it."""
@@ -134,6 +149,7 @@ class BrokerStats:
     confirms: int = 0
     redelivered: int = 0
     violations: list[str] = field(default_factory=list)
+    refused_connections: int = 0  # over BrokerConfig.max_connections
     internal_errors: int = 0  # connections closed because serving them raised (see sim.guard)
     # What a real broker logs as #CLIENT_IMPROPER_BEHAVIOR and ignores (the session stays open).
     improper: list[str] = field(default_factory=list)  # the newest (see sim.limits.MAX_RECORDS)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pybmq.errors import UsageError
+from pybmq.wire.expressions import ExpressionLimitError, ExpressionLimits, check_limits, tokens
 
 Value = int | bool | str
 Props = Mapping[str, object]
@@ -24,14 +25,14 @@ Node = Callable[[Props], Value]
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_LENGTH = 4096
 
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?[0-9]+)|(?P<str>\"(?:[^\\\"]|\\.)*\")|(?P<name>[A-Za-z][A-Za-z0-9_.]*)"
-    r"|(?P<op>\|\||&&|==|!=|<=|>=|[()<>+\-*/%!~]))"
-)
-
 
 class ExpressionError(UsageError):
-    """A subscription expression that does not parse (the broker refuses the configure)."""
+    """A subscription expression that does not parse, or breaks the evaluator's limits (the
+    broker refuses it); ``code`` names the reason as the broker's evaluator does."""
+
+    def __init__(self, message: str, code: str = "e_SYNTAX") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _Undefined(Exception):
@@ -39,21 +40,10 @@ class _Undefined(Exception):
 
 
 def _tokens(text: str) -> list[tuple[str, str, int]]:
-    out: list[tuple[str, str, int]] = []
-    pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
-        match = _TOKEN.match(text, pos)
-        if match is None or match.end() == pos:
-            raise ExpressionError(
-                f"unexpected character {text[pos:].lstrip()[:1]!r} at offset {pos}"
-            )
-        kind = match.lastgroup or ""
-        out.append((kind, match.group(kind), match.start(kind)))
-        pos = match.end()
-    out.append(("end", "", len(text)))
-    return out
+    try:
+        return tokens(text)
+    except ValueError as exc:
+        raise ExpressionError(str(exc)) from None
 
 
 def _property(name: str) -> Node:
@@ -237,19 +227,33 @@ class _Parser:
         raise self.fail("expected a value")
 
 
-def compile_expression(text: str) -> Callable[[Props], bool]:
-    """A predicate over a message's properties; ExpressionError if ``text`` does not parse."""
+def compile_expression(
+    text: str, limits: ExpressionLimits | None = None
+) -> Callable[[Props], bool]:
+    """A predicate over a message's properties; ExpressionError if ``text`` does not parse or
+    breaks ``limits`` (None: only the grammar and MAX_LENGTH). The predicate never raises: an
+    evaluation that fails in any way (even one nested too deeply for the interpreter) is false."""
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+    if limits is not None:
+        try:
+            check_limits(text, limits)
+        except ExpressionLimitError as exc:
+            raise ExpressionError(str(exc), code=exc.code) from None
     parser = _Parser(text)
-    node = parser.expression()
+    try:
+        node = parser.expression()
+    except RecursionError:
+        raise ExpressionError(
+            "expression is too complex (nested too deeply)", code="e_TOO_COMPLEX"
+        ) from None
     if parser.peek()[0] != "end":
         raise parser.fail("unexpected token")
 
     def matches(props: Props) -> bool:
         try:
             return node(props) is True
-        except _Undefined:
+        except (_Undefined, RecursionError):
             return False
 
     return matches

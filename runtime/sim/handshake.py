@@ -13,6 +13,7 @@ from pybmq._version import __version__
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import PROTOCOL_VERSION
+from pybmq.sim.auth import shown
 from pybmq.sim.config import BROKER_VERSION, BrokerConfig
 from pybmq.sim.states import SessionInput
 from pybmq.wire.control import (
@@ -41,10 +42,11 @@ def authenticate(session: ClientSession, event: Event, now: float) -> None:
             offset=event.offset,
             path="AuthenticationMessage",
         )
-    response, accepted = session.auth.answer(request, now)
+    host = session.peer.rpartition(":")[0] or session.peer
+    response, accepted = session.auth.answer(request, now, session.broker.auth_throttle, host)
     session.send(encode_authentication(response, encoding))
     if not accepted:
-        session.close(f"authentication refused (mechanism {request.mechanism!r})")
+        session.close(f"authentication refused (mechanism {shown(request.mechanism)!r})")
 
 
 def negotiate(session: ClientSession, event: Event) -> None:

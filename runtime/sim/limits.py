@@ -11,6 +11,17 @@ from typing import TYPE_CHECKING
 
 from pybmq.generated.wire_codec import PUT_EVENT_MAX_SIZE_SOFT, EventType
 from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE, SMALL_EVENT_SIZE
+from pybmq.wire.logbudget import LOG_EVERY, LOG_FIRST, worth_logging
+
+__all__ = [
+    "LOG_EVERY",
+    "LOG_FIRST",
+    "MAX_RECORDS",
+    "event_limit",
+    "keep_record",
+    "overdue",
+    "worth_logging",
+]
 
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
@@ -45,11 +56,9 @@ def overdue(session: ClientSession, now: float) -> str | None:
     return None
 
 
-# How many records of each kind ``BrokerStats`` keeps (the oldest half goes when full), and how
-# many improper-behaviour lines one session logs before logging only every LOG_EVERY-th.
+# How many records of each kind ``BrokerStats`` keeps (the oldest half goes when full); how many
+# improper-behaviour lines one session logs is pybmq.wire.logbudget's rule.
 MAX_RECORDS = 1000
-LOG_FIRST = 10
-LOG_EVERY = 1000
 
 
 def keep_record(records: list[str], text: str) -> None:
@@ -57,8 +66,3 @@ def keep_record(records: list[str], text: str) -> None:
     if len(records) >= MAX_RECORDS:
         del records[: MAX_RECORDS // 2]
     records.append(text)
-
-
-def worth_logging(count: int) -> bool:
-    """Whether the ``count``-th (1-based) improper act of one session is logged."""
-    return count <= LOG_FIRST or count % LOG_EVERY == 0

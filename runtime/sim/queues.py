@@ -16,15 +16,41 @@ Semantics follow BlazingMQ's documented behaviour:
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pybmq.errors import ProtocolError
-from pybmq.generated.wire_codec import DEFAULT_APP_ID, AckStatus
+from pybmq.generated.wire_codec import DEFAULT_APP_ID, AckStatus, CompressionAlgorithmType
 from pybmq.sim.routing import FANOUT_APP_IDS, RoutingMode
-from pybmq.wire.compression import decompress
 from pybmq.wire.properties import decode_properties, properties_area_size
+
+# The most a subscription check inflates of an old-format compressed message (whose properties
+# are compressed with its payload) to read its properties: only the properties area is inflated,
+# and a message whose area is larger than this has no properties for expressions. A zlib bomb
+# then costs its evaluation this much at most, not the whole payload.
+MAX_INFLATED_PROPERTIES = 1024 * 1024
+
+
+def _inflated_properties(payload: bytes, compression: int) -> bytes:
+    """The properties area at the start of an old-format compressed payload, inflating no more
+    than it (ProtocolError if it cannot be read within MAX_INFLATED_PROPERTIES)."""
+    if compression != CompressionAlgorithmType.ZLIB:
+        raise ProtocolError(f"unknown compression algorithm {compression}")
+    inflater = zlib.decompressobj()
+    try:
+        head = inflater.decompress(payload, 8)
+        if len(head) < 4:
+            raise ProtocolError("truncated properties header")
+        size = properties_area_size(head, 0, MAX_INFLATED_PROPERTIES)
+        rest = inflater.decompress(inflater.unconsumed_tail, size - len(head))
+    except zlib.error as exc:
+        raise ProtocolError(f"corrupt zlib data: {exc}") from None
+    area = head + rest
+    if len(area) < size:
+        raise ProtocolError("truncated properties area")
+    return area
 
 
 class StoredMessage:
@@ -72,8 +98,7 @@ class StoredMessage:
                     area = self.properties_area
                     extended = self.schema_id != 0
                     if not area and self.compression:  # old format: compressed with the payload
-                        app = decompress(self.payload, self.compression)
-                        area = app[: properties_area_size(app, 0, len(app))]
+                        area = _inflated_properties(self.payload, self.compression)
                     for name, (_type, value) in decode_properties(area, extended=extended).items():
                         values[name] = value
                 except ProtocolError:
@@ -133,24 +158,84 @@ _NO_LIMIT = float("inf")
 Run = tuple["Consumer", list[StoredMessage]]
 
 
+class Backlog:
+    """The messages of a stream waiting for a consumer, in order: a deque's operations plus
+    removal of any message in O(1), so filtered delivery can take a message from the middle.
+    While ``track`` is set, ``appended`` collects what was appended since the stream last looked
+    (the messages its subscriptions have not examined yet)."""
+
+    __slots__ = ("_items", "appended", "epoch", "track")
+
+    def __init__(self, messages: Iterable[StoredMessage] = ()) -> None:
+        self._items: OrderedDict[StoredMessage, None] = OrderedDict.fromkeys(messages)
+        self.appended: list[StoredMessage] = []
+        self.track = False
+        self.epoch = 0  # changes when messages go in anywhere but at the end
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __iter__(self) -> Iterator[StoredMessage]:
+        return iter(self._items)
+
+    def __contains__(self, message: object) -> bool:
+        return message in self._items
+
+    def append(self, message: StoredMessage) -> None:
+        self._items[message] = None
+        if self.track:
+            self.appended.append(message)
+
+    def popleft(self) -> StoredMessage:
+        return self._items.popitem(last=False)[0]
+
+    def extendleft(self, messages: Iterable[StoredMessage]) -> None:
+        """Put ``messages`` at the front, each before the previous one (as deque.extendleft)."""
+        for message in messages:
+            self._items[message] = None
+            self._items.move_to_end(message, last=False)
+        self.epoch += 1
+
+    def remove(self, message: StoredMessage) -> None:
+        del self._items[message]
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.appended.clear()
+        self.epoch += 1
+
+
 @dataclass(eq=False)
 class AppStream:
     """The messages of one appId of a queue (the only one for priority and broadcast queues)."""
 
     app_id: str
     stores: bool
-    pending: deque[StoredMessage] = field(default_factory=deque)
+    pending: Backlog = field(default_factory=Backlog)
     consumers: list[Consumer] = field(default_factory=list)
     _next: int = 0  # round-robin position among the highest-priority consumers
     _top: list[Consumer] | None = None  # cached top_consumers(); None after any change
+    # Filtered delivery's index: each examined waiting message under the set of consumers it
+    # may go to (its best matching subscriptions; () for none), in order. Valid while the
+    # consumers and the backlog's epoch stay as they were when it was built (``_index_key``).
+    _waiting: dict[tuple[Consumer, ...], OrderedDict[StoredMessage, None]] = field(
+        default_factory=dict
+    )
+    _generation: int = 0
+    _index_key: tuple[int, int] | None = None
 
     def attach(self, consumer: Consumer) -> None:
         self.consumers.append(consumer)
         self._top = None
+        self._generation += 1
 
     def changed(self) -> None:
-        """A consumer's priority or limits changed: recompute who is on top."""
+        """A consumer's priority, limits or expression changed: recompute who is on top."""
         self._top = None
+        self._generation += 1
 
     def top_consumers(self) -> list[Consumer]:
         top = self._top
@@ -167,6 +252,11 @@ class AppStream:
             return []
         if any(c.matches is not None for c in self.consumers):
             return self._deliver_filtered()
+        if self.pending.track:  # no expression any more: no index to keep
+            self.pending.track = False
+            self.pending.appended.clear()
+            self._waiting.clear()
+            self._index_key = None
         top = self.top_consumers()
         if not top:
             return []
@@ -207,28 +297,59 @@ class AppStream:
     def _deliver_filtered(self) -> list[Run]:
         """With subscription expressions: each message goes to the highest-priority subscriptions
         whose expression it matches (round-robin); a message nobody matches, or whose best
-        subscriptions are all full, waits in place while later messages may pass it."""
+        subscriptions are all full, waits in place while later messages may pass it.
+
+        Each message is examined once (until the consumers change): it waits in the index under
+        the consumers it may go to, so a delivery costs the new messages and the groups that have
+        room, never a rescan of the backlog."""
+        backlog = self.pending
+        key = (self._generation, backlog.epoch)
+        waiting = self._waiting
+        if self._index_key != key:
+            waiting.clear()
+            fresh: list[StoredMessage] = list(backlog)
+            backlog.appended.clear()
+            backlog.track = True
+            self._index_key = key
+        else:
+            fresh = backlog.appended
+            backlog.appended = []
+        if fresh:
+            active = [c for c in self.consumers if c.active]
+            for message in fresh:
+                if message not in backlog:
+                    continue  # delivered or purged since it was appended
+                matching = [c for c in active if c.wants(message)]
+                best = max((c.priority for c in matching), default=0)
+                group = tuple(c for c in matching if c.priority == best)
+                found = waiting.get(group)
+                if found is None:
+                    found = waiting[group] = OrderedDict()
+                found[message] = None
         out: list[Run] = []
-        active = [c for c in self.consumers if c.active]
-        waiting: deque[StoredMessage] = deque()
-        for message in self.pending:
-            matching = [c for c in active if c.wants(message)]
-            chosen = None
-            if matching:
-                best = max(c.priority for c in matching)
-                top = [c for c in matching if c.priority == best]
-                for step in range(len(top)):
-                    candidate = top[(self._next + step) % len(top)]
+        for group, messages in list(waiting.items()):
+            if not group:
+                continue  # nobody wants them until the consumers change
+            while messages:
+                message = next(iter(messages))
+                if message not in backlog:
+                    del messages[message]  # delivered or purged meanwhile
+                    continue
+                chosen = None
+                for step in range(len(group)):
+                    candidate = group[(self._next + step) % len(group)]
                     if candidate.has_room():
-                        self._next = (self._next + step + 1) % len(top)
+                        self._next = (self._next + step + 1) % len(group)
                         chosen = candidate
                         break
-            if chosen is None:
-                waiting.append(message)
-            else:
+                if chosen is None:
+                    break
+                del messages[message]
+                backlog.remove(message)
                 chosen.take(message, track=True)
                 out.append((chosen, [message]))
-        self.pending = waiting
+            if not messages:
+                del waiting[group]
         return out
 
     def broadcast(self) -> list[Run]:
@@ -250,6 +371,7 @@ class AppStream:
         """Remove ``consumer``; its unconfirmed messages go back to the front, in order."""
         self.consumers.remove(consumer)
         self._top = None
+        self._generation += 1
         returned = list(consumer.unconfirmed.values())
         consumer.unconfirmed.clear()
         consumer.unconfirmed_bytes = 0

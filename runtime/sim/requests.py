@@ -30,6 +30,7 @@ from pybmq.sim.routing import (
 from pybmq.uri import QueueUri, parse_queue_uri
 
 if TYPE_CHECKING:
+    from pybmq.sim.auth import SessionAuth
     from pybmq.sim.broker import Broker
     from pybmq.sim.flow import MessageFlow
     from pybmq.wire.channel import Channel
@@ -66,6 +67,8 @@ class QueueRequests:
 
     broker: Broker
     session_id: int
+    client_identity: ctrl.ClientIdentity | None
+    auth: SessionAuth | None
     handles: dict[tuple[int, int], QueueHandle]
     by_qid: dict[int, dict[int, QueueHandle]]  # the same handles: qId → subId → handle
     channel: Channel
@@ -204,7 +207,9 @@ class QueueRequests:
             matches = None
             if subscription.expression.text:
                 try:
-                    matches = compile_expression(subscription.expression.text)
+                    matches = compile_expression(
+                        subscription.expression.text, self.broker.config.subscription_limits
+                    )
                 except ExpressionError as exc:
                     raise RequestRefused(
                         "E_INVALID_ARGUMENT",

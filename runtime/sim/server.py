@@ -50,10 +50,20 @@ class _Connection(asyncio.Protocol):
     def __init__(self, sim: BrokerSimulator) -> None:
         self.sim = sim
         self.session: ClientSession | None = None
+        # Over the connection cap when accepted: closed as soon as it is made (with TLS, once
+        # its handshake ends, which the handshake timeout bounds).
+        self.refused = sim._open_connections() >= sim.broker.config.max_connections
+        if self.refused:
+            sim.broker.stats.refused_connections += 1
+        else:
+            sim._connections[self] = sim._now()
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set on connect
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        if self.refused:
+            transport.abort()
+            return
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = self.sim.broker.connect(peer_text, self.sim._now())
@@ -80,6 +90,7 @@ class _Connection(asyncio.Protocol):
             self.sim._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.sim._connections.pop(self, None)
         if self.session is not None:
             self.sim._transports.pop(self.session, None)
             self.session.connection_lost(
@@ -113,6 +124,10 @@ class BrokerSimulator:
         self._tls = tls  # a server context (pybmq.sim.tls.server_tls_context): clients need TLS
         self._server: asyncio.base_events.Server | None = None
         self._transports: dict[ClientSession, asyncio.Transport] = {}
+        # Every accepted connection not closed yet → when it was accepted, TLS handshakes in
+        # progress included (asyncio drops a failed handshake without telling its protocol, so
+        # one with no session past the handshake timeout is forgotten: see _open_connections).
+        self._connections: dict[_Connection, float] = {}
         self._timer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.host = "127.0.0.1"
@@ -136,8 +151,13 @@ class BrokerSimulator:
         port = self._listen[1] if port is None else port
         self._loop = asyncio.get_running_loop()
         try:
+            handshake = self.broker.config.tls_handshake_timeout_ms / 1000 if self._tls else None
             self._server = await self._loop.create_server(
-                lambda: _Connection(self), host, port, ssl=self._tls
+                lambda: _Connection(self),
+                host,
+                port,
+                ssl=self._tls,
+                ssl_handshake_timeout=handshake,
             )
         except OSError as exc:
             raise SimulatorError(f"cannot listen on {host}:{port}: {exc}") from exc
@@ -182,6 +202,16 @@ class BrokerSimulator:
         await self.stop()
 
     # -- shell internals ---------------------------------------------------------------------
+
+    def _open_connections(self) -> int:
+        """Connections served now: with a session, or still within their TLS handshake."""
+        connections = self._connections
+        if len(connections) < self.broker.config.max_connections:
+            return len(connections)  # under the cap: no need to look for stale handshakes
+        cutoff = self._now() - self.broker.config.tls_handshake_timeout_ms / 1000 - 1.0
+        for stale in [c for c, t in connections.items() if c.session is None and t < cutoff]:
+            del connections[stale]
+        return len(connections)
 
     def _now(self) -> float:
         assert self._loop is not None

@@ -9,7 +9,9 @@ Sans-I/O: bytes and the time in, bytes and verdicts out.
 Heartbeats follow ``bmqp_heartbeatmonitor``: a peer silent for one interval is probed with a
 HEARTBEAT_REQ (at most one per interval), a HEARTBEAT_REQ is answered with a HEARTBEAT_RSP, and
 a peer silent for ``max_missed`` intervals is dead. While the owner is not reading (``paused``)
-the peer's silence tells nothing.
+the peer's silence tells nothing. Only whole events, or a partial event that grew by at least
+``MIN_PROGRESS_BYTES``, count as hearing from the peer: a byte now and then does not keep a
+connection alive.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ __all__ = ["Channel", "Liveness"]
 
 _HEARTBEAT_REQ = EventType.HEARTBEAT_REQ
 _HEARTBEAT_RSP = EventType.HEARTBEAT_RSP
+# How much a partial event must grow to count as activity (a big event on a slow link is alive).
+MIN_PROGRESS_BYTES = 1024
 
 
 class Liveness(enum.Enum):
@@ -65,8 +69,9 @@ class Channel:
         self.answer_heartbeats = answer_heartbeats
         self.paused = False  # the owner stopped reading the socket
         self.steady_probe_clock = steady_probe_clock
-        self.last_received = now
+        self.last_received = now  # when the peer last completed an event (or made progress)
         self.last_probe = now
+        self._credited = 0  # bytes of the partial event already counted as activity
 
     # -- framing and output --------------------------------------------------------------
 
@@ -78,8 +83,9 @@ class Channel:
     def feed(self, data: bytes | bytearray | memoryview, now: float) -> Iterator[Event]:
         """The events ``data`` completes, heartbeats handled here (answered or swallowed).
         ProtocolError (from the framer) ends the stream."""
-        self.last_received = now
-        for event in self.reader.feed(data):
+        events = self.reader.feed(data)
+        self._heard(bool(events), now)
+        for event in events:
             event_type = event.header.type
             if event_type == _HEARTBEAT_REQ:
                 if self.answer_heartbeats:
@@ -91,8 +97,18 @@ class Channel:
         """Every event ``data`` completes, heartbeats included and left to the owner: for one
         that checks a heartbeat like any other event before it answers (``answer``), as the
         simulated broker does. ProtocolError (from the framer) ends the stream."""
-        self.last_received = now
-        return self.reader.feed(data)
+        events = self.reader.feed(data)
+        self._heard(bool(events), now)
+        return events
+
+    def _heard(self, completed: bool, now: float) -> None:
+        """Count ``now`` as activity if an event completed or the partial one grew enough."""
+        buffered = self.reader.buffered
+        if completed or buffered >= self._credited + MIN_PROGRESS_BYTES:
+            self.last_received = now
+            self._credited = buffered
+        elif buffered < self._credited:
+            self._credited = buffered
 
     def answer(self) -> None:
         """Answer a HEARTBEAT_REQ taken from ``feed_all`` (unless answering is off)."""
@@ -115,6 +131,7 @@ class Channel:
         """Forget a partial incoming event (it may be large) and unsent output; with ``now``,
         restart the heartbeat clock too (a new connection)."""
         self.reader = EventReader(self._max_event_size, self._limit_for)
+        self._credited = 0
         self.out.clear()
         if now is not None:
             self.last_received = self.last_probe = now
@@ -123,6 +140,7 @@ class Channel:
     def drop_partial(self) -> None:
         """Free a partial incoming event, keeping what is still to send."""
         self.reader = EventReader(self._max_event_size, self._limit_for)
+        self._credited = 0
 
     # -- heartbeats -----------------------------------------------------------------------
 
@@ -161,7 +179,7 @@ class Channel:
         return Liveness.ALIVE
 
     def silence(self, now: float) -> float:
-        """Seconds since the peer last sent anything."""
+        """Seconds since the peer last completed an event (or made progress on one)."""
         return now - self.last_received
 
     def probe(self, now: float) -> None:

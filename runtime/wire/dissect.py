@@ -36,6 +36,7 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
 from pybmq.wire.capture import DIRECTIONS, iter_records
+from pybmq.wire.compression import decompress
 from pybmq.wire.control import decode_authentication, decode_control, decode_control_event
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
@@ -45,7 +46,7 @@ from pybmq.wire.framing import (
     event_type_name,
     iter_events,
 )
-from pybmq.wire.properties import TYPE_NAMES, decode_properties
+from pybmq.wire.properties import TYPE_NAMES, decode_properties, properties_area_size
 from pybmq.wire.push import iter_push
 from pybmq.wire.put import iter_put
 
@@ -258,19 +259,36 @@ def _message_node(
     return node
 
 
-def read_messages(event: Event) -> tuple[list[Any], str]:
-    """The messages of a PUT or PUSH event, and a note when a payload did not inflate (then
-    every payload is the wire bytes: shown, and said so)."""
-    iterate: Any = iter_put if event.type == EventType.PUT else iter_push
-    try:
-        return list(iterate(event.data)), ""
-    except ProtocolError as exc:
-        if "zlib" not in str(exc):
-            raise
-        return (
-            list(iterate(event.data, decompress=False)),
-            f"payload not decompressed: {exc.reason}",
-        )
+# The most ``pybmq decode`` inflates of one message; a message that inflates beyond it is shown as
+# its wire bytes with a note. Messages are inflated one at a time, as they are printed, so memory
+# stays bounded by this whatever the file holds (a file of zlib bombs included).
+MAX_INFLATED_MESSAGE = 4 * 1024 * 1024
+
+
+def read_messages(
+    event: Event, max_inflated: int = MAX_INFLATED_MESSAGE
+) -> Iterator[tuple[Any, str]]:
+    """(message, note) for each message of a PUT or PUSH event, each inflated (to at most
+    ``max_inflated`` bytes) only when it is reached; the note says why a compressed message is
+    shown as its wire bytes ("" when it inflated)."""
+    put = event.type == EventType.PUT
+    iterate: Any = iter_put if put else iter_push
+    flag = PutHeaderFlags.MESSAGE_PROPERTIES if put else PushHeaderFlags.MESSAGE_PROPERTIES
+    for message in iterate(event.data, decompress=False):
+        if not message.compression:
+            yield message, ""
+            continue
+        try:
+            app = decompress(message.payload, message.compression, max_inflated)
+            area = message.properties_area
+            if message.flags & flag and not message.schema_id:
+                # Old properties format: properties and payload were compressed together.
+                size = properties_area_size(app, 0, len(app))
+                area, app = app[:size], app[size:]
+        except ProtocolError as exc:
+            yield message, f"payload not decompressed: {exc.reason}"
+            continue
+        yield message._replace(properties_area=area, payload=app), ""
 
 
 def _message_at(
@@ -289,10 +307,9 @@ def _message_at(
 
 
 def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> list[Node]:
-    messages, note = read_messages(event)
     nodes = []
     pos = event.header_size
-    for message in messages:
+    for message, note in read_messages(event):
         node = _message_at(event, pos, message, note, payload_limit, previews)
         nodes.append(node)
         pos += node["header"]["message_words"] * 4

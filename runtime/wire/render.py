@@ -168,7 +168,7 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
     batch: tuple[str, str] | None = None
     try:
         if etype in _MESSAGE_EVENTS:
-            records = _message_texts(event, *read_messages(event), payload_limit, as_json)
+            records = _message_texts(event, read_messages(event), payload_limit, as_json)
         elif etype in _BATCH_READERS:
             records = _entry_texts(list(_BATCH_READERS[etype](event)), as_json)
             batch = _batch_header(event)
@@ -301,7 +301,10 @@ def _message_layout(etype: int, size: int) -> _MessageLayout:
 
 
 def _message_texts(
-    event: Event, messages: list[Any], note: str, payload_limit: int | None, as_json: bool
+    event: Event,
+    messages: Iterable[tuple[Any, str]],
+    payload_limit: int | None,
+    as_json: bool,
 ) -> list[str]:
     """The messages of a PUT or PUSH event as printed (text: lines joined; JSON: objects)."""
     etype = event.type
@@ -313,7 +316,7 @@ def _message_texts(
     data, base = event.data, event.offset
     out = []
     pos = event.header_size
-    for i, m in enumerate(messages):
+    for i, (m, note) in enumerate(messages):
         # Every header field but the GUID (and a PUT's CRC and correlation id) and the options
         # are in the key (the header's and options' sizes too, in its second word): their text
         # is cached with those as ``%s``.
