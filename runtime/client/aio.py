@@ -49,7 +49,13 @@ from pybmq.client.options import (
 )
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
-from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
+from pybmq.errors import (
+    ChannelWriteTimeoutError,
+    ProtocolError,
+    PybmqError,
+    SessionStoppedError,
+    UsageError,
+)
 from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
@@ -248,9 +254,23 @@ class AsyncSession:
         """False while the socket's write buffer is over its high-water mark."""
         return self._link.writable
 
-    async def drain(self) -> None:
-        """Return once the socket's write buffer is under its high-water mark (backpressure)."""
-        await self._link.wait_writable()
+    async def drain(self, timeout: float | None = None) -> None:
+        """Return once the socket's write buffer is under its high-water mark (backpressure).
+        Waits at most ``timeout`` seconds (None: ``channel_write_timeout``, 5 s by default),
+        then raises ChannelWriteTimeoutError, as the official SDK's post does."""
+        link = self._link
+        if not link.writable:
+            if timeout is None:
+                timeout = self._engine.options.channel_write_timeout
+            try:
+                if timeout <= 0:
+                    raise asyncio.TimeoutError
+                await asyncio.wait_for(link.wait_writable(), timeout)
+            except asyncio.TimeoutError:
+                raise ChannelWriteTimeoutError(
+                    f"the channel stayed at its high watermark ({link.buffered} bytes not "
+                    f"written) for {timeout:g}s: the broker is not reading"
+                ) from None
         if self._engine.state is SessionState.STOPPED:
             raise SessionStoppedError(f"session stopped: {self.stop_reason}")
 
@@ -262,19 +282,21 @@ class AsyncSession:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        timeout: float | None = None,
         **option_values: Any,
     ) -> AsyncQueue:
         """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``.
 
         Consumer settings come as ``options=QueueOptions(...)`` or as its fields directly
         (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
-        ``subscriptions=``)."""
+        ``subscriptions=``). ``timeout``: seconds for each answer (None: the session's
+        ``open_timeout``)."""
         options = queue_options(options, option_values)
         if options.suspends_on_bad_host_health and self.host_health_monitor is None:
             raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         driver = self.driver
         op_id, queue_id = self._engine.open_queue(
-            uri, driver.now(), read=read, write=write, ack=ack, options=options
+            uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
         )
         queue = AsyncQueue(self, queue_id, uri)
         driver.queues[queue_id] = queue
@@ -317,6 +339,9 @@ class AsyncSession:
 
     def _on_watermark(self, high: bool) -> None:
         buffered = self._link.buffered
+        self._engine.write_blocked(high, self.driver.now())
+        if not high:
+            self.driver.check_reading()
         if high:
             self.high_watermarks += 1
             log.debug("write buffer at its high watermark (%d bytes)", buffered)

@@ -194,24 +194,33 @@ class AsyncQueue:
         return await future
 
     async def configure(
-        self, options: QueueOptions | None = None, *, suspended: bool = False, **option_values: Any
+        self,
+        options: QueueOptions | None = None,
+        *,
+        suspended: bool = False,
+        timeout: float | None = None,
+        **option_values: Any,
     ) -> None:
         """Change flow control, priority or subscriptions of this (reader) queue;
-        ``suspended=True`` asks the broker to deliver nothing until the next configure."""
+        ``suspended=True`` asks the broker to deliver nothing until the next configure.
+        ``timeout``: seconds for the answer (None: the session's ``configure_timeout``)."""
         options = queue_options(options, option_values)
         driver = self.driver
         await driver.operation(
-            driver.engine.configure_queue(self.queue_id, options, driver.now(), suspended=suspended)
+            driver.engine.configure_queue(
+                self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+            )
         )
 
-    async def close(self) -> None:
-        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
+    async def close(self, *, timeout: float | None = None) -> None:
+        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration.
+        ``timeout``: seconds for each answer (None: the session's ``close_timeout``)."""
         driver = self.driver
         if self._closed:
             return
         log.debug("closing %s", self.uri)
         self._uncount()  # the application is done with it: its leftovers hold nothing back
-        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now()))
+        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
         driver.queues.pop(self.queue_id, None)
         self.end()
 

@@ -188,8 +188,8 @@ class Queue:
     def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
         self._session._call(self._inner.configure(options, **option_values))
 
-    def close(self) -> None:
-        self._session._call(self._inner.close())
+    def close(self, *, timeout: float | None = None) -> None:
+        self._session._call(self._inner.close(timeout=timeout))
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:

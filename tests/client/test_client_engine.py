@@ -139,7 +139,8 @@ def test_heartbeat_request_is_answered_at_once() -> None:
 
 
 def test_silent_broker_is_probed_then_dropped() -> None:
-    engine, _ = started_engine()
+    # Reconnect is on by default (issue 28); this is about the session that ends on it.
+    engine, _ = started_engine(options=SessionOptions(reconnect=False))
     assert engine.next_deadline() == 3.0
     engine.handle_timeout(3.0)
     assert engine.data_to_send() == HEARTBEAT_REQ_EVENT
@@ -270,7 +271,8 @@ def test_stop_closes_queues_disconnects_and_fails_pending() -> None:
 
 
 def test_connection_lost_fails_every_pending_operation_and_post() -> None:
-    engine, _ = started_engine()
+    # Reconnect is on by default (issue 28); this is about the session that ends on it.
+    engine, _ = started_engine(options=SessionOptions(reconnect=False))
     writer = open_queue(engine, write=True)
     engine.post(writer, b"x", 0.0, context=1)
     op_id, _ = engine.open_queue(URI.replace("q1", "q2"), 0.0, read=True)
