@@ -71,6 +71,12 @@ S = SessionState
 _LIVE_STATES = (S.STARTED, S.STOPPING)
 
 
+# Requests whose timeout closes the channel (upstream 894fa9fbf: open, reopen and close).
+CLOSES_CHANNEL = frozenset(
+    (Req.OPEN, Req.CONFIGURE_OPEN, Req.REOPEN, Req.REOPEN_CONFIGURE, Req.CONFIGURE_CLOSE, Req.CLOSE)
+)
+
+
 class Connection:
     """Connect, authenticate, negotiate, stop, drop and reconnect one session."""
 
@@ -354,10 +360,18 @@ class Connection:
                 # If the broker opens it after all, its late response gets a CloseQueue.
                 abandoned = self.table.queues[request.queue_id]
                 self.requests.abandoned_opens[rid] = self.table.handle_parameters(abandoned)
-            self._failed(
-                request,
-                RequestTimeoutError(f"no response to {request.kind} (rId {rid})"),
-            )
+            error = RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
+            self._failed(request, error)
+            if request.kind in CLOSES_CHANNEL and self.options.close_channel_on_timeout:
+                # As upstream: a broker that does not answer an open, reopen or close is not
+                # trusted with the session any more; the channel goes (and, with reconnect,
+                # comes back, reopening the queues).
+                reason = f"{error}: closing the channel"
+                if self._can_reconnect():
+                    self._drop_connection(reason)
+                elif self.lifecycle.state is not S.STOPPED:
+                    self._fail_session(reason, error)
+                return
 
     # -- stopping -------------------------------------------------------------------------
 

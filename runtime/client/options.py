@@ -75,6 +75,9 @@ class SessionOptions:
     configure_timeout: float | None = None
     close_timeout: float | None = None
     disconnect_timeout: float | None = None
+    # An open, reopen or close left unanswered past its timeout closes the channel (and, with
+    # reconnect, the session reconnects and reopens), as upstream does since 0.95.0.
+    close_channel_on_timeout: bool = True
     ack_timeout: float = 30.0  # after this, a post resolves with a local TIMEOUT NACK
     stop_timeout: float = 10.0
     # How long a post (or drain()) may wait while the channel is at its high watermark before it

@@ -185,7 +185,10 @@ def test_writer_opens_with_ack_flag_and_no_configure() -> None:
 
 
 def test_request_timeout_then_late_response_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
-    engine, _ = started_engine()
+    # Issue 28: open's default timeout is upstream's 300 s, and a timed-out open closes the
+    # channel by default; this test is about the engine that keeps it, with a 30 s timeout.
+    options = SessionOptions(open_timeout=30.0, close_timeout=30.0, close_channel_on_timeout=False)
+    engine, _ = started_engine(options=options)
     op_id, queue_id = engine.open_queue(URI, 0.0, write=True)
     [event] = sent_events(engine)
     request = control(event)
