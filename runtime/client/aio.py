@@ -45,12 +45,14 @@ from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import (
     QueueOptions,
     SessionOptions,
+    checked_timeout,
     queue_options,
 )
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import (
     ChannelWriteTimeoutError,
+    LingerTimeoutError,
     ProtocolError,
     PybmqError,
     SessionStoppedError,
@@ -145,6 +147,7 @@ class AsyncSession:
         self.high_watermarks = 0  # how many times the high watermark was reached
         self._started: asyncio.Future[SessionStarted] | None = None
         self._stopped = asyncio.Event()
+        self._acked = asyncio.Event()  # an ACK arrived (what stop's linger waits on)
         self.stop_reason: str | None = None
         self.info: SessionStarted | None = None
 
@@ -208,12 +211,46 @@ class AsyncSession:
         log.debug("negotiated with %s: %s", self.broker, self.info)
         return self.info
 
-    async def stop(self) -> None:
-        """Close queues, Disconnect, close the socket; pending operations fail. Idempotent."""
+    async def stop(self, *, linger: float | None = None) -> None:
+        """Close queues, Disconnect, close the socket; pending operations fail. Idempotent.
+
+        ``linger`` (None: ``options.linger``, 0 by default) first waits up to that many seconds
+        for the ACKs of posts already made (Java's ``linger()``); if some are still missing
+        then, the stop goes on, they resolve as not acknowledged, and LingerTimeoutError (with
+        ``pending``) is raised once the session is stopped."""
         driver = self.driver
         if not driver.bound or self._engine.state is SessionState.STOPPED:
             self._close_transport()
             return
+        if linger is None:
+            linger = self._engine.options.linger
+        pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
+        if self._engine.stopped:  # it may have ended while lingering
+            self._close_transport()
+        else:
+            await self._stop()
+        if pending:
+            raise LingerTimeoutError(
+                f"{pending} posts not acknowledged within the {linger:g}s linger", pending=pending
+            )
+
+    async def _linger(self, linger: float) -> int:
+        """Wait up to ``linger`` seconds for every outstanding post's ACK; how many are left."""
+        engine = self._engine
+        if linger <= 0:
+            return 0
+        self.driver.flush()  # posts of this turn leave now
+        deadline = self.driver.now() + linger
+        while engine.unacked_count + engine.buffered_count and self.driver.now() < deadline:
+            if engine.state is SessionState.STOPPED:
+                break
+            self._acked.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._acked.wait(), deadline - self.driver.now())
+        return engine.unacked_count + engine.buffered_count
+
+    async def _stop(self) -> None:
+        driver = self.driver
         self._reconnector.cancel()
         log.debug("stopping the session with %s", self.broker)
         # What is not taken yet is dropped: read again, or the broker's answer never comes.
@@ -387,6 +424,7 @@ class AsyncSession:
                 run_queue = None
             if isinstance(event, AckReceived):
                 self._on_ack(event)
+                self._acked.set()
             elif isinstance(event, OperationCompleted):
                 driver.complete(event.op_id, event.error)
             elif isinstance(event, SessionStarted):

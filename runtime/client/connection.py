@@ -369,7 +369,7 @@ class Connection:
                 reason = f"{error}: closing the channel"
                 if self._can_reconnect():
                     self._drop_connection(reason)
-                elif self.lifecycle.state is not S.STOPPED:
+                elif not self._engine.stopped:  # (the failure above may have ended it)
                     self._fail_session(reason, error)
                 return
 

@@ -291,13 +291,15 @@ class Session:
 
         return self._call(take(), self._timeout)
 
-    def stop(self) -> None:
-        """Stop the session and its threads. Idempotent."""
+    def stop(self, *, linger: float | None = None) -> None:
+        """Stop the session and its threads. Idempotent. ``linger``: see ``AsyncSession.stop``
+        (LingerTimeoutError once stopped if some posts were still not acknowledged)."""
         if self._closed:
             return
         try:
             if self._inner is not None:
-                self._call(self._inner.stop(), self._timeout)
+                wait = self._timeout + (linger or 0.0)
+                self._call(self._inner.stop(linger=linger), wait)
         finally:
             self._inner = None
             self._closed = True
