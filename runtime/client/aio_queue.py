@@ -8,7 +8,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
@@ -47,6 +47,16 @@ def _properties_error(message: Message | CompressedMessage) -> MessageDecodeErro
             path=exc.path,
         )
     return None
+
+
+class _Done:
+    """An awaitable that is already complete (what a blocking ``confirm()`` returns)."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+_DONE = _Done()
 
 
 class ReceivedMessage:
@@ -115,8 +125,29 @@ class ReceivedMessage:
         driver.engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
         driver.schedule_flush()
 
-    async def confirm(self) -> None:
-        """Confirm, waiting first if the socket's write buffer is over its high-water mark."""
+    def confirm(self) -> Awaitable[None]:
+        """Confirm, waiting first if the socket's write buffer is over its high-water mark.
+
+        On the session's loop this returns the coroutine to await (``await message.confirm()``).
+        Called from blocking code (no running loop: the blocking ``Session``'s messages, a
+        thread of the application), it confirms on the session's loop and returns once done;
+        the awaitable it returns then is already complete, so nothing is left un-awaited."""
+        loop = self._queue.driver.loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return self._confirm()
+        if not self._queue.driver.bound or loop.is_closed():
+            raise SessionStoppedError("cannot confirm: the session is stopped")
+        future = asyncio.run_coroutine_threadsafe(self._confirm(), loop)
+        if running is not None:  # another loop: await it there
+            return asyncio.wrap_future(future)
+        future.result()
+        return _DONE
+
+    async def _confirm(self) -> None:
         self.confirm_nowait()
         await self._queue.session.drain()
 

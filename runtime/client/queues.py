@@ -48,7 +48,7 @@ from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import (
     DEFAULT_APP_ID,
 )
-from pybmq.uri import require_queue_uri
+from pybmq.uri import QUEUE_NAME_MAX_LENGTH, require_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.client.suspension import HostHealth
@@ -129,6 +129,11 @@ class QueueControl:
         if not (read or write):
             raise UsageError("open_queue needs read=True and/or write=True")
         parsed = require_queue_uri(uri)
+        if len(parsed.queue) > QUEUE_NAME_MAX_LENGTH:
+            raise UsageError(
+                f"QUEUE_NAME_TOO_LONG: the queue name of {uri!r} exceeds "
+                f"{QUEUE_NAME_MAX_LENGTH} characters"
+            )
         base_uri, app_id = parsed.base, parsed.app_id
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")

@@ -127,7 +127,8 @@ class Queue:
         return self._session._call(self._inner.get(), timeout)
 
     def confirm(self, message: ReceivedMessage) -> None:
-        self._session._call(message.confirm())
+        """The same as ``message.confirm()``, which also blocks until done here."""
+        message.confirm()
 
     # More batch calls: one hop to the I/O thread for many messages. Per-message calls cost a
     # thread handoff each, which dominates when a caller (a Spark task) moves thousands.

@@ -28,7 +28,7 @@ from pybmq.sim.routing import (
     RoutingMode,
     routing_mode,
 )
-from pybmq.uri import QueueUri, parse_queue_uri
+from pybmq.uri import QUEUE_NAME_MAX_LENGTH, QueueUri, parse_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.sim.broker import Broker
@@ -78,6 +78,10 @@ class QueueRequests:
         uri = parse_queue_uri(params.uri)
         if uri is None:
             raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue URI {params.uri!r}")
+        if len(uri.queue) > QUEUE_NAME_MAX_LENGTH:
+            raise RequestRefused(
+                "E_INVALID_ARGUMENT", f"queue name exceeds {QUEUE_NAME_MAX_LENGTH} characters"
+            )
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")
