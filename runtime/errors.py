@@ -116,3 +116,18 @@ class AuthenticationTimeoutError(AuthenticationError, TimeoutError):
 class QueueSuspendedError(PybmqError):
     """A post to a queue suspended because the host is unhealthy (``suspends_on_bad_host_health``);
     it works again once the session's host health monitor says healthy."""
+
+
+class ChannelWriteTimeoutError(PybmqError, TimeoutError):
+    """A post (or ``drain()``) waited longer than ``channel_write_timeout`` while the channel to
+    the broker was at its high watermark (the broker is not reading what we send); nothing of
+    that post was buffered."""
+
+
+class LingerTimeoutError(PybmqError, TimeoutError):
+    """``stop(linger=…)`` ran out before every outstanding post was acknowledged; ``pending``
+    says how many were not (their outcomes are local NACKs)."""
+
+    def __init__(self, message: str, *, pending: int) -> None:
+        self.pending = pending
+        super().__init__(message)

@@ -25,6 +25,10 @@ def default_broker() -> str:
     return os.environ.get(BROKER_URI_ENV) or DEFAULT_BROKER
 
 
+# The longest queue name (the part after the domain) upstream accepts (bmqt::Uri, since 0.94.7:
+# QUEUE_NAME_TOO_LONG); the client refuses longer ones locally and the simulator refuses them.
+QUEUE_NAME_MAX_LENGTH = 64
+
 _QUEUE_URI = re.compile(
     r"bmq://(?P<domain>[-A-Za-z0-9_.]+?)(?:~(?P<tier>[-A-Za-z0-9_.]*))?/"
     r"(?P<queue>[-A-Za-z0-9_.~]+)(?:\?id=(?P<app>[-A-Za-z0-9_.~]+))?"

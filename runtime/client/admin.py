@@ -13,7 +13,7 @@ accepted it; commands are held until the negotiation is answered. When the broke
 ``lifetimeMs``, the engine authenticates again before it runs out, as the client does
 (``pybmq.client.handshake``: the same schedule, min(90 % of the lifetime, the lifetime - 5 s)), so a
 long admin session is not closed by the broker when its credential expires; the answer is due
-within ``request_timeout``.
+within ``start_timeout`` (or ``request_timeout`` when that is set).
 
 The shell (``pybmq admin``) opens the socket (TCP or TLS), feeds ``receive_data`` and writes
 ``data_to_send``, and calls ``handle_timeout`` at ``next_deadline``. The connection's framing,
@@ -85,7 +85,7 @@ class AdminEngine:
         negotiation = ctrl.NegotiationMessage(client_identity=identity)
         self._negotiation = encode_control(negotiation, EncodingType.JSON)
         self._held: list[bytes] = []  # commands waiting for the negotiation's answer
-        self._auth = Authenticator(options.credential_provider, options.request_timeout)
+        self._auth = Authenticator(options.credential_provider, options.timeout("start"))
         self._now = now  # the latest time the shell gave
         self.authenticated = not self._auth.enabled
         if self._auth.enabled:
@@ -127,7 +127,7 @@ class AdminEngine:
 
     def handle_timeout(self, now: float) -> None:
         """Time has come to ``now``: authenticate again if due. AuthenticationTimeoutError if
-        the broker did not answer an authentication within ``request_timeout``."""
+        the broker did not answer an authentication within ``start_timeout``."""
         self._now = now
         auth = self._auth
         if auth.timed_out(now):

@@ -45,11 +45,19 @@ from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import (
     QueueOptions,
     SessionOptions,
+    checked_timeout,
     queue_options,
 )
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
-from pybmq.errors import ProtocolError, PybmqError, SessionStoppedError, UsageError
+from pybmq.errors import (
+    ChannelWriteTimeoutError,
+    LingerTimeoutError,
+    ProtocolError,
+    PybmqError,
+    SessionStoppedError,
+    UsageError,
+)
 from pybmq.uri import parse_broker_url
 
 log = logging.getLogger("pybmq.client.aio")
@@ -139,6 +147,7 @@ class AsyncSession:
         self.high_watermarks = 0  # how many times the high watermark was reached
         self._started: asyncio.Future[SessionStarted] | None = None
         self._stopped = asyncio.Event()
+        self._acked = asyncio.Event()  # an ACK arrived (what stop's linger waits on)
         self.stop_reason: str | None = None
         self.info: SessionStarted | None = None
 
@@ -202,12 +211,46 @@ class AsyncSession:
         log.debug("negotiated with %s: %s", self.broker, self.info)
         return self.info
 
-    async def stop(self) -> None:
-        """Close queues, Disconnect, close the socket; pending operations fail. Idempotent."""
+    async def stop(self, *, linger: float | None = None) -> None:
+        """Close queues, Disconnect, close the socket; pending operations fail. Idempotent.
+
+        ``linger`` (None: ``options.linger``, 0 by default) first waits up to that many seconds
+        for the ACKs of posts already made (Java's ``linger()``); if some are still missing
+        then, the stop goes on, they resolve as not acknowledged, and LingerTimeoutError (with
+        ``pending``) is raised once the session is stopped."""
         driver = self.driver
         if not driver.bound or self._engine.state is SessionState.STOPPED:
             self._close_transport()
             return
+        if linger is None:
+            linger = self._engine.options.linger
+        pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
+        if self._engine.stopped:  # it may have ended while lingering
+            self._close_transport()
+        else:
+            await self._stop()
+        if pending:
+            raise LingerTimeoutError(
+                f"{pending} posts not acknowledged within the {linger:g}s linger", pending=pending
+            )
+
+    async def _linger(self, linger: float) -> int:
+        """Wait up to ``linger`` seconds for every outstanding post's ACK; how many are left."""
+        engine = self._engine
+        if linger <= 0:
+            return 0
+        self.driver.flush()  # posts of this turn leave now
+        deadline = self.driver.now() + linger
+        while engine.unacked_count + engine.buffered_count and self.driver.now() < deadline:
+            if engine.state is SessionState.STOPPED:
+                break
+            self._acked.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._acked.wait(), deadline - self.driver.now())
+        return engine.unacked_count + engine.buffered_count
+
+    async def _stop(self) -> None:
+        driver = self.driver
         self._reconnector.cancel()
         log.debug("stopping the session with %s", self.broker)
         # What is not taken yet is dropped: read again, or the broker's answer never comes.
@@ -248,9 +291,23 @@ class AsyncSession:
         """False while the socket's write buffer is over its high-water mark."""
         return self._link.writable
 
-    async def drain(self) -> None:
-        """Return once the socket's write buffer is under its high-water mark (backpressure)."""
-        await self._link.wait_writable()
+    async def drain(self, timeout: float | None = None) -> None:
+        """Return once the socket's write buffer is under its high-water mark (backpressure).
+        Waits at most ``timeout`` seconds (None: ``channel_write_timeout``, 5 s by default),
+        then raises ChannelWriteTimeoutError, as the official SDK's post does."""
+        link = self._link
+        if not link.writable:
+            if timeout is None:
+                timeout = self._engine.options.channel_write_timeout
+            try:
+                if timeout <= 0:
+                    raise asyncio.TimeoutError
+                await asyncio.wait_for(link.wait_writable(), timeout)
+            except asyncio.TimeoutError:
+                raise ChannelWriteTimeoutError(
+                    f"the channel stayed at its high watermark ({link.buffered} bytes not "
+                    f"written) for {timeout:g}s: the broker is not reading"
+                ) from None
         if self._engine.state is SessionState.STOPPED:
             raise SessionStoppedError(f"session stopped: {self.stop_reason}")
 
@@ -262,19 +319,21 @@ class AsyncSession:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        timeout: float | None = None,
         **option_values: Any,
     ) -> AsyncQueue:
         """Open (and configure) ``uri``; ``bmq://domain/queue?id=app`` opens as fanout app ``app``.
 
         Consumer settings come as ``options=QueueOptions(...)`` or as its fields directly
         (``max_unconfirmed_messages=``, ``max_unconfirmed_bytes=``, ``consumer_priority=``,
-        ``subscriptions=``)."""
+        ``subscriptions=``). ``timeout``: seconds for each answer (None: the session's
+        ``open_timeout``)."""
         options = queue_options(options, option_values)
         if options.suspends_on_bad_host_health and self.host_health_monitor is None:
             raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         driver = self.driver
         op_id, queue_id = self._engine.open_queue(
-            uri, driver.now(), read=read, write=write, ack=ack, options=options
+            uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
         )
         queue = AsyncQueue(self, queue_id, uri)
         driver.queues[queue_id] = queue
@@ -317,6 +376,9 @@ class AsyncSession:
 
     def _on_watermark(self, high: bool) -> None:
         buffered = self._link.buffered
+        self._engine.write_blocked(high, self.driver.now())
+        if not high:
+            self.driver.check_reading()
         if high:
             self.high_watermarks += 1
             log.debug("write buffer at its high watermark (%d bytes)", buffered)
@@ -362,6 +424,7 @@ class AsyncSession:
                 run_queue = None
             if isinstance(event, AckReceived):
                 self._on_ack(event)
+                self._acked.set()
             elif isinstance(event, OperationCompleted):
                 driver.complete(event.op_id, event.error)
             elif isinstance(event, SessionStarted):

@@ -96,6 +96,8 @@ class EngineDriver:
         data = self.engine.data_to_send()
         if data:
             self.link.write(data)
+            if not self.reading_paused and self.write_full:
+                self.check_reading()
         self._pump()
 
     def arm_timer(self) -> None:
@@ -128,13 +130,24 @@ class EngineDriver:
         bound = self.engine.options.max_undelivered_messages
         return bound or max(self.engine.credit.total_messages, 1)
 
+    @property
+    def write_full(self) -> bool:
+        """The socket's write buffer is past twice its high watermark: the broker reads nothing
+        of what we send, so we stop reading it too (resumed at the low watermark). Posts stop
+        at the high watermark (drain); this bounds what answers and confirms could add."""
+        link = self.link
+        return link.buffered > 2 * link.high_water
+
     def check_reading(self) -> None:
         """Pause reading above the bound; resume once the backlog is down to half of it. The
-        memory the client holds is then the bound, plus one read of the socket."""
+        memory the client holds is then the bound, plus one read of the socket. Also paused
+        while the write buffer is full (``write_full``)."""
         if not self.link.open:
             return
         bound = self._read_bound()
-        if self.stopping or self.engine.awaiting_response:
+        if self.write_full:
+            pause = True
+        elif self.stopping or self.engine.awaiting_response:
             # Never hold back the answer to a request: the application may be waiting for it
             # (and stopping drops what is not taken anyway).
             pause = False
@@ -147,8 +160,14 @@ class EngineDriver:
         self.reading_paused = pause
         self.link.pause_reading(pause)
         if pause:
-            log.debug("%d messages not taken by the application: reading paused", self.undelivered)
-        self.engine.pause_reading(pause, self.now())
+            log.debug(
+                "reading paused: %d messages not taken, %d bytes not written",
+                self.undelivered,
+                self.link.buffered,
+            )
+        # Not reading because the broker does not read us is not our silence: its heartbeats
+        # still count as missed, so a broker stuck that way is given up in time.
+        self.engine.pause_reading(pause and not self.write_full, self.now())
         self.arm_timer()
 
     def delivered(self, count: int) -> None:

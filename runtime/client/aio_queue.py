@@ -8,7 +8,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
@@ -47,6 +47,16 @@ def _properties_error(message: Message | CompressedMessage) -> MessageDecodeErro
             path=exc.path,
         )
     return None
+
+
+class _Done:
+    """An awaitable that is already complete (what a blocking ``confirm()`` returns)."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+_DONE = _Done()
 
 
 class ReceivedMessage:
@@ -115,8 +125,29 @@ class ReceivedMessage:
         driver.engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
         driver.schedule_flush()
 
-    async def confirm(self) -> None:
-        """Confirm, waiting first if the socket's write buffer is over its high-water mark."""
+    def confirm(self) -> Awaitable[None]:
+        """Confirm, waiting first if the socket's write buffer is over its high-water mark.
+
+        On the session's loop this returns the coroutine to await (``await message.confirm()``).
+        Called from blocking code (no running loop: the blocking ``Session``'s messages, a
+        thread of the application), it confirms on the session's loop and returns once done;
+        the awaitable it returns then is already complete, so nothing is left un-awaited."""
+        loop = self._queue.driver.loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return self._confirm()
+        if not self._queue.driver.bound or loop.is_closed():
+            raise SessionStoppedError("cannot confirm: the session is stopped")
+        future = asyncio.run_coroutine_threadsafe(self._confirm(), loop)
+        if running is not None:  # another loop: await it there
+            return asyncio.wrap_future(future)
+        future.result()
+        return _DONE
+
+    async def _confirm(self) -> None:
         self.confirm_nowait()
         await self._queue.session.drain()
 
@@ -194,24 +225,33 @@ class AsyncQueue:
         return await future
 
     async def configure(
-        self, options: QueueOptions | None = None, *, suspended: bool = False, **option_values: Any
+        self,
+        options: QueueOptions | None = None,
+        *,
+        suspended: bool = False,
+        timeout: float | None = None,
+        **option_values: Any,
     ) -> None:
         """Change flow control, priority or subscriptions of this (reader) queue;
-        ``suspended=True`` asks the broker to deliver nothing until the next configure."""
+        ``suspended=True`` asks the broker to deliver nothing until the next configure.
+        ``timeout``: seconds for the answer (None: the session's ``configure_timeout``)."""
         options = queue_options(options, option_values)
         driver = self.driver
         await driver.operation(
-            driver.engine.configure_queue(self.queue_id, options, driver.now(), suspended=suspended)
+            driver.engine.configure_queue(
+                self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+            )
         )
 
-    async def close(self) -> None:
-        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration."""
+    async def close(self, *, timeout: float | None = None) -> None:
+        """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration.
+        ``timeout``: seconds for each answer (None: the session's ``close_timeout``)."""
         driver = self.driver
         if self._closed:
             return
         log.debug("closing %s", self.uri)
         self._uncount()  # the application is done with it: its leftovers hold nothing back
-        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now()))
+        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
         driver.queues.pop(self.queue_id, None)
         self.end()
 

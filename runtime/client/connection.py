@@ -37,6 +37,8 @@ from pybmq.client.fsm import (
     RemoteQueueInput,
     SessionInput,
     SessionState,
+    WriteInput,
+    WriteState,
 )
 from pybmq.client.handshake import Authenticator, client_identity, negotiated
 from pybmq.client.options import SessionOptions
@@ -70,6 +72,12 @@ S = SessionState
 _LIVE_STATES = (S.STARTED, S.STOPPING)
 
 
+# Requests whose timeout closes the channel (upstream 894fa9fbf: open, reopen and close).
+CLOSES_CHANNEL = frozenset(
+    (Req.OPEN, Req.CONFIGURE_OPEN, Req.REOPEN, Req.REOPEN_CONFIGURE, Req.CONFIGURE_CLOSE, Req.CLOSE)
+)
+
+
 class Connection:
     """Connect, authenticate, negotiate, stop, drop and reconnect one session."""
 
@@ -86,7 +94,7 @@ class Connection:
         self.host_health = engine.host_health
         options = engine.options
         self.encoding = options.negotiation_encoding
-        self.authenticator = Authenticator(options.credential_provider, options.request_timeout)
+        self.authenticator = Authenticator(options.credential_provider, options.timeout("start"))
         self.negotiation_deadline = 0.0
         self.ok_handlers: dict[str, Callable[[PendingRequest, ctrl.ControlMessage], None]] = {
             Req.DISCONNECT: lambda _request, _message: self._finish_stop("stopped"),
@@ -116,6 +124,7 @@ class Connection:
 
     def connection_made(self, now: float) -> None:
         self.lifecycle.now = now
+        self.write_blocked(False, now, new_connection=True)
         self.channel.last_received = self.channel.last_probe = now
         self.authenticator.reset()
         if self.authenticator.enabled:
@@ -125,9 +134,19 @@ class Connection:
             self.lifecycle.step(SessionInput.CONNECTED)
             self._send_identity()
 
+    def write_blocked(self, blocked: bool, now: float, *, new_connection: bool = False) -> None:
+        """``ClientEngine.write_blocked`` (and a new connection's empty buffer)."""
+        self.lifecycle.now = now
+        if new_connection:
+            event = WriteInput.NEW_CONNECTION
+        else:
+            event = WriteInput.HIGH_WATERMARK if blocked else WriteInput.LOW_WATERMARK
+        self.lifecycle.write_step(event)
+        self.channel.answer_heartbeats = self.lifecycle.writes is WriteState.OPEN
+
     def _send_identity(self) -> None:
         options = self.options
-        self.negotiation_deadline = self.lifecycle.now + options.request_timeout
+        self.negotiation_deadline = self.lifecycle.now + options.timeout("start")
         guids = self.publisher.guids
         identity = client_identity(
             options,
@@ -143,7 +162,7 @@ class Connection:
         self.channel.send(encode_control(message, options.negotiation_encoding))
 
     def _send_authentication(self) -> None:
-        self.authenticator.request_timeout = self.options.request_timeout
+        self.authenticator.request_timeout = self.options.timeout("start")
         try:
             self.channel.send(self.authenticator.request(self.lifecycle.now))
         except AuthenticationError as exc:
@@ -343,10 +362,18 @@ class Connection:
                 # If the broker opens it after all, its late response gets a CloseQueue.
                 abandoned = self.table.queues[request.queue_id]
                 self.requests.abandoned_opens[rid] = self.table.handle_parameters(abandoned)
-            self._failed(
-                request,
-                RequestTimeoutError(f"no response to {request.kind} (rId {rid})"),
-            )
+            error = RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
+            self._failed(request, error)
+            if request.kind in CLOSES_CHANNEL and self.options.close_channel_on_timeout:
+                # As upstream: a broker that does not answer an open, reopen or close is not
+                # trusted with the session any more; the channel goes (and, with reconnect,
+                # comes back, reopening the queues).
+                reason = f"{error}: closing the channel"
+                if self._can_reconnect():
+                    self._drop_connection(reason)
+                elif not self._engine.stopped:  # (the failure above may have ended it)
+                    self._fail_session(reason, error)
+                return
 
     # -- stopping -------------------------------------------------------------------------
 

@@ -159,6 +159,11 @@ class ClientEngine:
         application is behind: no heartbeat is missed while we are the ones not reading."""
         self.channel.pause(paused, now)
 
+    def write_blocked(self, blocked: bool, now: float) -> None:
+        """The shell's channel reached its high watermark (True) or is back to its low one
+        (False). While blocked, heartbeat requests are not answered (see ``WriteState``)."""
+        self.connection.write_blocked(blocked, now)
+
     def set_host_health(self, healthy: bool, now: float) -> None:
         """The host health monitor's verdict; sensitive queues suspend or resume accordingly."""
         self.host_health.set(healthy, now)
@@ -174,23 +179,33 @@ class ClientEngine:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, int]:
-        """Start opening ``uri``; returns (op id, queue id). The op completes once configured."""
+        """Start opening ``uri``; returns (op id, queue id). The op completes once configured.
+        ``timeout`` bounds each answer (None: ``options.open_timeout``)."""
         return self.queue_control.open_queue(
-            uri, now, read=read, write=write, ack=ack, options=options
+            uri, now, read=read, write=write, ack=ack, options=options, timeout=timeout
         )
 
     def configure_queue(
-        self, queue_id: int, options: QueueOptions, now: float, *, suspended: bool = False
+        self,
+        queue_id: int,
+        options: QueueOptions,
+        now: float,
+        *,
+        suspended: bool = False,
+        timeout: float | None = None,
     ) -> int:
         """Standalone ConfigureStream on an open queue; returns the op id. ``suspended`` sends
         no subscription at all (the broker stops delivering; the options are kept for the next
         configure), as the official SDK suspends a queue when the host turns unhealthy."""
-        return self.queue_control.configure_queue(queue_id, options, now, suspended=suspended)
+        return self.queue_control.configure_queue(
+            queue_id, options, now, suspended=suspended, timeout=timeout
+        )
 
-    def close_queue(self, queue_id: int, now: float) -> int:
+    def close_queue(self, queue_id: int, now: float, timeout: float | None = None) -> int:
         """ConfigureStream to nothing, then CloseQueue(isFinal); returns the op id."""
-        return self.queue_control.close_queue(queue_id, now)
+        return self.queue_control.close_queue(queue_id, now, timeout)
 
     def post(
         self,

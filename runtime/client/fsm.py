@@ -6,7 +6,7 @@ in one place (``tests/test_architecture.py`` fails on a state attribute assigned
 
 The machines: the session (``SessionState``); whether its queues are being restored after a
 reconnect (``RecoveryState``); whether the Disconnect of a graceful stop went out
-(``DisconnectState``); the host's health as the session tracks it (``HostState``); and per
+(``DisconnectState``); the host's health as the session tracks it (``HostState``); the channel's write side (``WriteState``); and per
 queue, our side (``QueueState``), the broker's side (``RemoteQueueState``) and its suspension
 (``HealthState``).
 """
@@ -243,5 +243,33 @@ HOST_TRANSITIONS: Mapping[tuple[HostState, HostInput], HostState] = {
     (T.RECOVERING, U.ALL_RESUMED): T.HEALTHY,
 }
 del T, U
+
+
+class WriteState(enum.Enum):
+    """The channel's write side as the shell reports it: BLOCKED from its high watermark down to
+    its low one (the broker is not reading what we send). While BLOCKED the engine answers no
+    HEARTBEAT_REQ (what is already queued tells the broker we are alive as well as an answer
+    would), so a broker that sends and never reads cannot grow the client's buffer."""
+
+    OPEN = "OPEN"
+    BLOCKED = "BLOCKED"
+
+
+class WriteInput(enum.Enum):
+    HIGH_WATERMARK = "HIGH_WATERMARK"
+    LOW_WATERMARK = "LOW_WATERMARK"
+    NEW_CONNECTION = "NEW_CONNECTION"  # an empty buffer again
+
+
+WS, WI = WriteState, WriteInput
+WRITE_TRANSITIONS: Mapping[tuple[WriteState, WriteInput], WriteState] = {
+    (WS.OPEN, WI.HIGH_WATERMARK): WS.BLOCKED,
+    (WS.BLOCKED, WI.HIGH_WATERMARK): WS.BLOCKED,
+    (WS.BLOCKED, WI.LOW_WATERMARK): WS.OPEN,
+    (WS.OPEN, WI.LOW_WATERMARK): WS.OPEN,
+    (WS.OPEN, WI.NEW_CONNECTION): WS.OPEN,
+    (WS.BLOCKED, WI.NEW_CONNECTION): WS.OPEN,
+}
+del WS, WI
 
 __all__ = ["step"]  # the one table step (pybmq.statemachine), re-exported for the engine

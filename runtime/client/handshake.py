@@ -101,8 +101,15 @@ def client_identity(
         cluster_node_id=-1,
         sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
         guid_info=guid_info,
-        user_agent=f"pybmq/{__version__}",
+        user_agent=user_agent(options.user_agent_prefix),
     )
+
+
+def user_agent(prefix: str = "") -> str:
+    """What the negotiation's userAgent says: ``pybmq/<version>``, after the application's or
+    wrapping library's ``user_agent_prefix`` when there is one (upstream's userAgentPrefix)."""
+    own = f"pybmq/{__version__}"
+    return f"{prefix} {own}" if prefix else own
 
 
 class Authenticator:

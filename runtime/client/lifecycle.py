@@ -1,6 +1,6 @@
 """The session's own state: where it is in its life (``SessionState``), whether it is restoring
 its queues after a reconnect (``RecoveryState``), whether a graceful stop's Disconnect went out
-(``DisconnectState``), and the user operations a stop completes. Every change is a row of a
+(``DisconnectState``), whether the channel's writes are blocked (``WriteState``), and the user operations a stop completes. Every change is a row of a
 table in :mod:`pybmq.client.fsm`."""
 
 from __future__ import annotations
@@ -9,12 +9,15 @@ from pybmq.client.fsm import (
     DISCONNECT_TRANSITIONS,
     RECOVERY_TRANSITIONS,
     SESSION_TRANSITIONS,
+    WRITE_TRANSITIONS,
     DisconnectInput,
     DisconnectState,
     RecoveryInput,
     RecoveryState,
     SessionInput,
     SessionState,
+    WriteInput,
+    WriteState,
     step,
 )
 from pybmq.errors import SessionStoppedError, UsageError
@@ -31,6 +34,7 @@ class Lifecycle:
         self.state = SessionState.CREATED
         self.recovery = RecoveryState.LIVE
         self.disconnect = DisconnectState.NOT_SENT
+        self.writes = WriteState.OPEN  # the channel's write side, as the shell reports it
         # Counts connections; a CONFIRM for a message of an earlier one is dropped (redelivered).
         self.generation = 0
         self.stop_op: int | None = None
@@ -46,6 +50,9 @@ class Lifecycle:
 
     def disconnect_step(self, event: DisconnectInput) -> None:
         self.disconnect = step("disconnect", DISCONNECT_TRANSITIONS, self.disconnect, event)
+
+    def write_step(self, event: WriteInput) -> None:
+        self.writes = step("channel writes", WRITE_TRANSITIONS, self.writes, event)
 
     @property
     def restoring(self) -> bool:

@@ -46,15 +46,52 @@ class Credential:
 CredentialProvider = Callable[[], "Credential | None"]
 
 
+# The official SDKs' defaults (bmqt::SessionOptions) for the timeouts left None.
+_REQUEST_TIMEOUTS = {
+    "request_timeout": 30.0,
+    "start_timeout": 60.0,
+    "open_timeout": 300.0,
+    "configure_timeout": 300.0,
+    "close_timeout": 300.0,
+    "disconnect_timeout": 30.0,
+}
+
+
 @dataclass(frozen=True)
 class SessionOptions:
     """How the engine talks to its broker. Times are in seconds."""
 
     # The broker a session connects to when it is given none: $BMQ_BROKER_URI or localhost:30114.
     broker_uri: str = field(default_factory=default_broker)
-    request_timeout: float = 30.0  # open/configure/close/disconnect responses
+    # Timeouts, with the official SDKs' defaults (bmqt::SessionOptions): ``start_timeout`` bounds
+    # authentication and negotiation (60 s), ``open_timeout``, ``configure_timeout`` and
+    # ``close_timeout`` a queue operation's answers (300 s each), ``disconnect_timeout`` the
+    # Disconnect's answer (30 s). Each None field takes ``request_timeout`` when that is set (the
+    # single knob of earlier versions, still honoured), else its default. Every operation also
+    # takes a ``timeout=`` of its own (see the shells).
+    request_timeout: float | None = None
+    start_timeout: float | None = None
+    open_timeout: float | None = None
+    configure_timeout: float | None = None
+    close_timeout: float | None = None
+    disconnect_timeout: float | None = None
+    # An open, reopen or close left unanswered past its timeout closes the channel (and, with
+    # reconnect, the session reconnects and reopens), as upstream does since 0.95.0.
+    close_channel_on_timeout: bool = True
     ack_timeout: float = 30.0  # after this, a post resolves with a local TIMEOUT NACK
     stop_timeout: float = 10.0
+    # How long a post (or drain()) may wait while the channel is at its high watermark before it
+    # raises ChannelWriteTimeoutError (bmqt::SessionOptions::channelWriteTimeout, 5 s; 0: fail at
+    # once). While the channel is that full, reading from the broker is paused as well (resumed
+    # at the low watermark), so a broker that sends and never reads cannot grow the client.
+    channel_write_timeout: float = 5.0
+    # ``stop()`` waits up to this long for the ACKs of posts already sent before it closes
+    # anything (Java's linger, Kafka's and NATS's flush; 0: do not wait); what is still
+    # unacknowledged then fails with LingerTimeoutError naming how many.
+    linger: float = 0.0
+    # Prepended to pybmq's user agent in the negotiation (upstream's userAgentPrefix), so a
+    # library built on pybmq can be told apart in broker telemetry.
+    user_agent_prefix: str = ""
     # Payloads of at least this many bytes are zlib-compressed (0 = never compress).
     compression_threshold: int = 0
     # A compressed message may inflate to at most this many bytes; a bigger one (or a corrupt
@@ -70,8 +107,9 @@ class SessionOptions:
     pid: int = field(default_factory=os.getpid)
     session_id: int = 1
     # Resilience: reconnect (with backoff over ``endpoints``) instead of stopping on a lost
-    # connection, then reopen queues and retransmit unacknowledged posts with their GUIDs.
-    reconnect: bool = False
+    # connection, then reopen queues and retransmit unacknowledged posts with their GUIDs. On by
+    # default, as in every official SDK; ``reconnect=False`` ends the session on a lost connection.
+    reconnect: bool = True
     endpoints: tuple[str, ...] = ()  # more brokers to try, after the one the session was given
     reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
@@ -95,6 +133,14 @@ class SessionOptions:
     # the official SDKs' statsDumpInterval.
     stats_dump_interval: float = 0.0
 
+    def timeout(self, name: str) -> float:
+        """The effective ``<name>_timeout`` (start, open, configure, close, disconnect): the
+        field if set, else ``request_timeout`` if set, else the official SDKs' default."""
+        value = getattr(self, f"{name}_timeout")
+        if value is None:
+            value = self.request_timeout
+        return float(value if value is not None else _REQUEST_TIMEOUTS[f"{name}_timeout"])
+
     @property
     def uses_tls(self) -> bool:
         return self.tls is not None or self.tls_ca is not None
@@ -106,9 +152,16 @@ class SessionOptions:
             raise UsageError("max_undelivered_messages must be >= 0 (0: the readers' credit)")
         for url in (self.broker_uri, *self.endpoints):
             parse_broker_url(url)
-        for name in ("request_timeout", "ack_timeout", "stop_timeout"):
-            if getattr(self, name) <= 0:
+        for name in ("ack_timeout", "stop_timeout", *_REQUEST_TIMEOUTS):
+            value = getattr(self, name)
+            if value is not None and not 0 < value < 2**31:
                 raise UsageError(f"{name} must be > 0 seconds")
+        if not 0 <= self.channel_write_timeout < 2**31:
+            raise UsageError("channel_write_timeout must be >= 0 seconds (0: fail at once)")
+        if not 0 <= self.linger < 2**31:
+            raise UsageError("linger must be >= 0 seconds (0: do not wait for ACKs)")
+        if len(self.user_agent_prefix) > 128 or not self.user_agent_prefix.isprintable():
+            raise UsageError("user_agent_prefix must be printable, at most 128 characters")
         if not 0 < self.max_decompressed_size <= DEFAULT_MAX_DECOMPRESSED_SIZE:
             raise UsageError(
                 f"max_decompressed_size must be in 1..{DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"
@@ -171,6 +224,13 @@ class QueueOptions:
         return replace(
             self, subscriptions=tuple(s for s in self.subscription_objects if s not in gone)
         )
+
+
+def checked_timeout(timeout: float | None, name: str = "timeout") -> float | None:
+    """A per-call ``timeout=`` (seconds, > 0), or None for the session's."""
+    if timeout is not None and not 0 < timeout < 2**31:
+        raise UsageError(f"{name} must be > 0 seconds (or None: the session's)")
+    return timeout
 
 
 def queue_options(options: QueueOptions | None, values: dict[str, Any]) -> QueueOptions:

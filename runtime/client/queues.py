@@ -27,7 +27,7 @@ from pybmq.client.fsm import (
     SessionState,
 )
 from pybmq.client.lifecycle import Lifecycle
-from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
 from pybmq.client.publishing import Publisher
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
@@ -48,7 +48,7 @@ from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import (
     DEFAULT_APP_ID,
 )
-from pybmq.uri import require_queue_uri
+from pybmq.uri import QUEUE_NAME_MAX_LENGTH, require_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.client.suspension import HostHealth
@@ -106,7 +106,9 @@ class QueueControl:
     def _request(
         self, message: ctrl.ControlMessage, kind: str, queue_id: int | None, op_id: int | None
     ) -> None:
-        self._requests.send(message, kind, queue_id, op_id, self._lifecycle.now)
+        queue = self._table.queues.get(queue_id) if queue_id is not None else None
+        timeout = queue.op_timeout if queue is not None and queue.op_id is not None else None
+        self._requests.send(message, kind, queue_id, op_id, self._lifecycle.now, timeout)
 
     # -- the user's operations ------------------------------------------------------------
 
@@ -119,6 +121,7 @@ class QueueControl:
         write: bool = False,
         ack: bool = True,
         options: QueueOptions | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, int]:
         """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered."""
         self._lifecycle.now = now
@@ -126,6 +129,11 @@ class QueueControl:
         if not (read or write):
             raise UsageError("open_queue needs read=True and/or write=True")
         parsed = require_queue_uri(uri)
+        if len(parsed.queue) > QUEUE_NAME_MAX_LENGTH:
+            raise UsageError(
+                f"QUEUE_NAME_TOO_LONG: the queue name of {uri!r} exceeds "
+                f"{QUEUE_NAME_MAX_LENGTH} characters"
+            )
         base_uri, app_id = parsed.base, parsed.app_id
         if app_id is not None and not read:
             raise UsageError(f"an appId (?id=) only makes sense for a reader: {uri!r}")
@@ -137,6 +145,7 @@ class QueueControl:
         queue.step(QueueInput.OPEN)
         op_id = self._collector.new_op()
         queue.op_id = op_id
+        queue.op_timeout = checked_timeout(timeout)
         if self.host_health is not None and self.host_health.wants_suspended(queue):
             # Configured empty, posts refused from the start.
             queue.health_step(HealthInput.SUSPEND_AT_OPEN)
@@ -147,7 +156,13 @@ class QueueControl:
         return op_id, queue.queue_id
 
     def configure_queue(
-        self, queue_id: int, options: QueueOptions, now: float, *, suspended: bool = False
+        self,
+        queue_id: int,
+        options: QueueOptions,
+        now: float,
+        *,
+        suspended: bool = False,
+        timeout: float | None = None,
     ) -> int:
         """``ClientEngine.configure_queue``; a queue suspended for host health keeps the
         options for its resume instead."""
@@ -163,10 +178,11 @@ class QueueControl:
         queue.step(QueueInput.CONFIGURE)
         op_id = self._collector.new_op()
         queue.op_id = op_id
+        queue.op_timeout = checked_timeout(timeout)
         self.send_configure(queue, Req.CONFIGURE, options, empty=suspended)
         return op_id
 
-    def close_queue(self, queue_id: int, now: float) -> int:
+    def close_queue(self, queue_id: int, now: float, timeout: float | None = None) -> int:
         """``ClientEngine.close_queue``."""
         self._lifecycle.now = now
         self._lifecycle.require_started("close a queue")
@@ -176,6 +192,7 @@ class QueueControl:
         queue.step(QueueInput.CLOSE)
         op_id = self._collector.new_op()
         queue.op_id = op_id
+        queue.op_timeout = checked_timeout(timeout)
         self.start_close(queue)
         return op_id
 
@@ -379,6 +396,7 @@ class QueueControl:
         if queue.op_id is not None:
             self._collector.complete(queue.op_id, error)
             queue.op_id = None
+            queue.op_timeout = None
         if self.host_health is not None and queue.queue_id in self._table.queues:
             self.host_health.sync(queue)
 

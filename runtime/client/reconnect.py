@@ -1,9 +1,15 @@
-"""When and where to reconnect: exponential backoff with jitter over a list of endpoints.
+"""When and where to reconnect: a short, capped exponential backoff with jitter over endpoints.
 
 Pure (no clock, no sockets): the caller passes ``now`` and a ``random.Random``, so the policy is
-unit-testable and deterministic under a seed. An endpoint that fails ``isolate_after`` times in a
-row is set aside for ``isolation_period`` seconds and then probed again (the retry-and-isolate
-pattern of the RocketMQ client), so a dead broker in the list does not eat every attempt.
+unit-testable and deterministic under a seed.
+
+For a single broker the policy is the official SDKs': retry soon and keep retrying at a short
+capped interval (0.1 s doubling to at most 2 s, so a broker restarted within a second is found
+again within about a second of coming back). Isolation is only for several endpoints: one that
+fails ``isolate_after`` times in a row is set aside for ``isolation_period`` seconds while another
+endpoint is still worth trying (the retry-and-isolate pattern of the RocketMQ client), so a dead
+broker in the list does not eat every attempt; the last endpoint still in play is never set
+aside, so a lost cluster is retried at the backoff's pace, never after a 30 s pause.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ class ReconnectPolicy:
     """Backoff and isolation settings; times in seconds."""
 
     initial_delay: float = 0.1
-    max_delay: float = 5.0
+    max_delay: float = 2.0
     multiplier: float = 2.0
     jitter: float = 0.2  # each delay is scaled by a uniform factor in [1 - jitter, 1 + jitter]
     isolate_after: int = 3  # consecutive failures of one endpoint before it is set aside
@@ -83,12 +89,16 @@ class EndpointSelector:
         return endpoint, max(delay, self._health[endpoint].isolated_until - now)
 
     def record_failure(self, endpoint: str, now: float) -> None:
+        """``endpoint`` failed at ``now``; it is set aside after ``isolate_after`` failures in a
+        row, but only while another endpoint is not set aside (never for a single broker)."""
         self.attempt += 1
         health = self._health[endpoint]
         health.failures += 1
         if health.failures >= self.policy.isolate_after:
-            health.isolated_until = now + self.policy.isolation_period
             health.failures = 0
+            others = [e for e in self.endpoints if e != endpoint]
+            if any(self._health[e].isolated_until <= now for e in others):
+                health.isolated_until = now + self.policy.isolation_period
 
     def record_success(self, endpoint: str) -> None:
         self.attempt = 0

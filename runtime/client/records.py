@@ -122,6 +122,7 @@ class QueueRecord:
         "flags",
         "health",
         "op_id",
+        "op_timeout",
         "options",
         "qid",
         "queue_id",
@@ -148,6 +149,8 @@ class QueueRecord:
         self.state = QueueState.CLOSED
         self.remote = RemoteQueueState.CLOSED
         self.op_id: int | None = None  # the user operation waiting on this queue, if any
+        # That operation's own timeout for each of its requests (None: the session's).
+        self.op_timeout: float | None = None
         self.subscription_ids: list[int] = []
         self.health = HealthState.ACTIVE
         self.counters = QueueCounters()  # stats: messages and bytes in and out, latencies

@@ -12,6 +12,21 @@ from pybmq.generated import bmqp_ctrlmsg as ctrl
 
 _MAX_RID = 2**31 - 1
 
+# Which SessionOptions timeout bounds each kind of request (as bmqt::SessionOptions splits them).
+TIMEOUT_OF: dict[str, str] = {
+    Req.OPEN: "open",
+    Req.CONFIGURE_OPEN: "open",
+    Req.REOPEN: "open",
+    Req.REOPEN_CONFIGURE: "open",
+    Req.CONFIGURE: "configure",
+    Req.SUSPEND: "configure",
+    Req.RESUME: "configure",
+    Req.CONFIGURE_CLOSE: "close",
+    Req.CLOSE: "close",
+    Req.CLOSE_ABANDONED: "close",
+    Req.DISCONNECT: "disconnect",
+}
+
 
 class RequestTable:
     """rId → the request waiting for its answer; rIds of abandoned opens, to undo them."""
@@ -20,7 +35,7 @@ class RequestTable:
         self, send: Callable[[ctrl.ControlMessage], None], options: SessionOptions
     ) -> None:
         """``send`` writes a control message (the data buffered before it goes first);
-        ``options.request_timeout``: seconds a request may wait for its answer."""
+        ``options`` says how long each kind of request may wait for its answer."""
         self._send = send
         self.options = options
         self.pending: dict[int, PendingRequest] = {}
@@ -35,15 +50,17 @@ class RequestTable:
         queue_id: int | None,
         op_id: int | None,
         now: float,
+        timeout: float | None = None,
     ) -> None:
         """Send ``message`` as a request of ``kind`` (for queue handle ``queue_id`` and user
-        operation ``op_id``, when it has them)."""
+        operation ``op_id``, when it has them), answered within ``timeout`` seconds (None: the
+        session's timeout for that kind)."""
         rid = self._next_rid
         self._next_rid = rid + 1 if rid < _MAX_RID else 1
         message.r_id = rid
-        self.pending[rid] = PendingRequest(
-            kind, now + self.options.request_timeout, queue_id, op_id
-        )
+        if timeout is None:
+            timeout = self.options.timeout(TIMEOUT_OF.get(kind, "request"))
+        self.pending[rid] = PendingRequest(kind, now + timeout, queue_id, op_id)
         self._send(message)
 
     def answered(self, rid: int) -> PendingRequest | None:

@@ -127,7 +127,8 @@ class Queue:
         return self._session._call(self._inner.get(), timeout)
 
     def confirm(self, message: ReceivedMessage) -> None:
-        self._session._call(message.confirm())
+        """The same as ``message.confirm()``, which also blocks until done here."""
+        message.confirm()
 
     # More batch calls: one hop to the I/O thread for many messages. Per-message calls cost a
     # thread handoff each, which dominates when a caller (a Spark task) moves thousands.
@@ -188,8 +189,8 @@ class Queue:
     def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
         self._session._call(self._inner.configure(options, **option_values))
 
-    def close(self) -> None:
-        self._session._call(self._inner.close())
+    def close(self, *, timeout: float | None = None) -> None:
+        self._session._call(self._inner.close(timeout=timeout))
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:
@@ -291,13 +292,15 @@ class Session:
 
         return self._call(take(), self._timeout)
 
-    def stop(self) -> None:
-        """Stop the session and its threads. Idempotent."""
+    def stop(self, *, linger: float | None = None) -> None:
+        """Stop the session and its threads. Idempotent. ``linger``: see ``AsyncSession.stop``
+        (LingerTimeoutError once stopped if some posts were still not acknowledged)."""
         if self._closed:
             return
         try:
             if self._inner is not None:
-                self._call(self._inner.stop(), self._timeout)
+                wait = self._timeout + (linger or 0.0)
+                self._call(self._inner.stop(linger=linger), wait)
         finally:
             self._inner = None
             self._closed = True

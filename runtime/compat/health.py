@@ -18,6 +18,10 @@ class HostHealth:
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
+        # One transition at a time, in the order the monitor gave them (asyncio's lock is
+        # FIFO): HostUnhealthy and HostHealthRestored reach the callback alternating, however
+        # fast the monitor toggles, as in the official SDK.
+        self._turn = asyncio.Lock()
 
     def on_host_health(self, healthy: bool) -> None:
         """Called by the BasicHealthMonitor (on the thread that changed it)."""
@@ -29,16 +33,17 @@ class HostHealth:
         if healthy:
             self.resume(sensitive)
         else:
-            core.callbacks.submit_event(ev.HostUnhealthy(None))
             self.suspend(sensitive)
 
-    def suspend(self, queues: list[QueueRecord]) -> None:
+    def suspend(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
         """Posts are refused and deliveries held at once; readers then ask the broker to stop
         delivering (a ConfigureStream without subscriptions, as the C++ core sends), and each
         queue gets QueueSuspended, or QueueSuspendFailed if the broker refuses."""
         for queue in queues:
             queue.suspended = queue.holding = True
-        asyncio.run_coroutine_threadsafe(self._reconfigure(queues, suspend=True), self._core.loop)
+        asyncio.run_coroutine_threadsafe(
+            self._reconfigure(queues, suspend=True, announce_host=announce_host), self._core.loop
+        )
 
     def resume(self, queues: list[QueueRecord], announce_host: bool = True) -> None:
         """Readers ask the broker for their subscriptions again; then QueueResumed (or
@@ -53,9 +58,18 @@ class HostHealth:
     async def _reconfigure(
         self, queues: list[QueueRecord], suspend: bool, announce_host: bool = False
     ) -> None:
-        """On the loop: the broker side of a suspension or resumption, then its events."""
+        """On the loop: the broker side of a suspension or resumption, then its events (after
+        the previous transition's: see ``_turn``)."""
+        async with self._turn:
+            await self._transition(queues, suspend, announce_host)
+
+    async def _transition(
+        self, queues: list[QueueRecord], suspend: bool, announce_host: bool
+    ) -> None:
         core = self._core
         plane = core.plane
+        if suspend and announce_host:
+            plane.hand_over((EVENT, ev.HostUnhealthy(None)))
         for queue in queues:
             failure_text = None
             if queue.read and queue.inner is not None and not core.stopped:
@@ -83,10 +97,11 @@ class HostHealth:
     def _release(self, queues: list[QueueRecord]) -> None:
         """On the callback thread: deliver what suspended readers held back."""
         on_message = self._core.on_message
-        assert on_message is not None
         for queue in queues:
             queue.holding = False
             held, queue.held = queue.held, []
+            if on_message is None:  # a session without on_message holds no messages
+                continue
             for message, handle in held:
                 try:
                     on_message(message, handle)

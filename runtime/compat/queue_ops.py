@@ -149,7 +149,7 @@ class QueueOperations:
         if core.monitor is not None and not core.monitor.healthy:
             now = bool(wanted.suspends_on_bad_host_health)
             if now and not was:
-                self._health.suspend([queue])
+                self._health.suspend([queue], announce_host=False)
             elif was and not now:
                 self._health.resume([queue], announce_host=False)
 

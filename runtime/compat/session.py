@@ -194,6 +194,9 @@ class Session:
             ),
             # Like the official SDK: reconnect on its own and reopen the open queues.
             reconnect=True,
+            # The official Python SDK's recorded behaviour (tests/compat parity): a timed-out
+            # open leaves the channel up and the session usable.
+            close_channel_on_timeout=False,
             stats_dump_interval=stats_dump_interval or 0.0,
         )
         try:

@@ -27,7 +27,7 @@ from pybmq.sim.routing import (
     RoutingMode,
     routing_mode,
 )
-from pybmq.uri import QueueUri, parse_queue_uri
+from pybmq.uri import QUEUE_NAME_MAX_LENGTH, QueueUri, parse_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.sim.auth import SessionAuth
@@ -80,6 +80,10 @@ class QueueRequests:
         uri = parse_queue_uri(params.uri)
         if uri is None:
             raise RequestRefused("E_REFUSED", f"invalid queue URI {params.uri!r}")  # as a broker
+        if len(uri.queue) > QUEUE_NAME_MAX_LENGTH:  # the broker's URI parser refuses it too
+            raise RequestRefused(
+                "E_REFUSED", f"queue name exceeds {QUEUE_NAME_MAX_LENGTH} characters"
+            )
         mode = routing_mode(uri.domain)
         if mode is None:
             raise RequestRefused("E_UNKNOWN", f"domain {uri.domain!r} does not exist")

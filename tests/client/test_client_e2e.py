@@ -390,7 +390,8 @@ async def test_broker_going_away_fails_everything_pending() -> None:
     server = await asyncio.start_server(vanishing_broker, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        session = AsyncSession(f"tcp://127.0.0.1:{port}")
+        # Reconnect is on by default (issue 28); this is about the session that ends.
+        session = AsyncSession(f"tcp://127.0.0.1:{port}", options=SessionOptions(reconnect=False))
         await session.start()
         queue = await session.open_queue(PRIORITY, read=True, write=True)
         waiting_get = asyncio.ensure_future(queue.get())

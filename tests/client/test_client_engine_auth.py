@@ -148,7 +148,9 @@ def test_reauthenticates_before_the_lifetime_runs_out() -> None:
 
 
 def test_a_refused_reauthentication_ends_the_session() -> None:
-    engine = engine_with()
+    # Reconnect is on by default (issue 28), and with it a refused renewal drops the connection
+    # to authenticate again from scratch; without it the session ends, as tested here.
+    engine = engine_with(reconnect=False)
     started(engine, lifetime_ms=10_000)
     engine.handle_timeout(reauthentication_delay(10_000))
     engine.data_to_send()

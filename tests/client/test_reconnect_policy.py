@@ -69,15 +69,49 @@ def test_failing_endpoint_is_isolated_then_probed_again() -> None:
     assert A in [selector.next_attempt(131.0)[0] for _ in range(2)]  # probed again after the period
 
 
-def test_all_isolated_waits_for_the_first_to_come_back() -> None:
+def test_the_last_endpoint_in_play_is_never_isolated() -> None:
+    # Changed on purpose (issue 25 item 4): isolation is only across several endpoints. With A
+    # set aside, B failing keeps being retried at the backoff's pace, never after a 30 s pause.
     policy = ReconnectPolicy(
         initial_delay=0.1, max_delay=0.1, jitter=0.0, isolate_after=1, isolation_period=10.0
     )
     selector = EndpointSelector((A, B), policy, random.Random(0))
     selector.record_failure(A, 0.0)  # isolated until 10
-    selector.record_failure(B, 5.0)  # isolated until 15
+    selector.record_failure(B, 5.0)  # A is aside: B stays in play
+    assert selector.isolated(6.0) == [A]
     endpoint, delay = selector.next_attempt(6.0)
-    assert endpoint == A and delay == pytest.approx(4.0)
+    assert endpoint == B and delay == pytest.approx(0.1)
+
+
+def test_a_single_broker_is_never_isolated_and_retried_at_a_short_capped_pace() -> None:
+    # The default policy: 3 quick failures used to set a lone broker aside for 30 s.
+    selector = EndpointSelector((A,), ReconnectPolicy(jitter=0.0), random.Random(0))
+    now, delays = 0.0, []
+    for _ in range(20):
+        endpoint, delay = selector.next_attempt(now)
+        assert endpoint == A
+        delays.append(delay)
+        now += delay
+        selector.record_failure(A, now)
+    assert selector.isolated(now) == []
+    assert delays[:5] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
+    assert max(delays) == pytest.approx(2.0)  # the documented cap
+
+
+def test_default_policy_finds_a_broker_back_within_its_cap_after_a_short_outage() -> None:
+    # A broker down from t=0 to t=1.5 (issue 25's 1.5 s restart): the first attempt after it
+    # is back comes at most max_delay (with jitter) later, not 30 s.
+    policy = ReconnectPolicy()
+    for seed in range(20):
+        selector = EndpointSelector((A,), policy, random.Random(seed))
+        now = 0.0
+        while True:
+            _endpoint, delay = selector.next_attempt(now)
+            now += delay
+            if now >= 1.5:
+                break
+            selector.record_failure(A, now)
+        assert now - 1.5 <= policy.max_delay * (1 + policy.jitter)
 
 
 @pytest.mark.parametrize(

@@ -606,6 +606,8 @@ async def raw_opens_with_bad_uris_and_flags(url: str) -> Outcome:
         "admin_flag": _open(good, 8, 1 | write, write_count=1, admin_count=1),
         "counts_disagree": _open(good, 6, read, read_count=0),
         "good_read_write_ack": _open(good, 7, read | write | ack, read_count=1, write_count=1),
+        "queue_name_of_64": _open(good[:-3] + "q" * 64, 9, write, write_count=1),
+        "queue_name_of_65": _open(good[:-3] + "q" * 65, 10, write, write_count=1),
     }
     answers = await _raw_control(url, list(cases.values()))
     return dict(zip(cases, answers + ["-"] * (len(cases) - len(answers)), strict=True))
