@@ -18,8 +18,9 @@ null; the broker skips a message whose expression hits a missing property or a t
 
 Not pushed: ``IS NULL``/``IS NOT NULL`` (a property of another type is null in Spark but exists
 for the broker), ordering of strings, string functions, ``binary`` columns, property names the
-expression grammar cannot spell, and whatever would make the expression longer than
-:data:`MAX_EXPRESSION_LENGTH`.
+expression grammar cannot spell, and whatever would take the expression past the broker's
+limits (``pybmq.wire.expressions.BROKER_LIMITS``: 128 characters, 10 operators, 10 property
+references — over them the broker ignores the subscription and delivers nothing).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-MAX_EXPRESSION_LENGTH = 2048  # the rest of the filters stay in Spark
+from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimitError, check_limits
+
+MAX_EXPRESSION_LENGTH = BROKER_LIMITS.max_length  # the rest of the filters stay in Spark
 MAX_IN_VALUES = 64
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -90,16 +93,20 @@ def translate(filter_: Any, columns: Mapping[str, str]) -> str | None:
 
 def split_filters(filters: Iterable[Any], columns: Mapping[str, str]) -> tuple[str, list[Any]]:
     """The subscription expression for the filters that translate (AND-ed; "" = none) and the
-    filters Spark keeps, as the same objects (Spark wants them back by reference)."""
+    filters Spark keeps, as the same objects (Spark wants them back by reference). Filters are
+    pushed in order while the expression stays within the broker's limits."""
     terms: list[str] = []
     kept: list[Any] = []
-    length = 0
     for filter_ in filters:
         term = translate(filter_, columns)
-        added = 0 if term is None else len(term) + 4 * bool(terms) + 2
-        if term is None or length + added > MAX_EXPRESSION_LENGTH:
+        if term is not None:
+            candidate = " && ".join([*terms, f"({term})"])
+            try:
+                check_limits(candidate)
+            except ExpressionLimitError:
+                term = None
+        if term is None:
             kept.append(filter_)
             continue
         terms.append(f"({term})")
-        length += added
     return " && ".join(terms), kept

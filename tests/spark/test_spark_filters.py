@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from pybmq.errors import UsageError
 from pybmq.sim.expressions import compile_expression
-from pybmq.spark.filters import MAX_EXPRESSION_LENGTH, MAX_IN_VALUES, split_filters
+from pybmq.spark.filters import MAX_EXPRESSION_LENGTH, MAX_IN_VALUES, split_filters, translate
 from pybmq.spark.options import ReadOptions, property_schema
+from pybmq.wire.expressions import check_limits
 from pyspark.sql.datasource import (
     EqualNullSafe,
     EqualTo,
@@ -49,23 +50,37 @@ def test_filters_the_expression_language_can_say_go_to_the_broker() -> None:
         In(("n",), tuple(range(MAX_IN_VALUES + 1))),
         Not(IsNull(("n",))),
     ]
+    expected_terms = [
+        "n >= 10",
+        "n < 20",
+        'region == "emea"',
+        "ok == true",
+        "(n == 11 || n == 13)",
+        "!(n == 12)",
+    ]
+    assert [translate(f, COLUMNS) for f in pushed] == expected_terms
+    assert [translate(f, COLUMNS) for f in kept] == [None] * len(kept)
+    # Pushed in order while the broker's limits allow (10 operators: a property reference
+    # counts as one); the rest stays in Spark, by reference and in order.
     expression, rest = split_filters([*pushed, *kept], COLUMNS)
-    assert all(a is b for a, b in zip(rest, kept, strict=True))  # by reference, in order
-    assert expression == (
-        '(n >= 10) && (n < 20) && (region == "emea") && (ok == true) && ((n == 11 || n == 13))'
-        " && (!(n == 12))"
-    )
+    assert expression == '(n >= 10) && (n < 20) && (region == "emea")'
+    assert all(a is b for a, b in zip(rest, [*pushed[3:], *kept], strict=True))
+    check_limits(expression)
     matches = compile_expression(expression)  # the simulator's evaluator, as the broker's
     assert matches({"n": 11, "region": "emea", "ok": True})
-    assert not matches({"n": 12, "region": "emea", "ok": True})
+    assert not matches({"n": 21, "region": "emea", "ok": True})
     assert not matches({"n": 11, "region": "apac", "ok": True})
     assert not matches({"n": 11, "ok": True})  # missing property: no match, null in Spark
+    alone, rest = split_filters([pushed[4], pushed[5]], COLUMNS)
+    assert (alone, rest) == ("((n == 11 || n == 13)) && (!(n == 12))", [])
+    assert compile_expression(alone)({"n": 13}) and not compile_expression(alone)({"n": 12})
 
 
 def test_the_expression_stays_under_its_bound() -> None:
     filters = [Not(EqualTo(("n",), i)) for i in range(1000)]
     expression, rest = split_filters(filters, COLUMNS)
     assert 0 < len(expression) <= MAX_EXPRESSION_LENGTH
+    check_limits(expression)  # within every limit of the broker, not only the length
     assert rest and rest[-1] is filters[-1]  # the rest stays in Spark
     compile_expression(expression)
 
