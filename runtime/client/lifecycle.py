@@ -1,7 +1,7 @@
 """The session's own state: where it is in its life (``SessionState``), whether it is restoring
 its queues after a reconnect (``RecoveryState``), whether a graceful stop's Disconnect went out
-(``DisconnectState``), whether the channel's writes are blocked (``WriteState``), and the user operations a stop completes. Every change is a row of a
-table in :mod:`pybmq.client.fsm`."""
+(``DisconnectState``), whether the channel's writes are blocked (``WriteState``), and the user
+operations a stop completes. Every change is a row of a table in :mod:`pybmq.client.fsm`."""
 
 from __future__ import annotations
 
