@@ -217,7 +217,7 @@ def _purge(queue: SimQueue, app_id: str) -> Iterator[mqbcmd.PurgedQueueDetails]:
         purged = list(stream.pending)
         stream.pending.clear()
         size = sum(m.size for m in purged)
-        queue.release(len(purged), size)
+        queue.release(purged)
         yield mqbcmd.PurgedQueueDetails(
             queue_uri=queue.uri,
             app_id=name,

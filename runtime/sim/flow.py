@@ -139,13 +139,13 @@ class MessageFlow:
         last: tuple[int, int] | None = None
         consumers: list[Consumer] = []
         queue: SimQueue | None = None
-        released = released_bytes = 0
+        released: list[StoredMessage] = []
         for index, (queue_id, guid, sub_queue_id) in enumerate(read_confirm_event(event)):
             if last is None or queue_id != last[0] or sub_queue_id != last[1]:
                 if released:
                     assert queue is not None
-                    self._released(queue, released, released_bytes)
-                    released = released_bytes = 0
+                    self._released(queue, released)
+                    released = []
                 # Keyed by subId, as a broker keys it (the official SDK confirms with the subId
                 # even when the PUSH carried a subscription id).
                 last = (queue_id, sub_queue_id)
@@ -170,8 +170,7 @@ class MessageFlow:
                 message = consumer.unconfirmed.pop(guid, None)
                 if message is not None:
                     consumer.unconfirmed_bytes -= message.size
-                    released += 1
-                    released_bytes += message.size
+                    released.append(message)
                     break
             else:
                 # Confirmed twice, never delivered here, or delivered before a broker restart.
@@ -181,12 +180,12 @@ class MessageFlow:
                 )
         if released:
             assert queue is not None
-            self._released(queue, released, released_bytes)
+            self._released(queue, released)
 
-    def _released(self, queue: SimQueue, count: int, size: int) -> None:
-        """``count`` messages of ``size`` bytes in all were confirmed in ``queue``."""
-        self.session.broker.stats.confirms += count
-        queue.release(count, size)
+    def _released(self, queue: SimQueue, messages: list[StoredMessage]) -> None:
+        """``messages`` were confirmed in ``queue`` (by one app)."""
+        self.session.broker.stats.confirms += len(messages)
+        queue.release(messages)
         self.touched.add(queue)
 
     def deliver_touched(self) -> None:

@@ -64,6 +64,7 @@ class StoredMessage:
         "compression",
         "guid",
         "has_properties",
+        "holders",
         "payload",
         "properties_area",
         "schema_id",
@@ -86,6 +87,7 @@ class StoredMessage:
         self.compression = compression
         self.schema_id = schema_id
         self.size = len(properties_area) + len(payload)
+        self.holders = 0  # appIds still holding it: it counts against the quota until 0
         self._values: dict[str, object] | None = None
 
     def property_values(self) -> dict[str, object]:
@@ -462,8 +464,10 @@ class SimQueue:
         seen[guid] = now + dedup_window
         self.posted += 1
         if self.stores:
-            self.held_messages += copies
-            self.held_bytes += message.size * copies
+            # As a broker: a message counts once against the quota, however many apps hold it.
+            message.holders = copies
+            self.held_messages += 1
+            self.held_bytes += message.size
             for stream in streams.values():
                 stream.pending.append(message)
         else:
@@ -503,11 +507,14 @@ class SimQueue:
                 out += stream.deliver()
         return out
 
-    def release(self, count: int, size: int) -> None:
-        """One app confirmed ``count`` messages of ``size`` bytes in all: they no longer count
-        against the quota there."""
-        self.held_messages -= count
-        self.held_bytes -= size
+    def release(self, messages: Iterable[StoredMessage]) -> None:
+        """One app is done with ``messages`` (confirmed or purged): each stops counting against
+        the quota once no app holds it any more."""
+        for message in messages:
+            message.holders -= 1
+            if not message.holders:
+                self.held_messages -= 1
+                self.held_bytes -= message.size
 
     def stream(self, app_id: str) -> AppStream:
         """The stream of ``app_id``: a listed one, or an (always empty) unlisted one."""

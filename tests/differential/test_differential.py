@@ -24,11 +24,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "the simulator serves any domain whose last label is priority, fanout or broadcast, so "
         "tests need no domain setup; a broker knows only the domains it is configured with"
     ),
-    "fanout_queue_message_quota": (
-        "the broker counts a fan-out message once against the queue's quota; the simulator once "
-        "per app, so it refuses sooner (counting once needs per-message bookkeeping on the "
-        "confirm path, to do with the simulator session's restructuring)"
-    ),
     "heartbeats_silent_client_is_dropped_answering_one_kept": (
         "the broker sends heartbeat requests to a client but keeps one that never answers them "
         "(seen for 45 s, with 3 misses of 200 ms configured); the simulator drops it after the "
