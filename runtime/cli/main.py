@@ -45,8 +45,12 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser, subparsers = build_parsers()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        _late_positional(subparsers[args.command], args, extra)
     if args.command is None:
         parser.print_help()
         return 2
@@ -59,6 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return status
+
+
+def _late_positional(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """An optional positional given after flags (``post URI --jsonl -``): argparse has already
+    filled it with its default when it met the first positional, and leaves the value over.
+    A subcommand names such a positional, and its type, with ``set_defaults(late_positional=
+    (dest, type))``."""
+    dest, kind = getattr(args, "late_positional", (None, None))
+    unexpected = len(extra) != 1 or (extra[0].startswith("-") and extra[0] != "-")
+    if dest is None or unexpected or getattr(args, dest) is not None:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        setattr(args, dest, kind(extra[0]))
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        parser.error(f"argument {dest}: {exc}")
 
 
 if __name__ == "__main__":
