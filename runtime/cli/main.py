@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 
 from pybmq._version import __version__
 from pybmq.cli.common import add_logging_arguments, configure_logging
@@ -72,10 +73,11 @@ def _late_positional(
     filled it with its default when it met the first positional, and leaves the value over.
     A subcommand names such a positional, and its type, with ``set_defaults(late_positional=
     (dest, type))``."""
-    dest, kind = getattr(args, "late_positional", (None, None))
+    late: tuple[str, Callable[[str], object]] | None = getattr(args, "late_positional", None)
     unexpected = len(extra) != 1 or (extra[0].startswith("-") and extra[0] != "-")
-    if dest is None or unexpected or getattr(args, dest) is not None:
+    if late is None or unexpected or getattr(args, late[0]) is not None:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    dest, kind = late
     try:
         setattr(args, dest, kind(extra[0]))
     except (argparse.ArgumentTypeError, ValueError) as exc:
