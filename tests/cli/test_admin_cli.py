@@ -58,7 +58,7 @@ def test_help_text_and_error_results(sim: ThreadedBrokerSimulator) -> None:
     helped = pybmq("admin", "help", "--broker", sim.url)
     assert helped.returncode == 0 and "STAT SHOW" in helped.stdout
     unknown = pybmq("admin", "NO", "SUCH", "--broker", sim.url)
-    assert unknown.returncode == 0 and unknown.stdout.startswith("Error: not supported")
+    assert unknown.returncode == 1 and unknown.stdout.startswith("Error: not supported")
     unknown = pybmq("admin", "--json", "NO", "SUCH", "--broker", sim.url)
     assert unknown.returncode == 1
     assert "not supported" in json.loads(unknown.stdout)["result"]["error"]["message"]
