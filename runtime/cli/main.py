@@ -47,11 +47,14 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
 
 def main(argv: list[str] | None = None) -> int:
     parser, subparsers = build_parsers()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        if args.command is None:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        _late_positional(subparsers[args.command], args, extra)
+    try:  # a bad argument ends here, with the flag named (argparse's exit status 2)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            if args.command is None:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            _late_positional(subparsers[args.command], args, extra)
+    except SystemExit as exc:  # also --help and --version (0): returned, for in-process callers
+        return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 2

@@ -83,9 +83,9 @@ def readable_file(value: str) -> str:
     text(value)
     path = Path(value)
     if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{value} is a directory, not a file")
+        raise argparse.ArgumentTypeError(f"cannot read {value}: a directory, not a file")
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {value}")
+        raise argparse.ArgumentTypeError(f"cannot read {value}: no such file")
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"cannot read {value}: permission denied")
     return value
@@ -115,7 +115,7 @@ def output_dir(value: str) -> str:
     text(value)
     path = Path(value)
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{value} exists and is not a directory")
+        raise argparse.ArgumentTypeError(f"{value} exists and is not a folder")
     where = path if path.exists() else path.parent
     if not where.is_dir():
         raise argparse.ArgumentTypeError(f"no such directory: {where}")
@@ -155,6 +155,25 @@ def broker_url(value: str) -> str:
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def existing_dir(value: str) -> str:
+    """An existing directory."""
+    text(value)
+    if not Path(value).is_dir():
+        what = "not a directory" if Path(value).exists() else "no such directory"
+        raise argparse.ArgumentTypeError(f"{what}: {value}")
+    return value
+
+
+def as_path(check: Callable[[str], str]) -> Callable[[str], Path]:
+    """``check``, giving a ``Path`` (for the commands that work on paths)."""
+
+    def parse(value: str) -> Path:
+        return Path(check(value))
+
+    parse.__name__ = check.__name__
+    return parse
 
 
 def listen_failure(flag: str, value: object, exc: OSError) -> str:
