@@ -71,7 +71,7 @@ def add_parser(subparsers: Subcommands) -> None:
     parser.add_argument("--count", type=integer(0), default=1, help="messages to post (default 1)")
     parser.add_argument(
         "--size",
-        type=integer(1),
+        type=_payload_size,
         default=100,
         help="generated payload bytes, without PAYLOAD or --file (default 100)",
     )
@@ -97,6 +97,13 @@ def add_parser(subparsers: Subcommands) -> None:
     add_json_argument(parser)
     add_session_arguments(parser)
     parser.set_defaults(func=handler, late_positional=("payload", text))
+
+
+def _payload_size(value: str) -> int:
+    """1 up to the protocol's payload limit (the limit read only when the flag is given)."""
+    from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
+
+    return integer(1, PUT_MAX_PAYLOAD_SIZE_SOFT)(value)
 
 
 def handler(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 PORT_MAX = 65535
+INT_MAX = 2**63 - 1
 
 
 def shown(text: str) -> str:
@@ -52,22 +53,24 @@ def seconds(value: str) -> float:
     return number
 
 
-def integer(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An integer in ``low..high`` (no upper bound when ``high`` is None)."""
+class integer:  # lower case: it is used as a function, type=integer(0)
+    """An integer in ``low..high`` (by default at most 2**63-1: never an overflow further on)."""
 
-    def parse(value: str) -> int:
+    __name__ = "integer"
+
+    def __init__(self, low: int, high: int = INT_MAX) -> None:
+        self.low = low
+        self.high = high
+
+    def __call__(self, value: str) -> int:
         number = int(_number(value, int))
-        if number < low or (high is not None and number > high):
-            bound = f"{low}..{high}" if high is not None else f">= {low}"
+        if not self.low <= number <= self.high:
+            bound = f">= {self.low}" if self.high == INT_MAX else f"{self.low}..{self.high}"
             raise argparse.ArgumentTypeError(f"must be {bound}, not {value}")
         return number
 
-    parse.__name__ = f"integer {low}..{high if high is not None else ''}"
-    return parse
-
 
 port = integer(0, PORT_MAX)
-port.__name__ = "port"
 
 
 def share(value: str) -> float:
