@@ -200,10 +200,16 @@ async def stdin_messages(
     async for chunk in chunks:
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
-        batch = []
+        batch: list[Outgoing] = []
         for line in lines:
             number += 1
-            if message := _line_message(line, number, jsonl, properties):
+            try:
+                message = _line_message(line, number, jsonl, properties)
+            except ContentError:
+                if batch:
+                    yield batch  # the lines before the bad one are posted
+                raise
+            if message is not None:
                 batch.append(message)
         if batch:
             yield batch

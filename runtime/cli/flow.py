@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pybmq.cli.content import ContentError
 from pybmq.errors import SessionStoppedError
 
 if TYPE_CHECKING:
@@ -134,26 +135,33 @@ async def post(
         if in_flight == 0:
             settled.set()
 
-    async for batch in batches:
-        for message in batch:
-            while in_flight >= window:
-                room.clear()
-                await room.wait()
-            sent = clock()
-            queue.post_nowait(
-                message.payload,
-                properties=message.properties,
-                on_ack=lambda ack, sent=sent: on_ack(ack, sent),  # type: ignore[misc]
-            )
-            in_flight += 1
-            stats.posted += 1
-        if progress is not None:
-            progress(len(batch))
-        await queue.session.drain()
-    while in_flight:
-        settled.clear()
-        await settled.wait()
-    stats.seconds = clock() - start
+    async def settle() -> None:
+        while in_flight:
+            settled.clear()
+            await settled.wait()
+        stats.seconds = clock() - start
+
+    try:
+        async for batch in batches:
+            for message in batch:
+                while in_flight >= window:
+                    room.clear()
+                    await room.wait()
+                sent = clock()
+                queue.post_nowait(
+                    message.payload,
+                    properties=message.properties,
+                    on_ack=lambda ack, sent=sent: on_ack(ack, sent),  # type: ignore[misc]
+                )
+                in_flight += 1
+                stats.posted += 1
+            if progress is not None:
+                progress(len(batch))
+            await queue.session.drain()
+    except ContentError:  # bad input ends the reading, not the posts made: wait for their ACKs
+        await settle()
+        raise
+    await settle()
 
 
 def record_ack(stats: Stats, ack: Ack) -> None:
