@@ -49,10 +49,11 @@ class Outcome(enum.Enum):
 
 
 EXIT_CODES = (
-    "exit codes: 0 done, 1 {partial}, 2 bad usage (the flag is named) or bad input, 3 connection lost or "
-    "refused / broker error, 4 --timeout, 5 broker silent (connect, negotiate, open or close "
-    "did not finish within its timeout), 129 SIGHUP, 130 Ctrl-C (SIGINT), 143 SIGTERM; every "
-    "one of them prints the summary"
+    "exit codes: 0 done, 1 {partial}, 2 bad usage (the flag is named) or bad input, "
+    "3 connection lost or refused / broker error, 4 --timeout, 5 broker silent (connect, "
+    "negotiate, open or close did not finish within its timeout), 129 SIGHUP, 130 Ctrl-C "
+    "(SIGINT), 143 SIGTERM. post and consume print their summary on every exit but a usage "
+    "error (refused before connecting)"
 )
 
 # The signals that end a post/consume run with its summary, and the outcome each gives.

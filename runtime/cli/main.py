@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from pybmq._version import __version__
-from pybmq.cli.common import add_logging_arguments, configure_logging
+from pybmq.cli.common import EXIT_CODES, add_logging_arguments, configure_logging
 from pybmq.errors import PybmqError
 
 # Subcommand modules, in the order `pybmq --help` lists them.
@@ -35,7 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The ``pybmq`` parser, and each subcommand's parser by name (for the CLI reference)."""
-    parser = argparse.ArgumentParser(prog="pybmq", description="BlazingMQ tools in pure Python.")
+    parser = argparse.ArgumentParser(
+        prog="pybmq",
+        description="BlazingMQ tools in pure Python.",
+        epilog=EXIT_CODES.format(
+            partial="some posts NACKed (post), --count not reached (consume), "
+            "an error answer (admin)"
+        ),
+    )
     parser.add_argument("--version", action="version", version=f"pybmq {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMANDS:
