@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from typing import Any
 
 from pybmq.cli.common import (
@@ -165,16 +166,12 @@ class _Clock:
     def seconds(self) -> float:
         if self.start is None:
             return 0.0
-        import time
-
         return (self.end or time.perf_counter()) - self.start
 
 
 async def _consume(
     args: argparse.Namespace, options: Any, counts: Any, sinks: list[Any], clock: _Clock
 ) -> None:
-    import time
-
     from pybmq.cli import flow
     from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.options import QueueOptions

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from pybmq.client.loadgen import Stats
 
 # Below this many seconds between the first and the last message, or with fewer than two
-# messages, a rate is noise: it is reported as None ("—").
-MIN_RATE_SECONDS = 0.01
+# messages, a rate is noise: it is reported as None ("— msgs/s").
+MIN_RATE_SECONDS = 0.001
 CONSUME_CHUNK = 128
 
 
@@ -39,7 +39,7 @@ def rate(count: int, seconds: float) -> float | None:
 
 
 def rate_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f} msgs/s"
+    return "— msgs/s" if value is None else f"{value:,.0f} msgs/s"
 
 
 @dataclass

@@ -196,7 +196,7 @@ def test_rate_is_a_dash_when_too_little_to_measure(broker: str) -> None:
     assert pybmq(broker, "post", queue, "x", "--count", "5").returncode == 0
     text = pybmq(broker, "consume", queue, "--idle-timeout", "0.5")
     line = text.stdout.decode()
-    assert "received 5" in line and "(—)" in line and "0 msgs/s" not in line
+    assert "received 5" in line and "(— msgs/s)" in line and "0 msgs/s" not in line
     seconds = float(line.split(" in ")[1].split(" s ")[0])
     assert seconds >= 0.4  # the run's real interval, idle wait included
     assert pybmq(broker, "post", queue, "x").returncode == 0
