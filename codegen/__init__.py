@@ -21,3 +21,17 @@ def require_extra(what: str) -> None:
             f"{what} needs the codegen extra ({', '.join(missing)} not installed): "
             "pip install 'pybmq[codegen]'"
         )
+
+
+def extra_missing(exc: ModuleNotFoundError) -> ModuleNotFoundError:
+    """The error to raise (``raise extra_missing(exc)`` in ``except ModuleNotFoundError``) when
+    importing a generator module finds a codegen dependency missing: it names the extra to
+    install. Any other missing module is returned as it is."""
+    top = (exc.name or "").partition(".")[0]
+    if top not in EXTRA_MODULES:
+        return exc
+    return ModuleNotFoundError(
+        f"the pybmq code generator needs the codegen extra ({top} is not installed): "
+        "pip install 'pybmq[codegen]'",
+        name=exc.name,
+    )

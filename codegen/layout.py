@@ -13,11 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pybmq.codegen import extra_missing
 from pybmq.codegen.artifact import Artifact
 from pybmq.codegen.filters import snake
 from pybmq.codegen.render import environment, format_python
 from pybmq.errors import SchemaError
+
+try:
+    import yaml
+except ModuleNotFoundError as exc:  # the codegen extra is not installed: say so
+    raise extra_missing(exc)  # noqa: B904 - its context is exc
 
 SPEC_NAME = "bmqp_layout.yaml"
 DEFAULT_PADDING = {"word": 4, "min": 1, "max": 4, "fill": "count"}

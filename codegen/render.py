@@ -14,12 +14,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import black
-import jinja2
-from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
+from pybmq.codegen import extra_missing
 from pybmq.codegen.filters import FILTERS
 from pybmq.codegen.formatcache import FormatCache
 from pybmq.errors import SchemaError
+
+try:
+    import black
+    import jinja2
+    from black import InvalidInput, TargetVersion  # type: ignore[attr-defined]
+except ModuleNotFoundError as exc:  # the codegen extra is not installed: say so
+    raise extra_missing(exc)  # noqa: B904 - its context is exc
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BLACK_MODE = black.Mode(line_length=100, target_versions={TargetVersion.PY310})

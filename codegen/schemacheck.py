@@ -13,10 +13,15 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from pybmq.codegen import extra_missing
 from pybmq.codegen.layoutdiff import diff_layout_files
 from pybmq.codegen.schemadiff import Change, Compat, SchemaDiff, diff_files
 from pybmq.errors import SchemaError
+
+try:
+    import yaml
+except ModuleNotFoundError as exc:  # the codegen extra is not installed: say so
+    raise extra_missing(exc)  # noqa: B904 - its context is exc
 
 ALLOW_LIST_NAME = "allowed-changes.yaml"
 BASELINE_NAME = "baseline"

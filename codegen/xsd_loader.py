@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pybmq.codegen import extra_missing
 from pybmq.codegen.model import (
     BUILTIN_KINDS,
     AnonymousChoice,
@@ -28,9 +29,13 @@ from pybmq.codegen.model import (
     TypeRef,
 )
 from pybmq.errors import SchemaError
-from xsdata.codegen.parsers.schema import SchemaParser
-from xsdata.exceptions import ParserError
-from xsdata.models import xsd
+
+try:
+    from xsdata.codegen.parsers.schema import SchemaParser
+    from xsdata.exceptions import ParserError
+    from xsdata.models import xsd
+except ModuleNotFoundError as exc:  # the codegen extra is not installed: say so
+    raise extra_missing(exc)  # noqa: B904 - its context is exc
 
 XSD_NS = "http://www.w3.org/2001/XMLSchema"
 BDEM_NS = "http://bloomberg.com/schemas/bdem"

@@ -4,8 +4,10 @@ The words are the command, as a broker's admin interface reads them (case-insens
 HELP, STAT SHOW, CLUSTERS LIST, DOMAINS DOMAIN <domain> INFOS,
 DOMAINS DOMAIN <domain> QUEUE <queue> PURGE <appId|*>. pybmq negotiates as an admin client
 (E_TCPADMIN) and sends an adminCommand control message, as upstream's admin tools do; the
-answer is printed as the broker wrote it. --json asks the broker for JSON (ENCODING
-JSON_COMPACT) and prints one object: {"command": ..., "result": <the broker's JSON>}. With the
+answer is printed as the broker wrote it; an answer starting with "Error" (an unknown or failed
+command) exits 1. --json asks the broker for JSON (ENCODING JSON_COMPACT) and prints one object:
+{"command": ..., "result": <the broker's JSON>}, where a text table the broker put in a string
+(the simulator's STAT SHOW) becomes {"summary": ..., "rows": [{column: cell}, ...]}. With the
 single word '-' the commands are read from stdin, one per line, over one connection. The
 simulator (pybmq sim) answers HELP, STAT SHOW, CLUSTERS LIST and DOMAINS DOMAIN ... INFOS,
 PURGE, QUEUE ... PURGE and QUEUE ... LIST; a real broker answers all of its commands.
@@ -24,8 +26,10 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from pybmq.cli.admin_tables import is_error_text, structured
 from pybmq.cli.common import Outcome, Subcommands, add_broker_argument, describe
 from pybmq.cli.security import add_security_arguments, security_options
+from pybmq.cli.validate import seconds
 from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
 
@@ -33,7 +37,8 @@ if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
 
 EXIT_CODES = (
-    "exit codes: 0 answered, 1 the broker answered with an error (--json), 2 bad usage, "
+    "exit codes: 0 answered, 1 the broker answered with an error (an unknown or failed "
+    "command), 2 bad usage, "
     "3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
 )
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -60,7 +65,7 @@ def add_parser(subparsers: Subcommands) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="give up connecting, or waiting for an answer, after this long (default 30)",
@@ -73,8 +78,6 @@ def handler(args: argparse.Namespace) -> int:
     from pybmq.client.options import SessionOptions
     from pybmq.errors import PybmqError, RequestTimeoutError
 
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be > 0 seconds")
     url = args.broker or default_broker()
     options = SessionOptions(broker_uri=url, **security_options(args))
     status = Outcome.DONE.exit_code
@@ -209,10 +212,10 @@ def printable(text: str) -> str:
 def _print(args: argparse.Namespace, command: str, text: str) -> int:
     if not args.json:
         print(printable(text), flush=True)
-        return Outcome.DONE.exit_code
+        return 1 if is_error_text(text) else Outcome.DONE.exit_code
     document: dict[str, Any] = {"command": command}
     try:
-        document["result"] = json.loads(text)
+        document["result"] = structured(json.loads(text))
     except ValueError:
         document["text"] = text  # a broker's answer that is not JSON (some errors are not)
     print(json.dumps(document), flush=True)

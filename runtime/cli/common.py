@@ -13,9 +13,10 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from pybmq.cli.security import add_security_arguments, security_options
+from pybmq.cli.validate import broker_url, seconds
 from pybmq.errors import PybmqError, UsageError
 from pybmq.uri import BROKER_URI_ENV, DEFAULT_BROKER
 
@@ -25,14 +26,18 @@ if TYPE_CHECKING:
 
 
 class Outcome(enum.Enum):
-    """How a post/consume run ended, and its exit code (documented in the README)."""
+    """How a post/consume run ended, and its exit code (listed by ``EXIT_CODES``)."""
 
     DONE = ("done", 0)
     NACKED = ("nacked", 1)  # some posts were NACKed by the broker
     INCOMPLETE = ("incomplete", 1)  # consume --count not reached before --idle-timeout
+    BAD_INPUT = ("bad input", 2)  # a message read from stdin cannot be posted (line named)
     FAILED = ("failed", 3)  # connection lost or refused, broker error
     TIMEOUT = ("timeout", 4)  # --timeout passed first
-    INTERRUPTED = ("interrupted", 130)  # Ctrl-C (SIGINT)
+    SILENT = ("no answer", 5)  # the broker accepted the connection, then did not answer
+    HANGUP = ("hung up", 129)  # SIGHUP (128 + 1)
+    INTERRUPTED = ("interrupted", 130)  # Ctrl-C (SIGINT, 128 + 2)
+    TERMINATED = ("terminated", 143)  # SIGTERM (128 + 15)
 
     @property
     def label(self) -> str:
@@ -41,6 +46,22 @@ class Outcome(enum.Enum):
     @property
     def exit_code(self) -> int:
         return int(self.value[1])
+
+
+EXIT_CODES = (
+    "exit codes: 0 done, 1 {partial}, 2 bad usage (the flag is named) or bad input, "
+    "3 connection lost or refused / broker error, 4 --timeout, 5 broker silent (connect, "
+    "negotiate, open or close did not finish within its timeout), 129 SIGHUP, 130 Ctrl-C "
+    "(SIGINT), 143 SIGTERM. post and consume print their summary on every exit but a usage "
+    "error (refused before connecting)"
+)
+
+# The signals that end a post/consume run with its summary, and the outcome each gives.
+STOP_SIGNALS = {
+    signal.SIGINT: Outcome.INTERRUPTED,
+    signal.SIGTERM: Outcome.TERMINATED,
+    signal.SIGHUP: Outcome.HANGUP,
+}
 
 
 def describe(doc: str | None) -> str:
@@ -92,6 +113,7 @@ def add_broker_argument(parser: ArgumentTarget) -> None:
     """``--broker URL``, read back as ``args.broker`` (None: ``$BMQ_BROKER_URI`` or the default)."""
     parser.add_argument(
         "--broker",
+        type=broker_url,
         default=None,
         help=f"broker URL (default ${BROKER_URI_ENV}, else {DEFAULT_BROKER})",
     )
@@ -103,17 +125,17 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     add_broker_argument(group)
     group.add_argument(
         "--connect-timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="SECONDS",
         help="give up connecting after this long (default 10)",
     )
     group.add_argument(
         "--request-timeout",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
-        help="wait this long for open/close answers and ACKs (default 30)",
+        help="wait this long for the negotiation, open/close answers and ACKs (default 30)",
     )
     group.add_argument(
         "--reconnect",
@@ -122,7 +144,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="stop the whole run after this long, with a summary (default: no limit)",
@@ -131,18 +153,17 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def session_options(args: argparse.Namespace, **values: Any) -> SessionOptions:
-    """SessionOptions from the flags of :func:`add_session_arguments` (plus ``values``)."""
+    """SessionOptions from the flags of :func:`add_session_arguments` (plus ``values``). A
+    stop waits at most ``--request-timeout`` (10 s at most), so a silent broker ends the run
+    soon after the answer it did not give."""
     from pybmq.client.options import SessionOptions
 
-    for name in ("connect_timeout", "request_timeout", "timeout"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be > 0 seconds")
     values = {**security_options(args), **values}
     extra = {"broker_uri": args.broker} if args.broker else {}
     return SessionOptions(
         request_timeout=args.request_timeout,
         ack_timeout=args.request_timeout,
+        stop_timeout=min(args.request_timeout, 10.0),
         reconnect=args.reconnect,
         **extra,
         **values,
@@ -161,39 +182,66 @@ def stop_on_signals() -> asyncio.Event:
 async def supervise(
     work: Coroutine[Any, Any, object], timeout: float | None
 ) -> tuple[Outcome | None, str]:
-    """Run ``work``; Ctrl-C or ``timeout`` cancels it (its ``async with`` blocks still close the
-    session). Returns (None, "") when it finished, else the outcome that ended it and why."""
+    """Run ``work``; SIGINT, SIGTERM, SIGHUP or ``timeout`` cancel it (its ``async with`` and
+    ``finally`` blocks still close the session). Returns (None, "") when it finished, else the
+    outcome that ended it and why.
+
+    The timeout is the wait's own (``asyncio.wait``), never an exception caught by type: a
+    ``RequestTimeoutError`` from the session is also a ``TimeoutError``, and means the broker
+    did not answer, not that ``--timeout`` passed."""
+    from pybmq.cli.content import ContentError
+    from pybmq.cli.session import BrokerSilentError
+
     loop = asyncio.get_running_loop()
     task = loop.create_task(work)
-    interrupted = False
+    received: list[signal.Signals] = []
 
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
+    def on_signal(sig: signal.Signals) -> None:
+        if not received:
+            received.append(sig)
         task.cancel()
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await asyncio.wait_for(asyncio.shield(task), timeout)
-        return None, ""
-    except asyncio.TimeoutError:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return Outcome.TIMEOUT, f"no end within --timeout {timeout:g} s"
-    except asyncio.CancelledError:
-        if interrupted:
-            return Outcome.INTERRUPTED, "interrupted"
-        raise
-    except UsageError:
-        raise
-    except PybmqError as exc:
-        return Outcome.FAILED, str(exc)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if received:  # a signal came while the run was being stopped
+                return STOP_SIGNALS[received[0]], f"stopped by {received[0].name}"
+            return Outcome.TIMEOUT, f"no end within --timeout {timeout:g} s"
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+    if received:
+        if not task.cancelled():
+            task.exception()  # an error while it was being stopped: the signal says why
+        return STOP_SIGNALS[received[0]], f"stopped by {received[0].name}"
+    if task.cancelled():
+        raise asyncio.CancelledError
+    error = task.exception()
+    if error is None:
+        return None, ""
+    if isinstance(error, BrokerSilentError):
+        return Outcome.SILENT, str(error)
+    if isinstance(error, BrokenPipeError):  # `| head`: the reader has what it wanted
+        return Outcome.DONE, "stdout closed by its reader"
+    if isinstance(error, ContentError):
+        return Outcome.BAD_INPUT, str(error)
+    if isinstance(error, UsageError):
+        raise error
+    if isinstance(error, PybmqError):
+        return Outcome.FAILED, str(error)
+    raise error
 
 
-def report(args: argparse.Namespace, summary: dict[str, Any], line: str) -> int:
-    """Print the run's summary (one line, or JSON with ``--json``); returns its exit code."""
+def report(
+    args: argparse.Namespace, summary: dict[str, Any], line: str, out: IO[str] | None = None
+) -> int:
+    """Print the run's summary (one line, or JSON with ``--json``) to ``out`` (default stdout;
+    stderr when stdout carries the messages); returns its exit code."""
+    out = out if out is not None else sys.stdout
     outcome: Outcome = summary.pop("outcome")
     reason = summary.pop("reason", "")
     exit_code = outcome.exit_code
@@ -201,10 +249,10 @@ def report(args: argparse.Namespace, summary: dict[str, Any], line: str) -> int:
         document = {"outcome": outcome.label, "exit_code": exit_code, **summary}
         if reason:
             document["reason"] = reason
-        print(json.dumps(document), flush=True)
+        print(json.dumps(document), file=out, flush=True)
     else:
         why = f" ({reason})" if reason else ""
-        print(f"{line}; {outcome.label}{why}", flush=True)
+        print(f"{line}; {outcome.label}{why}", file=out, flush=True)
     return exit_code
 
 

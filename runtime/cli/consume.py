@@ -1,25 +1,45 @@
-"""``pybmq consume URI [--count N]``: read (and confirm) messages and say how many."""
+"""``pybmq consume URI [--count N]``: read (and confirm) messages, write them out, say how many.
+
+Each message can be written, before it is confirmed, to stdout as a JSON Lines record
+(``--jsonl``: payload as text or base64, typed properties, GUID, queue, compression; what
+``pybmq post --jsonl -`` reads back), as one line of a ``--format`` template, or as ``--print``
+text; and raw to a file in ``--out-dir``. With --jsonl, --format or --print --json the summary
+goes to stderr, so stdout holds nothing but messages. One summary on every exit: received, confirmed,
+unconfirmed, rate.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
+import time
 from typing import Any
 
 from pybmq.cli.common import (
+    EXIT_CODES,
     Outcome,
     Subcommands,
     add_json_argument,
     add_session_arguments,
+    closed_pipe_is_quiet,
+    describe,
     progress_bar,
     report,
     session_options,
     supervise,
 )
+from pybmq.cli.validate import integer, output_dir, seconds, text
 
-EXIT_CODES = (
-    "exit codes: 0 done (--count reached, or idle with no --count), 1 --count not reached before "
-    "--idle-timeout, 2 bad usage, 3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
+EPILOG = (
+    "example:\n"
+    "  pybmq consume bmq://bmq.test.mem.priority/q1 --count 10000 --idle-timeout 5 --json\n"
+    "  pybmq consume bmq://bmq.test.mem.priority/q1 --format '{n} {guid} {size} B: {payload}'\n"
+    "  pybmq consume bmq://bmq.test.mem.priority/q1 --jsonl --idle-timeout 1 > saved.jsonl\n"
+    "  pybmq consume bmq://bmq.test.mem.priority/q1 --out-dir messages/ --idle-timeout 1\n"
+    "--format fields: {payload} {payload_base64} {size} {guid} {queue} {properties} "
+    "{compression} {n}; \\n and \\t are expanded\n"
+    + EXIT_CODES.format(partial="--count not reached before --idle-timeout")
 )
 
 
@@ -27,17 +47,13 @@ def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "consume",
         help="consume messages from a queue",
-        description=(
-            "Read messages from a queue, confirming each (unless --no-confirm), and print one "
-            "summary line on every exit: received, confirmed, unconfirmed, rate."
-        ),
-        epilog=(
-            "example: pybmq consume bmq://bmq.test.mem.priority/q1 --count 10000 "
-            "--idle-timeout 5 --json\n" + EXIT_CODES
-        ),
+        description=describe(__doc__),
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("uri", help="queue URI; bmq://domain/queue?id=app for a fanout app")
+    parser.add_argument(
+        "uri", type=text, help="queue URI; bmq://domain/queue?id=app for a fanout app"
+    )
     parser.add_argument(
         "--count",
         type=int,
@@ -51,74 +67,134 @@ def add_parser(subparsers: Subcommands) -> None:
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="stop when no message came for this long (default: wait forever)",
     )
     parser.add_argument(
-        "--max-unconfirmed", type=int, default=1000, help="flow-control window (default 1000)"
+        "--max-unconfirmed",
+        type=integer(1),
+        default=1000,
+        help="flow-control window, in messages (default 1000)",
     )
-    parser.add_argument("--print", dest="show", action="store_true", help="print each payload")
+    output = parser.add_argument_group("message output (to stdout, except --out-dir)")
+    shown = output.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--print", dest="show", action="store_true", help="print each payload and its properties"
+    )
+    shown.add_argument("--jsonl", action="store_true", help="one JSON Lines record per message")
+    shown.add_argument(
+        "--format",
+        type=text,
+        metavar="TEMPLATE",
+        help="one line per message from TEMPLATE, e.g. '{n} {guid} {payload}'",
+    )
+    output.add_argument(
+        "--base64",
+        action="store_true",
+        help="with --jsonl: every payload as payload_base64 (default: text when UTF-8)",
+    )
+    output.add_argument(
+        "--out-dir",
+        type=output_dir,
+        metavar="DIR",
+        help="write each payload, raw, to DIR/<n>-<guid>.bin (created if missing)",
+    )
     add_json_argument(parser)
     add_session_arguments(parser)
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
-    from pybmq.client.loadgen import Stats
+    from pybmq.cli import content
+    from pybmq.cli.flow import ConsumeCounts, rate_text
     from pybmq.errors import UsageError
 
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be >= 1")
-    if args.idle_timeout is not None and args.idle_timeout <= 0:
-        raise UsageError("--idle-timeout must be > 0 seconds")
+    template = content.check_format(args.format) if args.format else None
     options = session_options(args)
-    stats = Stats()
-    outcome, reason = asyncio.run(supervise(_consume(args, options, stats), args.timeout))
+    sinks: list[content.Sink] = []
+    if args.jsonl:
+        sinks.append(content.jsonl_sink(sys.stdout, args.base64))
+    elif template is not None:
+        sinks.append(content.format_sink(sys.stdout, template))
+    elif args.show:
+        sinks.append(content.print_sink(sys.stdout))
+    # Machine-read stdout holds messages only; the summary then goes to stderr. (--print
+    # alone is for a person: its summary stays the last line of stdout.)
+    to_stdout = bool(sinks) and (args.json or not args.show)
+    if args.out_dir:
+        sinks.append(content.folder_sink(args.out_dir))
+    counts = ConsumeCounts()
+    clock = _Clock()
+    work = _consume(args, options, counts, sinks, clock)
+    outcome, reason = asyncio.run(supervise(work, args.timeout))
+    with closed_pipe_is_quiet():
+        sys.stdout.flush()
     if outcome is None:
-        complete = args.count is None or stats.count >= args.count
+        complete = args.count is None or counts.received >= args.count
         outcome = Outcome.DONE if complete else Outcome.INCOMPLETE
+    measured = counts.rate
     summary = {
         "command": "consume",
         "uri": args.uri,
         "outcome": outcome,
         "reason": reason,
-        "received": stats.count,
-        "confirmed": stats.confirmed,
-        "unconfirmed": stats.count - stats.confirmed,
-        "seconds": round(stats.seconds, 3),
-        "rate": round(stats.rate, 1),
+        "received": counts.received,
+        "confirmed": counts.confirmed,
+        "unconfirmed": counts.unconfirmed,
+        "seconds": round(clock.seconds, 3),
+        "rate": None if measured is None else round(measured, 1),
     }
     line = (
-        f"consume {args.uri}: received {stats.count}, confirmed {stats.confirmed}, "
-        f"unconfirmed {stats.count - stats.confirmed} in {stats.seconds:.2f} s "
-        f"({stats.rate:,.0f} msgs/s)"
+        f"consume {args.uri}: received {counts.received}, confirmed {counts.confirmed}, "
+        f"unconfirmed {counts.unconfirmed} in {clock.seconds:.2f} s ({rate_text(measured)})"
     )
-    return report(args, summary, line)
+    return report(args, summary, line, sys.stderr if to_stdout else sys.stdout)
 
 
-def _show(message: Any) -> None:
-    print(message.payload.decode(errors="replace"), dict(message.properties) or "", flush=True)
+class _Clock:
+    """The run's wall time, from the queue being open to the end of the run."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.end: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        if self.start is None:
+            return 0.0
+        return (self.end or time.perf_counter()) - self.start
 
 
-async def _consume(args: argparse.Namespace, options: Any, stats: Any) -> None:
-    from pybmq.client.aio import AsyncSession
-    from pybmq.client.loadgen import consume_messages
+async def _consume(
+    args: argparse.Namespace, options: Any, counts: Any, sinks: list[Any], clock: _Clock
+) -> None:
+    from pybmq.cli import flow
+    from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.options import QueueOptions
 
     queue_options = QueueOptions(max_unconfirmed_messages=args.max_unconfirmed)
-    async with AsyncSession(options=options, connect_timeout=args.connect_timeout) as session:
-        queue = await session.open_queue(args.uri, read=True, options=queue_options)
-        with progress_bar(args, "consume") as bar:
-            task = bar.add_task("consume", total=args.count)
-            await consume_messages(
-                queue,
-                args.count,
-                confirm=args.confirm,
-                idle_timeout=args.idle_timeout,
-                progress=lambda n: bar.advance(task, n),
-                on_message=_show if args.show else None,
-                stats=stats,
-            )
-        await queue.close()
+    session = await start_session(args, options)
+    try:
+        queue = await open_queue(args, session, args.uri, read=True, options=queue_options)
+        clock.start = time.perf_counter()
+        try:
+            with progress_bar(args, "consume") as bar:
+                task = bar.add_task("consume", total=args.count)
+                await flow.consume(
+                    queue,
+                    args.count,
+                    counts,
+                    confirm=args.confirm,
+                    idle_timeout=args.idle_timeout,
+                    sinks=sinks,
+                    progress=lambda n: bar.advance(task, n),
+                )
+        finally:
+            clock.end = time.perf_counter()
+        await close_queue(args, session, queue)
+    finally:
+        await session.stop()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pybmq.cli.common import closed_pipe_is_quiet, describe
+from pybmq.cli.validate import as_path, input_file, integer
 from pybmq.errors import UsageError
 
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
@@ -49,7 +50,9 @@ def add_parser(subparsers: Any) -> None:
         description=describe(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", type=Path, help="file of concatenated events ('-' for stdin)")
+    parser.add_argument(
+        "file", type=as_path(input_file), help="file of concatenated events ('-' for stdin)"
+    )
     parser.add_argument("--hex", action="store_true", help="the file is a hex dump, not raw bytes")
     parser.add_argument(
         "--json", action="store_true", help="JSON Lines: one object per event (or filler)"
@@ -61,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--payload-bytes",
-        type=int,
+        type=integer(-1),
         default=64,
         metavar="N",
         help="payload bytes to show per message (-1: all; default 64)",

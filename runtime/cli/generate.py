@@ -17,6 +17,7 @@ import keyword
 from pathlib import Path
 
 from pybmq.cli.common import Subcommands, describe
+from pybmq.cli.validate import as_path, output_dir, text
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError, UsageError
 
@@ -29,8 +30,12 @@ def add_parser(subparsers: Subcommands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--xsd", type=Path, required=True, help="the schema to generate from")
-    parser.add_argument("--out", type=Path, required=True, help="folder to write the modules to")
-    parser.add_argument("--module", help="module name (default: bdem:package, else file name)")
+    parser.add_argument(
+        "--out", type=as_path(output_dir), required=True, help="folder to write the modules to"
+    )
+    parser.add_argument(
+        "--module", type=text, help="module name (default: bdem:package, else file name)"
+    )
     parser.add_argument(
         "--package", default="", help="dotted package the modules will live in (default: none)"
     )
@@ -64,7 +69,8 @@ def handler(args: argparse.Namespace) -> int:
 
     xsd: Path = args.xsd
     if not xsd.is_file():
-        raise SchemaError(f"cannot read {xsd}: no such file")
+        what = "a directory, not a file" if xsd.is_dir() else "no such file"
+        raise SchemaError(f"cannot read --xsd {xsd}: {what}")
     if args.package and not all(p.isidentifier() for p in args.package.split(".")):
         raise UsageError(f"--package {args.package!r} is not a dotted Python name")
     name = module_name(xsd, args.module)

@@ -1,83 +1,135 @@
-"""``pybmq post URI --count N --size B``: post messages and say what the broker did with them."""
+"""``pybmq post URI [PAYLOAD | -]``: post messages and say what the broker did with them.
+
+The messages are, by the first that applies: ``--file FILE`` (one message per file, its bytes
+as they are; repeatable), the PAYLOAD argument (``--count`` times), ``-`` (stdin: one message
+per line, or with ``--jsonl`` one per JSON Lines record carrying its payload and typed
+properties, as ``pybmq consume --jsonl`` writes them), else ``--count`` generated payloads of
+``--size`` bytes. One summary line (or ``--json`` object) on every exit: posted, ACKed, NACKed
+by status, unresolved, latency p50/p99/max.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pybmq.cli.common import (
+    EXIT_CODES,
     Outcome,
     Subcommands,
     add_json_argument,
     add_session_arguments,
+    describe,
     latency_text,
     progress_bar,
     report,
     session_options,
     supervise,
 )
+from pybmq.cli.validate import input_file, integer, text
 
-EXIT_CODES = "exit codes: 0 all ACKed, 1 some NACKed, 2 bad usage, 3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
+EPILOG = (
+    "example:\n"
+    "  pybmq post bmq://bmq.test.mem.priority/q1 'hello' --properties 'n:int64=3,who=me'\n"
+    "  pybmq post bmq://bmq.test.mem.priority/q1 --file a.bin --file b.bin\n"
+    "  seq 10 | pybmq post bmq://bmq.test.mem.priority/q1 -\n"
+    "  pybmq consume bmq://bmq.test.mem.priority/q1 --jsonl --idle-timeout 1 \\\n"
+    "    | pybmq post bmq://bmq.test.mem.priority/q2 --jsonl -\n"
+    + EXIT_CODES.format(partial="some posts NACKed")
+)
 
 
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "post",
         help="post messages to a queue",
-        description=(
-            "Post COUNT messages of SIZE bytes to a queue, keeping at most WINDOW unacknowledged, "
-            "and print one summary line on every exit (posted, ACKed, NACKed by status, "
-            "unresolved, latency p50/p99/max)."
-        ),
-        epilog=(
-            "example: pybmq post bmq://bmq.test.mem.priority/q1 --count 10000 "
-            "--properties 'n:int64=3,ok:bool=true,who=me' --json\n" + EXIT_CODES
-        ),
+        description=describe(__doc__),
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("uri", help="queue URI, e.g. bmq://bmq.test.mem.priority/q1")
-    parser.add_argument("--count", type=int, default=1, help="messages to post (default 1)")
-    parser.add_argument("--size", type=int, default=100, help="payload bytes (default 100)")
+    parser.add_argument("uri", type=text, help="queue URI, e.g. bmq://bmq.test.mem.priority/q1")
+    parser.add_argument(
+        "payload",
+        nargs="?",
+        type=text,
+        help="the message payload (posted --count times); '-' reads messages from stdin",
+    )
+    parser.add_argument(
+        "--file",
+        action="append",
+        type=input_file,
+        metavar="FILE",
+        help="post FILE's bytes as one message (repeatable; binary-safe)",
+    )
+    parser.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="stdin holds JSON Lines records (payload or payload_base64, typed properties)",
+    )
+    parser.add_argument("--count", type=integer(0), default=1, help="messages to post (default 1)")
+    parser.add_argument(
+        "--size",
+        type=_payload_size,
+        default=100,
+        help="generated payload bytes, without PAYLOAD or --file (default 100)",
+    )
     parser.add_argument(
         "--properties",
+        type=text,
         help="name[:type]=value,... with type bool, char, short, int32, int64, string or binary "
         "(hex); untyped integers are INT32/INT64, other untyped values STRING",
     )
     parser.add_argument(
         "--compress-above",
-        type=int,
+        type=integer(0),
         default=0,
         metavar="BYTES",
         help="zlib-compress payloads of at least BYTES bytes (default: never)",
     )
     parser.add_argument(
-        "--window", type=int, default=20_000, help="max unacknowledged posts (default 20000)"
+        "--window",
+        type=int,
+        default=20_000,
+        help="max unacknowledged posts (default 20000)",
     )
     add_json_argument(parser)
     add_session_arguments(parser)
-    parser.set_defaults(func=handler)
+    parser.set_defaults(func=handler, late_positional=("payload", text))
+
+
+def _payload_size(value: str) -> int:
+    """1 up to the protocol's payload limit (the limit read only when the flag is given)."""
+    from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
+
+    return integer(1, PUT_MAX_PAYLOAD_SIZE_SOFT)(value)
 
 
 def handler(args: argparse.Namespace) -> int:
+    from pybmq.cli.content import file_messages
     from pybmq.client.loadgen import Stats, make_payload, parse_properties
     from pybmq.errors import UsageError
 
     if args.window < 1:
         raise UsageError("--window must be >= 1 (0 would never post)")
-    if args.count < 0:
-        raise UsageError("--count must be >= 0")
-    payload = make_payload(args.size)
+    if args.jsonl and args.payload != "-":
+        raise UsageError("--jsonl reads stdin: give '-' as the payload")
+    if args.jsonl and args.properties:
+        raise UsageError("--properties does not go with --jsonl (each record has its own)")
+    if args.file and args.payload is not None:
+        raise UsageError("give PAYLOAD, '-' or --file, not several")
     properties = parse_properties(args.properties)
+    files = file_messages(args.file, properties or None) if args.file else None
+    payload = make_payload(args.size) if args.payload is None else args.payload.encode()
     options = session_options(
         args,
         compression_threshold=args.compress_above,
         max_buffered_posts=max(args.window, 10_000),
     )
     stats = Stats()
-    outcome, reason = asyncio.run(
-        supervise(_post(args, options, payload, properties, stats), args.timeout)
-    )
+    work = _post(args, options, payload, properties, files, stats)
+    outcome, reason = asyncio.run(supervise(work, args.timeout))
     if outcome is None:
         outcome = Outcome.NACKED if stats.broker_nacks else Outcome.DONE
         if stats.unresolved:
@@ -86,29 +138,56 @@ def handler(args: argparse.Namespace) -> int:
 
 
 async def _post(
-    args: argparse.Namespace, options: Any, payload: bytes, properties: Any, stats: Any
+    args: argparse.Namespace,
+    options: Any,
+    payload: bytes,
+    properties: Any,
+    files: list[Any] | None,
+    stats: Any,
 ) -> None:
-    from pybmq.client.aio import AsyncSession
+    from pybmq.cli import flow
+    from pybmq.cli.content import stdin_chunks, stdin_messages
+    from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.loadgen import post_messages
 
-    async with AsyncSession(options=options, connect_timeout=args.connect_timeout) as session:
-        queue = await session.open_queue(args.uri, write=True)
+    session = await start_session(args, options)
+    try:
+        queue = await open_queue(args, session, args.uri, write=True)
+        total = len(files) if files else None if args.payload == "-" else args.count
         with progress_bar(args, "post") as bar:
-            task = bar.add_task("post", total=args.count)
-            await post_messages(
-                queue,
-                args.count,
-                payload,
-                properties=properties or None,
-                window=args.window,
-                progress=lambda n: bar.advance(task, n),
-                measure_latency=True,
-                stats=stats,
-            )
-        await queue.close()
+            task = bar.add_task("post", total=total)
+            advance = lambda n: bar.advance(task, n)  # noqa: E731
+            if files is not None or args.payload == "-":
+                batches = (
+                    _listed(files)
+                    if files is not None
+                    else stdin_messages(args.jsonl, properties or None, stdin_chunks())
+                )
+                await flow.post(queue, batches, stats, window=args.window, progress=advance)
+            else:
+                await post_messages(
+                    queue,
+                    args.count,
+                    payload,
+                    properties=properties or None,
+                    window=args.window,
+                    progress=advance,
+                    measure_latency=True,
+                    stats=stats,
+                )
+        await close_queue(args, session, queue)
+    finally:
+        await session.stop()
+
+
+async def _listed(messages: list[Any]) -> AsyncIterator[list[Any]]:
+    yield messages
 
 
 def _summary(args: argparse.Namespace, stats: Any, outcome: Outcome, reason: str) -> dict[str, Any]:
+    from pybmq.cli.flow import rate
+
+    measured = rate(stats.count, stats.seconds)
     return {
         "command": "post",
         "uri": args.uri,
@@ -119,17 +198,20 @@ def _summary(args: argparse.Namespace, stats: Any, outcome: Outcome, reason: str
         "nacked": stats.broker_nacks,
         "unresolved": stats.unresolved,
         "seconds": round(stats.seconds, 3),
-        "rate": round(stats.rate, 1),
+        "rate": None if measured is None else round(measured, 1),
         "latency_ms": stats.latency_ms(),
     }
 
 
 def _line(args: argparse.Namespace, stats: Any) -> str:
+    from pybmq.cli.flow import rate, rate_text
+
     nacks = stats.broker_nacks
     nacked = sum(nacks.values())
     by_status = f" ({', '.join(f'{k} {v}' for k, v in nacks.items())})" if nacks else ""
+    what = "" if args.file or args.payload is not None else f" of {args.size} B"
     return (
-        f"post {args.uri}: posted {stats.posted} of {args.size} B, ACKed {stats.count}, NACKed {nacked}{by_status}, "
-        f"unresolved {stats.unresolved} in {stats.seconds:.2f} s "
-        f"({stats.rate:,.0f} msgs/s){latency_text(stats.latency_ms())}"
+        f"post {args.uri}: posted {stats.posted}{what}, ACKed {stats.count}, "
+        f"NACKed {nacked}{by_status}, unresolved {stats.unresolved} in {stats.seconds:.2f} s "
+        f"({rate_text(rate(stats.count, stats.seconds))}){latency_text(stats.latency_ms())}"
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pybmq.cli.common import Subcommands, closed_pipe_is_quiet, describe
 from pybmq.cli.schema_locate import locate
+from pybmq.cli.validate import as_path, existing_dir, readable_file
 from pybmq.codegen import require_extra
 
 
@@ -25,10 +26,15 @@ def add_parser(subparsers: Subcommands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--schema-dir", type=Path, default=Path("schema"), help="schemas to check (default schema)"
+        "--schema-dir",
+        type=as_path(existing_dir),
+        default=Path("schema"),
+        help="schemas to check (default schema)",
     )
     parser.add_argument("--baseline-dir", type=Path, help="default: SCHEMA_DIR/baseline")
-    parser.add_argument("--allow-list", type=Path, help="default: SCHEMA_DIR/allowed-changes.yaml")
+    parser.add_argument(
+        "--allow-list", type=as_path(readable_file), help="default: SCHEMA_DIR/allowed-changes.yaml"
+    )
     parser.add_argument(
         "--update-baseline",
         action="store_true",

@@ -11,24 +11,37 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pybmq.cli.validate import readable_file, text
+
 
 def add_security_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("authentication and TLS")
     group.add_argument(
         "--auth",
+        type=text,
         metavar="MECH",
         help="authenticate with this mechanism (e.g. BASIC, ANONYMOUS) before negotiating",
     )
     group.add_argument(
         "--auth-file",
+        type=readable_file,
         metavar="FILE",
         help="file holding the credential material (BASIC: user:password); re-read each time",
     )
-    group.add_argument("--tls-ca", metavar="PEM", help="connect with TLS, trusting this CA")
-    group.add_argument("--tls-cert", metavar="PEM", help="client certificate (with --tls-key)")
-    group.add_argument("--tls-key", metavar="PEM", help="the client certificate's key")
     group.add_argument(
-        "--tls-server-name", metavar="NAME", help="name the broker's certificate must carry"
+        "--tls-ca", type=readable_file, metavar="PEM", help="connect with TLS, trusting this CA"
+    )
+    group.add_argument(
+        "--tls-cert", type=readable_file, metavar="PEM", help="client certificate (with --tls-key)"
+    )
+    group.add_argument(
+        "--tls-key", type=readable_file, metavar="PEM", help="the client certificate's key"
+    )
+    group.add_argument(
+        "--tls-server-name",
+        type=text,
+        metavar="NAME",
+        help="name the broker's certificate must carry",
     )
 
 
@@ -45,11 +58,42 @@ def security_options(args: argparse.Namespace) -> dict[str, Any]:
         material = Path(args.auth_file) if args.auth_file else None
 
         def provider() -> Credential:
-            data = material.read_bytes().rstrip(b"\r\n") if material is not None else b""
+            if material is None:
+                return Credential(mechanism, b"")
+            try:
+                data = material.read_bytes().rstrip(b"\r\n")
+            except OSError as exc:  # gone or unreadable since the start: say which file
+                raise UsageError(f"--auth-file {material}: {exc.strerror or exc}") from None
             return Credential(mechanism, data)
 
         options["credential_provider"] = provider
     for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name"):
         if getattr(args, name):
             options[name] = getattr(args, name)
+    _check_tls_files(args)
     return options
+
+
+def _check_tls_files(args: argparse.Namespace) -> None:
+    """Load the PEM files once before connecting, so a wrong one is named with its flag."""
+    import ssl
+
+    from pybmq.errors import UsageError
+
+    if args.tls_ca:
+        try:
+            ssl.create_default_context(cafile=args.tls_ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(
+                f"--tls-ca {args.tls_ca}: not a usable CA certificate ({exc})"
+            ) from None
+    if args.tls_key and not args.tls_cert:
+        raise UsageError("--tls-key needs --tls-cert")
+    if args.tls_cert:
+        try:
+            ssl.create_default_context().load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            pair = f"--tls-cert {args.tls_cert}" + (
+                f" / --tls-key {args.tls_key}" if args.tls_key else ""
+            )
+            raise UsageError(f"{pair}: not a usable certificate and key ({exc})") from None

@@ -6,6 +6,17 @@ import argparse
 import asyncio
 
 from pybmq.cli.common import Subcommands, stop_on_signals
+from pybmq.cli.validate import (
+    auth_spec,
+    integer,
+    listen_failure,
+    port,
+    readable_file,
+    seconds,
+    share,
+    text,
+)
+from pybmq.errors import UsageError
 
 
 def add_parser(subparsers: Subcommands) -> None:
@@ -19,20 +30,20 @@ def add_parser(subparsers: Subcommands) -> None:
         epilog="example: pybmq sim --port 0 --nack-share 0.01 -v",
     )
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+        "--host", type=text, default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=int, default=30114, help="TCP port; 0 picks a free one (default 30114)"
+        "--port", type=port, default=30114, help="TCP port; 0 picks a free one (default 30114)"
     )
     parser.add_argument(
         "--heartbeat-ms",
-        type=int,
+        type=integer(1, 10**9),
         default=3000,
         help="heartbeat interval advertised to clients (default 3000)",
     )
     parser.add_argument(
         "--max-missed-heartbeats",
-        type=int,
+        type=integer(1, 10**6),
         default=10,
         help="drop a client after this many silent intervals (default 10)",
     )
@@ -50,25 +61,29 @@ def add_parser(subparsers: Subcommands) -> None:
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--drop-after-events",
-        type=int,
+        type=integer(1),
         metavar="N",
         help="close a client's connection after every N events it sends",
     )
     faults.add_argument(
         "--drop-probability",
-        type=float,
+        type=share,
         default=0.0,
         metavar="P",
         help="close a client's connection after any event with probability P",
     )
     faults.add_argument(
-        "--max-drops", type=int, metavar="N", help="stop dropping connections after N drops"
+        "--max-drops", type=integer(0), metavar="N", help="stop dropping connections after N drops"
     )
-    faults.add_argument("--seed", type=int, help="seed of the fault injector's random choices")
-    faults.add_argument("--ack-delay-ms", type=int, default=0, help="hold every ACK back this long")
+    faults.add_argument(
+        "--seed", type=integer(0), help="seed of the fault injector's random choices"
+    )
+    faults.add_argument(
+        "--ack-delay-ms", type=integer(0, 10**9), default=0, help="hold every ACK back this long"
+    )
     faults.add_argument(
         "--nack-share",
-        type=float,
+        type=share,
         default=0.0,
         metavar="P",
         help="NACK this share of PUTs (STORAGE_FAILURE)",
@@ -81,13 +96,14 @@ def add_parser(subparsers: Subcommands) -> None:
     )
     faults.add_argument(
         "--restart-every",
-        type=float,
+        type=seconds,
         metavar="SECONDS",
         help="restart (same port, queues kept) this often",
     )
     security = parser.add_argument_group("authentication and TLS")
     security.add_argument(
         "--auth",
+        type=auth_spec,
         action="append",
         default=[],
         metavar="MECH[:FILE]",
@@ -97,14 +113,21 @@ def add_parser(subparsers: Subcommands) -> None:
     )
     security.add_argument(
         "--auth-lifetime-ms",
-        type=int,
+        type=integer(1, 10**9),
         metavar="MS",
         help="credential lifetime: clients must re-authenticate within it or are disconnected",
     )
-    security.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate")
-    security.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     security.add_argument(
-        "--tls-client-ca", metavar="PEM", help="require client certificates signed by this CA"
+        "--tls-cert", type=readable_file, metavar="PEM", help="serve TLS with this certificate"
+    )
+    security.add_argument(
+        "--tls-key", type=readable_file, metavar="PEM", help="the certificate's private key"
+    )
+    security.add_argument(
+        "--tls-client-ca",
+        type=readable_file,
+        metavar="PEM",
+        help="require client certificates signed by this CA",
     )
     parser.set_defaults(func=handler)
 
@@ -113,7 +136,7 @@ async def _serve(args: argparse.Namespace) -> int:
     # Imported here so that `pybmq --help` does not load the engine and the generated codecs.
     from pybmq.sim.config import BrokerConfig
     from pybmq.sim.faults import FaultConfig
-    from pybmq.sim.server import BrokerSimulator
+    from pybmq.sim.server import BrokerSimulator, SimulatorError
     from pybmq.sim.tls import security_settings
 
     auth, tls = security_settings(
@@ -137,7 +160,14 @@ async def _serve(args: argparse.Namespace) -> int:
         refuse_negotiation=args.refuse_negotiation,
     )
     sim = BrokerSimulator(config, faults=faults if faults.active else None, tls=tls)
-    await sim.start(args.host, args.port)
+    try:
+        await sim.start(args.host, args.port)
+    except SimulatorError as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, OSError):
+            raise
+        where = f"{args.host}:{args.port}"
+        raise UsageError(listen_failure("--host/--port", where, cause)) from None
     stop = stop_on_signals()
     print(f"pybmq sim listening on {sim.url}", flush=True)
     try:
@@ -159,5 +189,24 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_tls_files(args: argparse.Namespace) -> None:
+    """Load the PEM files before listening, so a wrong one is named with its flag."""
+    import ssl
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    try:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if args.tls_cert:
+            flags = f"--tls-cert {args.tls_cert} / --tls-key {args.tls_key}"
+            context.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_client_ca:
+            flags = f"--tls-client-ca {args.tls_client_ca}"
+            context.load_verify_locations(cafile=args.tls_client_ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(f"{flags}: not usable ({exc})") from None
+
+
 def handler(args: argparse.Namespace) -> int:
+    _check_tls_files(args)
     return asyncio.run(_serve(args))

@@ -19,6 +19,7 @@ import time
 from typing import BinaryIO
 
 from pybmq.cli.common import Subcommands, describe, stop_on_signals
+from pybmq.cli.validate import broker_url, host_port, listen_failure, writable_file
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
@@ -35,11 +36,16 @@ def add_parser(subparsers: Subcommands) -> None:
     )
     parser.add_argument(
         "--listen",
+        type=host_port,
         default="127.0.0.1:30115",
         help="HOST:PORT for clients (default 127.0.0.1:30115)",
     )
-    parser.add_argument("--broker", required=True, help="the real broker, tcp://host:port")
-    parser.add_argument("--out", required=True, help="capture file to write (replaced)")
+    parser.add_argument(
+        "--broker", type=broker_url, required=True, help="the real broker, tcp://host:port"
+    )
+    parser.add_argument(
+        "--out", type=writable_file, required=True, help="capture file to write (replaced)"
+    )
     parser.add_argument(
         "--mask-payloads",
         action="store_true",
@@ -97,25 +103,15 @@ async def _pump(
         writer.close()
 
 
-def _listen_address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise UsageError(f"--listen {text!r} is not HOST:PORT")
-    return host or "127.0.0.1", int(port)
-
-
 async def _serve(args: argparse.Namespace) -> int:
-    host, port = _listen_address(args.listen)
+    host, port = args.listen
     broker_host, broker_port = parse_broker_url(args.broker)
-    try:
-        out = open(args.out, "wb")  # noqa: SIM115 - closed in finally below
-    except OSError as exc:
-        raise UsageError(f"cannot write --out {args.out}: {exc.strerror}") from None
-    recorder = Recorder(out, args.mask_payloads)
+    recorder: Recorder | None = None
     connections = 0
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal connections
+        assert recorder is not None  # set right after the server starts, before any client
         connections += 1
         number = connections
         try:
@@ -131,7 +127,16 @@ async def _serve(args: argparse.Namespace) -> int:
             _pump(upstream_reader, writer, recorder, 1, number),
         )
 
-    server = await asyncio.start_server(on_client, host, port)
+    try:
+        server = await asyncio.start_server(on_client, host, port)
+    except OSError as exc:
+        raise UsageError(listen_failure("--listen", f"{host}:{port}", exc)) from None
+    try:  # opened once listening works: a busy port does not truncate an earlier capture
+        out = open(args.out, "wb")  # noqa: SIM115 - closed in finally below
+    except OSError as exc:
+        server.close()
+        raise UsageError(f"cannot write --out {args.out}: {exc.strerror}") from None
+    recorder = Recorder(out, args.mask_payloads)
     bound = server.sockets[0].getsockname()
     stop = stop_on_signals()
     print(f"pybmq tap listening on tcp://{bound[0]}:{bound[1]} -> {args.broker}", flush=True)

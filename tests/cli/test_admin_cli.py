@@ -58,11 +58,13 @@ def test_help_text_and_error_results(sim: ThreadedBrokerSimulator) -> None:
     helped = pybmq("admin", "help", "--broker", sim.url)
     assert helped.returncode == 0 and "STAT SHOW" in helped.stdout
     unknown = pybmq("admin", "BROKERCONFIG", "DUMP", "--broker", sim.url)
-    assert unknown.returncode == 0 and unknown.stdout.startswith("Error: not supported")
+    assert unknown.returncode == 1 and unknown.stdout.startswith("Error: not supported")
     unknown = pybmq("admin", "--json", "BROKERCONFIG", "DUMP", "--broker", sim.url)
     assert unknown.returncode == 1
     assert "not supported" in json.loads(unknown.stdout)["result"]["error"]["message"]
     # Words outside the command grammar: a line of text, as a broker answers (tests/differential).
+    undecodable = pybmq("admin", "NO", "SUCH", "--broker", sim.url)
+    assert undecodable.returncode == 1 and undecodable.stdout.startswith("Unable to decode")
     undecodable = pybmq("admin", "--json", "NO", "SUCH", "--broker", sim.url)
     assert undecodable.returncode == 1
     assert json.loads(undecodable.stdout)["text"].startswith("Unable to decode command")
@@ -185,3 +187,18 @@ def test_a_long_session_authenticates_again_before_its_credential_expires(
     assert process.returncode == 0, err
     assert out.strip() == "pybmq-sim (local)"
     assert sessions == 1
+
+
+def test_the_brokers_failure_texts_are_failures() -> None:
+    """What the real broker prints in text mode for an unknown command and a failed one (seen
+    against it), and what it prints for a success."""
+    from pybmq.cli.admin_tables import is_error_text
+
+    assert is_error_text(
+        'Unable to decode command (rc: -1, error: \'Invalid command. Send "HELP" for list of '
+        "commands. Invalid command word: NO')\n"
+    )
+    assert is_error_text("Domain 'bmq.no.such' doesn't exist\n")
+    assert is_error_text("Error: not supported\n")
+    assert not is_error_text('    {\n        "brokerInstanceName": "pybmq-test",\n')
+    assert not is_error_text("This process responds to the following CMD subcommands:\n")
