@@ -129,6 +129,31 @@ def add_parser(subparsers: Subcommands) -> None:
         metavar="PEM",
         help="require client certificates signed by this CA",
     )
+    limits = parser.add_argument_group("bounds")
+    limits.add_argument(
+        "--max-connections",
+        type=integer(1, 10**7),
+        default=10000,
+        metavar="N",
+        help="connections at once, TLS handshakes in progress included; more are closed at "
+        "once (default 10000)",
+    )
+    limits.add_argument(
+        "--tls-handshake-timeout-ms",
+        type=integer(1, 10**9),
+        default=10000,
+        metavar="MS",
+        help="close a TLS connection whose handshake takes longer (default 10000)",
+    )
+    limits.add_argument(
+        "--admin-user",
+        type=text,
+        action="append",
+        default=None,
+        metavar="USER",
+        help="only this authenticated user may run admin commands (repeatable; default: any "
+        "admin connection)",
+    )
     parser.set_defaults(func=handler)
 
 
@@ -148,6 +173,9 @@ async def _serve(args: argparse.Namespace) -> int:
         advertise_subscriptions=not args.no_configure_stream,
         extended_properties=not args.no_properties_ex,
         auth=auth,
+        max_connections=args.max_connections,
+        tls_handshake_timeout_ms=args.tls_handshake_timeout_ms,
+        admin_users=frozenset(args.admin_user) if args.admin_user else None,
     )
     faults = FaultConfig(
         drop_after_events=args.drop_after_events,
