@@ -276,6 +276,10 @@ async def consume_messages(
         now = clock()
         if start is None:
             start = now
+        # Counted before any await, so a run cancelled at any point never shows more confirmed
+        # than received.
+        stats.count += len(batch)
+        stats.seconds = now - start
         if on_message is not None:
             for message in batch:
                 on_message(message)
@@ -287,8 +291,6 @@ async def consume_messages(
             # pushes more against the freed credit while the rest is taken, so it and this
             # consumer work at the same time instead of in turns of a whole credit's worth.
             await asyncio.sleep(0)
-        stats.count += len(batch)
-        stats.seconds = now - start
         pending_progress += len(batch)
         if progress is not None and pending_progress >= 1000:
             progress(pending_progress)
