@@ -23,6 +23,8 @@ import pytest
 if TYPE_CHECKING:
     from pybmq.sim.server import ThreadedBrokerSimulator
 
+__all__ = ["bmq_broker_url", "bmq_sim"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

@@ -127,6 +127,8 @@ class Queue:
         return self._session._call(self._inner.get(), timeout)
 
     def confirm(self, message: ReceivedMessage) -> None:
+        """Tell the broker the message is processed (it will not be redelivered); returns once
+        the CONFIRM is queued for sending."""
         self._session._call(message.confirm())
 
     # More batch calls: one hop to the I/O thread for many messages. Per-message calls cost a
@@ -186,9 +188,12 @@ class Queue:
         self._session._call(confirm())
 
     def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change the queue's options (flow control, priority, subscriptions), given whole or
+        as fields; blocks until the broker answers."""
         self._session._call(self._inner.configure(options, **option_values))
 
     def close(self) -> None:
+        """Stop consuming, then close the queue on the broker; blocks until it answers."""
         self._session._call(self._inner.close())
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
@@ -254,6 +259,8 @@ class Session:
         return io.run(coro, timeout)
 
     def start(self) -> None:
+        """Start the I/O thread, connect and negotiate (``with Session(...)`` calls it);
+        raises on refusal, timeout or an unreachable broker."""
         if self._io is None and not self._closed:
             self._io = LoopThread("pybmq-io")
             self._dispatcher_thread = CallbackDispatcher(
