@@ -1,4 +1,4 @@
-"""The README's CLI reference is the parsers' own --help, current."""
+"""The CLI reference page is the parsers' own --help, current."""
 
 from __future__ import annotations
 
@@ -7,5 +7,5 @@ from pybmq.cli.reference import main
 from tests.helpers.paths import REPO_ROOT
 
 
-def test_readme_cli_reference_is_current() -> None:
-    assert main([str(REPO_ROOT / "README.md"), "--check"]) == 0
+def test_cli_reference_page_is_current() -> None:
+    assert main([str(REPO_ROOT / "docs" / "reference" / "cli.md"), "--check"]) == 0
