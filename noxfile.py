@@ -1,16 +1,18 @@
 """The test suite on every supported CPython found on this machine (``make pythons``).
 
-``make test`` runs the whole suite on the development venv's Python. Here each other CPython
-from 3.10 to 3.13 that is on PATH (``python3.X``, e.g. through pyenv's shims) gets a fresh venv
-but the development venv's own with pybmq installed as a user would (not editable) and runs the suite without the Spark tests,
-the slow ones and the official SDK's interop (that SDK is a peer, not what is being ported).
-An absent interpreter is skipped with a printed line; ``--no-error-on-missing-interpreters`` keeps
-that from failing the run, and the summary at the end says which ran.
+``make test`` runs the whole suite on the development venv's Python. Here every other CPython
+from 3.10 to 3.13 (``python3.X`` on PATH, or pyenv's install of it) gets a venv of its own with
+pybmq installed editable and runs the suite without the Spark tests, the slow ones and the
+official SDK's interop (that SDK is a peer, not what is being ported). An absent interpreter is
+skipped with a printed line; ``--no-error-on-missing-interpreters`` keeps that from failing the
+run, and nox's summary at the end says which ran.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,19 +30,39 @@ nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 
+def interpreter(version: str) -> str | None:
+    """``python3.X`` on PATH if it runs, else pyenv's install of it: pyenv's shims are on PATH
+    for every installed version but run only the activated ones."""
+    path = shutil.which(f"python{version}")
+    if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0:
+        return path
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in sorted(root.glob(f"versions/{version}.*/bin/python{version}"), reverse=True):
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
 def present() -> list[str]:
-    """The supported versions whose interpreter is on PATH (printed, so a log shows which), but
-    the one running nox: that is the development venv's, where ``make test`` runs everything."""
+    """The supported versions found (printed, so a log shows which), but the one running nox:
+    that is the development venv's, where ``make test`` runs everything. Each found interpreter
+    is linked as ``build/pythons/python3.X``, first on PATH, so nox finds it by version."""
     found = []
     own = f"{sys.version_info.major}.{sys.version_info.minor}"
+    links = Path("build/pythons").resolve()
+    links.mkdir(parents=True, exist_ok=True)
     for version in SUPPORTED:
         if version == own:
             print(f"python{version}: the full suite runs on it in make test", file=sys.stderr)
             continue
-        path = shutil.which(f"python{version}")
+        path = interpreter(version)
         print(f"python{version}: {path or 'absent, skipped'}", file=sys.stderr)
         if path:
+            link = links / f"python{version}"
+            link.unlink(missing_ok=True)
+            link.symlink_to(path)
             found.append(version)
+    os.environ["PATH"] = f"{links}{os.pathsep}{os.environ.get('PATH', '')}"
     return found
 
 
@@ -52,8 +74,9 @@ def test_requirements() -> list[str]:
 
 @nox.session(python=present() or SUPPORTED)
 def tests(session: nox.Session) -> None:
-    """The suite minus Spark, slow and interop tests, against a regular install of pybmq."""
-    session.install(".[codegen,otel]", *test_requirements())
+    """The suite minus Spark, slow and interop tests (pybmq installed editable, as the suite
+    reads the schemas and templates from the checkout; the wheel has a test of its own)."""
+    session.install("-e", ".[codegen,otel]", *test_requirements())
     session.run(
         "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", MARKERS, *session.posargs
     )
