@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class Outcome(enum.Enum):
-    """How a post/consume run ended, and its exit code (documented in the README)."""
+    """How a post/consume run ended, and its exit code (documented in docs/guide/cli.md)."""
 
     DONE = ("done", 0)
     NACKED = ("nacked", 1)  # some posts were NACKed by the broker

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 # The client, pyarrow and the task-side modules are imported where they are used: Spark starts
 # a Python process per planning step (create the source, plan a write, commit it, ...), and
-# several of them need none of it (see the README's Performance paragraph).
+# several of them need none of it (see the Spark measurements in CHANGELOG.md).
 
 __all__ = ["BlazingMQCommitMessage", "BlazingMQDataSource", "BlazingMQStreamReader"]
 
@@ -95,7 +95,7 @@ READ_SCHEMA = StructType(
         StructField("payload", BinaryType(), False),
         StructField("properties", MapType(StringType(), StringType(), False), False),
         StructField("typed_properties", MapType(StringType(), _TYPED_VALUE, False), False),
-        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see README).
+        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see docs/guide/spark.md).
     ]
 )
 """The rows of a read: one per message. ``typed_properties`` keeps each property's BlazingMQ
