@@ -31,6 +31,13 @@ def built(pattern: str) -> Path:
     found = sorted(DIST.glob(pattern))
     if not found:
         pytest.skip(f"no {pattern} in dist/: run `make dist` first")
+    newer = [
+        name
+        for name in ("README.md", "pyproject.toml")
+        if (REPO_ROOT / name).stat().st_mtime > found[-1].stat().st_mtime
+    ]
+    if newer:
+        pytest.skip(f"dist/ is older than {', '.join(newer)}: run `make dist` again")
     return found[-1]
 
 
