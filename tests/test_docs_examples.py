@@ -10,7 +10,8 @@ the BASIC credential its example sends; a page that reads a file gets a copy of 
 ``await`` at top level (it then runs in ``asyncio.run``); a ``test_*`` function a block defines is
 called with the simulator's URL, as the pytest plugin would. A block that cannot run here says why
 in an HTML comment on the line before its fence: ``<!-- not run: REASON -->``; the test fails on
-a page whose blocks are all skipped this way, so that the mechanism stays the exception.
+a page whose blocks are all skipped this way, so that the mechanism stays the exception. The
+README's quick-start shell commands run too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import inspect
 import re
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,3 +147,24 @@ def test_every_page_with_code_is_checked() -> None:
     """A Python block is found on the pages a reader starts from (the harness is not blind)."""
     names = {p.name for p in PAGES}
     assert {"README.md", "client.md", "compat.md"} <= names
+
+
+def test_the_readme_quick_start_commands_run(bmq_broker_url: str) -> None:
+    """The shell half of the README's quick start: its ``pybmq post`` and ``pybmq consume`` lines,
+    pointed at a simulator (the first line starts one; here the fixture does)."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Quick start")
+    shell = re.search(r"^```sh\n(.*?)^```$", text[start:], re.M | re.S)
+    assert shell is not None
+    commands = [line.split("#", 1)[0].split() for line in shell.group(1).splitlines()]
+    commands = [c for c in commands if c[:2] in (["pybmq", "post"], ["pybmq", "consume"])]
+    assert [c[1] for c in commands] == ["post", "consume"]
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "pybmq.cli", *command[1:], "--broker", bmq_broker_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "done" in done.stdout
