@@ -26,8 +26,8 @@ schema-check:
 	$(VENV)/bin/pybmq schema-check --schema-dir schema
 
 lint:
-	$(PY) -m black --check --quiet runtime codegen tests bench
-	$(PY) -m ruff check runtime codegen tests bench
+	$(PY) -m black --check --quiet runtime codegen tests bench noxfile.py
+	$(PY) -m ruff check runtime codegen tests bench noxfile.py
 	bash .ci/typecheck-tree.sh
 	$(PY) -m mypy
 
