@@ -6,7 +6,8 @@ defined), as a reader would paste them, in a scratch directory. ``tcp://localhos
 ``tcp://broker:30114`` are replaced by the URL of a simulator started for the page, and the names
 the guide uses without defining them are given: ``broker`` (that URL) and ``uri`` (a queue). The
 security page gets a simulator with TLS (a CA made for the test, written as ``ca.pem``) that wants
-the BASIC credential its example sends; a page that reads a file gets a copy of it. A block may use
+the BASIC credential its example sends; a page that reads a file gets a copy of it; the Spark
+page's relative output paths (``"out/..."``) are put under the scratch directory. A block may use
 ``await`` at top level (it then runs in ``asyncio.run``); a ``test_*`` function a block defines is
 called with the simulator's URL, as the pytest plugin would. A block that cannot run here says why
 in an HTML comment on the line before its fence: ``<!-- not run: REASON -->``; the test fails on
@@ -66,8 +67,9 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
-def run_block(block: Block, namespace: dict[str, Any], broker: str) -> None:
-    source = block.source
+def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Path) -> None:
+    # Spark resolves a relative path against the JVM's directory, not this one: made absolute.
+    source = block.source.replace('"out/', f'"{scratch}/out/')
     for default in DEFAULT_BROKERS:
         source = source.replace(default, broker)
     host, port = broker.removeprefix("tcp://").rsplit(":", 1)
@@ -127,7 +129,7 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
             if block.skip_reason:
                 continue
             try:
-                run_block(block, namespace, sim.url)
+                run_block(block, namespace, sim.url, tmp_path)
             except Exception as exc:
                 raise AssertionError(f"{page.name}, the block at line {block.line} failed") from exc
             finally:
