@@ -4,14 +4,15 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean
+.PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean \
+	docs docs-serve dist pythons
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install -e '.[dev,spark,codegen,otel]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,codegen,otel,docs]'
 
 # Formatted output is cached by content hash in build/codegen-cache/: unchanged code is not reformatted.
 generate:
@@ -25,8 +26,8 @@ schema-check:
 	$(VENV)/bin/pybmq schema-check --schema-dir schema
 
 lint:
-	$(PY) -m black --check --quiet runtime codegen tests bench
-	$(PY) -m ruff check runtime codegen tests bench
+	$(PY) -m black --check --quiet runtime codegen tests bench noxfile.py
+	$(PY) -m ruff check runtime codegen tests bench noxfile.py
 	bash .ci/typecheck-tree.sh
 	$(PY) -m mypy
 
@@ -36,13 +37,35 @@ test: check-generated
 	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 cli-reference:
-	$(PY) -m pybmq.cli.reference README.md
+	$(PY) -m pybmq.cli.reference docs/reference/cli.md
 
+# Also writes build/bench/results.json and renders the docs' Performance page from it.
 bench:
-	$(PY) -m bench
+	$(PY) -m bench --json build/bench/results.json
+	$(PY) -m bench.results build/bench/results.json docs/guide/performance.md
+
+# The site, into build/site; strict: any warning (a broken link, a name without a page) fails.
+# mkdocstrings reads the package from the import tree the type check lays out.
+docs:
+	bash .ci/typecheck-tree.sh
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve:
+	bash .ci/typecheck-tree.sh
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
+
+# The sdist and wheel, into dist/, checked as the package index would.
+dist:
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
+# The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
+pythons:
+	$(PY) -m nox --no-error-on-missing-interpreters
 
 demo:
 	$(PY) -m pybmq.demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist .nox *.egg-info

@@ -12,6 +12,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
+from bench import results as results_json
 from bench.common import Result, print_table
 
 
@@ -23,13 +24,21 @@ def discover() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check that it runs")
+    parser.add_argument("--json", type=Path, help="also write the results there, as JSON")
     parser.add_argument("only", nargs="*", help="module names (bench_x) to run; default all")
     args = parser.parse_args(argv)
     results: list[Result] = []
+    by_module: dict[str, list[Result]] = {}
     for name in args.only or discover():
         module = importlib.import_module(f"bench.{name}")
-        results.extend(module.run(args.quick))
-    print_table(results + ratios(results))
+        by_module[name] = module.run(args.quick)
+        results.extend(by_module[name])
+    across = ratios(results)
+    if across:
+        by_module["ratios"] = across
+    print_table(results + across)
+    if args.json is not None:
+        results_json.write(args.json, results_json.to_json(by_module, args.quick))
     return 0
 
 

@@ -1,5 +1,5 @@
-"""The README's CLI reference, rendered from the parsers themselves so that it cannot drift:
-``python -m pybmq.cli.reference README.md`` rewrites the block between the two markers, and
+"""The CLI reference page, rendered from the parsers themselves so that it cannot drift:
+``python -m pybmq.cli.reference docs/reference/cli.md`` rewrites the block between the two markers, and
 ``--check`` exits 1 when the block is not current (a test runs it)."""
 
 from __future__ import annotations

@@ -93,6 +93,6 @@ def _check(args: argparse.Namespace) -> int:
         return 0
     print(
         "schema-check: FAILED. Review each blocked change; if it is intended, name it in "
-        "schema/allowed-changes.yaml with a reason (see README, 'Schema evolution')."
+        "schema/allowed-changes.yaml with a reason (see docs/guide/schema.md)."
     )
     return 1

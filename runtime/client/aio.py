@@ -172,6 +172,7 @@ class AsyncSession:
 
     @property
     def state(self) -> SessionState:
+        """Where the session is in its life (the engine's state: started, reconnecting, stopped...)."""
         return self._engine.state
 
     async def start(self) -> SessionStarted:

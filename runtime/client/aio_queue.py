@@ -78,6 +78,8 @@ class ReceivedMessage:
 
     @property
     def payload(self) -> bytes:
+        """The message's data as posted, decompressed on first access; empty for a poison message
+        (``error`` then says why)."""
         return self.message.payload
 
     @property
@@ -91,6 +93,7 @@ class ReceivedMessage:
 
     @property
     def guid(self) -> bytes:
+        """The 16-byte id the producer gave the message; the broker confirms by it."""
         return self.message.guid
 
     @property
@@ -110,6 +113,7 @@ class ReceivedMessage:
 
     @property
     def queue(self) -> AsyncQueue:
+        """The queue that received the message."""
         return self._queue
 
     @property

@@ -58,6 +58,7 @@ class Ack(NamedTuple):
 
     @property
     def ok(self) -> bool:
+        """True when the broker accepted the message (status SUCCESS)."""
         return self.status is AckStatus.SUCCESS
 
     def __repr__(self) -> str:

@@ -143,6 +143,7 @@ class SessionOptions:
 
     @property
     def uses_tls(self) -> bool:
+        """True when the session connects over TLS (``tls`` or ``tls_ca`` is set)."""
         return self.tls is not None or self.tls_ca is not None
 
     def __post_init__(self) -> None:

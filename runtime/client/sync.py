@@ -127,7 +127,8 @@ class Queue:
         return self._session._call(self._inner.get(), timeout)
 
     def confirm(self, message: ReceivedMessage) -> None:
-        """The same as ``message.confirm()``, which also blocks until done here."""
+        """Tell the broker the message is processed (it will not be redelivered); the same as
+        ``message.confirm()``, which also blocks until done here."""
         message.confirm()
 
     # More batch calls: one hop to the I/O thread for many messages. Per-message calls cost a
@@ -187,9 +188,13 @@ class Queue:
         self._session._call(confirm())
 
     def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
+        """Change the queue's options (flow control, priority, subscriptions), given whole or
+        as fields; blocks until the broker answers."""
         self._session._call(self._inner.configure(options, **option_values))
 
     def close(self, *, timeout: float | None = None) -> None:
+        """Stop consuming, then close the queue on the broker; blocks until it answers (at most
+        ``timeout`` seconds per answer; None: ``SessionOptions.close_timeout``)."""
         self._session._call(self._inner.close(timeout=timeout))
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
@@ -255,6 +260,8 @@ class Session:
         return io.run(coro, timeout)
 
     def start(self) -> None:
+        """Start the I/O thread, connect and negotiate (``with Session(...)`` calls it);
+        raises on refusal, timeout or an unreachable broker."""
         if self._io is None and not self._closed:
             self._io = LoopThread("pybmq-io")
             self._dispatcher_thread = CallbackDispatcher(

@@ -3,8 +3,8 @@
     import pybmq.compat as blazingmq
 
 runs code written for ``blazingmq`` 1.2.2 unchanged: the same names, signatures, value types,
-session events, callback threading rules and exceptions (see the README section "Drop-in for the
-official SDK" for what each option means here and the known differences). A program that does
+session events, callback threading rules and exceptions (see docs/guide/compat.md for what
+each option means here and the known differences). A program that does
 ``import blazingmq`` runs on it unedited after ``pybmq.compat.install()`` or with
 ``python -m pybmq.compat program.py``.
 """

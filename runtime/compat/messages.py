@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 PropertyValueType = int | bytes | str
 PropertyValueDict = Mapping[str, PropertyValueType]
+"""Message properties as the official SDK types them: name → int, bytes or str."""
 PropertyTypeDict = Mapping[str, PropertyType]
+"""Name → ``PropertyType``: the wire type of a property, overriding the one inferred."""
 
 _TO_WIRE = {member: WireType[member.name] for member in PropertyType}
 _FROM_WIRE = {int(wire): member for member, wire in _TO_WIRE.items()}

@@ -110,7 +110,7 @@ class Session:
 
     The constructor connects (retrying until the connect timeout, like the C++ SDK) and raises
     ``BrokerTimeoutError`` if it cannot. See the module docstring for the threading rules and the
-    README section "Drop-in for the official SDK" for what each option means here.
+    guide's compat page (docs/guide/compat.md) for what each option means here.
     """
 
     def __init__(

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 # The client, pyarrow and the task-side modules are imported where they are used: Spark starts
 # a Python process per planning step (create the source, plan a write, commit it, ...), and
-# several of them need none of it (see the README's Performance paragraph).
+# several of them need none of it (see the Spark measurements in CHANGELOG.md).
 
 __all__ = ["BlazingMQCommitMessage", "BlazingMQDataSource", "BlazingMQStreamReader"]
 
@@ -95,7 +95,7 @@ READ_SCHEMA = StructType(
         StructField("payload", BinaryType(), False),
         StructField("properties", MapType(StringType(), StringType(), False), False),
         StructField("typed_properties", MapType(StringType(), _TYPED_VALUE, False), False),
-        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see README).
+        # No "redelivered" column: a PUSH to a client carries no redelivery flag (see docs/guide/spark.md).
     ]
 )
 """The rows of a read: one per message. ``typed_properties`` keeps each property's BlazingMQ
@@ -139,12 +139,15 @@ class BlazingMQDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name Spark knows the source by: ``blazingmq``."""
         return "blazingmq"
 
     def schema(self) -> StructType:
+        """The read schema: one row per message, plus a column per ``propertySchema`` entry."""
         return read_schema(property_schema(self.options))
 
     def reader(self, schema: StructType) -> BlazingMQBatchReader:
+        """A batch reader (``spark.read``); checks the queue can be opened for reading first."""
         from pybmq.spark.io import probe
 
         options = ReadOptions.parse(self.options)
@@ -155,12 +158,16 @@ class BlazingMQDataSource(DataSource):
         return BlazingMQBatchReader(options, arrow_schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BlazingMQBatchWriter:
+        """A batch writer (``df.write``): one message per row, ACKed before the task commits."""
         return BlazingMQBatchWriter(self._write_options(schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> BlazingMQStreamWriter:
+        """A streaming writer (``writeStream``): each micro-batch's rows, ACKed per batch."""
         return BlazingMQStreamWriter(self._write_options(schema, overwrite))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A streaming reader (``readStream``), in the driver or, with ``consumers=executors``,
+        in the executors."""
         from pybmq.spark.executors import ExecutorStreamReader
         from pybmq.spark.io import probe
 

@@ -29,7 +29,7 @@ committed it (at-least-once). What breaks that chain only adds duplicates:
   (``attemptNumber > 0``) that finds no rows of its slice fails instead (the first attempt may
   have run in another executor), and so the query; restarted from its checkpoint it starts a
   new run, and the old consumers expire without confirming anything. A stage re-run in another
-  executor than the first read is not seen (see the README).
+  executor than the first read is not seen (see docs/guide/spark.md).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ class _Registry:
                 "a micro-batch task of a stream with consumers=executors was retried, and no "
                 "worker of this executor read it before; the first attempt's messages may wait "
                 "unconfirmed in another executor, so the query stops here. Restart it from its "
-                "checkpoint: nothing is lost (see the README)."
+                "checkpoint: nothing is lost (see docs/guide/spark.md)."
             )
         if consumer is None:
             consumer = self.consumers[key] = _Consumer(options)

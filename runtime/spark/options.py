@@ -114,7 +114,7 @@ class ClientSetting:
     """One ``client.*`` option: a :class:`pybmq.SessionOptions` field set from a Spark option.
 
     A new client setting (authentication, TLS, ...) is one row of :data:`CLIENT_SETTINGS` and
-    one row of the README's table (a test keeps the two equal)."""
+    one row of the table in docs/guide/spark.md (a test keeps the two equal)."""
 
     name: str  # as documented; Spark matches it case-insensitively
     field: str  # the SessionOptions field

@@ -39,6 +39,16 @@ if TYPE_CHECKING:
 BROKER_KINDS = ("sim", "real")
 
 
+__all__ = [
+    "bmq_any_broker",
+    "bmq_any_broker_url",
+    "bmq_broker_url",
+    "bmq_real_broker",
+    "bmq_sim",
+    "skip_if_sim_only",
+]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
