@@ -1,7 +1,7 @@
 """The simulator held to the real broker: every scenario of the catalogue (scenarios.py) gives
 the same observable outcome on both. Against the recorded answers of the real broker always;
 live against the real broker too when ``$BMQ_BROKER_BIN`` names one. A known difference is listed
-in docs/simulator.md with its reason, and is a strict xfail here (it fails once fixed)."""
+in docs/guide/simulator.md with its reason, and is a strict xfail here (it fails once fixed)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(60)
 
 RECORDED_PATH = Path(__file__).with_name("broker-outcomes.json")
 RECORDED: dict[str, Any] = json.loads(RECORDED_PATH.read_text(encoding="utf-8"))
-# Scenario -> why the simulator still answers differently (docs/simulator.md lists them too).
+# Scenario -> why the simulator still answers differently (docs/guide/simulator.md lists them too).
 KNOWN_DIFFERENCES: dict[str, str] = {
     "open_unconfigured_domain_of_a_known_mode": (
         "the simulator serves any domain whose last label is priority, fanout or broadcast, so "
