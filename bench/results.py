@@ -34,6 +34,7 @@ TITLES = {
     "bench_decode": "pybmq decode",
     "bench_spark": "Spark data source",
     "bench_soak": "Soak",
+    "bench_real": "Through the real broker",
     "ratios": "Ratios across modules",
 }
 
