@@ -55,6 +55,7 @@ from pybmq.errors import (
     LingerTimeoutError,
     ProtocolError,
     PybmqError,
+    RequestTimeoutError,
     SessionStoppedError,
     UsageError,
 )
@@ -129,6 +130,10 @@ class AsyncSession:
         )
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
+        if engine_options.traced:  # imports OpenTelemetry (only then)
+            from pybmq.client.tracing import Tracing
+
+            self.driver.tracing = Tracing(engine_options, self._host, self._port)
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._reconnector = Reconnector(
             endpoints,
@@ -174,8 +179,36 @@ class AsyncSession:
     def state(self) -> SessionState:
         return self._engine.state
 
-    async def start(self) -> SessionStarted:
-        """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
+    def operation_span(
+        self, name: str, uri: str | None = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A span around a session or queue operation when tracing, else nothing."""
+        tracing = self.driver.tracing
+        if tracing is None:
+            return contextlib.nullcontext()
+        return tracing.operation(name, uri)
+
+    async def start(self, *, timeout: float | None = None) -> SessionStarted:
+        """Connect and negotiate; raises on refusal, timeout or an unreachable broker.
+        ``timeout``: seconds for the whole start, connecting included (None: the socket's
+        ``connect_timeout``, then the session's ``start_timeout`` for the negotiation);
+        past it, the session is stopped and RequestTimeoutError raised."""
+        timeout = checked_timeout(timeout)
+        with self.operation_span("start"):
+            if timeout is None:
+                return await self._start()
+            try:
+                return await asyncio.wait_for(self._start(), timeout)
+            except asyncio.TimeoutError:
+                if self.driver.bound and self._engine.state is not SessionState.STOPPED:
+                    self._engine.connection_lost(self.driver.now(), None)
+                    self._pump()
+                self._close_transport()
+                raise RequestTimeoutError(
+                    f"start: no session with {self.broker} within {timeout:g}s"
+                ) from None
+
+    async def _start(self) -> SessionStarted:
         driver = self.driver
         loop = asyncio.get_running_loop()
         driver.bind(loop)
@@ -224,11 +257,12 @@ class AsyncSession:
             return
         if linger is None:
             linger = self._engine.options.linger
-        pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
-        if self._engine.stopped:  # it may have ended while lingering
-            self._close_transport()
-        else:
-            await self._stop()
+        with self.operation_span("stop"):
+            pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
+            if self._engine.stopped:  # it may have ended while lingering
+                self._close_transport()
+            else:
+                await self._stop()
         if pending:
             raise LingerTimeoutError(
                 f"{pending} posts not acknowledged within the {linger:g}s linger", pending=pending
@@ -332,17 +366,18 @@ class AsyncSession:
         if options.suspends_on_bad_host_health and self.host_health_monitor is None:
             raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         driver = self.driver
-        op_id, queue_id = self._engine.open_queue(
-            uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
-        )
-        queue = AsyncQueue(self, queue_id, uri)
-        driver.queues[queue_id] = queue
-        log.debug("opening %s (read=%s, write=%s)", uri, read, write)
-        try:
-            await driver.operation(op_id)
-        except BaseException:
-            driver.queues.pop(queue_id, None)
-            raise
+        with self.operation_span("open", uri):
+            op_id, queue_id = self._engine.open_queue(
+                uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
+            )
+            queue = AsyncQueue(self, queue_id, uri)
+            driver.queues[queue_id] = queue
+            log.debug("opening %s (read=%s, write=%s)", uri, read, write)
+            try:
+                await driver.operation(op_id)
+            except BaseException:
+                driver.queues.pop(queue_id, None)
+                raise
         log.debug("opened %s as queue %d", uri, queue_id)
         return queue
 
@@ -452,16 +487,21 @@ class AsyncSession:
             queue.deliver_many(messages, generation, now)
 
     def _on_resilience_event(self, event: ResilienceEvent) -> None:
+        tracing = self.driver.tracing
         if isinstance(event, ConnectionLost):
             self.connection_losses += 1
             if self._engine.state is SessionState.RECONNECTING:
                 endpoint = self._reconnector.endpoint
                 log.warning("connection to %s lost: %s; reconnecting", endpoint, event.reason)
                 self._reconnector.connection_lost()
+                if tracing is not None:
+                    tracing.connection_lost()
         elif isinstance(event, Reconnected):
             self.reconnects += 1
             self.info = event.info
             self._reconnector.reconnected()
+            if tracing is not None:
+                tracing.reconnected(self._reconnector.endpoint)
         elif isinstance(event, QueueReopened) and event.error is not None:
             queue = self.driver.queues.pop(event.queue_id, None)
             if queue is not None:
@@ -502,6 +542,8 @@ class AsyncSession:
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)
+        if self.driver.tracing is not None:  # a reconnect that never came back
+            self.driver.tracing.reconnected(self._reconnector.endpoint, event.reason)
         self.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():

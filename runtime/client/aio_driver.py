@@ -21,6 +21,7 @@ from pybmq.errors import PybmqError, SessionStoppedError
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
+    from pybmq.client.tracing import Tracing
 
 log = logging.getLogger("pybmq.client.aio")
 
@@ -46,6 +47,9 @@ class EngineDriver:
         self.undelivered = 0
         self.reading_paused = False
         self.stopping = False  # stop() began: nothing is held back any more
+        # The session's spans (SessionOptions.tracing / tracer_provider), or None: the one
+        # attribute the data paths check when tracing is off.
+        self.tracing: Tracing | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop this session runs on (known once it starts)."""

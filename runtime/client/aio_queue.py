@@ -20,13 +20,16 @@ from pybmq.client.options import (
     QueueOptions,
     queue_options,
 )
+from pybmq.client.records import FLAG_ACK
 from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, SessionStoppedError, UsageError
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
+    from pybmq.client.tracing import Tracing
 
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
@@ -109,6 +112,18 @@ class ReceivedMessage:
         return self.message.subscription
 
     @property
+    def total_size(self) -> int:
+        """The application data's size as it came on the wire: properties and payload, as
+        compressed when the message was (upstream's ``Message.totalSize``)."""
+        return self.message.total_size
+
+    @property
+    def trace_context(self) -> Context | None:
+        """The OpenTelemetry context of this message's ``receive`` span (a child of the
+        producer's), to parent the application's own spans; None when not tracing."""
+        return None
+
+    @property
     def queue(self) -> AsyncQueue:
         return self._queue
 
@@ -155,6 +170,39 @@ class ReceivedMessage:
         return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
 
 
+class TracedMessage(ReceivedMessage):
+    """A ``ReceivedMessage`` of a traced session: it carries its ``receive`` span's context and
+    records a ``settle`` span when confirmed (a subclass, so untraced messages pay nothing)."""
+
+    __slots__ = ("_trace_context",)
+
+    def __init__(
+        self,
+        queue: AsyncQueue,
+        message: Message | CompressedMessage,
+        generation: int,
+        received_at: float,
+        tracing: Tracing,
+    ) -> None:
+        super().__init__(queue, message, generation, received_at)
+        properties = self.properties if self.error is None else _NO_PROPERTIES
+        self._trace_context = tracing.received(queue.uri, message.guid, properties)
+
+    @property
+    def trace_context(self) -> Context | None:
+        return self._trace_context
+
+    def confirm_nowait(self) -> None:
+        super().confirm_nowait()
+        self.settled()
+
+    def settled(self) -> None:
+        """Record the ``settle`` span of this message's confirm."""
+        tracing = self._queue.driver.tracing
+        if tracing is not None:
+            tracing.settled(self._queue.uri, self.message.guid, self._trace_context)
+
+
 class AsyncQueue:
     """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
 
@@ -189,6 +237,8 @@ class AsyncQueue:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
         ``ack=False`` (no ``on_ack``) asks the broker for no ACK. Returns the message GUID."""
         driver = self.driver
+        if driver.tracing is not None:
+            return self._post_traced(driver.tracing, payload, properties, on_ack, ack)
         guid = driver.engine.post(
             self.queue_id, payload, driver.now(), properties=properties, context=on_ack, ack=ack
         )
@@ -206,6 +256,8 @@ class AsyncQueue:
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
         driver = self.driver
+        if driver.tracing is not None:
+            return self._post_many_traced(driver.tracing, payloads, properties, on_ack)
         guids = driver.engine.post_many(
             self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
         )
@@ -218,11 +270,118 @@ class AsyncQueue:
         driver = self.driver
         await self.session.drain()
         future: asyncio.Future[Ack] = driver.loop.create_future()
+        if driver.tracing is not None:
+            return await self._post_wait_traced(driver.tracing, future, payload, properties)
         driver.engine.post(
             self.queue_id, payload, driver.now(), properties=properties, context=future
         )
         driver.schedule_flush()
         return await future
+
+    # ------------------------------------------------------------------ traced posts
+
+    def _acks(self, ack: bool) -> bool:
+        """Whether a post with ``ack`` gets an ACK (the queue was opened with ack=True)."""
+        record = self.driver.engine.queues.get(self.queue_id)
+        return ack and record is not None and bool(record.flags & FLAG_ACK)
+
+    def _post_traced(
+        self,
+        tracing: Tracing,
+        payload: bytes,
+        properties: Mapping[str, Any] | None,
+        on_ack: AckCallback | None,
+        ack: bool,
+    ) -> bytes:
+        """``post_nowait`` with a producer span that ends at the ACK (or once buffered)."""
+        driver = self.driver
+        span, traced = tracing.publish(self.uri, properties)
+        acks = self._acks(ack)
+
+        def acked(result: Ack) -> object:
+            tracing.acked(span, result)
+            return on_ack(result) if on_ack is not None else None
+
+        try:
+            guid = driver.engine.post(
+                self.queue_id,
+                payload,
+                driver.now(),
+                properties=traced,
+                context=acked if acks else on_ack,
+                ack=ack,
+            )
+        except BaseException as exc:
+            tracing.failed(span, exc)
+            raise
+        tracing.posted(span, guid)
+        if not acks:
+            span.end()
+        driver.schedule_flush()
+        return guid
+
+    def _post_many_traced(
+        self,
+        tracing: Tracing,
+        payloads: Sequence[bytes],
+        properties: Mapping[str, Any] | None,
+        on_ack: AckCallback | None,
+    ) -> list[bytes]:
+        """``post_many_nowait`` with one producer span for the batch, ended at its last ACK
+        (ERROR if any was a NACK)."""
+        driver = self.driver
+        span, traced = tracing.publish(self.uri, properties, count=len(payloads))
+        acks = self._acks(True)
+        left = [len(payloads)]  # ACKs still to come
+        nacks: list[Ack] = []
+
+        def acked(result: Ack) -> object:
+            left[0] -= 1
+            if not result.ok:
+                nacks.append(result)
+            if left[0] == 0:
+                tracing.acked(span, nacks[0] if nacks else result)
+            return on_ack(result) if on_ack is not None else None
+
+        try:
+            guids = driver.engine.post_many(
+                self.queue_id,
+                payloads,
+                driver.now(),
+                properties=traced,
+                context=acked if acks else on_ack,
+            )
+        except BaseException as exc:
+            tracing.failed(span, exc)
+            raise
+        tracing.posted(span, guids)
+        if not acks or not guids:
+            span.end()
+        driver.schedule_flush()
+        return guids
+
+    async def _post_wait_traced(
+        self,
+        tracing: Tracing,
+        future: asyncio.Future[Ack],
+        payload: bytes,
+        properties: Mapping[str, Any] | None,
+    ) -> Ack:
+        """``post`` with a producer span that ends at the ACK."""
+        driver = self.driver
+        span, traced = tracing.publish(self.uri, properties)
+        try:
+            guid = driver.engine.post(
+                self.queue_id, payload, driver.now(), properties=traced, context=future
+            )
+            tracing.posted(span, guid)
+            driver.schedule_flush()
+            result = await future
+        except BaseException as exc:
+            tracing.failed(span, exc)
+            raise
+        tracing.acked(span, result)
+        return result
 
     async def configure(
         self,
@@ -237,11 +396,12 @@ class AsyncQueue:
         ``timeout``: seconds for the answer (None: the session's ``configure_timeout``)."""
         options = queue_options(options, option_values)
         driver = self.driver
-        await driver.operation(
-            driver.engine.configure_queue(
-                self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+        with self.session.operation_span("configure", self.uri):
+            await driver.operation(
+                driver.engine.configure_queue(
+                    self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+                )
             )
-        )
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration.
@@ -251,7 +411,8 @@ class AsyncQueue:
             return
         log.debug("closing %s", self.uri)
         self._uncount()  # the application is done with it: its leftovers hold nothing back
-        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
+        with self.session.operation_span("close", self.uri):
+            await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
         driver.queues.pop(self.queue_id, None)
         self.end()
 
@@ -311,6 +472,10 @@ class AsyncQueue:
             for generation in generations:
                 guids = [r.message.guid for r in messages if r._generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
+        if self.driver.tracing is not None:
+            for received in messages:
+                if isinstance(received, TracedMessage):
+                    received.settled()
         self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -346,7 +511,11 @@ class AsyncQueue:
         if generation is None or received_at is None:
             engine = self.driver.engine
             generation, received_at = engine.generation, engine.now
-        self._messages.append(ReceivedMessage(self, message, generation, received_at))
+        tracing = self.driver.tracing
+        if tracing is not None:
+            self._messages.append(TracedMessage(self, message, generation, received_at, tracing))
+        else:
+            self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
             self.driver.delivered(1)
         if self._waiters:
@@ -356,9 +525,15 @@ class AsyncQueue:
         self, messages: list[Message | CompressedMessage], generation: int, received_at: float
     ) -> None:
         """``deliver`` for a run of messages of one connection and loop turn (the session's)."""
-        self._messages.extend(
-            [ReceivedMessage(self, message, generation, received_at) for message in messages]
-        )
+        tracing = self.driver.tracing
+        if tracing is not None:
+            self._messages.extend(
+                [TracedMessage(self, m, generation, received_at, tracing) for m in messages]
+            )
+        else:
+            self._messages.extend(
+                [ReceivedMessage(self, message, generation, received_at) for message in messages]
+            )
         if self._counted:
             self.driver.delivered(len(messages))
         waiters = self._waiters

@@ -132,6 +132,19 @@ class SessionOptions:
     # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
     # the official SDKs' statsDumpInterval.
     stats_dump_interval: float = 0.0
+    # Distributed tracing (OpenTelemetry, the ``otel`` extra; see pybmq.client.tracing): off
+    # unless ``tracer_provider`` is given or ``tracing`` is True (OpenTelemetry's global
+    # provider). A post carries its W3C trace context in the message properties named
+    # ``trace_property`` (traceparent) and ``trace_state_property`` (tracestate, when any).
+    tracer_provider: Any = field(default=None, repr=False, compare=False)
+    tracing: bool = False
+    trace_property: str = "traceparent"
+    trace_state_property: str = "tracestate"
+
+    @property
+    def traced(self) -> bool:
+        """True when this session records spans (a provider, or ``tracing=True``)."""
+        return self.tracer_provider is not None or self.tracing
 
     def timeout(self, name: str) -> float:
         """The effective ``<name>_timeout`` (start, open, configure, close, disconnect): the
@@ -180,6 +193,8 @@ class SessionOptions:
             raise UsageError("give tls=SSLContext or tls_ca= (with tls_cert/tls_key), not both")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise UsageError("tls_cert and tls_key go together")
+        if not self.trace_property or self.trace_property == self.trace_state_property:
+            raise UsageError("trace_property and trace_state_property must be distinct names")
         if self.tls_cert is not None and not self.uses_tls:
             raise UsageError("tls_cert/tls_key need tls_ca (or a tls context)")
 

@@ -19,7 +19,7 @@ from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
-from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
 from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
@@ -254,7 +254,10 @@ class Session:
             raise UsageError("blocking Session calls cannot be made from its own I/O thread")
         return io.run(coro, timeout)
 
-    def start(self) -> None:
+    def start(self, *, timeout: float | None = None) -> None:
+        """Connect and negotiate. ``timeout``: seconds for the whole start (None: the session's
+        ``timeout``); past it the session is stopped and RequestTimeoutError raised."""
+        timeout = checked_timeout(timeout)
         if self._io is None and not self._closed:
             self._io = LoopThread("pybmq-io")
             self._dispatcher_thread = CallbackDispatcher(
@@ -272,11 +275,12 @@ class Session:
                 write_high_water=self._watermarks[0],
                 write_low_water=self._watermarks[1],
             )
-            await session.start()
+            await session.start(timeout=timeout)
             return session
 
         try:
-            self._inner = self._call(start(), self._timeout)
+            # The loop's own bound (start's timeout) fires first; this one is a backstop.
+            self._inner = self._call(start(), self._timeout if timeout is None else timeout + 5)
         except BaseException:
             self.stop()
             raise
