@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq._version import __version__
 from pybmq.client.events import Ack
+from pybmq.wire.properties import MessageProperties
 
 try:
     from opentelemetry import trace
@@ -77,7 +78,7 @@ class Tracing:
 
     def publish(
         self, uri: str, properties: Mapping[str, Any] | None, count: int = 1
-    ) -> tuple[Span, dict[str, Any]]:
+    ) -> tuple[Span, MessageProperties]:
         """A started producer span and ``properties`` with its trace context added."""
         attributes = self._attributes("post", uri)
         attributes["messaging.operation.type"] = "publish"
@@ -88,11 +89,16 @@ class Tracing:
         )
         carrier: dict[str, str] = {}
         _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
-        traced = dict(properties) if properties else {}
+        # A MessageProperties, not a dict: every traceparent differs, and a dict would fill the
+        # publisher's cache of property mappings with entries never seen again.
+        if isinstance(properties, MessageProperties):
+            traced = MessageProperties({n: (int(t), v) for n, t, v in properties.typed_items()})
+        else:
+            traced = MessageProperties(properties)
         if "traceparent" in carrier:
-            traced[self.parent_key] = carrier["traceparent"]
+            traced.set_string(self.parent_key, carrier["traceparent"])
         if carrier.get("tracestate"):
-            traced[self.state_key] = carrier["tracestate"]
+            traced.set_string(self.state_key, carrier["tracestate"])
         return span, traced
 
     @staticmethod

@@ -11,9 +11,11 @@ import time
 
 import pytest
 from pybmq.client.aio import AsyncSession
+from pybmq.client.aio_queue import ReceivedMessage, TracedMessage
 from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Session
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
+from pybmq.wire.properties import MessageProperties, PropertyType
 
 pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -167,3 +169,34 @@ print("clean")
     )
     assert result.returncode == 0, result.stderr
     assert "clean" in result.stdout
+
+
+async def test_typed_properties_keep_their_types_and_untraced_sessions_get_none() -> None:
+    provider, exporter = _provider()
+    props = MessageProperties()
+    props.set_int64("n", 7)
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url, options=SessionOptions(tracer_provider=provider)) as traced,
+        AsyncSession(sim.url) as plain,
+    ):
+        writer = await traced.open_queue(QUEUE, write=True)
+        reader = await plain.open_queue(QUEUE, read=True)
+        assert (await writer.post(b"typed", properties=props)).ok
+        message = await asyncio.wait_for(reader.get(), 5)
+        # The consumer does not trace: its message has no span context, but the property came.
+        assert message.trace_context is None
+        assert isinstance(message, ReceivedMessage) and not isinstance(message, TracedMessage)
+        assert message.properties.type_of("n") is PropertyType.INT64  # type: ignore[attr-defined]
+        assert "traceparent" in message.properties
+        assert len(props) == 1  # the caller's properties were not changed
+    assert [s.name for s in exporter.get_finished_spans()].count(f"publish {QUEUE}") == 1
+
+
+def test_the_tracing_bench_runs_quick() -> None:
+    from bench import bench_tracing
+
+    results = {r.name: r for r in bench_tracing.run(quick=True)}
+    for path in ("post", "consume"):
+        for variant in ("no hook", "off", "on"):
+            assert results[f"tracing {path}: {variant}"].value > 0
