@@ -233,14 +233,23 @@ class AsyncQueue:
         properties: Mapping[str, Any] | None = None,
         on_ack: AckCallback | None = None,
         ack: bool = True,
+        compression: str | None = None,
     ) -> bytes:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
-        ``ack=False`` (no ``on_ack``) asks the broker for no ACK. Returns the message GUID."""
+        ``ack=False`` (no ``on_ack``) asks the broker for no ACK. ``compression``: ``"zlib"`` or
+        ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
+        Returns the message GUID."""
         driver = self.driver
         if driver.tracing is not None:
-            return self._post_traced(driver.tracing, payload, properties, on_ack, ack)
+            return self._post_traced(driver.tracing, payload, properties, on_ack, ack, compression)
         guid = driver.engine.post(
-            self.queue_id, payload, driver.now(), properties=properties, context=on_ack, ack=ack
+            self.queue_id,
+            payload,
+            driver.now(),
+            properties=properties,
+            context=on_ack,
+            ack=ack,
+            compression=compression,
         )
         driver.schedule_flush()
         return guid
@@ -264,16 +273,30 @@ class AsyncQueue:
         driver.schedule_flush()
         return guids
 
-    async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
+    async def post(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        compression: str | None = None,
+    ) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
-        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
+        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
+        ``compression``: as in ``post_nowait``."""
         driver = self.driver
         await self.session.drain()
         future: asyncio.Future[Ack] = driver.loop.create_future()
         if driver.tracing is not None:
-            return await self._post_wait_traced(driver.tracing, future, payload, properties)
+            return await self._post_wait_traced(
+                driver.tracing, future, payload, properties, compression
+            )
         driver.engine.post(
-            self.queue_id, payload, driver.now(), properties=properties, context=future
+            self.queue_id,
+            payload,
+            driver.now(),
+            properties=properties,
+            context=future,
+            compression=compression,
         )
         driver.schedule_flush()
         return await future
@@ -292,6 +315,7 @@ class AsyncQueue:
         properties: Mapping[str, Any] | None,
         on_ack: AckCallback | None,
         ack: bool,
+        compression: str | None,
     ) -> bytes:
         """``post_nowait`` with a producer span that ends at the ACK (or once buffered)."""
         driver = self.driver
@@ -310,6 +334,7 @@ class AsyncQueue:
                 properties=traced,
                 context=acked if acks else on_ack,
                 ack=ack,
+                compression=compression,
             )
         except BaseException as exc:
             tracing.failed(span, exc)
@@ -366,13 +391,19 @@ class AsyncQueue:
         future: asyncio.Future[Ack],
         payload: bytes,
         properties: Mapping[str, Any] | None,
+        compression: str | None,
     ) -> Ack:
         """``post`` with a producer span that ends at the ACK."""
         driver = self.driver
         span, traced = tracing.publish(self.uri, properties)
         try:
             guid = driver.engine.post(
-                self.queue_id, payload, driver.now(), properties=traced, context=future
+                self.queue_id,
+                payload,
+                driver.now(),
+                properties=traced,
+                context=future,
+                compression=compression,
             )
             tracing.posted(span, guid)
             driver.schedule_flush()

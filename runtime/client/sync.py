@@ -21,7 +21,7 @@ from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
 from pybmq.client.stats import SessionStats
-from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.errors import RequestTimeoutError, SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
 log = logging.getLogger("pybmq.client.sync")
@@ -62,9 +62,13 @@ class Queue:
         *,
         properties: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        compression: str | None = None,
     ) -> Ack:
-        """Post and block until the ACK (or a NACK) arrives."""
-        return self._session._call(self._inner.post(payload, properties=properties), timeout)
+        """Post and block until the ACK (or a NACK) arrives. ``compression``: ``"zlib"`` or
+        ``"none"`` for this message (None: the session's ``compression_threshold``)."""
+        return self._session._call(
+            self._inner.post(payload, properties=properties, compression=compression), timeout
+        )
 
     def post_async(
         self,
@@ -72,15 +76,19 @@ class Queue:
         *,
         properties: Mapping[str, Any] | None = None,
         on_ack: Callable[[Ack], object] | None = None,
+        compression: str | None = None,
     ) -> bytes:
         """Post without waiting for the ACK; ``on_ack`` runs on the dispatcher thread. Returns
-        the GUID once the message is buffered (validation errors raise here)."""
+        the GUID once the message is buffered (validation errors raise here). ``compression``:
+        as in ``post``."""
         callback = self._ack_callback(on_ack)
         inner = self._inner
 
         async def post() -> bytes:
             await inner.session.drain()
-            return inner.post_nowait(payload, properties=properties, on_ack=callback)
+            return inner.post_nowait(
+                payload, properties=properties, on_ack=callback, compression=compression
+            )
 
         return self._session._call(post())
 
@@ -264,7 +272,7 @@ class Session:
                 "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
             )
 
-        async def start() -> AsyncSession:
+        async def start() -> AsyncSession | RequestTimeoutError:
             on_event = self._on_event
             dispatch = self._dispatcher.submit
             session = AsyncSession(
@@ -275,12 +283,18 @@ class Session:
                 write_high_water=self._watermarks[0],
                 write_low_water=self._watermarks[1],
             )
-            await session.start(timeout=timeout)
+            try:
+                await session.start(timeout=timeout)
+            except RequestTimeoutError as exc:  # handed back as is: the loop thread's run()
+                return exc  # would take this TimeoutError for its own
             return session
 
         try:
             # The loop's own bound (start's timeout) fires first; this one is a backstop.
-            self._inner = self._call(start(), self._timeout if timeout is None else timeout + 5)
+            started = self._call(start(), self._timeout if timeout is None else timeout + 5)
+            if isinstance(started, RequestTimeoutError):
+                raise started
+            self._inner = started
         except BaseException:
             self.stop()
             raise
