@@ -200,3 +200,40 @@ def test_the_tracing_bench_runs_quick() -> None:
     for path in ("post", "consume"):
         for variant in ("no hook", "off", "on"):
             assert results[f"tracing {path}: {variant}"].value > 0
+
+
+def test_the_spark_source_traces_with_the_process_global_provider() -> None:
+    """A Spark task's session traces when its process set a global OpenTelemetry SDK provider
+    (a subprocess: the global provider can be set once per process), and not otherwise."""
+    program = """
+import sys
+from pybmq.sim.server import ThreadedBrokerSimulator
+from pybmq.spark.io import post_all, tracing_options
+from pybmq.spark.options import WriteOptions
+from pybmq.wire.properties import MessageProperties
+
+assert tracing_options() == {}
+from opentelemetry import trace
+assert tracing_options() == {}  # loaded, but no provider set: nothing to trace with
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+assert tracing_options() == {"tracing": True}
+with ThreadedBrokerSimulator() as sim:
+    options = WriteOptions.parse({"broker": sim.url, "queue": "bmq://bmq.test.mem.priority/sp"})
+    result = post_all(options, [(b"a", MessageProperties()), (b"b", MessageProperties())])
+    assert result.acked == 2, result
+names = [s.name for s in exporter.get_finished_spans()]
+assert names.count("publish bmq://bmq.test.mem.priority/sp") == 2, names
+assert "start" in names and "open bmq://bmq.test.mem.priority/sp" in names, names
+print("traced")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "traced" in result.stdout
