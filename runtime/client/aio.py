@@ -37,6 +37,8 @@ from pybmq.client.events import (
     Reconnected,
     SessionStarted,
     SessionStopped,
+    SlowConsumerHighWatermark,
+    SlowConsumerNormal,
     StateRestored,
     WatermarkEvent,
 )
@@ -64,7 +66,8 @@ from pybmq.uri import parse_broker_url
 log = logging.getLogger("pybmq.client.aio")
 stats_log = logging.getLogger("pybmq.stats")
 
-# What on_event receives: connection and reconnect news, host health, channel watermarks.
+# What on_event receives: connection and reconnect news, host health, channel watermarks and
+# the slow-consumer ones.
 ResilienceEvent = (
     ConnectionLost
     | Reconnected
@@ -130,6 +133,7 @@ class AsyncSession:
         )
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
+        self.driver.on_backlog = self._on_backlog
         if engine_options.traced:  # imports OpenTelemetry (only then)
             from pybmq.client.tracing import Tracing
 
@@ -420,6 +424,11 @@ class AsyncSession:
             self._notify(ChannelHighWatermark(buffered))
         else:
             self._notify(ChannelLowWatermark(buffered))
+
+    def _on_backlog(self, high: bool, undelivered: int) -> None:
+        self._notify(
+            SlowConsumerHighWatermark(undelivered) if high else SlowConsumerNormal(undelivered)
+        )
 
     def _on_host_health(self, healthy: bool) -> None:
         """From the monitor, on whichever thread changed it."""

@@ -287,7 +287,25 @@ class ChannelLowWatermark:
     buffered: int
 
 
-WatermarkEvent = ChannelHighWatermark | ChannelLowWatermark
+@dataclass(frozen=True, slots=True)
+class SlowConsumerHighWatermark:
+    """The messages delivered to the session's queues and not yet taken by the application
+    reached ``SessionOptions.slow_consumer_watermarks``' high mark (Java's
+    InboundEventBufferWaterMark, compat's SlowConsumerHighWaterMark)."""
+
+    undelivered: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlowConsumerNormal:
+    """The backlog fell back to the low mark after a SlowConsumerHighWatermark."""
+
+    undelivered: int
+
+
+WatermarkEvent = (
+    ChannelHighWatermark | ChannelLowWatermark | SlowConsumerHighWatermark | SlowConsumerNormal
+)
 
 HealthEvent = HostUnhealthy | HostHealthRestored | QueueSuspended | QueueResumed
 

@@ -118,6 +118,11 @@ class SessionOptions:
     # received and not yet taken by the application (0: the readers' credit, the sum of their
     # max_unconfirmed_messages), and read again once the backlog is down to half of it.
     max_undelivered_messages: int = 0
+    # (low, high): on_event gets SlowConsumerHighWatermark once that backlog (messages received
+    # and not yet taken by the application) reaches ``high``, then SlowConsumerNormal once it is
+    # back down to ``low`` (Java's InboundEventBufferWaterMark; compat's event-queue marks). The
+    # default high mark is the default read pause of one queue (its 1000 messages of credit).
+    slow_consumer_watermarks: tuple[int, int] = (50, 1000)
     # Authentication (the AUTHENTICATION exchange before negotiation, re-authentication before
     # the broker's lifetimeMs runs out). None: do not authenticate, as the C++ SDK without a
     # credential callback; the broker then applies its anonymous credential.
@@ -161,6 +166,9 @@ class SessionOptions:
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
             raise UsageError("max_buffered_posts must be >= 1")
+        low, high = self.slow_consumer_watermarks
+        if not 0 <= low < high:
+            raise UsageError("slow_consumer_watermarks must be (low, high) with 0 <= low < high")
         if self.max_undelivered_messages < 0:
             raise UsageError("max_undelivered_messages must be >= 0 (0: the readers' credit)")
         for url in (self.broker_uri, *self.endpoints):

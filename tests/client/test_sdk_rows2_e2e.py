@@ -9,7 +9,11 @@ import zlib
 
 import pytest
 from pybmq.client.aio import AsyncSession
-from pybmq.client.events import CompressedMessage
+from pybmq.client.events import (
+    CompressedMessage,
+    SlowConsumerHighWatermark,
+    SlowConsumerNormal,
+)
 from pybmq.client.fsm import SessionState
 from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Session
@@ -104,3 +108,33 @@ def test_the_blocking_session_start_takes_a_timeout() -> None:
             session.stop()
 
     asyncio.run(serve())
+
+
+async def test_slow_consumer_events_when_the_backlog_crosses_its_marks() -> None:
+    events: list[object] = []
+    options = SessionOptions(slow_consumer_watermarks=(5, 20), reconnect=False)
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url, options=options, on_event=events.append) as session,
+    ):
+        queue = await session.open_queue(QUEUE, read=True, write=True)
+        for i in range(19):
+            assert (await queue.post(b"m%d" % i)).ok
+        while session.undelivered < 19:
+            await asyncio.sleep(0.01)
+        assert not events  # 19 not taken: under the high mark
+        assert (await queue.post(b"m19")).ok
+        while session.undelivered < 20:
+            await asyncio.sleep(0.01)
+        assert events == [SlowConsumerHighWatermark(20)]
+        assert (await queue.post(b"m20")).ok  # still high: no second event
+        while session.undelivered < 21:
+            await asyncio.sleep(0.01)
+        taken = queue.get_many_nowait(15)  # 6 left: not yet down to the low mark
+        assert len(taken) == 15 and len(events) == 1
+        queue.get_nowait()  # 5 left
+        assert events == [SlowConsumerHighWatermark(20), SlowConsumerNormal(5)]
+        queue.get_many_nowait(5)
+    assert len(events) == 2
+    with pytest.raises(UsageError):
+        SessionOptions(slow_consumer_watermarks=(20, 20))
