@@ -66,9 +66,19 @@ class Queue:
     ) -> Ack:
         """Post and block until the ACK (or a NACK) arrives. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold``)."""
-        return self._session._call(
-            self._inner.post(payload, properties=properties, compression=compression), timeout
-        )
+        inner = self._inner
+        tracing = inner.driver.tracing
+        if tracing is None:
+            return self._session._call(
+                inner.post(payload, properties=properties, compression=compression), timeout
+            )
+        parent = tracing.current()  # the caller's span parents the post's, on the I/O thread
+
+        async def traced() -> Ack:
+            with tracing.attached(parent):
+                return await inner.post(payload, properties=properties, compression=compression)
+
+        return self._session._call(traced(), timeout)
 
     def post_async(
         self,
@@ -83,9 +93,16 @@ class Queue:
         as in ``post``."""
         callback = self._ack_callback(on_ack)
         inner = self._inner
+        tracing = inner.driver.tracing
+        parent = tracing.current() if tracing is not None else None
 
         async def post() -> bytes:
             await inner.session.drain()
+            if tracing is not None and parent is not None:
+                with tracing.attached(parent):
+                    return inner.post_nowait(
+                        payload, properties=properties, on_ack=callback, compression=compression
+                    )
             return inner.post_nowait(
                 payload, properties=properties, on_ack=callback, compression=compression
             )

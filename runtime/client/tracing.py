@@ -33,6 +33,7 @@ from pybmq.client.events import Ack
 from pybmq.wire.properties import MessageProperties
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import trace
     from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
@@ -124,6 +125,21 @@ class Tracing:
         if not ack.ok:
             span.set_status(Status(StatusCode.ERROR, f"NACK {ack.status.name}"))
         span.end()
+
+    @staticmethod
+    def current() -> Context:
+        """The caller's OpenTelemetry context (what a blocking call hands to the I/O thread)."""
+        return otel_context.get_current()
+
+    @staticmethod
+    @contextmanager
+    def attached(parent: Context) -> Iterator[None]:
+        """``parent`` made current (on the I/O thread) for the spans started inside."""
+        token = otel_context.attach(parent)
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
 
     # ------------------------------------------------------------------ consumer
 

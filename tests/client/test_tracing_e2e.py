@@ -126,7 +126,10 @@ def test_the_blocking_session_traces_too_and_reconnects_are_spans() -> None:
     options = SessionOptions(tracer_provider=provider)
     with ThreadedBrokerSimulator() as sim, Session(sim.url, options=options) as session:
         queue = session.open_queue(QUEUE, read=True, write=True)
-        assert queue.post(b"x").ok
+        app = provider.get_tracer("app")
+        with app.start_as_current_span("blocking caller") as caller:
+            assert queue.post(b"x").ok
+            queue.post_async(b"y")
         message = queue.get(timeout=5)
         message.confirm()
         sim.restart()
@@ -135,7 +138,11 @@ def test_the_blocking_session_traces_too_and_reconnects_are_spans() -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
     spans = tuple(exporter.get_finished_spans())
-    assert _named(spans, f"publish {QUEUE}") and _named(spans, f"settle {QUEUE}")
+    publishes = _named(spans, f"publish {QUEUE}")
+    assert len(publishes) == 2 and _named(spans, f"settle {QUEUE}")
+    # The caller's span (on the application's thread) parents both posts' spans.
+    caller_id = caller.get_span_context().span_id
+    assert [p.parent.span_id if p.parent else None for p in publishes] == [caller_id] * 2
     [reconnect] = _named(spans, "reconnect")
     assert reconnect.end_time is not None and reconnect.start_time is not None
     assert reconnect.end_time >= reconnect.start_time
