@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -202,7 +203,7 @@ class EngineDriver:
         high = self.backlog is BacklogState.HIGH
         low_mark, high_mark = self._marks
         self.backlog_low = low_mark if high else -1
-        self.backlog_high = 1 << 62 if high else high_mark
+        self.backlog_high = sys.maxsize if high else high_mark
         log.debug("slow consumer: %s (%d messages not taken)", self.backlog.value, self.undelivered)
         if self.on_backlog is not None:
             self.on_backlog(high, self.undelivered)
