@@ -135,9 +135,9 @@ class AsyncSession:
         self.driver = EngineDriver(engine, self._link, self._pump)
         self.driver.on_backlog = self._on_backlog
         if engine_options.traced:  # imports OpenTelemetry (only then)
-            from pybmq.client.tracing import Tracing
+            from pybmq.client.aio_tracing import ShellTracing
 
-            self.driver.tracing = Tracing(engine_options, self._host, self._port)
+            self.driver.tracing = ShellTracing(engine_options, self._host, self._port)
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._reconnector = Reconnector(
             endpoints,

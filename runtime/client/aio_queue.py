@@ -20,7 +20,6 @@ from pybmq.client.options import (
     QueueOptions,
     queue_options,
 )
-from pybmq.client.records import FLAG_ACK
 from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, SessionStoppedError, UsageError
 from pybmq.wire.properties import MessageProperties, PropertyValue
@@ -29,11 +28,10 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
-    from pybmq.client.tracing import Tracing
 
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
-_NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
 
 def _properties_error(message: Message | CompressedMessage) -> MessageDecodeError | None:
@@ -89,7 +87,7 @@ class ReceivedMessage:
         when they do not decode: ``error`` then says why). Parsed on first access."""
         properties = self.message.properties
         if properties is None or _properties_error(self.message) is not None:
-            return _NO_PROPERTIES
+            return NO_PROPERTIES
         return properties
 
     @property
@@ -170,39 +168,6 @@ class ReceivedMessage:
         return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
 
 
-class TracedMessage(ReceivedMessage):
-    """A ``ReceivedMessage`` of a traced session: it carries its ``receive`` span's context and
-    records a ``settle`` span when confirmed (a subclass, so untraced messages pay nothing)."""
-
-    __slots__ = ("_trace_context",)
-
-    def __init__(
-        self,
-        queue: AsyncQueue,
-        message: Message | CompressedMessage,
-        generation: int,
-        received_at: float,
-        tracing: Tracing,
-    ) -> None:
-        super().__init__(queue, message, generation, received_at)
-        properties = self.properties if self.error is None else _NO_PROPERTIES
-        self._trace_context = tracing.received(queue.uri, message.guid, properties)
-
-    @property
-    def trace_context(self) -> Context | None:
-        return self._trace_context
-
-    def confirm_nowait(self) -> None:
-        super().confirm_nowait()
-        self.settled()
-
-    def settled(self) -> None:
-        """Record the ``settle`` span of this message's confirm."""
-        tracing = self._queue.driver.tracing
-        if tracing is not None:
-            tracing.settled(self._queue.uri, self.message.guid, self._trace_context)
-
-
 class AsyncQueue:
     """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
 
@@ -241,7 +206,7 @@ class AsyncQueue:
         Returns the message GUID."""
         driver = self.driver
         if driver.tracing is not None:
-            return self._post_traced(driver.tracing, payload, properties, on_ack, ack, compression)
+            return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
         guid = driver.engine.post(
             self.queue_id,
             payload,
@@ -266,7 +231,7 @@ class AsyncQueue:
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
         driver = self.driver
         if driver.tracing is not None:
-            return self._post_many_traced(driver.tracing, payloads, properties, on_ack)
+            return driver.tracing.post_many(self, payloads, properties, on_ack)
         guids = driver.engine.post_many(
             self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
         )
@@ -287,9 +252,7 @@ class AsyncQueue:
         await self.session.drain()
         future: asyncio.Future[Ack] = driver.loop.create_future()
         if driver.tracing is not None:
-            return await self._post_wait_traced(
-                driver.tracing, future, payload, properties, compression
-            )
+            return await driver.tracing.post_wait(self, future, payload, properties, compression)
         driver.engine.post(
             self.queue_id,
             payload,
@@ -300,119 +263,6 @@ class AsyncQueue:
         )
         driver.schedule_flush()
         return await future
-
-    # ------------------------------------------------------------------ traced posts
-
-    def _acks(self, ack: bool) -> bool:
-        """Whether a post with ``ack`` gets an ACK (the queue was opened with ack=True)."""
-        record = self.driver.engine.queues.get(self.queue_id)
-        return ack and record is not None and bool(record.flags & FLAG_ACK)
-
-    def _post_traced(
-        self,
-        tracing: Tracing,
-        payload: bytes,
-        properties: Mapping[str, Any] | None,
-        on_ack: AckCallback | None,
-        ack: bool,
-        compression: str | None,
-    ) -> bytes:
-        """``post_nowait`` with a producer span that ends at the ACK (or once buffered)."""
-        driver = self.driver
-        span, traced = tracing.publish(self.uri, properties)
-        acks = self._acks(ack)
-
-        def acked(result: Ack) -> object:
-            tracing.acked(span, result)
-            return on_ack(result) if on_ack is not None else None
-
-        try:
-            guid = driver.engine.post(
-                self.queue_id,
-                payload,
-                driver.now(),
-                properties=traced,
-                context=acked if acks else on_ack,
-                ack=ack,
-                compression=compression,
-            )
-        except BaseException as exc:
-            tracing.failed(span, exc)
-            raise
-        tracing.posted(span, guid)
-        if not acks:
-            span.end()
-        driver.schedule_flush()
-        return guid
-
-    def _post_many_traced(
-        self,
-        tracing: Tracing,
-        payloads: Sequence[bytes],
-        properties: Mapping[str, Any] | None,
-        on_ack: AckCallback | None,
-    ) -> list[bytes]:
-        """``post_many_nowait`` with one producer span for the batch, ended at its last ACK
-        (ERROR if any was a NACK)."""
-        driver = self.driver
-        span, traced = tracing.publish(self.uri, properties, count=len(payloads))
-        acks = self._acks(True)
-        left = [len(payloads)]  # ACKs still to come
-        nacks: list[Ack] = []
-
-        def acked(result: Ack) -> object:
-            left[0] -= 1
-            if not result.ok:
-                nacks.append(result)
-            if left[0] == 0:
-                tracing.acked(span, nacks[0] if nacks else result)
-            return on_ack(result) if on_ack is not None else None
-
-        try:
-            guids = driver.engine.post_many(
-                self.queue_id,
-                payloads,
-                driver.now(),
-                properties=traced,
-                context=acked if acks else on_ack,
-            )
-        except BaseException as exc:
-            tracing.failed(span, exc)
-            raise
-        tracing.posted(span, guids)
-        if not acks or not guids:
-            span.end()
-        driver.schedule_flush()
-        return guids
-
-    async def _post_wait_traced(
-        self,
-        tracing: Tracing,
-        future: asyncio.Future[Ack],
-        payload: bytes,
-        properties: Mapping[str, Any] | None,
-        compression: str | None,
-    ) -> Ack:
-        """``post`` with a producer span that ends at the ACK."""
-        driver = self.driver
-        span, traced = tracing.publish(self.uri, properties)
-        try:
-            guid = driver.engine.post(
-                self.queue_id,
-                payload,
-                driver.now(),
-                properties=traced,
-                context=future,
-                compression=compression,
-            )
-            tracing.posted(span, guid)
-            driver.schedule_flush()
-            result = await future
-        except BaseException as exc:
-            tracing.failed(span, exc)
-            raise
-        tracing.acked(span, result)
-        return result
 
     async def configure(
         self,
@@ -504,9 +354,7 @@ class AsyncQueue:
                 guids = [r.message.guid for r in messages if r._generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
         if self.driver.tracing is not None:
-            for received in messages:
-                if isinstance(received, TracedMessage):
-                    received.settled()
+            self.driver.tracing.settle_all(messages)
         self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -544,7 +392,7 @@ class AsyncQueue:
             generation, received_at = engine.generation, engine.now
         tracing = self.driver.tracing
         if tracing is not None:
-            self._messages.append(TracedMessage(self, message, generation, received_at, tracing))
+            self._messages.append(tracing.message(self, message, generation, received_at))
         else:
             self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
@@ -559,7 +407,7 @@ class AsyncQueue:
         tracing = self.driver.tracing
         if tracing is not None:
             self._messages.extend(
-                [TracedMessage(self, m, generation, received_at, tracing) for m in messages]
+                [tracing.message(self, m, generation, received_at) for m in messages]
             )
         else:
             self._messages.extend(

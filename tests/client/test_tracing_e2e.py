@@ -11,7 +11,8 @@ import time
 
 import pytest
 from pybmq.client.aio import AsyncSession
-from pybmq.client.aio_queue import ReceivedMessage, TracedMessage
+from pybmq.client.aio_queue import ReceivedMessage
+from pybmq.client.aio_tracing import TracedMessage
 from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Session
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
