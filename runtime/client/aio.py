@@ -37,6 +37,8 @@ from pybmq.client.events import (
     Reconnected,
     SessionStarted,
     SessionStopped,
+    SlowConsumerHighWatermark,
+    SlowConsumerNormal,
     StateRestored,
     WatermarkEvent,
 )
@@ -55,6 +57,7 @@ from pybmq.errors import (
     LingerTimeoutError,
     ProtocolError,
     PybmqError,
+    RequestTimeoutError,
     SessionStoppedError,
     UsageError,
 )
@@ -63,7 +66,8 @@ from pybmq.uri import parse_broker_url
 log = logging.getLogger("pybmq.client.aio")
 stats_log = logging.getLogger("pybmq.stats")
 
-# What on_event receives: connection and reconnect news, host health, channel watermarks.
+# What on_event receives: connection and reconnect news, host health, channel watermarks and
+# the slow-consumer ones.
 ResilienceEvent = (
     ConnectionLost
     | Reconnected
@@ -129,6 +133,11 @@ class AsyncSession:
         )
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
+        self.driver.on_backlog = self._on_backlog
+        if engine_options.traced:  # imports OpenTelemetry (only then)
+            from pybmq.client.aio_tracing import ShellTracing
+
+            self.driver.tracing = ShellTracing(engine_options, self._host, self._port)
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._reconnector = Reconnector(
             endpoints,
@@ -175,8 +184,36 @@ class AsyncSession:
         """Where the session is in its life (the engine's state: started, reconnecting, stopped...)."""
         return self._engine.state
 
-    async def start(self) -> SessionStarted:
-        """Connect and negotiate; raises on refusal, timeout or an unreachable broker."""
+    def operation_span(
+        self, name: str, uri: str | None = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A span around a session or queue operation when tracing, else nothing."""
+        tracing = self.driver.tracing
+        if tracing is None:
+            return contextlib.nullcontext()
+        return tracing.operation(name, uri)
+
+    async def start(self, *, timeout: float | None = None) -> SessionStarted:
+        """Connect and negotiate; raises on refusal, timeout or an unreachable broker.
+        ``timeout``: seconds for the whole start, connecting included (None: the socket's
+        ``connect_timeout``, then the session's ``start_timeout`` for the negotiation);
+        past it, the session is stopped and RequestTimeoutError raised."""
+        timeout = checked_timeout(timeout)
+        with self.operation_span("start"):
+            if timeout is None:
+                return await self._start()
+            try:
+                return await asyncio.wait_for(self._start(), timeout)
+            except asyncio.TimeoutError:
+                if self.driver.bound and self._engine.state is not SessionState.STOPPED:
+                    self._engine.connection_lost(self.driver.now(), None)
+                    self._pump()
+                self._close_transport()
+                raise RequestTimeoutError(
+                    f"start: no session with {self.broker} within {timeout:g}s"
+                ) from None
+
+    async def _start(self) -> SessionStarted:
         driver = self.driver
         loop = asyncio.get_running_loop()
         driver.bind(loop)
@@ -225,11 +262,12 @@ class AsyncSession:
             return
         if linger is None:
             linger = self._engine.options.linger
-        pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
-        if self._engine.stopped:  # it may have ended while lingering
-            self._close_transport()
-        else:
-            await self._stop()
+        with self.operation_span("stop"):
+            pending = await self._linger(checked_timeout(linger or None, "linger") or 0.0)
+            if self._engine.stopped:  # it may have ended while lingering
+                self._close_transport()
+            else:
+                await self._stop()
         if pending:
             raise LingerTimeoutError(
                 f"{pending} posts not acknowledged within the {linger:g}s linger", pending=pending
@@ -333,17 +371,18 @@ class AsyncSession:
         if options.suspends_on_bad_host_health and self.host_health_monitor is None:
             raise UsageError("suspends_on_bad_host_health needs a session host_health_monitor")
         driver = self.driver
-        op_id, queue_id = self._engine.open_queue(
-            uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
-        )
-        queue = AsyncQueue(self, queue_id, uri)
-        driver.queues[queue_id] = queue
-        log.debug("opening %s (read=%s, write=%s)", uri, read, write)
-        try:
-            await driver.operation(op_id)
-        except BaseException:
-            driver.queues.pop(queue_id, None)
-            raise
+        with self.operation_span("open", uri):
+            op_id, queue_id = self._engine.open_queue(
+                uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
+            )
+            queue = AsyncQueue(self, queue_id, uri)
+            driver.queues[queue_id] = queue
+            log.debug("opening %s (read=%s, write=%s)", uri, read, write)
+            try:
+                await driver.operation(op_id)
+            except BaseException:
+                driver.queues.pop(queue_id, None)
+                raise
         log.debug("opened %s as queue %d", uri, queue_id)
         return queue
 
@@ -386,6 +425,11 @@ class AsyncSession:
             self._notify(ChannelHighWatermark(buffered))
         else:
             self._notify(ChannelLowWatermark(buffered))
+
+    def _on_backlog(self, high: bool, undelivered: int) -> None:
+        self._notify(
+            SlowConsumerHighWatermark(undelivered) if high else SlowConsumerNormal(undelivered)
+        )
 
     def _on_host_health(self, healthy: bool) -> None:
         """From the monitor, on whichever thread changed it."""
@@ -453,16 +497,21 @@ class AsyncSession:
             queue.deliver_many(messages, generation, now)
 
     def _on_resilience_event(self, event: ResilienceEvent) -> None:
+        tracing = self.driver.tracing
         if isinstance(event, ConnectionLost):
             self.connection_losses += 1
             if self._engine.state is SessionState.RECONNECTING:
                 endpoint = self._reconnector.endpoint
                 log.warning("connection to %s lost: %s; reconnecting", endpoint, event.reason)
                 self._reconnector.connection_lost()
+                if tracing is not None:
+                    tracing.connection_lost()
         elif isinstance(event, Reconnected):
             self.reconnects += 1
             self.info = event.info
             self._reconnector.reconnected()
+            if tracing is not None:
+                tracing.reconnected(self._reconnector.endpoint)
         elif isinstance(event, QueueReopened) and event.error is not None:
             queue = self.driver.queues.pop(event.queue_id, None)
             if queue is not None:
@@ -503,6 +552,8 @@ class AsyncSession:
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)
+        if self.driver.tracing is not None:  # a reconnect that never came back
+            self.driver.tracing.reconnected(self._reconnector.endpoint, event.reason)
         self.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():

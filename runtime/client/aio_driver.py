@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pybmq.client.aio_link import Link
 from pybmq.client.engine import ClientEngine
-from pybmq.client.fsm import SessionState
+from pybmq.client.fsm import BACKLOG_TRANSITIONS, BacklogInput, BacklogState, SessionState, step
 from pybmq.errors import PybmqError, SessionStoppedError
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
+    from pybmq.client.aio_tracing import ShellTracing
 
 log = logging.getLogger("pybmq.client.aio")
 
@@ -46,6 +48,17 @@ class EngineDriver:
         self.undelivered = 0
         self.reading_paused = False
         self.stopping = False  # stop() began: nothing is held back any more
+        # The slow-consumer marks: ``delivered`` compares with ``backlog_high`` and ``taken``
+        # with ``backlog_low``, one comparison each; the one not in play is out of reach.
+        self.backlog = BacklogState.NORMAL
+        self._marks = engine.options.slow_consumer_watermarks
+        self.backlog_low = -1
+        self.backlog_high = self._marks[1]
+        # Called with (high, undelivered) when the backlog crosses a mark (the session's).
+        self.on_backlog: Callable[[bool, int], None] | None = None
+        # The session's spans (SessionOptions.tracing / tracer_provider), or None: the one
+        # attribute the data paths check when tracing is off.
+        self.tracing: ShellTracing | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop this session runs on (known once it starts)."""
@@ -173,12 +186,27 @@ class EngineDriver:
     def delivered(self, count: int) -> None:
         """``count`` messages were handed to a queue (the pump checks the bound after a turn)."""
         self.undelivered += count
+        if self.undelivered >= self.backlog_high:
+            self._backlog(BacklogInput.REACHED_HIGH)
 
     def taken(self, count: int) -> None:
         """The application took (or a closed queue dropped) ``count`` messages."""
         self.undelivered -= count
         if self.reading_paused:
             self.check_reading()
+        if self.undelivered <= self.backlog_low:
+            self._backlog(BacklogInput.DOWN_TO_LOW)
+
+    def _backlog(self, event: BacklogInput) -> None:
+        """The backlog crossed a slow-consumer mark: arm the other one and tell the session."""
+        self.backlog = step("backlog", BACKLOG_TRANSITIONS, self.backlog, event)
+        high = self.backlog is BacklogState.HIGH
+        low_mark, high_mark = self._marks
+        self.backlog_low = low_mark if high else -1
+        self.backlog_high = sys.maxsize if high else high_mark
+        log.debug("slow consumer: %s (%d messages not taken)", self.backlog.value, self.undelivered)
+        if self.on_backlog is not None:
+            self.on_backlog(high, self.undelivered)
 
     def reading_restarted(self) -> None:
         """A new connection is read from the start (then paused again if still behind)."""

@@ -25,12 +25,13 @@ from pybmq.errors import MessageDecodeError, ProtocolError, SessionStoppedError,
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
 
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
-_NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
+NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
 
 def _properties_error(message: Message | CompressedMessage) -> MessageDecodeError | None:
@@ -88,7 +89,7 @@ class ReceivedMessage:
         when they do not decode: ``error`` then says why). Parsed on first access."""
         properties = self.message.properties
         if properties is None or _properties_error(self.message) is not None:
-            return _NO_PROPERTIES
+            return NO_PROPERTIES
         return properties
 
     @property
@@ -110,6 +111,18 @@ class ReceivedMessage:
         """The subscription this message matched (one of the queue's ``QueueOptions``
         subscriptions, the very object); None when the queue has no subscriptions."""
         return self.message.subscription
+
+    @property
+    def total_size(self) -> int:
+        """The application data's size as it came on the wire: properties and payload, as
+        compressed when the message was (upstream's ``Message.totalSize``)."""
+        return self.message.total_size
+
+    @property
+    def trace_context(self) -> Context | None:
+        """The OpenTelemetry context of this message's ``receive`` span (a child of the
+        producer's), to parent the application's own spans; None when not tracing."""
+        return None
 
     @property
     def queue(self) -> AsyncQueue:
@@ -189,12 +202,23 @@ class AsyncQueue:
         properties: Mapping[str, Any] | None = None,
         on_ack: AckCallback | None = None,
         ack: bool = True,
+        compression: str | None = None,
     ) -> bytes:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
-        ``ack=False`` (no ``on_ack``) asks the broker for no ACK. Returns the message GUID."""
+        ``ack=False`` (no ``on_ack``) asks the broker for no ACK. ``compression``: ``"zlib"`` or
+        ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
+        Returns the message GUID."""
         driver = self.driver
+        if driver.tracing is not None:
+            return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
         guid = driver.engine.post(
-            self.queue_id, payload, driver.now(), properties=properties, context=on_ack, ack=ack
+            self.queue_id,
+            payload,
+            driver.now(),
+            properties=properties,
+            context=on_ack,
+            ack=ack,
+            compression=compression,
         )
         driver.schedule_flush()
         return guid
@@ -210,20 +234,36 @@ class AsyncQueue:
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
         driver = self.driver
+        if driver.tracing is not None:
+            return driver.tracing.post_many(self, payloads, properties, on_ack)
         guids = driver.engine.post_many(
             self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
         )
         driver.schedule_flush()
         return guids
 
-    async def post(self, payload: bytes, *, properties: Mapping[str, Any] | None = None) -> Ack:
+    async def post(
+        self,
+        payload: bytes,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        compression: str | None = None,
+    ) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
-        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends."""
+        returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
+        ``compression``: as in ``post_nowait``."""
         driver = self.driver
         await self.session.drain()
         future: asyncio.Future[Ack] = driver.loop.create_future()
+        if driver.tracing is not None:
+            return await driver.tracing.post_wait(self, future, payload, properties, compression)
         driver.engine.post(
-            self.queue_id, payload, driver.now(), properties=properties, context=future
+            self.queue_id,
+            payload,
+            driver.now(),
+            properties=properties,
+            context=future,
+            compression=compression,
         )
         driver.schedule_flush()
         return await future
@@ -241,11 +281,12 @@ class AsyncQueue:
         ``timeout``: seconds for the answer (None: the session's ``configure_timeout``)."""
         options = queue_options(options, option_values)
         driver = self.driver
-        await driver.operation(
-            driver.engine.configure_queue(
-                self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+        with self.session.operation_span("configure", self.uri):
+            await driver.operation(
+                driver.engine.configure_queue(
+                    self.queue_id, options, driver.now(), suspended=suspended, timeout=timeout
+                )
             )
-        )
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Detach from the queue (configure to nothing, then CloseQueue). Ends iteration.
@@ -255,7 +296,8 @@ class AsyncQueue:
             return
         log.debug("closing %s", self.uri)
         self._uncount()  # the application is done with it: its leftovers hold nothing back
-        await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
+        with self.session.operation_span("close", self.uri):
+            await driver.operation(driver.engine.close_queue(self.queue_id, driver.now(), timeout))
         driver.queues.pop(self.queue_id, None)
         self.end()
 
@@ -315,6 +357,8 @@ class AsyncQueue:
             for generation in generations:
                 guids = [r.message.guid for r in messages if r._generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
+        if self.driver.tracing is not None:
+            self.driver.tracing.settle_all(messages)
         self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -350,7 +394,11 @@ class AsyncQueue:
         if generation is None or received_at is None:
             engine = self.driver.engine
             generation, received_at = engine.generation, engine.now
-        self._messages.append(ReceivedMessage(self, message, generation, received_at))
+        tracing = self.driver.tracing
+        if tracing is not None:
+            self._messages.append(tracing.message(self, message, generation, received_at))
+        else:
+            self._messages.append(ReceivedMessage(self, message, generation, received_at))
         if self._counted:
             self.driver.delivered(1)
         if self._waiters:
@@ -360,9 +408,15 @@ class AsyncQueue:
         self, messages: list[Message | CompressedMessage], generation: int, received_at: float
     ) -> None:
         """``deliver`` for a run of messages of one connection and loop turn (the session's)."""
-        self._messages.extend(
-            [ReceivedMessage(self, message, generation, received_at) for message in messages]
-        )
+        tracing = self.driver.tracing
+        if tracing is not None:
+            self._messages.extend(
+                [tracing.message(self, m, generation, received_at) for m in messages]
+            )
+        else:
+            self._messages.extend(
+                [ReceivedMessage(self, message, generation, received_at) for message in messages]
+            )
         if self._counted:
             self.driver.delivered(len(messages))
         waiters = self._waiters

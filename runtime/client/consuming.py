@@ -178,8 +178,9 @@ class Consumer:
                         targets[(qid << 32) | stream_id] = target
                     handle, uri, subscription, counters, credit = target
                     last_qid, last_infos = qid, infos
+                size = len(area) + len(payload)
                 if credit is not None:
-                    credit(guid, len(area) + len(payload), uri)
+                    credit(guid, size, uri)
                 received += 1
                 received_bytes += len(payload)
                 if compression:
@@ -190,7 +191,12 @@ class Consumer:
                 append(
                     new(
                         MessageReceived,
-                        (new(Message, (handle, guid, payload, properties, None, subscription)),),
+                        (
+                            new(
+                                Message,
+                                (handle, guid, payload, properties, None, subscription, size),
+                            ),
+                        ),
                     )
                 )
         finally:
@@ -214,7 +220,7 @@ class Consumer:
         else:
             properties = push.properties if push.properties_area else None
             message = Message(
-                target.handle, push.guid, payload, properties, None, target.subscription
+                target.handle, push.guid, payload, properties, None, target.subscription, size
             )
         self._events.append(MessageReceived(message))
 

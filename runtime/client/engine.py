@@ -216,14 +216,23 @@ class ClientEngine:
         properties: Mapping[str, Any] | None = None,
         context: object = None,
         ack: bool = True,
+        compression: str | None = None,
     ) -> bytes:
         """Buffer one message for the next PUT event; returns its GUID. ``context`` comes back
         with the ACK (or local NACK) for it. ``ack=False`` asks the broker for no ACK for this
         post even on a queue opened with ACKs (as the official SDK does for a post without
         ``on_ack``); such a post is not tracked, so it is not retransmitted after a reconnect.
-        Every check runs here, so a bad post raises at the call and changes nothing."""
+        Every check runs here, so a bad post raises at the call and changes nothing.
+        ``compression`` (``"none"``/``"zlib"``) overrides the session's threshold for this one
+        message."""
         return self.publisher.post(
-            queue_id, payload, now, properties=properties, context=context, ack=ack
+            queue_id,
+            payload,
+            now,
+            properties=properties,
+            context=context,
+            ack=ack,
+            compression=compression,
         )
 
     def post_many(

@@ -80,6 +80,9 @@ class Message(NamedTuple):
     # The subscription (from QueueOptions.subscriptions) this message matched; None when the
     # queue was configured without subscriptions (its one catch-all).
     subscription: Subscription | None = None
+    # The application data's size on the wire: properties area and payload, as compressed when
+    # the message was (upstream's Message::totalSize).
+    total_size: int = 0
 
 
 class CompressedMessage:
@@ -92,7 +95,15 @@ class CompressedMessage:
     or bigger than ``max_size``) gets ``error`` set and an empty payload instead of failing the
     event, the session and every consumer of the queue."""
 
-    __slots__ = ("_decoded", "_max_size", "_push", "guid", "queue_id", "subscription")
+    __slots__ = (
+        "_decoded",
+        "_max_size",
+        "_push",
+        "guid",
+        "queue_id",
+        "subscription",
+        "total_size",
+    )
 
     def __init__(
         self,
@@ -104,6 +115,7 @@ class CompressedMessage:
         self.queue_id = queue_id
         self.guid = push.guid
         self.subscription = subscription
+        self.total_size = len(push.properties_area) + len(push.payload)  # compressed
         self._push: PushMessage | None = push
         self._max_size = max_size
         self._decoded: Message | None = None
@@ -120,13 +132,21 @@ class CompressedMessage:
                 error = MessageDecodeError(
                     f"message {self.guid.hex()}: {exc.reason}", path=exc.path
                 )
-                decoded = Message(self.queue_id, self.guid, b"", None, error, self.subscription)
+                decoded = Message(
+                    self.queue_id, self.guid, b"", None, error, self.subscription, self.total_size
+                )
             else:
                 properties = (
                     MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
                 )
                 decoded = Message(
-                    self.queue_id, self.guid, payload, properties, None, self.subscription
+                    self.queue_id,
+                    self.guid,
+                    payload,
+                    properties,
+                    None,
+                    self.subscription,
+                    self.total_size,
                 )
             self._decoded = decoded
             self._push = None  # the compressed bytes are no longer needed
@@ -268,7 +288,25 @@ class ChannelLowWatermark:
     buffered: int
 
 
-WatermarkEvent = ChannelHighWatermark | ChannelLowWatermark
+@dataclass(frozen=True, slots=True)
+class SlowConsumerHighWatermark:
+    """The messages delivered to the session's queues and not yet taken by the application
+    reached ``SessionOptions.slow_consumer_watermarks``' high mark (Java's
+    InboundEventBufferWaterMark, compat's SlowConsumerHighWaterMark)."""
+
+    undelivered: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlowConsumerNormal:
+    """The backlog fell back to the low mark after a SlowConsumerHighWatermark."""
+
+    undelivered: int
+
+
+WatermarkEvent = (
+    ChannelHighWatermark | ChannelLowWatermark | SlowConsumerHighWatermark | SlowConsumerNormal
+)
 
 HealthEvent = HostUnhealthy | HostHealthRestored | QueueSuspended | QueueResumed
 

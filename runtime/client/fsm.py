@@ -6,7 +6,7 @@ in one place (``tests/test_architecture.py`` fails on a state attribute assigned
 
 The machines: the session (``SessionState``); whether its queues are being restored after a
 reconnect (``RecoveryState``); whether the Disconnect of a graceful stop went out
-(``DisconnectState``); the host's health as the session tracks it (``HostState``); the channel's write side (``WriteState``); and per
+(``DisconnectState``); the host's health as the session tracks it (``HostState``); the channel's write side (``WriteState``); the application's backlog (``BacklogState``); and per
 queue, our side (``QueueState``), the broker's side (``RemoteQueueState``) and its suspension
 (``HealthState``).
 """
@@ -271,5 +271,25 @@ WRITE_TRANSITIONS: Mapping[tuple[WriteState, WriteInput], WriteState] = {
     (WS.BLOCKED, WI.NEW_CONNECTION): WS.OPEN,
 }
 del WS, WI
+
+
+class BacklogState(enum.Enum):
+    """The application's backlog as the asyncio shell sees it (messages delivered to its queues
+    and not taken yet): HIGH from ``slow_consumer_watermarks``' high mark down to its low one
+    (the native SlowConsumerHighWatermark / SlowConsumerNormal events)."""
+
+    NORMAL = "NORMAL"
+    HIGH = "HIGH"
+
+
+class BacklogInput(enum.Enum):
+    REACHED_HIGH = "REACHED_HIGH"
+    DOWN_TO_LOW = "DOWN_TO_LOW"
+
+
+BACKLOG_TRANSITIONS: Mapping[tuple[BacklogState, BacklogInput], BacklogState] = {
+    (BacklogState.NORMAL, BacklogInput.REACHED_HIGH): BacklogState.HIGH,
+    (BacklogState.HIGH, BacklogInput.DOWN_TO_LOW): BacklogState.NORMAL,
+}
 
 __all__ = ["step"]  # the one table step (pybmq.statemachine), re-exported for the engine

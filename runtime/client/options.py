@@ -118,6 +118,11 @@ class SessionOptions:
     # received and not yet taken by the application (0: the readers' credit, the sum of their
     # max_unconfirmed_messages), and read again once the backlog is down to half of it.
     max_undelivered_messages: int = 0
+    # (low, high): on_event gets SlowConsumerHighWatermark once that backlog (messages received
+    # and not yet taken by the application) reaches ``high``, then SlowConsumerNormal once it is
+    # back down to ``low`` (Java's InboundEventBufferWaterMark; compat's event-queue marks). The
+    # default high mark is the default read pause of one queue (its 1000 messages of credit).
+    slow_consumer_watermarks: tuple[int, int] = (50, 1000)
     # Authentication (the AUTHENTICATION exchange before negotiation, re-authentication before
     # the broker's lifetimeMs runs out). None: do not authenticate, as the C++ SDK without a
     # credential callback; the broker then applies its anonymous credential.
@@ -132,6 +137,19 @@ class SessionOptions:
     # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
     # the official SDKs' statsDumpInterval.
     stats_dump_interval: float = 0.0
+    # Distributed tracing (OpenTelemetry, the ``otel`` extra; see pybmq.client.tracing): off
+    # unless ``tracer_provider`` is given or ``tracing`` is True (OpenTelemetry's global
+    # provider). A post carries its W3C trace context in the message properties named
+    # ``trace_property`` (traceparent) and ``trace_state_property`` (tracestate, when any).
+    tracer_provider: Any = field(default=None, repr=False, compare=False)
+    tracing: bool = False
+    trace_property: str = "traceparent"
+    trace_state_property: str = "tracestate"
+
+    @property
+    def traced(self) -> bool:
+        """True when this session records spans (a provider, or ``tracing=True``)."""
+        return self.tracer_provider is not None or self.tracing
 
     def timeout(self, name: str) -> float:
         """The effective ``<name>_timeout`` (start, open, configure, close, disconnect): the
@@ -149,6 +167,9 @@ class SessionOptions:
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
             raise UsageError("max_buffered_posts must be >= 1")
+        low, high = self.slow_consumer_watermarks
+        if not 0 <= low < high:
+            raise UsageError("slow_consumer_watermarks must be (low, high) with 0 <= low < high")
         if self.max_undelivered_messages < 0:
             raise UsageError("max_undelivered_messages must be >= 0 (0: the readers' credit)")
         for url in (self.broker_uri, *self.endpoints):
@@ -181,6 +202,8 @@ class SessionOptions:
             raise UsageError("give tls=SSLContext or tls_ca= (with tls_cert/tls_key), not both")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise UsageError("tls_cert and tls_key go together")
+        if not self.trace_property or self.trace_property == self.trace_state_property:
+            raise UsageError("trace_property and trace_state_property must be distinct names")
         if self.tls_cert is not None and not self.uses_tls:
             raise UsageError("tls_cert/tls_key need tls_ca (or a tls context)")
 

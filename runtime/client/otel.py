@@ -8,6 +8,8 @@
 ``pybmq.bytes.received``, ``pybmq.confirms``. Gauges (seconds, attributes ``queue`` and
 ``quantile`` = ``"p50"``/``"p90"``/``"p99"``/``"max"``): ``pybmq.ack.latency``,
 ``pybmq.confirm.latency``.
+
+Traces are the session's own: ``SessionOptions(tracer_provider=...)`` (see pybmq.client.tracing).
 """
 
 from __future__ import annotations

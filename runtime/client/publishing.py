@@ -98,6 +98,7 @@ class Publisher:
         properties: Mapping[str, Any] | None = None,
         context: object = None,
         ack: bool = True,
+        compression: str | None = None,
     ) -> bytes:
         """``ClientEngine.post``: every check first, so a bad post raises and changes nothing."""
         queue = self._writable_queue(queue_id, 1)
@@ -106,7 +107,11 @@ class Publisher:
         props, area = self._properties(properties) if properties else (None, 0)
         threshold = self.options.compression_threshold
         size = len(payload)
-        compress = 0 < threshold <= size
+        if compression is None:
+            compress = 0 < threshold <= size
+        else:  # this message's own choice (Java's PutMessage.setCompressionAlgorithm)
+            compress = compresses(compression)
+            threshold = 1
         if not 0 < size <= _MAX_APP_DATA - area:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
@@ -229,8 +234,9 @@ class Publisher:
             self._flush_puts(out)
 
     def _flush_puts(self, out: list[bytes]) -> None:
-        threshold = self.options.compression_threshold or 1
-        builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=threshold)
+        # Whether a put is compressed was decided when it was posted (the session's threshold
+        # or the post's own ``compression``): the builder compresses every put marked so.
+        builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=1)
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
@@ -418,6 +424,21 @@ def _as_bytes(payload: object) -> bytes:
     if not isinstance(payload, (bytearray, memoryview)):
         raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
     return bytes(payload)
+
+
+COMPRESSIONS = {"none": False, "zlib": True}
+
+
+def compresses(compression: str) -> bool:
+    """Whether a post's ``compression`` (``"none"`` or ``"zlib"``) compresses; UsageError for
+    anything else."""
+    try:
+        return COMPRESSIONS[str(compression).lower()]
+    except KeyError:
+        raise UsageError(
+            f"compression must be 'none' or 'zlib' (None: the session's threshold), "
+            f"not {compression!r}"
+        ) from None
 
 
 def _check_size(payload: bytes, area: int, compress: bool, threshold: int) -> None:

@@ -19,9 +19,9 @@ from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
-from pybmq.client.options import QueueOptions, SessionOptions
+from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
 from pybmq.client.stats import SessionStats
-from pybmq.errors import SessionStoppedError, UsageError
+from pybmq.errors import RequestTimeoutError, SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
 log = logging.getLogger("pybmq.client.sync")
@@ -62,9 +62,23 @@ class Queue:
         *,
         properties: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        compression: str | None = None,
     ) -> Ack:
-        """Post and block until the ACK (or a NACK) arrives."""
-        return self._session._call(self._inner.post(payload, properties=properties), timeout)
+        """Post and block until the ACK (or a NACK) arrives. ``compression``: ``"zlib"`` or
+        ``"none"`` for this message (None: the session's ``compression_threshold``)."""
+        inner = self._inner
+        tracing = inner.driver.tracing
+        if tracing is None:
+            return self._session._call(
+                inner.post(payload, properties=properties, compression=compression), timeout
+            )
+        parent = tracing.current()  # the caller's span parents the post's, on the I/O thread
+
+        async def traced() -> Ack:
+            with tracing.attached(parent):
+                return await inner.post(payload, properties=properties, compression=compression)
+
+        return self._session._call(traced(), timeout)
 
     def post_async(
         self,
@@ -72,15 +86,26 @@ class Queue:
         *,
         properties: Mapping[str, Any] | None = None,
         on_ack: Callable[[Ack], object] | None = None,
+        compression: str | None = None,
     ) -> bytes:
         """Post without waiting for the ACK; ``on_ack`` runs on the dispatcher thread. Returns
-        the GUID once the message is buffered (validation errors raise here)."""
+        the GUID once the message is buffered (validation errors raise here). ``compression``:
+        as in ``post``."""
         callback = self._ack_callback(on_ack)
         inner = self._inner
+        tracing = inner.driver.tracing
+        parent = tracing.current() if tracing is not None else None
 
         async def post() -> bytes:
             await inner.session.drain()
-            return inner.post_nowait(payload, properties=properties, on_ack=callback)
+            if tracing is not None and parent is not None:
+                with tracing.attached(parent):
+                    return inner.post_nowait(
+                        payload, properties=properties, on_ack=callback, compression=compression
+                    )
+            return inner.post_nowait(
+                payload, properties=properties, on_ack=callback, compression=compression
+            )
 
         return self._session._call(post())
 
@@ -259,16 +284,18 @@ class Session:
             raise UsageError("blocking Session calls cannot be made from its own I/O thread")
         return io.run(coro, timeout)
 
-    def start(self) -> None:
-        """Start the I/O thread, connect and negotiate (``with Session(...)`` calls it);
-        raises on refusal, timeout or an unreachable broker."""
+    def start(self, *, timeout: float | None = None) -> None:
+        """Start the I/O thread, connect and negotiate (``with Session(...)`` calls it); raises
+        on refusal or an unreachable broker. ``timeout``: seconds for the whole start (None: the session's
+        ``timeout``); past it the session is stopped and RequestTimeoutError raised."""
+        timeout = checked_timeout(timeout)
         if self._io is None and not self._closed:
             self._io = LoopThread("pybmq-io")
             self._dispatcher_thread = CallbackDispatcher(
                 "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
             )
 
-        async def start() -> AsyncSession:
+        async def start() -> AsyncSession | RequestTimeoutError:
             on_event = self._on_event
             dispatch = self._dispatcher.submit
             session = AsyncSession(
@@ -279,11 +306,18 @@ class Session:
                 write_high_water=self._watermarks[0],
                 write_low_water=self._watermarks[1],
             )
-            await session.start()
+            try:
+                await session.start(timeout=timeout)
+            except RequestTimeoutError as exc:  # handed back as is: the loop thread's run()
+                return exc  # would take this TimeoutError for its own
             return session
 
         try:
-            self._inner = self._call(start(), self._timeout)
+            # The loop's own bound (start's timeout) fires first; this one is a backstop.
+            started = self._call(start(), self._timeout if timeout is None else timeout + 5)
+            if isinstance(started, RequestTimeoutError):
+                raise started
+            self._inner = started
         except BaseException:
             self.stop()
             raise

@@ -72,6 +72,12 @@ class Message:
         message._received = received
         return message
 
+    @property
+    def total_size(self) -> int:
+        """pybmq's addition (upstream C++ ``Message::totalSize``): the application data's size
+        as it came on the wire, properties and payload, as compressed when it was."""
+        return self._received.total_size
+
     def __repr__(self) -> str:
         return f"<Message[{_hex(self.guid)}] for {self.queue_uri}>"
 

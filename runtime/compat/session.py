@@ -126,7 +126,13 @@ class Session:
         channel_high_watermark: int | None = None,
         event_queue_watermarks: tuple[int, int] | None = None,
         stats_dump_interval: float | None = None,
+        *,
+        tracer_provider: Any = None,
     ) -> None:
+        """``tracer_provider`` (pybmq's addition; an OpenTelemetry TracerProvider, the ``otel``
+        extra) traces the session as ``pybmq.SessionOptions(tracer_provider=...)`` does: spans
+        per post, delivered message and confirm, W3C trace context in the ``traceparent``
+        property, and spans for start, stop, queue operations and reconnects."""
         if host_health_monitor is not None and not isinstance(
             host_health_monitor, BasicHealthMonitor
         ):
@@ -198,6 +204,7 @@ class Session:
             # open leaves the channel up and the session usable.
             close_channel_on_timeout=False,
             stats_dump_interval=stats_dump_interval or 0.0,
+            tracer_provider=tracer_provider,
         )
         try:
             core.inner = core.run(self._connect(broker, options, core.high_water))

@@ -8,6 +8,7 @@ cannot be pickled from the driver, and one session per task keeps failure and re
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -61,14 +62,34 @@ def row_values(message: ReceivedMessage) -> tuple[bytes, dict[str, Typed]]:
     return message.payload, properties
 
 
+def tracing_options() -> dict[str, Any]:
+    """``{"tracing": True}`` when this process has set an OpenTelemetry SDK tracer provider as
+    the global one (as OpenTelemetry's instrumentations do, e.g. ``opentelemetry-instrument``
+    or the application's own setup on the executors), else nothing. OpenTelemetry is never
+    imported here: without it loaded, there is nothing to trace with."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return {}
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return {}
+    return {"tracing": True}
+
+
 def open_session(target: Target, **session_options: Any) -> Session:
     """A started session; ``connectTimeoutMs`` bounds the start and the queue open. The
     ``client.*`` settings apply first; the named options of the source (``session_options``)
-    win over them."""
+    win over them. The task's session traces when the process has a global OpenTelemetry
+    tracer provider (see ``tracing_options``)."""
     session = Session(
         target.broker,
         options=SessionOptions(
-            **{**dict(target.client), **target.security.session_options(), **session_options}
+            **{
+                **tracing_options(),
+                **dict(target.client),
+                **target.security.session_options(),
+                **session_options,
+            }
         ),
         timeout=target.connect_timeout,
     )
