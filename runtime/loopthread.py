@@ -45,11 +45,18 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result; ``TimeoutError`` (and the coroutine
-        cancelled) when it takes longer than ``timeout`` seconds."""
+        cancelled) when it takes longer than ``timeout`` seconds. A ``TimeoutError`` the
+        coroutine raises itself (a ``RequestTimeoutError``) comes out as it is."""
         future = self.submit(coro)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
+            # The same class as TimeoutError on 3.11+: the coroutine's own error, or our wait.
+            if future.done() and not future.cancelled():
+                error = future.exception()
+                if error is not None:
+                    raise error from None
+                return future.result()
             future.cancel()
             raise TimeoutError(f"no result within {timeout}s") from None
 

@@ -21,7 +21,7 @@ from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
 from pybmq.client.stats import SessionStats
-from pybmq.errors import RequestTimeoutError, SessionStoppedError, UsageError
+from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
 log = logging.getLogger("pybmq.client.sync")
@@ -286,8 +286,9 @@ class Session:
 
     def start(self, *, timeout: float | None = None) -> None:
         """Start the I/O thread, connect and negotiate (``with Session(...)`` calls it); raises
-        on refusal or an unreachable broker. ``timeout``: seconds for the whole start (None: the session's
-        ``timeout``); past it the session is stopped and RequestTimeoutError raised."""
+        on refusal or an unreachable broker. ``timeout``: seconds for the whole start (None:
+        the session's ``timeout``); past it the session is stopped and RequestTimeoutError
+        raised."""
         timeout = checked_timeout(timeout)
         if self._io is None and not self._closed:
             self._io = LoopThread("pybmq-io")
@@ -295,7 +296,7 @@ class Session:
                 "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
             )
 
-        async def start() -> AsyncSession | RequestTimeoutError:
+        async def start() -> AsyncSession:
             on_event = self._on_event
             dispatch = self._dispatcher.submit
             session = AsyncSession(
@@ -306,18 +307,12 @@ class Session:
                 write_high_water=self._watermarks[0],
                 write_low_water=self._watermarks[1],
             )
-            try:
-                await session.start(timeout=timeout)
-            except RequestTimeoutError as exc:  # handed back as is: the loop thread's run()
-                return exc  # would take this TimeoutError for its own
+            await session.start(timeout=timeout)
             return session
 
         try:
             # The loop's own bound (start's timeout) fires first; this one is a backstop.
-            started = self._call(start(), self._timeout if timeout is None else timeout + 5)
-            if isinstance(started, RequestTimeoutError):
-                raise started
-            self._inner = started
+            self._inner = self._call(start(), self._timeout if timeout is None else timeout + 5)
         except BaseException:
             self.stop()
             raise
