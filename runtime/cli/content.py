@@ -45,6 +45,7 @@ class Outgoing:
 
     payload: bytes
     properties: MessageProperties | None = None
+    compression: str | None = None  # "zlib" or "none" for this message; None: --compress-above
 
 
 def _type_names() -> dict[str, Any]:
@@ -142,10 +143,10 @@ def parse_record(line: bytes, where: str) -> Outgoing | None:
         raise ContentError(f"{where}: not a JSON object")
     if "error" in record and "payload" not in record and "payload_base64" not in record:
         return None
-    compression = record.get("compression", "none")
-    if compression not in ("none", "zlib"):
+    compression = record.get("compression")
+    if compression not in (None, "none", "zlib"):
         raise ContentError(f'{where}: \'compression\' must be "none" or "zlib"')
-    return Outgoing(_payload_of(record, where), _properties_of(record, where))
+    return Outgoing(_payload_of(record, where), _properties_of(record, where), compression)
 
 
 # --------------------------------------------------------------------------- sources

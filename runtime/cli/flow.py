@@ -152,6 +152,7 @@ async def post(
                     message.payload,
                     properties=message.properties,
                     on_ack=lambda ack, sent=sent: on_ack(ack, sent),  # type: ignore[misc]
+                    compression=message.compression,
                 )
                 in_flight += 1
                 stats.posted += 1

@@ -154,6 +154,8 @@ def test_jsonl_round_trip_is_lossless(broker: str) -> None:
         return payload, record.get("properties", {})
 
     assert [content(r) for r in moved] == [content(r) for r in lines]
+    # Each record's compression is kept: the zlib one was posted, moved and delivered compressed.
+    assert [r["compression"] for r in moved] == ["none", "none", "none", "zlib"]
     assert moved[1]["payload_base64"] == base64.b64encode(b"\xff\x00\xfe").decode()
     assert drain(broker, source) == []  # everything moved was confirmed at the source
 
