@@ -53,7 +53,7 @@ class Block:
 
 def pages() -> list[Path]:
     docs = sorted((REPO_ROOT / "docs").rglob("*.md"))
-    return [REPO_ROOT / "README.md", *(p for p in docs if "notes" not in p.parts)]
+    return [REPO_ROOT / "README.md", *docs]
 
 
 def blocks(path: Path) -> list[Block]:
