@@ -210,9 +210,11 @@ def test_the_tracing_bench_runs_quick() -> None:
             assert results[f"tracing {path}: {variant}"].value > 0
 
 
+@pytest.mark.spark
 def test_the_spark_source_traces_with_the_process_global_provider() -> None:
     """A Spark task's session traces when its process set a global OpenTelemetry SDK provider
     (a subprocess: the global provider can be set once per process), and not otherwise."""
+    pytest.importorskip("pyspark")
     program = """
 import sys
 from pybmq.sim.server import ThreadedBrokerSimulator
