@@ -70,7 +70,10 @@ async def _silent_broker() -> tuple[asyncio.AbstractServer, str]:
     """A TCP peer that accepts and never answers (the negotiation never ends)."""
 
     async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read(-1)
+        try:
+            await reader.read(-1)
+        finally:
+            writer.close()  # from 3.12 the server's wait_closed() waits for every connection
 
     server = await asyncio.start_server(hold, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
