@@ -8,11 +8,8 @@ import asyncio
 import contextlib
 import io
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ from pybmq.sim.server import ThreadedBrokerSimulator
 from pybmq.wire.framing import EventReader
 
 from tests.helpers.cli import run_pybmq as pybmq
+from tests.helpers.cli import signal_mid_run
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -50,23 +48,9 @@ def test_sigterm_and_sighup_end_with_the_summary(
     command: str, sig: signal.Signals, code: int, label: str
 ) -> None:
     with ThreadedBrokerSimulator(faults=FaultConfig(ack_delay_ms=200)) as sim:
-        extra = ["--count", "10000000", "--window", "1000"] if command == "post" else []
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pybmq.cli", command, QUEUE, "--json", "-vv", *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "BMQ_BROKER_URI": sim.url},
-        )
-        assert process.stderr is not None
-        deadline = time.monotonic() + 60
-        for line in process.stderr:  # the client's DEBUG log says when the queue is open
-            if "opened " + QUEUE in line or time.monotonic() > deadline:
-                break
-        time.sleep(0.3)
-        process.send_signal(sig)
-        out, err = process.communicate(timeout=60)
-    assert process.returncode == code, err[-2000:]
+        done = signal_mid_run(command, QUEUE, sim.url, sig, settle=0.3)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == code, err[-2000:]
     document = last_json(out)
     assert document["outcome"] == label and document["exit_code"] == code
     assert document["reason"] == f"stopped by {sig.name}"

@@ -4,11 +4,8 @@ summary (text or JSON) and a documented exit code on every way a run can end."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +15,7 @@ from pybmq.sim.server import ThreadedBrokerSimulator
 
 from tests.helpers.brokers import BROKER_KINDS, real_broker
 from tests.helpers.cli import run_pybmq as pybmq
+from tests.helpers.cli import signal_mid_run
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -104,24 +102,10 @@ def test_unreachable_broker_is_a_failure_with_a_reason() -> None:
 @pytest.mark.parametrize("command", ["post", "consume"])
 def test_ctrl_c_mid_run_prints_the_summary(command: str) -> None:
     with ThreadedBrokerSimulator(faults=FaultConfig(ack_delay_ms=200)) as sim:
-        extra = ["--count", "10000000", "--window", "1000"] if command == "post" else []
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pybmq.cli", command, QUEUE, "--json", "-vv", *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "BMQ_BROKER_URI": sim.url},
-        )
-        assert process.stderr is not None
-        deadline = time.monotonic() + 60
-        for line in process.stderr:  # the client's DEBUG log says when the queue is open
-            if "opened " + QUEUE in line or time.monotonic() > deadline:
-                break
-        time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=60)
+        done = signal_mid_run(command, QUEUE, sim.url, signal.SIGINT, settle=0.5)
+    out = done.stdout
     document = json.loads(out.strip().splitlines()[-1])
-    assert process.returncode == 130
+    assert done.returncode == 130
     assert document["outcome"] == "interrupted"
     if command == "post":
         assert document["posted"] > 0

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -23,6 +24,31 @@ def run_pybmq(
         env=env,
         check=False,
     )
+
+
+def signal_mid_run(
+    command: str, queue: str, broker: str, sig: signal.Signals, settle: float
+) -> subprocess.CompletedProcess[str]:
+    """``pybmq COMMAND QUEUE --json`` (a post that would run for ever), sent ``sig`` once the
+    queue is open and ``settle`` seconds have passed; its exit as a completed process."""
+    extra = ["--count", "10000000", "--window", "1000"] if command == "post" else []
+    argv = [sys.executable, "-m", "pybmq.cli", command, queue, "--json", "-vv", *extra]
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BMQ_BROKER_URI": broker},
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + 60
+    for line in process.stderr:  # the client's DEBUG log says when the queue is open
+        if "opened " + queue in line or time.monotonic() > deadline:
+            break
+    time.sleep(settle)
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
 
 class Tap:
