@@ -87,7 +87,10 @@ class BrokerError(PybmqError):
 
 
 class PostBufferFullError(PybmqError):
-    """A post was refused while reconnecting: the bounded buffer of held posts is full."""
+    """No room for a post: the session already holds ``max_buffered_bytes`` for its broker (or
+    ``max_buffered_posts`` while reconnecting). ``post_nowait`` raises it at once; a waiting
+    post or ``drain()`` raises it when no room came within ``buffer_wait_timeout``. Nothing of
+    that post was buffered."""
 
 
 class DeliveryError(PybmqError):

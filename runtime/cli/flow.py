@@ -147,6 +147,7 @@ async def post(
                 while in_flight >= window:
                     room.clear()
                     await room.wait()
+                await queue.session.drain()  # room for it (the session's byte budget)
                 sent = clock()
                 queue.post_nowait(
                     message.payload,
@@ -158,7 +159,6 @@ async def post(
                 stats.posted += 1
             if progress is not None:
                 progress(len(batch))
-            await queue.session.drain()
     except ContentError:  # bad input ends the reading, not the posts made: wait for their ACKs
         await settle()
         raise

@@ -58,7 +58,6 @@ from pybmq.client.options import (
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.errors import (
-    ChannelWriteTimeoutError,
     LingerTimeoutError,
     ProtocolError,
     PybmqError,
@@ -326,6 +325,13 @@ class AsyncSession:
         return self._link.transport
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes the session holds for its broker: posts not sent yet, the socket's write
+        buffer, and payloads kept for retransmission until their ACK (what
+        ``SessionOptions.max_buffered_bytes`` bounds)."""
+        return self._engine.held_bytes + self._link.buffered
+
+    @property
     def write_high_water(self) -> int:
         """Buffered bytes past which the socket is not ``writable`` (the high watermark)."""
         return self._link.high_water
@@ -336,24 +342,15 @@ class AsyncSession:
         return self._link.writable
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Return once the socket's write buffer is under its high-water mark (backpressure).
-        Waits at most ``timeout`` seconds (None: ``channel_write_timeout``, 5 s by default),
-        then raises ChannelWriteTimeoutError, as the official SDK's post does."""
-        link = self._link
-        if not link.writable:
-            if timeout is None:
-                timeout = self._engine.options.channel_write_timeout
-            try:
-                if timeout <= 0:
-                    raise asyncio.TimeoutError
-                await asyncio.wait_for(link.wait_writable(), timeout)
-            except asyncio.TimeoutError:
-                raise ChannelWriteTimeoutError(
-                    f"the channel stayed at its high watermark ({link.buffered} bytes not "
-                    f"written) for {timeout:g}s: the broker is not reading"
-                ) from None
-        if self._engine.state is SessionState.STOPPED:
-            raise SessionStoppedError(f"session stopped: {self.stop_reason}")
+        """Backpressure: return once a post can be made, the socket's write buffer under its
+        high-water mark and what the session holds for the broker under ``max_buffered_bytes``
+        (and, while reconnecting, fewer than ``max_buffered_posts`` posts). A PUT event's
+        worth of posts made since the last turn is sent first and the loop gets a turn, so
+        ``post_nowait(...); await drain()`` in a loop sends as it goes. Waits at most
+        ``timeout`` seconds (None: ``channel_write_timeout``, 5 s, at the high watermark;
+        ``buffer_wait_timeout``, 60 s, for the budget), then raises ChannelWriteTimeoutError
+        (as the official SDK's post does) or PostBufferFullError."""
+        await self.driver.wait_room(1, timeout)
 
     async def open_queue(
         self,
@@ -488,6 +485,7 @@ class AsyncSession:
             self._deliver_run(run_queue, run, generation, now)
         if driver.undelivered > 0:
             driver.check_reading()
+        driver.room_changed()
         driver.arm_timer()
 
     def _deliver_run(
@@ -560,6 +558,7 @@ class AsyncSession:
         if self.driver.tracing is not None:  # a reconnect that never came back
             self.driver.tracing.reconnected(self._reconnector.endpoint, event.reason)
         self.stop_reason = event.reason
+        self.driver.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():
             self._started.set_exception(error)

@@ -166,7 +166,7 @@ class ReceivedMessage:
 
     async def _confirm(self) -> None:
         self.confirm_nowait()
-        await self._queue.session.drain()
+        await self._queue.driver.wait_room(0)  # the channel's high watermark only
 
     def __repr__(self) -> str:
         return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
@@ -207,8 +207,10 @@ class AsyncQueue:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
         ``ack=False`` (no ``on_ack``) asks the broker for no ACK. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
-        Returns the message GUID."""
+        Returns the message GUID. Never waits: PostBufferFullError when the session holds
+        ``max_buffered_bytes`` for the broker already (``await session.drain()`` waits for room)."""
         driver = self.driver
+        driver.check_room(1)
         if driver.tracing is not None:
             return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
         guid = driver.engine.post(
@@ -234,6 +236,7 @@ class AsyncQueue:
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
         driver = self.driver
+        driver.check_room(len(payloads))
         if driver.tracing is not None:
             return driver.tracing.post_many(self, payloads, properties, on_ack)
         guids = driver.engine.post_many(
@@ -251,9 +254,10 @@ class AsyncQueue:
     ) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
-        ``compression``: as in ``post_nowait``."""
+        Waits first for room (see ``AsyncSession.drain``: ChannelWriteTimeoutError or
+        PostBufferFullError when none comes). ``compression``: as in ``post_nowait``."""
         driver = self.driver
-        await self.session.drain()
+        await driver.wait_room(1)
         future: asyncio.Future[Ack] = driver.loop.create_future()
         if driver.tracing is not None:
             return await driver.tracing.post_wait(self, future, payload, properties, compression)

@@ -408,6 +408,28 @@ class ClientEngine:
         return len(self.publisher.ack_deadlines)
 
     @property
+    def held_bytes(self) -> int:
+        """Payload bytes held for the broker: buffered, and kept to be retransmitted until
+        their ACK (the byte budget's count, ``SessionOptions.max_buffered_bytes``)."""
+        return self.publisher.held_bytes
+
+    @property
+    def unsent_bytes(self) -> int:
+        """Payload bytes of the posts buffered for the next ``data_to_send()``."""
+        return self.publisher.unsent_bytes
+
+    @property
+    def unsent_posts(self) -> int:
+        """Posts buffered for the next ``data_to_send()``."""
+        return len(self.publisher.puts)
+
+    def room(self, count: int, buffered: int = 0) -> str | None:
+        """Why ``count`` more posts cannot be taken now (the byte budget, with ``buffered``
+        bytes still in the shell's socket; ``max_buffered_posts`` while reconnecting), or None.
+        A shell waits while this says why; ``post`` raises PostBufferFullError with it."""
+        return self.publisher.room(count, buffered)
+
+    @property
     def buffered_count(self) -> int:
         """Posts and confirms waiting for the next ``data_to_send()``."""
         return len(self.publisher.puts) + len(self.consumer.confirms)

@@ -84,6 +84,11 @@ class Publisher:
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
         self.unknown_acks = 0  # ACKs for GUIDs not (or no longer) awaited: logged rate-limited
+        # The byte budget (SessionOptions.max_buffered_bytes): payload bytes buffered and not
+        # sent yet (``unsent_bytes``), plus those sent and kept for retransmission until their
+        # ACK; together ``held_bytes``. Kept by the hot paths in O(1), recounted on rare ones.
+        self.held_bytes = 0
+        self.unsent_bytes = 0
 
     @property
     def guids(self) -> MessageGuidGenerator:
@@ -115,11 +120,15 @@ class Publisher:
         if not 0 < size <= _MAX_APP_DATA - area:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
+        if self.held_bytes >= self.options.max_buffered_bytes:
+            raise PostBufferFullError(self._full())
         guid = self._guids.generate()
         # The flush that sends it starts its ACK deadline (and latency) here.
         self._lifecycle.now = now
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self.puts.append(put)
+        self.held_bytes += size
+        self.unsent_bytes += size
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
             self.unacked[guid] = PendingPut(
@@ -149,6 +158,11 @@ class Publisher:
             for payload in payloads:
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
+        if self.held_bytes >= self.options.max_buffered_bytes:
+            raise PostBufferFullError(self._full())
+        size = sum(map(len, payloads))
+        self.held_bytes += size
+        self.unsent_bytes += size
         guids = self._guids.generate_many(count)
         self._lifecycle.now = now
         if threshold:
@@ -190,6 +204,44 @@ class Publisher:
         if queue.health is not _ACTIVE:
             raise QueueSuspendedError(f"cannot post: {queue.uri} is suspended (host unhealthy)")
         return queue
+
+    def room(self, count: int, buffered: int = 0) -> str | None:
+        """Why ``count`` more posts cannot be taken now, or None when they can: the byte budget
+        (``held_bytes`` plus ``buffered``, the bytes the shell's socket still holds, must be under
+        ``max_buffered_bytes``) and, while reconnecting, ``max_buffered_posts``."""
+        if self.held_bytes + buffered >= self.options.max_buffered_bytes:
+            return self._full(buffered)
+        lifecycle = self._lifecycle
+        if (
+            lifecycle.recovery is _RESTORING
+            and lifecycle.state is not SessionState.STOPPED
+            and len(self.puts) + count > self.options.max_buffered_posts
+        ):
+            return (
+                f"reconnecting: {len(self.puts)} posts already held "
+                f"(max_buffered_posts={self.options.max_buffered_posts})"
+            )
+        return None
+
+    def _full(self, buffered: int = 0) -> str:
+        held = self.held_bytes
+        return (
+            f"{held + buffered} bytes held for the broker ({self.unsent_bytes} not sent, "
+            f"{held - self.unsent_bytes} kept until their ACK, {buffered} in the socket; "
+            f"max_buffered_bytes={self.options.max_buffered_bytes})"
+        )
+
+    def recount(self) -> None:
+        """``held_bytes`` and ``unsent_bytes`` counted again from the posts themselves (after
+        the rare changes that move many posts at once: cancel, fail, requeue)."""
+        unsent = sum(len(put[2]) for put in self.puts)
+        kept = sum(
+            len(pending.put[2])
+            for pending in self.unacked.values()
+            if pending.put is not None and pending.batch is not None
+        )
+        self.unsent_bytes = unsent
+        self.held_bytes = unsent + kept
 
     @staticmethod
     def _wants_ack(queue: QueueRecord, ack: bool, context: object) -> bool:
@@ -240,6 +292,9 @@ class Publisher:
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
+        # Sent payloads stop counting against the budget unless kept for retransmission.
+        retains = self.options.reconnect
+        released = 0
         puts = self.puts
         i, n = 0, len(puts)
         while i < n:
@@ -252,6 +307,8 @@ class Publisher:
                 counters = queue.counters
                 counters.posted += 1
                 counters.posted_bytes += len(payload)
+                if not (wants_ack and retains):
+                    released += len(payload)
                 builder.add(
                     qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
                     compression=ZLIB, extended_properties=extended,
@@ -281,10 +338,15 @@ class Publisher:
             )  # fmt: skip
             counters = queue.counters  # stats: once per run, not per message
             counters.posted += j - i
-            counters.posted_bytes += sum(map(len, payloads))
+            run_bytes = sum(map(len, payloads))
+            counters.posted_bytes += run_bytes
+            if not (wants_ack and retains):
+                released += run_bytes
             i = j
         out.extend(builder.finish())
         puts.clear()
+        self.held_bytes -= released
+        self.unsent_bytes = 0
         if acked:
             batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked)
             unacked = self.unacked
@@ -324,6 +386,9 @@ class Publisher:
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
+                put = pending.put
+                if put is not None:  # kept for retransmission: no longer
+                    self.held_bytes -= len(put[2])
             queue = queues.get(pending.queue_id)
             if queue is not run_queue or batch is not run_batch:
                 if run_queue is not None:
@@ -363,6 +428,7 @@ class Publisher:
                 self._events.append(AckReceived(ack, pending.context))
         if held:
             self.puts = [p for p in self.puts if p[0] != queue.queue_id]
+        self.recount()
 
     def fail_all(self, status: AckStatus, reason: str) -> None:
         """Every post still pending fails (the session is over)."""
@@ -375,6 +441,7 @@ class Publisher:
         self.unacked.clear()
         self.ack_deadlines.clear()
         self.puts.clear()
+        self.held_bytes = self.unsent_bytes = 0
 
     def expire(self, now: float) -> None:
         """Posts whose ACK deadline passed resolve as TIMEOUT."""
@@ -384,6 +451,8 @@ class Publisher:
             for guid in batches.popleft().guids:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
+                    if pending.put is not None:
+                        self.held_bytes -= len(pending.put[2])
                     queue = queues.get(pending.queue_id)
                     reason = f"no ACK within {self.options.ack_timeout:g}s"
                     ack = Ack(
@@ -406,6 +475,7 @@ class Publisher:
             pending.batch = None
         self.ack_deadlines.clear()
         self.puts[:0] = resend
+        self.recount()
         return len(resend)
 
 

@@ -40,6 +40,22 @@ def _call_then(
         then()
 
 
+def slices(batch: list[bytes], most: int, options: SessionOptions) -> Iterator[list[bytes]]:
+    """``batch`` in slices of at most ``most`` posts, never more than a reconnecting session
+    holds (``max_buffered_posts``) nor more than a quarter of the byte budget (one payload at
+    least): a slice is admitted whole while the session is under its budget."""
+    most = min(most, options.max_buffered_posts)
+    room = max(options.max_buffered_bytes // 4, 1)
+    start, end = 0, len(batch)
+    while start < end:
+        stop, size = start, 0
+        while stop < end and stop - start < most and (stop == start or size < room):
+            size += len(batch[stop])
+            stop += 1
+        yield batch[start:stop]
+        start = stop
+
+
 class Queue:
     """A queue of a blocking :class:`Session`."""
 
@@ -97,7 +113,7 @@ class Queue:
         parent = tracing.current() if tracing is not None else None
 
         async def post() -> bytes:
-            await inner.session.drain()
+            await inner.driver.wait_room(1)
             if tracing is not None and parent is not None:
                 with tracing.attached(parent):
                     return inner.post_nowait(
@@ -126,10 +142,10 @@ class Queue:
 
         async def post() -> list[bytes]:
             guids: list[bytes] = []
-            step = self.POST_SLICE
-            for start in range(0, len(batch), step):
-                await inner.session.drain()  # let the socket take what is written so far
-                chunk = batch[start : start + step]
+            options = inner.driver.engine.options
+            for chunk in slices(batch, self.POST_SLICE, options):
+                # Room for the slice (the socket takes what is written so far meanwhile).
+                await inner.driver.wait_room(len(chunk))
                 guids += inner.post_many_nowait(chunk, properties=properties, on_ack=callback)
             return guids
 
@@ -171,11 +187,9 @@ class Queue:
         batch = list(messages)
 
         async def post() -> list[bytes]:
-            await inner.session.drain()
             guids = []
-            for i, (payload, props) in enumerate(batch, 1):
-                if i % 1024 == 0:  # let the socket take what is written so far
-                    await inner.session.drain()
+            for payload, props in batch:
+                await inner.driver.wait_room(1)
                 guids.append(inner.post_nowait(payload, properties=props, on_ack=callback))
             return guids
 
@@ -208,7 +222,7 @@ class Queue:
 
         async def confirm() -> None:
             inner.confirm_many_nowait(batch)
-            await inner.session.drain()
+            await inner.driver.wait_room(0)  # the channel's high watermark only
 
         self._session._call(confirm())
 

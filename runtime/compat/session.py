@@ -205,6 +205,7 @@ class Session:
             close_channel_on_timeout=False,
             stats_dump_interval=stats_dump_interval or 0.0,
             tracer_provider=tracer_provider,
+            max_buffered_bytes=core.plane.budget,
         )
         try:
             core.inner = core.run(self._connect(broker, options, core.high_water))
