@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import logging
 import random
+import socket
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -25,6 +27,7 @@ from pybmq.client.aio_driver import EngineDriver
 from pybmq.client.aio_link import Connection, Link
 from pybmq.client.aio_queue import AckCallback, AsyncQueue, ReceivedMessage
 from pybmq.client.aio_reconnect import Reconnector
+from pybmq.client.dropped import creation_site, warn_dropped, weak_method
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
@@ -125,10 +128,12 @@ class AsyncSession:
         # ``write_low_water`` (default: a quarter of the high mark), ChannelLowWatermark.
         if write_low_water is None:
             write_low_water = write_high_water // 4
+        # The socket's callbacks hold the session weakly: its connection alone does not keep
+        # it alive, so a session dropped unstopped is released (see pybmq.client.dropped).
         self._link = Link(
-            on_data=self._on_data,
-            on_lost=self._on_connection_lost,
-            on_watermark=self._on_watermark,
+            on_data=weak_method(self._on_data),
+            on_lost=weak_method(self._on_connection_lost),
+            on_watermark=weak_method(self._on_watermark),
             tls=tls,
             tls_server_name=engine_options.tls_server_name,
             connect_timeout=connect_timeout,
@@ -163,6 +168,10 @@ class AsyncSession:
         self._acked = asyncio.Event()  # an ACK arrived (what stop's linger waits on)
         self.stop_reason: str | None = None
         self.info: SessionStarted | None = None
+        # Collected without stop() (once its loop is gone, which holds it while open): the
+        # connection is closed and a ResourceWarning names where it was made.
+        self._created_at = creation_site()
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -231,6 +240,10 @@ class AsyncSession:
             if not monitor.healthy:
                 self._engine.set_host_health(False, driver.now())
         self._started = loop.create_future()
+        if self._finalizer is None or not self._finalizer.alive:
+            self._finalizer = weakref.finalize(
+                self, _release_dropped, self._link, "AsyncSession", self._created_at
+            )
         log.debug("connecting to %s", self.broker)
         link = self._link
         try:
@@ -571,7 +584,16 @@ class AsyncSession:
         self._stopped.set()
         self._close_transport()
 
+    def release(self) -> None:
+        """Close the connection at once, without telling the broker, and cancel the timers: for
+        a session that is being dropped (a finalizer). Prefer ``stop()``; the session is of no
+        use afterwards."""
+        self._close_transport()
+        self._link.abort()
+
     def _close_transport(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
         self._reconnector.cancel()
         if self._stats_task is not None:
             self._stats_task.cancel()
@@ -581,6 +603,21 @@ class AsyncSession:
             self._unsubscribe_health = None
         self.driver.cancel_timer()
         self._link.close()
+
+
+def _release_dropped(link: Link, kind: str, site: str) -> None:
+    """A session collected without ``stop()``: warn, and close what is still open."""
+    transport = link.transport
+    if transport is None:
+        return
+    warn_dropped(kind, site)
+    try:
+        link.abort()
+    except RuntimeError:  # its loop is closed: end the connection itself (the fd goes with
+        sock = transport.get_extra_info("socket")  # the transport, when it is collected)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 __all__ = ["AsyncQueue", "AsyncSession", "PybmqError", "ReceivedMessage", "UsageError"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from functools import partial
 from types import TracebackType
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.dropped import creation_site, warn_dropped
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
 from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
@@ -247,6 +249,34 @@ class Queue:
         return f"<Queue {self.uri}>"
 
 
+class _Parts:
+    """What a started Session runs on, for its finalizer (which must not hold the Session)."""
+
+    __slots__ = ("dispatcher", "inner", "io")
+
+    def __init__(self) -> None:
+        self.io: LoopThread | None = None
+        self.dispatcher: CallbackDispatcher | None = None
+        self.inner: AsyncSession | None = None
+
+
+def _release_dropped(parts: _Parts, site: str) -> None:
+    """A started Session collected (or left at exit) without ``stop()``: close its connection
+    without a goodbye, end its loop and its callback thread, and say where it was made."""
+    warn_dropped("Session", site)
+    inner, io, dispatcher = parts.inner, parts.io, parts.dispatcher
+    if io is not None:
+
+        async def release() -> None:
+            if inner is not None:
+                inner.release()
+            await asyncio.sleep(0)  # the transport's close runs on the next turn
+
+        io.abandon(release)
+    if dispatcher is not None:
+        dispatcher.close(timeout=2.0)
+
+
 class Session:
     """A BlazingMQ session for code without asyncio. ``with Session(broker) as s:`` starts and
     stops it; its I/O runs on a background thread."""
@@ -276,6 +306,11 @@ class Session:
         self._dispatcher_thread: CallbackDispatcher | None = None
         self._inner: AsyncSession | None = None
         self._closed = False
+        # Dropped without stop(): its finalizer closes the connection, ends the threads and
+        # warns (ResourceWarning) naming where it was made; it holds the parts, not the Session.
+        self._created_at = creation_site()
+        self._parts = _Parts()
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     @property
     def async_session(self) -> AsyncSession | None:
@@ -309,11 +344,17 @@ class Session:
             self._dispatcher_thread = CallbackDispatcher(
                 "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
             )
+            self._parts.io, self._parts.dispatcher = self._io, self._dispatcher_thread
+            self._finalizer = weakref.finalize(
+                self, _release_dropped, self._parts, self._created_at
+            )
+
+        parts = self._parts
 
         async def start() -> AsyncSession:
             on_event = self._on_event
             dispatch = self._dispatcher.submit
-            session = AsyncSession(
+            session = parts.inner = AsyncSession(
                 self.broker,
                 options=self._options,
                 on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
@@ -354,6 +395,8 @@ class Session:
         finally:
             self._inner = None
             self._closed = True
+            if self._finalizer is not None:
+                self._finalizer.detach()
             if self._io is not None:
                 self._io.stop()
             if self._dispatcher_thread is not None:

@@ -4,11 +4,11 @@ is collected (and stopped by its finalizer) even while its loop and connection a
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.aio_queue import AsyncQueue
+from pybmq.client.dropped import weak_method
 from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.queues import QueueRecord
 from pybmq.errors import SessionStoppedError
@@ -21,18 +21,6 @@ class Owner(Protocol):
     """What the loop calls on the Session while it is alive."""
 
     def _connection_ended(self, session: AsyncSession) -> None: ...
-
-
-def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``method`` without keeping its object alive: the loop must not hold a Session."""
-    ref = weakref.WeakMethod(method)
-
-    def call(arg: Any) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(arg)
-
-    return call
 
 
 async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> None:
