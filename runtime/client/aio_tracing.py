@@ -17,6 +17,7 @@ from pybmq.client.aio_queue import NO_PROPERTIES, AckCallback, AsyncQueue, Recei
 from pybmq.client.events import Ack, CompressedMessage, Message
 from pybmq.client.records import FLAG_ACK
 from pybmq.client.tracing import Tracing
+from pybmq.errors import ProtocolError
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -37,8 +38,9 @@ class TracedMessage(ReceivedMessage):
         tracing: Tracing,
     ) -> None:
         super().__init__(queue, message, generation, received_at)
-        properties = self.properties if self.error is None else NO_PROPERTIES
-        self._trace_context = tracing.received(queue.uri, message.guid, properties)
+        self._trace_context = tracing.received(
+            queue.uri, message.guid, trace_properties(message, tracing)
+        )
 
     @property
     def trace_context(self) -> Context | None:
@@ -53,6 +55,29 @@ class TracedMessage(ReceivedMessage):
         tracing = self.queue.driver.tracing
         if tracing is not None:
             tracing.settled(self.queue.uri, self.message.guid, self._trace_context)
+
+
+# How much of a message's properties a tracing consumer inflates on arrival when they are
+# compressed with the payload (the old properties format): the payload itself never is.
+TRACE_PROPERTIES_LIMIT = 64 * 1024
+
+
+def trace_properties(message: Message | CompressedMessage, tracing: Tracing) -> Mapping[str, Any]:
+    """The properties a ``receive`` span reads its trace context from, read without inflating
+    the payload (the lazy inflation bound holds with tracing on); none when they do not parse
+    (counted and logged under the log budget by ``tracing``)."""
+    try:
+        if isinstance(message, CompressedMessage):
+            properties = message.properties_alone(TRACE_PROPERTIES_LIMIT)
+        else:
+            properties = message.properties
+        if properties is None:
+            return NO_PROPERTIES
+        len(properties)  # parsed here, so a malformed area fails now
+    except ProtocolError as exc:
+        tracing.unreadable(message.guid, exc.reason)
+        return NO_PROPERTIES
+    return properties
 
 
 def _acks(queue: AsyncQueue, ack: bool) -> bool:

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from pybmq.errors import EncodeError
+from pybmq.errors import EncodeError, ProtocolError
 from pybmq.generated.wire_codec import (
     COMPRESSION_MIN_APPDATA_SIZE,
     DEFAULT_SUBQUEUE_ID,
@@ -133,6 +134,29 @@ def inflate_push(push: PushMessage, max_size: int) -> tuple[bytes, bytes]:
         size = properties_area_size(app, 0, len(app))
         return app[:size], app[size:]
     return push.properties_area, app
+
+
+def inflate_properties(push: PushMessage, limit: int) -> bytes:
+    """The properties area of a message read with ``decompress=False`` (empty when it has none)
+    without inflating its payload: as it came (MESSAGE_PROPERTIES_EX leaves it uncompressed),
+    or, in the old format that compresses properties and payload together, inflated only as far
+    as the area goes. ProtocolError if that area is corrupt or longer than ``limit`` bytes."""
+    if not push.flags & PushHeaderFlags.MESSAGE_PROPERTIES:
+        return b""
+    if not push.compression or push.schema_id:
+        return push.properties_area
+    if push.compression != CompressionAlgorithmType.ZLIB:
+        raise ProtocolError(f"unknown compression algorithm {push.compression}", path="compression")
+    inflater = zlib.decompressobj()
+    try:
+        head = inflater.decompress(push.payload, 4)
+        size = properties_area_size(head, 0, limit)
+        area = head + inflater.decompress(inflater.unconsumed_tail, size - len(head))
+    except zlib.error as exc:
+        raise ProtocolError(f"corrupt zlib data: {exc}", path="payload") from None
+    if len(area) < size:
+        raise ProtocolError("truncated properties area", path="MessageProperties")
+    return area
 
 
 def iter_push(
