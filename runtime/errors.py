@@ -104,11 +104,15 @@ class DeliveryError(PybmqError):
 
 class AuthenticationError(PybmqError):
     """The broker refused our credential (category, code and its message), or no credential
-    could be had from the provider. Never carries the credential itself."""
+    could be had from the provider. Never carries the credential itself. ``retry_after``: the
+    seconds the broker asked us to wait before trying again (a throttled refusal), or None."""
 
-    def __init__(self, message: str, *, category: str = "", code: int = 0) -> None:
+    def __init__(
+        self, message: str, *, category: str = "", code: int = 0, retry_after: float | None = None
+    ) -> None:
         self.category = category
         self.code = code
+        self.retry_after = retry_after
         super().__init__(message)
 
 

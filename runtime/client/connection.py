@@ -96,6 +96,8 @@ class Connection:
         self.encoding = options.negotiation_encoding
         self.authenticator = Authenticator(options.credential_provider, options.timeout("start"))
         self.negotiation_deadline = 0.0
+        # A throttled authentication refusal's hint: no new attempt before this time.
+        self.retry_not_before = 0.0
         self.ok_handlers: dict[str, Callable[[PendingRequest, ctrl.ControlMessage], None]] = {
             Req.DISCONNECT: lambda _request, _message: self._finish_stop("stopped"),
             Req.SUSPEND: lambda request, _message: self.host_health.on_answer(request, None),
@@ -181,6 +183,8 @@ class Connection:
 
     def _authentication_failed(self, error: AuthenticationError) -> None:
         self.authenticator.reset()
+        if error.retry_after is not None:  # the broker's hint: no attempt before it
+            self.retry_not_before = self.lifecycle.now + error.retry_after
         if self._can_reconnect():
             self._drop_connection(str(error))
         elif self.lifecycle.state is S.AUTHENTICATING:

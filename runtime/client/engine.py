@@ -408,6 +408,12 @@ class ClientEngine:
         return len(self.publisher.ack_deadlines)
 
     @property
+    def retry_not_before(self) -> float:
+        """When the broker asked us to try authenticating again at the earliest (a throttled
+        refusal's hint; 0: no such wait): a reconnect waits for it."""
+        return self.connection.retry_not_before
+
+    @property
     def held_bytes(self) -> int:
         """Payload bytes held for the broker: buffered, and kept to be retransmitted until
         their ACK (the byte budget's count, ``SessionOptions.max_buffered_bytes``)."""
