@@ -260,7 +260,7 @@ def test_another_users_failures_never_lock_a_user_out() -> None:
 def test_attempts_refused_during_a_backoff_do_not_extend_it() -> None:
     config = AuthConfig(basic={"alice": "right"}, anonymous=False)
     throttle = AuthThrottle()
-    for n in range(FREE_FAILURES + 1):
+    for _ in range(FREE_FAILURES + 1):
         _auth(SessionAuth(config), b"alice:wrong", 0.0, throttle)
     announced = throttle.blocked_for("10.0.0.1", "alice", 0.0)
     assert announced > 0
