@@ -101,7 +101,11 @@ class MessageFlow:
                     message, now, dedup_window, dedup_max, limit_messages, limit_bytes
                 )
                 if status != success:
-                    problem = f"queue over its quota ({AckStatus(status).name})"
+                    problem = (
+                        f"the simulator's memory budget is spent ({AckStatus(status).name})"
+                        if queue.budget.spent
+                        else f"queue over its quota ({AckStatus(status).name})"
+                    )
             if problem is not None:
                 status = status or UNKNOWN
                 self._nack(guid, queue_id, problem)
