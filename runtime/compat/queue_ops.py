@@ -25,6 +25,9 @@ from pybmq.compat.values import QueueOptions
 from pybmq.errors import PybmqError
 from pybmq.uri import parse_queue_uri
 
+# How long close_queue waits for the callback thread when no timeout applies.
+DEFAULT_CALLBACK_WAIT = 300.0
+
 
 class QueueOperations:
     """``open_queue``, ``configure_queue``, ``get_queue_options`` and ``close_queue``.
@@ -185,7 +188,7 @@ class QueueOperations:
         finally:
             with core.lock:
                 core.queues.pop(queue.uri, None)
-            core.wait_for_callbacks(seconds)
+            core.wait_for_callbacks(seconds or DEFAULT_CALLBACK_WAIT)
 
     async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None

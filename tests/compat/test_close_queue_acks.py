@@ -40,7 +40,11 @@ def test_close_queue_returns_after_every_ack_callback_ran(bmq_broker_url: str) -
             release = threading.Event()
             seen: queue.Queue[object] = queue.Queue()
 
-            def on_ack(ack: object, release: threading.Event = release) -> None:
+            def on_ack(
+                ack: object,
+                release: threading.Event = release,
+                seen: queue.Queue[object] = seen,
+            ) -> None:
                 release.wait()  # the callback thread is slow to run it
                 seen.put(ack)
 
