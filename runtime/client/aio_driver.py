@@ -127,6 +127,9 @@ class EngineDriver:
         data = self.engine.data_to_send()
         if data:
             self.link.write(data)
+            # The engine counts it against the byte budget (the post path reads one number;
+            # the buffer only drains until the next write or wait for room looks again).
+            self.engine.output_buffered(self.link.buffered)
             if not self.reading_paused and self.write_full:
                 self.check_reading()
         self._pump()
@@ -157,13 +160,6 @@ class EngineDriver:
 
     # ------------------------------------------------------------------ the byte budget
 
-    def check_room(self, count: int) -> None:
-        """PostBufferFullError unless ``count`` more posts may be buffered now (what
-        ``post_nowait`` checks: it never waits)."""
-        problem = self.engine.room(count, self.link.buffered)
-        if problem is not None:
-            raise PostBufferFullError(f"cannot post now: {problem}")
-
     async def wait_room(self, count: int, timeout: float | None = None) -> None:
         """Return once the channel is writable and ``count`` more posts fit the session's
         bounds (``count=0``: the channel only, what a confirm waits for).
@@ -183,7 +179,8 @@ class EngineDriver:
         if flushed:
             self.flush()
             await asyncio.sleep(0)  # the loop's turn: the socket writes, ACKs come in
-        if link.writable and (not count or engine.room(count, link.buffered) is None):
+        engine.output_buffered(link.buffered)
+        if link.writable and (not count or engine.room(count) is None):
             self._check_running()
             return
         options = engine.options
@@ -208,7 +205,8 @@ class EngineDriver:
                     await self._wait_progress(link.wait_writable(), write_deadline - now)
                     continue
                 write_deadline = None
-                problem = engine.room(count, link.buffered) if count else None
+                engine.output_buffered(link.buffered)
+                problem = engine.room(count) if count else None
                 if problem is None:
                     return
                 if now >= room_deadline:

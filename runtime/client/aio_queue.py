@@ -210,7 +210,6 @@ class AsyncQueue:
         Returns the message GUID. Never waits: PostBufferFullError when the session holds
         ``max_buffered_bytes`` for the broker already (``await session.drain()`` waits for room)."""
         driver = self.driver
-        driver.check_room(1)
         if driver.tracing is not None:
             return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
         guid = driver.engine.post(
@@ -236,7 +235,6 @@ class AsyncQueue:
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
         driver = self.driver
-        driver.check_room(len(payloads))
         if driver.tracing is not None:
             return driver.tracing.post_many(self, payloads, properties, on_ack)
         guids = driver.engine.post_many(

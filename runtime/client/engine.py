@@ -416,7 +416,7 @@ class ClientEngine:
     @property
     def held_bytes(self) -> int:
         """Payload bytes held for the broker: buffered, and kept to be retransmitted until
-        their ACK (the byte budget's count, ``SessionOptions.max_buffered_bytes``)."""
+        their ACK (the byte budget counts these and the socket's ``output_buffered``)."""
         return self.publisher.held_bytes
 
     @property
@@ -429,11 +429,17 @@ class ClientEngine:
         """Posts buffered for the next ``data_to_send()``."""
         return len(self.publisher.puts)
 
-    def room(self, count: int, buffered: int = 0) -> str | None:
-        """Why ``count`` more posts cannot be taken now (the byte budget, with ``buffered``
-        bytes still in the shell's socket; ``max_buffered_posts`` while reconnecting), or None.
-        A shell waits while this says why; ``post`` raises PostBufferFullError with it."""
-        return self.publisher.room(count, buffered)
+    def room(self, count: int) -> str | None:
+        """Why ``count`` more posts cannot be taken now (the byte budget; ``max_buffered_posts``
+        while reconnecting), or None. A shell waits while this says why; ``post`` raises
+        PostBufferFullError with it."""
+        return self.publisher.room(count)
+
+    def output_buffered(self, size: int) -> None:
+        """The shell's socket still holds ``size`` bytes of what ``data_to_send`` returned: they
+        count against the byte budget (``held_bytes`` is the engine's own part) until the next
+        report. A shell reports it after each write and while it waits for room."""
+        self.publisher.socket_bytes = size
 
     @property
     def buffered_count(self) -> int:

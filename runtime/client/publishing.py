@@ -84,11 +84,13 @@ class Publisher:
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
         self.unknown_acks = 0  # ACKs for GUIDs not (or no longer) awaited: logged rate-limited
-        # The byte budget (SessionOptions.max_buffered_bytes): payload bytes buffered and not
-        # sent yet (``unsent_bytes``), plus those sent and kept for retransmission until their
-        # ACK; together ``held_bytes``. Kept by the hot paths in O(1), recounted on rare ones.
+        # The byte budget (SessionOptions.max_buffered_bytes): ``held_bytes`` of payloads, not
+        # sent yet or sent and ``kept_bytes`` for retransmission until their ACK, plus the
+        # ``socket_bytes`` the shell says its socket still holds. A post adds to one counter;
+        # flushes and ACKs move them; rare changes (cancel, fail, requeue) count them again.
         self.held_bytes = 0
-        self.unsent_bytes = 0
+        self.kept_bytes = 0
+        self.socket_bytes = 0
 
     @property
     def guids(self) -> MessageGuidGenerator:
@@ -120,15 +122,14 @@ class Publisher:
         if not 0 < size <= _MAX_APP_DATA - area:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
-        if self.held_bytes >= self.options.max_buffered_bytes:
-            raise PostBufferFullError(self._full())
+        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+            raise PostBufferFullError(f"cannot post now: {self._full()}")
         guid = self._guids.generate()
         # The flush that sends it starts its ACK deadline (and latency) here.
         self._lifecycle.now = now
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self.puts.append(put)
         self.held_bytes += size
-        self.unsent_bytes += size
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
             self.unacked[guid] = PendingPut(
@@ -158,11 +159,9 @@ class Publisher:
             for payload in payloads:
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
-        if self.held_bytes >= self.options.max_buffered_bytes:
-            raise PostBufferFullError(self._full())
-        size = sum(map(len, payloads))
-        self.held_bytes += size
-        self.unsent_bytes += size
+        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+            raise PostBufferFullError(f"cannot post now: {self._full()}")
+        self.held_bytes += sum(map(len, payloads))
         guids = self._guids.generate_many(count)
         self._lifecycle.now = now
         if threshold:
@@ -205,12 +204,17 @@ class Publisher:
             raise QueueSuspendedError(f"cannot post: {queue.uri} is suspended (host unhealthy)")
         return queue
 
-    def room(self, count: int, buffered: int = 0) -> str | None:
+    @property
+    def unsent_bytes(self) -> int:
+        """Payload bytes posted and not sent yet."""
+        return self.held_bytes - self.kept_bytes
+
+    def room(self, count: int) -> str | None:
         """Why ``count`` more posts cannot be taken now, or None when they can: the byte budget
-        (``held_bytes`` plus ``buffered``, the bytes the shell's socket still holds, must be under
-        ``max_buffered_bytes``) and, while reconnecting, ``max_buffered_posts``."""
-        if self.held_bytes + buffered >= self.options.max_buffered_bytes:
-            return self._full(buffered)
+        (``held_bytes`` plus ``socket_bytes`` must be under ``max_buffered_bytes``) and, while
+        reconnecting, ``max_buffered_posts``."""
+        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+            return self._full()
         lifecycle = self._lifecycle
         if (
             lifecycle.recovery is _RESTORING
@@ -223,24 +227,21 @@ class Publisher:
             )
         return None
 
-    def _full(self, buffered: int = 0) -> str:
-        held = self.held_bytes
+    def _full(self) -> str:
         return (
-            f"{held + buffered} bytes held for the broker ({self.unsent_bytes} not sent, "
-            f"{held - self.unsent_bytes} kept until their ACK, {buffered} in the socket; "
+            f"{self.held_bytes + self.socket_bytes} bytes held for the broker "
+            f"({self.unsent_bytes} not sent, {self.kept_bytes} kept until their ACK, "
+            f"{self.socket_bytes} in the socket; "
             f"max_buffered_bytes={self.options.max_buffered_bytes})"
         )
 
     def recount(self) -> None:
-        """``held_bytes`` and ``unsent_bytes`` counted again from the posts themselves (after
+        """``held_bytes`` and ``kept_bytes`` counted again from the posts themselves (after
         the rare changes that move many posts at once: cancel, fail, requeue)."""
         unsent = sum(len(put[2]) for put in self.puts)
-        kept = sum(
-            len(pending.put[2])
-            for pending in self.unacked.values()
-            if pending.put is not None and pending.batch is not None
-        )
-        self.unsent_bytes = unsent
+        # A batch's kept payloads count until its last ACK (see AckBatch).
+        kept = sum(batch.kept for batch in self.ack_deadlines if batch.remaining > 0)
+        self.kept_bytes = kept
         self.held_bytes = unsent + kept
 
     @staticmethod
@@ -294,7 +295,7 @@ class Publisher:
         acked: list[bytes] = []
         # Sent payloads stop counting against the budget unless kept for retransmission.
         retains = self.options.reconnect
-        released = 0
+        released = kept = 0
         puts = self.puts
         i, n = 0, len(puts)
         while i < n:
@@ -307,7 +308,9 @@ class Publisher:
                 counters = queue.counters
                 counters.posted += 1
                 counters.posted_bytes += len(payload)
-                if not (wants_ack and retains):
+                if wants_ack and retains:
+                    kept += len(payload)
+                else:
                     released += len(payload)
                 builder.add(
                     qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
@@ -340,15 +343,17 @@ class Publisher:
             counters.posted += j - i
             run_bytes = sum(map(len, payloads))
             counters.posted_bytes += run_bytes
-            if not (wants_ack and retains):
+            if wants_ack and retains:
+                kept += run_bytes
+            else:
                 released += run_bytes
             i = j
         out.extend(builder.finish())
         puts.clear()
         self.held_bytes -= released
-        self.unsent_bytes = 0
+        self.kept_bytes += kept
         if acked:
-            batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked)
+            batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked, kept)
             unacked = self.unacked
             for guid in acked:
                 unacked[guid].batch = batch
@@ -386,9 +391,9 @@ class Publisher:
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
-                put = pending.put
-                if put is not None:  # kept for retransmission: no longer
-                    self.held_bytes -= len(put[2])
+                if not batch.remaining:  # its last ACK: its payloads are no longer kept
+                    self.held_bytes -= batch.kept
+                    self.kept_bytes -= batch.kept
             queue = queues.get(pending.queue_id)
             if queue is not run_queue or batch is not run_batch:
                 if run_queue is not None:
@@ -441,18 +446,20 @@ class Publisher:
         self.unacked.clear()
         self.ack_deadlines.clear()
         self.puts.clear()
-        self.held_bytes = self.unsent_bytes = 0
+        self.held_bytes = self.kept_bytes = self.socket_bytes = 0
 
     def expire(self, now: float) -> None:
         """Posts whose ACK deadline passed resolve as TIMEOUT."""
         batches = self.ack_deadlines
         queues = self._table.queues
         while batches and batches[0].deadline <= now:
-            for guid in batches.popleft().guids:
+            batch = batches.popleft()
+            if batch.remaining > 0:  # its kept payloads were still counted
+                self.held_bytes -= batch.kept
+                self.kept_bytes -= batch.kept
+            for guid in batch.guids:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
-                    if pending.put is not None:
-                        self.held_bytes -= len(pending.put[2])
                     queue = queues.get(pending.queue_id)
                     reason = f"no ACK within {self.options.ack_timeout:g}s"
                     ack = Ack(
@@ -475,6 +482,7 @@ class Publisher:
             pending.batch = None
         self.ack_deadlines.clear()
         self.puts[:0] = resend
+        self.socket_bytes = 0  # that connection's socket is gone
         self.recount()
         return len(resend)
 
