@@ -4,8 +4,8 @@ and a ``ResourceWarning`` names where it was made, so the missing ``stop()`` can
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -18,7 +18,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def creation_site() -> str:
     """``file:line`` of the first caller outside pybmq (where the application made it)."""
-    frame = sys._getframe(1)
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE + os.sep):
         frame = frame.f_back  # type: ignore[assignment]
     if frame is None:
