@@ -144,6 +144,7 @@ class RealCluster:
 
     @property
     def name(self) -> str:
+        """The cluster's name: its domains' location, and what admin commands name it by."""
         return self.layout.name
 
     @property
@@ -153,17 +154,20 @@ class RealCluster:
 
     @property
     def proxy_url(self) -> str:
+        """The proxy's URL (ValueError for a cluster made without one)."""
         if self.proxy is None:
             raise ValueError("this cluster has no proxy (RealCluster(proxy=True))")
         return self.proxy.url
 
     def node(self, node_id: int) -> RealBroker:
+        """The member with this node id (1 to ``nodes``)."""
         try:
             return self.nodes[node_id]
         except KeyError:
             raise ValueError(f"cluster {self.name} has no node {node_id}") from None
 
     def node_id(self, node: RealBroker | int) -> int:
+        """The node id of a member, given as itself or its id (ValueError for a stranger)."""
         if isinstance(node, int):
             self.node(node)
             return node

@@ -65,6 +65,7 @@ class NodeView:
 
     @classmethod
     def of(cls, status: mqbcmd.ClusterStatus) -> NodeView:
+        """Read a member's decoded ``clusterStatus``."""
         elector = status.elector_info
         partitions = status.partitions_info.partitions
         return cls(
@@ -102,6 +103,7 @@ class ProxyView:
 
     @classmethod
     def of(cls, status: mqbcmd.ClusterProxyStatus) -> ProxyView:
+        """Read a proxy's decoded ``clusterProxyStatus``."""
         return cls(
             active_node=node_id(status.active_node_description),
             available=_available(status.node_statuses),
