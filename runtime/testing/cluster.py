@@ -21,11 +21,13 @@ console output and log folder of each broker, and what each member last said.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -63,6 +65,18 @@ _ASK_TIMEOUT = 5.0
 _POLL = 0.2
 # A domain every cluster serves: asking the proxy about it makes the proxy connect.
 _ANY_DOMAIN = next(name for name, spec in TEST_DOMAINS.items() if spec.replicable)
+
+
+# Clusters still open when the interpreter exits (an interrupted test run) are closed then: their
+# brokers stopped and the folders they made removed. Registered after real_broker's own hook, so
+# it runs before it (atexit runs last-in first).
+_OPEN: weakref.WeakSet[RealCluster] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_leftovers() -> None:
+    for cluster in list(_OPEN):
+        cluster.close()
 
 
 class ClusterStartError(BrokerStartError):
@@ -121,6 +135,7 @@ class RealCluster:
             partitions=partitions,
         )
         self.ready_timeout = ready_timeout
+        _OPEN.add(self)
         self._meant_up: set[RealBroker] = set()  # started here, not since killed or stopped
         common = {"start_timeout": start_timeout, **settings}
         self.nodes: dict[int, RealBroker] = {
@@ -353,6 +368,7 @@ class RealCluster:
 
     def close(self) -> None:
         """Stop every broker; remove the folder if this object made it."""
+        _OPEN.discard(self)
         try:
             self.stop()
         finally:

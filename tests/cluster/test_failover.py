@@ -35,6 +35,21 @@ def check(figures: Figures) -> None:
     assert len(figures.kills) >= 1 and all(k.new_primary != k.node for k in figures.kills)
 
 
+def run_and_check(
+    cluster: RealCluster, domain: str, producer_via: str, consumer_via: str, kills: int, posts: int
+) -> Figures:
+    figures = run_failover(
+        cluster,
+        domain=domain,
+        producer_via=producer_via,
+        consumer_via=consumer_via,
+        kills=kills,
+        min_posts=posts,
+    )
+    check(figures)
+    return figures
+
+
 @pytest.mark.parametrize(
     ("domain", "producer_via", "consumer_via"),
     [(EVENTUAL, "nodes", "proxy"), (STRONG, "proxy", "nodes")],
@@ -43,15 +58,7 @@ def check(figures: Figures) -> None:
 def test_primary_killed_under_load(
     bmq_cluster: RealCluster, domain: str, producer_via: str, consumer_via: str
 ) -> None:
-    figures = run_failover(
-        bmq_cluster,
-        domain=domain,
-        producer_via=producer_via,
-        consumer_via=consumer_via,
-        kills=1,
-        min_posts=3000,
-    )
-    check(figures)
+    figures = run_and_check(bmq_cluster, domain, producer_via, consumer_via, kills=1, posts=3000)
     # The client on the primary lost its connection and came back.
     hit = "producer" if producer_via == "nodes" else "consumer"
     assert figures.connection_losses[hit] >= 1, figures.connection_losses
@@ -66,12 +73,4 @@ def test_primary_killed_under_load(
 def test_soak_three_kills(
     bmq_cluster: RealCluster, domain: str, producer_via: str, consumer_via: str
 ) -> None:
-    figures = run_failover(
-        bmq_cluster,
-        domain=domain,
-        producer_via=producer_via,
-        consumer_via=consumer_via,
-        kills=3,
-        min_posts=12_000,
-    )
-    check(figures)
+    run_and_check(bmq_cluster, domain, producer_via, consumer_via, kills=3, posts=12_000)

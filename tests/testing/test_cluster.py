@@ -6,7 +6,6 @@ tested in tests/cluster."""
 from __future__ import annotations
 
 import json
-import stat
 import sys
 import time
 from pathlib import Path
@@ -21,24 +20,17 @@ from pybmq.testing.cluster import (
 )
 from pybmq.testing.real_broker import BROKER_BIN_ENV
 
+from tests.testing.test_real_broker import FAKE, _script
+
 pytestmark = pytest.mark.timeout(120)
-
-FAKE = Path(__file__).with_name("fake_broker.py")
-
-
-def _executable(tmp_path: Path, body: str) -> Path:
-    path = tmp_path / "fake-bmqbrkr"
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
 
 
 def _fake(tmp_path: Path) -> Path:
-    return _executable(tmp_path, f'exec "{sys.executable}" "{FAKE}" "$@"')
+    return _script(tmp_path, f'exec "{sys.executable}" "{FAKE}" "$@"')
 
 
 def test_a_node_that_cannot_start_fails_the_cluster_and_nothing_is_left(tmp_path: Path) -> None:
-    cluster = RealCluster(_executable(tmp_path, "echo 'bad config' ; exit 3"), nodes=2)
+    cluster = RealCluster(_script(tmp_path, "echo 'bad config' ; exit 3"), nodes=2)
     folder = cluster.folder
     with pytest.raises(ClusterStartError) as info, cluster:
         pass
