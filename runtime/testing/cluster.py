@@ -14,8 +14,8 @@ every partition), with the election shortened for tests (``ElectionTimings``): o
 active about 7 s after launch instead of upstream's 90 s.
 
 Starting launches every broker at once, waits until each listens, then until every running member
-agrees on an ACTIVE leader and ACTIVE primaries and sees itself available (asked with the admin
-command ``CLUSTERS CLUSTER <name> STATUS``). Every wait is bounded; ``ClusterStartError`` names the
+agrees on an ACTIVE leader and ACTIVE primaries and sees every running member available (asked
+with the admin command ``CLUSTERS CLUSTER <name> STATUS``). Every wait is bounded; ``ClusterStartError`` names the
 console output and log folder of each broker, and what each member last said.
 """
 
@@ -60,8 +60,8 @@ __all__ = [
 ]
 
 DEFAULT_CLUSTER_NAME = "pybmq"
-# One admin command's bound while polling (a busy node answers in milliseconds).
-_ASK_TIMEOUT = 5.0
+# One admin command's bound (a busy node answers in milliseconds): RealCluster(ask_timeout=).
+ASK_TIMEOUT = 5.0
 _POLL = 0.2
 # A domain every cluster serves: asking the proxy about it makes the proxy connect.
 _ANY_DOMAIN = next(name for name, spec in TEST_DOMAINS.items() if spec.replicable)
@@ -103,7 +103,8 @@ class RealCluster:
 
     ``settings``: fields of ``BrokerSettings`` shared by every broker (``queue_messages``,
     ``heartbeat_interval_ms``, ``console_severity``, ...). ``ready_timeout`` bounds each wait
-    for a settled cluster (start, restart of a node, ``wait_ready``)."""
+    for a settled cluster (start, restart of a node, ``wait_ready``), ``ask_timeout`` each
+    status command."""
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ class RealCluster:
         timings: ElectionTimings | None = None,
         start_timeout: float = 60.0,
         ready_timeout: float = 60.0,
+        ask_timeout: float = ASK_TIMEOUT,
         **settings: Any,
     ) -> None:
         if nodes < 1:
@@ -135,6 +137,7 @@ class RealCluster:
             partitions=partitions,
         )
         self.ready_timeout = ready_timeout
+        self.ask_timeout = ask_timeout
         _OPEN.add(self)
         self._meant_up: set[RealBroker] = set()  # started here, not since killed or stopped
         common = {"start_timeout": start_timeout, **settings}
@@ -199,17 +202,17 @@ class RealCluster:
 
     def view(self, node: RealBroker | int) -> NodeView:
         """What ``node`` says of the cluster now (its ``CLUSTERS CLUSTER <name> STATUS``)."""
-        return node_view(self.node(self.node_id(node)).url, self.name, _ASK_TIMEOUT)
+        return node_view(self.node(self.node_id(node)).url, self.name, self.ask_timeout)
 
     def proxy_view(self) -> ProxyView:
         """What the proxy says of the cluster (after its first use of one of the domains)."""
-        return proxy_view(self.proxy_url, self.name, _ASK_TIMEOUT)
+        return proxy_view(self.proxy_url, self.name, self.ask_timeout)
 
     def _poll(self, deadline: float | None = None) -> tuple[NodeView | None, _Seen]:
         """The agreed view of the running members if they agree that the cluster is settled;
-        the members are asked at once, each within ``_ASK_TIMEOUT`` and none past
+        the members are asked at once, each within ``ask_timeout`` and none past
         ``deadline``."""
-        ask = _ASK_TIMEOUT
+        ask = self.ask_timeout
         if deadline is not None:
             ask = min(ask, max(deadline - time.monotonic(), 0.1))
 
@@ -227,16 +230,22 @@ class RealCluster:
         if not found or len(found) != len(views):
             return None, seen
         first = found[0]
+        # And each sees every running member available: a node just restarted is back once the
+        # others know it, not only once it knows itself.
         agreed = all(
-            v.settled and (v.leader, v.primaries) == (first.leader, first.primaries) for v in found
+            v.settled
+            and (v.leader, v.primaries) == (first.leader, first.primaries)
+            and v.available >= running.keys()
+            for v in found
         )
         members_up = first.leader in running and all(p in running for p in first.primaries)
         return (first if agreed and members_up else None), seen
 
-    def settled_view(self, timeout: float = _ASK_TIMEOUT) -> NodeView:
-        """The running members' agreed view, asked within ``timeout``; ClusterNotReadyError if
-        they do not agree now (or do not answer)."""
-        view, seen = self._poll(time.monotonic() + timeout)
+    def settled_view(self, timeout: float | None = None) -> NodeView:
+        """The running members' agreed view, asked within ``timeout`` (``ask_timeout``);
+        ClusterNotReadyError if they do not agree now (or do not answer)."""
+        bound = self.ask_timeout if timeout is None else timeout
+        view, seen = self._poll(time.monotonic() + bound)
         if view is None:
             raise ClusterNotReadyError(f"cluster {self.name} is not settled: {seen.describe()}")
         return view
@@ -259,7 +268,8 @@ class RealCluster:
 
     def wait_ready(self, timeout: float | None = None) -> NodeView:
         """Wait until the running members agree on an ACTIVE leader and ACTIVE primaries and
-        each sees itself available; ClusterStartError after ``timeout`` (``ready_timeout``)."""
+        each sees every running member available; ClusterStartError after ``timeout``
+        (``ready_timeout``)."""
         bound = self.ready_timeout if timeout is None else timeout
         deadline = time.monotonic() + bound
         seen = _Seen({})
@@ -285,11 +295,11 @@ class RealCluster:
         bound = self.ready_timeout if timeout is None else timeout
         deadline = time.monotonic() + bound
         with contextlib.suppress(PybmqError):  # its answer does not matter, only that it asked
-            ask = min(_ASK_TIMEOUT, bound)
+            ask = min(self.ask_timeout, bound)
             admin_command(proxy.url, f"DOMAINS DOMAIN {_ANY_DOMAIN} INFOS", ask)
         last = "no answer yet"
         while True:
-            ask = min(_ASK_TIMEOUT, max(deadline - time.monotonic(), 0.1))
+            ask = min(self.ask_timeout, max(deadline - time.monotonic(), 0.1))
             try:
                 view = proxy_view(proxy.url, self.name, ask)
             except PybmqError as exc:

@@ -64,7 +64,7 @@ def test_a_member_that_dies_while_settling_is_named(
 
 
 def test_addresses_and_summary_before_settling(tmp_path: Path) -> None:
-    cluster = RealCluster(_fake(tmp_path), tmp_path / "c", nodes=3)
+    cluster = RealCluster(_fake(tmp_path), tmp_path / "c", nodes=3, ask_timeout=0.5)
     try:
         cluster.start(wait=False)
         assert len(cluster.urls) == 3 and cluster.urls[0] == cluster.node(1).url
