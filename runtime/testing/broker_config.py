@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from pybmq.errors import UsageError
 from pybmq.generated import mqbcfg, mqbcfg_json, mqbconf, mqbconf_json
 
 __all__ = [
@@ -93,9 +94,9 @@ class ElectionTimings:
     def __post_init__(self) -> None:
         # The two orderings the broker's configuration notes require.
         if self.initial_wait_ms <= self.max_random_wait_ms:
-            raise ValueError("initial_wait_ms must be longer than max_random_wait_ms")
+            raise UsageError("initial_wait_ms must be longer than max_random_wait_ms")
         if self.leader_sync_delay_ms <= self.startup_wait_ms:
-            raise ValueError("leader_sync_delay_ms must be longer than startup_wait_ms")
+            raise UsageError("leader_sync_delay_ms must be longer than startup_wait_ms")
 
     def elector(self) -> mqbcfg.ElectorConfig:
         return mqbcfg.ElectorConfig(
@@ -138,7 +139,7 @@ class ClusterLayout:
         for member in self.members:
             if member.node_id == node_id:
                 return member
-        raise ValueError(f"cluster {self.name} has no node {node_id}")
+        raise UsageError(f"cluster {self.name} has no node {node_id}")
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,9 @@ class BrokerSettings:
     def __post_init__(self) -> None:
         if self.cluster is None:
             if self.node_id is not None:
-                raise ValueError("node_id is for a member of a cluster")
+                raise UsageError("node_id is for a member of a cluster")
         elif self.node_id is not None and self.cluster.member(self.node_id).port != self.port:
-            raise ValueError(f"node {self.node_id} listens on its member's port")
+            raise UsageError(f"node {self.node_id} listens on its member's port")
 
     @property
     def is_proxy(self) -> bool:

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pybmq.errors import PybmqError
+from pybmq.errors import PybmqError, UsageError
 from pybmq.testing.broker_config import (
     TEST_DOMAINS,
     ClusterLayout,
@@ -122,7 +122,7 @@ class RealCluster:
         **settings: Any,
     ) -> None:
         if nodes < 1:
-            raise ValueError(f"a cluster has at least one node, not {nodes}")
+            raise UsageError(f"a cluster has at least one node, not {nodes}")
         self._own_folder = folder is None
         self.folder = (
             Path(tempfile.mkdtemp(prefix="pybmq-cluster-")) if folder is None else Path(folder)
@@ -172,9 +172,9 @@ class RealCluster:
 
     @property
     def proxy_url(self) -> str:
-        """The proxy's URL (ValueError for a cluster made without one)."""
+        """The proxy's URL (UsageError for a cluster made without one)."""
         if self.proxy is None:
-            raise ValueError("this cluster has no proxy (RealCluster(proxy=True))")
+            raise UsageError("this cluster has no proxy (RealCluster(proxy=True))")
         return self.proxy.url
 
     def node(self, node_id: int) -> RealBroker:
@@ -182,17 +182,17 @@ class RealCluster:
         try:
             return self.nodes[node_id]
         except KeyError:
-            raise ValueError(f"cluster {self.name} has no node {node_id}") from None
+            raise UsageError(f"cluster {self.name} has no node {node_id}") from None
 
     def node_id(self, node: RealBroker | int) -> int:
-        """The node id of a member, given as itself or its id (ValueError for a stranger)."""
+        """The node id of a member, given as itself or its id (UsageError for a stranger)."""
         if isinstance(node, int):
             self.node(node)
             return node
         for ident, candidate in self.nodes.items():
             if candidate is node:
                 return ident
-        raise ValueError(f"{node.url} is not a member of cluster {self.name}")
+        raise UsageError(f"{node.url} is not a member of cluster {self.name}")
 
     def _brokers(self) -> list[RealBroker]:
         brokers = [node for _, node in sorted(self.nodes.items())]
@@ -261,7 +261,7 @@ class RealCluster:
         leader); ClusterNotReadyError if there is none the running members agree on."""
         primaries = self.settled_view().primaries
         if not 0 <= partition < len(primaries):
-            raise ValueError(f"cluster {self.name} has {len(primaries)} partitions")
+            raise UsageError(f"cluster {self.name} has {len(primaries)} partitions")
         ident = primaries[partition]
         assert ident is not None  # settled
         return self.node(ident)
@@ -291,7 +291,7 @@ class RealCluster:
         forwards to a running member; ClusterStartError after ``timeout``."""
         proxy = self.proxy
         if proxy is None:
-            raise ValueError("this cluster has no proxy (RealCluster(proxy=True))")
+            raise UsageError("this cluster has no proxy (RealCluster(proxy=True))")
         bound = self.ready_timeout if timeout is None else timeout
         deadline = time.monotonic() + bound
         with contextlib.suppress(PybmqError):  # its answer does not matter, only that it asked
