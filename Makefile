@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean \
-	docs docs-serve dist pythons
+	docs docs-serve dist pythons cluster-soak
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ lint:
 # suite's own freshness test that it has already run.
 test: check-generated
 	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+# The cluster soak: failover under load with every producer/consumer placement on both
+# consistency levels, three primary kills each (a real broker build: BMQ_BROKER_BIN). `make test`
+# runs a two-run subset of it.
+cluster-soak:
+	@test -n "$$BMQ_BROKER_BIN" || { echo "cluster-soak: set BMQ_BROKER_BIN to a broker build" >&2; exit 2; }
+	PYBMQ_CLUSTER_SOAK=1 $(PY) -m pytest tests/cluster/test_failover.py -s $(PYTEST_ARGS)
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md

@@ -9,7 +9,8 @@ security page gets a simulator with TLS (a CA made for the test, written as ``ca
 the BASIC credential its example sends; a page that reads a file gets a copy of it; the Spark
 page's relative output paths (``"out/..."``) are put under the scratch directory. A block may use
 ``await`` at top level (it then runs in ``asyncio.run``); a ``test_*`` function a block defines is
-called with the simulator's URL, as the pytest plugin would. A block that cannot run here says why
+called with the simulator's URL, as the pytest plugin would, or, when its parameter is named
+``bmq_cluster``, with a cluster of real brokers (the page is skipped without ``BMQ_BROKER_BIN``). A block that cannot run here says why
 in an HTML comment on the line before its fence: ``<!-- not run: REASON -->``; the test fails on
 a page whose blocks are all skipped this way, so that the mechanism stays the exception. The
 README's quick-start shell commands run too.
@@ -67,6 +68,21 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
+def call_test(function: Any, broker: str, scratch: Path) -> None:
+    """A ``test_*`` function of a page, given what its parameter names: the plugin's fixtures."""
+    if "bmq_cluster" not in inspect.signature(function).parameters:
+        function(broker)
+        return
+    from pybmq.testing.brokers import BrokerUnavailable
+    from pybmq.testing.cluster import running_cluster
+
+    try:
+        with running_cluster(folder=scratch / "cluster") as cluster:
+            function(cluster)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
 def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Path) -> None:
     # Spark resolves a relative path against the JVM's directory, not this one: made absolute.
     source = block.source.replace('"out/', f'"{scratch}/out/')
@@ -84,7 +100,7 @@ def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Pat
         exec(code, namespace)
     for name in sorted(set(namespace) - before):
         if name.startswith("test_") and callable(namespace[name]):
-            namespace[name](broker)
+            call_test(namespace[name], broker, scratch)
 
 
 PAGES = [p for p in pages() if blocks(p)]

@@ -21,6 +21,15 @@ against the simulator and against the real broker (``BrokerHandle``, ``pybmq.tes
     @pytest.mark.bmq_broker(basic_users={"alice": "S3cret"}, allow_anonymous=False)
 
 Outside pytest, ``with running_broker("real") as broker: ...`` gives the same handle.
+
+A replicated cluster: ``bmq_cluster`` is a ``RealCluster`` (``pybmq.testing.cluster``), three
+nodes and a proxy by default, settled (an ACTIVE leader and primary) before the test runs, its
+storage and logs under the test's temporary folders; skipped, like ``bmq_real_broker``, without
+``$BMQ_BROKER_BIN``. Its shape:
+
+    @pytest.mark.bmq_cluster(nodes=5, proxy=False, partitions=2)
+
+Outside pytest: ``with running_cluster() as cluster: ...`` (``pybmq.testing.cluster``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import pytest
 if TYPE_CHECKING:
     from pybmq.sim.server import ThreadedBrokerSimulator
     from pybmq.testing.brokers import BrokerHandle
+    from pybmq.testing.cluster import RealCluster
     from pybmq.testing.real_broker import RealBroker
 
 BROKER_KINDS = ("sim", "real")
@@ -43,6 +53,7 @@ __all__ = [
     "bmq_any_broker",
     "bmq_any_broker_url",
     "bmq_broker_url",
+    "bmq_cluster",
     "bmq_real_broker",
     "bmq_sim",
     "skip_if_sim_only",
@@ -59,6 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "bmq_broker(basic_users, allow_anonymous): BASIC authentication of the bmq_real_broker "
         "and bmq_any_broker fixtures",
+    )
+    config.addinivalue_line(
+        "markers",
+        "bmq_cluster(nodes, proxy, partitions, ...): the shape of the bmq_cluster fixture "
+        "(other keywords: BrokerSettings fields for every broker)",
     )
     config.addinivalue_line(
         "markers",
@@ -108,6 +124,28 @@ def bmq_real_broker(request: pytest.FixtureRequest) -> Iterator[RealBroker]:
         pytest.skip(NO_BROKER_REASON)
     with RealBroker(executable, **_broker_options(request)) as broker:
         yield broker
+
+
+@pytest.fixture
+def bmq_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """A settled cluster of real brokers (3 nodes and a proxy unless the test's
+    ``bmq_cluster`` marker says otherwise) on ephemeral 127.0.0.1 ports, stopped after the
+    test; its storage and logs stay in pytest's temporary folders (the last runs' are kept).
+    Skipped when ``$BMQ_BROKER_BIN`` is unset."""
+    from pybmq.testing.brokers import NO_BROKER_REASON
+    from pybmq.testing.cluster import RealCluster
+    from pybmq.testing.real_broker import broker_executable
+
+    executable = broker_executable()
+    if executable is None:
+        pytest.skip(NO_BROKER_REASON)
+    marker = request.node.get_closest_marker("bmq_cluster")
+    options = dict(marker.kwargs) if marker else {}
+    folder = tmp_path_factory.mktemp("bmq-cluster")
+    with RealCluster(executable, folder, **options) as cluster:
+        yield cluster
 
 
 def skip_if_sim_only(request: pytest.FixtureRequest) -> None:

@@ -98,6 +98,7 @@ class RealBroker:
         self.stop_timeout = stop_timeout
         self.console = root / "console.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._console_offset = 0  # where this start's console output begins
 
     @property
     def url(self) -> str:
@@ -120,6 +121,12 @@ class RealBroker:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def exit_status(self) -> int | None:
+        """The last run's exit status (negative: the signal that ended it); None while it runs
+        or before its first start."""
+        return None if self._process is None else self._process.poll()
+
     def log_files(self) -> list[Path]:
         """The broker's own log files (newest last); the console output is ``console``."""
         return sorted(self.settings.logs.glob("logs.*[0-9]"), key=lambda p: p.stat().st_mtime)
@@ -135,11 +142,13 @@ class RealBroker:
             f"{self.settings.logs}\n{tail}"
         )
 
-    def start(self) -> RealBroker:
-        """Run the broker and wait until it accepts connections on its port."""
+    def start(self, *, wait: bool = True) -> RealBroker:
+        """Run the broker and (with ``wait``) wait until it accepts connections on its port.
+        ``wait=False`` only launches it (a cluster launches every node, then waits for each):
+        ``wait_started()`` does the rest."""
         if self.running:
             return self
-        offset = self.console.stat().st_size if self.console.exists() else 0
+        self._console_offset = self.console.stat().st_size if self.console.exists() else 0
         with self.console.open("ab") as out:
             try:
                 self._process = subprocess.Popen(
@@ -153,20 +162,28 @@ class RealBroker:
             except OSError as exc:
                 raise self._failure(f"could not be run ({exc})") from exc
         _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout
+        return self.wait_started() if wait else self
+
+    def wait_started(self, timeout: float | None = None) -> RealBroker:
+        """Wait, at most ``timeout`` (default ``start_timeout``) seconds, until the launched
+        broker says it started and accepts connections; BrokerStartError (naming its console
+        output and logs) if it exits or does not, and then it is killed."""
+        process = self._process
+        if process is None:
+            raise self._failure("was not launched")
+        bound = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + bound
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise self._failure(f"exited with status {self._process.returncode} while starting")
+            if process.poll() is not None:
+                raise self._failure(f"exited with status {process.returncode} while starting")
             with self.console.open("rb") as out:
-                out.seek(offset)
+                out.seek(self._console_offset)
                 started = STARTED_LINE in out.read()
             if started and _accepts(self.port):
                 return self
             time.sleep(0.05)
         self.kill()
-        raise self._failure(
-            f"did not listen on 127.0.0.1:{self.port} within {self.start_timeout} s"
-        )
+        raise self._failure(f"did not listen on 127.0.0.1:{self.port} within {bound:g} s")
 
     def _signal(self, signum: int, timeout: float) -> bool:
         """Send ``signum`` and wait up to ``timeout`` for the exit; True if it exited."""

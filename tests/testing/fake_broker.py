@@ -1,6 +1,8 @@
 """A stand-in for ``bmqbrkr`` that only does what ``RealBroker`` watches: reads the port from the
 config folder it is given, listens there, says STARTED, and (with IGNORE_TERM) shrugs off
-SIGTERM so the SIGKILL escalation can be tested without the real binary."""
+SIGTERM so the SIGKILL escalation can be tested without the real binary. It never speaks the
+protocol (a connection is accepted and left unanswered); with EXIT_AFTER=S it exits with status
+3 after S seconds, as a broker that crashes once started."""
 
 from __future__ import annotations
 
@@ -21,5 +23,7 @@ server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 server.bind(("127.0.0.1", port))
 server.listen()
 print(f"STARTED bmqbrkr [pid: {os.getpid()}]", flush=True)
-while True:
-    time.sleep(1)
+exit_at = time.monotonic() + float(os.environ.get("EXIT_AFTER", "inf"))
+while time.monotonic() < exit_at:
+    time.sleep(min(1.0, max(exit_at - time.monotonic(), 0.0)))
+sys.exit(3)
