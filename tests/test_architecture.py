@@ -29,6 +29,7 @@ LAYER_OF = {
     "pybmq.uri": "base",
     "pybmq.loopthread": "base",
     "pybmq.statemachine": "base",
+    "pybmq.printable": "base",
     "pybmq.codec": "codec",
     "pybmq.generated": "generated",
     "pybmq.codegen": "codegen",

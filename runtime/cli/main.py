@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pybmq._version import __version__
 from pybmq.cli.common import EXIT_CODES, add_logging_arguments, configure_logging
 from pybmq.errors import PybmqError
+from pybmq.printable import escape_controls
 
 # Subcommand modules, in the order `pybmq --help` lists them.
 SUBCOMMANDS: list[str] = [
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except PybmqError as exc:
-        print(f"pybmq {args.command}: {exc}", file=sys.stderr)
+        print(f"pybmq {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
