@@ -4,6 +4,7 @@ simulator's admin answers and ``pybmq consume``'s text output."""
 from __future__ import annotations
 
 import pybmq.cli.admin
+import pybmq.cli.sinks
 import pybmq.sim.admin
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,3 +36,4 @@ def test_the_result_is_printable_utf8_on_one_line(text: str) -> None:
 def test_every_user_shares_the_one_function() -> None:
     assert pybmq.cli.admin.escape_controls is escape_controls
     assert pybmq.sim.admin.escape_controls is escape_controls
+    assert pybmq.cli.sinks.escape_controls is escape_controls
