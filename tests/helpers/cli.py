@@ -69,8 +69,14 @@ class Tap:
             raise AssertionError(self.process.communicate(timeout=30)[1])
         self.url = first.split()[4]
 
-    def stop(self) -> str:
-        """SIGINT, as Ctrl-C; returns what the tap printed (its closing counts)."""
-        self.process.send_signal(signal.SIGINT)
-        out, _ = self.process.communicate(timeout=30)
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, sig: signal.Signals = signal.SIGINT) -> str:
+        """``sig`` (Ctrl-C's by default); returns what the tap printed (its closing counts) and
+        keeps its exit status and stderr (``returncode``, ``stderr``)."""
+        self.process.send_signal(sig)
+        out, self.stderr = self.process.communicate(timeout=60)
+        self.returncode = self.process.returncode
         return out
