@@ -53,7 +53,7 @@ MAY_IMPORT = {
     "sim": {"base", "codec", "generated", "wire", "sim"},
     "compat": {"base", "generated", "wire", "client", "compat"},
     "spark": {"base", "generated", "wire", "client", "spark"},
-    "cli": {"base", "codec", "generated", "wire", "client", "sim", "codegen", "cli"},
+    "cli": {"base", "codec", "generated", "wire", "client", "sim", "codegen", "app", "cli"},
     "app": {"base", "generated", "wire", "client", "sim", "app"},
     "package": {"base", "client"},
 }

@@ -21,6 +21,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli.post",
     "pybmq.cli.consume",
     "pybmq.cli.sim",
+    "pybmq.cli.broker",
     "pybmq.cli.decode",
     "pybmq.cli.tap",
     "pybmq.cli.admin",
