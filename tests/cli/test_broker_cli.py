@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from pybmq.testing.brokers import NO_BROKER_REASON
 from pybmq.testing.real_broker import BROKER_BIN_ENV, broker_executable
 
 from tests.helpers.cli import run_pybmq
@@ -115,7 +116,7 @@ def running(*argv: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_the_real_broker_serves_the_cli_until_stopped(sig: signal.Signals, tmp_path: Path) -> None:
     if broker_executable() is None:
-        pytest.skip(f"no real broker: set {BROKER_BIN_ENV}")
+        pytest.skip(NO_BROKER_REASON)
     keep = sig == signal.SIGTERM  # one run keeps its folder (--dir), the other does not
     with running("--port", "0", *(["--dir", str(tmp_path)] if keep else [])) as (process, url):
         assert process.stdout is not None
