@@ -10,15 +10,15 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pybmq.sim.server import ThreadedBrokerSimulator
+
+from tests.helpers.cli import run_pybmq_bytes
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -40,14 +40,8 @@ def queue() -> str:
 def pybmq(
     broker: str, *argv: str, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    result = subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "BMQ_BROKER_URI": broker},
-        check=False,
-    )
+    """``pybmq ARGV``, checked for the one thing no run may print: a traceback."""
+    result = run_pybmq_bytes(broker, *argv, stdin=stdin)
     assert b"Traceback" not in result.stderr + result.stdout, result.stderr.decode()
     return result
 

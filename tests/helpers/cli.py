@@ -26,6 +26,21 @@ def run_pybmq(
     )
 
 
+def run_pybmq_bytes(
+    broker: str, *argv: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``pybmq ARGV`` to completion against ``broker`` (``$BMQ_BROKER_URI``), ``stdin`` fed in,
+    output as bytes (for content that need not be text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pybmq.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "BMQ_BROKER_URI": broker},
+        check=False,
+    )
+
+
 def signal_mid_run(
     command: str, queue: str, broker: str, sig: signal.Signals, settle: float
 ) -> subprocess.CompletedProcess[str]:

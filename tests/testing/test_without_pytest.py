@@ -4,6 +4,7 @@ that it needs pytest."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -65,3 +66,15 @@ def test_the_broker_command_needs_no_pytest() -> None:
     assert (
         result.returncode == 2 and "--bin /nonexistent/bmqbrkr: not an executable" in result.stderr
     )
+
+
+def test_the_packages_names_are_the_plugins_and_the_brokers() -> None:
+    import pybmq.testing
+    import pybmq.testing.plugin
+
+    homes = pybmq.testing._HOMES
+    in_plugin = {name for name, home in homes.items() if home == "pybmq.testing.plugin"}
+    assert in_plugin == {*pybmq.testing.plugin.__all__, "BROKER_KINDS"}
+    assert set(pybmq.testing.__all__) <= set(homes)
+    for name in homes:
+        assert getattr(pybmq.testing, name) is getattr(importlib.import_module(homes[name]), name)
