@@ -7,7 +7,7 @@ on the first line once it accepts clients; then waits. Ctrl-C or SIGTERM stops i
 folder (configuration, logs, storage) is removed unless --dir named one. On the default port,
 ``pybmq post`` and ``pybmq consume`` find it without --broker.
 
-example: pybmq broker --bin ../shared/broker/bmqbrkr &
+example: pybmq broker --bin /path/to/bmqbrkr.tsk &
          pybmq post bmq://bmq.test.mem.priority/q1 hello
 exit codes: 0 stopped by Ctrl-C or SIGTERM, 2 bad usage (the flag is named: no broker
 executable, a busy --port), 3 the broker did not start, or exited while running (its console
@@ -99,7 +99,7 @@ def _executable(args: argparse.Namespace) -> str:
     if found is None or os.path.isdir(found):
         flag = "--bin" if args.bin else f"${BROKER_BIN_ENV}"
         raise UsageError(f"{flag} {given}: not an executable file")
-    return found
+    return os.path.abspath(found)  # the broker runs in its own folder: a relative path would break
 
 
 def _free(port_number: int) -> int:
