@@ -41,8 +41,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
         prog="pybmq",
         description="BlazingMQ tools in pure Python.",
         epilog=EXIT_CODES.format(
-            partial="some posts NACKed (post), --count not reached (consume), "
-            "an error answer (admin)"
+            partial="some posts NACKed (post), --count not reached or messages not written "
+            "(consume), an error answer (admin)"
         ),
     )
     parser.add_argument("--version", action="version", version=f"pybmq {__version__}")

@@ -172,3 +172,11 @@ def test_a_stop_with_connections_open_closes_them_quietly(
     assert tap.returncode == 0
     assert tap.stderr == "", tap.stderr
     assert "3 connections, 3 events client->broker, 3 broker->client" in out
+
+
+def test_a_capture_size_that_cannot_hold_one_event_is_refused(tmp_path: Path) -> None:
+    result = pybmq("tap", "--broker", "tcp://127.0.0.1:1", "--out", str(tmp_path / "x.tap"),
+                   "--snaplen", "1048576", "--max-capture-size", "65536")  # fmt: skip
+    assert result.returncode == 2
+    assert "--max-capture-size 65536 must hold an event of --snaplen 1048576" in result.stderr
+    assert not (tmp_path / "x.tap").exists()
