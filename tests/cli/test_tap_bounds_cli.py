@@ -160,8 +160,9 @@ def test_a_stop_with_connections_open_closes_them_quietly(
     broker = RawBroker(lambda: [HEARTBEAT_REQ_EVENT])
     tap = Tap(broker.url, tmp_path / "stop.tap")
     clients = [connect(tap.url, lambda: [HEARTBEAT_REQ_EVENT]) for _ in range(3)]
-    try:
+    try:  # every event through both ways (the tap records an event as it forwards it)
         wait_for(lambda: all(c.received == 8 for c in clients))
+        wait_for(lambda: len(broker.peers) == 3 and all(p.received == 8 for p in broker.peers))
     finally:
         out = tap.stop(sig)
         broker.close()
