@@ -61,11 +61,14 @@ docs-serve:
 	bash .ci/typecheck-tree.sh
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
-# The sdist and wheel, into dist/, checked as the package index would.
+# The sdist and wheel, into $(DIST), checked as the package index would. Quiet: the build's own
+# log goes to build/dist.log and is shown only when the build fails.
+DIST ?= dist
 dist:
-	rm -rf dist
-	$(PY) -m build --outdir dist .
-	$(PY) -m twine check --strict dist/*
+	@echo "make dist: the sdist and wheel into $(DIST)/ (the build's log: build/dist.log)"
+	@rm -rf $(DIST) && mkdir -p build
+	@$(PY) -m build --outdir $(DIST) . > build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@$(PY) -m twine check --strict $(DIST)/*
 
 # The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
 pythons:

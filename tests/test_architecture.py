@@ -29,6 +29,7 @@ LAYER_OF = {
     "pybmq.uri": "base",
     "pybmq.loopthread": "base",
     "pybmq.statemachine": "base",
+    "pybmq.printable": "base",
     "pybmq.codec": "codec",
     "pybmq.generated": "generated",
     "pybmq.codegen": "codegen",
@@ -52,7 +53,7 @@ MAY_IMPORT = {
     "sim": {"base", "codec", "generated", "wire", "sim"},
     "compat": {"base", "generated", "wire", "client", "compat"},
     "spark": {"base", "generated", "wire", "client", "spark"},
-    "cli": {"base", "codec", "generated", "wire", "client", "sim", "codegen", "cli"},
+    "cli": {"base", "codec", "generated", "wire", "client", "sim", "codegen", "app", "cli"},
     "app": {"base", "generated", "wire", "client", "sim", "app"},
     "package": {"base", "client"},
 }

@@ -102,23 +102,28 @@ class RealBroker:
 
     @property
     def url(self) -> str:
+        """``tcp://127.0.0.1:<port>``, for clients."""
         return f"tcp://127.0.0.1:{self.settings.port}"
 
     @property
     def port(self) -> int:
+        """The TCP port it listens on (the same across restarts)."""
         return self.settings.port
 
     @property
     def folder(self) -> Path:
+        """Its folder: configuration, logs and storage."""
         return self.settings.folder
 
     @property
     def pid(self) -> int | None:
+        """The running process's id; None when it is not running."""
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
     @property
     def running(self) -> bool:
+        """True while the process runs."""
         return self._process is not None and self._process.poll() is None
 
     @property

@@ -40,6 +40,7 @@ __all__ = [
     "check_event",
     "check_event_length",
     "event_bytes",
+    "event_header",
     "event_header_bytes",
     "event_type_name",
     "iter_events",
@@ -117,6 +118,21 @@ def _parse_header(
         header_words,
         type_specific,
     )
+
+
+def event_header(
+    data: bytes | bytearray | memoryview,
+    stream_offset: int = 0,
+    max_event_size: int = MAX_EVENT_SIZE,
+) -> EventHeader:
+    """The EventHeader at the start of ``data``, checked, whether or not the rest of the event
+    follows (a capture's cut event has only its first bytes)."""
+    if len(data) < EVENT_HEADER_SIZE:
+        raise ProtocolError(
+            f"truncated EventHeader: {len(data)} bytes", offset=stream_offset, path="EventHeader"
+        )
+    fields = _parse_header(data, 0, stream_offset, max_event_size)
+    return EventHeader(*fields, data[7])
 
 
 def check_event_length(length: int, stream_offset: int, max_event_size: int) -> None:

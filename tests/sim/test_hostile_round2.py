@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import trustme
-from pybmq.cli.admin import printable
 from pybmq.client.aio import AsyncSession
 from pybmq.client.options import SessionOptions
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import AckStatus, CompressionAlgorithmType
+from pybmq.printable import escape_controls
 from pybmq.sim import admin
 from pybmq.sim.auth import (
     BACKOFF_MAX_S,
@@ -217,7 +217,7 @@ def test_control_characters_are_escaped_in_answers() -> None:
     broker = Broker()
     text = admin.answer(broker, "BOGUS\x00\x1b[2J")
     assert "\x00" not in text and "\x1b" not in text and "\\x1b[2J" in text
-    assert printable("a\x1b]0;owned\x07b\nc") == "a\\x1b]0;owned\\x07b\nc"
+    assert escape_controls("a\x1b]0;owned\x07b\nc") == "a\\x1b]0;owned\\x07b\nc"
 
 
 # -- authentication ------------------------------------------------------------------------------
