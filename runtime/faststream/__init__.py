@@ -12,7 +12,9 @@
 
 It follows the shape of FastStream's own brokers: ``BlazingMQBroker``, ``BlazingMQRouter``
 (``BlazingMQRoute``, ``BlazingMQRoutePublisher``), ``BlazingMQMessage``, ``BlazingMQResponse``,
-``TestBlazingMQBroker``; the middlewares are in ``pybmq.faststream.opentelemetry`` and
+``TestBlazingMQBroker``. ``BlazingMQMessage`` here is the handler annotation (the message from
+the context), as ``faststream.rabbit.RabbitMessage`` is; the class is
+``pybmq.faststream.message.BlazingMQMessage``. The middlewares are in ``pybmq.faststream.opentelemetry`` and
 ``pybmq.faststream.prometheus``, the FastAPI integration in ``pybmq.faststream.fastapi``.
 """
 
@@ -21,8 +23,9 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 try:
+    from pybmq.faststream.annotations import BlazingMQMessage
     from pybmq.faststream.broker import BlazingMQBroker, Sessions
-    from pybmq.faststream.message import BlazingMQMessage, Delivery, Outcome
+    from pybmq.faststream.message import Delivery, Outcome
     from pybmq.faststream.response import BlazingMQPublishCommand, BlazingMQResponse
     from pybmq.faststream.router import BlazingMQRoute, BlazingMQRoutePublisher, BlazingMQRouter
     from pybmq.faststream.testing import TestBlazingMQBroker

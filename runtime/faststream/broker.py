@@ -26,8 +26,6 @@ from faststream.message import gen_cor_id
 from faststream.middlewares import AckPolicy
 from faststream.response.publish_type import PublishType
 from faststream.specification.schema import BrokerSpec
-from typing_extensions import override
-
 from pybmq._version import __version__
 from pybmq.client.aio import AsyncSession
 from pybmq.client.fsm import SessionState
@@ -38,6 +36,7 @@ from pybmq.faststream.producer import DEFAULT_MAX_QUEUES, BlazingMQProducer
 from pybmq.faststream.registrator import BlazingMQRegistrator
 from pybmq.faststream.response import BlazingMQPublishCommand
 from pybmq.faststream.subscriber import BlazingMQSubscriber
+from typing_extensions import override
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
     from faststream._internal.parser import CodecProto
     from faststream._internal.types import BrokerMiddleware, CustomCallable, IdGenerator
     from faststream.specification.schema.extra import Tag, TagDict
-
     from pybmq.client.events import Ack
 
 

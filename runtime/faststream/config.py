@@ -16,7 +16,6 @@ from faststream._internal.configs import (
 from faststream._internal.constants import EMPTY
 from faststream.exceptions import IncorrectState
 from faststream.middlewares import AckPolicy
-
 from pybmq.faststream.producer import BlazingMQProducer
 
 if TYPE_CHECKING:

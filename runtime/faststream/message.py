@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from faststream.message import StreamMessage
-
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
 if TYPE_CHECKING:

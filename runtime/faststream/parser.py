@@ -18,7 +18,6 @@ from typing import Any
 
 from faststream._internal.basic_types import DecodedMessage
 from faststream.message import StreamMessage, decode_message
-
 from pybmq.faststream.message import BlazingMQMessage, Delivery
 from pybmq.wire.properties import MessageProperties, PropertyValue
 

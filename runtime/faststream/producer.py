@@ -12,18 +12,16 @@ from faststream._internal.endpoint.utils import ParserComposition
 from faststream._internal.parser import DefaultCodec
 from faststream._internal.producer import ProducerProto
 from faststream.exceptions import FeatureNotSupportedException, IncorrectState
-from typing_extensions import override
-
 from pybmq.errors import DeliveryError, UsageError
 from pybmq.faststream.parser import BlazingMQParser, to_properties
 from pybmq.faststream.response import BlazingMQPublishCommand
 from pybmq.uri import require_queue_uri
+from typing_extensions import override
 
 if TYPE_CHECKING:
     from fast_depends.library.serializer import SerializerProto
     from faststream._internal.parser import CodecProto
     from faststream._internal.types import AsyncCallable, CustomCallable
-
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_queue import AsyncQueue
     from pybmq.client.events import Ack

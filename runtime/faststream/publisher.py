@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 from faststream._internal.endpoint.publisher import PublisherUsecase
 from faststream._internal.endpoint.publisher.fake import FakePublisher
 from faststream.response.publish_type import PublishType
-from typing_extensions import override
-
 from pybmq.faststream.parser import to_properties
 from pybmq.faststream.response import BlazingMQPublishCommand
+from typing_extensions import override
 
 if TYPE_CHECKING:
     from faststream._internal.basic_types import SendableMessage
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
     from faststream._internal.producer import ProducerProto
     from faststream._internal.types import PublisherMiddleware
     from faststream.response.response import PublishCommand
-
     from pybmq.client.events import Ack
     from pybmq.faststream.config import BlazingMQBrokerConfig, BlazingMQPublisherConfig
 
@@ -121,7 +119,9 @@ class BlazingMQReplyPublisher(FakePublisher):
         self.queue = queue
 
     @override
-    def patch_command(self, cmd: PublishCommand | BlazingMQPublishCommand) -> BlazingMQPublishCommand:
+    def patch_command(
+        self, cmd: PublishCommand | BlazingMQPublishCommand
+    ) -> BlazingMQPublishCommand:
         command = BlazingMQPublishCommand.from_cmd(super().patch_command(cmd))
         command.destination = self.queue
         return command

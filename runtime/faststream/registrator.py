@@ -9,8 +9,6 @@ from faststream._internal.broker.registrator import Registrator
 from faststream._internal.constants import EMPTY
 from faststream._internal.endpoint.subscriber.call_item import CallsCollection
 from faststream.middlewares import AckPolicy
-from typing_extensions import override
-
 from pybmq.client.subscriptions import Subscription, as_subscriptions
 from pybmq.errors import UsageError
 from pybmq.faststream.config import (
@@ -30,6 +28,7 @@ from pybmq.faststream.specification import (
 )
 from pybmq.faststream.subscriber import BlazingMQConcurrentSubscriber, BlazingMQSubscriber
 from pybmq.wire.properties import TYPE_NAMES
+from typing_extensions import override
 
 if TYPE_CHECKING:
     from fast_depends.dependencies import Dependant

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from faststream._internal.broker.router import ArgsContainer, BrokerRouter, SubscriberRoute
 from faststream._internal.constants import EMPTY
 from faststream.middlewares import AckPolicy
-
 from pybmq.faststream.config import DEFAULT_MAX_ATTEMPTS, BlazingMQBrokerConfig
 from pybmq.faststream.message import Delivery
 from pybmq.faststream.registrator import BlazingMQRegistrator, SubscriptionSpec

@@ -19,7 +19,6 @@ from faststream._internal.endpoint.publisher import PublisherSpecification
 from faststream._internal.endpoint.subscriber import SubscriberSpecification
 from faststream.specification.asyncapi.utils import resolve_payloads
 from faststream.specification.schema import Message, Operation, PublisherSpec, SubscriberSpec
-
 from pybmq.faststream.config import (
     BlazingMQBrokerConfig,
     BlazingMQPublisherSpecificationConfig,

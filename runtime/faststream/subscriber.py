@@ -19,21 +19,19 @@ from faststream._internal.endpoint.subscriber import SubscriberUsecase
 from faststream._internal.endpoint.subscriber.mixins import ConcurrentMixin, TasksMixin
 from faststream._internal.endpoint.utils import process_msg
 from faststream.response.publish_type import PublishType
-from typing_extensions import override
-
 from pybmq.client.options import QueueOptions
 from pybmq.errors import PybmqError, SessionStoppedError
 from pybmq.faststream.message import Delivery, Outcome, Settler
 from pybmq.faststream.parser import BlazingMQParser, to_properties
 from pybmq.faststream.publisher import BlazingMQReplyPublisher
 from pybmq.faststream.response import BlazingMQPublishCommand
+from typing_extensions import override
 
 if TYPE_CHECKING:
     from faststream._internal.endpoint.publisher import PublisherProto
     from faststream._internal.endpoint.subscriber import SubscriberSpecification
     from faststream._internal.endpoint.subscriber.call_item import CallsCollection
     from faststream.message import StreamMessage
-
     from pybmq.client.aio_queue import AsyncQueue
     from pybmq.faststream.config import BlazingMQBrokerConfig, BlazingMQSubscriberConfig
 
@@ -62,7 +60,9 @@ class QueueSettler(Settler):
     async def reject(self, delivery: Delivery, reason: str = "") -> None:
         target = self.subscriber.dead_letter_queue
         if target is None:
-            log.warning("%s: %r rejected, no dead-letter queue: dropped", delivery.queue_uri, delivery)
+            log.warning(
+                "%s: %r rejected, no dead-letter queue: dropped", delivery.queue_uri, delivery
+            )
             await self.confirm(delivery)
             delivery.outcome = Outcome.DROPPED
             return
@@ -84,7 +84,10 @@ class QueueSettler(Settler):
             await self.subscriber._outer_config.producer.publish(command)
         except Exception:
             log.exception(
-                "%s: %r not dead-lettered to %s: left unconfirmed", delivery.queue_uri, delivery, target
+                "%s: %r not dead-lettered to %s: left unconfirmed",
+                delivery.queue_uri,
+                delivery,
+                target,
             )
             delivery.outcome = Outcome.HELD
             return

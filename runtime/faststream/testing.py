@@ -23,8 +23,7 @@ from unittest.mock import MagicMock
 
 from faststream._internal.testing.broker import TestBroker, change_producer
 from faststream.exceptions import SubscriberNotFound
-from typing_extensions import override
-
+from pybmq.client.events import Ack, AckStatus
 from pybmq.faststream.broker import BlazingMQBroker
 from pybmq.faststream.message import Delivery
 from pybmq.faststream.producer import BlazingMQProducer
@@ -32,9 +31,9 @@ from pybmq.faststream.response import BlazingMQPublishCommand
 from pybmq.faststream.subscriber import BlazingMQSubscriber
 from pybmq.uri import require_queue_uri
 from pybmq.wire.properties import MessageProperties
+from typing_extensions import override
 
 if TYPE_CHECKING:
-    from pybmq.client.events import Ack
     from pybmq.faststream.publisher import BlazingMQPublisher
 
 __all__ = ["TestBlazingMQBroker"]
@@ -60,8 +59,10 @@ class TestBlazingMQBroker(TestBroker[BlazingMQBroker, Any], broker=BlazingMQBrok
             yield
 
     @override
-    async def _fake_connect(self, broker: BlazingMQBroker, *args: Any, **kwargs: Any) -> MagicMock:
-        return MagicMock()
+    async def _fake_connect(  # type: ignore[override]  # FastStream's base says None, sets it
+        self, broker: BlazingMQBroker, *args: Any, **kwargs: Any
+    ) -> MagicMock:
+        return MagicMock()  # the broker's ``_connection`` while in memory
 
 
 def _subscribers(brokers: tuple[BlazingMQBroker, ...]) -> Iterator[BlazingMQSubscriber]:
@@ -114,8 +115,6 @@ class InMemoryProducer(BlazingMQProducer):
 
     @override
     async def publish(self, cmd: BlazingMQPublishCommand) -> Ack:
-        from pybmq.client.events import Ack, AckStatus
-
         payload, properties = await self.encode(cmd)
         guid = os.urandom(16)
         for subscriber in self.targets(cmd.destination, properties):
