@@ -42,6 +42,7 @@ SLOW = {
     "tests/cli/test_post_consume_cli.py::test_text_summary_and_idle_timeout",
     "tests/bench/test_bench_compat.py::test_bench_compat_runs_quick",
     "tests/test_packaging.py::test_a_bare_install_of_the_wheel_runs_the_client_and_the_simulator",
+    "tests/faststream/test_chain.py::test_ten_thousand_messages_through_a_handler_chain_lose_none",
 }
 
 

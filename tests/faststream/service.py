@@ -54,3 +54,17 @@ async def read(url: str, uri: str, count: int, timeout: float = 20.0) -> list[An
 
 def decoded(message: Any) -> tuple[Any, dict[str, Any]]:
     return json.loads(message.payload), dict(message.properties)
+
+
+async def drained(url: str, uri: str) -> list[Any]:
+    """What is left on ``uri`` (read and confirmed), after a short wait for stragglers."""
+    left = []
+    async with pybmq.AsyncSession(url, options=pybmq.SessionOptions(reconnect=False)) as s:
+        queue = await s.open_queue(uri, read=True)
+        while True:
+            try:
+                message = await asyncio.wait_for(queue.get(), 0.5)
+            except asyncio.TimeoutError:
+                return left
+            left.append(message)
+            await message.confirm()

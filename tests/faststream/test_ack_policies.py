@@ -17,26 +17,10 @@ pytest.importorskip("faststream")
 from faststream.middlewares import AckPolicy
 from pybmq.faststream import BlazingMQBroker, BlazingMQMessage
 
-from tests.faststream.service import ORDERS, read
+from tests.faststream.service import ORDERS, drained, read
 
 pytestmark = pytest.mark.timeout(90)
 DEAD = f"{ORDERS}-dead"
-
-
-async def drained(url: str, uri: str) -> list[Any]:
-    """What is left on ``uri`` (read and confirmed), after a short wait for stragglers."""
-    import pybmq
-
-    left = []
-    async with pybmq.AsyncSession(url, options=pybmq.SessionOptions(reconnect=False)) as s:
-        queue = await s.open_queue(uri, read=True)
-        while True:
-            try:
-                message = await asyncio.wait_for(queue.get(), 0.5)
-            except asyncio.TimeoutError:
-                return left
-            left.append(message)
-            await message.confirm()
 
 
 async def until(condition: Any, timeout: float = 20.0) -> None:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 async def test_a_hundred_orders_become_a_hundred_shipments(any_broker: str) -> None:
-    broker, handle = shipping_service(any_broker)
+    broker, _handle = shipping_service(any_broker)
     async with broker:
         await broker.start()
         for n in range(100):
