@@ -28,6 +28,12 @@ DEFAULT_ACK_POLICY = AckPolicy.NACK_ON_ERROR
 DEFAULT_MAX_ATTEMPTS = 3
 
 
+def queue_uri(prefix: str, queue: str) -> str:
+    """``queue`` under a router's ``prefix`` (``"bmq://domain/"`` + ``"orders"``); a queue
+    given as a whole URI (``bmq://...``) is taken as it is, so a router can name other domains."""
+    return queue if queue.startswith("bmq://") else f"{prefix}{queue}"
+
+
 @dataclass(kw_only=True)
 class BlazingMQBrokerConfig(BrokerConfig):
     """The broker's config: its producer (posting session) and its reading session."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from faststream._internal.endpoint.publisher import PublisherUsecase
 from faststream._internal.endpoint.publisher.fake import FakePublisher
 from faststream.response.publish_type import PublishType
+from pybmq.faststream.config import queue_uri
 from pybmq.faststream.parser import to_properties
 from pybmq.faststream.response import BlazingMQPublishCommand
 from typing_extensions import override
@@ -43,7 +44,7 @@ class BlazingMQPublisher(PublisherUsecase):
     @property
     def queue_uri(self) -> str:
         """The queue URI, with the prefix of the routers it was declared on."""
-        return f"{self._outer_config.prefix}{self._queue_name}"
+        return queue_uri(self._outer_config.prefix, self._queue_name)
 
     @override
     async def publish(

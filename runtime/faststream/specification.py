@@ -23,6 +23,7 @@ from pybmq.faststream.config import (
     BlazingMQBrokerConfig,
     BlazingMQPublisherSpecificationConfig,
     BlazingMQSubscriberSpecificationConfig,
+    queue_uri,
 )
 from pybmq.faststream.parser import CONTENT_TYPE, CORRELATION_ID
 from pybmq.uri import require_queue_uri
@@ -81,7 +82,7 @@ class BlazingMQSubscriberSpecification(
 
     @property
     def queue_uri(self) -> str:
-        return f"{self._outer_config.prefix}{self.config.queue}"
+        return queue_uri(self._outer_config.prefix, self.config.queue)
 
     @property
     def channel_labels(self) -> list[str]:
@@ -118,7 +119,7 @@ class BlazingMQPublisherSpecification(
 ):
     @property
     def queue_uri(self) -> str:
-        return f"{self._outer_config.prefix}{self.config.queue}"
+        return queue_uri(self._outer_config.prefix, self.config.queue)
 
     @property
     def name(self) -> str:

@@ -21,6 +21,7 @@ from faststream._internal.endpoint.utils import process_msg
 from faststream.response.publish_type import PublishType
 from pybmq.client.options import QueueOptions
 from pybmq.errors import PybmqError, SessionStoppedError
+from pybmq.faststream.config import queue_uri
 from pybmq.faststream.message import Delivery, Outcome, Settler
 from pybmq.faststream.parser import BlazingMQParser, to_properties
 from pybmq.faststream.publisher import BlazingMQReplyPublisher
@@ -126,7 +127,7 @@ class BlazingMQSubscriber(TasksMixin, SubscriberUsecase[Delivery]):
     @property
     def queue_uri(self) -> str:
         """The queue URI, with the prefix of the routers it was declared on."""
-        return f"{self._outer_config.prefix}{self._queue_name}"
+        return queue_uri(self._outer_config.prefix, self._queue_name)
 
     # -- life ------------------------------------------------------------------------------
 
