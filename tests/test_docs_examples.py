@@ -9,7 +9,8 @@ security page gets a simulator with TLS (a CA made for the test, written as ``ca
 the BASIC credential its example sends; a page that reads a file gets a copy of it; the Spark
 page's relative output paths (``"out/..."``) are put under the scratch directory. A block may use
 ``await`` at top level (it then runs in ``asyncio.run``); a ``test_*`` function a block defines is
-called with the simulator's URL, as the pytest plugin would. A block that cannot run here says why
+called as pytest would call it: with the simulator's URL when it takes an argument (the plugin's
+fixture), on an event loop when it is a coroutine function. A block that cannot run here says why
 in an HTML comment on the line before its fence: ``<!-- not run: REASON -->``; the test fails on
 a page whose blocks are all skipped this way, so that the mechanism stays the exception. The
 README's quick-start shell commands run too.
@@ -84,12 +85,22 @@ def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Pat
         exec(code, namespace)
     for name in sorted(set(namespace) - before):
         if name.startswith("test_") and callable(namespace[name]):
-            namespace[name](broker)
+            call_test(namespace[name], broker)
+
+
+def call_test(test: Any, broker: str) -> None:
+    """Call a ``test_*`` a page defines as pytest would: with the broker URL when it takes an
+    argument (a fixture), and on an event loop when it is a coroutine function."""
+    result = test(broker) if inspect.signature(test).parameters else test()
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
 
 
 PAGES = [p for p in pages() if blocks(p)]
 # The Spark page needs pyspark and Java, like the Spark tests (deselect with -m 'not spark').
-PARAMS = [pytest.param(p, marks=[pytest.mark.spark] if p.name == "spark.md" else []) for p in PAGES]
+# The FastStream page needs the faststream extra (marked, and skipped without it).
+MARKS = {"spark.md": [pytest.mark.spark], "faststream.md": [pytest.mark.faststream]}
+PARAMS = [pytest.param(p, marks=MARKS.get(p.name, [])) for p in PAGES]
 
 
 def simulator(page: Path, scratch: Path) -> ThreadedBrokerSimulator:
@@ -115,6 +126,8 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     for source in PAGE_FILES.get(page.name, []):
         shutil.copy(source, tmp_path / source.name)
     monkeypatch.chdir(tmp_path)
+    if page.name == "faststream.md":
+        pytest.importorskip("faststream")
     if page.name == "spark.md":
         pytest.importorskip("pyspark")
         # What the page's text tells a reader to do: workers run the driver's interpreter.

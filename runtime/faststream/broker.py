@@ -191,6 +191,7 @@ class BlazingMQBroker(
 
     @override
     async def start(self) -> None:
+        """Connect (if not yet), then start every subscriber (each opens its reader queue)."""
         await self.connect()
         self.config.logger.log(
             f"connected to {self.url}", logging.INFO, BlazingMQSubscriber.build_log_context(None)

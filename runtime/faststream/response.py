@@ -30,6 +30,7 @@ class BlazingMQResponse(Response):
 
     @override
     def as_publish_command(self) -> BlazingMQPublishCommand:
+        """The command a publisher posts for this result."""
         return BlazingMQPublishCommand(
             self.body,
             queue="",

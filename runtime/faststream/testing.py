@@ -46,6 +46,8 @@ class TestBlazingMQBroker(TestBroker[BlazingMQBroker, Any], broker=BlazingMQBrok
     def create_publisher_fake_subscriber(
         self, broker: BlazingMQBroker, publisher: BlazingMQPublisher
     ) -> tuple[BlazingMQSubscriber, bool]:
+        """The subscriber whose handler stands for ``publisher``'s mock: a declared one of its
+        queue, else a new one (FastStream's test-client contract; True when it was declared)."""
         target = require_queue_uri(publisher.queue_uri).base
         for subscriber in _subscribers(self.brokers):
             if require_queue_uri(subscriber.queue_uri).base == target:
