@@ -77,7 +77,7 @@ class InMemoryProducer(BlazingMQProducer):
     """Routes each publish to the subscribers of its queue, as the module docstring says."""
 
     def __init__(self, broker: BlazingMQBroker, brokers: tuple[BlazingMQBroker, ...]) -> None:
-        super().__init__(broker._parser, broker._decoder)
+        super().__init__(broker.config.broker_parser, broker.config.broker_decoder)
         self.brokers = brokers
         self.serializer = broker.config.fd_config._serializer
         if broker.config.broker_codec is not None:
