@@ -12,7 +12,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,codegen,otel,docs]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,codegen,otel,faststream,docs]'
 
 # Formatted output is cached by content hash in build/codegen-cache/: unchanged code is not reformatted.
 generate:

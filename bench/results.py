@@ -36,6 +36,7 @@ TITLES = {
     "bench_spark": "Spark data source",
     "bench_soak": "Soak",
     "bench_real": "Through the real broker",
+    "bench_faststream": "A FastStream handler chain against plain pybmq",
     "ratios": "Ratios across modules",
 }
 

@@ -1,7 +1,8 @@
 """The API reference page lists every public name of the documented modules, each with a docstring.
 
 ``docs/reference/api.md`` holds one mkdocstrings directive (``::: module.name``) per name in the
-``__all__`` of ``pybmq``, ``pybmq.compat``, ``pybmq.spark`` and ``pybmq.testing``; ``make docs``
+``__all__`` of ``pybmq``, ``pybmq.compat``, ``pybmq.spark``, ``pybmq.faststream`` and
+``pybmq.testing``; ``make docs``
 fails on a directive that names nothing. Here: no name is missing from the page, and every public
 class, function and method (and property) defined by those names says what it is for.
 """
@@ -19,16 +20,17 @@ import pytest
 from tests.helpers.paths import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "reference" / "api.md"
-MODULES = ("pybmq", "pybmq.compat", "pybmq.spark", "pybmq.testing")
+MODULES = ("pybmq", "pybmq.compat", "pybmq.spark", "pybmq.faststream", "pybmq.testing")
 
 
 def public_names(module: str) -> list[str]:
-    if module == "pybmq.spark":  # read without importing pyspark
-        tree = ast.parse((REPO_ROOT / "runtime" / "spark" / "__init__.py").read_text())
+    if module in ("pybmq.spark", "pybmq.faststream"):  # read without importing their extras
+        package = module.rsplit(".", 1)[1]
+        tree = ast.parse((REPO_ROOT / "runtime" / package / "__init__.py").read_text())
         for node in tree.body:
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
                 return [n for n in ast.literal_eval(node.value) if n != "__version__"]
-        raise AssertionError("pybmq.spark has no __all__")
+        raise AssertionError(f"{module} has no __all__")
     return [n for n in importlib.import_module(module).__all__ if n != "__version__"]
 
 
@@ -75,6 +77,8 @@ def undocumented(name: str, obj: Any) -> list[str]:
 def test_every_public_name_has_a_docstring(module: str) -> None:
     if module == "pybmq.spark":
         pytest.importorskip("pyspark")
+    if module == "pybmq.faststream":
+        pytest.importorskip("faststream")
     imported = importlib.import_module(module)
     missing = [m for n in public_names(module) for m in undocumented(n, getattr(imported, n))]
     assert not missing, f"{module}: no docstring on " + ", ".join(missing)
