@@ -19,7 +19,7 @@ from pybmq.client.fsm import (
     SessionState,
 )
 from pybmq.client.lifecycle import Lifecycle
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import SharedOptions
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_READ,
@@ -58,12 +58,12 @@ class Consumer:
 
     def __init__(
         self,
-        options: SessionOptions,
+        options: SharedOptions,
         lifecycle: Lifecycle,
         table: QueueTable,
         collector: Collector,
     ) -> None:
-        self.options = options
+        self._options = options
         self._lifecycle = lifecycle
         self._table = table
         self._events = collector.events
@@ -130,20 +130,21 @@ class Consumer:
             out.extend(builder.finish())
             self.confirms.clear()
 
-    def new_connection(self) -> None:
+    def connection_dropped(self) -> None:
         """The connection dropped: confirms of its messages are moot, its credit restarts."""
         self.confirms.clear()
         self.credit.new_connection()
 
-    def reset(self) -> None:
-        """The session is over."""
+    def session_ended(self) -> None:
+        """The session is over: nothing to confirm, no credit."""
         self.confirms.clear()
-        self.credit = CreditLedger()
+        self.credit.clear()
 
-    def on_push(self, event: Event) -> None:
-        """A PUSH event: each message becomes a MessageReceived for its queue handle."""
+    def on_push(self, event: Event, now: float) -> None:
+        """A PUSH event (received at ``now``, which a PUSH does not need): each message becomes
+        a MessageReceived for its queue handle."""
         append = self._events.append
-        max_size = self.options.max_decompressed_size
+        max_size = self._options.current.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
         wrap_properties = lazy_properties  # parsed on first access, not here
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
@@ -215,7 +216,10 @@ class Consumer:
         message: Message | CompressedMessage
         if push.compression:
             message = CompressedMessage(
-                target.handle, push, self.options.max_decompressed_size, target.subscription
+                target.handle,
+                push,
+                self._options.current.max_decompressed_size,
+                target.subscription,
             )
         else:
             properties = push.properties if push.properties_area else None

@@ -144,6 +144,11 @@ class CreditLedger:
             for stream in handle.streams.values():
                 self._set(stream, (0, 0), None)
 
+    def clear(self) -> None:
+        """The session is over: no credit, nothing unconfirmed."""
+        self._handles.clear()
+        self.total_messages = self.total_bytes = 0
+
     def new_connection(self) -> None:
         """The broker session is new: nothing is unconfirmed there any more."""
         for handle in self._handles.values():

@@ -208,6 +208,17 @@ class SessionOptions:
             raise UsageError("tls_cert/tls_key need tls_ca (or a tls context)")
 
 
+class SharedOptions:
+    """The session's options as every part of the engine sees them: each part is handed this one
+    holder at construction and reads ``current`` when it needs a setting, and
+    ``ClientEngine.update_options`` replaces them here, so no part keeps options of its own."""
+
+    __slots__ = ("current",)
+
+    def __init__(self, options: SessionOptions) -> None:
+        self.current = options
+
+
 @dataclass(frozen=True)
 class QueueOptions:
     """Consumer flow control and routing (``ConfigureStream``). Producers can keep the defaults."""

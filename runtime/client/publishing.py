@@ -22,8 +22,9 @@ from pybmq.client.fsm import (
     RecoveryState,
     SessionState,
 )
+from pybmq.client.handshake import Negotiated
 from pybmq.client.lifecycle import Lifecycle
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import SessionOptions, SharedOptions
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_ACK,
@@ -65,16 +66,17 @@ class Publisher:
 
     def __init__(
         self,
-        options: SessionOptions,
+        options: SharedOptions,
         lifecycle: Lifecycle,
         table: QueueTable,
         collector: Collector,
+        guids: MessageGuidGenerator,
     ) -> None:
-        self.options = options
+        self._options = options
         self._lifecycle = lifecycle
         self._table = table
         self._events = collector.events
-        self._guids = MessageGuidGenerator(options.session_id)
+        self._guids = guids
         # The broker advertised MPS:MESSAGE_PROPERTIES_EX; without it posts use the old format.
         self.extended_properties = True
         # Property mappings posted → (MessageProperties, wire size); see _properties.
@@ -85,15 +87,10 @@ class Publisher:
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
         self.unknown_acks = 0  # ACKs for GUIDs not (or no longer) awaited: logged rate-limited
 
-    @property
-    def guids(self) -> MessageGuidGenerator:
-        return self._guids
-
     def post(
         self,
         queue_id: int,
         payload: bytes,
-        now: float,
         *,
         properties: Mapping[str, Any] | None = None,
         context: object = None,
@@ -101,11 +98,12 @@ class Publisher:
         compression: str | None = None,
     ) -> bytes:
         """``ClientEngine.post``: every check first, so a bad post raises and changes nothing."""
-        queue = self._writable_queue(queue_id, 1)
+        options = self._options.current
+        queue = self._writable_queue(queue_id, 1, options)
         if type(payload) is not bytes:
             payload = _as_bytes(payload)
         props, area = self._properties(properties) if properties else (None, 0)
-        threshold = self.options.compression_threshold
+        threshold = options.compression_threshold
         size = len(payload)
         if compression is None:
             compress = 0 < threshold <= size
@@ -116,33 +114,29 @@ class Publisher:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
         guid = self._guids.generate()
-        # The flush that sends it starts its ACK deadline (and latency) here.
-        self._lifecycle.now = now
         put = (queue_id, guid, payload, props, wants_ack, compress)
         self.puts.append(put)
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
-            self.unacked[guid] = PendingPut(
-                queue_id, context, put if self.options.reconnect else None
-            )
+            self.unacked[guid] = PendingPut(queue_id, context, put if options.reconnect else None)
         return guid
 
     def post_many(
         self,
         queue_id: int,
         payloads: Sequence[bytes],
-        now: float,
         *,
         properties: Mapping[str, Any] | None = None,
         context: object = None,
         ack: bool = True,
     ) -> list[bytes]:
         """``ClientEngine.post_many``: all or nothing, checked once for the batch."""
+        options = self._options.current
         count = len(payloads)
-        queue = self._writable_queue(queue_id, count)
+        queue = self._writable_queue(queue_id, count, options)
         props, area = self._properties(properties) if properties else (None, 0)
         room = _MAX_APP_DATA - area
-        threshold = self.options.compression_threshold
+        threshold = options.compression_threshold
         wants_ack = self._wants_ack(queue, ack, context)
         if not all(type(p) is bytes and 0 < len(p) <= room for p in payloads):
             payloads = [p if type(p) is bytes else _as_bytes(p) for p in payloads]
@@ -150,7 +144,6 @@ class Publisher:
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
         guids = self._guids.generate_many(count)
-        self._lifecycle.now = now
         if threshold:
             puts = [
                 (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
@@ -163,21 +156,21 @@ class Publisher:
             ]
         self.puts += puts
         if wants_ack:
-            if self.options.reconnect:
+            if options.reconnect:
                 pending = [PendingPut(queue_id, context, put) for put in puts]
             else:
                 pending = [PendingPut(queue_id, context, None) for _ in range(count)]
             self.unacked.update(zip(guids, pending))  # noqa: B905 - same length
         return guids
 
-    def _writable_queue(self, queue_id: int, count: int) -> QueueRecord:
+    def _writable_queue(self, queue_id: int, count: int, options: SessionOptions) -> QueueRecord:
         """The queue ``count`` posts go to, if the session and the queue can take them now."""
         lifecycle = self._lifecycle
         if lifecycle.recovery is _RESTORING and lifecycle.state is not SessionState.STOPPED:
-            if len(self.puts) + count > self.options.max_buffered_posts:
+            if len(self.puts) + count > options.max_buffered_posts:
                 raise PostBufferFullError(
                     f"cannot post while reconnecting: {len(self.puts)} posts already held "
-                    f"(max_buffered_posts={self.options.max_buffered_posts})"
+                    f"(max_buffered_posts={options.max_buffered_posts})"
                 )
         elif lifecycle.state is not SessionState.STARTED:
             lifecycle.require_started("post")
@@ -227,16 +220,17 @@ class Publisher:
                 cache[key] = hit
         return hit
 
-    def flush(self, out: list[bytes]) -> None:
+    def flush(self, out: list[bytes], now: float) -> None:
         """The posts buffered since the last flush, as PUT events appended to ``out`` (held
-        while the session restores its queues)."""
+        while the session restores its queues); their ACK deadlines run from ``now``."""
         if self.puts and self._lifecycle.recovery is not _RESTORING:
-            self._flush_puts(out)
+            self._flush_puts(out, now)
 
-    def _flush_puts(self, out: list[bytes]) -> None:
+    def _flush_puts(self, out: list[bytes], now: float) -> None:
         # Whether a put is compressed was decided when it was posted (the session's threshold
         # or the post's own ``compression``): the builder compresses every put marked so.
-        builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=1)
+        options = self._options.current
+        builder = PutEventBuilder(options.max_put_event_bytes, compression_threshold=1)
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
@@ -286,14 +280,15 @@ class Publisher:
         out.extend(builder.finish())
         puts.clear()
         if acked:
-            batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked)
+            batch = AckBatch(now + options.ack_timeout, acked)
             unacked = self.unacked
             for guid in acked:
                 unacked[guid].batch = batch
             self.ack_deadlines.append(batch)
 
-    def on_ack(self, event: Event) -> None:
-        """An ACK event: each entry resolves its post (unknown GUIDs are dropped)."""
+    def on_ack(self, event: Event, now: float) -> None:
+        """An ACK event, received at ``now``: each entry resolves its post (unknown GUIDs are
+        dropped)."""
         pop = self.unacked.pop
         queues = self._table.queues
         append = self._events.append
@@ -309,7 +304,7 @@ class Publisher:
         run_batch: AckBatch | None = None
         run_length = 0
         # now - (deadline - ack_timeout)
-        sent_offset = self._lifecycle.now + self.options.ack_timeout
+        sent_offset = now + self._options.current.ack_timeout
         for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
@@ -385,7 +380,7 @@ class Publisher:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
                     queue = queues.get(pending.queue_id)
-                    reason = f"no ACK within {self.options.ack_timeout:g}s"
+                    reason = f"no ACK within {self._options.current.ack_timeout:g}s"
                     ack = Ack(
                         guid,
                         queue.uri if queue else "",
@@ -397,6 +392,22 @@ class Publisher:
 
     def next_deadline(self) -> float | None:
         return self.ack_deadlines[0].deadline if self.ack_deadlines else None
+
+    def negotiated(self, outcome: Negotiated) -> None:
+        """Whether the broker reads MESSAGE_PROPERTIES_EX (else posts carry old-format
+        properties)."""
+        self.extended_properties = outcome.extended_properties
+
+    def connection_dropped(self, reason: str, first: bool) -> None:
+        """The connection is gone; the session reconnects. On the first drop, the posts sent and
+        not acknowledged are to be sent again (later drops find them held already)."""
+        if first:
+            resent = self.requeue_unacked()
+            log.warning("connection dropped (%s): %d posts to retransmit", reason, resent)
+
+    def session_ended(self, reason: str) -> None:
+        """The session is over: every post still pending fails as NOT_CONNECTED."""
+        self.fail_all(AckStatus.NOT_CONNECTED, reason)
 
     def requeue_unacked(self) -> int:
         """The connection dropped: every sent, unacknowledged post goes back in front of the

@@ -177,6 +177,12 @@ class QueueRecord:
         self.health = step(f"queue {self.uri} health", HEALTH_TRANSITIONS, self.health, event)
 
     @property
+    def request_timeout(self) -> float | None:
+        """How long each request of the user operation in flight may wait for its answer (None:
+        the session's timeout for its kind)."""
+        return self.op_timeout if self.op_id is not None else None
+
+    @property
     def suspended(self) -> bool:
         return self.health is not HealthState.ACTIVE
 

@@ -24,6 +24,7 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_TYPE_MASK,
     EVENT_MAX_SIZE_SOFT,
     PROTOCOL_VERSION,
+    PUT_EVENT_MAX_SIZE_SOFT,
     WORD,
     EventHeader,
     EventType,
@@ -39,6 +40,7 @@ __all__ = [
     "Filler",
     "check_event",
     "check_event_length",
+    "client_event_limit",
     "event_bytes",
     "event_header_bytes",
     "event_type_name",
@@ -56,6 +58,20 @@ SMALL_EVENT_SIZE = 64 * 1024
 
 
 _EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
+
+
+def client_event_limit(event_type: int, credit_bytes: int) -> int:
+    """The biggest event of ``event_type`` a well-behaved broker can send a client now: PUSH is
+    bounded by the client's credit (``credit_bytes``; the broker may overshoot it by one
+    message), ACK by what a PUT event can carry, control by MAX_CONTROL_EVENT_SIZE, and
+    heartbeats are tiny."""
+    if event_type == EventType.PUSH:
+        return min(MAX_EVENT_SIZE, credit_bytes + PUT_EVENT_MAX_SIZE_SOFT)
+    if event_type == EventType.ACK:
+        return PUT_EVENT_MAX_SIZE_SOFT
+    if event_type == EventType.CONTROL:
+        return MAX_CONTROL_EVENT_SIZE
+    return SMALL_EVENT_SIZE
 
 
 def event_type_name(value: int) -> str:
