@@ -1,6 +1,9 @@
 """The one jinja2 environment and the one formatter pass every generator goes through.
 
-Templates live in ``templates/``; their output is formatted by black with the project's settings
+Templates live in ``templates/``. A generation run (a process: ``make generate``, ``pybmq
+generate``) makes one environment, so each template is compiled once however many schemas it
+renders; what a generator's templates need (its model, its own filters) comes with each
+``render()`` call, not with the environment. The output is formatted by black with the project's settings
 (the same line length as hand-written code), so generated and hand-written code look alike.
 Formatting is nearly all of a run's cost, so its output is cached by content hash (see
 ``formatcache``) in a checkout's ``build/codegen-cache/`` (ignored by git, removed by ``make
@@ -9,6 +12,7 @@ clean``), or in the folder named by ``PYBMQ_CODEGEN_CACHE`` (empty: no disk cach
 
 from __future__ import annotations
 
+import functools
 import os
 from importlib.metadata import version
 from pathlib import Path
@@ -57,11 +61,16 @@ def set_format_cache(cache: FormatCache) -> FormatCache:
     return previous
 
 
-def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja2.Environment:
-    """A jinja2 environment over ``templates/``: strict about undefined names, no autoescape
-    (the output is Python), the shared filters plus ``filters``, and ``globals_``."""
+def environment() -> jinja2.Environment:
+    """The run's jinja2 environment over ``templates/``: strict about undefined names, no
+    autoescape (the output is Python), the shared filters, and ``model_filters``."""
+    return _environment(TEMPLATES)
+
+
+@functools.cache
+def _environment(templates: Path) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -69,9 +78,25 @@ def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja
         autoescape=False,
     )
     env.filters.update(FILTERS)
-    env.filters.update(filters or {})
-    env.globals.update(globals_)
     return env
+
+
+def model_filters(names: tuple[str, ...]) -> None:
+    """Filters that call the method of that name of the render's ``model`` (a generator's own
+    naming and typing rules, e.g. ``{{ e | annotation(t) }}`` is ``model.annotation(e, t)``),
+    added to the run's environment once."""
+    env = environment()
+    for name in names:
+        if name not in env.filters:
+            env.filters[name] = _model_filter(name)
+
+
+def _model_filter(name: str) -> Any:
+    @jinja2.pass_context
+    def call(context: Any, *args: Any) -> Any:
+        return getattr(context["model"], name)(*args)
+
+    return call
 
 
 def format_python(text: str, origin: str = "template") -> str:
