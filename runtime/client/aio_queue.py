@@ -63,7 +63,7 @@ _DONE = _Done()
 class ReceivedMessage:
     """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
 
-    __slots__ = ("_generation", "_queue", "_received_at", "message")
+    __slots__ = ("_queue", "_received_at", "generation", "message")
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class ReceivedMessage:
     ) -> None:
         self._queue = queue
         self.message = message
-        self._generation = generation  # which connection brought it
+        self.generation = generation  # which connection brought it
         self._received_at = received_at  # loop time of its arrival (for the confirm latency)
 
     @property
@@ -133,13 +133,13 @@ class ReceivedMessage:
     def confirmable(self) -> bool:
         """False once the connection that delivered it is lost: a confirm is then dropped (that
         broker session is gone and the broker redelivers the message)."""
-        return self._generation == self._queue._lifecycle.generation
+        return self.generation == self._queue.generation
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         driver = self._queue.driver
         latency = driver.now() - self._received_at
-        driver.engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
+        driver.engine.confirm(self.message.queue_id, self.message.guid, self.generation, latency)
         driver.schedule_flush()
 
     def confirm(self) -> Awaitable[None]:
@@ -187,6 +187,11 @@ class AsyncQueue:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
         self._counted = True  # its messages count towards the session's read pause
+
+    @property
+    def generation(self) -> int:
+        """Which connection the session is on (a message of an earlier one is not confirmed)."""
+        return self._lifecycle.generation
 
     @property
     def suspended(self) -> bool:
@@ -346,16 +351,16 @@ class AsyncQueue:
         if not isinstance(messages, (list, tuple)):
             messages = list(messages)
         for received in messages:
-            if received._queue is not self:
+            if received.queue is not self:
                 raise UsageError(f"{received!r} is not a message of {self!r}")
         engine = self.driver.engine
-        generations = {received._generation for received in messages}
+        generations = {received.generation for received in messages}
         if len(generations) == 1:  # the usual case: one connection delivered them all
             guids = [received.message.guid for received in messages]
             engine.confirm_many(self.queue_id, guids, generations.pop())
         else:
             for generation in generations:
-                guids = [r.message.guid for r in messages if r._generation == generation]
+                guids = [r.message.guid for r in messages if r.generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
         if self.driver.tracing is not None:
             self.driver.tracing.settle_all(messages)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.aio_queue import AsyncQueue
@@ -15,12 +15,6 @@ from pybmq.errors import SessionStoppedError
 
 # The most messages passed on in one step (the rest follow in the next ones of the same turn).
 PUMP_BATCH = 1024
-
-
-class Owner(Protocol):
-    """What the loop calls on the Session while it is alive."""
-
-    def _connection_ended(self, session: AsyncSession) -> None: ...
 
 
 def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -35,12 +29,11 @@ def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
     return call
 
 
-async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> None:
-    """Wait for the connection to end, holding the Session only weakly meanwhile."""
+async def watch_connection(ended: Callable[[Any], None], session: AsyncSession) -> None:
+    """Wait for the connection to end, then call ``ended(session)`` (a ``weak_method``: the
+    Session is held only weakly meanwhile)."""
     await session.wait_stopped()
-    owner = ref()
-    if owner is not None:
-        owner._connection_ended(session)
+    ended(session)
 
 
 async def pump_messages(

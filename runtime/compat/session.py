@@ -308,7 +308,9 @@ class Session:
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self.core.tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
+            self.core.tasks.add(
+                loop.create_task(watch_connection(weak_method(self._connection_ended), session))
+            )
             return session
 
     @staticmethod

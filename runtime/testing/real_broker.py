@@ -52,9 +52,7 @@ _RUNNING: weakref.WeakSet[RealBroker] = weakref.WeakSet()
 @atexit.register
 def _kill_leftovers() -> None:
     for broker in list(_RUNNING):
-        broker.kill()
-        if broker._own_folder:
-            shutil.rmtree(broker.folder, ignore_errors=True)
+        broker.close(kill=True)
 
 
 def free_port() -> int:
@@ -195,9 +193,13 @@ class RealBroker:
         self.stop()
         return self.start()
 
-    def close(self) -> None:
-        """Stop the broker and remove the folder if this object made it."""
-        self.stop()
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the broker (``kill``: SIGKILL, no shutdown) and remove the folder if this
+        object made it."""
+        if kill:
+            self.kill()
+        else:
+            self.stop()
         if self._own_folder:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -180,7 +180,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageProperties):
-            return self._loaded() == other._loaded()
+            return self._loaded() == {n: (t, v) for n, t, v in other.typed_items()}
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -270,17 +270,21 @@ class MessageProperties(Mapping[str, PropertyValue]):
         return cached
 
 
-_new = object.__new__
+class _Received(MessageProperties):
+    """Properties as they came on the wire, parsed on first access: what ``decode`` and
+    ``lazy_properties`` make (a subclass only for its constructor, the cheapest there is)."""
+
+    __slots__ = ()
+
+    def __init__(self, area: bytes, extended: bool, offset: int = 0) -> None:
+        self._raw = (area, extended, offset)
+        self._items = None
+        self._cache = None
 
 
-def lazy_properties(area: bytes, extended: bool, offset: int = 0) -> MessageProperties:
-    """``MessageProperties.decode`` without its checks of the argument types (``area`` is
-    bytes): a received message's properties, parsed on first access."""
-    props = _new(MessageProperties)
-    props._raw = (area, extended, offset)
-    props._items = None
-    props._cache = None
-    return props
+# ``MessageProperties.decode`` without its checks of the argument types (``area`` is bytes):
+# a received message's properties, parsed on first access (a client's hot path).
+lazy_properties = _Received
 
 
 def encode_properties(
