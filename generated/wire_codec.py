@@ -369,6 +369,7 @@ class AckHeader(NamedTuple):
 
 
 _ACK_HEADER = struct.Struct(">BBH")
+ACK_HEADER_SIZE = 4
 ACK_HEADER_HEADER_WORDS_SHIFT = 4
 ACK_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
@@ -423,6 +424,9 @@ class ConfirmHeader(NamedTuple):
 
 
 _CONFIRM_HEADER = struct.Struct(">B3s")
+CONFIRM_HEADER_SIZE = 4
+CONFIRM_HEADER_HEADER_WORDS_SHIFT = 4
+CONFIRM_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
 
 def unpack_confirm_header(buf: Buffer, offset: int = 0) -> ConfirmHeader:
@@ -468,6 +472,9 @@ class RejectHeader(NamedTuple):
 
 
 _REJECT_HEADER = struct.Struct(">B3s")
+REJECT_HEADER_SIZE = 4
+REJECT_HEADER_HEADER_WORDS_SHIFT = 4
+REJECT_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
 
 def unpack_reject_header(buf: Buffer, offset: int = 0) -> RejectHeader:
