@@ -26,6 +26,7 @@ from pybmq.generated.wire_codec import (
     PROTOCOL_VERSION,
     PUT_EVENT_MAX_SIZE_SOFT,
     WORD,
+    WORD_SIZE,
     EventHeader,
     EventType,
     unpack_event_header,
@@ -96,7 +97,7 @@ class Event:
 
     @property
     def header_size(self) -> int:
-        return self.header.header_words * 4
+        return self.header.header_words * WORD_SIZE
 
     @property
     def body(self) -> memoryview:
@@ -114,12 +115,12 @@ class Filler:
 
 def _parse_header(
     buf: bytes | bytearray | memoryview, pos: int, stream_offset: int, max_event_size: int
-) -> tuple[int, int, int, int, int, int]:
-    """Unpack and sanity-check the EventHeader at ``pos`` (8 bytes must be available)."""
-    u0, u1, header_words, type_specific, _reserved = EVENT_HEADER.unpack_from(buf, pos)
+) -> tuple[int, int, int, int, int, int, int]:
+    """Unpack and sanity-check the EventHeader at ``pos`` (all of it must be available)."""
+    u0, u1, header_words, type_specific, reserved = EVENT_HEADER.unpack_from(buf, pos)
     length = u0 & EVENT_HEADER_LENGTH_MASK
     check_event_length(length, stream_offset, max_event_size)
-    if header_words * 4 < EVENT_HEADER_SIZE or header_words * 4 > length:
+    if header_words * WORD_SIZE < EVENT_HEADER_SIZE or header_words * WORD_SIZE > length:
         raise ProtocolError(
             f"EventHeader declares {header_words} header words for a {length}-byte event",
             offset=stream_offset,
@@ -132,6 +133,7 @@ def _parse_header(
         u1 & EVENT_HEADER_TYPE_MASK,
         header_words,
         type_specific,
+        reserved,
     )
 
 
@@ -197,7 +199,7 @@ class EventReader:
                 check_event_length(length, self._base + pos, self.max_event_size)
                 if end - pos < EVENT_HEADER_SIZE:
                     break
-                fragment, length, version, etype, hwords, tspec = _parse_header(
+                fragment, length, version, etype, hwords, tspec, reserved = _parse_header(
                     buf, pos, self._base + pos, self.max_event_size
                 )
                 if length > SMALL_EVENT_SIZE and self.limit_for is not None:
@@ -211,7 +213,7 @@ class EventReader:
                         )
                 if end - pos < length:
                     break
-                header = EventHeader(fragment, length, version, etype, hwords, tspec, buf[pos + 7])
+                header = EventHeader(fragment, length, version, etype, hwords, tspec, reserved)
                 # One copy out of the buffer (slicing the bytearray first would make two).
                 with memoryview(buf) as view:
                     data = bytes(view[pos : pos + length])
@@ -244,7 +246,7 @@ def iter_events(
     new = tuple.__new__  # the header without a Python-level constructor call
     while pos < end:
         # A zero tail starts with a zero word (an event's length is never 0).
-        if (end - pos < 4 or not WORD.unpack_from(view, pos)[0]) and not any(view[pos:]):
+        if (end - pos < WORD.size or not WORD.unpack_from(view, pos)[0]) and not any(view[pos:]):
             yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
@@ -253,7 +255,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader",
             )
-        fragment, length, version, etype, hwords, tspec = _parse_header(
+        fragment, length, version, etype, hwords, tspec, reserved = _parse_header(
             view, pos, base + pos, max_event_size
         )
         if end - pos < length:
@@ -262,7 +264,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader.length",
             )
-        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, view[pos + 7]))
+        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, reserved))
         yield Event(header, bytes(view[pos : pos + length]), base + pos)
         pos += length
 
@@ -308,7 +310,7 @@ def check_event(data: bytes | bytearray | memoryview, expected: EventType) -> tu
             offset=0,
             path="EventHeader.length",
         )
-    hsize = header_words * 4
+    hsize = header_words * WORD_SIZE
     if hsize < EVENT_HEADER_SIZE or hsize > length:
         raise ProtocolError(
             f"EventHeader declares {header_words} header words for a {length}-byte event",
@@ -325,7 +327,7 @@ def event_header_bytes(
     return EVENT_HEADER.pack(
         (fragment_bit << EVENT_HEADER_FRAGMENT_BIT_SHIFT) | length,
         (PROTOCOL_VERSION << EVENT_HEADER_PROTOCOL_VERSION_SHIFT) | event_type,
-        EVENT_HEADER_SIZE // 4,
+        EVENT_HEADER_SIZE // WORD_SIZE,
         type_specific,
         0,
     )
