@@ -12,6 +12,7 @@ from pybmq.client.events import (
     CompressedMessage,
     Message,
     MessageReceived,
+    built_in_order,
 )
 from pybmq.client.fsm import (
     QueueState,
@@ -39,6 +40,11 @@ from pybmq.wire.push import PushMessage, decode_push
 
 log = logging.getLogger("pybmq.client.engine")
 _RESTORING = RecoveryState.RESTORING
+# What on_push builds per message, in the order it writes the values (checked at import).
+_RECEIVED = built_in_order(MessageReceived, "message")
+_MESSAGE = built_in_order(
+    Message, "queue_id", "guid", "payload", "properties", "error", "subscription", "total_size"
+)
 
 
 class _Target(NamedTuple):
@@ -155,12 +161,13 @@ class Consumer:
         last_qid: int | None = None
         last_infos: object = None
         handle, uri, subscription, counters, credit = 0, "", None, None, None
+        received_record, message_record = _RECEIVED, _MESSAGE
         # The counters of the current target, added to it when the target changes (or the event
         # ends, however it ends).
         received = received_bytes = 0
         try:
             for push in decode_push(event, decompress=False):
-                qid, guid, _, compression, schema, area, payload, _, _, infos, _ = push
+                qid, infos = push.queue_id, push.sub_queue_infos
                 if qid != last_qid or infos is not last_infos:
                     if counters is not None:
                         counters.received += received
@@ -177,24 +184,26 @@ class Consumer:
                     if target is None:
                         target = self._push_target(qid, stream_id)
                         targets[(qid << 32) | stream_id] = target
-                    handle, uri, subscription, counters, credit = target
+                    handle, uri, subscription = target.handle, target.uri, target.subscription
+                    counters, credit = target.counters, target.credit
                     last_qid, last_infos = qid, infos
+                guid, area, payload = push.guid, push.properties_area, push.payload
                 size = len(area) + len(payload)
                 if credit is not None:
                     credit(guid, size, uri)
                 received += 1
                 received_bytes += len(payload)
-                if compression:
+                if push.compression:
                     message = CompressedMessage(handle, push, max_size, subscription)
-                    append(new(MessageReceived, (message,)))
+                    append(new(received_record, (message,)))
                     continue
-                properties = wrap_properties(area, schema != 0) if area else None
+                properties = wrap_properties(area, push.schema_id != 0) if area else None
                 append(
                     new(
-                        MessageReceived,
+                        received_record,
                         (
                             new(
-                                Message,
+                                message_record,
                                 (handle, guid, payload, properties, None, subscription, size),
                             ),
                         ),

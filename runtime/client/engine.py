@@ -562,7 +562,7 @@ class ClientEngine:
     @property
     def buffered_count(self) -> int:
         """Posts and confirms waiting for the next ``data_to_send()``."""
-        return len(self.publisher.puts) + len(self.consumer.confirms)
+        return self.publisher.buffered + len(self.consumer.confirms)
 
     def stats(self) -> SessionStats:
         """A typed snapshot of the session's statistics (per open queue, and totals)."""

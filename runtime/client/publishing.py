@@ -15,6 +15,7 @@ from pybmq.client.events import (
     Ack,
     AckReceived,
     AckStatus,
+    built_in_order,
 )
 from pybmq.client.fsm import (
     HealthState,
@@ -32,8 +33,9 @@ from pybmq.client.records import (
     ZLIB,
     AckBatch,
     PendingPut,
-    Put,
+    PutRun,
     QueueRecord,
+    Sent,
 )
 from pybmq.errors import (
     PostBufferFullError,
@@ -55,6 +57,12 @@ from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
 log = logging.getLogger("pybmq.client.engine")
+# What on_ack builds per ACK, in the order it writes the values (checked at import).
+_ACK = built_in_order(Ack, "guid", "queue_uri", "status", "correlation_id", "local", "reason")
+_ACK_RECEIVED = built_in_order(AckReceived, "ack", "context")
+# What a post keeps for its retransmission, built in this order (checked at import).
+_SENT = built_in_order(Sent, "guid", "payload")
+_new = tuple.__new__
 _ACTIVE = HealthState.ACTIVE
 _RESTORING = RecoveryState.RESTORING
 
@@ -81,7 +89,8 @@ class Publisher:
         self.extended_properties = True
         # Property mappings posted → (MessageProperties, wire size); see _properties.
         self.properties_cache: dict[object, tuple[MessageProperties, int]] = {}
-        self.puts: list[Put] = []  # buffered for the next PUT event
+        self.runs: list[PutRun] = []  # buffered for the next PUT event
+        self.buffered = 0  # posts in the runs
         self.unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
@@ -114,11 +123,25 @@ class Publisher:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
         guid = self._guids.generate()
-        put = (queue_id, guid, payload, props, wants_ack, compress)
-        self.puts.append(put)
+        runs = self.runs
+        run = runs[-1] if runs else None
+        if (
+            run is not None
+            and run.queue_id == queue_id
+            and run.properties is props
+            and run.ack is wants_ack
+            and run.compress is compress
+        ):
+            run.guids.append(guid)
+            run.payloads.append(payload)
+        else:
+            run = PutRun(queue_id, props, wants_ack, compress, [guid], [payload])
+            runs.append(run)
+        self.buffered += 1
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
-            self.unacked[guid] = PendingPut(queue_id, context, put if options.reconnect else None)
+            sent = _new(_SENT, (guid, payload)) if options.reconnect else None
+            self.unacked[guid] = PendingPut(run, context, sent)
         return guid
 
     def post_many(
@@ -144,32 +167,51 @@ class Publisher:
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
         guids = self._guids.generate_many(count)
-        if threshold:
-            puts = [
-                (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
-                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
-            ]
+        if threshold:  # each payload's own decision: runs cut where it changes
+            runs = self._runs_by_compression(queue_id, props, wants_ack, guids, payloads, threshold)
         else:
-            puts = [
-                (queue_id, guid, payload, props, wants_ack, False)
-                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
-            ]
-        self.puts += puts
+            runs = [PutRun(queue_id, props, wants_ack, False, list(guids), list(payloads))]
+        self.runs += runs
+        self.buffered += count
         if wants_ack:
             if options.reconnect:
-                pending = [PendingPut(queue_id, context, put) for put in puts]
+                pending = [
+                    PendingPut(run, context, _new(_SENT, sent))
+                    for run in runs
+                    for sent in zip(run.guids, run.payloads)  # noqa: B905 - same length
+                ]
             else:
-                pending = [PendingPut(queue_id, context, None) for _ in range(count)]
+                pending = [PendingPut(run, context, None) for run in runs for _ in run.payloads]
             self.unacked.update(zip(guids, pending))  # noqa: B905 - same length
         return guids
+
+    @staticmethod
+    def _runs_by_compression(
+        queue_id: int,
+        props: MessageProperties | None,
+        ack: bool,
+        guids: list[bytes],
+        payloads: Sequence[bytes],
+        threshold: int,
+    ) -> list[PutRun]:
+        runs: list[PutRun] = []
+        run: PutRun | None = None
+        for guid, payload in zip(guids, payloads):  # noqa: B905 - same length
+            compress = threshold <= len(payload)
+            if run is None or run.compress != compress:
+                run = PutRun(queue_id, props, ack, compress, [], [])
+                runs.append(run)
+            run.guids.append(guid)
+            run.payloads.append(payload)
+        return runs
 
     def _writable_queue(self, queue_id: int, count: int, options: SessionOptions) -> QueueRecord:
         """The queue ``count`` posts go to, if the session and the queue can take them now."""
         lifecycle = self._lifecycle
         if lifecycle.recovery is _RESTORING and lifecycle.state is not SessionState.STOPPED:
-            if len(self.puts) + count > options.max_buffered_posts:
+            if self.buffered + count > options.max_buffered_posts:
                 raise PostBufferFullError(
-                    f"cannot post while reconnecting: {len(self.puts)} posts already held "
+                    f"cannot post while reconnecting: {self.buffered} posts already held "
                     f"(max_buffered_posts={options.max_buffered_posts})"
                 )
         elif lifecycle.state is not SessionState.STARTED:
@@ -223,62 +265,43 @@ class Publisher:
     def flush(self, out: list[bytes], now: float) -> None:
         """The posts buffered since the last flush, as PUT events appended to ``out`` (held
         while the session restores its queues); their ACK deadlines run from ``now``."""
-        if self.puts and self._lifecycle.recovery is not _RESTORING:
-            self._flush_puts(out, now)
+        if self.runs and self._lifecycle.recovery is not _RESTORING:
+            self._flush_runs(out, now)
 
-    def _flush_puts(self, out: list[bytes], now: float) -> None:
-        # Whether a put is compressed was decided when it was posted (the session's threshold
-        # or the post's own ``compression``): the builder compresses every put marked so.
+    def _flush_runs(self, out: list[bytes], now: float) -> None:
+        # Whether a post is compressed was decided when it was posted (the session's threshold
+        # or the post's own ``compression``): the builder compresses every one marked so.
         options = self._options.current
         builder = PutEventBuilder(options.max_put_event_bytes, compression_threshold=1)
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
-        puts = self.puts
-        i, n = 0, len(puts)
-        while i < n:
-            queue_id, guid, payload, props, wants_ack, compress = puts[i]
-            queue = queues[queue_id]
+        runs = self.runs
+        for run in runs:
+            queue = queues[run.queue_id]
             qid = queue.qid
+            guids, payloads, props, wants_ack = run.guids, run.payloads, run.properties, run.ack
             if wants_ack:
-                acked.append(guid)
-            if compress:
-                counters = queue.counters
-                counters.posted += 1
-                counters.posted_bytes += len(payload)
-                builder.add(
-                    qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
-                    compression=ZLIB, extended_properties=extended,
+                acked += guids
+            if run.compress:
+                for guid, payload in zip(guids, payloads):  # noqa: B905 - same length
+                    builder.add(
+                        qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
+                        compression=ZLIB, extended_properties=extended,
+                    )  # fmt: skip
+            else:
+                # The fast path: the run is packed in one call.
+                builder.add_many(
+                    qid, payloads, guids, properties=props, ack_requested=wants_ack,
+                    extended_properties=extended,
                 )  # fmt: skip
-                i += 1
-                continue
-            # The fast path: a run of uncompressed posts to one queue sharing one properties
-            # object (the common case: a loop posting to one queue) is packed in one call.
-            j = i + 1
-            while j < n:
-                other = puts[j]
-                if (
-                    other[0] != queue_id
-                    or other[3] is not props
-                    or other[4] != wants_ack
-                    or other[5]
-                ):
-                    break
-                if wants_ack:
-                    acked.append(other[1])
-                j += 1
-            run = puts[i:j]
-            payloads = [p[2] for p in run]
-            builder.add_many(
-                qid, payloads, [p[1] for p in run], properties=props,
-                ack_requested=wants_ack, extended_properties=extended,
-            )  # fmt: skip
             counters = queue.counters  # stats: once per run, not per message
-            counters.posted += j - i
+            counters.posted += len(guids)
             counters.posted_bytes += sum(map(len, payloads))
-            i = j
+            run.sent()
         out.extend(builder.finish())
-        puts.clear()
+        runs.clear()
+        self.buffered = 0
         if acked:
             batch = AckBatch(now + options.ack_timeout, acked)
             unacked = self.unacked
@@ -295,6 +318,7 @@ class Publisher:
         statuses = WIRE_ACK_STATUS
         unknown = AckStatus.UNKNOWN
         new = tuple.__new__  # the records without their Python-level constructors
+        ack_record, received_record = _ACK, _ACK_RECEIVED
         status_shift, status_mask = ACK_MESSAGE_STATUS_SHIFT, ACK_MESSAGE_STATUS_MASK
         correlation_mask = ACK_MESSAGE_CORRELATION_ID_MASK
         # Stats, kept off the per-ACK path: ACKs are counted per run of ACKs of one queue and
@@ -319,7 +343,7 @@ class Publisher:
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
-            queue = queues.get(pending.queue_id)
+            queue = queues.get(pending.run.queue_id)
             if queue is not run_queue or batch is not run_batch:
                 if run_queue is not None:
                     _count_acks(run_queue, run_batch, run_length, sent_offset)
@@ -335,9 +359,10 @@ class Publisher:
                     counters.nacks += 1
                     counters.acks -= 1
             ack = new(
-                Ack, (guid, uri, statuses.get(code, unknown), word & correlation_mask, False, "")
+                ack_record,
+                (guid, uri, statuses.get(code, unknown), word & correlation_mask, False, ""),
             )
-            append(new(AckReceived, (ack, pending.context)))
+            append(new(received_record, (ack, pending.context)))
         if run_queue is not None:
             _count_acks(run_queue, run_batch, run_length, sent_offset)
         batches = self.ack_deadlines
@@ -350,26 +375,28 @@ class Publisher:
         """Resolve every post to ``queue`` still pending (each exactly once); ``held``: and
         drop the ones still buffered."""
         for guid, pending in list(self.unacked.items()):
-            if pending.queue_id == queue.queue_id:
+            if pending.run.queue_id == queue.queue_id:
                 del self.unacked[guid]
                 if pending.batch is not None:
                     pending.batch.remaining -= 1
                 ack = Ack(guid, queue.uri, status, local=True, reason=reason)
                 self._events.append(AckReceived(ack, pending.context))
         if held:
-            self.puts = [p for p in self.puts if p[0] != queue.queue_id]
+            self.runs = [run for run in self.runs if run.queue_id != queue.queue_id]
+            self.buffered = sum(len(run.guids) for run in self.runs)
 
     def fail_all(self, status: AckStatus, reason: str) -> None:
         """Every post still pending fails (the session is over)."""
         # Posts still buffered (never sent) are in unacked too, so they fail the same way.
         queues = self._table.queues
         for guid, pending in self.unacked.items():
-            queue = queues.get(pending.queue_id)
+            queue = queues.get(pending.run.queue_id)
             ack = Ack(guid, queue.uri if queue else "", status, local=True, reason=reason)
             self._events.append(AckReceived(ack, pending.context))
         self.unacked.clear()
         self.ack_deadlines.clear()
-        self.puts.clear()
+        self.runs.clear()
+        self.buffered = 0
 
     def expire(self, now: float) -> None:
         """Posts whose ACK deadline passed resolve as TIMEOUT."""
@@ -379,7 +406,7 @@ class Publisher:
             for guid in batches.popleft().guids:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
-                    queue = queues.get(pending.queue_id)
+                    queue = queues.get(pending.run.queue_id)
                     reason = f"no ACK within {self._options.current.ack_timeout:g}s"
                     ack = Ack(
                         guid,
@@ -412,12 +439,27 @@ class Publisher:
     def requeue_unacked(self) -> int:
         """The connection dropped: every sent, unacknowledged post goes back in front of the
         held ones (same GUIDs) to be sent again once the queues are reopened."""
-        resend = [p.put for p in self.unacked.values() if p.batch is not None and p.put is not None]
+        resend: list[PutRun] = []
+        run: PutRun | None = None
+        for guid, pending in self.unacked.items():
+            if pending.batch is None or pending.sent is None:
+                continue  # held (not sent yet), or not kept (no reconnect)
+            sent = pending.run
+            if run is None or not run.takes(
+                sent.queue_id, sent.properties, sent.ack, sent.compress
+            ):
+                run = PutRun(sent.queue_id, sent.properties, sent.ack, sent.compress, [], [])
+                resend.append(run)
+            run.guids.append(guid)
+            run.payloads.append(pending.sent.payload)
+            pending.run = run
         for pending in self.unacked.values():
             pending.batch = None
         self.ack_deadlines.clear()
-        self.puts[:0] = resend
-        return len(resend)
+        count = sum(len(run.guids) for run in resend)
+        self.runs[:0] = resend
+        self.buffered += count
+        return count
 
 
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
