@@ -19,7 +19,7 @@ import logging
 import random
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybmq.client.aio_driver import EngineDriver
 from pybmq.client.aio_link import Connection, Link
@@ -57,6 +57,7 @@ from pybmq.client.options import (
 )
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
+from pybmq.client.untraced import NO_TRACING, NoTracing
 from pybmq.errors import (
     ChannelWriteTimeoutError,
     LingerTimeoutError,
@@ -67,6 +68,9 @@ from pybmq.errors import (
     UsageError,
 )
 from pybmq.uri import parse_broker_url
+
+if TYPE_CHECKING:
+    from pybmq.client.tracing import Tracing
 
 log = logging.getLogger("pybmq.client.aio")
 stats_log = logging.getLogger("pybmq.stats")
@@ -139,10 +143,17 @@ class AsyncSession:
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
         self.driver.on_backlog = self._on_backlog
-        if engine_options.traced:  # imports OpenTelemetry (only then)
-            from pybmq.client.aio_tracing import ShellTracing
+        # The session's spans (or NO_TRACING), and the queues it opens: traced ones wrap the
+        # post and receive paths (pybmq.client.aio_tracing; imported, with OpenTelemetry, only
+        # when the options trace).
+        self.tracing: Tracing | NoTracing = NO_TRACING
+        self._queue_type: type[AsyncQueue] = AsyncQueue
+        if engine_options.traced:
+            from pybmq.client.aio_tracing import TracedQueue
+            from pybmq.client.tracing import Tracing as SessionTracing
 
-            self.driver.tracing = ShellTracing(engine_options, self._host, self._port)
+            self.tracing = SessionTracing(engine_options, self._host, self._port)
+            self._queue_type = TracedQueue
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._reconnector = Reconnector(
             endpoints,
@@ -193,10 +204,7 @@ class AsyncSession:
         self, name: str, uri: str | None = None
     ) -> contextlib.AbstractContextManager[Any]:
         """A span around a session or queue operation when tracing, else nothing."""
-        tracing = self.driver.tracing
-        if tracing is None:
-            return contextlib.nullcontext()
-        return tracing.operation(name, uri)
+        return self.tracing.operation(name, uri)
 
     async def start(self, *, timeout: float | None = None) -> SessionStarted:
         """Connect and negotiate; raises on refusal, timeout or an unreachable broker.
@@ -380,7 +388,7 @@ class AsyncSession:
             op_id, queue_id = self._engine.open_queue(
                 uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
             )
-            queue = AsyncQueue(self, queue_id, uri)
+            queue = self._queue_type(self, queue_id, uri)
             driver.queues[queue_id] = queue
             log.debug("opening %s (read=%s, write=%s)", uri, read, write)
             try:
@@ -502,21 +510,18 @@ class AsyncSession:
             queue.deliver_many(messages, generation, now)
 
     def _on_resilience_event(self, event: ResilienceEvent) -> None:
-        tracing = self.driver.tracing
         if isinstance(event, ConnectionLost):
             self.connection_losses += 1
             if self._engine.state is SessionState.RECONNECTING:
                 endpoint = self._reconnector.endpoint
                 log.warning("connection to %s lost: %s; reconnecting", endpoint, event.reason)
                 self._reconnector.connection_lost()
-                if tracing is not None:
-                    tracing.connection_lost()
+                self.tracing.connection_lost()
         elif isinstance(event, Reconnected):
             self.reconnects += 1
             self.info = event.info
             self._reconnector.reconnected()
-            if tracing is not None:
-                tracing.reconnected(self._reconnector.endpoint)
+            self.tracing.reconnected(self._reconnector.endpoint)
         elif isinstance(event, QueueReopened) and event.error is not None:
             queue = self.driver.queues.pop(event.queue_id, None)
             if queue is not None:
@@ -557,8 +562,7 @@ class AsyncSession:
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)
-        if self.driver.tracing is not None:  # a reconnect that never came back
-            self.driver.tracing.reconnected(self._reconnector.endpoint, event.reason)
+        self.tracing.reconnected(self._reconnector.endpoint, event.reason)  # never came back
         self.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():

@@ -22,7 +22,6 @@ from pybmq.errors import PybmqError, SessionStoppedError
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
-    from pybmq.client.aio_tracing import ShellTracing
 
 log = logging.getLogger("pybmq.client.aio")
 
@@ -56,9 +55,6 @@ class EngineDriver:
         self.backlog_high = self._marks[1]
         # Called with (high, undelivered) when the backlog crosses a mark (the session's).
         self.on_backlog: Callable[[bool, int], None] | None = None
-        # The session's spans (SessionOptions.tracing / tracer_provider), or None: the one
-        # attribute the data paths check when tracing is off.
-        self.tracing: ShellTracing | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop this session runs on (known once it starts)."""

@@ -1,5 +1,10 @@
 """The asyncio shell's queue (``AsyncQueue``: post, get, iterate) and the messages it yields
 (``ReceivedMessage``: payload, properties, confirm).
+
+Every post goes through one of two primitives, ``_buffer`` (one message) and ``_buffer_many``
+(a batch), and every delivery makes its messages with ``message_type``: what a layer wraps. The
+tracing layer (``pybmq.client.aio_tracing.TracedQueue``, used by a session that traces) wraps
+exactly these and ``confirm_many_nowait``, so the paths themselves exist once.
 """
 
 from __future__ import annotations
@@ -175,6 +180,9 @@ class ReceivedMessage:
 class AsyncQueue:
     """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
 
+    # What ``deliver`` and ``deliver_many`` make of each message (a layer may make more of it).
+    message_type: type[ReceivedMessage] = ReceivedMessage
+
     def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
         self.session = session
         self.driver: EngineDriver = session.driver  # what it posts, confirms and waits through
@@ -213,20 +221,7 @@ class AsyncQueue:
         ``ack=False`` (no ``on_ack``) asks the broker for no ACK. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
         Returns the message GUID."""
-        driver = self.driver
-        if driver.tracing is not None:
-            return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
-        guid = driver.engine.post(
-            self.queue_id,
-            payload,
-            driver.now(),
-            properties=properties,
-            context=on_ack,
-            ack=ack,
-            compression=compression,
-        )
-        driver.schedule_flush()
-        return guid
+        return self._buffer(payload, properties, on_ack, ack, compression)
 
     def post_many_nowait(
         self,
@@ -238,14 +233,7 @@ class AsyncQueue:
         """``post_nowait`` for a batch sharing ``properties`` and ``on_ack``: the fast path (the
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
-        driver = self.driver
-        if driver.tracing is not None:
-            return driver.tracing.post_many(self, payloads, properties, on_ack)
-        guids = driver.engine.post_many(
-            self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
-        )
-        driver.schedule_flush()
-        return guids
+        return self._buffer_many(payloads, properties, on_ack)
 
     async def post(
         self,
@@ -257,21 +245,47 @@ class AsyncQueue:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
         ``compression``: as in ``post_nowait``."""
-        driver = self.driver
         await self.session.drain()
-        future: asyncio.Future[Ack] = driver.loop.create_future()
-        if driver.tracing is not None:
-            return await driver.tracing.post_wait(self, future, payload, properties, compression)
-        driver.engine.post(
+        future: asyncio.Future[Ack] = self.driver.loop.create_future()
+        self._buffer(payload, properties, future, True, compression)
+        return await future
+
+    def _buffer(
+        self,
+        payload: bytes,
+        properties: Mapping[str, Any] | None,
+        context: AckCallback | asyncio.Future[Ack] | None,
+        ack: bool,
+        compression: str | None,
+    ) -> bytes:
+        """One post buffered for this loop turn's PUT event; ``context`` (an ``on_ack`` or the
+        future ``post`` awaits) comes back with its ACK. The GUID."""
+        driver = self.driver
+        guid = driver.engine.post(
             self.queue_id,
             payload,
             driver.now(),
             properties=properties,
-            context=future,
+            context=context,
+            ack=ack,
             compression=compression,
         )
         driver.schedule_flush()
-        return await future
+        return guid
+
+    def _buffer_many(
+        self,
+        payloads: Sequence[bytes],
+        properties: Mapping[str, Any] | None,
+        on_ack: AckCallback | None,
+    ) -> list[bytes]:
+        """A batch buffered for this loop turn's PUT event (all or nothing). The GUIDs."""
+        driver = self.driver
+        guids = driver.engine.post_many(
+            self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
+        )
+        driver.schedule_flush()
+        return guids
 
     async def configure(
         self,
@@ -362,8 +376,6 @@ class AsyncQueue:
             for generation in generations:
                 guids = [r.message.guid for r in messages if r.generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
-        if self.driver.tracing is not None:
-            self.driver.tracing.settle_all(messages)
         self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -399,11 +411,7 @@ class AsyncQueue:
         if generation is None or received_at is None:
             engine = self.driver.engine
             generation, received_at = engine.generation, engine.now
-        tracing = self.driver.tracing
-        if tracing is not None:
-            self._messages.append(tracing.message(self, message, generation, received_at))
-        else:
-            self._messages.append(ReceivedMessage(self, message, generation, received_at))
+        self._messages.append(self.message_type(self, message, generation, received_at))
         if self._counted:
             self.driver.delivered(1)
         if self._waiters:
@@ -413,15 +421,10 @@ class AsyncQueue:
         self, messages: list[Message | CompressedMessage], generation: int, received_at: float
     ) -> None:
         """``deliver`` for a run of messages of one connection and loop turn (the session's)."""
-        tracing = self.driver.tracing
-        if tracing is not None:
-            self._messages.extend(
-                [tracing.message(self, m, generation, received_at) for m in messages]
-            )
-        else:
-            self._messages.extend(
-                [ReceivedMessage(self, message, generation, received_at) for message in messages]
-            )
+        make = self.message_type
+        self._messages.extend(
+            [make(self, message, generation, received_at) for message in messages]
+        )
         if self._counted:
             self.driver.delivered(len(messages))
         waiters = self._waiters

@@ -67,18 +67,9 @@ class Queue:
         """Post and block until the ACK (or a NACK) arrives. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold``)."""
         inner = self._inner
-        tracing = inner.driver.tracing
-        if tracing is None:
-            return self._session.call(
-                inner.post(payload, properties=properties, compression=compression), timeout
-            )
-        parent = tracing.current()  # the caller's span parents the post's, on the I/O thread
-
-        async def traced() -> Ack:
-            with tracing.attached(parent):
-                return await inner.post(payload, properties=properties, compression=compression)
-
-        return self._session.call(traced(), timeout)
+        return self._call_traced(
+            lambda: inner.post(payload, properties=properties, compression=compression), timeout
+        )
 
     def post_async(
         self,
@@ -93,21 +84,28 @@ class Queue:
         as in ``post``."""
         callback = self._ack_callback(on_ack)
         inner = self._inner
-        tracing = inner.driver.tracing
-        parent = tracing.current() if tracing is not None else None
 
         async def post() -> bytes:
             await inner.session.drain()
-            if tracing is not None and parent is not None:
-                with tracing.attached(parent):
-                    return inner.post_nowait(
-                        payload, properties=properties, on_ack=callback, compression=compression
-                    )
             return inner.post_nowait(
                 payload, properties=properties, on_ack=callback, compression=compression
             )
 
-        return self._session.call(post())
+        return self._call_traced(post)
+
+    def _call_traced(
+        self, make: Callable[[], Coroutine[Any, Any, T]], timeout: float | None = None
+    ) -> T:
+        """``Session.call`` of the coroutine ``make()`` returns, run on the I/O thread in the
+        caller's trace context (its span parents the post's; nothing when not tracing)."""
+        tracing = self._inner.session.tracing
+        parent = tracing.current()
+
+        async def run() -> T:
+            with tracing.attached(parent):
+                return await make()
+
+        return self._session.call(run(), timeout)
 
     def post_many(
         self,

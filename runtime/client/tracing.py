@@ -133,8 +133,11 @@ class Tracing:
 
     @staticmethod
     @contextmanager
-    def attached(parent: Context) -> Iterator[None]:
+    def attached(parent: Context | None) -> Iterator[None]:
         """``parent`` made current (on the I/O thread) for the spans started inside."""
+        if parent is None:
+            yield
+            return
         token = otel_context.attach(parent)
         try:
             yield
