@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean \
+.PHONY: install generate check-generated schema-check lint test cli-reference drawings bench demo clean \
 	docs docs-serve dist pythons
 
 $(PY):
@@ -38,6 +38,11 @@ test: check-generated
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md
+
+# The state diagrams (docs/states.md) and the engine's parts (docs/architecture.md), drawn from
+# the code; a test fails when they are not current.
+drawings:
+	$(PY) -m pybmq.cli.drawings
 
 # Also writes build/bench/results.json and renders the docs' Performance page from it.
 bench:

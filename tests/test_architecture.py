@@ -450,3 +450,63 @@ def test_the_documented_layer_table_is_the_tested_one() -> None:
             assert (
                 layer(package) == name
             ), f"docs put {package} in {name}, the test in {layer(package)}"
+
+
+# -- the drawings are the code's, and the engine is the only router ----------------------------
+
+
+def test_the_drawings_are_current() -> None:
+    """docs/states.md's diagrams and docs/architecture.md's engine parts are drawn from the
+    tables and a new engine (make drawings)."""
+    from pybmq.cli.drawings import TABLE_MODULES, main
+
+    assert main(["--check"]) == 0
+    assert set(TABLE_MODULES) == set(table_modules())  # every table is drawn
+
+
+# The engine's parts: the modules whose objects it holds.
+PART_MODULES = (
+    "collector",
+    "configure",
+    "connection",
+    "consuming",
+    "credit",
+    "handshake",
+    "lifecycle",
+    "output",
+    "publishing",
+    "queue_table",
+    "queues",
+    "records",
+    "requests",
+    "suspension",
+)
+
+
+def test_no_part_holds_or_names_the_engine() -> None:
+    """Nothing a new engine holds (its parts, and their parts) refers to the engine, not even
+    through a bound method, and no part's module imports or names it in code."""
+    from pybmq.client.engine import ClientEngine
+
+    engine = ClientEngine()
+    seen: set[int] = set()
+    queue: list[object] = list(vars(engine).values())
+    while queue:
+        value = queue.pop()
+        if id(value) in seen or isinstance(value, (str, bytes, int, float, bool, type(None))):
+            continue
+        seen.add(id(value))
+        assert value is not engine and getattr(value, "__self__", None) is not engine, value
+        if type(value).__module__.startswith(("pybmq.client.", "pybmq.wire.")):
+            attributes = dict(getattr(value, "__dict__", {}))
+            for cls in type(value).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    attributes[slot] = getattr(value, slot, None)
+            queue.extend(attributes.values())
+    for name in PART_MODULES:
+        module = f"pybmq.client.{name}"
+        assert "pybmq.client.engine" not in {target for target, _ in GRAPH[module]}, module
+        tree = ast.parse((REPO_ROOT / "runtime" / "client" / f"{name}.py").read_text("utf-8"))
+        named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        named |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not named & {"ClientEngine", "engine", "_engine"}, module
