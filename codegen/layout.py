@@ -17,8 +17,27 @@ from pybmq.codegen import extra_missing
 from pybmq.codegen.artifact import Artifact
 from pybmq.codegen.filters import snake
 from pybmq.codegen.messages import MessageKind, load_messages
-from pybmq.codegen.render import environment, format_python
+from pybmq.codegen.render import declare_public_names, environment, format_python
 from pybmq.errors import SchemaError
+
+__all__ = [
+    "DEFAULT_PADDING",
+    "EXPORTS",
+    "SPEC_NAME",
+    "TEMPLATES",
+    "UNIT_KINDS",
+    "VALUE_KINDS",
+    "BitConst",
+    "BitField",
+    "Codec",
+    "Enum",
+    "Spec",
+    "Struct",
+    "Unit",
+    "View",
+    "generate_layout",
+    "load_spec",
+]
 
 try:
     import yaml
@@ -407,4 +426,4 @@ def generate_layout(schema_dir: Path) -> Iterable[Artifact]:
         ("wire_messages.py.j2", "wire_messages.py"),
     ):
         text = env.get_template(template).render(spec=spec, spec_name=SPEC_NAME)
-        yield Artifact(out, format_python(text, template))
+        yield Artifact(out, format_python(declare_public_names(text), template))

@@ -12,6 +12,7 @@ clean``), or in the folder named by ``PYBMQ_CODEGEN_CACHE`` (empty: no disk cach
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 from importlib.metadata import version
@@ -22,6 +23,21 @@ from pybmq.codegen import extra_missing
 from pybmq.codegen.filters import FILTERS
 from pybmq.codegen.formatcache import FormatCache
 from pybmq.errors import SchemaError
+
+__all__ = [
+    "BLACK_MODE",
+    "CHECKOUT",
+    "DEFAULT_CACHE_DIR",
+    "FORMATTER_ID",
+    "TEMPLATES",
+    "cache_dir",
+    "declare_public_names",
+    "environment",
+    "format_cache",
+    "format_python",
+    "model_filters",
+    "set_format_cache",
+]
 
 try:
     import black
@@ -97,6 +113,30 @@ def _model_filter(name: str) -> Any:
         return getattr(context["model"], name)(*args)
 
     return call
+
+
+def declare_public_names(source: str) -> str:
+    """``source`` with an ``__all__`` naming its public top-level definitions (functions,
+    classes, constants; not type variables), inserted after its imports: a generated module
+    declares its public names as the hand-written ones do."""
+    tree = ast.parse(source)
+    names: list[str] = []
+    last_import = 0
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last_import = node.end_lineno or node.lineno
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "TypeVar":
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    public = sorted(dict.fromkeys(n for n in names if not n.startswith("_")))
+    lines = source.split("\n")
+    lines[last_import:last_import] = ["", "__all__ = [" + ", ".join(map(repr, public)) + "]"]
+    return "\n".join(lines)
 
 
 def format_python(text: str, origin: str = "template") -> str:
