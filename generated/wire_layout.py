@@ -13,6 +13,29 @@ from typing import Any
 
 from construct import BitsInteger, BitStruct, Bytes, Bytewise, Struct, this
 
+__all__ = [
+    "AckHeader",
+    "AckMessage",
+    "ConfirmHeader",
+    "ConfirmMessage",
+    "EventHeader",
+    "MESSAGES",
+    "MessageGUID",
+    "MessagePropertiesHeader",
+    "MessagePropertyHeader",
+    "OptionHeader",
+    "PushHeader",
+    "PushMessage",
+    "PutHeader",
+    "PutMessage",
+    "RejectHeader",
+    "RejectMessage",
+    "STRUCTS",
+    "SubQueueIdOld",
+    "SubQueueInfo",
+]
+
+
 # bmqp_protocol.h: struct EventHeader: 8 bytes.
 EventHeader: Any = BitStruct(
     "fragment_bit" / BitsInteger(1),
