@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install generate check-generated schema-check lint test cli-reference drawings bench demo clean \
+.PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo clean \
 	docs docs-serve dist pythons
 
 $(PY):
@@ -38,6 +38,11 @@ test: check-generated
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md
+
+# The API reference (docs/reference/api.md and modules.md), from every module's __all__; a test
+# fails when it is not current.
+api-reference:
+	$(PY) -m pybmq.cli.apidocs
 
 # The state diagrams (docs/states.md) and the engine's parts (docs/architecture.md), drawn from
 # the code; a test fails when they are not current.

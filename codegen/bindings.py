@@ -28,6 +28,14 @@ from pybmq.codegen.render import environment, format_python, model_filters
 from pybmq.codegen.xsd_loader import load_schema
 from pybmq.errors import SchemaError
 
+__all__ = [
+    "BINDING_FILTERS",
+    "SECRET_ELEMENTS",
+    "Bindings",
+    "generate_bindings",
+    "generate_ctrlmsg",
+]
+
 # How BER tags a value inside an array (balber's universal tag numbers: BOOLEAN 1, INTEGER 2,
 # OCTET STRING 4, ENUMERATED 10, UTF8String 12).
 # REAL 9 for doubles; date/time values travel as their ISO 8601 text (balber's default), which

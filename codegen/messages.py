@@ -16,7 +16,7 @@ from typing import Any
 
 from pybmq.errors import SchemaError
 
-__all__ = ["FAST_PATHS", "MessageKind", "load_messages"]
+__all__ = ["FAST_PATHS", "FRAMING_FIELDS", "Bits", "MessageKind", "load_messages"]
 
 # What a reader may take inline besides the full header with no options (see the spec).
 FAST_PATHS = ("short_header", "one_sub_queue_option")

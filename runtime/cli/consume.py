@@ -31,6 +31,8 @@ from pybmq.cli.common import (
 )
 from pybmq.cli.validate import integer, output_dir, seconds, text
 
+__all__ = ["EPILOG", "add_parser", "handler"]
+
 EPILOG = (
     "example:\n"
     "  pybmq consume bmq://bmq.test.mem.priority/q1 --count 10000 --idle-timeout 5 --json\n"

@@ -32,6 +32,24 @@ if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
     from pybmq.wire.properties import MessageProperties
 
+__all__ = [
+    "FORMAT_FIELDS",
+    "ContentError",
+    "Outgoing",
+    "Sink",
+    "check_format",
+    "file_messages",
+    "folder_sink",
+    "format_fields",
+    "format_sink",
+    "jsonl_sink",
+    "message_record",
+    "parse_record",
+    "print_sink",
+    "stdin_chunks",
+    "stdin_messages",
+]
+
 _STDIN_CHUNK = 1 << 16
 
 

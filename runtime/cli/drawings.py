@@ -19,7 +19,18 @@ from typing import Any
 from pybmq.client.engine import ClientEngine
 from pybmq.statemachine import mermaid
 
-__all__ = ["TABLE_MODULES", "engine_parts", "main", "replace_block", "state_diagrams"]
+__all__ = [
+    "DOCS",
+    "PARTS",
+    "STATES",
+    "TABLE_MODULES",
+    "Table",
+    "engine_parts",
+    "main",
+    "replace_block",
+    "state_diagrams",
+    "tables",
+]
 
 # The modules that hold transition tables (the architecture test holds this list to the code:
 # every module using the table step is one of them).

@@ -15,6 +15,8 @@ from pybmq._version import __version__
 from pybmq.cli.common import EXIT_CODES, add_logging_arguments, configure_logging
 from pybmq.errors import PybmqError
 
+__all__ = ["SUBCOMMANDS", "build_parser", "build_parsers", "main"]
+
 # Subcommand modules, in the order `pybmq --help` lists them.
 SUBCOMMANDS: list[str] = [
     "pybmq.cli.post",

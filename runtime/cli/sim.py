@@ -18,6 +18,8 @@ from pybmq.cli.validate import (
 )
 from pybmq.errors import UsageError
 
+__all__ = ["add_parser", "handler"]
+
 
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(

@@ -23,6 +23,8 @@ from pybmq.cli.validate import broker_url, host_port, listen_failure, writable_f
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
+__all__ = ["Recorder", "add_parser", "handler"]
+
 log = logging.getLogger("pybmq.cli.tap")
 _READ = 1 << 16
 

@@ -40,6 +40,8 @@ from pybmq.wire.channel import Channel
 from pybmq.wire.control import decode_authentication, decode_control_as, encode_control
 from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE
 
+__all__ = ["MAX_ADMIN_EVENT_SIZE", "MAX_PENDING_COMMANDS", "AdminAnswer", "AdminEngine"]
+
 # Largest answer accepted: a broker's admin results can be big (a whole broker config, every
 # queue of a cluster), far more than a client's control messages.
 MAX_ADMIN_EVENT_SIZE = 64 << 20

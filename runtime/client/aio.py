@@ -588,4 +588,12 @@ class AsyncSession:
         self._link.close()
 
 
-__all__ = ["AsyncQueue", "AsyncSession", "PybmqError", "ReceivedMessage", "UsageError"]
+__all__ = [
+    "AsyncQueue",
+    "AsyncSession",
+    "PybmqError",
+    "ReceivedMessage",
+    "ResilienceEvent",
+    "ResilienceListener",
+    "UsageError",
+]

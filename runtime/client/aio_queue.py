@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
 
+__all__ = ["NO_PROPERTIES", "AckCallback", "AsyncQueue", "ReceivedMessage"]
+
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
 NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()

@@ -50,8 +50,8 @@ __all__ = ["Connection", "Drop", "End", "Outcome"]
 
 log = logging.getLogger("pybmq.client.engine")
 
-S = SessionState
-_LIVE_STATES = (S.STARTED, S.STOPPING)
+_S = SessionState
+_LIVE_STATES = (_S.STARTED, _S.STOPPING)
 
 
 class Drop(NamedTuple):
@@ -156,7 +156,7 @@ class Connection:
             accepted = self.authenticator.on_response(message, now)
         except AuthenticationError as exc:
             return self._authentication_failed(exc)
-        if accepted and self._lifecycle.state is S.AUTHENTICATING:
+        if accepted and self._lifecycle.state is _S.AUTHENTICATING:
             self._lifecycle.step(SessionInput.AUTHENTICATED)
             self._send_identity(now)
         return None
@@ -165,7 +165,7 @@ class Connection:
         self.authenticator.reset()
         if self._can_reconnect():
             return Drop(str(error))
-        if self._lifecycle.state is S.AUTHENTICATING:
+        if self._lifecycle.state is _S.AUTHENTICATING:
             self._lifecycle.step(SessionInput.AUTHENTICATION_FAILED)
             return self._ending(str(error), error, "authentication failed", ran=False)
         # A re-authentication: the broker closes the connection, so do we.
@@ -203,14 +203,14 @@ class Connection:
         """Malformed input: the session is over. The error for the engine to raise, and the
         outcome."""
         state = self._lifecycle.state
-        if state is S.NEGOTIATING:
+        if state is _S.NEGOTIATING:
             # Garbage before any negotiation answer: most likely another protocol (HTTP …).
             exc = ProtocolError(
                 f"the peer is not a BlazingMQ broker (it sent {bytes(data[:16])!r}…): "
                 f"{exc.reason}",
                 offset=exc.offset,
             )
-        if state is S.STOPPED:
+        if state is _S.STOPPED:
             return exc, None
         return exc, self._fail_session(f"protocol error from the broker: {exc}", exc)
 
@@ -218,7 +218,7 @@ class Connection:
 
     def handshake_deadline(self) -> float | None:
         """While authenticating or negotiating, the one deadline that matters."""
-        if self._lifecycle.state is S.AUTHENTICATING:
+        if self._lifecycle.state is _S.AUTHENTICATING:
             return self.authenticator.deadline
         return self.negotiation_deadline
 
@@ -228,7 +228,7 @@ class Connection:
         state = lifecycle.state
         candidates = []
         stop_deadline = lifecycle.stop_deadline
-        if stop_deadline is not None and state is S.STOPPING:
+        if stop_deadline is not None and state is _S.STOPPING:
             candidates.append(stop_deadline)
         if state in _LIVE_STATES:
             candidates.append(self._channel.heartbeat_deadline())
@@ -242,7 +242,7 @@ class Connection:
         state = self._lifecycle.state
         auth = self.authenticator
         live = state in _LIVE_STATES
-        if (state is S.AUTHENTICATING or live) and auth.timed_out(now):
+        if (state is _S.AUTHENTICATING or live) and auth.timed_out(now):
             return self._authentication_failed(
                 AuthenticationTimeoutError(
                     f"no authenticationResponse within {auth.request_timeout:g}s"
@@ -254,7 +254,7 @@ class Connection:
 
     def negotiation_timer(self, now: float) -> Outcome:
         """No BrokerResponse by the negotiation's deadline."""
-        if self._lifecycle.state is not S.NEGOTIATING or self.negotiation_deadline > now:
+        if self._lifecycle.state is not _S.NEGOTIATING or self.negotiation_deadline > now:
             return None
         error = RequestTimeoutError("no BrokerResponse to our ClientIdentity")
         if self._can_reconnect():
@@ -266,7 +266,7 @@ class Connection:
         """A stop the broker did not answer in time; a broker silent too long (or to probe)."""
         lifecycle = self._lifecycle
         stop_deadline = lifecycle.stop_deadline
-        if lifecycle.state is S.STOPPING and stop_deadline is not None and stop_deadline <= now:
+        if lifecycle.state is _S.STOPPING and stop_deadline is not None and stop_deadline <= now:
             return self.disconnected("stop timed out: no DisconnectResponse")
         if lifecycle.state in _LIVE_STATES:
             channel = self._channel
@@ -288,7 +288,7 @@ class Connection:
         reason = f"{error}: closing the channel"
         if self._can_reconnect():
             return Drop(reason)
-        if self._lifecycle.state is S.STOPPED:  # (the failure may have ended it)
+        if self._lifecycle.state is _S.STOPPED:  # (the failure may have ended it)
             return None
         return self._fail_session(reason, error)
 
@@ -299,15 +299,15 @@ class Connection:
         closes the queues), and the outcome when the session ends at once."""
         lifecycle = self._lifecycle
         op_id = self._collector.new_op()
-        if lifecycle.state is S.STOPPED:
+        if lifecycle.state is _S.STOPPED:
             self._collector.complete(op_id, None)
             return op_id, False, None
-        if lifecycle.state is S.STOPPING:
+        if lifecycle.state is _S.STOPPING:
             # Already on its way: the earlier stop's completion also completes this one.
             lifecycle.extra_stop_ops.append(op_id)
             return op_id, False, None
-        if lifecycle.state is not S.STARTED or lifecycle.restoring:
-            if lifecycle.state is S.STARTED:
+        if lifecycle.state is not _S.STARTED or lifecycle.restoring:
+            if lifecycle.state is _S.STARTED:
                 lifecycle.step(SessionInput.CONNECTION_LOST)
             else:
                 lifecycle.step(SessionInput.STOP)
@@ -330,7 +330,7 @@ class Connection:
     def maybe_disconnect(self, now: float) -> None:
         """Send Disconnect once no queue is mid-request (the broker then sends nothing more)."""
         lifecycle = self._lifecycle
-        if lifecycle.state is not S.STOPPING or lifecycle.disconnect_sent:
+        if lifecycle.state is not _S.STOPPING or lifecycle.disconnect_sent:
             return
         if not self._requests.only_disconnect_left():
             return
@@ -341,7 +341,7 @@ class Connection:
     def disconnected(self, reason: str = "stopped") -> End:
         """The stop is over: answered (``"stopped"``), refused or timed out."""
         lifecycle = self._lifecycle
-        if lifecycle.state is not S.STOPPED:
+        if lifecycle.state is not _S.STOPPED:
             lifecycle.step(
                 SessionInput.DISCONNECTED if reason == "stopped" else SessionInput.STOP_TIMED_OUT
             )
@@ -383,11 +383,11 @@ class Connection:
 
     def connection_lost(self, error: Exception | None) -> Outcome:
         lifecycle = self._lifecycle
-        if lifecycle.state in (S.STOPPED, S.RECONNECTING):
+        if lifecycle.state in (_S.STOPPED, _S.RECONNECTING):
             return None
         if (
             error is None
-            and lifecycle.state is S.NEGOTIATING
+            and lifecycle.state is _S.NEGOTIATING
             and self._options.current.credential_provider is None
         ):
             error = ConnectionError(
@@ -398,17 +398,17 @@ class Connection:
         reason = f"connection lost: {error}" if error else "connection closed by the broker"
         if self._can_reconnect():
             return Drop(reason)
-        if lifecycle.state is S.STOPPING and lifecycle.disconnect_sent:
+        if lifecycle.state is _S.STOPPING and lifecycle.disconnect_sent:
             return self.disconnected("stopped")
         return self._fail_session(reason, SessionStoppedError(reason))
 
     def _can_reconnect(self) -> bool:
         lifecycle = self._lifecycle
         return self._options.current.reconnect and (
-            lifecycle.state is S.STARTED
+            lifecycle.state is _S.STARTED
             or (
                 lifecycle.recovery is RecoveryState.RESTORING
-                and lifecycle.state in (S.AUTHENTICATING, S.NEGOTIATING, S.RECONNECTING)
+                and lifecycle.state in (_S.AUTHENTICATING, _S.NEGOTIATING, _S.RECONNECTING)
             )
         )
 

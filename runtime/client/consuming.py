@@ -38,6 +38,8 @@ from pybmq.wire.framing import Event
 from pybmq.wire.properties import lazy_properties
 from pybmq.wire.push import PushMessage, decode_push
 
+__all__ = ["Consumer"]
+
 log = logging.getLogger("pybmq.client.engine")
 _RESTORING = RecoveryState.RESTORING
 # What on_push builds per message, in the order it writes the values (checked at import).

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
+__all__ = ["CreditLedger", "at_most_once"]
+
 _AT_MOST_ONCE = 1 << ctrl.RoutingConfigurationFlags.E_AT_MOST_ONCE
 
 

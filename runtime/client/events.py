@@ -17,6 +17,37 @@ from pybmq.generated.wire_codec import AckStatus as WireAckStatus
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushMessage, inflate_push
 
+__all__ = [
+    "WIRE_ACK_STATUS",
+    "Ack",
+    "AckReceived",
+    "AckStatus",
+    "CallbackFailed",
+    "ChannelHighWatermark",
+    "ChannelLowWatermark",
+    "ClientEvent",
+    "CompressedMessage",
+    "ConnectionLost",
+    "HealthEvent",
+    "HostHealthRestored",
+    "HostUnhealthy",
+    "Message",
+    "MessageReceived",
+    "OperationCompleted",
+    "QueueReopened",
+    "QueueResumed",
+    "QueueSuspended",
+    "R",
+    "Reconnected",
+    "SessionStarted",
+    "SessionStopped",
+    "SlowConsumerHighWatermark",
+    "SlowConsumerNormal",
+    "StateRestored",
+    "WatermarkEvent",
+    "built_in_order",
+]
+
 log = logging.getLogger("pybmq.client.engine")
 
 R = TypeVar("R", bound=tuple[Any, ...])

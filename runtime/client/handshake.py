@@ -23,6 +23,22 @@ from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.wire.control import encode_authentication, has_feature, parse_features
 from pybmq.wire.framing import SMALL_EVENT_SIZE
 
+__all__ = [
+    "HEARTBEAT_INTERVAL_RANGE_MS",
+    "MAX_AUTHENTICATION_EVENT_SIZE",
+    "MAX_MISSED_HEARTBEATS_RANGE",
+    "REAUTH_EARLY_BUFFER_S",
+    "REAUTH_EARLY_RATIO",
+    "Authenticator",
+    "Negotiated",
+    "authentication_event",
+    "clamped",
+    "client_identity",
+    "negotiated",
+    "reauthentication_delay",
+    "user_agent",
+]
+
 log = logging.getLogger("pybmq.client.engine")
 
 # bmqimp_authenticatedchannelfactory.cpp: k_REAUTHN_EARLY_RATIO, k_REAUTHN_EARLY_BUFFER (ms).

@@ -18,6 +18,18 @@ from pybmq.errors import EncodeError, SessionStoppedError, UsageError
 from pybmq.generated.wire_codec import PropertyType
 from pybmq.wire.properties import MessageProperties
 
+__all__ = [
+    "CONSUME_CHUNK",
+    "POST_CHUNK",
+    "Progress",
+    "Stats",
+    "consume_messages",
+    "make_payload",
+    "parse_properties",
+    "post_messages",
+    "progress_columns",
+]
+
 Progress = Callable[[int], object]  # called with how many more items are done
 
 

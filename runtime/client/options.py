@@ -16,6 +16,16 @@ from pybmq.errors import UsageError
 from pybmq.uri import default_broker, parse_broker_url
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
+__all__ = [
+    "Credential",
+    "CredentialProvider",
+    "QueueOptions",
+    "SessionOptions",
+    "SharedOptions",
+    "checked_timeout",
+    "queue_options",
+]
+
 
 def _process_name() -> str:
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"

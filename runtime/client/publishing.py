@@ -56,6 +56,8 @@ from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
+__all__ = ["COMPRESSIONS", "Publisher", "compresses"]
+
 log = logging.getLogger("pybmq.client.engine")
 # What on_ack builds per ACK, in the order it writes the values (checked at import).
 _ACK = built_in_order(Ack, "guid", "queue_uri", "status", "correlation_id", "local", "reason")

@@ -53,7 +53,7 @@ from pybmq.errors import (
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.uri import QUEUE_NAME_MAX_LENGTH, require_queue_uri
 
-__all__ = ["QueueControl"]
+__all__ = ["CONFIGURE_REQUESTS", "FailedHandler", "OkHandler", "QueueControl"]
 
 log = logging.getLogger("pybmq.client.engine")
 

@@ -29,6 +29,25 @@ from pybmq.generated.wire_codec import (
 )
 from pybmq.wire.properties import MessageProperties
 
+__all__ = [
+    "CONFIGURE_RESPONSES",
+    "EXPECTED_RESPONSE",
+    "FEATURES_MPS",
+    "FEATURE_CONFIGURE_STREAM",
+    "FLAG_ACK",
+    "FLAG_READ",
+    "FLAG_WRITE",
+    "SDK_VERSION",
+    "ZLIB",
+    "AckBatch",
+    "PendingPut",
+    "PendingRequest",
+    "PutRun",
+    "QueueRecord",
+    "Req",
+    "Sent",
+]
+
 # sdkVersion as the C++ SDK writes it: major*10000 + minor*100 + patch.
 SDK_VERSION = int("".join(f"{int(p):02d}" for p in __version__.split(".")[:3]))
 FEATURES_MPS = "MPS:MESSAGE_PROPERTIES_EX"

@@ -24,6 +24,8 @@ from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
+__all__ = ["ON_MESSAGE_WINDOW", "Queue", "Session", "T"]
+
 log = logging.getLogger("pybmq.client.sync")
 
 T = TypeVar("T")

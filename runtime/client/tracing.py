@@ -32,6 +32,8 @@ from pybmq._version import __version__
 from pybmq.client.events import Ack
 from pybmq.wire.properties import MessageProperties
 
+__all__ = ["SYSTEM", "Tracing"]
+
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace

@@ -66,4 +66,4 @@ def uninstall() -> None:
             del sys.modules[alias]
 
 
-__all__ = ["ALIASES", "install", "installed", "uninstall"]
+__all__ = ["ALIASES", "install", "installed", "real_sdk_present", "uninstall"]

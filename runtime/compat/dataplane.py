@@ -260,4 +260,4 @@ class DataPlane:
         self._acks = None
 
 
-__all__ = ["DataPlane"]
+__all__ = ["CONFIRM", "POST", "YIELD_AT", "DataPlane"]

@@ -57,4 +57,4 @@ async def pump_messages(
         del owner
 
 
-__all__ = ["pump_messages", "watch_connection", "weak_method"]
+__all__ = ["PUMP_BATCH", "pump_messages", "watch_connection", "weak_method"]

@@ -17,6 +17,21 @@ from pybmq.wire.properties import PropertyType as WireType
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
 
+__all__ = [
+    "Ack",
+    "Message",
+    "MessageHandle",
+    "PropertyTypeDict",
+    "PropertyValueDict",
+    "PropertyValueType",
+    "compat_ack",
+    "from_wire_properties",
+    "new_handle",
+    "new_message",
+    "received_of",
+    "to_wire_properties",
+]
+
 PropertyValueType = int | bytes | str
 PropertyValueDict = Mapping[str, PropertyValueType]
 """Message properties as the official SDK types them: name → int, bytes or str."""

@@ -451,4 +451,4 @@ class Session:
         self.stop()
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Session"]
+__all__ = ["DEFAULT_TIMEOUT", "OnAck", "OnMessage", "OnSessionEvent", "Session"]

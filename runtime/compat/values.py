@@ -11,6 +11,18 @@ import enum
 from pybmq.client.health import ManualHostHealthMonitor
 from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
 
+__all__ = [
+    "QUEUE_OPTION_FIELDS",
+    "TIMEOUT_FIELDS",
+    "AckStatus",
+    "BasicHealthMonitor",
+    "CompressionAlgorithmType",
+    "PropertyType",
+    "QueueOptions",
+    "SessionOptions",
+    "Timeouts",
+]
+
 
 class _OpaqueEnum(enum.Enum):
     """Members whose values mean nothing (only identity counts); repr ``<Class.NAME>``."""

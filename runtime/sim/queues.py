@@ -26,6 +26,20 @@ from pybmq.generated.wire_codec import DEFAULT_APP_ID, AckStatus, CompressionAlg
 from pybmq.sim.routing import FANOUT_APP_IDS, RoutingMode
 from pybmq.wire.properties import decode_properties, properties_area_size
 
+__all__ = [
+    "LIMIT_BYTES",
+    "LIMIT_MESSAGES",
+    "MAX_INFLATED_PROPERTIES",
+    "SUCCESS",
+    "AppStream",
+    "Backlog",
+    "Consumer",
+    "QueueStore",
+    "Run",
+    "SimQueue",
+    "StoredMessage",
+]
+
 # The most a subscription check inflates of an old-format compressed message (whose properties
 # are compressed with its payload) to read its properties: only the properties area is inflated,
 # and a message whose area is larger than this has no properties for expressions. A zlib bomb

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from pybmq.sim.flow import MessageFlow
     from pybmq.wire.channel import Channel
 
+__all__ = ["REQUESTS", "QueueHandle", "QueueRequests", "RequestRefused"]
+
 log = logging.getLogger("pybmq.sim")
 
 

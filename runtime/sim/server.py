@@ -26,6 +26,8 @@ from pybmq.sim.faults import FaultConfig, FaultInjector
 from pybmq.sim.session import ClientSession
 
 __all__ = [
+    "DISCONNECT_LINGER_S",
+    "TIMER_MAX_SLEEP_S",
     "BrokerConfig",
     "BrokerHooks",
     "BrokerSimulator",

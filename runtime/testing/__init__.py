@@ -40,16 +40,19 @@ BROKER_KINDS = ("sim", "real")
 
 
 __all__ = [
+    "BROKER_KINDS",
     "bmq_any_broker",
     "bmq_any_broker_url",
     "bmq_broker_url",
     "bmq_real_broker",
     "bmq_sim",
+    "pytest_configure",
     "skip_if_sim_only",
 ]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest's hook: the plugin's markers, registered so that ``--strict-markers`` knows them."""
     config.addinivalue_line(
         "markers",
         "bmq_sim(auth, auth_lifetime_ms, tls_cert, tls_key, tls_client_ca): "

@@ -15,6 +15,7 @@ from pathlib import Path
 from pybmq.generated import mqbcfg, mqbcfg_json, mqbconf, mqbconf_json
 
 __all__ = [
+    "CLUSTER",
     "FANOUT_APPS",
     "TEST_DOMAINS",
     "BrokerSettings",

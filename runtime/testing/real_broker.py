@@ -29,7 +29,14 @@ from typing import Any
 from pybmq.errors import PybmqError
 from pybmq.testing.broker_config import BrokerSettings, write_config_dir
 
-__all__ = ["BROKER_BIN_ENV", "BrokerStartError", "RealBroker", "broker_executable", "free_port"]
+__all__ = [
+    "BROKER_BIN_ENV",
+    "STARTED_LINE",
+    "BrokerStartError",
+    "RealBroker",
+    "broker_executable",
+    "free_port",
+]
 
 BROKER_BIN_ENV = "BMQ_BROKER_BIN"
 STARTED_LINE = b"STARTED bmqbrkr"

@@ -41,6 +41,17 @@ from pybmq.wire.framing import (
     event_header_bytes,
 )
 
+__all__ = [
+    "AckEventBuilder",
+    "ConfirmEventBuilder",
+    "RejectEventBuilder",
+    "iter_ack",
+    "iter_ack_entries",
+    "iter_confirm",
+    "iter_confirm_entries",
+    "iter_reject",
+]
+
 # -- ACK, CONFIRM and REJECT: one header, then fixed-size entries ---------------------------------
 
 

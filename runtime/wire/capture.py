@@ -34,6 +34,17 @@ from pybmq.generated.wire_messages import (
 )
 from pybmq.wire.framing import MAX_EVENT_SIZE, check_event, check_event_length
 
+__all__ = [
+    "DIRECTIONS",
+    "MAGIC",
+    "MASK_BYTE",
+    "Record",
+    "encode_record",
+    "is_capture",
+    "iter_records",
+    "mask_event",
+]
+
 MAGIC = b"PYBMQ-TAP 1\n"
 _RECORD = struct.Struct(">BIQI")
 DIRECTIONS = ("client->broker", "broker->client")

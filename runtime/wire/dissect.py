@@ -55,12 +55,30 @@ Node = dict[str, Any]
 
 
 __all__ = [
+    "BATCH_HEADERS",
+    "EVENT_FIELDS",
+    "FRAGMENTS_MAX",
+    "FRAGMENT_KEY_MAX",
+    "MAX_INFLATED_MESSAGE",
+    "PUSH_FIELDS",
+    "PUT_FIELDS",
     "Node",
+    "at_event",
+    "capture_events",
+    "compression_label",
     "dissect",
     "dissect_capture",
     "dissect_event",
     "dissect_stream",
+    "dump_bytes",
+    "flag_names",
+    "header_fields",
     "hexdump",
+    "keep",
+    "options_json",
+    "properties_node",
+    "read_messages",
+    "stream_events",
 ]
 
 

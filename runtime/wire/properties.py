@@ -49,6 +49,7 @@ from pybmq.generated.wire_messages import (
 )
 
 __all__ = [
+    "TYPE_NAMES",
     "MessageProperties",
     "PropertyType",
     "PropertyValue",
