@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -31,6 +32,8 @@ from pybmq.testing.broker_config import BrokerSettings, write_config_dir
 
 __all__ = [
     "BROKER_BIN_ENV",
+    "LISTEN_FAILED",
+    "PORT_ATTEMPTS",
     "STARTED_LINE",
     "BrokerStartError",
     "RealBroker",
@@ -40,6 +43,10 @@ __all__ = [
 
 BROKER_BIN_ENV = "BMQ_BROKER_BIN"
 STARTED_LINE = b"STARTED bmqbrkr"
+# What the broker logs when its port was taken meanwhile (another test's process, under
+# pytest-xdist): a broker that picked its own port picks another one and starts again.
+LISTEN_FAILED = b"TCP_LISTEN_FAILED"
+PORT_ATTEMPTS = 3
 
 
 class BrokerStartError(PybmqError):
@@ -94,6 +101,7 @@ class RealBroker:
         ``queue_messages``, ``queue_bytes``, ``heartbeat_interval_ms``, ...)."""
         self.executable = str(executable)
         self._own_folder = folder is None
+        self._own_port = port is None
         root = Path(tempfile.mkdtemp(prefix="pybmq-broker-")) if folder is None else Path(folder)
         if settings.get("basic_users") is None:
             settings.pop("basic_users", None)
@@ -103,6 +111,7 @@ class RealBroker:
         self.stop_timeout = stop_timeout
         self.console = root / "console.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._offset = 0  # where the console output of the latest start begins
 
     @property
     def url(self) -> str:
@@ -141,10 +150,31 @@ class RealBroker:
         )
 
     def start(self) -> RealBroker:
-        """Run the broker and wait until it accepts connections on its port."""
+        """Run the broker and wait until it accepts connections on its port. A port this object
+        picked itself that another process took meanwhile is picked again (a few times); a port
+        given to it is used or fails."""
+        for attempt in range(PORT_ATTEMPTS if self._own_port else 1):
+            try:
+                return self._start_once()
+            except BrokerStartError:
+                if attempt + 1 == PORT_ATTEMPTS or not self._port_was_taken():
+                    raise
+                self.settings = dataclasses.replace(self.settings, port=free_port())
+                self.config_dir = write_config_dir(self.settings)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _port_was_taken(self) -> bool:
+        """Whether the last start failed because its port was taken (what it logged)."""
+        if not self._own_port or not self.console.exists():
+            return False
+        with self.console.open("rb") as out:
+            out.seek(self._offset)
+            return LISTEN_FAILED in out.read()
+
+    def _start_once(self) -> RealBroker:
         if self.running:
             return self
-        offset = self.console.stat().st_size if self.console.exists() else 0
+        offset = self._offset = self.console.stat().st_size if self.console.exists() else 0
         with self.console.open("ab") as out:
             try:
                 self._process = subprocess.Popen(

@@ -73,6 +73,32 @@ def test_start_stop_kill_restart_on_the_same_port(
     assert not broker.running and not folder.exists()
 
 
+def test_a_port_taken_before_the_broker_listens_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under pytest-xdist another process may take the port RealBroker picked before its broker
+    listens: it picks another and starts again; a port it was given is not changed."""
+    import socket
+
+    import pybmq.testing.real_broker as real_broker
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    picks = iter([port])
+    pick = real_broker.free_port
+    monkeypatch.setattr(real_broker, "free_port", lambda: next(picks, None) or pick())
+    fake = _script(tmp_path, f'exec "{sys.executable}" "{FAKE}" "$@"')
+    try:
+        with RealBroker(fake, tmp_path / "own") as broker:
+            assert broker.running and broker.port != port
+        with pytest.raises(BrokerStartError, match="exited with status 6"):
+            RealBroker(fake, tmp_path / "given", port=port).start()
+    finally:
+        taken.close()
+
+
 def test_real_kind_without_an_executable_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(BROKER_BIN_ENV, raising=False)
     with pytest.raises(BrokerUnavailable, match=BROKER_BIN_ENV), running_broker("real"):
