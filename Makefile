@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# make test runs the suite on this many pytest-xdist workers (most tests wait on sockets and
+# timers, so more workers than cores pays); the Spark tests share one of them (--dist loadgroup),
+# and the few that need the machine to themselves run after, alone (ALONE in tests/conftest.py).
+TEST_WORKERS ?= 4
 
 .PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo clean \
 	docs docs-serve dist pythons
@@ -34,7 +38,8 @@ lint:
 # generated/ is checked once, first (a stale tree fails fast with a diff); the env var tells the
 # suite's own freshness test that it has already run.
 test: check-generated
-	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest $(PYTEST_ARGS)
+	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+	  parallel=$$?; PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest --alone $(PYTEST_ARGS) && exit $$parallel
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md
@@ -72,7 +77,7 @@ dist:
 
 # The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
 pythons:
-	$(PY) -m nox --no-error-on-missing-interpreters
+	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m nox --no-error-on-missing-interpreters
 
 demo:
 	$(PY) -m pybmq.demo
