@@ -8,15 +8,15 @@ PYTEST_ARGS ?=
 # and the few that need the machine to themselves run after, alone (ALONE in tests/conftest.py).
 TEST_WORKERS ?= 4
 
-.PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo clean \
-	docs docs-serve dist pythons
+.PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo \
+	clean docs docs-serve dist pythons cluster-soak
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,codegen,otel,docs]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,codegen,otel,faststream,docs]'
 
 # Formatted output is cached by content hash in build/codegen-cache/: unchanged code is not reformatted.
 generate:
@@ -40,6 +40,13 @@ lint:
 test: check-generated
 	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
 	  parallel=$$?; PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest --alone $(PYTEST_ARGS) && exit $$parallel
+
+# The cluster soak: failover under load with every producer/consumer placement on both
+# consistency levels, three primary kills each (a real broker build: BMQ_BROKER_BIN). `make test`
+# runs a two-run subset of it.
+cluster-soak:
+	@test -n "$$BMQ_BROKER_BIN" || { echo "cluster-soak: set BMQ_BROKER_BIN to a broker build" >&2; exit 2; }
+	PYBMQ_CLUSTER_SOAK=1 $(PY) -m pytest tests/cluster/test_failover.py -s $(PYTEST_ARGS)
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md
@@ -69,11 +76,14 @@ docs-serve:
 	bash .ci/typecheck-tree.sh
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
-# The sdist and wheel, into dist/, checked as the package index would.
+# The sdist and wheel, into $(DIST), checked as the package index would. Quiet: the build's own
+# log goes to build/dist.log and is shown only when the build fails.
+DIST ?= dist
 dist:
-	rm -rf dist
-	$(PY) -m build --outdir dist .
-	$(PY) -m twine check --strict dist/*
+	@echo "make dist: the sdist and wheel into $(DIST)/ (the build's log: build/dist.log)"
+	@rm -rf $(DIST) && mkdir -p build
+	@$(PY) -m build --outdir $(DIST) . > build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@$(PY) -m twine check --strict $(DIST)/*
 
 # The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
 pythons:

@@ -77,7 +77,7 @@ def test_requirements() -> list[str]:
 def tests(session: nox.Session) -> None:
     """The suite minus Spark, slow and interop tests (pybmq installed editable, as the suite
     reads the schemas and templates from the checkout; the wheel has a test of its own)."""
-    session.install("-e", ".[codegen,otel]", *test_requirements())
+    session.install("-e", ".[codegen,otel,faststream]", *test_requirements())
     pytest = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", MARKERS]
     pytest.append("--ignore=tests/spark")  # its modules import pyspark, not installed here
     # As make test: in parallel, then the tests that need the machine to themselves.

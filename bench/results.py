@@ -32,9 +32,11 @@ TITLES = {
     "bench_broker": "Simulator engine against its codec floor",
     "bench_ctrlmsg": "Control-message codecs",
     "bench_decode": "pybmq decode",
+    "bench_cli_input": "pybmq post reading stdin",
     "bench_spark": "Spark data source",
     "bench_soak": "Soak",
     "bench_real": "Through the real broker",
+    "bench_faststream": "A FastStream handler chain against plain pybmq",
     "ratios": "Ratios across modules",
 }
 

@@ -108,7 +108,10 @@ class BrokerError(PybmqError):
 
 
 class PostBufferFullError(PybmqError):
-    """A post was refused while reconnecting: the bounded buffer of held posts is full."""
+    """No room for a post: the session already holds ``max_buffered_bytes`` for its broker (or
+    ``max_buffered_posts`` while reconnecting). ``post_nowait`` raises it at once; a waiting
+    post or ``drain()`` raises it when no room came within ``buffer_wait_timeout``. Nothing of
+    that post was buffered."""
 
 
 class DeliveryError(PybmqError):
@@ -122,11 +125,15 @@ class DeliveryError(PybmqError):
 
 class AuthenticationError(PybmqError):
     """The broker refused our credential (category, code and its message), or no credential
-    could be had from the provider. Never carries the credential itself."""
+    could be had from the provider. Never carries the credential itself. ``retry_after``: the
+    seconds the broker asked us to wait before trying again (a throttled refusal), or None."""
 
-    def __init__(self, message: str, *, category: str = "", code: int = 0) -> None:
+    def __init__(
+        self, message: str, *, category: str = "", code: int = 0, retry_after: float | None = None
+    ) -> None:
         self.category = category
         self.code = code
+        self.retry_after = retry_after
         super().__init__(message)
 
 

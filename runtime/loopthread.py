@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Generic, TypeVar
 
 __all__ = ["CallbackDispatcher", "J", "JobDispatcher", "LoopThread", "T"]
@@ -30,12 +31,15 @@ class LoopThread:
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
+        self._close_when_stopped = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
+        if self._close_when_stopped:  # abandon(): nobody else will close it
+            self.loop.close()
 
     def in_thread(self) -> bool:
         """Whether the caller runs on the loop's thread (where blocking on it would deadlock)."""
@@ -61,6 +65,36 @@ class LoopThread:
                 return future.result()
             future.cancel()
             raise TimeoutError(f"no result within {timeout}s") from None
+
+    def abandon(
+        self, last: Callable[[], Awaitable[object]] | None = None, timeout: float = 2.0
+    ) -> None:
+        """End the loop from any thread, its own included (a finalizer may run there): run
+        ``last()`` on it, cancel every task left, stop, and close the loop on its own thread;
+        from another thread, wait up to ``timeout`` for the thread to end."""
+        if self.loop.is_closed():
+            return
+        self._close_when_stopped = True
+
+        async def last_turns() -> None:
+            try:
+                if last is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(last(), timeout)
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in tasks:
+                    task.cancel()
+                if tasks:
+                    await asyncio.wait(tasks, timeout=timeout)
+            finally:
+                asyncio.get_running_loop().stop()
+
+        try:
+            self.loop.call_soon_threadsafe(lambda: self.loop.create_task(last_turns()))
+        except RuntimeError:  # closed meanwhile
+            return
+        if not self.in_thread():
+            self.thread.join(timeout + 1)
 
     def call_soon(self, callback: Callable[..., object], *args: object) -> None:
         """Run ``callback(*args)`` on the loop thread soon (safe from any thread)."""

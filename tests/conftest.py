@@ -42,6 +42,9 @@ SLOW = {
     "tests/cli/test_post_consume_cli.py::test_text_summary_and_idle_timeout",
     "tests/bench/test_bench_compat.py::test_bench_compat_runs_quick",
     "tests/test_packaging.py::test_a_bare_install_of_the_wheel_runs_the_client_and_the_simulator",
+    "tests/test_sdist.py::test_from_the_sdist_one_installs_regenerates_and_runs_the_unit_tests",
+    "tests/test_sdist.py::test_make_dist_is_quiet_when_it_works",
+    "tests/faststream/test_chain.py::test_ten_thousand_messages_through_a_handler_chain_lose_none",
 }
 
 

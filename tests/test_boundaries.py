@@ -30,6 +30,13 @@ FOREIGN_PRIVATE = {
     # pyspark: the only way to tell an executor (where SparkFiles has a root) from the driver.
     ("spark/reruns.py", "_is_running_on_worker"),
     ("spark/reruns.py", "_root_directory"),
+    # FastStream: the serializer a broker's FastDepends config resolves to (its default when
+    # unset); FastStream's own brokers hand it to their producers the same way.
+    ("faststream/broker.py", "_serializer"),
+    ("faststream/testing.py", "_serializer"),
+    # FastStream: a subscriber's broker configuration (the producer a dead letter is published
+    # with), which FastStream keeps on each subscriber and publisher under this name only.
+    ("faststream/subscriber.py", "_outer_config"),
 }
 
 

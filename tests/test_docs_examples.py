@@ -9,7 +9,9 @@ security page gets a simulator with TLS (a CA made for the test, written as ``ca
 the BASIC credential its example sends; a page that reads a file gets a copy of it; the Spark
 page's relative output paths (``"out/..."``) are put under the scratch directory. A block may use
 ``await`` at top level (it then runs in ``asyncio.run``); a ``test_*`` function a block defines is
-called with the simulator's URL, as the pytest plugin would. A block that cannot run here says why
+called as pytest would call it: with the simulator's URL when it takes an argument (the plugin's
+fixture), or, when its parameter is named ``bmq_cluster``, with a cluster of real brokers (the page
+is skipped without ``BMQ_BROKER_BIN``); on an event loop when it is a coroutine function. A block that cannot run here says why
 in an HTML comment on the line before its fence: ``<!-- not run: REASON -->``; the test fails on
 a page whose blocks are all skipped this way, so that the mechanism stays the exception. The
 README's quick-start shell commands run too.
@@ -67,6 +69,29 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
+def call_test(function: Any, broker: str, scratch: Path) -> None:
+    """A ``test_*`` function of a page, called as pytest would: given what its parameter names
+    (the plugin's fixtures: the broker's URL, or ``bmq_cluster``), on an event loop when it is a
+    coroutine function."""
+    parameters = inspect.signature(function).parameters
+    if "bmq_cluster" not in parameters:
+        _await(function(broker) if parameters else function())
+        return
+    from pybmq.testing.brokers import BrokerUnavailable
+    from pybmq.testing.cluster import running_cluster
+
+    try:
+        with running_cluster(folder=scratch / "cluster") as cluster:
+            _await(function(cluster))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _await(result: Any) -> None:
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
+
+
 def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Path) -> None:
     # Spark resolves a relative path against the JVM's directory, not this one: made absolute.
     source = block.source.replace('"out/', f'"{scratch}/out/')
@@ -84,12 +109,14 @@ def run_block(block: Block, namespace: dict[str, Any], broker: str, scratch: Pat
         exec(code, namespace)
     for name in sorted(set(namespace) - before):
         if name.startswith("test_") and callable(namespace[name]):
-            namespace[name](broker)
+            call_test(namespace[name], broker, scratch)
 
 
 PAGES = [p for p in pages() if blocks(p)]
 # The Spark page needs pyspark and Java, like the Spark tests (deselect with -m 'not spark').
-PARAMS = [pytest.param(p, marks=[pytest.mark.spark] if p.name == "spark.md" else []) for p in PAGES]
+# The FastStream page needs the faststream extra (marked, and skipped without it).
+MARKS = {"spark.md": [pytest.mark.spark], "faststream.md": [pytest.mark.faststream]}
+PARAMS = [pytest.param(p, marks=MARKS.get(p.name, [])) for p in PAGES]
 
 
 def simulator(page: Path, scratch: Path) -> ThreadedBrokerSimulator:
@@ -115,6 +142,8 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     for source in PAGE_FILES.get(page.name, []):
         shutil.copy(source, tmp_path / source.name)
     monkeypatch.chdir(tmp_path)
+    if page.name == "faststream.md":
+        pytest.importorskip("faststream")
     if page.name == "spark.md":
         pytest.importorskip("pyspark")
         # What the page's text tells a reader to do: workers run the driver's interpreter.

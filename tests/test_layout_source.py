@@ -36,6 +36,7 @@ STRUCT_CALLS = {"Struct", "pack", "unpack", "unpack_from", "pack_into", "iter_un
 ALLOWED = {
     ("wire/framing.py", "1 << 20"): "MAX_CONTROL_EVENT_SIZE: our cap on a buffered control event",
     ("wire/capture.py", "struct.Struct('>BIQI')"): "the record header of pybmq's capture files",
+    ("wire/capture.py", "struct.Struct('>I')"): "a cut record's original event length (captures)",
     ("client/admin.py", "64 << 20"): "MAX_ADMIN_EVENT_SIZE: our cap on an admin answer",
     ("client/options.py", "1 << 20"): "max_put_event_bytes: a default batching size, 1 MiB",
     ("client/consuming.py", "qid << 32"): "a dict key made of two ids, not wire bits",

@@ -1,11 +1,12 @@
-"""The sdist and wheel ship what a user needs and nothing of the repository's own.
+"""The wheel ships what a user needs and nothing of the repository's own; the sdist ships the
+whole source tree, so that the bindings can be regenerated and the suite run from it.
 
 They are built by ``make dist`` (CI runs it before ``make test``); without a build in ``dist/``
-for this version the tests skip and say so. The wheel must hold the generated code, ``py.typed``,
-the code generator's templates and the licences (ours and the vendored schemas'), and no tests,
-caches or compiled files; its metadata must carry the SPDX licence and the short README. A bare
-install of it (no extras, a fresh venv) must import the client, compat and the simulator (not
-the pytest plugin: that needs pytest), answer
+for this version these tests skip and say so (``test_sdist`` builds its own). The wheel must
+hold the generated code, ``py.typed``, the code generator's templates and the licences (ours
+and the vendored schemas'), and no tests, caches or compiled files; its metadata must carry the
+SPDX licence and the short README. A bare install of it (no extras, a fresh venv) must import
+the client, compat, the simulator and ``pybmq.testing``'s brokers (no pytest there), answer
 ``pybmq --version`` and run the demo's job: none of that may need the code generator.
 """
 
@@ -90,13 +91,30 @@ def test_the_wheel_metadata_names_the_licence_and_carries_the_short_readme() -> 
     assert len(readme.splitlines()) <= 250
 
 
-def test_the_sdist_holds_the_sources_and_the_licences_but_no_tests() -> None:
+def test_the_sdist_holds_the_whole_source_tree_and_no_caches() -> None:
+    """What one needs to regenerate the bindings and run the suite: schemas, generator, tests
+    and their vectors, docs, the Makefile; every file the repository tracks, none it ignores."""
     sdist = built(f"pybmq-{__version__}.tar.gz")
     root = f"pybmq-{__version__}/"
     with tarfile.open(sdist) as archive:
         names = {n.removeprefix(root) for n in archive.getnames()}
     assert {"pyproject.toml", "README.md", "runtime/py.typed", *LICENCES} <= names
-    assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
+    expected = {
+        "Makefile",
+        "mkdocs.yml",
+        "CHANGELOG.md",
+        "schema/bmqp_layout.yaml",
+        "schema/bmqp_ctrlmsg.xsd",
+        "codegen/templates/types.py.j2",
+        "tests/conftest.py",
+        "tests/wire/test_capture.py",
+        "tests/vectors/java-sdk/README.md",
+        "docs/index.md",
+        "bench/__main__.py",
+        ".ci/typecheck-tree.sh",
+    }
+    assert expected <= names, sorted(expected - names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or ".venv" in n]
 
 
 @pytest.mark.slow
@@ -109,8 +127,12 @@ def test_a_bare_install_of_the_wheel_runs_the_client_and_the_simulator(tmp_path:
     subprocess.run([*pip, str(wheel())], check=True, timeout=500)
     check = (
         "import importlib.util, pybmq, pybmq.compat, pybmq.sim\n"
+        "from pybmq.testing import running_broker\n"
         "assert pybmq.Session and pybmq.AsyncSession and pybmq.compat.Session\n"
         "assert importlib.util.find_spec('jinja2') is None, 'an extra was installed'\n"
+        "assert importlib.util.find_spec('pytest') is None, 'pytest was installed'\n"
+        "with running_broker('sim') as broker, pybmq.Session(broker.url) as session:\n"
+        "    assert session.open_queue('bmq://bmq.test.mem.priority/q', write=True).post(b'x').ok\n"
         "print(pybmq.__version__)\n"
     )
     out = subprocess.run(

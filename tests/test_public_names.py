@@ -1,8 +1,9 @@
 """Every module of ``pybmq`` declares its public names in ``__all__``, checked with ``ast``.
 
 A module's public names are its top-level definitions without a leading underscore (functions,
-classes, constants, type aliases; not type variables nor loggers); each must be in ``__all__``, and every
-name ``__all__`` lists must be bound in the module (defined or imported: a re-export). The API
+classes, constants, type aliases; not type variables, loggers nor pytest's hooks); each must be
+in ``__all__``, and every name ``__all__`` lists must be bound in the module (defined or
+imported: a re-export). The API
 reference is rendered from these lists (``docs/reference/``), so a name left out of ``__all__`` is
 left out of the documentation too.
 """
@@ -47,6 +48,9 @@ def declared_and_defined(path: Path) -> tuple[list[str] | None, set[str], set[st
         names: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
+            if names[0].startswith("pytest_"):  # a hook pytest calls, not API
+                bound.update(names)
+                continue
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -31,19 +30,19 @@ from pybmq.cli.common import Outcome, Subcommands, add_broker_argument, describe
 from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.cli.validate import seconds
 from pybmq.errors import UsageError
+from pybmq.printable import escape_controls
 from pybmq.uri import default_broker, parse_broker_url
 
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
 
-__all__ = ["EXIT_CODES", "add_parser", "handler", "printable"]
+__all__ = ["EXIT_CODES", "add_parser", "handler"]
 
 EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (an unknown or failed "
     "command), 2 bad usage, "
     "3 connection/broker failure, 4 --timeout, 130 Ctrl-C"
 )
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _READ = 1 << 16
 
 
@@ -205,15 +204,9 @@ async def _exchange(
         writer.close()
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters (but newlines and tabs) as ``\\xNN``: a broker's answer
-    may echo bytes that would drive the terminal."""
-    return _CONTROL_CHARACTERS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def _print(args: argparse.Namespace, command: str, text: str) -> int:
     if not args.json:
-        print(printable(text), flush=True)
+        print(escape_controls(text), flush=True)  # an answer may echo a client's bytes
         return 1 if is_error_text(text) else Outcome.DONE.exit_code
     document: dict[str, Any] = {"command": command}
     try:

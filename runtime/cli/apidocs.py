@@ -1,7 +1,8 @@
 """The API reference pages, made from the modules' own ``__all__`` so that they cannot drift:
 
 - ``docs/reference/api.md``: the public API (``pybmq``, ``pybmq.compat``, ``pybmq.spark``,
-  ``pybmq.testing``), one entry per name their ``__all__`` declares;
+  ``pybmq.faststream``, ``pybmq.testing``), one entry per name their ``__all__`` declares (a
+  name a package imports lazily, where it is defined);
 - ``docs/reference/modules.md``: every module of every layer, each rendered with the names its
   ``__all__`` declares (mkdocstrings takes a module's public members from it).
 
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 __all__ = [
+    "ALL",
     "API_SECTIONS",
     "FOLDERS",
     "LAYERS",
@@ -31,17 +33,78 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"pybmq": ROOT / "runtime", "pybmq.generated": ROOT / "generated"}
 
-# The public API: module -> what it is, and what of it each reader looks for first.
-API_SECTIONS: dict[str, str] = {
-    "pybmq": "The client: sessions, queues, options, acknowledgements.",
-    "pybmq.compat": "The official `blazingmq` SDK's API on pybmq (see [Compat](../guide/compat.md)).",
+# In a section's entries: the module's ``__all__``, in its order.
+ALL = "__all__"
+# The public API: module -> its blocks, each some prose and then its entries (``ALL``, or names
+# spelled out where they are defined: a package that imports its names lazily, a class an
+# annotation stands for). Every name of the module's ``__all__`` must be among its entries.
+API_SECTIONS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "pybmq": (("The client: sessions, queues, options, acknowledgements.", (ALL,)),),
+    "pybmq.compat": (
+        (
+            "The official `blazingmq` SDK's API on pybmq (see [Compat](../guide/compat.md)).",
+            (ALL,),
+        ),
+    ),
     "pybmq.spark": (
-        "The Spark data source (see [Spark](../guide/spark.md)); needs the `spark` extra."
+        (
+            "The Spark data source (see [Spark](../guide/spark.md)); needs the `spark` extra.",
+            (ALL,),
+        ),
+    ),
+    "pybmq.faststream": (
+        (
+            "BlazingMQ as a FastStream broker (see [FastStream](../guide/faststream.md)); needs "
+            "the\n`faststream` extra. `BlazingMQMessage` is the handler annotation (the message "
+            "from FastStream's\ncontext); the class it annotates is "
+            "`pybmq.faststream.message.BlazingMQMessage`, below.",
+            (ALL,),
+        ),
+        (
+            "The class `BlazingMQMessage` annotates, the FastAPI integration and the middlewares:",
+            (
+                "pybmq.faststream.message.BlazingMQMessage",
+                "pybmq.faststream.fastapi.BlazingMQRouter",
+                "pybmq.faststream.opentelemetry.BlazingMQTelemetryMiddleware",
+                "pybmq.faststream.prometheus.BlazingMQPrometheusMiddleware",
+            ),
+        ),
     ),
     "pybmq.testing": (
-        "The pytest plugin (see [Simulator and pytest plugin](../guide/simulator.md)); the real "
-        "broker for tests, outside pytest too, is `pybmq.testing.brokers.running_broker` and "
-        "`pybmq.testing.real_broker.RealBroker` (see [Modules](modules.md))."
+        (
+            "Brokers for tests. The real broker or the simulator behind one handle, with no "
+            "pytest needed:",
+            (
+                "pybmq.testing.brokers.running_broker",
+                "pybmq.testing.brokers.BrokerHandle",
+                "pybmq.testing.brokers.BrokerUnavailable",
+                "pybmq.testing.real_broker.RealBroker",
+            ),
+        ),
+        (
+            "A replicated cluster and a proxy for tests (see [Testing against a "
+            "cluster](../guide/cluster.md)):",
+            (
+                "pybmq.testing.cluster.running_cluster",
+                "pybmq.testing.cluster.RealCluster",
+                "pybmq.testing.cluster_status.NodeView",
+                "pybmq.testing.cluster_status.ProxyView",
+                "pybmq.testing.broker_config.ElectionTimings",
+            ),
+        ),
+        (
+            "The pytest plugin, `pybmq.testing.plugin` (see [Simulator and pytest "
+            "plugin](../guide/simulator.md)):",
+            (
+                "pybmq.testing.plugin.bmq_any_broker",
+                "pybmq.testing.plugin.bmq_any_broker_url",
+                "pybmq.testing.plugin.bmq_broker_url",
+                "pybmq.testing.plugin.bmq_cluster",
+                "pybmq.testing.plugin.bmq_real_broker",
+                "pybmq.testing.plugin.bmq_sim",
+                "pybmq.testing.plugin.skip_if_sim_only",
+            ),
+        ),
     ),
 }
 # Every layer, in the architecture's order (docs/architecture.md), and its packages or modules.
@@ -63,6 +126,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "sim": ("pybmq.sim",),
     "compat": ("pybmq.compat",),
     "spark": ("pybmq.spark",),
+    "faststream": ("pybmq.faststream",),
     "cli": ("pybmq.cli",),
     "app": ("pybmq.demo", "pybmq.testing"),
 }
@@ -116,21 +180,44 @@ def _modules(package: str) -> list[str]:
     return found
 
 
+def _entries(module: str, blocks: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    """Every entry of a section, ``ALL`` expanded; SystemExit naming a name of ``__all__``
+    left out (so the page cannot drift from the module)."""
+    names = [name for name in declared(module) if name != "__version__"]
+    entries = [
+        entry
+        for _prose, listed in blocks
+        for item in listed
+        for entry in ([f"{module}.{name}" for name in names] if item == ALL else [item])
+    ]
+    missing = [n for n in names if not any(e.rsplit(".", 1)[1] == n for e in entries)]
+    if missing:
+        raise SystemExit(f"{module}: {', '.join(missing)} not in API_SECTIONS")
+    return entries
+
+
 def api_page() -> str:
     lines = [
         "# API reference",
         "",
-        "Every public name of `pybmq`, `pybmq.compat`, `pybmq.spark` and `pybmq.testing` (what",
-        "each module's `__all__` declares), rendered from its docstring. Names are listed under",
-        "the module you import them from; every module of every layer is in [Modules](modules.md).",
+        "Every public name of `pybmq`, `pybmq.compat`, `pybmq.spark`, `pybmq.faststream` and",
+        "`pybmq.testing` (what each module's `__all__` declares), rendered from its docstring.",
+        "Names are listed under the module you import them from (or, for a name imported lazily,",
+        "where it is defined); every module of every layer is in [Modules](modules.md).",
         "This page is made by `make api-reference` and a test fails when it is not current.",
         "",
     ]
-    for module, intro in API_SECTIONS.items():
-        lines += [f"## `{module}`", "", intro, ""]
-        for name in declared(module):
-            if name != "__version__":
-                lines += [f"::: {module}.{name}", ""]
+    for module, blocks in API_SECTIONS.items():
+        _entries(module, blocks)
+        lines += [f"## `{module}`", ""]
+        for prose, listed in blocks:
+            lines += [prose, ""]
+            for item in listed:
+                names = declared(module) if item == ALL else [item.rsplit(".", 1)[1]]
+                for name in names:
+                    if name != "__version__":
+                        entry = f"{module}.{name}" if item == ALL else item
+                        lines += [f"::: {entry}", ""]
     return "\n".join(lines)
 
 
@@ -146,9 +233,11 @@ def modules_page() -> str:
     ]
     on_api_page = {  # modules the API page renders whole (one page per object)
         f"{module}.{name}"
-        for module in API_SECTIONS
+        for module, blocks in API_SECTIONS.items()
         for name in declared(module)
-        if _path(module).name == "__init__.py" and (_path(module).parent / f"{name}.py").exists()
+        if any(ALL in listed for _prose, listed in blocks)
+        and _path(module).name == "__init__.py"
+        and (_path(module).parent / f"{name}.py").exists()
     }
     for layer, packages in LAYERS.items():
         lines += [f"## {layer}", ""]

@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.cli.validate import broker_url, seconds
 from pybmq.errors import PybmqError, UsageError
+from pybmq.printable import escape_controls
 from pybmq.uri import BROKER_URI_ENV, DEFAULT_BROKER
 
 if TYPE_CHECKING:
@@ -271,8 +272,8 @@ def report(
         if reason:
             document["reason"] = reason
         print(json.dumps(document), file=out, flush=True)
-    else:
-        why = f" ({reason})" if reason else ""
+    else:  # the reason may quote input: printed with its control characters escaped
+        why = f" ({escape_controls(reason, keep_lines=False)})" if reason else ""
         print(f"{line}; {outcome.label}{why}", file=out, flush=True)
     return exit_code
 

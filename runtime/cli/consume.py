@@ -5,7 +5,13 @@ Each message can be written, before it is confirmed, to stdout as a JSON Lines r
 ``pybmq post --jsonl -`` reads back), as one line of a ``--format`` template, or as ``--print``
 text; and raw to a file in ``--out-dir``. With --jsonl, --format or --print --json the summary
 goes to stderr, so stdout holds nothing but messages. One summary on every exit: received, confirmed,
-unconfirmed, rate.
+unconfirmed, rate, and the run's time from connecting to the end.
+
+Text output (--format, --print) is one line per message, with the control characters of its
+content (ESC, BEL, CR, newlines) written as \\xNN unless --raw. A message it cannot write (a line
+over --max-line-size, a payload that could not be read) is named on stderr with its number and
+GUID and left unconfirmed; the run goes on (exit 1 at the end) or, with --on-render-error stop,
+ends there (exit 2).
 """
 
 from __future__ import annotations
@@ -29,9 +35,13 @@ from pybmq.cli.common import (
     session_options,
     supervise,
 )
+from pybmq.cli.template import MAX_WIDTH
 from pybmq.cli.validate import integer, output_dir, seconds, text
 
-__all__ = ["EPILOG", "add_parser", "handler"]
+__all__ = ["DEFAULT_MAX_TEXT", "EPILOG", "add_parser", "handler"]
+
+# The longest line --format or --print writes for one message, by default.
+DEFAULT_MAX_TEXT = 1 << 20
 
 EPILOG = (
     "example:\n"
@@ -40,8 +50,13 @@ EPILOG = (
     "  pybmq consume bmq://bmq.test.mem.priority/q1 --jsonl --idle-timeout 1 > saved.jsonl\n"
     "  pybmq consume bmq://bmq.test.mem.priority/q1 --out-dir messages/ --idle-timeout 1\n"
     "--format fields: {payload} {payload_base64} {size} {guid} {queue} {properties} "
-    "{compression} {n}; \\n and \\t are expanded\n"
-    + EXIT_CODES.format(partial="--count not reached before --idle-timeout")
+    "{compression} {n},\n  each optionally with a spec: {payload:.80} (cut), {size:>8} (width, "
+    "at most " + str(MAX_WIDTH) + "), {n:05d}, {size:,}, {size:x};\n  {{ and }} are braces, "
+    "\\n \\t \\\\ a newline, a tab, a backslash\n"
+    + EXIT_CODES.format(
+        partial="--count not reached before --idle-timeout, or some messages not written "
+        "(--format/--print could not render them; left unconfirmed)"
+    )
 )
 
 
@@ -93,6 +108,28 @@ def add_parser(subparsers: Subcommands) -> None:
         help="one line per message from TEMPLATE, e.g. '{n} {guid} {payload}'",
     )
     output.add_argument(
+        "--raw",
+        action="store_true",
+        help="with --format or --print: write control characters of message content as they are "
+        "(default: as \\xNN, so a message cannot drive the terminal)",
+    )
+    output.add_argument(
+        "--max-line-size",
+        type=integer(1),
+        default=DEFAULT_MAX_TEXT,
+        metavar="CHARS",
+        help=f"with --format or --print: the longest line one message may make (default "
+        f"{DEFAULT_MAX_TEXT}); a longer one is not written",
+    )
+    output.add_argument(
+        "--on-render-error",
+        choices=("skip", "stop"),
+        default="skip",
+        help="a message --format or --print cannot write: report it and go on (skip, the "
+        "default; exit 1 at the end) or end the run (stop, exit 2); either way it stays "
+        "unconfirmed",
+    )
+    output.add_argument(
         "--base64",
         action="store_true",
         help="with --jsonl: every payload as payload_base64 (default: text when UTF-8)",
@@ -109,35 +146,39 @@ def add_parser(subparsers: Subcommands) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from pybmq.cli import content
+    from pybmq.cli import sinks as outputs
+    from pybmq.cli import template
     from pybmq.cli.flow import ConsumeCounts, rate_text
     from pybmq.errors import UsageError
 
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be >= 1")
-    template = content.check_format(args.format) if args.format else None
+    parsed = template.parse(args.format) if args.format else None
     options = session_options(args)
-    sinks: list[content.Sink] = []
+    sinks: list[outputs.Sink] = []
     if args.jsonl:
-        sinks.append(content.jsonl_sink(sys.stdout, args.base64))
-    elif template is not None:
-        sinks.append(content.format_sink(sys.stdout, template))
+        sinks.append(outputs.jsonl_sink(sys.stdout, args.base64))
+    elif parsed is not None:
+        sinks.append(outputs.format_sink(sys.stdout, parsed, args.raw, args.max_line_size))
     elif args.show:
-        sinks.append(content.print_sink(sys.stdout))
+        sinks.append(outputs.print_sink(sys.stdout, args.raw, args.max_line_size))
     # Machine-read stdout holds messages only; the summary then goes to stderr. (--print
     # alone is for a person: its summary stays the last line of stdout.)
     to_stdout = bool(sinks) and (args.json or not args.show)
     if args.out_dir:
-        sinks.append(content.folder_sink(args.out_dir))
+        sinks.append(outputs.folder_sink(args.out_dir))
     counts = ConsumeCounts()
-    clock = _Clock()
-    work = _consume(args, options, counts, sinks, clock)
-    outcome, reason = asyncio.run(supervise(work, args.timeout))
+    started = time.perf_counter()  # the summary's time covers connecting and negotiating too
+    outcome, reason = asyncio.run(supervise(_consume(args, options, counts, sinks), args.timeout))
+    seconds = time.perf_counter() - started
     with closed_pipe_is_quiet():
         sys.stdout.flush()
     if outcome is None:
         complete = args.count is None or counts.received >= args.count
         outcome = Outcome.DONE if complete else Outcome.INCOMPLETE
+        if counts.unwritten:
+            outcome = Outcome.INCOMPLETE
+            reason = f"{counts.unwritten} not written, left unconfirmed"
     measured = counts.rate
     summary = {
         "command": "consume",
@@ -147,33 +188,20 @@ def handler(args: argparse.Namespace) -> int:
         "received": counts.received,
         "confirmed": counts.confirmed,
         "unconfirmed": counts.unconfirmed,
-        "seconds": round(clock.seconds, 3),
+        "unwritten": counts.unwritten,
+        "seconds": round(seconds, 3),
         "rate": None if measured is None else round(measured, 1),
     }
+    unwritten = f", unwritten {counts.unwritten}" if counts.unwritten else ""
     line = (
         f"consume {args.uri}: received {counts.received}, confirmed {counts.confirmed}, "
-        f"unconfirmed {counts.unconfirmed} in {clock.seconds:.2f} s ({rate_text(measured)})"
+        f"unconfirmed {counts.unconfirmed}{unwritten} in {seconds:.2f} s "
+        f"({rate_text(measured)})"
     )
     return report(args, summary, line, sys.stderr if to_stdout else sys.stdout)
 
 
-class _Clock:
-    """The run's wall time, from the queue being open to the end of the run."""
-
-    def __init__(self) -> None:
-        self.start: float | None = None
-        self.end: float | None = None
-
-    @property
-    def seconds(self) -> float:
-        if self.start is None:
-            return 0.0
-        return (self.end or time.perf_counter()) - self.start
-
-
-async def _consume(
-    args: argparse.Namespace, options: Any, counts: Any, sinks: list[Any], clock: _Clock
-) -> None:
+async def _consume(args: argparse.Namespace, options: Any, counts: Any, sinks: list[Any]) -> None:
     from pybmq.cli import flow
     from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.options import QueueOptions
@@ -182,21 +210,32 @@ async def _consume(
     session = await start_session(args, options)
     try:
         queue = await open_queue(args, session, args.uri, read=True, options=queue_options)
-        clock.start = time.perf_counter()
-        try:
-            with progress_bar(args, "consume") as bar:
-                task = bar.add_task("consume", total=args.count)
-                await flow.consume(
-                    queue,
-                    args.count,
-                    counts,
-                    confirm=args.confirm,
-                    idle_timeout=args.idle_timeout,
-                    sinks=sinks,
-                    progress=lambda n: bar.advance(task, n),
-                )
-        finally:
-            clock.end = time.perf_counter()
+        with progress_bar(args, "consume") as bar:
+            task = bar.add_task("consume", total=args.count)
+            await flow.consume(
+                queue,
+                args.count,
+                counts,
+                confirm=args.confirm,
+                idle_timeout=args.idle_timeout,
+                sinks=sinks,
+                progress=lambda n: bar.advance(task, n),
+                unwritten=lambda message, n, exc: _unwritten(args, message, n, exc),
+            )
         await close_queue(args, session, queue)
     finally:
         await session.stop()
+
+
+def _unwritten(args: argparse.Namespace, message: Any, number: int, error: Exception) -> None:
+    """A message --format or --print could not write: named on stderr (skip), or the end of
+    the run (stop)."""
+    from pybmq.cli.content import ContentError
+    from pybmq.cli.template import LineTooLong
+    from pybmq.printable import escape_controls
+
+    why = f"{error} (--max-line-size)" if isinstance(error, LineTooLong) else str(error)
+    what = f"message {number} (GUID {message.guid.hex()}) not written: {why}"
+    if args.on_render_error == "stop":
+        raise ContentError(f"{what}; the run stops there (--on-render-error stop)")
+    print(f"pybmq consume: {escape_controls(what)}; left unconfirmed", file=sys.stderr, flush=True)

@@ -123,7 +123,7 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from pybmq.wire.capture import MAGIC
+    from pybmq.wire.capture import is_capture
     from pybmq.wire.render import render_stream
 
     if args.properties:
@@ -136,7 +136,7 @@ def _decode(args: argparse.Namespace) -> int:
     count = 0
     write = sys.stdout.write
     try:  # one write per event
-        for text in render_stream(chunks, limit, args.json, first.startswith(MAGIC)):
+        for text in render_stream(chunks, limit, args.json, is_capture(first)):
             count += 1
             write(text)
     finally:

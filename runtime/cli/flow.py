@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pybmq.cli.content import ContentError
-from pybmq.errors import SessionStoppedError
+from pybmq.cli.template import RenderError
+from pybmq.errors import InvalidTransitionError, SessionStoppedError, UsageError
 
 if TYPE_CHECKING:
-    from pybmq.cli.content import Outgoing, Sink
-    from pybmq.client.aio_queue import AsyncQueue
+    from pybmq.cli.content import Outgoing
+    from pybmq.cli.sinks import Sink
+    from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
     from pybmq.client.events import Ack
     from pybmq.client.loadgen import Stats
 
@@ -59,6 +61,7 @@ class ConsumeCounts:
 
     received: int = 0  # messages taken and handed to the output
     confirmed: int = 0  # CONFIRMs buffered for them (only those the connection still owns)
+    unwritten: int = 0  # of those received, the ones the output could not write (unconfirmed)
     first: float | None = None  # clock of the first message
     last: float | None = None  # clock of the last one
 
@@ -82,10 +85,13 @@ async def consume(
     idle_timeout: float | None = None,
     sinks: Sequence[Sink] = (),
     progress: Callable[[int], object] | None = None,
+    unwritten: Callable[[ReceivedMessage, int, RenderError], object] | None = None,
 ) -> None:
     """Take messages until ``count`` (None: until idle for ``idle_timeout``, or the queue
     closes); each is written to every sink before it is confirmed (at least once: a message
-    is never confirmed unless it was written)."""
+    is never confirmed unless it was written). A message a sink cannot write (``RenderError``)
+    is counted, left unconfirmed and handed to ``unwritten``, which may raise ``ContentError``
+    to end the run (after the CONFIRMs of the messages written before it)."""
     clock = time.perf_counter
     while count is None or counts.received < count:
         want = CONSUME_CHUNK if count is None else min(CONSUME_CHUNK, count - counts.received)
@@ -100,13 +106,28 @@ async def consume(
                     raise
                 break
         # From here to the next await: write, confirm and count as one step.
+        written = []
+        stop: ContentError | None = None
         for message in batch:
-            for sink in sinks:
-                sink(message, counts.received + 1)
+            number = counts.received + 1
+            try:
+                for sink in sinks:
+                    sink(message, number)
+            except RenderError as exc:
+                counts.received += 1
+                counts.unwritten += 1
+                try:
+                    if unwritten is not None:
+                        unwritten(message, number, exc)
+                except ContentError as ended:  # the rest of the batch is left to a later run
+                    stop = ended
+                    break
+                continue
             counts.received += 1  # after the sinks: a failed write is not counted
+            written.append(message)
         if confirm:
-            counts.confirmed += sum(message.confirmable for message in batch)
-            queue.confirm_many_nowait(batch)
+            counts.confirmed += sum(message.confirmable for message in written)
+            queue.confirm_many_nowait(written)
         now = clock()
         counts.first = now if counts.first is None else counts.first
         counts.last = now
@@ -114,7 +135,10 @@ async def consume(
             progress(len(batch))
         if confirm:
             await queue.session.drain()
-            await asyncio.sleep(0)  # let the CONFIRMs leave while the next batch is taken
+            if stop is None:
+                await asyncio.sleep(0)  # let the CONFIRMs leave while the next batch is taken
+        if stop is not None:
+            raise stop
 
 
 async def post(
@@ -158,18 +182,23 @@ async def post(
                 while in_flight >= window:
                     room.clear()
                     await room.wait()
+                await queue.session.drain()  # room for it (the session's byte budget)
                 sent = clock()
-                queue.post_nowait(
-                    message.payload,
-                    properties=message.properties,
-                    on_ack=lambda ack, sent=sent: on_ack(ack, sent),  # type: ignore[misc]
-                    compression=message.compression,
-                )
+                try:
+                    queue.post_nowait(
+                        message.payload,
+                        properties=message.properties,
+                        on_ack=lambda ack, sent=sent: on_ack(ack, sent),  # type: ignore[misc]
+                        compression=message.compression,
+                    )
+                except InvalidTransitionError:
+                    raise
+                except UsageError as exc:  # too big for the protocol: the record is at fault
+                    raise ContentError(f"{message.where or 'a message'}: {exc}") from None
                 in_flight += 1
                 stats.posted += 1
             if progress is not None:
                 progress(len(batch))
-            await queue.session.drain()
     except ContentError:  # bad input ends the reading, not the posts made: wait for their ACKs
         await settle()
         raise

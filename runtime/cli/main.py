@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pybmq._version import __version__
 from pybmq.cli.common import EXIT_CODES, add_logging_arguments, configure_logging
 from pybmq.errors import PybmqError
+from pybmq.printable import escape_controls
 
 __all__ = ["SUBCOMMANDS", "build_parser", "build_parsers", "main"]
 
@@ -22,6 +23,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli.post",
     "pybmq.cli.consume",
     "pybmq.cli.sim",
+    "pybmq.cli.broker",
     "pybmq.cli.decode",
     "pybmq.cli.tap",
     "pybmq.cli.admin",
@@ -41,8 +43,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
         prog="pybmq",
         description="BlazingMQ tools in pure Python.",
         epilog=EXIT_CODES.format(
-            partial="some posts NACKed (post), --count not reached (consume), "
-            "an error answer (admin)"
+            partial="some posts NACKed (post), --count not reached or messages not written "
+            "(consume), an error answer (admin)"
         ),
     )
     parser.add_argument("--version", action="version", version=f"pybmq {__version__}")
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except PybmqError as exc:
-        print(f"pybmq {args.command}: {exc}", file=sys.stderr)
+        print(f"pybmq {args.command}: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterator
+import time
 from typing import Any
 
 from pybmq.cli.common import (
@@ -28,6 +28,7 @@ from pybmq.cli.common import (
     session_options,
     supervise,
 )
+from pybmq.cli.content import DEFAULT_MAX_LINE
 from pybmq.cli.validate import input_file, integer, text
 
 __all__ = ["EPILOG", "add_parser", "handler"]
@@ -63,12 +64,20 @@ def add_parser(subparsers: Subcommands) -> None:
         action="append",
         type=input_file,
         metavar="FILE",
-        help="post FILE's bytes as one message (repeatable; binary-safe)",
+        help="post FILE's bytes as one message (repeatable; binary-safe; '-': all of stdin)",
     )
     parser.add_argument(
         "--jsonl",
         action="store_true",
         help="stdin holds JSON Lines records (payload or payload_base64, typed properties)",
+    )
+    parser.add_argument(
+        "--max-line-size",
+        type=integer(1),
+        default=DEFAULT_MAX_LINE,
+        metavar="BYTES",
+        help=f"refuse a stdin line longer than this (default {DEFAULT_MAX_LINE}: any payload the "
+        "broker takes, in base64, with its properties)",
     )
     parser.add_argument("--count", type=integer(0), default=1, help="messages to post (default 1)")
     parser.add_argument(
@@ -101,6 +110,17 @@ def add_parser(subparsers: Subcommands) -> None:
     parser.set_defaults(func=handler, late_positional=("payload", text))
 
 
+def _properties(text: str | None) -> Any:
+    """``--properties`` parsed; any error names the flag."""
+    from pybmq.client.loadgen import parse_properties
+    from pybmq.errors import UsageError
+
+    try:
+        return parse_properties(text)
+    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        raise UsageError(f"--properties: {exc}") from None
+
+
 def _payload_size(value: str) -> int:
     """1 up to the protocol's payload limit (the limit read only when the flag is given)."""
     from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
@@ -109,8 +129,8 @@ def _payload_size(value: str) -> int:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from pybmq.cli.content import file_messages
-    from pybmq.client.loadgen import Stats, make_payload, parse_properties
+    from pybmq.cli.content import checked_files
+    from pybmq.client.loadgen import Stats, make_payload
     from pybmq.errors import UsageError
 
     if args.window < 1:
@@ -121,8 +141,10 @@ def handler(args: argparse.Namespace) -> int:
         raise UsageError("--properties does not go with --jsonl (each record has its own)")
     if args.file and args.payload is not None:
         raise UsageError("give PAYLOAD, '-' or --file, not several")
-    properties = parse_properties(args.properties)
-    files = file_messages(args.file, properties or None) if args.file else None
+    if args.file and "-" in args.file and args.payload == "-":
+        raise UsageError("--file - and '-' both read stdin: give one")
+    properties = _properties(args.properties)
+    files = checked_files(args.file) if args.file else None
     payload = make_payload(args.size) if args.payload is None else args.payload.encode()
     options = session_options(
         args,
@@ -131,12 +153,15 @@ def handler(args: argparse.Namespace) -> int:
     )
     stats = Stats()
     work = _post(args, options, payload, properties, files, stats)
+    started = time.perf_counter()  # the summary's time covers connecting and negotiating too
     outcome, reason = asyncio.run(supervise(work, args.timeout))
+    seconds = time.perf_counter() - started
     if outcome is None:
         outcome = Outcome.NACKED if stats.broker_nacks else Outcome.DONE
         if stats.unresolved:
             outcome, reason = Outcome.FAILED, "some posts got no ACK"
-    return report(args, _summary(args, stats, outcome, reason), _line(args, stats))
+    summary = _summary(args, stats, outcome, reason, seconds)
+    return report(args, summary, _line(args, stats, seconds))
 
 
 async def _post(
@@ -144,11 +169,11 @@ async def _post(
     options: Any,
     payload: bytes,
     properties: Any,
-    files: list[Any] | None,
+    files: list[str] | None,
     stats: Any,
 ) -> None:
     from pybmq.cli import flow
-    from pybmq.cli.content import stdin_chunks, stdin_messages
+    from pybmq.cli.content import file_messages, stdin_chunks, stdin_messages
     from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.loadgen import post_messages
 
@@ -161,9 +186,11 @@ async def _post(
             advance = lambda n: bar.advance(task, n)  # noqa: E731
             if files is not None or args.payload == "-":
                 batches = (
-                    _listed(files)
+                    file_messages(files, properties or None)
                     if files is not None
-                    else stdin_messages(args.jsonl, properties or None, stdin_chunks())
+                    else stdin_messages(
+                        args.jsonl, properties or None, stdin_chunks(), args.max_line_size
+                    )
                 )
                 await flow.post(queue, batches, stats, window=args.window, progress=advance)
             else:
@@ -182,11 +209,10 @@ async def _post(
         await session.stop()
 
 
-async def _listed(messages: list[Any]) -> AsyncIterator[list[Any]]:
-    yield messages
-
-
-def _summary(args: argparse.Namespace, stats: Any, outcome: Outcome, reason: str) -> dict[str, Any]:
+def _summary(
+    args: argparse.Namespace, stats: Any, outcome: Outcome, reason: str, seconds: float
+) -> dict[str, Any]:
+    """``seconds``: the run's wall time; the rate is over the posts' own interval."""
     from pybmq.cli.flow import rate
 
     measured = rate(stats.count, stats.seconds)
@@ -199,13 +225,13 @@ def _summary(args: argparse.Namespace, stats: Any, outcome: Outcome, reason: str
         "acked": stats.count,
         "nacked": stats.broker_nacks,
         "unresolved": stats.unresolved,
-        "seconds": round(stats.seconds, 3),
+        "seconds": round(seconds, 3),
         "rate": None if measured is None else round(measured, 1),
         "latency_ms": stats.latency_ms(),
     }
 
 
-def _line(args: argparse.Namespace, stats: Any) -> str:
+def _line(args: argparse.Namespace, stats: Any, seconds: float) -> str:
     from pybmq.cli.flow import rate, rate_text
 
     nacks = stats.broker_nacks
@@ -214,6 +240,6 @@ def _line(args: argparse.Namespace, stats: Any) -> str:
     what = "" if args.file or args.payload is not None else f" of {args.size} B"
     return (
         f"post {args.uri}: posted {stats.posted}{what}, ACKed {stats.count}, "
-        f"NACKed {nacked}{by_status}, unresolved {stats.unresolved} in {stats.seconds:.2f} s "
+        f"NACKed {nacked}{by_status}, unresolved {stats.unresolved} in {seconds:.2f} s "
         f"({rate_text(rate(stats.count, stats.seconds))}){latency_text(stats.latency_ms())}"
     )

@@ -8,6 +8,7 @@ import asyncio
 from pybmq.cli.common import Subcommands, stop_on_signals
 from pybmq.cli.validate import (
     auth_spec,
+    byte_size,
     integer,
     listen_failure,
     port,
@@ -141,6 +142,15 @@ def add_parser(subparsers: Subcommands) -> None:
         "once (default 10000)",
     )
     limits.add_argument(
+        "--max-memory",
+        type=byte_size(1 << 20),
+        default=1 << 30,
+        metavar="SIZE",
+        help="memory budget of all queues together: stored messages, what keeping each costs "
+        "and the de-duplication windows; past it PUTs are NACKed LIMIT_BYTES and clients stay "
+        "connected (bytes, or with KiB, MiB, GiB; default 1GiB)",
+    )
+    limits.add_argument(
         "--tls-handshake-timeout-ms",
         type=integer(1, 10**9),
         default=10000,
@@ -176,6 +186,7 @@ async def _serve(args: argparse.Namespace) -> int:
         extended_properties=not args.no_properties_ex,
         auth=auth,
         max_connections=args.max_connections,
+        memory_limit_bytes=args.max_memory,
         tls_handshake_timeout_ms=args.tls_handshake_timeout_ms,
         admin_users=frozenset(args.admin_user) if args.admin_user else None,
     )

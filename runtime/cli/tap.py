@@ -1,35 +1,58 @@
 """``pybmq tap --listen HOST:PORT --broker URL --out FILE``: a recording proxy.
 
 Clients connect to the tap as to a broker; the tap connects each of them to the real broker,
-forwards every byte unchanged both ways, and appends each complete event, with its direction,
-connection number and time, to FILE. ``pybmq decode FILE`` prints the recording. Runs until
-Ctrl-C or SIGTERM, then prints how many connections and events it saw. With --mask-payloads the
-file can be shared: every message payload and any authentication material is recorded as X bytes
-of the same length (headers, properties and sizes stay); the traffic itself is never changed.
+forwards every byte unchanged both ways, and appends each event, with its direction, connection
+number and time, to FILE. ``pybmq decode FILE`` prints the recording. Runs until Ctrl-C or
+SIGTERM, then closes every connection and prints how many connections and events it saw. With
+--mask-payloads the file can be shared: every message payload and any authentication material is
+recorded as X bytes of the same length (headers, properties and sizes stay); the traffic itself
+is never changed.
+
+Everything it holds is bounded: an event is passed on as it arrives, never held whole; of an
+event over --snaplen only the first --snaplen bytes are recorded (as tcpdump's snap length;
+decode shows it cut); at most --max-connections clients at once (more are closed at once); and
+a capture file grows to --max-capture-size, then recording stops (traffic still passes) or,
+with --rotate N, FILE moves to FILE.1 (keeping N old files) and a new FILE starts.
 
 example: pybmq tap --listen 127.0.0.1:30115 --broker tcp://localhost:30114 --out session.tap
+exit codes: 0 stopped by Ctrl-C or SIGTERM, 2 bad usage (the flag is named: a busy --listen
+port, an --out that cannot be written)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
-import time
-from typing import BinaryIO
 
 from pybmq.cli.common import Subcommands, describe, stop_on_signals
-from pybmq.cli.validate import broker_url, host_port, listen_failure, writable_file
+from pybmq.cli.tap_capture import Recorder
+from pybmq.cli.validate import broker_url, host_port, integer, listen_failure, writable_file
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
-__all__ = ["Recorder", "add_parser", "handler"]
+__all__ = [
+    "DEFAULT_MAX_CAPTURE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_SNAPLEN",
+    "Recorder",
+    "Tap",
+    "add_parser",
+    "handler",
+]
 
 log = logging.getLogger("pybmq.cli.tap")
 _READ = 1 << 16
+_CONNECT_TIMEOUT = 10.0
+DEFAULT_SNAPLEN = 1 << 20
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_MAX_CAPTURE = 1 << 30
 
 
 def add_parser(subparsers: Subcommands) -> None:
+    from pybmq.wire.framing import MAX_EVENT_SIZE
+
     parser = subparsers.add_parser(
         "tap",
         help="record live traffic between clients and a broker (for pybmq decode)",
@@ -53,30 +76,38 @@ def add_parser(subparsers: Subcommands) -> None:
         action="store_true",
         help="record payloads and authentication material as X bytes (length kept)",
     )
+    parser.add_argument(
+        "--snaplen",
+        type=integer(64, MAX_EVENT_SIZE),
+        default=DEFAULT_SNAPLEN,
+        metavar="BYTES",
+        help=f"record at most this much of each event; a longer one is recorded cut, marked so "
+        f"(default {DEFAULT_SNAPLEN})",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=integer(1),
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"clients at once; more are closed on arrival (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    parser.add_argument(
+        "--max-capture-size",
+        type=integer(1 << 16),
+        default=DEFAULT_MAX_CAPTURE,
+        metavar="BYTES",
+        help=f"the largest capture file (default {DEFAULT_MAX_CAPTURE}); then recording stops, "
+        "or the file rotates with --rotate",
+    )
+    parser.add_argument(
+        "--rotate",
+        type=integer(0, 1000),
+        default=0,
+        metavar="N",
+        help="at --max-capture-size, move FILE to FILE.1 (FILE.1 to FILE.2 ..., keeping N) and "
+        "start a new FILE (default 0: stop recording)",
+    )
     parser.set_defaults(func=handler)
-
-
-class Recorder:
-    """Appends events to the capture; frames each direction of each connection on its own."""
-
-    def __init__(self, out: BinaryIO, mask: bool = False) -> None:
-        from pybmq.wire.capture import MAGIC
-
-        self.out = out
-        self.mask = mask
-        self.events = [0, 0]
-        out.write(MAGIC)
-
-    def record(self, direction: int, connection: int, events: list[bytes]) -> None:
-        from pybmq.wire.capture import encode_record, mask_event
-
-        now = time.time_ns()
-        for event in events:
-            if self.mask:
-                event = mask_event(event)
-            self.out.write(encode_record(direction, connection, now, event))
-        self.out.flush()
-        self.events[direction] += len(events)
 
 
 async def _pump(
@@ -85,16 +116,19 @@ async def _pump(
     recorder: Recorder,
     direction: int,
     connection: int,
+    snaplen: int,
 ) -> None:
-    from pybmq.wire.framing import EventReader
+    """Forward one direction as it comes (one read at a time, waiting for the other side to
+    take it), recording each event, at most ``snaplen`` bytes of it held."""
+    from pybmq.wire.capture import SnapFramer
 
-    framer: EventReader | None = EventReader()
+    framer: SnapFramer | None = SnapFramer(snaplen)
     try:
         while data := await reader.read(_READ):
             writer.write(data)
             if framer is not None:
                 try:
-                    recorder.record(direction, connection, [e.data for e in framer.feed(data)])
+                    recorder.record(direction, connection, framer.feed(data))
                 except ProtocolError as exc:  # keep forwarding; stop recording this direction
                     log.warning("connection %d: not recording any more: %s", connection, exc)
                     framer = None
@@ -105,40 +139,84 @@ async def _pump(
         writer.close()
 
 
-async def _serve(args: argparse.Namespace) -> int:
-    host, port = args.listen
-    broker_host, broker_port = parse_broker_url(args.broker)
-    recorder: Recorder | None = None
-    connections = 0
+class Tap:
+    """The connections of one tap run: each client with its upstream, at most ``limit``."""
 
-    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        assert recorder is not None  # set right after the server starts, before any client
-        connections += 1
-        number = connections
-        try:
-            upstream_reader, upstream_writer = await asyncio.open_connection(
-                broker_host, broker_port
-            )
-        except OSError as exc:
-            log.error("connection %d: cannot reach %s: %s", number, args.broker, exc)
+    def __init__(self, args: argparse.Namespace, recorder: Recorder) -> None:
+        self.args = args
+        self.recorder = recorder
+        self.broker = parse_broker_url(args.broker)
+        self.connections = 0  # accepted, in all
+        self.refused = 0  # closed on arrival, over --max-connections
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.tasks) >= self.args.max_connections:
+            self.refused += 1
+            log.warning("a client refused: --max-connections %d reached", self.args.max_connections)
             writer.close()
             return
-        await asyncio.gather(
-            _pump(reader, upstream_writer, recorder, 0, number),
-            _pump(upstream_reader, writer, recorder, 1, number),
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        self.connections += 1
+        try:
+            await self._serve(self.connections, reader, writer)
+        except asyncio.CancelledError:
+            writer.close()  # the tap is stopping: close this client; no traceback
+        finally:
+            self.tasks.discard(task)
+
+    async def _serve(
+        self, number: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        host, port = self.broker
+        try:
+            upstream = await asyncio.wait_for(asyncio.open_connection(host, port), _CONNECT_TIMEOUT)
+        except (OSError, asyncio.TimeoutError) as exc:
+            log.error("connection %d: cannot reach %s: %s", number, self.args.broker, exc)
+            writer.close()
+            return
+        up_reader, up_writer = upstream
+        snaplen = self.args.snaplen
+        pumps = (
+            asyncio.ensure_future(_pump(reader, up_writer, self.recorder, 0, number, snaplen)),
+            asyncio.ensure_future(_pump(up_reader, writer, self.recorder, 1, number, snaplen)),
         )
+        try:
+            await asyncio.gather(*pumps)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            up_writer.close()
+            writer.close()
+
+    async def close(self) -> None:
+        """Cancel every connection and wait for each to close."""
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    host, port = args.listen
+    tap: Tap | None = None
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert tap is not None  # set right after the server starts, before any client
+        await tap.on_client(reader, writer)
 
     try:
-        server = await asyncio.start_server(on_client, host, port)
+        server = await asyncio.start_server(on_client, host, port, limit=_READ)
     except OSError as exc:
         raise UsageError(listen_failure("--listen", f"{host}:{port}", exc)) from None
     try:  # opened once listening works: a busy port does not truncate an earlier capture
-        out = open(args.out, "wb")  # noqa: SIM115 - closed in finally below
+        recorder = Recorder(args.out, args.mask_payloads, args.max_capture_size, args.rotate)
     except OSError as exc:
         server.close()
         raise UsageError(f"cannot write --out {args.out}: {exc.strerror}") from None
-    recorder = Recorder(out, args.mask_payloads)
+    tap = Tap(args, recorder)
     bound = server.sockets[0].getsockname()
     stop = stop_on_signals()
     print(f"pybmq tap listening on tcp://{bound[0]}:{bound[1]} -> {args.broker}", flush=True)
@@ -146,15 +224,24 @@ async def _serve(args: argparse.Namespace) -> int:
         await stop.wait()
     finally:
         server.close()
-        out.close()
+        await tap.close()
+        with contextlib.suppress(OSError):
+            recorder.close()
         sent, received = recorder.events
+        refused = f", {tap.refused} refused (--max-connections)" if tap.refused else ""
         print(
-            f"pybmq tap stopped: {connections} connections, {sent} events client->broker, "
-            f"{received} broker->client, written to {args.out}",
+            f"pybmq tap stopped: {tap.connections} connections{refused}, {sent} events "
+            f"client->broker, {received} broker->client, written to {args.out}"
+            f"{recorder.summary()}",
             flush=True,
         )
     return 0
 
 
 def handler(args: argparse.Namespace) -> int:
+    if args.max_capture_size < args.snaplen + 64:
+        raise UsageError(
+            f"--max-capture-size {args.max_capture_size} must hold an event of --snaplen "
+            f"{args.snaplen} (at least {args.snaplen + 64})"
+        )
     return asyncio.run(_serve(args))

@@ -20,6 +20,7 @@ __all__ = [
     "as_path",
     "auth_spec",
     "broker_url",
+    "byte_size",
     "existing_dir",
     "host_port",
     "input_file",
@@ -92,6 +93,34 @@ class integer:  # lower case: it is used as a function, type=integer(0)
 
 
 port = integer(0, PORT_MAX)
+
+_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+class byte_size:  # lower case: used as a function, type=byte_size(1)
+    """A size in bytes, as a number or with a binary unit (``512MiB``, ``1GiB``), in
+    ``low..high``."""
+
+    __name__ = "byte_size"
+
+    def __init__(self, low: int, high: int = INT_MAX) -> None:
+        self.low = low
+        self.high = high
+
+    def __call__(self, value: str) -> int:
+        text(value)
+        digits = value.strip().rstrip("BbIiKkMmGgTt")
+        unit = value.strip()[len(digits) :].upper()
+        if unit not in _UNITS or not digits.isdigit() or len(digits) > 20:
+            raise argparse.ArgumentTypeError(
+                f"{shown(value)!r} is not a size (bytes, or with KiB, MiB, GiB, TiB)"
+            )
+        number = int(digits) * _UNITS[unit]
+        if not self.low <= number <= self.high:
+            raise argparse.ArgumentTypeError(
+                f"must be {self.low}..{self.high} bytes, not {shown(value)}"
+            )
+        return number
 
 
 def share(value: str) -> float:

@@ -6,7 +6,7 @@ per-queue message streams. Output is flushed once per loop turn, so every post a
 one turn leaves in one PUT and one CONFIRM event.
 
 It holds its parts (``aio_link``: the socket; ``aio_driver``: the loop plumbing; ``aio_reconnect``;
-``aio_tracing``) and is still about 580 lines, on purpose: what is left is the public session API
+``aio_tracing``) and is still about 630 lines, on purpose: what is left is the public session API
 (start, linger and stop, open, stats) and the one place that turns each engine event into what
 the application sees; splitting that would spread one event's handling over two files.
 """
@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import logging
 import random
+import socket
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ from pybmq.client.aio_driver import EngineDriver
 from pybmq.client.aio_link import Connection, Link
 from pybmq.client.aio_queue import AckCallback, AsyncQueue, ReceivedMessage
 from pybmq.client.aio_reconnect import Reconnector
+from pybmq.client.dropped import creation_site, warn_dropped, weak_method
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
@@ -59,7 +62,6 @@ from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_failure
 from pybmq.client.untraced import NO_TRACING, NoTracing
 from pybmq.errors import (
-    ChannelWriteTimeoutError,
     LingerTimeoutError,
     ProtocolError,
     PybmqError,
@@ -130,10 +132,12 @@ class AsyncSession:
         # ``write_low_water`` (default: a quarter of the high mark), ChannelLowWatermark.
         if write_low_water is None:
             write_low_water = write_high_water // 4
+        # The socket's callbacks hold the session weakly: its connection alone does not keep
+        # it alive, so a session dropped unstopped is released (see pybmq.client.dropped).
         self._link = Link(
-            on_data=self._on_data,
-            on_lost=self._on_connection_lost,
-            on_watermark=self._on_watermark,
+            on_data=weak_method(self._on_data),
+            on_lost=weak_method(self._on_connection_lost),
+            on_watermark=weak_method(self._on_watermark),
             tls=tls,
             tls_server_name=engine_options.tls_server_name,
             connect_timeout=connect_timeout,
@@ -175,6 +179,10 @@ class AsyncSession:
         self._acked = asyncio.Event()  # an ACK arrived (what stop's linger waits on)
         self.stop_reason: str | None = None
         self.info: SessionStarted | None = None
+        # Collected without stop() (once its loop is gone, which holds it while open): the
+        # connection is closed and a ResourceWarning names where it was made.
+        self._created_at = creation_site()
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -240,6 +248,10 @@ class AsyncSession:
             if not monitor.healthy:
                 self._engine.set_host_health(False, driver.now())
         self._started = loop.create_future()
+        if self._finalizer is None or not self._finalizer.alive:
+            self._finalizer = weakref.finalize(
+                self, _release_dropped, self._link, "AsyncSession", self._created_at
+            )
         log.debug("connecting to %s", self.broker)
         link = self._link
         try:
@@ -334,6 +346,13 @@ class AsyncSession:
         return self._link.transport
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes the session holds for its broker: posts not sent yet, the socket's write
+        buffer, and payloads kept for retransmission until their ACK (what
+        ``SessionOptions.max_buffered_bytes`` bounds)."""
+        return self._engine.held_bytes + self._link.buffered
+
+    @property
     def write_high_water(self) -> int:
         """Buffered bytes past which the socket is not ``writable`` (the high watermark)."""
         return self._link.high_water
@@ -344,24 +363,15 @@ class AsyncSession:
         return self._link.writable
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Return once the socket's write buffer is under its high-water mark (backpressure).
-        Waits at most ``timeout`` seconds (None: ``channel_write_timeout``, 5 s by default),
-        then raises ChannelWriteTimeoutError, as the official SDK's post does."""
-        link = self._link
-        if not link.writable:
-            if timeout is None:
-                timeout = self._engine.options.channel_write_timeout
-            try:
-                if timeout <= 0:
-                    raise asyncio.TimeoutError
-                await asyncio.wait_for(link.wait_writable(), timeout)
-            except asyncio.TimeoutError:
-                raise ChannelWriteTimeoutError(
-                    f"the channel stayed at its high watermark ({link.buffered} bytes not "
-                    f"written) for {timeout:g}s: the broker is not reading"
-                ) from None
-        if self._engine.state is SessionState.STOPPED:
-            raise SessionStoppedError(f"session stopped: {self.stop_reason}")
+        """Backpressure: return once a post can be made, the socket's write buffer under its
+        high-water mark and what the session holds for the broker under ``max_buffered_bytes``
+        (and, while reconnecting, fewer than ``max_buffered_posts`` posts). A PUT event's
+        worth of posts made since the last turn is sent first and the loop gets a turn, so
+        ``post_nowait(...); await drain()`` in a loop sends as it goes. Waits at most
+        ``timeout`` seconds (None: ``channel_write_timeout``, 5 s, at the high watermark;
+        ``buffer_wait_timeout``, 60 s, for the budget), then raises ChannelWriteTimeoutError
+        (as the official SDK's post does) or PostBufferFullError."""
+        await self.driver.wait_room(1, timeout)
 
     async def open_queue(
         self,
@@ -496,6 +506,7 @@ class AsyncSession:
             self._deliver_run(run_queue, run, generation, now)
         if driver.undelivered > 0:
             driver.check_reading()
+        driver.room_changed()
         driver.arm_timer()
 
     def _deliver_run(
@@ -568,7 +579,7 @@ class AsyncSession:
         if self._started is not None and not self._started.done():
             self._started.set_exception(error)
         driver = self.driver
-        driver.fail_operations(event.reason)
+        driver.session_ended(event.reason)
         for queue in driver.queues.values():
             queue.end()
         driver.queues.clear()
@@ -576,7 +587,16 @@ class AsyncSession:
         self._stopped.set()
         self._close_transport()
 
+    def release(self) -> None:
+        """Close the connection at once, without telling the broker, and cancel the timers: for
+        a session that is being dropped (a finalizer). Prefer ``stop()``; the session is of no
+        use afterwards."""
+        self._close_transport()
+        self._link.abort()
+
     def _close_transport(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
         self._reconnector.cancel()
         if self._stats_task is not None:
             self._stats_task.cancel()
@@ -586,6 +606,21 @@ class AsyncSession:
             self._unsubscribe_health = None
         self.driver.cancel_timer()
         self._link.close()
+
+
+def _release_dropped(link: Link, kind: str, site: str) -> None:
+    """A session collected without ``stop()``: warn, and close what is still open."""
+    transport = link.transport
+    if transport is None:
+        return
+    warn_dropped(kind, site)
+    try:
+        link.abort()
+    except RuntimeError:  # its loop is closed: end the connection itself (the fd goes with
+        sock = transport.get_extra_info("socket")  # the transport, when it is collected)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 __all__ = [

@@ -10,20 +10,33 @@ through the session's internals; it is a public part, but not one applications n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pybmq.client.aio_link import Link
 from pybmq.client.engine import ClientEngine
 from pybmq.client.fsm import BACKLOG_TRANSITIONS, BacklogInput, BacklogState, SessionState, step
-from pybmq.errors import PybmqError, SessionStoppedError
+from pybmq.errors import (
+    ChannelWriteTimeoutError,
+    PostBufferFullError,
+    PybmqError,
+    SessionStoppedError,
+)
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
 
 log = logging.getLogger("pybmq.client.aio")
+# While waiting for room, the budget is looked at again at least this often (seconds): the
+# socket's buffer also empties without telling anyone until its low watermark.
+ROOM_POLL = 0.05
+# ``drain()`` sends what is buffered and gives the loop a turn once this many posts (or a PUT
+# event's worth of bytes) wait: a loop posting small messages still reads its ACKs and notices
+# a lost connection, and its posts still leave in events of hundreds.
+YIELD_AT_POSTS = 256
 
 
 class EngineDriver:
@@ -55,6 +68,11 @@ class EngineDriver:
         self.backlog_high = self._marks[1]
         # Called with (high, undelivered) when the backlog crosses a mark (the session's).
         self.on_backlog: Callable[[bool, int], None] | None = None
+        # Posts and drains waiting for room (the byte budget, the posts held while
+        # reconnecting); each input that may have made room wakes them.
+        self._room_waiters = 0
+        self._room: asyncio.Event | None = None
+        self.stop_reason: str | None = None  # why the session ended (session_ended)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop this session runs on (known once it starts)."""
@@ -86,7 +104,10 @@ class EngineDriver:
             else:
                 future.set_exception(error)
 
-    def fail_operations(self, reason: str | None) -> None:
+    def session_ended(self, reason: str | None) -> None:
+        """The session is over: the operations waited for fail, and so do posts and drains
+        that wait for room, naming ``reason``."""
+        self.stop_reason = reason
         for future in self._ops.values():
             if not future.done():
                 future.set_exception(SessionStoppedError(f"session stopped: {reason}"))
@@ -105,6 +126,9 @@ class EngineDriver:
         data = self.engine.data_to_send()
         if data:
             self.link.write(data)
+            # The engine counts it against the byte budget (the post path reads one number;
+            # the buffer only drains until the next write or wait for room looks again).
+            self.engine.output_buffered(self.link.buffered)
             if not self.reading_paused and self.write_full:
                 self.check_reading()
         self._pump()
@@ -132,6 +156,84 @@ class EngineDriver:
         self._timer_at = None
         self.engine.handle_timeout(self.now())
         self.flush()
+
+    # ------------------------------------------------------------------ the byte budget
+
+    async def wait_room(self, count: int, timeout: float | None = None) -> None:
+        """Return once the channel is writable and ``count`` more posts fit the session's
+        bounds (``count=0``: the channel only, what a confirm waits for).
+
+        A PUT event's worth of unsent posts (or ``YIELD_AT_POSTS`` of them) is flushed first,
+        and the loop then gets a turn, so a loop of ``post_nowait`` and ``drain()`` sends as it
+        goes. Waiting flushes and yields
+        until there is room, at most ``timeout`` seconds (None: ``channel_write_timeout`` at
+        the channel's high watermark, ``buffer_wait_timeout`` for the budget), then raises
+        ChannelWriteTimeoutError or PostBufferFullError."""
+        engine = self.engine
+        link = self.link
+        flushed = (
+            engine.unsent_bytes >= engine.options.max_put_event_bytes
+            or engine.unsent_posts >= YIELD_AT_POSTS
+        )
+        if flushed:
+            self.flush()
+            await asyncio.sleep(0)  # the loop's turn: the socket writes, ACKs come in
+        engine.output_buffered(link.buffered)
+        if link.writable and (not count or engine.room(count) is None):
+            self._check_running()
+            return
+        options = engine.options
+        start = self.now()
+        room_deadline = start + (options.buffer_wait_timeout if timeout is None else timeout)
+        write_deadline: float | None = None
+        self._room_waiters += 1
+        try:
+            while True:
+                self._check_running()
+                now = self.now()
+                if not link.writable:
+                    if write_deadline is None:
+                        wait = options.channel_write_timeout if timeout is None else timeout
+                        write_deadline = now + wait
+                    if now >= write_deadline:
+                        waited = write_deadline - start
+                        raise ChannelWriteTimeoutError(
+                            f"the channel stayed at its high watermark ({link.buffered} bytes "
+                            f"not written) for {waited:g}s: the broker is not reading"
+                        )
+                    await self._wait_progress(link.wait_writable(), write_deadline - now)
+                    continue
+                write_deadline = None
+                engine.output_buffered(link.buffered)
+                problem = engine.room(count) if count else None
+                if problem is None:
+                    return
+                if now >= room_deadline:
+                    raise PostBufferFullError(
+                        f"no room for a post within {room_deadline - start:g}s: {problem}"
+                    )
+                self.flush()  # what is unsent goes (its ACK clock starts)
+                if self._room is None:
+                    self._room = asyncio.Event()
+                self._room.clear()
+                await self._wait_progress(self._room.wait(), min(room_deadline - now, ROOM_POLL))
+        finally:
+            self._room_waiters -= 1
+
+    @staticmethod
+    async def _wait_progress(waiting: Awaitable[object], seconds: float) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(waiting, max(seconds, 0.0))
+
+    def _check_running(self) -> None:
+        if self.engine.state is SessionState.STOPPED:
+            raise SessionStoppedError(f"session stopped: {self.stop_reason}")
+
+    def room_changed(self) -> None:
+        """Something that can make room happened (an ACK, a reconnect, the end): the waiters
+        look again."""
+        if self._room_waiters and self._room is not None:
+            self._room.set()
 
     # ------------------------------------------------------------------ flow control
 
@@ -210,4 +312,4 @@ class EngineDriver:
         self.check_reading()
 
 
-__all__ = ["EngineDriver"]
+__all__ = ["ROOM_POLL", "YIELD_AT_POSTS", "EngineDriver"]

@@ -173,7 +173,7 @@ class ReceivedMessage:
 
     async def _confirm(self) -> None:
         self.confirm_nowait()
-        await self._queue.session.drain()
+        await self._queue.driver.wait_room(0)  # the channel's high watermark only
 
     def __repr__(self) -> str:
         return f"<ReceivedMessage {self.guid.hex()} {len(self.payload)}B on {self._queue.uri}>"
@@ -222,7 +222,8 @@ class AsyncQueue:
         """Post without waiting; ``on_ack(ack)`` runs on the loop when the ACK (or NACK) comes.
         ``ack=False`` (no ``on_ack``) asks the broker for no ACK. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
-        Returns the message GUID."""
+        Returns the message GUID. Never waits: PostBufferFullError when the session holds
+        ``max_buffered_bytes`` for the broker already (``await session.drain()`` waits for room)."""
         return self._buffer(payload, properties, on_ack, ack, compression)
 
     def post_many_nowait(
@@ -246,8 +247,9 @@ class AsyncQueue:
     ) -> Ack:
         """Post and wait for the broker's ACK. A NACK (including the local TIMEOUT one) is
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
-        ``compression``: as in ``post_nowait``."""
-        await self.session.drain()
+        Waits first for room (see ``AsyncSession.drain``: ChannelWriteTimeoutError or
+        PostBufferFullError when none comes). ``compression``: as in ``post_nowait``."""
+        await self.driver.wait_room(1)
         future: asyncio.Future[Ack] = self.driver.loop.create_future()
         self._buffer(payload, properties, future, True, compression)
         return await future

@@ -66,7 +66,10 @@ class Reconnector:
         negotiation comes back as ConnectionLost."""
         engine = self._engine
         while engine.state is SessionState.RECONNECTING:
-            endpoint, delay = self._selector.next_attempt(self._now())
+            now = self._now()
+            endpoint, delay = self._selector.next_attempt(now)
+            # A broker that throttled our authentication said when to come back: not sooner.
+            delay = max(delay, engine.retry_not_before - now)
             await asyncio.sleep(delay)
             if engine.state is not SessionState.RECONNECTING:
                 return

@@ -18,13 +18,14 @@ from pybmq.client.aio_queue import NO_PROPERTIES, AckCallback, AsyncQueue, Recei
 from pybmq.client.events import Ack, CompressedMessage, Message
 from pybmq.client.records import FLAG_ACK
 from pybmq.client.tracing import Tracing
+from pybmq.errors import ProtocolError
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span
     from pybmq.client.aio import AsyncSession
 
-__all__ = ["TracedMessage", "TracedQueue"]
+__all__ = ["TRACE_PROPERTIES_LIMIT", "TracedMessage", "TracedQueue", "trace_properties"]
 
 
 class TracedMessage(ReceivedMessage):
@@ -41,9 +42,10 @@ class TracedMessage(ReceivedMessage):
         received_at: float,
     ) -> None:
         super().__init__(queue, message, generation, received_at)
-        properties = self.properties if self.error is None else NO_PROPERTIES
         tracing: Tracing = queue.tracing  # type: ignore[attr-defined]  # a TracedQueue's
-        self._trace_context = tracing.received(queue.uri, message.guid, properties)
+        self._trace_context = tracing.received(
+            queue.uri, message.guid, trace_properties(message, tracing)
+        )
 
     @property
     def trace_context(self) -> Context | None:
@@ -58,6 +60,29 @@ class TracedMessage(ReceivedMessage):
         queue = self.queue
         tracing: Tracing = queue.tracing  # type: ignore[attr-defined]  # a TracedQueue's
         tracing.settled(queue.uri, self.message.guid, self._trace_context)
+
+
+# How much of a message's properties a tracing consumer inflates on arrival when they are
+# compressed with the payload (the old properties format): the payload itself never is.
+TRACE_PROPERTIES_LIMIT = 64 * 1024
+
+
+def trace_properties(message: Message | CompressedMessage, tracing: Tracing) -> Mapping[str, Any]:
+    """The properties a ``receive`` span reads its trace context from, read without inflating
+    the payload (the lazy inflation bound holds with tracing on); none when they do not parse
+    (counted and logged under the log budget by ``tracing``)."""
+    try:
+        if isinstance(message, CompressedMessage):
+            properties = message.properties_alone(TRACE_PROPERTIES_LIMIT)
+        else:
+            properties = message.properties
+        if properties is None:
+            return NO_PROPERTIES
+        len(properties)  # parsed here, so a malformed area fails now
+    except ProtocolError as exc:
+        tracing.unreadable(message.guid, exc.reason)
+        return NO_PROPERTIES
+    return properties
 
 
 class TracedQueue(AsyncQueue):

@@ -97,6 +97,8 @@ class Connection:
         self.encoding = options.current.negotiation_encoding
         self.authenticator = Authenticator()
         self.negotiation_deadline = 0.0
+        # A throttled authentication refusal's hint: no new attempt before this time.
+        self.retry_not_before = 0.0
 
     # -- connecting -----------------------------------------------------------------------
 
@@ -147,7 +149,7 @@ class Connection:
         try:
             self._channel.send(self.authenticator.request(now, provider, options.timeout("start")))
         except AuthenticationError as exc:
-            return self._authentication_failed(exc)
+            return self._authentication_failed(exc, now)
         return None
 
     def on_authentication(self, event: Event, now: float) -> Outcome:
@@ -155,14 +157,16 @@ class Connection:
         try:
             accepted = self.authenticator.on_response(message, now)
         except AuthenticationError as exc:
-            return self._authentication_failed(exc)
+            return self._authentication_failed(exc, now)
         if accepted and self._lifecycle.state is _S.AUTHENTICATING:
             self._lifecycle.step(SessionInput.AUTHENTICATED)
             self._send_identity(now)
         return None
 
-    def _authentication_failed(self, error: AuthenticationError) -> Outcome:
+    def _authentication_failed(self, error: AuthenticationError, now: float) -> Outcome:
         self.authenticator.reset()
+        if error.retry_after is not None:  # the broker's hint: no attempt before it
+            self.retry_not_before = now + error.retry_after
         if self._can_reconnect():
             return Drop(str(error))
         if self._lifecycle.state is _S.AUTHENTICATING:
@@ -246,7 +250,8 @@ class Connection:
             return self._authentication_failed(
                 AuthenticationTimeoutError(
                     f"no authenticationResponse within {auth.request_timeout:g}s"
-                )
+                ),
+                now,
             )
         if live and auth.renewal_due(now):
             return self._send_authentication(now)

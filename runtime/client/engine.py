@@ -19,7 +19,7 @@ once, as one ``SharedOptions``, which ``update_options`` changes.
 
 Posts and confirms are only buffered by the commands; ``data_to_send()`` turns everything
 buffered since the last call into one PUT event and one CONFIRM event, which is how a shell that
-flushes once per loop turn gets one event per turn. About 550 lines, on purpose: the routing is
+flushes once per loop turn gets one event per turn. About 600 lines, on purpose: the routing is
 all here, so that no part routes.
 """
 
@@ -558,6 +558,40 @@ class ClientEngine:
     def pending_ack_batches(self) -> int:
         """Flushes that still have unacknowledged posts (each holds one ACK deadline)."""
         return len(self.publisher.ack_deadlines)
+
+    @property
+    def retry_not_before(self) -> float:
+        """When the broker asked us to try authenticating again at the earliest (a throttled
+        refusal's hint; 0: no such wait): a reconnect waits for it."""
+        return self.connection.retry_not_before
+
+    @property
+    def held_bytes(self) -> int:
+        """Payload bytes held for the broker: buffered, and kept to be retransmitted until
+        their ACK (the byte budget counts these and the socket's ``output_buffered``)."""
+        return self.publisher.held_bytes
+
+    @property
+    def unsent_bytes(self) -> int:
+        """Payload bytes of the posts buffered for the next ``data_to_send()``."""
+        return self.publisher.unsent_bytes
+
+    @property
+    def unsent_posts(self) -> int:
+        """Posts buffered for the next ``data_to_send()``."""
+        return self.publisher.buffered
+
+    def room(self, count: int) -> str | None:
+        """Why ``count`` more posts cannot be taken now (the byte budget; ``max_buffered_posts``
+        while reconnecting), or None. A shell waits while this says why; ``post`` raises
+        PostBufferFullError with it."""
+        return self.publisher.room(count)
+
+    def output_buffered(self, size: int) -> None:
+        """The shell's socket still holds ``size`` bytes of what ``data_to_send`` returned: they
+        count against the byte budget (``held_bytes`` is the engine's own part) until the next
+        report. A shell reports it after each write and while it waits for room."""
+        self.publisher.output_buffered(size)
 
     @property
     def buffered_count(self) -> int:

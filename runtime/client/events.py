@@ -15,7 +15,7 @@ from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, PybmqError
 from pybmq.generated.wire_codec import AckStatus as WireAckStatus
 from pybmq.wire.properties import MessageProperties
-from pybmq.wire.push import PushMessage, inflate_push
+from pybmq.wire.push import PushMessage, inflate_properties, inflate_push
 
 __all__ = [
     "WIRE_ACK_STATUS",
@@ -197,6 +197,18 @@ class CompressedMessage:
             self._decoded = decoded
             self._push = None  # the compressed bytes are no longer needed
         return decoded
+
+    def properties_alone(self, limit: int) -> MessageProperties | None:
+        """The properties, without inflating the payload (what a tracing consumer reads on
+        arrival): the area as it came, or in the old format (compressed with the payload) only
+        its own bytes, at most ``limit`` of them. ProtocolError if they cannot be had."""
+        decoded = self._decoded
+        if decoded is not None:
+            return decoded.properties
+        push = self._push
+        assert push is not None
+        area = inflate_properties(push, limit)
+        return MessageProperties.decode(area, extended=push.schema_id != 0) if area else None
 
     @property
     def payload(self) -> bytes:

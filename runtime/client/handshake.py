@@ -11,6 +11,7 @@ arrives among ordinary traffic.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,8 +28,10 @@ __all__ = [
     "HEARTBEAT_INTERVAL_RANGE_MS",
     "MAX_AUTHENTICATION_EVENT_SIZE",
     "MAX_MISSED_HEARTBEATS_RANGE",
+    "MAX_RETRY_HINT_MS",
     "REAUTH_EARLY_BUFFER_S",
     "REAUTH_EARLY_RATIO",
+    "RETRY_HINT",
     "Authenticator",
     "Negotiated",
     "authentication_event",
@@ -52,6 +55,11 @@ HEARTBEAT_INTERVAL_RANGE_MS = (10, 120_000)
 # limit for any event but control then); bigger credential material is refused here.
 MAX_AUTHENTICATION_EVENT_SIZE = SMALL_EVENT_SIZE
 MAX_MISSED_HEARTBEATS_RANGE = (1, 100)
+# A throttled refusal (pybmq sim's authentication backoff; the real broker has none) says how
+# long to wait: "... retry in N ms". The client waits that long before its next attempt, at
+# most MAX_RETRY_HINT_MS, instead of reconnecting into the backoff.
+RETRY_HINT = re.compile(r"retry in (\d{1,9}) ms")
+MAX_RETRY_HINT_MS = 60_000
 
 
 def clamped(name: str, value: int, bounds: tuple[int, int]) -> int:
@@ -183,11 +191,13 @@ class Authenticator:
         status = response.status
         if status.category != ctrl.StatusCategory.E_SUCCESS:
             self.renew_at = None
+            hint = RETRY_HINT.search(status.message or "")
             raise AuthenticationError(
                 f"authentication refused by the broker: {status.category.name} "
                 f"({status.code}) {status.message}".rstrip(),
                 category=status.category.name,
                 code=status.code,
+                retry_after=min(int(hint.group(1)), MAX_RETRY_HINT_MS) / 1000 if hint else None,
             )
         self.accepted += 1
         if response.lifetime_ms is not None:

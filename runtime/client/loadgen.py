@@ -14,6 +14,7 @@ from typing import Any
 
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
+from pybmq.client.options import BATCHES_PER_BUDGET
 from pybmq.errors import EncodeError, SessionStoppedError, UsageError
 from pybmq.generated.wire_codec import PropertyType
 from pybmq.wire.properties import MessageProperties
@@ -229,12 +230,16 @@ async def post_messages(
     start = clock()
     session = queue.session
     posted = 0
+    # A chunk is admitted whole while the session is under its byte budget: keep each well
+    # under it, so the budget bounds what is held.
+    budget = session.engine.options.max_buffered_bytes
+    chunk_by_bytes = max(1, budget // (BATCHES_PER_BUDGET * max(len(payload), 1)))
     while posted < count:
         if in_flight >= window:
             room.clear()
             await room.wait()
         # The batch fast path; a slice's posts leave together, so they share one send time.
-        n = min(POST_CHUNK, window - in_flight, count - posted)
+        n = min(POST_CHUNK, window - in_flight, count - posted, chunk_by_bytes)
         callback = _timed(on_ack, clock()) if measure_latency else on_ack
         queue.post_many_nowait([payload] * n, properties=properties, on_ack=callback)
         in_flight += n

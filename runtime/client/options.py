@@ -17,6 +17,7 @@ from pybmq.uri import default_broker, parse_broker_url
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
 __all__ = [
+    "BATCHES_PER_BUDGET",
     "Credential",
     "CredentialProvider",
     "QueueOptions",
@@ -55,6 +56,11 @@ class Credential:
 # means no credential can be had (the session fails with AuthenticationError, as in the C++ SDK).
 CredentialProvider = Callable[[], "Credential | None"]
 
+
+# A batch posted in one piece (the blocking ``post_many``'s slices, the load generator's chunks)
+# is admitted whole while the session is under ``max_buffered_bytes``: it takes at most the
+# budget over this, so it cannot carry the session far past its budget.
+BATCHES_PER_BUDGET = 4
 
 # The official SDKs' defaults (bmqt::SessionOptions) for the timeouts left None.
 _REQUEST_TIMEOUTS = {
@@ -122,8 +128,18 @@ class SessionOptions:
     reconnect: bool = True
     endpoints: tuple[str, ...] = ()  # more brokers to try, after the one the session was given
     reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
-    # Posts held while disconnected (including those to retransmit); more is PostBufferFullError.
+    # Posts held while disconnected (including those to retransmit): past this many, a post
+    # waits for room (``buffer_wait_timeout``) and ``post_nowait`` raises PostBufferFullError.
     max_buffered_posts: int = 10000
+    # The byte budget of what a session holds for its broker (Kafka's ``buffer.memory``):
+    # payloads not sent yet, the socket's write buffer, and payloads kept to be retransmitted
+    # until their ACK. A post is admitted while less than this is held (so one post may go past
+    # it, and a payload bigger than the budget is admitted when nothing else is held); past
+    # it, ``await queue.post()`` and ``await session.drain()`` wait for room, flushing as they
+    # go, up to ``buffer_wait_timeout`` seconds (Kafka's ``max.block.ms``), while reconnecting
+    # too, then raise PostBufferFullError; ``post_nowait`` raises it at once.
+    max_buffered_bytes: int = 32 * 1024 * 1024
+    buffer_wait_timeout: float = 60.0
     # Flow control: the shells stop reading the socket while more messages than this were
     # received and not yet taken by the application (0: the readers' credit, the sum of their
     # max_unconfirmed_messages), and read again once the backlog is down to half of it.
@@ -177,6 +193,10 @@ class SessionOptions:
     def __post_init__(self) -> None:
         if self.max_buffered_posts < 1:
             raise UsageError("max_buffered_posts must be >= 1")
+        if self.max_buffered_bytes < 1:
+            raise UsageError("max_buffered_bytes must be >= 1")
+        if not 0 <= self.buffer_wait_timeout < 2**31:
+            raise UsageError("buffer_wait_timeout must be >= 0 seconds (0: fail at once)")
         low, high = self.slow_consumer_watermarks
         if not 0 <= low < high:
             raise UsageError("slow_consumer_watermarks must be (low, high) with 0 <= low < high")

@@ -97,6 +97,13 @@ class Publisher:
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
         self.unknown_acks = 0  # ACKs for GUIDs not (or no longer) awaited: logged rate-limited
+        # The byte budget (SessionOptions.max_buffered_bytes): ``held_bytes`` of payloads, not
+        # sent yet or sent and ``kept_bytes`` for retransmission until their ACK, plus the
+        # ``socket_bytes`` the shell says its socket still holds. A post adds to one counter;
+        # flushes and ACKs move them; rare changes (cancel, fail, requeue) count them again.
+        self.held_bytes = 0
+        self.kept_bytes = 0
+        self.socket_bytes = 0
 
     def post(
         self,
@@ -124,6 +131,8 @@ class Publisher:
         if not 0 < size <= _MAX_APP_DATA - area:
             _check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
+            raise PostBufferFullError(f"cannot post now: {self._full()}")
         guid = self._guids.generate()
         runs = self.runs
         run = runs[-1] if runs else None
@@ -140,6 +149,7 @@ class Publisher:
             run = PutRun(queue_id, props, wants_ack, compress, [guid], [payload])
             runs.append(run)
         self.buffered += 1
+        self.held_bytes += size
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
             sent = _new(_SENT, (guid, payload)) if options.reconnect else None
@@ -168,6 +178,9 @@ class Publisher:
             for payload in payloads:
                 if not 0 < len(payload) <= room:
                     _check_size(payload, area, 0 < threshold <= len(payload), threshold)
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
+            raise PostBufferFullError(f"cannot post now: {self._full()}")
+        self.held_bytes += sum(map(len, payloads))
         guids = self._guids.generate_many(count)
         if threshold:  # each payload's own decision: runs cut where it changes
             runs = self._runs_by_compression(queue_id, props, wants_ack, guids, payloads, threshold)
@@ -228,6 +241,52 @@ class Publisher:
             raise QueueSuspendedError(f"cannot post: {queue.uri} is suspended (host unhealthy)")
         return queue
 
+    @property
+    def unsent_bytes(self) -> int:
+        """Payload bytes posted and not sent yet."""
+        return self.held_bytes - self.kept_bytes
+
+    def room(self, count: int) -> str | None:
+        """Why ``count`` more posts cannot be taken now, or None when they can: the byte budget
+        (``held_bytes`` plus ``socket_bytes`` must be under ``max_buffered_bytes``) and, while
+        reconnecting, ``max_buffered_posts``."""
+        options = self._options.current
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
+            return self._full()
+        lifecycle = self._lifecycle
+        if (
+            lifecycle.recovery is _RESTORING
+            and lifecycle.state is not SessionState.STOPPED
+            and self.buffered + count > options.max_buffered_posts
+        ):
+            return (
+                f"reconnecting: {self.buffered} posts already held "
+                f"(max_buffered_posts={options.max_buffered_posts})"
+            )
+        return None
+
+    def output_buffered(self, size: int) -> None:
+        """The shell's socket holds ``size`` bytes of what was sent: they count against the byte
+        budget until the next report."""
+        self.socket_bytes = size
+
+    def _full(self) -> str:
+        return (
+            f"{self.held_bytes + self.socket_bytes} bytes held for the broker "
+            f"({self.unsent_bytes} not sent, {self.kept_bytes} kept until their ACK, "
+            f"{self.socket_bytes} in the socket; "
+            f"max_buffered_bytes={self._options.current.max_buffered_bytes})"
+        )
+
+    def recount(self) -> None:
+        """``held_bytes`` and ``kept_bytes`` counted again from the posts themselves (after
+        the rare changes that move many posts at once: cancel, fail, requeue)."""
+        unsent = sum(sum(map(len, run.payloads)) for run in self.runs)
+        # A batch's kept payloads count until its last ACK (see AckBatch).
+        kept = sum(batch.kept for batch in self.ack_deadlines if batch.remaining > 0)
+        self.kept_bytes = kept
+        self.held_bytes = unsent + kept
+
     @staticmethod
     def _wants_ack(queue: QueueRecord, ack: bool, context: object) -> bool:
         wants_ack = ack and bool(queue.flags & FLAG_ACK)
@@ -278,6 +337,9 @@ class Publisher:
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
+        # Sent payloads stop counting against the budget unless kept for retransmission.
+        retains = options.reconnect
+        released = kept = 0
         runs = self.runs
         for run in runs:
             queue = queues[run.queue_id]
@@ -298,14 +360,21 @@ class Publisher:
                     extended_properties=extended,
                 )  # fmt: skip
             counters = queue.counters  # stats: once per run, not per message
+            run_bytes = sum(map(len, payloads))
             counters.posted += len(guids)
-            counters.posted_bytes += sum(map(len, payloads))
+            counters.posted_bytes += run_bytes
+            if wants_ack and retains:
+                kept += run_bytes
+            else:
+                released += run_bytes
             run.sent()
         out.extend(builder.finish())
         runs.clear()
         self.buffered = 0
+        self.held_bytes -= released
+        self.kept_bytes += kept
         if acked:
-            batch = AckBatch(now + options.ack_timeout, acked)
+            batch = AckBatch(now + options.ack_timeout, acked, kept)
             unacked = self.unacked
             for guid in acked:
                 unacked[guid].batch = batch
@@ -345,6 +414,9 @@ class Publisher:
             batch = pending.batch
             if batch is not None:
                 batch.remaining -= 1
+                if not batch.remaining:  # its last ACK: its payloads are no longer kept
+                    self.held_bytes -= batch.kept
+                    self.kept_bytes -= batch.kept
             queue = queues.get(pending.run.queue_id)
             if queue is not run_queue or batch is not run_batch:
                 if run_queue is not None:
@@ -386,6 +458,7 @@ class Publisher:
         if held:
             self.runs = [run for run in self.runs if run.queue_id != queue.queue_id]
             self.buffered = sum(len(run.guids) for run in self.runs)
+        self.recount()
 
     def fail_all(self, status: AckStatus, reason: str) -> None:
         """Every post still pending fails (the session is over)."""
@@ -399,13 +472,18 @@ class Publisher:
         self.ack_deadlines.clear()
         self.runs.clear()
         self.buffered = 0
+        self.held_bytes = self.kept_bytes = self.socket_bytes = 0
 
     def expire(self, now: float) -> None:
         """Posts whose ACK deadline passed resolve as TIMEOUT."""
         batches = self.ack_deadlines
         queues = self._table.queues
         while batches and batches[0].deadline <= now:
-            for guid in batches.popleft().guids:
+            batch = batches.popleft()
+            if batch.remaining > 0:  # its kept payloads were still counted
+                self.held_bytes -= batch.kept
+                self.kept_bytes -= batch.kept
+            for guid in batch.guids:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
                     queue = queues.get(pending.run.queue_id)
@@ -461,6 +539,8 @@ class Publisher:
         count = sum(len(run.guids) for run in resend)
         self.runs[:0] = resend
         self.buffered += count
+        self.socket_bytes = 0  # that connection's socket is gone
+        self.recount()
         return count
 
 

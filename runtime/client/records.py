@@ -166,14 +166,17 @@ class PendingPut:
 class AckBatch:
     """The posts that left in one flush share one ACK deadline. ``remaining`` counts those still
     unacknowledged, so a fully acknowledged batch is dropped at once instead of holding its
-    GUIDs until the deadline."""
+    GUIDs until the deadline. ``kept`` is the payload bytes kept for retransmission: they
+    count against the byte budget until the batch's last ACK (one subtraction per batch, not
+    one per ACK)."""
 
-    __slots__ = ("deadline", "guids", "remaining")
+    __slots__ = ("deadline", "guids", "kept", "remaining")
 
-    def __init__(self, deadline: float, guids: list[bytes]) -> None:
+    def __init__(self, deadline: float, guids: list[bytes], kept: int = 0) -> None:
         self.deadline = deadline
         self.guids = guids
         self.remaining = len(guids)
+        self.kept = kept
 
 
 class QueueRecord:

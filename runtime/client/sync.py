@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from functools import partial
 from types import TracebackType
@@ -17,14 +18,20 @@ from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession, ResilienceEvent
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+from pybmq.client.dropped import creation_site, warn_dropped
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
-from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
+from pybmq.client.options import (
+    BATCHES_PER_BUDGET,
+    QueueOptions,
+    SessionOptions,
+    checked_timeout,
+)
 from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
 
-__all__ = ["ON_MESSAGE_WINDOW", "Queue", "Session", "T"]
+__all__ = ["ON_MESSAGE_WINDOW", "Queue", "Session", "T", "slices"]
 
 log = logging.getLogger("pybmq.client.sync")
 
@@ -40,6 +47,22 @@ def _call_then(
         handler(message)
     finally:
         then()
+
+
+def slices(batch: list[bytes], most: int, options: SessionOptions) -> Iterator[list[bytes]]:
+    """``batch`` in slices of at most ``most`` posts, never more than a reconnecting session
+    holds (``max_buffered_posts``) nor more than a quarter of the byte budget (one payload at
+    least): a slice is admitted whole while the session is under its budget."""
+    most = min(most, options.max_buffered_posts)
+    room = max(options.max_buffered_bytes // BATCHES_PER_BUDGET, 1)
+    start, end = 0, len(batch)
+    while start < end:
+        stop, size = start, 0
+        while stop < end and stop - start < most and (stop == start or size < room):
+            size += len(batch[stop])
+            stop += 1
+        yield batch[start:stop]
+        start = stop
 
 
 class Queue:
@@ -88,7 +111,7 @@ class Queue:
         inner = self._inner
 
         async def post() -> bytes:
-            await inner.session.drain()
+            await inner.driver.wait_room(1)
             return inner.post_nowait(
                 payload, properties=properties, on_ack=callback, compression=compression
             )
@@ -126,10 +149,10 @@ class Queue:
 
         async def post() -> list[bytes]:
             guids: list[bytes] = []
-            step = self.POST_SLICE
-            for start in range(0, len(batch), step):
-                await inner.session.drain()  # let the socket take what is written so far
-                chunk = batch[start : start + step]
+            options = inner.driver.engine.options
+            for chunk in slices(batch, self.POST_SLICE, options):
+                # Room for the slice (the socket takes what is written so far meanwhile).
+                await inner.driver.wait_room(len(chunk))
                 guids += inner.post_many_nowait(chunk, properties=properties, on_ack=callback)
             return guids
 
@@ -171,11 +194,9 @@ class Queue:
         batch = list(messages)
 
         async def post() -> list[bytes]:
-            await inner.session.drain()
             guids = []
-            for i, (payload, props) in enumerate(batch, 1):
-                if i % 1024 == 0:  # let the socket take what is written so far
-                    await inner.session.drain()
+            for payload, props in batch:
+                await inner.driver.wait_room(1)
                 guids.append(inner.post_nowait(payload, properties=props, on_ack=callback))
             return guids
 
@@ -208,7 +229,7 @@ class Queue:
 
         async def confirm() -> None:
             inner.confirm_many_nowait(batch)
-            await inner.session.drain()
+            await inner.driver.wait_room(0)  # the channel's high watermark only
 
         self._session.call(confirm())
 
@@ -231,6 +252,34 @@ class Queue:
 
     def __repr__(self) -> str:
         return f"<Queue {self.uri}>"
+
+
+class _Parts:
+    """What a started Session runs on, for its finalizer (which must not hold the Session)."""
+
+    __slots__ = ("dispatcher", "inner", "io")
+
+    def __init__(self) -> None:
+        self.io: LoopThread | None = None
+        self.dispatcher: CallbackDispatcher | None = None
+        self.inner: AsyncSession | None = None
+
+
+def _release_dropped(parts: _Parts, site: str) -> None:
+    """A started Session collected (or left at exit) without ``stop()``: close its connection
+    without a goodbye, end its loop and its callback thread, and say where it was made."""
+    warn_dropped("Session", site)
+    inner, io, dispatcher = parts.inner, parts.io, parts.dispatcher
+    if io is not None:
+
+        async def release() -> None:
+            if inner is not None:
+                inner.release()
+            await asyncio.sleep(0)  # the transport's close runs on the next turn
+
+        io.abandon(release)
+    if dispatcher is not None:
+        dispatcher.close(timeout=2.0)
 
 
 class Session:
@@ -262,6 +311,11 @@ class Session:
         self._dispatcher_thread: CallbackDispatcher | None = None
         self._inner: AsyncSession | None = None
         self._closed = False
+        # Dropped without stop(): its finalizer closes the connection, ends the threads and
+        # warns (ResourceWarning) naming where it was made; it holds the parts, not the Session.
+        self._created_at = creation_site()
+        self._parts = _Parts()
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     @property
     def async_session(self) -> AsyncSession | None:
@@ -298,11 +352,17 @@ class Session:
             self._dispatcher_thread = CallbackDispatcher(
                 "pybmq-dispatch", lambda exc: log.error("callback raised", exc_info=exc)
             )
+            self._parts.io, self._parts.dispatcher = self._io, self._dispatcher_thread
+            self._finalizer = weakref.finalize(
+                self, _release_dropped, self._parts, self._created_at
+            )
+
+        parts = self._parts
 
         async def start() -> AsyncSession:
             on_event = self._on_event
             dispatch = self.dispatcher.submit
-            session = AsyncSession(
+            session = parts.inner = AsyncSession(
                 self.broker,
                 options=self._options,
                 on_event=None if on_event is None else (lambda e: dispatch(lambda: on_event(e))),
@@ -343,6 +403,8 @@ class Session:
         finally:
             self._inner = None
             self._closed = True
+            if self._finalizer is not None:
+                self._finalizer.detach()
             if self._io is not None:
                 self._io.stop()
             if self._dispatcher_thread is not None:

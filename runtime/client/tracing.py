@@ -23,6 +23,8 @@ Spans follow OpenTelemetry's messaging semantic conventions (``messaging.system`
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,9 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq._version import __version__
 from pybmq.client.events import Ack
+from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 
-__all__ = ["SYSTEM", "Tracing"]
+__all__ = [
+    "MAX_TRACEPARENT",
+    "MAX_TRACESTATE",
+    "MAX_TRACESTATE_MEMBERS",
+    "SYSTEM",
+    "TRACEPARENT",
+    "TRACESTATE_MEMBER",
+    "Tracing",
+]
 
 try:
     from opentelemetry import context as otel_context
@@ -48,6 +59,20 @@ if TYPE_CHECKING:
 
 SYSTEM = "blazingmq"
 _PROPAGATOR = TraceContextTextMapPropagator()
+log = logging.getLogger("pybmq.client.tracing")
+
+# W3C Trace Context: what a receiving session accepts before it hands a header to the propagator
+# (which would log a warning per bad header). traceparent: version-trace id-parent id-flags, and
+# for a future version more fields after a dash; tracestate: at most 32 list members of
+# key=value, and no more than the 512 characters the standard asks every vendor to pass on.
+TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[0-9a-zA-Z-]*)?")
+MAX_TRACEPARENT = 512
+TRACESTATE_MEMBER = re.compile(
+    r"([a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13}|[a-z][_0-9a-z\-*/]{0,255})"
+    r"=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]"
+)
+MAX_TRACESTATE = 512
+MAX_TRACESTATE_MEMBERS = 32
 
 
 def _guid(guid: bytes) -> str:
@@ -66,6 +91,7 @@ class Tracing:
         self.state_key = options.trace_state_property
         self.server = {"server.address": host, "server.port": port}
         self._lost_at: int | None = None  # ns, while reconnecting
+        self.bad_headers = 0  # messages whose trace context could not be read
 
     def _attributes(self, operation: str, uri: str | None) -> dict[str, Any]:
         attributes: dict[str, Any] = {
@@ -149,14 +175,16 @@ class Tracing:
     # ------------------------------------------------------------------ consumer
 
     def received(self, uri: str, guid: bytes, properties: Mapping[str, Any]) -> Context:
-        """Record a ``receive`` span for one delivered message; its context (for children)."""
+        """Record a ``receive`` span for one delivered message; its context (for children).
+        A trace header that is not W3C's (malformed or oversized) is ignored, counted in
+        ``bad_headers`` and logged under the log budget, never handed to the propagator."""
         parent: Context | None = None
         links: list[Link] = []
         traceparent = properties.get(self.parent_key) if properties else None
-        if isinstance(traceparent, str):
+        if isinstance(traceparent, str) and self._valid(guid, self.parent_key, traceparent):
             carrier = {"traceparent": traceparent}
             tracestate = properties.get(self.state_key)
-            if isinstance(tracestate, str):
+            if isinstance(tracestate, str) and self._valid(guid, self.state_key, tracestate):
                 carrier["tracestate"] = tracestate
             parent = _PROPAGATOR.extract(carrier)
             producer = trace.get_current_span(parent).get_span_context()
@@ -169,13 +197,39 @@ class Tracing:
         attributes["messaging.message.id"] = _guid(guid)
         span = self.tracer.start_span(
             f"receive {uri}",
-            context=parent,
+            # Without the producer's context, a trace of its own (not a child of whatever the
+            # loop's callback happened to inherit, such as the session's start span).
+            context=parent if parent is not None else Context(),
             kind=SpanKind.CONSUMER,
             attributes=attributes,
             links=links,
         )
         span.end()
         return trace.set_span_in_context(span)
+
+    def _valid(self, guid: bytes, name: str, value: str) -> bool:
+        """Whether a trace header has W3C Trace Context's form and size (else counted)."""
+        if name == self.parent_key:
+            ok = len(value) <= MAX_TRACEPARENT and TRACEPARENT.fullmatch(value) is not None
+        else:
+            members = [m.strip() for m in value.split(",") if m.strip()]
+            ok = (
+                len(value) <= MAX_TRACESTATE
+                and len(members) <= MAX_TRACESTATE_MEMBERS
+                and all(TRACESTATE_MEMBER.fullmatch(m) for m in members)
+            )
+        if not ok:
+            self.unreadable(guid, f"{name} is not a W3C trace header ({len(value)} characters)")
+        return ok
+
+    def unreadable(self, guid: bytes, reason: str) -> None:
+        """A message's trace context cannot be read (its properties or a trace header are
+        malformed or too big): its ``receive`` span has no parent. Counted; logged rarely."""
+        self.bad_headers += 1
+        if worth_logging(self.bad_headers):
+            log.warning(
+                "message %s: no trace context: %s (#%d)", guid.hex(), reason, self.bad_headers
+            )
 
     def settled(self, uri: str, guid: bytes, context: Context | None) -> None:
         """Record a ``settle`` span for the confirm of a traced message."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pybmq.client.aio import AsyncSession
-from pybmq.compat.callbacks import CallbackThread
+from pybmq.compat.callbacks import CALL, CallbackThread
 from pybmq.compat.checks import STOPPED
 from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.exceptions import Error
@@ -76,6 +76,15 @@ class SessionCore:
                 f"{what} cannot be called from a BlazingMQ callback: it waits for the broker, "
                 "which needs the callback thread (the official SDK deadlocks here)"
             )
+
+    def wait_for_callbacks(self, timeout: float) -> bool:
+        """Wait until the callback thread has run everything handed to it so far (False if
+        it takes longer than ``timeout``): what close_queue promises of the ACK callbacks."""
+        if threading.current_thread() is self.callbacks.thread:
+            return False  # refused before (blocking_call_allowed): never wait for itself
+        done = threading.Event()
+        self.callbacks.submit((CALL, done.set))
+        return done.wait(timeout)
 
     def check_running(self) -> None:
         if self.stopped:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import Ack as RuntimeAck
 from pybmq.client.events import AckStatus as RuntimeAckStatus
+from pybmq.client.options import SessionOptions
 from pybmq.compat.callbacks import ACK, ACKS, MESSAGE, CallbackThread, Item
 from pybmq.compat.exceptions import Error
 from pybmq.errors import PybmqError
@@ -48,6 +49,13 @@ POST, CONFIRM = range(2)
 YIELD_AT = 5 * 256
 
 
+def budget_for(high_water: int) -> int:
+    """A compat session's byte budget (``SessionOptions.max_buffered_bytes``): pybmq's default,
+    or twice the channel's high-water mark if that is more (posts are refused with BW_LIMIT a
+    high-water mark before it, so the posts on their way to the I/O thread always fit)."""
+    return max(2 * high_water, SessionOptions().max_buffered_bytes)
+
+
 class DataPlane:
     """Posts and confirms in, callbacks out; owned by one compat ``Session``."""
 
@@ -57,6 +65,8 @@ class DataPlane:
         self._loop = loop
         self._callbacks = callbacks
         self._high_water = high_water
+        # The session's max_buffered_bytes (see budget_for); set before the first post.
+        self.budget = budget_for(high_water)
         self._lock = threading.Lock()  # user threads: the high-water check and _bytes_in
         self._bytes_in = 0  # payload bytes posted
         self._bytes_out = 0  # payload bytes handed to the engine (loop thread only)
@@ -79,8 +89,18 @@ class DataPlane:
     ) -> None:
         """Queue a post for the loop, or refuse it at once over the channel's high-water mark
         (the socket's buffer, or posts not yet handed to the I/O thread), as the C++ SDK does."""
+        session = queue.session
         with self._lock:
-            if not queue.session.writable or self._bytes_in - self._bytes_out > self._high_water:
+            unsent = self._bytes_in - self._bytes_out
+            # The official SDK's check (the socket, and posts not handed to the I/O thread yet),
+            # and pybmq's byte budget (the session's ``max_buffered_bytes``, what it holds for
+            # the broker: payloads kept until their ACK too), keeping a high-water mark's worth
+            # of room for the posts already on their way to the I/O thread.
+            if (
+                not session.writable
+                or unsent > self._high_water
+                or session.held_bytes + unsent + self._high_water > self.budget
+            ):
                 raise Error(f"Failed to post message to {queue.uri} queue: BW_LIMIT")
             self._bytes_in += len(payload)
         # Flat: the fields go into the deque one by one (one atomic extend), so a post waiting
@@ -260,4 +280,4 @@ class DataPlane:
         self._acks = None
 
 
-__all__ = ["CONFIRM", "POST", "YIELD_AT", "DataPlane"]
+__all__ = ["CONFIRM", "POST", "YIELD_AT", "DataPlane", "budget_for"]

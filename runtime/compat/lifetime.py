@@ -17,18 +17,6 @@ from pybmq.errors import SessionStoppedError
 PUMP_BATCH = 1024
 
 
-def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``method`` without keeping its object alive: the loop must not hold a Session."""
-    ref = weakref.WeakMethod(method)
-
-    def call(arg: Any) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(arg)
-
-    return call
-
-
 async def watch_connection(ended: Callable[[Any], None], session: AsyncSession) -> None:
     """Wait for the connection to end, then call ``ended(session)`` (a ``weak_method``: the
     Session is held only weakly meanwhile)."""
@@ -57,4 +45,4 @@ async def pump_messages(
         del owner
 
 
-__all__ = ["PUMP_BATCH", "pump_messages", "watch_connection", "weak_method"]
+__all__ = ["PUMP_BATCH", "pump_messages", "watch_connection"]

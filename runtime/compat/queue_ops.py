@@ -25,6 +25,9 @@ from pybmq.compat.values import QueueOptions
 from pybmq.errors import PybmqError
 from pybmq.uri import parse_queue_uri
 
+# How long close_queue waits for the callback thread when no timeout applies.
+DEFAULT_CALLBACK_WAIT = 300.0
+
 
 class QueueOperations:
     """``open_queue``, ``configure_queue``, ``get_queue_options`` and ``close_queue``.
@@ -167,7 +170,9 @@ class QueueOperations:
         return self._core.queue(queue_uri).reported_options()
 
     def close_queue(self, queue_uri: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Close an open queue; its URI can then be opened again."""
+        """Close an open queue; its URI can then be opened again. As the official SDK promises,
+        every ACK callback of the queue has run when it returns (the callback thread is waited
+        for, within the timeout)."""
         core = self._core
         seconds = seconds_or_none(timeout) or core.timeouts.close_queue_timeout
         core.check_running()
@@ -183,12 +188,16 @@ class QueueOperations:
         finally:
             with core.lock:
                 core.queues.pop(queue.uri, None)
+            core.wait_for_callbacks(seconds or DEFAULT_CALLBACK_WAIT)
 
     async def _close(self, queue: QueueRecord, seconds: float) -> None:
         assert queue.inner is not None
-        async with queue.busy:
-            self._core.set_request_timeout(seconds)
-            await queue.inner.close()
+        try:
+            async with queue.busy:
+                self._core.set_request_timeout(seconds)
+                await queue.inner.close()
+        finally:
+            self._core.plane.flush()  # its ACKs (and local NACKs) go to the callback thread now
 
 
-__all__ = ["QueueOperations"]
+__all__ = ["DEFAULT_CALLBACK_WAIT", "QueueOperations"]

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
+from pybmq.client.dropped import weak_method
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
 from pybmq.client.events import QueueReopened as RuntimeQueueReopened
 from pybmq.client.events import Reconnected as RuntimeReconnected
@@ -53,7 +54,7 @@ from pybmq.compat.checks import (
 from pybmq.compat.core import SessionCore
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.health import HostHealth
-from pybmq.compat.lifetime import watch_connection, weak_method
+from pybmq.compat.lifetime import watch_connection
 from pybmq.compat.messages import (
     Ack,
     Message,
@@ -205,6 +206,7 @@ class Session:
             close_channel_on_timeout=False,
             stats_dump_interval=stats_dump_interval or 0.0,
             tracer_provider=tracer_provider,
+            max_buffered_bytes=core.plane.budget,
         )
         try:
             core.inner = core.run(self._connect(broker, options, core.high_water))

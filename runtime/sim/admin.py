@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -37,6 +36,7 @@ from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated import mqbcmd
 from pybmq.generated.mqbcmd_json import encode_json
+from pybmq.printable import escape_controls
 from pybmq.sim.routing import routing_mode
 from pybmq.uri import parse_queue_uri
 
@@ -66,7 +66,6 @@ MAX_COMMAND_LENGTH = 4096
 # the offset), and the longest answer text sent (a control event is at most 1 MiB).
 MAX_LIST_MESSAGES = 1000
 MAX_ANSWER_SIZE = 512 * 1024
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("HELP", "Show the commands this broker answers"),
@@ -123,12 +122,6 @@ def handle_request(session: QueueRequests, request: ctrl.AdminCommand) -> ctrl.C
 
 def _response(text: str) -> ctrl.ControlMessage:
     return ctrl.ControlMessage(admin_command_response=ctrl.AdminCommandResponse(text=text))
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with control characters (but newlines and tabs) written as ``\\xNN``, so an
-    answer echoing a client's bytes cannot drive the terminal that prints it."""
-    return _CONTROL_CHARACTERS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def answer(broker: Broker, text: str) -> str:

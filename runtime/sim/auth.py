@@ -7,7 +7,9 @@ negotiates without authenticating when anonymous access is off, and the credenti
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,13 +43,15 @@ RC_MECHANISM_NOT_SUPPORTED = -2
 # How long a client keeps its credential after the simulator resumes reading its socket: it
 # cannot re-authenticate while the broker itself is not reading.
 RESUME_GRACE_S = 5.0
-# Brute force: per peer host, the first FREE_FAILURES refused attempts cost nothing; each further
-# one blocks the host's next attempts for BACKOFF_FIRST_S, doubling up to BACKOFF_MAX_S (an
-# attempt while blocked is refused unchecked and counts as a failure). A success resets it.
+# Brute force: per peer host and user name, the first FREE_FAILURES refused attempts cost
+# nothing; each further one blocks that user's next attempts from that host for BACKOFF_FIRST_S,
+# doubling up to BACKOFF_MAX_S. An attempt while blocked is refused unchecked (the refusal says
+# "retry in N ms", which pybmq's client waits out) and does not extend the block; a success
+# resets it. Another user's failures never slow a user down (the real broker has no throttle).
 FREE_FAILURES = 3
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0
-MAX_TRACKED_HOSTS = 10_000  # the oldest host is forgotten first
+MAX_TRACKED_HOSTS = 10_000  # (host, user) pairs; the oldest is forgotten first
 # Re-authentication storms: at most REAUTH_BURST authentications per session within
 # REAUTH_WINDOW_S; the next one is refused (and the session closed).
 REAUTH_BURST = 10
@@ -63,27 +67,39 @@ def shown(text: str, limit: int = MAX_SHOWN) -> str:
 
 
 class AuthThrottle:
-    """Failed authentications per peer host, and the backoff they earn (sans-I/O)."""
+    """Failed authentications per (peer host, user name), and the backoff they earn (sans-I/O).
+
+    Keyed by the user too, so failures under one name (an attacker guessing, or a client with a
+    stale password) never lock out another user connecting from the same host."""
 
     def __init__(self) -> None:
-        self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()  # failures, blocked until
+        # key → (failures, blocked until); the key is a digest, so a huge name costs 16 bytes.
+        self._keys: OrderedDict[bytes, tuple[int, float]] = OrderedDict()
 
-    def blocked_for(self, host: str, now: float) -> float:
-        """Seconds ``host`` must still wait before an attempt is checked (0: none)."""
-        _, until = self._hosts.get(host, (0, 0.0))
+    @staticmethod
+    def _key(host: str, user: str) -> bytes:
+        return hashlib.blake2b(f"{host}\0{user}".encode(), digest_size=16).digest()
+
+    def blocked_for(self, host: str, user: str, now: float) -> float:
+        """Seconds ``user`` must still wait before an attempt from ``host`` is checked (0:
+        none)."""
+        _, until = self._keys.get(self._key(host, user), (0, 0.0))
         return max(until - now, 0.0)
 
-    def failed(self, host: str, now: float) -> None:
-        failures = self._hosts.pop(host, (0, 0.0))[0] + 1
+    def failed(self, host: str, user: str, now: float) -> None:
+        """A checked attempt was refused (attempts refused unchecked while blocked are not
+        counted: they do not push the block further out)."""
+        key = self._key(host, user)
+        failures = self._keys.pop(key, (0, 0.0))[0] + 1
         until = 0.0
         if failures > FREE_FAILURES:
             until = now + min(BACKOFF_FIRST_S * 2 ** (failures - FREE_FAILURES - 1), BACKOFF_MAX_S)
-        self._hosts[host] = (failures, until)
-        if len(self._hosts) > MAX_TRACKED_HOSTS:
-            self._hosts.popitem(last=False)
+        self._keys[key] = (failures, until)
+        if len(self._keys) > MAX_TRACKED_HOSTS:
+            self._keys.popitem(last=False)
 
-    def succeeded(self, host: str) -> None:
-        self._hosts.pop(host, None)
+    def succeeded(self, host: str, user: str) -> None:
+        self._keys.pop(self._key(host, user), None)
 
 
 def load_credentials(path: str | Path) -> dict[str, str]:
@@ -170,13 +186,14 @@ class SessionAuth:
     ) -> tuple[ctrl.AuthenticationMessage, bool]:
         """The response to ``request`` and whether it was accepted. A re-authentication must
         use the first mechanism (mqba_authenticator) and the same principal, and not come in a
-        storm; a host that failed too often waits (``throttle``)."""
+        storm; a user who failed too often from a host waits (``throttle``)."""
         recent = self._recent
         storm = len(recent) == REAUTH_BURST and now - recent[0] < REAUTH_WINDOW_S
         recent.append(now)
-        wait = throttle.blocked_for(host, now) if throttle is not None else 0.0
+        user = self.config.principal(request.mechanism, request.data) or request.mechanism.upper()
+        wait = throttle.blocked_for(host, user, now) if throttle is not None else 0.0
         if wait:
-            code, text = -1, f"Too many failed attempts: retry in {wait * 1000:.0f} ms"
+            code, text = -1, f"Too many failed attempts: retry in {math.ceil(wait * 1000)} ms"
         elif storm:
             code, text = -1, f"More than {REAUTH_BURST} authentications in {REAUTH_WINDOW_S:g} s"
         else:
@@ -186,11 +203,11 @@ class SessionAuth:
             code, text = -1, "Authentication mechanism mismatch"
         elif not code and self.mechanism is not None and principal != self.principal:
             code, text = -1, "Re-authentication as a different principal"
-        if throttle is not None:
+        if throttle is not None and not wait:
             if code:
-                throttle.failed(host, now)
+                throttle.failed(host, user, now)
             else:
-                throttle.succeeded(host)
+                throttle.succeeded(host, user)
         lifetime = None
         if code:
             category = ctrl.StatusCategory.E_REFUSED

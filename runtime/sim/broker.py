@@ -26,7 +26,7 @@ from pybmq.sim.config import (
     BrokerStats,
 )
 from pybmq.sim.guard import contained
-from pybmq.sim.queues import QueueStore, Run, SimQueue
+from pybmq.sim.queues import MemoryBudget, QueueStore, Run, SimQueue
 from pybmq.sim.session import ClientSession
 
 __all__ = ["Broker"]
@@ -40,7 +40,7 @@ class Broker:
     ) -> None:
         self.config = config or BrokerConfig()
         self.hooks = hooks or BrokerHooks()
-        self.store = QueueStore()
+        self.store = QueueStore(MemoryBudget(self.config.memory_limit_bytes))
         self.sessions: list[ClientSession] = []
         self.stats = BrokerStats()
         self.auth_throttle = AuthThrottle()  # failed authentications per peer host

@@ -48,6 +48,7 @@ _AT_LEAST_ONE = (
     "negotiation_timeout_ms",
     "queue_limit_messages",
     "queue_limit_bytes",
+    "memory_limit_bytes",
     "partial_event_timeout_ms",
     "write_high_water_bytes",
     "tls_handshake_timeout_ms",
@@ -81,6 +82,11 @@ class BrokerConfig:
     # LIMIT_MESSAGES / LIMIT_BYTES (as a broker, the PUT that crosses the limit is taken).
     queue_limit_messages: int = 1_000_000
     queue_limit_bytes: int = 128 * 1024 * 1024
+    # The memory budget of all queues together (a broker's storage limits): the bytes of every
+    # stored message plus what keeping it costs (about 300 B, more per fan-out app) and each GUID
+    # in a de-duplication window. Once spent, PUTs are NACKed LIMIT_BYTES and clients stay
+    # connected; confirms free it again. ``pybmq sim --max-memory``.
+    memory_limit_bytes: int = 1024 * 1024 * 1024
     partial_event_timeout_ms: int = 60000
     # Backpressure: once this many bytes wait in a client's socket write buffer, the simulator
     # stops pushing to it and stops reading from it (its messages stay in their queues) until

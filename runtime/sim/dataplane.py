@@ -1,10 +1,11 @@
 """The broker's side of the data plane, on top of ``pybmq.wire`` (the codecs the client uses).
 
 Adds what a broker checks beyond structure: unsupported PUT flags and unknown compression are
-protocol violations (the connection is closed); message properties that do not decode and a
-CRC32-C that does not match are per-message failures (NACK). Also converts extended properties
-to the old format for a consumer that did not advertise ``MPS:MESSAGE_PROPERTIES_EX``, as a
-broker does.
+protocol violations (the connection is closed); a CRC32-C that does not match is a per-message
+failure (NACK). Message properties are not parsed, as a broker does not parse them: a message
+whose properties do not decode is stored and delivered, for its consumer to report. Also converts
+extended properties to the old format for a consumer that did not advertise
+``MPS:MESSAGE_PROPERTIES_EX``, as a broker does.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pybmq.wire.checksum import application_data_crc32c
 from pybmq.wire.compression import decompress
 from pybmq.wire.framing import Event, event_header_bytes
 from pybmq.wire.options import encode_sub_queue_ids_old
-from pybmq.wire.properties import MessageProperties, decode_properties
+from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import PutMessage, decode_put
 
@@ -61,36 +62,17 @@ MAX_PUSH_EVENT_SIZE = 1 << 20  # batch PUSH messages into events of at most 1 Mi
 
 
 _UNSET_GUID = bytes(16)
-# Properties areas already found to decode (validity depends only on the bytes and the format):
-# producers mostly repeat the same properties, so each distinct area is parsed once. Bounded.
-_VALID_AREAS: set[tuple[bytes, bool]] = set()
-_MAX_VALID_AREAS = 4096
-_MAX_CACHED_AREA = 1024
 
 
 def put_problem(put: PutMessage) -> str | None:
     """Why a broker would refuse this message (NACK), or None. Cheapest checks first."""
-    props = put.properties_area
-    actual = application_data_crc32c(props, put.payload)
+    actual = application_data_crc32c(put.properties_area, put.payload)
     if actual != put.crc32c:
         return f"CRC32-C mismatch (header {put.crc32c:#010x}, data {actual:#010x})"
     if put.guid == _UNSET_GUID:
         return "unset GUID"
     if put.options:
         return "PUT options are not supported"
-    if props:
-        extended = put.schema_id != 0
-        if (props, extended) not in _VALID_AREAS:
-            try:
-                decode_properties(props, extended=extended)
-            except ProtocolError as exc:
-                return f"malformed message properties: {exc}"
-            if len(_VALID_AREAS) >= _MAX_VALID_AREAS:
-                _VALID_AREAS.clear()
-            if len(props) <= _MAX_CACHED_AREA:
-                _VALID_AREAS.add((props, extended))
-    elif not put.payload:
-        return "empty message"
     return None
 
 

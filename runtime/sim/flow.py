@@ -45,18 +45,27 @@ class MessageFlow:
         self.delayed_acks: list[tuple[float, list[AckEntry]]] = []  # (when due, ACKs)
         self.touched: set[SimQueue] = set()  # queues with room freed by CONFIRMs, to deliver
         self.nack_count = 0  # PUTs refused (each logged only as worth_logging allows)
+        # GUIDs with an ACK (or NACK) in ``acks``, not yet sent: as on a broker, another PUT
+        # with one of them gets no answer of its own (the one pending answers both).
+        self.answering: set[bytes] = set()
 
     # -- incoming -----------------------------------------------------------------------------
 
     def put(self, event: Event, now: float) -> None:
         """Store each message and queue its ACK; NACK what a broker refuses. The hot path: the
         handle is looked up once per run of messages to one queue id, and stored messages are
-        delivered once per event (after all of them are stored), not once per message."""
+        delivered once per event (after all of them are stored), not once per message.
+
+        As a broker: an empty message ends the event (it and the messages after it are dropped
+        without an answer, the connection kept: the broker's ``#CORRUPTED_EVENT``), and a PUT
+        whose GUID already has an answer waiting to be sent gets none of its own (the broker's
+        GUID collision; the message itself is a duplicate and is not stored twice)."""
         session = self.session
         broker = session.broker
         stats = broker.stats
         hooks = broker.hooks if type(broker.hooks) is not BrokerHooks else None
         acks = self.acks
+        answering = self.answering
         handles = session.handles
         config = broker.config
         dedup_window = config.deduplication_time_ms / 1000.0
@@ -74,6 +83,12 @@ class MessageFlow:
         acked = 0
         for put in puts:
             queue_id, guid, flags, compression, _crc, schema_id, area, payload, _o, _h, _i, _g = put
+            if not payload and not area:
+                session.improper(
+                    f"invalid PUT event: an empty message (GUID {guid.hex()}); it and the "
+                    "rest of the event are dropped"
+                )
+                break
             if queue_id != last_queue_id:
                 last_queue_id = queue_id
                 handle = handles.get((queue_id, 0))  # writers always use the default subId
@@ -103,18 +118,26 @@ class MessageFlow:
                     message, now, dedup_window, dedup_max, limit_messages, limit_bytes
                 )
                 if status != success:
-                    problem = f"queue over its quota ({AckStatus(status).name})"
+                    problem = (
+                        f"the simulator's memory budget is spent ({AckStatus(status).name})"
+                        if queue.budget.spent
+                        else f"queue over its quota ({AckStatus(status).name})"
+                    )
             if problem is not None:
                 status = status or UNKNOWN
                 self._nack(guid, queue_id, problem)
             if hooks is not None:
                 status = hooks.ack_status(session, queue.uri if queue else "", guid, status)
-            if status != success:
-                stats.nacks += 1
+            if status != success or flags & ACK_REQUESTED:
+                if guid in answering:
+                    session.improper(f"a PUT with GUID {guid.hex()}, whose answer is pending")
+                    continue
+                answering.add(guid)
                 acks.append((status, 0, guid, queue_id))
-            elif flags & ACK_REQUESTED:
-                acked += 1
-                acks.append((status, 0, guid, queue_id))
+                if status != success:
+                    stats.nacks += 1
+                else:
+                    acked += 1
         stats.acks += acked
         dispatch = broker.dispatch
         for queue in stored:
@@ -222,6 +245,7 @@ class MessageFlow:
             else:
                 out.extend(ack_events(self.acks))
             self.acks = []
+            self.answering.clear()
         if self.pushes:
             runs = [(c.queue_id, c.sub_queue_id, messages) for c, messages in self.pushes]
             out.extend(push_run_events(runs, not session.extended_properties))

@@ -27,13 +27,17 @@ from pybmq.sim.routing import FANOUT_APP_IDS, RoutingMode
 from pybmq.wire.properties import decode_properties, properties_area_size
 
 __all__ = [
+    "APP_OVERHEAD",
+    "GUID_OVERHEAD",
     "LIMIT_BYTES",
     "LIMIT_MESSAGES",
     "MAX_INFLATED_PROPERTIES",
+    "MESSAGE_OVERHEAD",
     "SUCCESS",
     "AppStream",
     "Backlog",
     "Consumer",
+    "MemoryBudget",
     "QueueStore",
     "Run",
     "SimQueue",
@@ -166,6 +170,32 @@ class Consumer:
 
 
 SUCCESS = int(AckStatus.SUCCESS)
+# What the memory budget (BrokerConfig.memory_limit_bytes) charges beyond a message's own bytes,
+# from tracemalloc of 100,000 one-byte messages: about 340 B each in a one-app queue and 550 B
+# with three apps (the record, its GUID, its place in each app's stream and in the
+# de-duplication window); and a GUID that stays in the window after its message is gone.
+MESSAGE_OVERHEAD = 240
+APP_OVERHEAD = 100
+GUID_OVERHEAD = 160
+
+
+class MemoryBudget:
+    """The simulator's memory budget for all queues together (``used`` of ``limit`` bytes):
+    stored messages with their overheads, and the GUIDs of the de-duplication windows. Once it
+    is spent, PUTs are NACKed LIMIT_BYTES (as a broker whose storage is full) and the
+    connection stays up."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: float = float("inf")) -> None:
+        self.limit = limit
+        self.used = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.used > self.limit
+
+
 LIMIT_MESSAGES = int(AckStatus.LIMIT_MESSAGES)
 LIMIT_BYTES = int(AckStatus.LIMIT_BYTES)
 _NO_LIMIT = float("inf")
@@ -417,15 +447,22 @@ class SimQueue:
     # Consumers of appIds the domain does not list: a broker lets them open (it raises an alarm)
     # and delivers them nothing, so they stay out of ``streams`` (which messages are copied to).
     unlisted: dict[str, AppStream] = field(default_factory=dict)
+    # The simulator's budget for all queues (shared by every queue of one broker).
+    budget: MemoryBudget = field(default_factory=MemoryBudget)
 
     def __post_init__(self) -> None:
         self.stores = self.mode is not RoutingMode.BROADCAST
 
     @classmethod
-    def create(cls, uri: str, mode: RoutingMode) -> SimQueue:
+    def create(cls, uri: str, mode: RoutingMode, budget: MemoryBudget | None = None) -> SimQueue:
         app_ids = FANOUT_APP_IDS if mode is RoutingMode.FANOUT else (DEFAULT_APP_ID,)
         stores = mode is not RoutingMode.BROADCAST
-        return cls(uri, mode, {app: AppStream(app, stores) for app in app_ids})
+        streams = {app: AppStream(app, stores) for app in app_ids}
+        return cls(uri, mode, streams, budget=budget or MemoryBudget())
+
+    def _cost(self, message: StoredMessage) -> int:
+        """What ``message`` costs the memory budget while this queue holds it."""
+        return message.size + MESSAGE_OVERHEAD + APP_OVERHEAD * len(self.streams)
 
     def store(
         self,
@@ -461,7 +498,7 @@ class SimQueue:
             # before adding, so the message that crosses the limit is still taken).
             if self.held_messages > max_messages:
                 return LIMIT_MESSAGES
-            if self.held_bytes > max_bytes:
+            if self.held_bytes > max_bytes or self.budget.spent:
                 return LIMIT_BYTES
         seen = self._seen
         guid = message.guid
@@ -471,17 +508,21 @@ class SimQueue:
         if expiry is not None and expiry > now:
             self.duplicates += 1
             return SUCCESS
+        budget = self.budget
         if len(seen) >= dedup_max:
             del seen[next(iter(seen))]
+            budget.used -= GUID_OVERHEAD
         if not seen:
             self._first_expiry = now + dedup_window
         seen[guid] = now + dedup_window
+        budget.used += GUID_OVERHEAD
         self.posted += 1
         if self.stores:
             # As a broker: a message counts once against the quota, however many apps hold it.
             message.holders = copies
             self.held_messages += 1
             self.held_bytes += message.size
+            budget.used += self._cost(message)
             for stream in streams.values():
                 stream.pending.append(message)
         else:
@@ -498,6 +539,7 @@ class SimQueue:
                 self._first_expiry = expiry
                 return
             del seen[oldest]
+            self.budget.used -= GUID_OVERHEAD
         self._first_expiry = float("inf")
 
     def post(
@@ -529,6 +571,7 @@ class SimQueue:
             if not message.holders:
                 self.held_messages -= 1
                 self.held_bytes -= message.size
+                self.budget.used -= self._cost(message)
 
     def stream(self, app_id: str) -> AppStream:
         """The stream of ``app_id``: a listed one, or an (always empty) unlisted one."""
@@ -539,6 +582,11 @@ class SimQueue:
         if unlisted is None:
             unlisted = self.unlisted[app_id] = AppStream(app_id, self.stores)
         return unlisted
+
+    @property
+    def remembered(self) -> int:
+        """GUIDs in its de-duplication window."""
+        return len(self._seen)
 
     def pending_count(self, app_id: str = DEFAULT_APP_ID) -> int:
         return len(self.streams[app_id].pending)
@@ -555,19 +603,21 @@ class SimQueue:
 
 
 class QueueStore:
-    """Every queue the simulator has seen, created on first open."""
+    """Every queue the simulator has seen, created on first open, all on one memory budget."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: MemoryBudget | None = None) -> None:
         self.queues: dict[str, SimQueue] = {}
+        self.budget = budget or MemoryBudget()
 
     def free_if_unused(self, queue: SimQueue, now: float) -> None:
         """Forget ``queue`` once nothing refers to it (it is created again on the next open),
         so a client opening and closing thousands of queues leaves nothing behind."""
         if self.queues.get(queue.uri) is queue and queue.unused(now):
             del self.queues[queue.uri]
+            self.budget.used -= GUID_OVERHEAD * queue.remembered
 
     def get_or_create(self, uri: str, mode: RoutingMode) -> SimQueue:
         queue = self.queues.get(uri)
         if queue is None:
-            queue = self.queues[uri] = SimQueue.create(uri, mode)
+            queue = self.queues[uri] = SimQueue.create(uri, mode, self.budget)
         return queue

@@ -35,17 +35,47 @@ if TYPE_CHECKING:
     from pybmq.sim.flow import MessageFlow
     from pybmq.wire.channel import Channel
 
-__all__ = ["REQUESTS", "QueueHandle", "QueueRequests", "RequestRefused"]
+__all__ = [
+    "NO_PRIORITY",
+    "REQUESTS",
+    "QueueHandle",
+    "QueueRequests",
+    "RequestRefused",
+    "check_consumer",
+]
 
 log = logging.getLogger("pybmq.sim")
 
 
 class RequestRefused(PybmqError):
-    """A well-formed request the broker turns down; becomes a failure status response."""
+    """A well-formed request the broker turns down; becomes a failure status response with the
+    broker's category and code (0 where the broker's own check answers 0, else -1)."""
 
-    def __init__(self, category: str, message: str) -> None:
+    def __init__(self, category: str, message: str, code: int = -1) -> None:
         super().__init__(message)
         self.category = category
+        self.code = code
+
+
+# The ConsumerInfo priority that means "no consumer" (bmqp Protocol::k_CONSUMER_PRIORITY_INVALID).
+NO_PRIORITY = -(2**31)
+
+
+def check_consumer(priority: int, count: int, messages: int, size: int) -> None:
+    """Refuse what a broker refuses in a consumer's stream parameters, as it refuses it:
+    a priority valid only with a positive count (the "no consumer" priority only with a count
+    of 0) is ``E_UNKNOWN`` -1; negative flow-control limits are ``E_INVALID_ARGUMENT`` here,
+    where a broker fails an assertion and aborts (it takes its whole process down)."""
+    if messages < 0 or size < 0:
+        raise RequestRefused(
+            "E_INVALID_ARGUMENT",
+            f"negative flow control (maxUnconfirmedMessages {messages}, maxUnconfirmedBytes "
+            f"{size}): a broker aborts on this",
+        )
+    if (count != 0) if priority == NO_PRIORITY else (count <= 0):
+        raise RequestRefused(
+            "E_UNKNOWN", "Attempting to configure stream with invalid priority.", code=-1
+        )
 
 
 @dataclass(eq=False)
@@ -81,10 +111,10 @@ class QueueRequests:
         params = request.handle_parameters
         uri = parse_queue_uri(params.uri)
         if uri is None:
-            raise RequestRefused("E_REFUSED", f"invalid queue URI {params.uri!r}")  # as a broker
+            raise RequestRefused("E_REFUSED", f"invalid queue URI {params.uri!r}", code=0)
         if len(uri.queue) > QUEUE_NAME_MAX_LENGTH:  # the broker's URI parser refuses it too
             raise RequestRefused(
-                "E_REFUSED", f"queue name exceeds {QUEUE_NAME_MAX_LENGTH} characters"
+                "E_REFUSED", f"queue name exceeds {QUEUE_NAME_MAX_LENGTH} characters", code=0
             )
         mode = routing_mode(uri.domain)
         if mode is None:
@@ -92,7 +122,7 @@ class QueueRequests:
         flags = params.flags
         # Flag bits the protocol does not define are ignored, as by a broker.
         if flags & FLAG_ADMIN or not flags & (FLAG_READ | FLAG_WRITE):
-            raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}")
+            raise RequestRefused("E_INVALID_ARGUMENT", f"invalid queue flags {flags:#x}", code=0)
         readable, writable = bool(flags & FLAG_READ), bool(flags & FLAG_WRITE)
         if (
             (params.read_count > 0) != readable
@@ -103,6 +133,7 @@ class QueueRequests:
                 "E_INVALID_ARGUMENT",
                 f"counts read={params.read_count} write={params.write_count} admin={params.admin_count} "
                 f"do not match flags {flags:#x}",
+                code=0,
             )
         if params.q_id >= RESERVED_QUEUE_ID:
             raise RequestRefused(
@@ -184,6 +215,12 @@ class QueueRequests:
             request.q_id, info.app_id if info else DEFAULT_APP_ID, info.sub_id if info else 0
         )
         if handle.readable:
+            check_consumer(
+                params.consumer_priority,
+                params.consumer_priority_count,
+                params.max_unconfirmed_messages,
+                params.max_unconfirmed_bytes,
+            )
             self._set_consumers(
                 handle,
                 [
@@ -222,6 +259,13 @@ class QueueRequests:
                         f"subscription {subscription.s_id}: invalid expression: {exc}",
                     ) from None
             info = subscription.consumers[0]
+            if handle.readable:  # a broker does not look at a writer's
+                check_consumer(
+                    info.consumer_priority,
+                    info.consumer_priority_count,
+                    info.max_unconfirmed_messages,
+                    info.max_unconfirmed_bytes,
+                )
             wanted.append(
                 (
                     subscription.s_id,

@@ -260,7 +260,9 @@ class ClientSession(QueueRequests):
             log.info("session %d: %s refused: %s", self.session_id, choice, refusal)
             response = ctrl.ControlMessage(
                 status=ctrl.Status(
-                    category=ctrl.StatusCategory[refusal.category], code=-1, message=str(refusal)
+                    category=ctrl.StatusCategory[refusal.category],
+                    code=refusal.code,
+                    message=str(refusal),
                 )
             )
         response.r_id = message.r_id

@@ -1,142 +1,84 @@
-"""pytest fixtures for code that talks to BlazingMQ: a fresh simulator, or the real broker, per test.
+"""Brokers for tests: the simulator or the real ``bmqbrkr``, in pytest or out of it.
 
-Installed as a pytest plugin (entry point ``pytest11``), so in any project with pybmq installed:
+Outside pytest (pytest is not needed, nor imported):
 
-    def test_my_producer(bmq_broker_url):
-        run_my_producer(broker=bmq_broker_url)   # e.g. "tcp://127.0.0.1:40123"
+    from pybmq.testing import running_broker
 
-``bmq_sim`` is the running ``ThreadedBrokerSimulator`` (use ``bmq_sim.call(fn)`` to inspect the
-broker's queues); it works from both synchronous and asyncio tests. A test can ask for
-authentication and TLS with the keywords of ``pybmq sim``'s flags:
+    with running_broker("real") as broker:     # "sim", "real", or "auto"
+        run_my_producer(broker=broker.url)
 
-    @pytest.mark.bmq_sim(auth=["BASIC:users.txt"], auth_lifetime_ms=60000,
-                         tls_cert="cert.pem", tls_key="key.pem", tls_client_ca=None)
+A replicated cluster of real brokers with a proxy (``pybmq.testing.cluster``):
 
-The real broker: ``bmq_real_broker`` is a ``RealBroker`` (``pybmq.testing.real_broker``) started
-from ``$BMQ_BROKER_BIN`` (a ``bmqbrkr.tsk`` or its launcher) with a configuration pybmq writes; the
-test is skipped, with the reason, when that variable is unset. ``bmq_any_broker`` runs a test twice,
-against the simulator and against the real broker (``BrokerHandle``, ``pybmq.testing.brokers``);
-``bmq_any_broker_url`` is its URL. BASIC authentication for both:
+    with running_cluster() as cluster:          # 3 nodes and a proxy, settled before use
+        run_my_producer(broker=cluster.proxy_url, endpoints=cluster.urls)
 
-    @pytest.mark.bmq_broker(basic_users={"alice": "S3cret"}, allow_anonymous=False)
-
-Outside pytest, ``with running_broker("real") as broker: ...`` gives the same handle.
+In pytest, the plugin (``pybmq.testing.plugin``, registered when pybmq is installed) gives the
+fixtures ``bmq_sim``, ``bmq_broker_url``, ``bmq_real_broker``, ``bmq_any_broker``,
+``bmq_any_broker_url`` and ``bmq_cluster``. Every name is imported when first used, so importing this package costs
+nothing, and a fixture asked for without pytest installed says so.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-
-import pytest
-
-if TYPE_CHECKING:
-    from pybmq.sim.server import ThreadedBrokerSimulator
-    from pybmq.testing.brokers import BrokerHandle
-    from pybmq.testing.real_broker import RealBroker
-
-BROKER_KINDS = ("sim", "real")
-
+import importlib
+from typing import Any
 
 __all__ = [
-    "BROKER_KINDS",
+    "BrokerHandle",
+    "BrokerUnavailable",
+    "RealBroker",
+    "RealCluster",
     "bmq_any_broker",
     "bmq_any_broker_url",
     "bmq_broker_url",
+    "bmq_cluster",
     "bmq_real_broker",
     "bmq_sim",
-    "pytest_configure",
+    "running_broker",
+    "running_cluster",
     "skip_if_sim_only",
 ]
 
+# Where each public name lives; the plugin's need pytest.
+_HOMES = {
+    "BrokerHandle": "pybmq.testing.brokers",
+    "BrokerUnavailable": "pybmq.testing.brokers",
+    "running_broker": "pybmq.testing.brokers",
+    "RealBroker": "pybmq.testing.real_broker",
+    "RealCluster": "pybmq.testing.cluster",
+    "running_cluster": "pybmq.testing.cluster",
+    **{
+        name: "pybmq.testing.plugin"
+        for name in (
+            "BROKER_KINDS",
+            "bmq_any_broker",
+            "bmq_any_broker_url",
+            "bmq_broker_url",
+            "bmq_cluster",
+            "bmq_real_broker",
+            "bmq_sim",
+            "skip_if_sim_only",
+        )
+    },
+}
 
-def pytest_configure(config: pytest.Config) -> None:
-    """pytest's hook: the plugin's markers, registered so that ``--strict-markers`` knows them."""
-    config.addinivalue_line(
-        "markers",
-        "bmq_sim(auth, auth_lifetime_ms, tls_cert, tls_key, tls_client_ca): "
-        "authentication and TLS of the bmq_sim fixture",
-    )
-    config.addinivalue_line(
-        "markers",
-        "bmq_broker(basic_users, allow_anonymous): BASIC authentication of the bmq_real_broker "
-        "and bmq_any_broker fixtures",
-    )
-    config.addinivalue_line(
-        "markers",
-        "bmq_sim_only(reason): with bmq_any_broker, run only against the simulator (the test "
-        "uses what only the simulator has: fault injection, its statistics)",
-    )
 
-
-@pytest.fixture
-def bmq_sim(request: pytest.FixtureRequest) -> Iterator[ThreadedBrokerSimulator]:
-    """A broker simulator on 127.0.0.1 and an ephemeral port, stopped after the test."""
-    # Imported late: plugin loading stays cheap.
-    from pybmq.sim.config import BrokerConfig
-    from pybmq.sim.server import ThreadedBrokerSimulator
-    from pybmq.sim.tls import security_settings
-
-    marker = request.node.get_closest_marker("bmq_sim")
-    auth, tls = security_settings(**(marker.kwargs if marker else {}))
-    sim = ThreadedBrokerSimulator(BrokerConfig(auth=auth), tls=tls)
-    sim.start()
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pybmq.testing' has no attribute {name!r}")
     try:
-        yield sim
-    finally:
-        sim.stop()
+        module = importlib.import_module(home)
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest":
+            raise
+        raise ModuleNotFoundError(
+            f"pybmq.testing.{name} is part of the pytest plugin, which needs pytest "
+            "(pip install pytest); running_broker and RealBroker do not",
+            name="pytest",
+        ) from None
+    return getattr(module, name)
 
 
-@pytest.fixture
-def bmq_broker_url(bmq_sim: ThreadedBrokerSimulator) -> str:
-    """``tcp://127.0.0.1:<port>`` of a fresh simulator (TLS or not, clients use this URL)."""
-    return bmq_sim.url
-
-
-def _broker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
-    marker = request.node.get_closest_marker("bmq_broker")
-    return dict(marker.kwargs) if marker else {}
-
-
-@pytest.fixture
-def bmq_real_broker(request: pytest.FixtureRequest) -> Iterator[RealBroker]:
-    """A real broker on 127.0.0.1 and an ephemeral port, in a temporary folder, stopped after
-    the test; the test is skipped when ``$BMQ_BROKER_BIN`` is unset."""
-    from pybmq.testing.brokers import NO_BROKER_REASON
-    from pybmq.testing.real_broker import RealBroker, broker_executable
-
-    executable = broker_executable()
-    if executable is None:
-        pytest.skip(NO_BROKER_REASON)
-    with RealBroker(executable, **_broker_options(request)) as broker:
-        yield broker
-
-
-def skip_if_sim_only(request: pytest.FixtureRequest) -> None:
-    """Skip the real-broker run of a test marked ``bmq_sim_only``, with its reason."""
-    marker = request.node.get_closest_marker("bmq_sim_only")
-    if marker is not None and getattr(request, "param", None) == "real":
-        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
-        pytest.skip(f"simulator only: {reason}" if reason else "simulator only")
-
-
-@pytest.fixture(params=BROKER_KINDS)
-def bmq_any_broker(request: pytest.FixtureRequest) -> Iterator[BrokerHandle]:
-    """The test once against the simulator and once against the real broker (skipped, with
-    the reason, when ``$BMQ_BROKER_BIN`` is unset)."""
-    from pybmq.testing.brokers import BrokerUnavailable, running_broker
-
-    skip_if_sim_only(request)
-    with contextlib.ExitStack() as stack:
-        try:
-            broker = stack.enter_context(running_broker(request.param, **_broker_options(request)))
-        except BrokerUnavailable as exc:
-            pytest.skip(str(exc))
-        yield broker
-
-
-@pytest.fixture
-def bmq_any_broker_url(bmq_any_broker: BrokerHandle) -> str:
-    """``tcp://127.0.0.1:<port>`` of ``bmq_any_broker``."""
-    return bmq_any_broker.url
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,17 +1,27 @@
-"""The configuration of a single-node BlazingMQ broker for tests, built from the typed ``mqbcfg`` and
-``mqbconf`` bindings (never pasted JSON), so a schema change shows up here as a type error.
+"""The configuration of a BlazingMQ broker for tests, built from the typed ``mqbcfg`` and ``mqbconf``
+bindings (never pasted JSON), so a schema change shows up here as a type error.
 
 ``write_config_dir`` writes what the broker reads at start: ``bmqbrkrcfg.json``, ``clusters.json``
 and ``domains/<name>.json`` for the test domains (the simulator's three routing modes, in memory and
-file-backed). Storage and logs live in the folder given; sizes are tuned for 2 cores and for the
-suites' largest messages rather than for production.
+file-backed, and the file-backed ones with strong consistency, ``.sc``). Storage and logs live in the
+folder given; sizes are tuned for 2 cores and for the suites' largest messages rather than for
+production.
+
+A broker is one of three roles: a single node (its own one-node cluster, the default), a member of
+a replicated cluster (``BrokerSettings.cluster`` and ``node_id``), or a proxy in front of one
+(``cluster`` without ``node_id``). Every member of a cluster gets the same cluster definition
+(legacy mode: the elected leader is the primary of every partition, as in upstream's
+``docker/cluster`` example) with the election shortened for tests (``ElectionTimings``); a proxy
+lists the same nodes as a proxy cluster and serves the same domains.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
+from pybmq.errors import UsageError
 from pybmq.generated import mqbcfg, mqbcfg_json, mqbconf, mqbconf_json
 
 __all__ = [
@@ -19,20 +29,118 @@ __all__ = [
     "FANOUT_APPS",
     "TEST_DOMAINS",
     "BrokerSettings",
+    "ClusterLayout",
+    "ClusterMember",
+    "DomainSpec",
+    "ElectionTimings",
     "broker_configuration",
     "cluster_definition",
     "domain_definition",
+    "domains_of",
     "write_config_dir",
 ]
 
 FANOUT_APPS: tuple[str, ...] = ("foo", "bar", "baz")
 CLUSTER = "local"
-# Domain name -> (routing mode, file-backed). The modes are what pybmq's simulator serves.
-TEST_DOMAINS: dict[str, tuple[str, bool]] = {
-    f"bmq.test.{storage}.{mode}": (mode, storage == "persistent")
+
+
+class DomainSpec(NamedTuple):
+    """How a test domain routes and stores: ``mode`` is priority, fanout or broadcast (what
+    pybmq's simulator serves); ``strong``: strong consistency (a PUT is ACKed once a quorum of
+    the cluster's replicas stored it), else eventual."""
+
+    mode: str
+    file_backed: bool
+    strong: bool = False
+
+    @property
+    def replicable(self) -> bool:
+        """Whether a cluster of several nodes serves it: a clustered queue kept in memory must
+        be a broadcast one (the broker refuses to open any other, ``E_UNKNOWN``)."""
+        return self.file_backed or self.mode == "broadcast"
+
+
+TEST_DOMAINS: dict[str, DomainSpec] = {
+    f"bmq.test.{storage}.{mode}": DomainSpec(mode, storage == "persistent")
     for storage in ("mem", "persistent")
     for mode in ("priority", "fanout", "broadcast")
+} | {
+    f"bmq.test.persistent.{mode}.sc": DomainSpec(mode, True, strong=True)
+    for mode in ("priority", "fanout")
 }
+
+
+@dataclass(frozen=True)
+class ElectionTimings:
+    """How fast a test cluster elects a leader and gets going, in milliseconds.
+
+    Upstream's defaults (``mqbcfg.ElectorConfig``, ``StorageSyncConfig``) are for production: a
+    leader becomes ACTIVE ``leader_sync_delay_ms`` (80 s) after its election, to give every node
+    time to come up, and a starting node waits ``startup_wait_ms`` (60 s) for a primary's sync
+    point. On one host every node is up within seconds, so both are short here; the delay stays
+    longer than the startup wait, which recovery needs (a node recovers locally, then declares
+    itself available, before the leader syncs). Failure detection stays as upstream's (a killed
+    node's peers see its connections close at once)."""
+
+    initial_wait_ms: int = 2000  # a follower's wait for a leader's heartbeat before an election
+    max_random_wait_ms: int = 1000  # added at random, so two nodes rarely run at once
+    scouting_result_timeout_ms: int = 2000
+    election_result_timeout_ms: int = 2000
+    heartbeat_broadcast_period_ms: int = 1000
+    heartbeat_check_period_ms: int = 500
+    heartbeat_miss_count: int = 10
+    leader_sync_delay_ms: int = 3000  # upstream: 80000
+    startup_wait_ms: int = 1500  # upstream: 60000
+
+    def __post_init__(self) -> None:
+        # The two orderings the broker's configuration notes require.
+        if self.initial_wait_ms <= self.max_random_wait_ms:
+            raise UsageError("initial_wait_ms must be longer than max_random_wait_ms")
+        if self.leader_sync_delay_ms <= self.startup_wait_ms:
+            raise UsageError("leader_sync_delay_ms must be longer than startup_wait_ms")
+
+    def elector(self) -> mqbcfg.ElectorConfig:
+        return mqbcfg.ElectorConfig(
+            initial_wait_timeout_ms=self.initial_wait_ms,
+            max_random_wait_timeout_ms=self.max_random_wait_ms,
+            scouting_result_timeout_ms=self.scouting_result_timeout_ms,
+            election_result_timeout_ms=self.election_result_timeout_ms,
+            heartbeat_broadcast_period_ms=self.heartbeat_broadcast_period_ms,
+            heartbeat_check_period_ms=self.heartbeat_check_period_ms,
+            heartbeat_miss_count=self.heartbeat_miss_count,
+            quorum=0,  # a majority of the nodes
+            leader_sync_delay_ms=self.leader_sync_delay_ms,
+        )
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """One node of a cluster: its id, its name (the broker's host name, which is how a broker
+    finds itself among the nodes) and its port on 127.0.0.1."""
+
+    node_id: int
+    name: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """A replicated cluster: its name (the domains' location), its members and timings."""
+
+    name: str
+    members: tuple[ClusterMember, ...]
+    timings: ElectionTimings = field(default_factory=ElectionTimings)
+    partitions: int = 1
+
+    def member(self, node_id: int) -> ClusterMember:
+        for member in self.members:
+            if member.node_id == node_id:
+                return member
+        raise UsageError(f"cluster {self.name} has no node {node_id}")
 
 
 @dataclass(frozen=True)
@@ -53,6 +161,33 @@ class BrokerSettings:
     # stays silent for ``heartbeat_intervals`` of them.
     heartbeat_interval_ms: int = 3000
     heartbeat_intervals: int = 10
+    # The cluster this broker is a member of (``node_id`` set: its port must be that member's)
+    # or the proxy of (``node_id`` None); None: a single node, its own one-node cluster.
+    cluster: ClusterLayout | None = None
+    node_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.cluster is None:
+            if self.node_id is not None:
+                raise UsageError("node_id is for a member of a cluster")
+        elif self.node_id is not None and self.cluster.member(self.node_id).port != self.port:
+            raise UsageError(f"node {self.node_id} listens on its member's port")
+
+    @property
+    def is_proxy(self) -> bool:
+        return self.cluster is not None and self.node_id is None
+
+    @property
+    def host_name(self) -> str:
+        """What the broker calls itself: a member's node name; a proxy's or a single node's is
+        ``localhost`` (the single node's one node has that name)."""
+        if self.cluster is not None and self.node_id is not None:
+            return self.cluster.member(self.node_id).name
+        return "localhost"
+
+    @property
+    def cluster_name(self) -> str:
+        return CLUSTER if self.cluster is None else self.cluster.name
 
     @property
     def logs(self) -> Path:
@@ -120,7 +255,7 @@ def broker_configuration(settings: BrokerSettings) -> mqbcfg.Configuration:
             broker_version=999999,
             config_version=999999,
             etc_dir=str(settings.config_dir),
-            host_name="localhost",
+            host_name=settings.host_name,
             host_data_center="UNSPECIFIED",
             logs_observer_max_size=1000,
             dispatcher_config=mqbcfg.DispatcherConfig(
@@ -163,46 +298,81 @@ def broker_configuration(settings: BrokerSettings) -> mqbcfg.Configuration:
     )
 
 
-def cluster_definition(settings: BrokerSettings) -> mqbcfg.ClustersDefinition:
-    """``clusters.json``: one node on the settings' port; one partition under the folder."""
+def _partitions(settings: BrokerSettings, count: int) -> mqbcfg.PartitionConfig:
+    """``count`` partitions under the folder, not preallocated; a member's recovery waits only
+    the layout's ``startup_wait_ms`` for a primary's sync point."""
     storage = settings.storage
+    sync = mqbcfg.StorageSyncConfig()
+    if settings.cluster is not None:
+        sync = mqbcfg.StorageSyncConfig(
+            startup_wait_duration_ms=settings.cluster.timings.startup_wait_ms
+        )
+    return mqbcfg.PartitionConfig(
+        num_partitions=count,
+        location=str(storage),
+        archive_location=str(storage / "archive"),
+        # Room for the suites' largest message (63 MiB) several times over; the files are not
+        # preallocated, so this costs no disk until used.
+        max_data_file_size=1024 * 1024 * 1024,
+        max_journal_file_size=64 * 1024 * 1024,
+        max_qlist_file_size=8 * 1024 * 1024,
+        max_csl_file_size=8 * 1024 * 1024,
+        flush_at_shutdown=True,
+        sync_config=sync,
+    )
+
+
+def _node(node_id: int, name: str, endpoint: str) -> mqbcfg.ClusterNode:
+    return mqbcfg.ClusterNode(
+        id=node_id,
+        name=name,
+        data_center="UNSPECIFIED",
+        transport=mqbcfg.ClusterNodeConnection(
+            tcp=mqbcfg.TcpClusterNodeConnection(endpoint=endpoint)
+        ),
+    )
+
+
+def cluster_definition(settings: BrokerSettings) -> mqbcfg.ClustersDefinition:
+    """``clusters.json``. A single node: its one-node cluster on the settings' port, one
+    partition. A member: the whole cluster, legacy mode (no CSL, no FSM workflow; the leader is
+    the primary of every partition), the layout's election timings. A proxy: the cluster's nodes
+    as its one proxy cluster."""
+    layout = settings.cluster
+    if layout is None:
+        return mqbcfg.ClustersDefinition(
+            my_clusters=[
+                mqbcfg.ClusterDefinition(
+                    name=CLUSTER,
+                    nodes=[_node(0, "localhost", f"tcp://localhost:{settings.port}")],
+                    partition_config=_partitions(settings, 1),
+                )
+            ],
+        )
+    nodes = [_node(m.node_id, m.name, m.endpoint) for m in layout.members]
+    if settings.is_proxy:
+        return mqbcfg.ClustersDefinition(
+            proxy_clusters=[mqbcfg.ClusterProxyDefinition(name=layout.name, nodes=nodes)]
+        )
     return mqbcfg.ClustersDefinition(
         my_clusters=[
             mqbcfg.ClusterDefinition(
-                name=CLUSTER,
-                nodes=[
-                    mqbcfg.ClusterNode(
-                        id=0,
-                        name="localhost",
-                        data_center="UNSPECIFIED",
-                        transport=mqbcfg.ClusterNodeConnection(
-                            tcp=mqbcfg.TcpClusterNodeConnection(
-                                endpoint=f"tcp://localhost:{settings.port}"
-                            )
-                        ),
-                    )
-                ],
-                partition_config=mqbcfg.PartitionConfig(
-                    num_partitions=1,
-                    location=str(storage),
-                    archive_location=str(storage / "archive"),
-                    # Room for the suites' largest message (63 MiB) several times over; the
-                    # files are not preallocated, so this costs no disk until used.
-                    max_data_file_size=1024 * 1024 * 1024,
-                    max_journal_file_size=64 * 1024 * 1024,
-                    max_qlist_file_size=8 * 1024 * 1024,
-                    max_csl_file_size=8 * 1024 * 1024,
-                    flush_at_shutdown=True,
+                name=layout.name,
+                nodes=nodes,
+                partition_config=_partitions(settings, layout.partitions),
+                master_assignment=mqbcfg.MasterAssignmentAlgorithm.E_LEADER_IS_MASTER_ALL,
+                elector=layout.timings.elector(),
+                cluster_attributes=mqbcfg.ClusterAttributes(
+                    is_csl_mode_enabled=False, is_fsm_workflow=False
                 ),
             )
         ],
     )
 
 
-def domain_definition(
-    mode: str, file_backed: bool, settings: BrokerSettings
-) -> mqbconf.DomainVariant:
-    """One test domain: ``mode`` is priority, fanout (apps foo, bar, baz) or broadcast."""
+def domain_definition(spec: DomainSpec, settings: BrokerSettings) -> mqbconf.DomainVariant:
+    """One test domain: ``spec.mode`` is priority, fanout (apps foo, bar, baz) or broadcast."""
+    mode, file_backed = spec.mode, spec.file_backed
     queue_mode = mqbconf.QueueMode(
         priority=mqbconf.QueueModePriority() if mode == "priority" else None,
         fanout=mqbconf.QueueModeFanout(app_i_ds=list(FANOUT_APPS)) if mode == "fanout" else None,
@@ -216,7 +386,7 @@ def domain_definition(
     domain = mqbconf.Limits(messages=2 * settings.queue_messages, bytes=2 * settings.queue_bytes)
     return mqbconf.DomainVariant(
         definition=mqbconf.DomainDefinition(
-            location=CLUSTER,
+            location=settings.cluster_name,
             parameters=mqbconf.Domain(
                 mode=queue_mode,
                 storage=mqbconf.StorageDefinition(
@@ -224,10 +394,22 @@ def domain_definition(
                 ),
                 message_ttl=300,
                 deduplication_time_ms=300000,
-                consistency=mqbconf.Consistency(eventual=mqbconf.QueueConsistencyEventual()),
+                consistency=(
+                    mqbconf.Consistency(strong=mqbconf.QueueConsistencyStrong())
+                    if spec.strong
+                    else mqbconf.Consistency(eventual=mqbconf.QueueConsistencyEventual())
+                ),
             ),
         )
     )
+
+
+def domains_of(settings: BrokerSettings) -> dict[str, DomainSpec]:
+    """The test domains the broker serves: all of them on a single node; in a cluster (and its
+    proxy), those it can replicate."""
+    if settings.cluster is None:
+        return dict(TEST_DOMAINS)
+    return {name: spec for name, spec in TEST_DOMAINS.items() if spec.replicable}
 
 
 def write_config_dir(settings: BrokerSettings) -> Path:
@@ -240,8 +422,8 @@ def write_config_dir(settings: BrokerSettings) -> Path:
         mqbcfg_json.encode_json(broker_configuration(settings))
     )
     (config / "clusters.json").write_bytes(mqbcfg_json.encode_json(cluster_definition(settings)))
-    for name, (mode, file_backed) in TEST_DOMAINS.items():
+    for name, spec in domains_of(settings).items():
         (config / "domains" / f"{name}.json").write_bytes(
-            mqbconf_json.encode_json(domain_definition(mode, file_backed, settings))
+            mqbconf_json.encode_json(domain_definition(spec, settings))
         )
     return config

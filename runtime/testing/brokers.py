@@ -42,6 +42,7 @@ class BrokerHandle:
 
     @property
     def is_real(self) -> bool:
+        """True for the real broker, False for the simulator."""
         return self.real is not None
 
 

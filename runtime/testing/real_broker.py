@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import dataclasses
 import os
+import random
 import shutil
 import signal
 import socket
@@ -33,6 +34,7 @@ from pybmq.testing.broker_config import BrokerSettings, write_config_dir
 __all__ = [
     "BROKER_BIN_ENV",
     "LISTEN_FAILED",
+    "PICK_FROM",
     "PORT_ATTEMPTS",
     "STARTED_LINE",
     "BrokerStartError",
@@ -69,12 +71,37 @@ def _kill_leftovers() -> None:
         broker.close(kill=True)
 
 
+# Where free_port picks: from here up to the kernel's ephemeral range, from which outgoing
+# connections take their source ports (one could take a port picked there before its broker
+# listens, or while it restarts on it); several processes pick at once under pytest-xdist.
+PICK_FROM = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default (macOS starts at 49152)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now: a random one below the kernel's
+    ephemeral range (no outgoing connection takes it), else the kernel's pick."""
+    end = _ephemeral_start()
+    picks = random.Random()
+    for _ in range(100 if end > PICK_FROM else 0):
+        port = picks.randrange(PICK_FROM, end)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        kernels: int = probe.getsockname()[1]
+        return kernels
 
 
 def _accepts(port: int) -> bool:
@@ -111,28 +138,39 @@ class RealBroker:
         self.stop_timeout = stop_timeout
         self.console = root / "console.log"
         self._process: subprocess.Popen[bytes] | None = None
-        self._offset = 0  # where the console output of the latest start begins
+        self._console_offset = 0  # where this start's console output begins
 
     @property
     def url(self) -> str:
+        """``tcp://127.0.0.1:<port>``, for clients."""
         return f"tcp://127.0.0.1:{self.settings.port}"
 
     @property
     def port(self) -> int:
+        """The TCP port it listens on (the same across restarts)."""
         return self.settings.port
 
     @property
     def folder(self) -> Path:
+        """Its folder: configuration, logs and storage."""
         return self.settings.folder
 
     @property
     def pid(self) -> int | None:
+        """The running process's id; None when it is not running."""
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
     @property
     def running(self) -> bool:
+        """True while the process runs."""
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def exit_status(self) -> int | None:
+        """The last run's exit status (negative: the signal that ended it); None while it runs
+        or before its first start."""
+        return None if self._process is None else self._process.poll()
 
     def log_files(self) -> list[Path]:
         """The broker's own log files (newest last); the console output is ``console``."""
@@ -149,13 +187,17 @@ class RealBroker:
             f"{self.settings.logs}\n{tail}"
         )
 
-    def start(self) -> RealBroker:
-        """Run the broker and wait until it accepts connections on its port. A port this object
-        picked itself that another process took meanwhile is picked again (a few times); a port
-        given to it is used or fails."""
+    def start(self, *, wait: bool = True) -> RealBroker:
+        """Run the broker and (with ``wait``) wait until it accepts connections on its port.
+        ``wait=False`` only launches it (a cluster launches every node, then waits for each):
+        ``wait_started()`` does the rest. Waiting, a port this object picked itself that
+        another process took meanwhile is picked again (a few times); a port given to it is
+        used or fails."""
+        if not wait:
+            return self._launch()
         for attempt in range(PORT_ATTEMPTS if self._own_port else 1):
             try:
-                return self._start_once()
+                return self._launch().wait_started()
             except BrokerStartError:
                 if attempt + 1 == PORT_ATTEMPTS or not self._port_was_taken():
                     raise
@@ -168,13 +210,13 @@ class RealBroker:
         if not self._own_port or not self.console.exists():
             return False
         with self.console.open("rb") as out:
-            out.seek(self._offset)
+            out.seek(self._console_offset)
             return LISTEN_FAILED in out.read()
 
-    def _start_once(self) -> RealBroker:
+    def _launch(self) -> RealBroker:
         if self.running:
             return self
-        offset = self._offset = self.console.stat().st_size if self.console.exists() else 0
+        self._console_offset = self.console.stat().st_size if self.console.exists() else 0
         with self.console.open("ab") as out:
             try:
                 self._process = subprocess.Popen(
@@ -188,20 +230,28 @@ class RealBroker:
             except OSError as exc:
                 raise self._failure(f"could not be run ({exc})") from exc
         _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout
+        return self
+
+    def wait_started(self, timeout: float | None = None) -> RealBroker:
+        """Wait, at most ``timeout`` (default ``start_timeout``) seconds, until the launched
+        broker says it started and accepts connections; BrokerStartError (naming its console
+        output and logs) if it exits or does not, and then it is killed."""
+        process = self._process
+        if process is None:
+            raise self._failure("was not launched")
+        bound = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + bound
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise self._failure(f"exited with status {self._process.returncode} while starting")
+            if process.poll() is not None:
+                raise self._failure(f"exited with status {process.returncode} while starting")
             with self.console.open("rb") as out:
-                out.seek(offset)
+                out.seek(self._console_offset)
                 started = STARTED_LINE in out.read()
             if started and _accepts(self.port):
                 return self
             time.sleep(0.05)
         self.kill()
-        raise self._failure(
-            f"did not listen on 127.0.0.1:{self.port} within {self.start_timeout} s"
-        )
+        raise self._failure(f"did not listen on 127.0.0.1:{self.port} within {bound:g} s")
 
     def _signal(self, signum: int, timeout: float) -> bool:
         """Send ``signum`` and wait up to ``timeout`` for the exit; True if it exited."""

@@ -36,7 +36,7 @@ from pybmq.generated.wire_codec import (
     unpack_reject_header,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
-from pybmq.wire.capture import DIRECTIONS, iter_records
+from pybmq.wire.capture import capture_events
 from pybmq.wire.compression import decompress
 from pybmq.wire.control import decode_authentication, decode_control, decode_control_event
 from pybmq.wire.framing import (
@@ -64,6 +64,7 @@ __all__ = [
     "PUT_FIELDS",
     "Node",
     "at_event",
+    "capture_event_node",
     "capture_events",
     "compression_label",
     "dissect",
@@ -423,7 +424,7 @@ def dissect_event(event: Event, payload_limit: int | None = 64, previews: bool =
             node["body"] = wire_codec.EVENT_BODIES[EventType(etype)]
         else:
             node["body"] = wire_codec.EVENT_BODIES.get(etype, "not a client-side event")  # type: ignore[call-overload]
-            node["body_size"] = len(event.data) - event.header_size
+            node["body_size"] = max(0, len(event.data) - event.header_size)
             if previews:
                 node["body_preview"] = hexdump(bytes(event.body), payload_limit)
     except ProtocolError as exc:
@@ -513,24 +514,24 @@ def dissect_capture(
 ) -> Iterator[Node]:
     """The events of a ``pybmq tap`` capture, each with its direction, connection and time."""
     for event, tap in capture_events(chunks):
-        node = dissect_event(event, payload_limit, previews)
+        node = capture_event_node(event, tap, payload_limit, previews)
         node["tap"] = tap
         yield node
 
 
-def capture_events(chunks: Iterable[bytes]) -> Iterator[tuple[Event, Node]]:
-    """The events of a ``pybmq tap`` capture, each with its ``tap`` node."""
-    import datetime
-
-    for record in iter_records(chunks):
-        (event,) = iter_events(record.event, MAX_EVENT_SIZE, record.offset)
-        assert isinstance(event, Event)
-        when = datetime.datetime.fromtimestamp(record.time_ns / 1e9, datetime.timezone.utc)
-        yield event, {
-            "direction": DIRECTIONS[record.direction],
-            "connection": record.connection,
-            "time": when.isoformat(timespec="microseconds"),
-        }
+def capture_event_node(
+    event: Event, tap: Node, payload_limit: int | None = 64, previews: bool = True
+) -> Node:
+    """An event of a capture as a tree; one the tap cut (over its --snaplen) shows its header
+    and the start of its body, not dissected."""
+    if "recorded" not in tap:
+        return dissect_event(event, payload_limit, previews)
+    node = _head(event)
+    node["body"] = f"cut by the tap: {tap['recorded']} of {tap['length']} bytes recorded"
+    node["body_size"] = max(0, len(event.data) - event.header_size)
+    if previews:
+        node["body_preview"] = hexdump(bytes(event.body), payload_limit)
+    return node
 
 
 def dissect(buf: bytes, payload_limit: int | None = 64) -> Iterator[Node]:

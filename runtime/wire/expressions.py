@@ -22,6 +22,7 @@ __all__ = [
     "ExpressionLimits",
     "check_limits",
     "complexity",
+    "property_names",
     "tokens",
 ]
 
@@ -99,6 +100,21 @@ def complexity(text: str) -> tuple[int, int]:
                     operators += 1  # a property reference is a node of its own
         previous.append(value)
     return operators, properties
+
+
+def property_names(text: str) -> tuple[str, ...]:
+    """The message properties ``text`` refers to, each once, in order of first use (what a
+    document of the subscription lists); empty for an expression that does not tokenize."""
+    try:
+        found = tokens(text)
+    except ValueError:
+        return ()
+    names = (
+        value
+        for kind, value, _ in found
+        if kind == "name" and value not in _LITERAL_NAMES and value != "exists"
+    )
+    return tuple(dict.fromkeys(names))
 
 
 def check_limits(text: str, limits: ExpressionLimits = BROKER_LIMITS) -> None:

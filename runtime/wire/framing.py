@@ -43,6 +43,7 @@ __all__ = [
     "check_event_length",
     "client_event_limit",
     "event_bytes",
+    "event_header",
     "event_header_bytes",
     "event_type_name",
     "iter_events",
@@ -135,6 +136,21 @@ def _parse_header(
         type_specific,
         reserved,
     )
+
+
+def event_header(
+    data: bytes | bytearray | memoryview,
+    stream_offset: int = 0,
+    max_event_size: int = MAX_EVENT_SIZE,
+) -> EventHeader:
+    """The EventHeader at the start of ``data``, checked, whether or not the rest of the event
+    follows (a capture's cut event has only its first bytes)."""
+    if len(data) < EVENT_HEADER_SIZE:
+        raise ProtocolError(
+            f"truncated EventHeader: {len(data)} bytes", offset=stream_offset, path="EventHeader"
+        )
+    fields = _parse_header(data, 0, stream_offset, max_event_size)
+    return EventHeader(*fields)
 
 
 def check_event_length(length: int, stream_offset: int, max_event_size: int) -> None:

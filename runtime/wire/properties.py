@@ -106,12 +106,26 @@ def _check_value(name: str, ptype: int, value: object) -> PropertyValue:
     if ptype == PropertyType.STRING:
         if not isinstance(value, str):
             raise EncodeError(f"property {name!r}: STRING needs a str, got {value!r}")
+        _wire_text(value, f"property {name!r}")
         return value
     if ptype == PropertyType.BINARY:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise EncodeError(f"property {name!r}: BINARY needs bytes, got {value!r}")
         return bytes(value)
     raise EncodeError(f"property {name!r}: unknown property type {ptype!r}")
+
+
+def _wire_text(text: str, what: str) -> bytes:
+    """``text`` as it goes on the wire (UTF-8; bytes that came undecodable from the wire
+    round-trip as surrogate escapes), or EncodeError: a lone surrogate that is not such an
+    escape has no bytes to stand for."""
+    try:
+        return text.encode(_ENCODING, _ERRORS)
+    except UnicodeEncodeError as exc:
+        raise EncodeError(
+            f"{what}: not encodable as UTF-8 ({exc.reason} at character {exc.start}: "
+            f"{text[exc.start : exc.start + 1]!r})"
+        ) from None
 
 
 def _value_bytes(ptype: int, value: PropertyValue) -> bytes:
@@ -214,7 +228,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
             raise EncodeError(
                 f"property name must be a str starting with an ASCII letter or digit, got {name!r}"
             )
-        if len(name.encode(_ENCODING, _ERRORS)) > MAX_PROPERTY_NAME_LENGTH:
+        if len(_wire_text(name, "property name")) > MAX_PROPERTY_NAME_LENGTH:
             raise EncodeError(f"property name longer than {MAX_PROPERTY_NAME_LENGTH} bytes")
         if ptype is None:
             ptype = _infer_type(value)

@@ -10,9 +10,10 @@ event builder's bookkeeping.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator
 
-from pybmq.errors import EncodeError
+from pybmq.errors import EncodeError, ProtocolError
 from pybmq.generated.wire_codec import (
     COMPRESSION_MIN_APPDATA_SIZE,
     DEFAULT_SUBQUEUE_ID,
@@ -24,6 +25,7 @@ from pybmq.generated.wire_codec import (
 from pybmq.generated.wire_messages import (
     PUSH_HEADER_WORDS,
     PUSH_PROPERTIES_FLAG,
+    WORD_SIZE,
     PushFields,
     properties_area_size,
     push_message_header,
@@ -39,7 +41,14 @@ from pybmq.wire.options import (
 )
 from pybmq.wire.properties import MessageProperties
 
-__all__ = ["PushEventBuilder", "PushMessage", "decode_push", "inflate_push", "iter_push"]
+__all__ = [
+    "PushEventBuilder",
+    "PushMessage",
+    "decode_push",
+    "inflate_properties",
+    "inflate_push",
+    "iter_push",
+]
 
 
 class PushMessage(PushFields):
@@ -79,6 +88,29 @@ def inflate_push(push: PushMessage, max_size: int) -> tuple[bytes, bytes]:
         size = properties_area_size(app, 0, len(app))
         return app[:size], app[size:]
     return push.properties_area, app
+
+
+def inflate_properties(push: PushMessage, limit: int) -> bytes:
+    """The properties area of a message read with ``decompress=False`` (empty when it has none)
+    without inflating its payload: as it came (MESSAGE_PROPERTIES_EX leaves it uncompressed),
+    or, in the old format that compresses properties and payload together, inflated only as far
+    as the area goes. ProtocolError if that area is corrupt or longer than ``limit`` bytes."""
+    if not push.flags & PushHeaderFlags.MESSAGE_PROPERTIES:
+        return b""
+    if not push.compression or push.schema_id:
+        return push.properties_area
+    if push.compression != CompressionAlgorithmType.ZLIB:
+        raise ProtocolError(f"unknown compression algorithm {push.compression}", path="compression")
+    stream = zlib.decompressobj()
+    try:
+        head = stream.decompress(push.payload, WORD_SIZE)  # the header's area size
+        size = properties_area_size(head, 0, limit)
+        area = head + stream.decompress(stream.unconsumed_tail, size - len(head))
+    except zlib.error as exc:
+        raise ProtocolError(f"corrupt zlib data: {exc}", path="payload") from None
+    if len(area) < size:
+        raise ProtocolError("truncated properties area", path="MessageProperties")
+    return area
 
 
 def iter_push(

@@ -39,6 +39,7 @@ from pybmq.generated.wire_messages import (
     PUT_REQUIRED_HEADER_SIZE,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
+from pybmq.wire.capture import capture_events
 from pybmq.wire.dissect import (
     BATCH_HEADERS,
     EVENT_FIELDS,
@@ -46,7 +47,7 @@ from pybmq.wire.dissect import (
     PUT_FIELDS,
     Node,
     at_event,
-    capture_events,
+    capture_event_node,
     compression_label,
     dissect_event,
     dump_bytes,
@@ -162,7 +163,12 @@ def render_stream(
     prints it: its ``render_text`` tree and a blank line, or (``as_json``) its JSON Line."""
     if capture:
         for event, tap in capture_events(chunks):
-            yield _render_event(event, tap, payload_limit, as_json)
+            if "recorded" in tap:  # an event the tap cut: its header and first bytes
+                node = capture_event_node(event, tap, payload_limit, not as_json)
+                node["tap"] = tap
+                yield json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
+            else:
+                yield _render_event(event, tap, payload_limit, as_json)
         return
     for item in stream_events(chunks, MAX_EVENT_SIZE):
         if isinstance(item, Filler):  # (only ever the last item)

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_pybmq_bytes
+
 pytestmark = pytest.mark.timeout(180)
 
 DOMAIN = "bmq://bmq.test.mem.priority"
@@ -36,17 +38,7 @@ def broker() -> Iterator[str]:
     process.communicate(timeout=30)
 
 
-def pybmq(
-    broker: str, *argv: str, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "pybmq.cli", *argv],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "BMQ_BROKER_URI": broker},
-        check=False,
-    )
+pybmq = run_pybmq_bytes
 
 
 def records(output: bytes) -> list[dict[str, Any]]:

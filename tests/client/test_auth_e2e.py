@@ -202,3 +202,85 @@ async def test_expiry_then_reconnect_recovers(
             await session.stop()
     finally:
         await sim.stop()
+
+
+async def _login(url: str, user: str, password: str) -> bool:
+    """Whether ``user`` gets a session (a start, then a stop) with ``password``."""
+    session = AsyncSession(
+        url,
+        options=SessionOptions(
+            reconnect=False,
+            credential_provider=lambda: Credential("BASIC", f"{user}:{password}".encode()),
+        ),
+    )
+    try:
+        await session.start()
+    except (AuthenticationError, SessionStoppedError):
+        return False
+    await session.stop()
+    return True
+
+
+async def test_another_users_failed_logins_never_lock_a_user_out(sim: BrokerSimulator) -> None:
+    """From the same host, bob's failed logins (far past the simulator's free failures) never
+    refuse alice's right password (the real broker has no throttle at all)."""
+    for _ in range(8):
+        for _ in range(3):
+            assert not await _login(sim.url, "bob", "guess")
+        assert await _login(sim.url, "alice", PASSWORD)
+
+
+async def test_a_running_session_survives_another_users_failures(credentials: Path) -> None:
+    sim = await simulator(credentials, lifetime_ms=6000)  # re-authentication every second
+    try:
+        async with AsyncSession(sim.url, options=options(reconnect=True)) as session:
+            writer = await session.open_queue(QUEUE, write=True)
+            for _ in range(60):  # about 4 s of another user failing, from the same host
+                assert not await _login(sim.url, "bob", "guess")
+                await asyncio.sleep(0.05)
+            assert session.connection_losses == 0
+            assert session.engine.authentications >= 3
+            assert (await writer.post(b"still here")).ok
+    finally:
+        await sim.stop()
+
+
+async def test_a_throttled_client_waits_for_the_hint_instead_of_reconnecting_into_it(
+    credentials: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alice's own password guessed wrong from her host: her session's re-authentication is
+    refused with a "retry in N ms" hint; it waits that long, then authenticates again, and a
+    refused attempt during the block does not push the block further out."""
+    import pybmq.sim.auth
+    from pybmq.sim.auth import FREE_FAILURES
+
+    monkeypatch.setattr(pybmq.sim.auth, "BACKOFF_FIRST_S", 3.0)  # a block long enough to see
+    sim = await simulator(credentials, lifetime_ms=6000)  # re-authentication after 1 s
+    events: list[tuple[float, object]] = []
+    loop = asyncio.get_running_loop()
+    try:
+        session = AsyncSession(
+            sim.url,
+            options=options(reconnect=True),
+            on_event=lambda e: events.append((loop.time(), e)),
+        )
+        await session.start()
+        try:
+            await asyncio.sleep(0.5)
+            for _ in range(FREE_FAILURES + 1):  # blocks alice from this host for 3 s
+                assert not await _login(sim.url, "alice", "wrong")
+            deadline = loop.time() + 20
+            while session.reconnects < 1 and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            assert session.reconnects >= 1
+            # One refusal, then one attempt once the block is over: no storm into it.
+            assert session.connection_losses == 1, session.connection_losses
+            lost = next(t for t, e in events if type(e).__name__ == "ConnectionLost")
+            back = next(t for t, e in events if type(e).__name__ == "Reconnected")
+            assert back - lost >= 1.5  # the hint: about 2.5 s (3 s less the time waited)
+            writer = await session.open_queue(QUEUE, write=True)
+            assert (await writer.post(b"back")).ok
+        finally:
+            await session.stop()
+    finally:
+        await sim.stop()

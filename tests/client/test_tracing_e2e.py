@@ -247,3 +247,125 @@ print("traced")
     )
     assert result.returncode == 0, result.stderr
     assert "traced" in result.stdout
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+async def test_a_tracing_consumer_reads_trace_context_without_inflating_bombs() -> None:
+    """12 x 64 MiB zlib bombs carrying a traceparent: the receive spans get their parent while
+    nothing is inflated; before the application reads, the consumer holds their compressed
+    bytes only (it took 822 MiB when tracing inflated them on arrival)."""
+    import gc
+    import tracemalloc
+
+    from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+
+    from tests.helpers.hostile import store_raw, zlib_bomb
+
+    provider, exporter = _provider()
+    bombs = 12
+    bomb = zlib_bomb(DEFAULT_MAX_DECOMPRESSED_SIZE)
+    area = MessageProperties({"traceparent": TRACEPARENT}).encode(extended=True)
+    options = SessionOptions(tracer_provider=provider)
+    async with BrokerSimulator() as sim, AsyncSession(sim.url, options=options) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True, max_unconfirmed_messages=bombs)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            guids = [store_raw(sim, QUEUE, bomb, properties_area=area) for _ in range(bombs)]
+            received = [await asyncio.wait_for(reader.get(), 10) for _ in range(bombs)]
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert [m.guid for m in received] == guids
+        assert not any(m.message.inflated for m in received)  # type: ignore[union-attr]
+        for message in received:
+            await message.confirm()
+    assert peak < 150 << 20, f"receiving held {peak >> 20} MiB"
+    receives = _named(tuple(exporter.get_finished_spans()), f"receive {QUEUE}")
+    assert len(receives) == bombs
+    assert all(
+        span.parent is not None and span.parent.span_id == 0xB7AD6B7169203331 for span in receives
+    )
+
+
+async def test_old_format_properties_are_inflated_only_as_far_as_the_trace_context() -> None:
+    """Properties compressed with the payload (the old format): reading the trace context
+    inflates the properties area alone, never the payload behind it."""
+    import gc
+    import tracemalloc
+    import zlib
+
+    from tests.helpers.hostile import store_raw
+
+    provider, exporter = _provider()
+    area = MessageProperties({"traceparent": TRACEPARENT}).encode(extended=False)
+    size = 32 << 20
+    app = zlib.compress(area + bytes(size), 9)
+    options = SessionOptions(tracer_provider=provider)
+    async with BrokerSimulator() as sim, AsyncSession(sim.url, options=options) as consumer:
+        reader = await consumer.open_queue(QUEUE, read=True)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            store_raw(sim, QUEUE, app, old_format_properties=True)
+            message = await asyncio.wait_for(reader.get(), 10)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert not message.message.inflated  # type: ignore[union-attr]
+        assert peak < 4 << 20, f"receiving held {peak >> 20} MiB"
+        # Read afterwards, the message is whole: its properties and its payload.
+        assert message.properties["traceparent"] == TRACEPARENT
+        assert len(message.payload) == size
+        await message.confirm()
+    [receive] = _named(tuple(exporter.get_finished_spans()), f"receive {QUEUE}")
+    assert receive.parent is not None and receive.parent.span_id == 0xB7AD6B7169203331
+
+
+@pytest.mark.parametrize(
+    ("traceparent", "tracestate"),
+    [
+        (TRACEPARENT + "x" * 100_000, None),  # oversized
+        ("garbage", None),
+        (TRACEPARENT, "a=b," * 10_000),  # oversized tracestate
+        (TRACEPARENT, "A B=="),  # malformed member
+    ],
+    ids=["long-traceparent", "bad-traceparent", "long-tracestate", "bad-tracestate"],
+)
+async def test_bad_trace_headers_are_counted_under_the_log_budget(
+    traceparent: str, tracestate: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider, exporter = _provider()
+    count = 200
+    options = SessionOptions(tracer_provider=provider)
+    properties = {"traceparent": traceparent}
+    if tracestate is not None:
+        properties["tracestate"] = tracestate
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(sim.url) as producer,  # not traced: the headers go as they are
+        AsyncSession(sim.url, options=options) as consumer,
+    ):
+        reader = await consumer.open_queue(QUEUE, read=True)
+        writer = await producer.open_queue(QUEUE, write=True)
+        with caplog.at_level("WARNING"):
+            writer.post_many_nowait([b"m"] * count, properties=properties)
+            for _ in range(count):
+                message = await asyncio.wait_for(reader.get(), 10)
+                message.confirm_nowait()
+        tracing = consumer.tracing
+        assert tracing is not None
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    # The first ten and then one in a thousand; none from OpenTelemetry's propagator.
+    assert len(warnings) <= 10, [r.getMessage()[:80] for r in warnings][:3]
+    assert all(r.name == "pybmq.client.tracing" for r in warnings)
+    if tracestate is None:
+        assert tracing.bad_headers == count
+        receives = _named(tuple(exporter.get_finished_spans()), f"receive {QUEUE}")
+        assert all(span.parent is None for span in receives)
+    else:  # the traceparent is good: the spans keep it, the tracestate is dropped
+        assert tracing.bad_headers == count
+        receives = _named(tuple(exporter.get_finished_spans()), f"receive {QUEUE}")
+        assert all(span.parent is not None for span in receives)

@@ -106,7 +106,9 @@ def test_a_poster_lets_go_of_the_gil_while_posts_pile_up(monkeypatch: Any) -> No
     monkeypatch.setattr(dataplane.time, "sleep", sleeps.append)
     loop = asyncio.new_event_loop()
     try:
-        queue = types.SimpleNamespace(uri=URI, session=types.SimpleNamespace(writable=True))
+        queue = types.SimpleNamespace(
+            uri=URI, session=types.SimpleNamespace(writable=True, held_bytes=0)
+        )
         plane = DataPlane(loop, Recording(), 1 << 30)  # type: ignore[arg-type]
         posts = dataplane.YIELD_AT // 5
         for _ in range(posts - 1):

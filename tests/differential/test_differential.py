@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.differential import scenarios_raw  # noqa: F401 (registers its scenarios)
 from tests.differential.scenarios import SCENARIOS, Outcome, broker_for
 from tests.helpers.brokers import real_broker
 
@@ -38,6 +39,19 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "the broker took a PUT event of 67 MiB (past the protocol's soft limit for PUT events); "
         "the simulator closes the connection at that limit, which bounds what a peer can make "
         "it hold in memory"
+    ),
+    "raw_configure_with_negative_max_unconfirmed_messages": (
+        "the broker fails an assertion and aborts, taking every client down with it; the "
+        "simulator refuses the configure E_INVALID_ARGUMENT and goes on"
+    ),
+    "raw_configure_with_negative_max_unconfirmed_bytes": (
+        "the broker fails an assertion and aborts, taking every client down with it; the "
+        "simulator refuses the configure E_INVALID_ARGUMENT and goes on"
+    ),
+    "raw_put_with_a_properties_area_past_its_message": (
+        "the broker keeps the messages before the one whose properties overrun it, drops the "
+        "rest of the event without an answer (#CORRUPTED_EVENT) and keeps the connection; the "
+        "simulator closes the connection on an event it cannot parse, so a broken client shows"
     ),
     "subscription_with_a_bad_expression": (
         "the broker accepts a subscription whose expression does not parse (it logs "

@@ -26,6 +26,21 @@ def run_pybmq(
     )
 
 
+def run_pybmq_bytes(
+    broker: str, *argv: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``pybmq ARGV`` to completion against ``broker`` (``$BMQ_BROKER_URI``), ``stdin`` fed in,
+    output as bytes (for content that need not be text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pybmq.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "BMQ_BROKER_URI": broker},
+        check=False,
+    )
+
+
 def signal_mid_run(
     command: str, queue: str, broker: str, sig: signal.Signals, settle: float
 ) -> subprocess.CompletedProcess[str]:
@@ -69,8 +84,14 @@ class Tap:
             raise AssertionError(self.process.communicate(timeout=30)[1])
         self.url = first.split()[4]
 
-    def stop(self) -> str:
-        """SIGINT, as Ctrl-C; returns what the tap printed (its closing counts)."""
-        self.process.send_signal(signal.SIGINT)
-        out, _ = self.process.communicate(timeout=30)
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, sig: signal.Signals = signal.SIGINT) -> str:
+        """``sig`` (Ctrl-C's by default); returns what the tap printed (its closing counts) and
+        keeps its exit status and stderr (``returncode``, ``stderr``)."""
+        self.process.send_signal(sig)
+        out, self.stderr = self.process.communicate(timeout=60)
+        self.returncode = self.process.returncode
         return out

@@ -32,15 +32,20 @@ def store_raw(
     *,
     zlib_flag: bool = True,
     properties_area: bytes = b"",
+    old_format_properties: bool = False,
 ) -> bytes:
     """Store ``payload`` in ``uri`` as a producer's PUT would leave it (claiming zlib when
     ``zlib_flag``), push it to the queue's consumers, and return its GUID. A broker stores
-    application data opaquely, so this is exactly what a poison PUT leaves behind."""
+    application data opaquely, so this is exactly what a poison PUT leaves behind.
+    ``old_format_properties``: the payload starts with an old-format properties area (schema
+    id 0: properties and payload compressed together)."""
     guid = os.urandom(16)
     compression = CompressionAlgorithmType.ZLIB if zlib_flag else CompressionAlgorithmType.NONE
     queue = sim.broker.queue(uri)
     assert queue is not None, f"{uri} is not open in the simulator"
-    message = StoredMessage(guid, properties_area, payload, bool(properties_area), compression, 1)
+    has_properties = bool(properties_area) or old_format_properties
+    schema_id = 0 if old_format_properties else 1
+    message = StoredMessage(guid, properties_area, payload, has_properties, compression, schema_id)
     queue.store(message, sim._now())
     sim.broker.dispatch(queue.deliver())
     sim._flush()

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import trustme
-from pybmq.cli.admin import printable
 from pybmq.client.aio import AsyncSession
 from pybmq.client.options import SessionOptions
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import AckStatus, CompressionAlgorithmType
+from pybmq.printable import escape_controls
 from pybmq.sim import admin
 from pybmq.sim.auth import (
     BACKOFF_MAX_S,
@@ -217,7 +217,7 @@ def test_control_characters_are_escaped_in_answers() -> None:
     broker = Broker()
     text = admin.answer(broker, "BOGUS\x00\x1b[2J")
     assert "\x00" not in text and "\x1b" not in text and "\\x1b[2J" in text
-    assert printable("a\x1b]0;owned\x07b\nc") == "a\\x1b]0;owned\\x07b\nc"
+    assert escape_controls("a\x1b]0;owned\x07b\nc") == "a\\x1b]0;owned\\x07b\nc"
 
 
 # -- authentication ------------------------------------------------------------------------------
@@ -238,14 +238,37 @@ def test_wrong_guesses_from_one_host_back_off() -> None:
     throttle = AuthThrottle()
     for n in range(FREE_FAILURES):
         assert _auth(SessionAuth(config), b"alice:wrong", n * 0.001, throttle)[0] is False
-    assert throttle.blocked_for("10.0.0.1", 0.01) == 0.0
+    assert throttle.blocked_for("10.0.0.1", "alice", 0.01) == 0.0
     _auth(SessionAuth(config), b"alice:wrong", 0.01, throttle)  # earns the first backoff
     ok, message = _auth(SessionAuth(config), b"alice:right", 0.02, throttle)
     assert not ok and "retry in" in message  # unchecked while blocked
-    assert throttle.blocked_for("10.0.0.2", 0.02) == 0.0  # other hosts are not affected
+    assert throttle.blocked_for("10.0.0.2", "alice", 0.02) == 0.0  # other hosts are not affected
     later = 0.02 + BACKOFF_MAX_S
     assert _auth(SessionAuth(config), b"alice:right", later, throttle)[0] is True
-    assert throttle.blocked_for("10.0.0.1", later) == 0.0  # a success resets it
+    assert throttle.blocked_for("10.0.0.1", "alice", later) == 0.0  # a success resets it
+
+
+def test_another_users_failures_never_lock_a_user_out() -> None:
+    config = AuthConfig(basic={"alice": "right", "mallory": "m"}, anonymous=False)
+    throttle = AuthThrottle()
+    for n in range(50):  # far past the free failures, from alice's own host
+        assert _auth(SessionAuth(config), b"mallory:guess", n * 0.01, throttle)[0] is False
+        assert _auth(SessionAuth(config), b"alice:right", n * 0.01 + 0.005, throttle)[0] is True
+    assert throttle.blocked_for("10.0.0.1", "mallory", 0.5) > 0
+
+
+def test_attempts_refused_during_a_backoff_do_not_extend_it() -> None:
+    config = AuthConfig(basic={"alice": "right"}, anonymous=False)
+    throttle = AuthThrottle()
+    for _ in range(FREE_FAILURES + 1):
+        _auth(SessionAuth(config), b"alice:wrong", 0.0, throttle)
+    announced = throttle.blocked_for("10.0.0.1", "alice", 0.0)
+    assert announced > 0
+    for n in range(100):  # a client reconnecting into the block, wrong or right
+        ok, message = _auth(SessionAuth(config), b"alice:right", n * announced / 200, throttle)
+        assert not ok and "retry in" in message
+    # Once the announced backoff has passed, the right password is accepted.
+    assert _auth(SessionAuth(config), b"alice:right", announced + 0.001, throttle)[0] is True
 
 
 def test_reauthentication_keeps_its_principal_and_is_rate_limited() -> None:

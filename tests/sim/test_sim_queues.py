@@ -44,6 +44,8 @@ def test_uri_and_domain_rules() -> None:
     assert routing_mode("bmq.test.mem.priority") is RoutingMode.PRIORITY
     assert routing_mode("my.broadcast") is RoutingMode.BROADCAST
     assert routing_mode("bmq.test.mem.unknown") is None
+    assert routing_mode("bmq.test.persistent.fanout.sc") is RoutingMode.FANOUT
+    assert routing_mode("bmq.test.sc") is None
 
 
 def test_round_robin_among_highest_priority_only() -> None:

@@ -1,7 +1,9 @@
 """A stand-in for ``bmqbrkr`` that only does what ``RealBroker`` watches: reads the port from the
 config folder it is given, listens there, says STARTED (or, the port taken, what the real one
 logs then, and exits), and (with IGNORE_TERM) shrugs off SIGTERM so the SIGKILL escalation can be
-tested without the real binary."""
+tested without the real binary. It never speaks the protocol (a connection is accepted and left
+unanswered); with EXIT_AFTER=S it exits with status 3 after S seconds, as a broker that crashes
+once started."""
 
 from __future__ import annotations
 
@@ -26,5 +28,7 @@ except OSError:  # what the real one logs when its port is taken
     sys.exit(6)
 server.listen()
 print(f"STARTED bmqbrkr [pid: {os.getpid()}]", flush=True)
-while True:
-    time.sleep(1)
+exit_at = time.monotonic() + float(os.environ.get("EXIT_AFTER", "inf"))
+while time.monotonic() < exit_at:
+    time.sleep(min(1.0, max(exit_at - time.monotonic(), 0.0)))
+sys.exit(3)

@@ -42,19 +42,22 @@ def test_files_decode_with_the_generated_codecs(tmp_path: Path) -> None:
     assert settings.logs.is_dir()
 
 
-def test_the_six_test_domains(tmp_path: Path) -> None:
+def test_the_eight_test_domains(tmp_path: Path) -> None:
     config, _ = _written(tmp_path)
     names = sorted(p.stem for p in (config / "domains").glob("*.json"))
-    assert names == sorted(TEST_DOMAINS) and len(names) == 6
+    assert names == sorted(TEST_DOMAINS) and len(names) == 8
     for name in names:
         variant = mqbconf_json.decode_json(
             mqbconf.DomainVariant, (config / "domains" / f"{name}.json").read_bytes()
         )
         assert variant.definition is not None
+        assert variant.definition.location == "local"
         domain = variant.definition.parameters
-        assert domain.mode.selection == name.rsplit(".", 1)[1]
+        strong = name.endswith(".sc")
+        assert domain.mode.selection == name.removesuffix(".sc").rsplit(".", 1)[1]
         storage = domain.storage.config.selection
         assert storage == ("file_backed" if ".persistent." in name else "in_memory")
+        assert domain.consistency.selection == ("strong" if strong else "eventual")
         if domain.mode.fanout is not None:
             assert tuple(domain.mode.fanout.app_i_ds) == FANOUT_APPS == ("foo", "bar", "baz")
 

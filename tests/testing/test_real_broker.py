@@ -170,3 +170,14 @@ def test_basic_authentication_right_wrong_missing(bmq_real_broker: RealBroker) -
 def test_executable_from_the_environment_is_what_runs(bmq_real_broker: RealBroker) -> None:
     assert bmq_real_broker.executable == os.environ[BROKER_BIN_ENV]
     assert bmq_real_broker.log_files(), "the broker writes its log under the test folder"
+
+
+def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
+    """Outgoing connections take their source ports from the kernel's ephemeral range: a port
+    picked there could be taken before the broker listens (under pytest-xdist, by another
+    worker's client), so free_port picks below it."""
+    from pybmq.testing.real_broker import PICK_FROM, _ephemeral_start, free_port
+
+    ports = {free_port() for _ in range(20)}
+    assert all(PICK_FROM <= port < _ephemeral_start() for port in ports)
+    assert len(ports) > 1  # picked at random: parallel pickers rarely meet

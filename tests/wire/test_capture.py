@@ -98,3 +98,55 @@ def test_authentication_material_is_masked() -> None:
         assert message.authentication_request is not None
         assert message.authentication_request.mechanism == "BASIC"
         assert message.authentication_request.data == b"X" * len(b"user:password")
+
+
+# -- cut events (format 2) and the snap-length framer ---------------------------------------
+
+
+def test_a_cut_record_keeps_the_events_length_and_format_1_is_still_read() -> None:
+    from pybmq.wire.capture import MAGIC_1, record_size
+
+    cut = encode_record(1, 7, 5, HEARTBEAT_REQ_EVENT, length=4096)
+    assert len(cut) == record_size(8, 4096) == 17 + 4 + 8
+    (record,) = iter_records([MAGIC + cut])
+    assert (record.direction, record.connection, record.length, record.truncated) == (
+        1,
+        7,
+        4096,
+        True,
+    )
+    assert record.event == HEARTBEAT_REQ_EVENT and record.offset == len(MAGIC) + 21
+    old = MAGIC_1 + encode_record(0, 1, 2, HEARTBEAT_REQ_EVENT)
+    (record,) = iter_records([old])
+    assert not record.truncated and record.length == 8
+    not_cut = bytes([0x80]) + cut[1:17] + (8).to_bytes(4, "big") + HEARTBEAT_REQ_EVENT
+    with pytest.raises(ProtocolError, match="a cut record of 8 bytes for an event of 8"):
+        list(iter_records([MAGIC + not_cut]))
+
+
+def test_a_record_that_is_not_one_event_is_a_protocol_error() -> None:
+    from pybmq.wire.dissect import dissect_capture
+
+    with pytest.raises(ProtocolError, match="not one event"):
+        list(dissect_capture([MAGIC + encode_record(0, 1, 2, bytes(8))]))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_the_snap_framer_cuts_big_events_and_holds_no_more_than_the_snaplen(chunk: int) -> None:
+    from pybmq.wire.capture import SnapFramer
+    from pybmq.wire.framing import event_header_bytes
+
+    big = event_header_bytes(EventType.PUT, 10_000) + bytes(range(256)) * 39 + bytes(8)
+    stream = HEARTBEAT_REQ_EVENT + big + HEARTBEAT_REQ_EVENT
+    framer = SnapFramer(100)
+    got = []
+    for i in range(0, len(stream), chunk):
+        got += framer.feed(stream[i : i + chunk])
+        assert framer.held <= 100
+    assert got == [(HEARTBEAT_REQ_EVENT, 8), (big[:100], 10_000), (HEARTBEAT_REQ_EVENT, 8)]
+    with pytest.raises(ProtocolError):
+        framer.feed(b"\x00" * 8)  # an event of length 0
+    with pytest.raises(ProtocolError):
+        framer.feed(HEARTBEAT_REQ_EVENT)  # the stream is lost: every later feed raises
+    with pytest.raises(ValueError):
+        SnapFramer(7)

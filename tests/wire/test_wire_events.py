@@ -316,3 +316,26 @@ def test_crc32c_is_loaded_by_the_first_put_not_by_the_client_import() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split("\n", 1) == ["False", "True ['0xe3069283', '0xe3069283']\n"]
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [{"text": "\ud800"}, {"text": "ok \udbff end"}, {"a\ud800": 1}],
+    ids=["lone-high-surrogate", "inside-text", "in-a-name"],
+)
+def test_a_property_that_cannot_be_utf8_is_refused_when_set(properties: dict[str, object]) -> None:
+    """Not later, when the message is encoded (a raw UnicodeEncodeError at post time)."""
+    from pybmq.errors import EncodeError
+    from pybmq.wire.properties import MessageProperties
+
+    with pytest.raises(EncodeError, match="not encodable as UTF-8"):
+        MessageProperties(properties)  # type: ignore[arg-type]
+
+
+def test_bytes_that_came_undecodable_still_round_trip() -> None:
+    """Surrogate escapes (what an undecodable byte from the wire becomes) stay lossless."""
+    from pybmq.wire.properties import MessageProperties
+
+    properties = MessageProperties({"raw": "caf\udce9"})
+    again = MessageProperties.decode(properties.encode(extended=True), extended=True)
+    assert dict(again) == {"raw": "caf\udce9"}
