@@ -6,7 +6,7 @@ per-queue message streams. Output is flushed once per loop turn, so every post a
 one turn leaves in one PUT and one CONFIRM event.
 
 It holds its parts (``aio_link``: the socket; ``aio_driver``: the loop plumbing; ``aio_reconnect``;
-``aio_tracing``) and is still about 630 lines, on purpose: what is left is the public session API
+``aio_tracing``) and is still about 590 lines, on purpose: what is left is the public session API
 (start, linger and stop, open, stats) and the one place that turns each engine event into what
 the application sees; splitting that would spread one event's handling over two files.
 """
@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import socket
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -25,30 +24,28 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.aio_driver import EngineDriver
 from pybmq.client.aio_link import Connection, Link
-from pybmq.client.aio_queue import AckCallback, AsyncQueue, ReceivedMessage
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage, settle_ack
 from pybmq.client.aio_reconnect import Reconnector
-from pybmq.client.dropped import creation_site, warn_dropped, weak_method
+from pybmq.client.dropped import creation_site, release_dropped_link, weak_method
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
-    AckStatus,
     CallbackFailed,
     ChannelHighWatermark,
     ChannelLowWatermark,
     CompressedMessage,
     ConnectionLost,
-    HealthEvent,
     Message,
     MessageReceived,
     OperationCompleted,
     QueueReopened,
     Reconnected,
+    ResilienceEvent,
+    ResilienceListener,
     SessionStarted,
     SessionStopped,
     SlowConsumerHighWatermark,
     SlowConsumerNormal,
-    StateRestored,
-    WatermarkEvent,
 )
 from pybmq.client.fsm import SessionState
 from pybmq.client.health import HostHealthMonitor
@@ -76,19 +73,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pybmq.client.aio")
 stats_log = logging.getLogger("pybmq.stats")
-
-# What on_event receives: connection and reconnect news, host health, channel watermarks and
-# the slow-consumer ones.
-ResilienceEvent = (
-    ConnectionLost
-    | Reconnected
-    | QueueReopened
-    | StateRestored
-    | CallbackFailed
-    | HealthEvent
-    | WatermarkEvent
-)
-ResilienceListener = Callable[[ResilienceEvent], object]
 
 
 class AsyncSession:
@@ -250,7 +234,7 @@ class AsyncSession:
         self._started = loop.create_future()
         if self._finalizer is None or not self._finalizer.alive:
             self._finalizer = weakref.finalize(
-                self, _release_dropped, self._link, "AsyncSession", self._created_at
+                self, release_dropped_link, self._link, "AsyncSession", self._created_at
             )
         log.debug("connecting to %s", self.broker)
         link = self._link
@@ -553,23 +537,10 @@ class AsyncSession:
         self.driver.flush()
 
     def _on_ack(self, event: AckReceived) -> None:
-        context = event.context
-        ack = event.ack
-        if isinstance(context, asyncio.Future):
-            if context.done():
-                return
-            if ack.local and ack.status is AckStatus.NOT_CONNECTED:
-                context.set_exception(SessionStoppedError(f"post not acknowledged: {ack.reason}"))
-            else:
-                context.set_result(ack)
-        elif context is not None:
-            callback: AckCallback = context  # type: ignore[assignment]
-            try:
-                callback(ack)
-            except Exception as exc:  # the other outcomes of this batch must still be delivered
-                log.exception("on_ack callback raised for %s", ack.guid.hex())
-                self.callback_errors += 1
-                self._notify(CallbackFailed("on_ack", exc))
+        error = settle_ack(event.ack, event.context)
+        if error is not None:  # the other outcomes of this batch must still be delivered
+            self.callback_errors += 1
+            self._notify(CallbackFailed("on_ack", error))
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)
@@ -606,21 +577,6 @@ class AsyncSession:
             self._unsubscribe_health = None
         self.driver.cancel_timer()
         self._link.close()
-
-
-def _release_dropped(link: Link, kind: str, site: str) -> None:
-    """A session collected without ``stop()``: warn, and close what is still open."""
-    transport = link.transport
-    if transport is None:
-        return
-    warn_dropped(kind, site)
-    try:
-        link.abort()
-    except RuntimeError:  # its loop is closed: end the connection itself (the fd goes with
-        sock = transport.get_extra_info("socket")  # the transport, when it is collected)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
 
 
 __all__ = [

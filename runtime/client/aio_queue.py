@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
     Ack,
+    AckStatus,
     CompressedMessage,
     Message,
 )
@@ -34,10 +35,32 @@ if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
 
-__all__ = ["NO_PROPERTIES", "AckCallback", "AsyncQueue", "ReceivedMessage"]
+__all__ = ["NO_PROPERTIES", "AckCallback", "AsyncQueue", "ReceivedMessage", "settle_ack"]
 
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
+
+
+def settle_ack(ack: Ack, context: object) -> Exception | None:
+    """A post's outcome to what waits for it: its future (SessionStoppedError when the session
+    ended before an ACK) or its ``on_ack`` callback. Returns what the callback raised (logged
+    here), for the session to count and report."""
+    if isinstance(context, asyncio.Future):
+        if not context.done():
+            if ack.local and ack.status is AckStatus.NOT_CONNECTED:
+                context.set_exception(SessionStoppedError(f"post not acknowledged: {ack.reason}"))
+            else:
+                context.set_result(ack)
+    elif context is not None:
+        callback: AckCallback = context  # type: ignore[assignment]
+        try:
+            callback(ack)
+        except Exception as exc:
+            log.exception("on_ack callback raised for %s", ack.guid.hex())
+            return exc
+    return None
+
+
 NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
 

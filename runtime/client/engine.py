@@ -19,7 +19,7 @@ once, as one ``SharedOptions``, which ``update_options`` changes.
 
 Posts and confirms are only buffered by the commands; ``data_to_send()`` turns everything
 buffered since the last call into one PUT event and one CONFIRM event, which is how a shell that
-flushes once per loop turn gets one event per turn. About 600 lines, on purpose: the routing is
+flushes once per loop turn gets one event per turn. About 590 lines, on purpose: the routing is
 all here, so that no part routes.
 """
 
@@ -524,10 +524,6 @@ class ClientEngine:
         return self.channel.max_missed_heartbeats
 
     @property
-    def reading_paused(self) -> bool:
-        return self.channel.paused
-
-    @property
     def incoming_buffered(self) -> int:
         """Bytes held for an incomplete incoming event."""
         return self.channel.buffered
@@ -536,10 +532,6 @@ class ClientEngine:
     def extended_properties(self) -> bool:
         """The broker reads MESSAGE_PROPERTIES_EX (else posts carry old-format properties)."""
         return self.publisher.extended_properties
-
-    @property
-    def broker_configure_stream(self) -> bool:
-        return self.queue_control.broker_configure_stream
 
     @property
     def host_healthy(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -39,6 +40,8 @@ __all__ = [
     "QueueSuspended",
     "R",
     "Reconnected",
+    "ResilienceEvent",
+    "ResilienceListener",
     "SessionStarted",
     "SessionStopped",
     "SlowConsumerHighWatermark",
@@ -383,3 +386,16 @@ ClientEvent = (
     | QueueSuspended
     | QueueResumed
 )
+
+# What a session's on_event receives: connection and reconnect news, host health, channel
+# watermarks and the slow-consumer ones.
+ResilienceEvent = (
+    ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+    | CallbackFailed
+    | HealthEvent
+    | WatermarkEvent
+)
+ResilienceListener = Callable[[ResilienceEvent], object]

@@ -26,6 +26,7 @@ from pybmq.client.fsm import (
 from pybmq.client.handshake import Negotiated
 from pybmq.client.lifecycle import Lifecycle
 from pybmq.client.options import SessionOptions, SharedOptions
+from pybmq.client.postable import MAX_APP_DATA, as_bytes, check_size, compresses
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_ACK,
@@ -46,17 +47,15 @@ from pybmq.generated.wire_codec import (
     ACK_MESSAGE_CORRELATION_ID_MASK,
     ACK_MESSAGE_STATUS_MASK,
     ACK_MESSAGE_STATUS_SHIFT,
-    PUT_MAX_PAYLOAD_SIZE_SOFT,
 )
 from pybmq.wire.batches import iter_ack_entries
-from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
 from pybmq.wire.guid import MessageGuidGenerator
 from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
-__all__ = ["COMPRESSIONS", "Publisher", "compresses"]
+__all__ = ["Publisher"]
 
 log = logging.getLogger("pybmq.client.engine")
 # What on_ack builds per ACK, in the order it writes the values (checked at import).
@@ -119,7 +118,7 @@ class Publisher:
         options = self._options.current
         queue = self._writable_queue(queue_id, 1, options)
         if type(payload) is not bytes:
-            payload = _as_bytes(payload)
+            payload = as_bytes(payload)
         props, area = self._properties(properties) if properties else (None, 0)
         threshold = options.compression_threshold
         size = len(payload)
@@ -128,8 +127,8 @@ class Publisher:
         else:  # this message's own choice (Java's PutMessage.setCompressionAlgorithm)
             compress = compresses(compression)
             threshold = 1
-        if not 0 < size <= _MAX_APP_DATA - area:
-            _check_size(payload, area, compress, threshold)
+        if not 0 < size <= MAX_APP_DATA - area:
+            check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
         if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
             raise PostBufferFullError(f"cannot post now: {self._full()}")
@@ -170,14 +169,14 @@ class Publisher:
         count = len(payloads)
         queue = self._writable_queue(queue_id, count, options)
         props, area = self._properties(properties) if properties else (None, 0)
-        room = _MAX_APP_DATA - area
+        room = MAX_APP_DATA - area
         threshold = options.compression_threshold
         wants_ack = self._wants_ack(queue, ack, context)
         if not all(type(p) is bytes and 0 < len(p) <= room for p in payloads):
-            payloads = [p if type(p) is bytes else _as_bytes(p) for p in payloads]
+            payloads = [p if type(p) is bytes else as_bytes(p) for p in payloads]
             for payload in payloads:
                 if not 0 < len(payload) <= room:
-                    _check_size(payload, area, 0 < threshold <= len(payload), threshold)
+                    check_size(payload, area, 0 < threshold <= len(payload), threshold)
         if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
             raise PostBufferFullError(f"cannot post now: {self._full()}")
         self.held_bytes += sum(map(len, payloads))
@@ -546,55 +545,10 @@ class Publisher:
 
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
 # compression). The payload alone is held to it too, so a consumer can always inflate it.
-_MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
 # Distinct property mappings remembered per engine (the cache is emptied when full), each only
 # if its wire form is small: the cache holds at most a few hundred KiB.
 _PROPERTIES_CACHE_SIZE = 256
 _MAX_CACHED_AREA = 1024
-
-
-def _as_bytes(payload: object) -> bytes:
-    """A bytes-like payload as bytes (copied, so a later change to a buffer does not leak into
-    the message); anything else is a UsageError."""
-    if not isinstance(payload, (bytearray, memoryview)):
-        raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
-    return bytes(payload)
-
-
-COMPRESSIONS = {"none": False, "zlib": True}
-
-
-def compresses(compression: str) -> bool:
-    """Whether a post's ``compression`` (``"none"`` or ``"zlib"``) compresses; UsageError for
-    anything else."""
-    try:
-        return COMPRESSIONS[str(compression).lower()]
-    except KeyError:
-        raise UsageError(
-            f"compression must be 'none' or 'zlib' (None: the session's threshold), "
-            f"not {compression!r}"
-        ) from None
-
-
-def _check_size(payload: bytes, area: int, compress: bool, threshold: int) -> None:
-    """UsageError naming the size and the limit for an empty message or one the protocol
-    cannot carry (``area``: the size of its properties' wire form)."""
-    limit = _MAX_APP_DATA
-    size = len(payload)
-    if not size:
-        raise UsageError("cannot post an empty payload")
-    if size > limit:
-        raise UsageError(
-            f"cannot post: a payload of {size} bytes exceeds the limit of {limit} bytes"
-        )
-    if compress:  # what goes out is the compressed payload (rare: only this close to the limit)
-        size = len(maybe_compress(payload, ZLIB, threshold)[0])
-        if area + size <= limit:
-            return
-    raise UsageError(
-        f"cannot post: a message of {area + size} bytes (properties {area} + payload {size}) "
-        f"exceeds the limit of {limit} bytes"
-    )
 
 
 def _count_acks(queue: QueueRecord, batch: AckBatch | None, count: int, sent_offset: float) -> None:
