@@ -32,6 +32,16 @@ from pybmq.cli.validate import broker_url, host_port, integer, listen_failure, w
 from pybmq.errors import ProtocolError, UsageError
 from pybmq.uri import parse_broker_url
 
+__all__ = [
+    "DEFAULT_MAX_CAPTURE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_SNAPLEN",
+    "Recorder",
+    "Tap",
+    "add_parser",
+    "handler",
+]
+
 log = logging.getLogger("pybmq.cli.tap")
 _READ = 1 << 16
 _CONNECT_TIMEOUT = 10.0

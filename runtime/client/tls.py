@@ -9,6 +9,8 @@ import ssl
 from pybmq.client.options import SessionOptions
 from pybmq.errors import UsageError
 
+__all__ = ["client_tls_context", "connect_failure"]
+
 
 def client_tls_context(options: SessionOptions) -> ssl.SSLContext | None:
     """None for plain TCP."""

@@ -8,6 +8,8 @@ import ssl
 from pybmq.errors import UsageError
 from pybmq.sim.auth import AuthConfig
 
+__all__ = ["security_settings", "server_tls_context"]
+
 
 def server_tls_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
     try:
