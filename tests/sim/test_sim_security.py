@@ -3,6 +3,7 @@ subprocess) and the pytest plugin's ``bmq_sim`` marker."""
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,9 @@ from pybmq.sim.tls import security_settings
 pytestmark = pytest.mark.timeout(60)
 
 USERS = Path(tempfile.mkdtemp(prefix="pybmq-auth-")) / "users"  # the marker needs it at import
+# Every process that imports this module makes the folder (each pytest-xdist worker collects it,
+# one runs the fixture that removes it): the others remove theirs on exit.
+atexit.register(shutil.rmtree, USERS.parent, True)
 QUEUE = "bmq://bmq.test.mem.priority/security"
 
 
