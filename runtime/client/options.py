@@ -144,6 +144,11 @@ class SessionOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_server_name: str | None = None
+    # The TLS handshake starts right after the TCP connect and must end within this many
+    # seconds, else TlsHandshakeError (reason "timeout"): a plain BlazingMQ port never answers a
+    # ClientHello, so without this bound a TLS client pointed at one would wait out the whole
+    # connect timeout. A handshake on a loopback or LAN link takes milliseconds.
+    tls_handshake_timeout: float = 2.0
     # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
     # the official SDKs' statsDumpInterval.
     stats_dump_interval: float = 0.0
@@ -192,6 +197,8 @@ class SessionOptions:
             value = getattr(self, name)
             if value is not None and not 0 < value < 2**31:
                 raise UsageError(f"{name} must be > 0 seconds")
+        if not 0 < self.tls_handshake_timeout < 2**31:
+            raise UsageError("tls_handshake_timeout must be > 0 seconds")
         if not 0 <= self.channel_write_timeout < 2**31:
             raise UsageError("channel_write_timeout must be >= 0 seconds (0: fail at once)")
         if not 0 <= self.linger < 2**31:
