@@ -130,23 +130,29 @@ async def _exchange(
     its answer to ``on_answer``; each step (connecting, each answer) must finish within
     ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.client.tls import client_tls_context, connect_failure
+    from pybmq.client.tls import client_tls_context, connect_error, open_connection
     from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
     url = options.broker_uri
     host, port = parse_broker_url(url)
     tls = client_tls_context(options)
-    secure: dict[str, Any] = {}
-    if tls is not None:
-        secure = {"ssl": tls, "server_hostname": options.tls_server_name or host}
+    reader = asyncio.StreamReader(limit=_READ)
     try:
-        connecting = asyncio.open_connection(host, port, **secure)
-        reader, writer = await asyncio.wait_for(connecting, timeout)
+        transport, protocol = await open_connection(
+            lambda: asyncio.StreamReaderProtocol(reader),
+            host,
+            port,
+            tls=tls,
+            server_name=options.tls_server_name,
+            connect_timeout=timeout,
+            handshake_timeout=options.tls_handshake_timeout,
+        )
     except (OSError, asyncio.TimeoutError) as exc:
-        message = connect_failure(url, exc, tls is not None, timeout)
+        error = connect_error(url, exc, tls is not None, timeout)
         if isinstance(exc, asyncio.TimeoutError):
-            raise RequestTimeoutError(message) from None
-        raise SessionStoppedError(message) from None
+            raise RequestTimeoutError(str(error)) from None
+        raise error from None
+    writer = asyncio.StreamWriter(transport, protocol, reader, asyncio.get_running_loop())
     loop = asyncio.get_running_loop()
     engine = AdminEngine(options, now=loop.time())
     answers: asyncio.Queue[str | BaseException] = asyncio.Queue()

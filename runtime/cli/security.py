@@ -1,5 +1,5 @@
 """Authentication and TLS flags shared by the commands that connect (``post``, ``consume``,
-``admin``).
+``admin``; ``tap`` takes the TLS ones for its connections to the broker).
 
 The credential material is read from a file, never from the command line (where ``ps`` shows
 it), and read again at every (re-)authentication so a rotated token is picked up.
@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pybmq.cli.validate import readable_file, text
+from pybmq.cli.validate import readable_file, seconds, text
 
 
 def add_security_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,11 @@ def add_security_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="file holding the credential material (BASIC: user:password); re-read each time",
     )
+    add_tls_arguments(group)
+
+
+def add_tls_arguments(group: argparse._ActionsContainer) -> None:
+    """The client side's TLS flags (``tls_options`` reads them)."""
     group.add_argument(
         "--tls-ca", type=readable_file, metavar="PEM", help="connect with TLS, trusting this CA"
     )
@@ -42,6 +47,12 @@ def add_security_arguments(parser: argparse.ArgumentParser) -> None:
         type=text,
         metavar="NAME",
         help="name the broker's certificate must carry",
+    )
+    group.add_argument(
+        "--tls-handshake-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="the TLS handshake must end within this (default 2; a plain port never answers)",
     )
 
 
@@ -67,7 +78,13 @@ def security_options(args: argparse.Namespace) -> dict[str, Any]:
             return Credential(mechanism, data)
 
         options["credential_provider"] = provider
-    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name"):
+    return {**options, **tls_options(args)}
+
+
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """SessionOptions keywords for the TLS flags given, their files checked first."""
+    options: dict[str, Any] = {}
+    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "tls_handshake_timeout"):
         if getattr(args, name):
             options[name] = getattr(args, name)
     _check_tls_files(args)
