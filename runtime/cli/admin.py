@@ -130,29 +130,27 @@ async def _exchange(
     its answer to ``on_answer``; each step (connecting, each answer) must finish within
     ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.client.tls import client_tls_context, connect_error, open_connection
+    from pybmq.client.tls import client_tls_context, connect_error, open_streams
     from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
     url = options.broker_uri
     host, port = parse_broker_url(url)
     tls = client_tls_context(options)
-    reader = asyncio.StreamReader(limit=_READ)
     try:
-        transport, protocol = await open_connection(
-            lambda: asyncio.StreamReaderProtocol(reader),
+        reader, writer = await open_streams(
             host,
             port,
             tls=tls,
             server_name=options.tls_server_name,
             connect_timeout=timeout,
             handshake_timeout=options.tls_handshake_timeout,
+            limit=_READ,
         )
     except (OSError, asyncio.TimeoutError) as exc:
         error = connect_error(url, exc, tls is not None, timeout)
         if isinstance(exc, asyncio.TimeoutError):
             raise RequestTimeoutError(str(error)) from None
         raise error from None
-    writer = asyncio.StreamWriter(transport, protocol, reader, asyncio.get_running_loop())
     loop = asyncio.get_running_loop()
     engine = AdminEngine(options, now=loop.time())
     answers: asyncio.Queue[str | BaseException] = asyncio.Queue()

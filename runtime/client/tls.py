@@ -81,6 +81,31 @@ async def open_connection(
     return transport, protocol
 
 
+async def open_streams(
+    host: str,
+    port: int,
+    *,
+    tls: ssl.SSLContext | None,
+    server_name: str | None,
+    connect_timeout: float,
+    handshake_timeout: float,
+    limit: int = 1 << 16,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """``open_connection`` for asyncio streams (what ``asyncio.open_connection`` returns), for
+    the tools that read and write a broker connection as streams (``pybmq admin``, ``tap``)."""
+    reader = asyncio.StreamReader(limit=limit)
+    transport, protocol = await open_connection(
+        lambda: asyncio.StreamReaderProtocol(reader),
+        host,
+        port,
+        tls=tls,
+        server_name=server_name,
+        connect_timeout=connect_timeout,
+        handshake_timeout=handshake_timeout,
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, reader, asyncio.get_running_loop())
+
+
 def _tls_failure(exc: BaseException, tls: bool) -> bool:
     """An error of the handshake itself: TLS said no, or the peer hung up in the middle of it
     (a refused TCP connection comes before any TLS)."""
