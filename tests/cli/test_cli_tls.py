@@ -51,10 +51,16 @@ def test_post_then_consume_over_tls(tls_broker: BrokerHandle) -> None:
 
 
 def test_admin_over_tls(tls_broker: BrokerHandle) -> None:
+    count = round_trip_count(20)  # commands over one connection, each answered
     assert tls_broker.tls_url is not None
-    done = run_pybmq("admin", "HELP", "--broker", tls_broker.tls_url, *tls_flags(tls_broker))
-    assert done.returncode == 0, done.stderr
-    assert "STAT" in done.stdout.upper()
+    commands = b"HELP\n" * count
+    done = run_pybmq_bytes(
+        tls_broker.tls_url, "admin", "-", "--json", *tls_flags(tls_broker), stdin=commands
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert len(answers) == count
+    assert all("help" in answer["result"] for answer in answers)
 
 
 def decoded(capture: Path) -> list[dict[str, Any]]:

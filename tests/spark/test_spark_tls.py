@@ -67,7 +67,8 @@ def test_the_source_reads_over_tls(spark: Any, tls_broker: BrokerHandle) -> None
 
 def test_the_sink_writes_over_tls(spark: Any, tls_broker: BrokerHandle) -> None:
     queue = fresh_queue()
-    frame = spark.createDataFrame([(f"w{i}",) for i in range(30)], "payload string")
+    count = round_trip_count(30)
+    frame = spark.createDataFrame([(f"w{i}",) for i in range(count)], "payload string")
     (
         frame.write.format("blazingmq")
         .option("broker", tls_broker.tls_url)
@@ -76,8 +77,10 @@ def test_the_sink_writes_over_tls(spark: Any, tls_broker: BrokerHandle) -> None:
         .mode("append")
         .save()
     )
-    rows = read_over_tls(spark, tls_broker, queue, str(tls_broker.tls_ca), 30).collect()
-    assert sorted(bytes(r["payload"]).decode() for r in rows) == sorted(f"w{i}" for i in range(30))
+    rows = read_over_tls(spark, tls_broker, queue, str(tls_broker.tls_ca), count).collect()
+    assert sorted(bytes(r["payload"]).decode() for r in rows) == sorted(
+        f"w{i}" for i in range(count)
+    )
 
 
 def test_a_ca_that_did_not_sign_the_certificate(
