@@ -31,7 +31,7 @@ from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.cli.validate import seconds
 from pybmq.errors import UsageError
 from pybmq.printable import escape_controls
-from pybmq.uri import default_broker, parse_broker_url
+from pybmq.uri import default_broker
 
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
@@ -130,24 +130,14 @@ async def _exchange(
     its answer to ``on_answer``; each step (connecting, each answer) must finish within
     ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.client.tls import client_tls_context, connect_error, open_streams
+    from pybmq.client.tls import connect_error, open_streams
     from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
     url = options.broker_uri
-    host, port = parse_broker_url(url)
-    tls = client_tls_context(options)
     try:
-        reader, writer = await open_streams(
-            host,
-            port,
-            tls=tls,
-            server_name=options.tls_server_name,
-            connect_timeout=timeout,
-            handshake_timeout=options.tls_handshake_timeout,
-            limit=_READ,
-        )
+        reader, writer = await open_streams(options, connect_timeout=timeout, limit=_READ)
     except (OSError, asyncio.TimeoutError) as exc:
-        error = connect_error(url, exc, tls is not None, timeout)
+        error = connect_error(url, exc, options.uses_tls, timeout)
         if isinstance(exc, asyncio.TimeoutError):
             raise RequestTimeoutError(str(error)) from None
         raise error from None

@@ -45,7 +45,6 @@ from pybmq.cli.validate import (
     writable_file,
 )
 from pybmq.errors import ProtocolError, UsageError
-from pybmq.uri import parse_broker_url
 
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
@@ -164,13 +163,9 @@ class Tap:
     def __init__(
         self, args: argparse.Namespace, recorder: Recorder, upstream: SessionOptions
     ) -> None:
-        from pybmq.client.tls import client_tls_context
-
         self.args = args
         self.recorder = recorder
-        self.broker = parse_broker_url(args.broker)
-        self.upstream = upstream  # how to reach the broker: TLS options and bounds
-        self.tls = client_tls_context(upstream)
+        self.upstream = upstream  # how to reach the broker: its URL, TLS options and bounds
         self.connections = 0  # accepted, in all
         self.refused = 0  # closed on arrival, over --max-connections
         self.tasks: set[asyncio.Task[None]] = set()
@@ -197,19 +192,12 @@ class Tap:
     ) -> None:
         from pybmq.client.tls import connect_failure, open_streams
 
-        host, port = self.broker
         try:
             upstream = await open_streams(
-                host,
-                port,
-                tls=self.tls,
-                server_name=self.upstream.tls_server_name,
-                connect_timeout=_CONNECT_TIMEOUT,
-                handshake_timeout=self.upstream.tls_handshake_timeout,
-                limit=_READ,
+                self.upstream, connect_timeout=_CONNECT_TIMEOUT, limit=_READ
             )
-        except (OSError, asyncio.TimeoutError) as exc:
-            why = connect_failure(self.args.broker, exc, self.tls is not None, _CONNECT_TIMEOUT)
+        except (OSError, asyncio.TimeoutError, UsageError) as exc:  # a CA file gone since start
+            why = connect_failure(self.args.broker, exc, self.upstream.uses_tls, _CONNECT_TIMEOUT)
             log.error("connection %d: %s", number, why)
             writer.close()
             return
@@ -259,7 +247,7 @@ async def _serve(args: argparse.Namespace) -> int:
     tap = Tap(args, recorder, upstream)
     bound = server.sockets[0].getsockname()
     stop = stop_on_signals()
-    legs = (" (TLS)" if serving else "", " (TLS)" if tap.tls else "")
+    legs = (" (TLS)" if serving else "", " (TLS)" if upstream.uses_tls else "")
     print(
         f"pybmq tap listening on tcp://{bound[0]}:{bound[1]}{legs[0]} -> {args.broker}{legs[1]}",
         flush=True,

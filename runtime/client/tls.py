@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pybmq.client.options import SessionOptions
 from pybmq.errors import SessionStoppedError, TlsHandshakeError, UsageError
+from pybmq.uri import parse_broker_url
 
 P = TypeVar("P", bound=asyncio.BaseProtocol)
 
@@ -82,26 +83,21 @@ async def open_connection(
 
 
 async def open_streams(
-    host: str,
-    port: int,
-    *,
-    tls: ssl.SSLContext | None,
-    server_name: str | None,
-    connect_timeout: float,
-    handshake_timeout: float,
-    limit: int = 1 << 16,
+    options: SessionOptions, *, connect_timeout: float, limit: int = 1 << 16
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """``open_connection`` for asyncio streams (what ``asyncio.open_connection`` returns), for
-    the tools that read and write a broker connection as streams (``pybmq admin``, ``tap``)."""
+    """``open_connection`` to ``options.broker_uri`` with its TLS options, as asyncio streams
+    (what ``asyncio.open_connection`` returns), for the tools that read and write a broker
+    connection as streams (``pybmq admin``, ``tap``)."""
+    host, port = parse_broker_url(options.broker_uri)
     reader = asyncio.StreamReader(limit=limit)
     transport, protocol = await open_connection(
         lambda: asyncio.StreamReaderProtocol(reader),
         host,
         port,
-        tls=tls,
-        server_name=server_name,
+        tls=client_tls_context(options),
+        server_name=options.tls_server_name,
         connect_timeout=connect_timeout,
-        handshake_timeout=handshake_timeout,
+        handshake_timeout=options.tls_handshake_timeout,
     )
     return reader, asyncio.StreamWriter(transport, protocol, reader, asyncio.get_running_loop())
 

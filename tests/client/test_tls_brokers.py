@@ -16,13 +16,12 @@ import pybmq
 import pytest
 import trustme
 from pybmq.client.aio import AsyncSession
-from pybmq.client.events import Ack
 from pybmq.client.options import SessionOptions
 from pybmq.errors import SessionStoppedError, TlsHandshakeError
 from pybmq.testing.brokers import BrokerHandle
 from pybmq.testing.certificates import TestCertificates
 
-from tests.helpers.tls import round_trip_count, running_tls_broker
+from tests.helpers.tls import post_in_order, round_trip_count, running_tls_broker
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.tls]
 
@@ -41,17 +40,7 @@ async def test_a_thousand_messages_round_trip_over_tls(tls_broker: BrokerHandle)
     assert tls_broker.tls_url is not None
     async with AsyncSession(tls_broker.tls_url, options=trusting(tls_broker)) as session:
         queue = await session.open_queue(uri, read=True, write=True)
-        acks: list[Ack] = []
-        all_acked = asyncio.Event()
-
-        def on_ack(ack: Ack) -> None:
-            acks.append(ack)
-            if len(acks) == count:
-                all_acked.set()
-
-        for n in range(count):  # in order: each post is buffered at once, ACKs come back later
-            queue.post_nowait(b"m%04d" % n, on_ack=on_ack)
-        await asyncio.wait_for(all_acked.wait(), 60)
+        acks = await post_in_order(queue, [b"m%04d" % n for n in range(count)])
         assert all(ack.ok for ack in acks)
         received = []
         for _ in range(count):

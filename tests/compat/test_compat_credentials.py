@@ -7,9 +7,6 @@ session connect and authenticate anew); a provider with nothing to give never st
 from __future__ import annotations
 
 import logging
-import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +22,7 @@ from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 
 from tests.helpers.brokers import real_broker
+from tests.helpers.cli import running_sim, sim_url
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -115,32 +113,8 @@ def sim_with_auth(tmp_path: Path) -> Iterator[str]:
     authenticate, and again every second (the C++ rule: min(90 %, lifetime - 5 s))."""
     users = tmp_path / "users"
     users.write_text(f"alice:{PASSWORD}\n")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pybmq.cli",
-            "sim",
-            "--port",
-            "0",
-            "--auth",
-            f"BASIC:{users}",
-            "--auth-lifetime-ms",
-            "6000",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        found = re.search(r"tcp://[0-9.]+:\d+", line)
-        assert found, line
-        yield found.group()
-    finally:
-        process.terminate()
-        process.wait(30)
+    with running_sim("--auth", f"BASIC:{users}", "--auth-lifetime-ms", "6000") as line:
+        yield sim_url(line)
 
 
 def test_first_authentication_and_each_reauthentication_against_pybmq_sim_auth(

@@ -143,30 +143,31 @@ async def tls_plain_listener_to_tls_listener(url: str) -> Outcome:
     return got
 
 
-@tls_scenario()
-async def tls_version_served(url: str) -> Outcome:
-    secure = _tls(url)
+async def versions_served(secure: TlsUrl) -> dict[str, str]:
+    """What a client offering TLS 1.2 and 1.3 gets, and one offering 1.2 only."""
     return {
         "default_client": await negotiated_version(secure.tls_url, client_context(secure)),
         "tls_1_2_client": await negotiated_version(
             secure.tls_url, client_context(secure, ssl.TLSVersion.TLSv1_2)
         ),
+    }
+
+
+@tls_scenario()
+async def tls_version_served(url: str) -> Outcome:
+    secure = _tls(url)
+    only_1_2 = client_context(secure, ssl.TLSVersion.TLSv1_2)
+    return {
+        **await versions_served(secure),
         "pybmq_tls_1_2": await start_outcome(
-            secure.tls_url,
-            SessionOptions(tls=client_context(secure, ssl.TLSVersion.TLSv1_2), reconnect=False),
+            secure.tls_url, SessionOptions(tls=only_1_2, reconnect=False)
         ),
     }
 
 
 @tls_scenario(versions="TLSv1.2,TLSv1.3")
 async def tls_versions_list_naming_1_2_still_serves_1_3_only(url: str) -> Outcome:
-    secure = _tls(url)
-    return {
-        "default_client": await negotiated_version(secure.tls_url, client_context(secure)),
-        "tls_1_2_client": await negotiated_version(
-            secure.tls_url, client_context(secure, ssl.TLSVersion.TLSv1_2)
-        ),
-    }
+    return await versions_served(_tls(url))
 
 
 @tls_scenario()

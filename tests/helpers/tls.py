@@ -9,12 +9,15 @@ surface.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from pybmq.client.aio_queue import AsyncQueue
+from pybmq.client.events import Ack
 from pybmq.testing.brokers import BrokerHandle, BrokerUnavailable, running_broker
 from pybmq.testing.certificates import TestCertificates
 
@@ -39,3 +42,22 @@ def running_tls_broker(
             yield broker
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
+
+
+async def post_in_order(
+    queue: AsyncQueue, payloads: Sequence[bytes], timeout: float = 60
+) -> list[Ack]:
+    """Post each payload in turn without waiting for its ACK (so they leave in order), then
+    wait for all the ACKs; returns them."""
+    acks: list[Ack] = []
+    all_acked = asyncio.Event()
+
+    def on_ack(ack: Ack) -> None:
+        acks.append(ack)
+        if len(acks) == len(payloads):
+            all_acked.set()
+
+    for payload in payloads:
+        queue.post_nowait(payload, on_ack=on_ack)
+    await asyncio.wait_for(all_acked.wait(), timeout)
+    return acks

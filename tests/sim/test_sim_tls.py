@@ -20,6 +20,8 @@ from pybmq.sim.server import BrokerSimulator, SimulatorError
 from pybmq.sim.tls import ignored_versions, security_settings, server_tls_context
 from pybmq.testing.certificates import TestCertificates
 
+from tests.helpers.cli import running_sim
+
 pytestmark = [pytest.mark.timeout(60), pytest.mark.tls]
 
 URI = "bmq://bmq.test.mem.priority/sim-tls"
@@ -148,35 +150,10 @@ def test_unreadable_certificate_files_stop_it_before_it_listens(tmp_path: Path) 
 
 
 def test_pybmq_sim_tls_port_prints_both_listeners(certificates: TestCertificates) -> None:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pybmq.cli",
-            "sim",
-            "--port",
-            "0",
-            "--tls-port",
-            "0",
-            "--tls-cert",
-            str(certificates.certificate),
-            "--tls-key",
-            str(certificates.key),
-            "--tls-versions",
-            "TLSv1.2,TLSv1.3",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
-    assert line.startswith("pybmq sim listening on tcp://127.0.0.1:")
-    assert " and TLS on tcp://127.0.0.1:" in line
+    served = ["--tls-cert", str(certificates.certificate), "--tls-key", str(certificates.key)]
+    with running_sim("--tls-port", "0", *served, "--tls-versions", "TLSv1.2,TLSv1.3") as line:
+        assert line.startswith("pybmq sim listening on tcp://127.0.0.1:")
+        assert " and TLS on tcp://127.0.0.1:" in line
     lone = subprocess.run(
         [sys.executable, "-m", "pybmq.cli", "sim", "--tls-port", "0"],
         capture_output=True,

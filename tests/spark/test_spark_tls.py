@@ -12,32 +12,21 @@ from typing import Any
 import pytest
 import trustme
 from pybmq.client.aio import AsyncSession
-from pybmq.client.events import Ack
 from pybmq.client.options import SessionOptions
 from pybmq.testing.brokers import BrokerHandle
 
 from tests.helpers.spark import fresh_queue
-from tests.helpers.tls import round_trip_count
+from tests.helpers.tls import post_in_order, round_trip_count
 
 pytestmark = [pytest.mark.spark, pytest.mark.tls, pytest.mark.timeout(300)]
 
 
 async def post_over_tls(broker: BrokerHandle, queue: str, count: int) -> None:
     assert broker.tls_url is not None
-    acked = asyncio.Event()
-    acks: list[Ack] = []
-
-    def on_ack(ack: Ack) -> None:
-        acks.append(ack)
-        if len(acks) == count:
-            acked.set()
-
     options = SessionOptions(tls_ca=str(broker.tls_ca))
     async with AsyncSession(broker.tls_url, options=options) as session:
         writer = await session.open_queue(queue, write=True)
-        for n in range(count):
-            writer.post_nowait(b"spark %04d" % n, on_ack=on_ack)
-        await asyncio.wait_for(acked.wait(), 60)
+        acks = await post_in_order(writer, [b"spark %04d" % n for n in range(count)])
     assert all(ack.ok for ack in acks)
 
 
