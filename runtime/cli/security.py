@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pybmq.cli.validate import readable_file, seconds, text
 
@@ -31,7 +31,13 @@ def add_security_arguments(parser: argparse.ArgumentParser) -> None:
     add_tls_arguments(group)
 
 
-def add_tls_arguments(group: argparse._ActionsContainer) -> None:
+class ArgumentGroup(Protocol):
+    """A parser or one of its argument groups: what flags are added to."""
+
+    def add_argument(self, *names: str, **settings: Any) -> Any: ...
+
+
+def add_tls_arguments(group: ArgumentGroup) -> None:
     """The client side's TLS flags (``tls_options`` reads them)."""
     group.add_argument(
         "--tls-ca", type=readable_file, metavar="PEM", help="connect with TLS, trusting this CA"

@@ -83,11 +83,11 @@ async def open_connection(
 
 
 async def open_streams(
-    options: SessionOptions, *, connect_timeout: float, limit: int = 1 << 16
+    options: SessionOptions, *, connect_timeout: float, limit: int
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """``open_connection`` to ``options.broker_uri`` with its TLS options, as asyncio streams
-    (what ``asyncio.open_connection`` returns), for the tools that read and write a broker
-    connection as streams (``pybmq admin``, ``tap``)."""
+    (what ``asyncio.open_connection`` returns, reading ``limit`` bytes at most at a time), for
+    the tools that read and write a broker connection as streams (``pybmq admin``, ``tap``)."""
     host, port = parse_broker_url(options.broker_uri)
     reader = asyncio.StreamReader(limit=limit)
     transport, protocol = await open_connection(

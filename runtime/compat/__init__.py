@@ -16,7 +16,7 @@ from pybmq._version import __version__
 from pybmq.compat import exceptions, session_events
 from pybmq.compat.aliases import install as install
 from pybmq.compat.aliases import uninstall as uninstall
-from pybmq.compat.credentials import AuthnCredentialProvider
+from pybmq.compat.credentials import AuthnCredentialProvider as AuthnCredentialProvider
 from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import (
     Ack,
@@ -39,7 +39,6 @@ from pybmq.compat.values import (
 __all__ = [
     "Ack",
     "AckStatus",
-    "AuthnCredentialProvider",
     "BasicHealthMonitor",
     "CompressionAlgorithmType",
     "Error",
@@ -55,5 +54,5 @@ __all__ = [
     "__version__",
     "exceptions",
     "session_events",
-]  # the official package's names only (AuthnCredentialProvider: its pull request #61's);
-# install/uninstall are pybmq's additions
+]  # blazingmq 1.2.2's names only: install/uninstall are pybmq's additions, and
+# AuthnCredentialProvider (importable here) is its next release's (its pull request #61)
