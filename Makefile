@@ -3,9 +3,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# make test runs the suite on this many pytest-xdist workers (most tests wait on sockets and
+# timers, so more workers than cores pays); the Spark tests share one of them (--dist loadgroup),
+# and the few that need the machine to themselves run after, alone (ALONE in tests/conftest.py).
+TEST_WORKERS ?= 4
 
-.PHONY: install generate check-generated schema-check lint test cli-reference bench demo clean \
-	docs docs-serve dist pythons cluster-soak tls-round-trips
+.PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo \
+	clean docs docs-serve dist pythons cluster-soak tls-round-trips
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +38,8 @@ lint:
 # generated/ is checked once, first (a stale tree fails fast with a diff); the env var tells the
 # suite's own freshness test that it has already run.
 test: check-generated
-	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest $(PYTEST_ARGS)
+	PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); \
+	  parallel=$$?; PYBMQ_GENERATED_CHECKED=1 $(PY) -m pytest --alone $(PYTEST_ARGS) && exit $$parallel
 
 # The cluster soak: failover under load with every producer/consumer placement on both
 # consistency levels, three primary kills each (a real broker build: BMQ_BROKER_BIN). `make test`
@@ -51,6 +56,16 @@ tls-round-trips:
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md
+
+# The API reference (docs/reference/api.md and modules.md), from every module's __all__; a test
+# fails when it is not current.
+api-reference:
+	$(PY) -m pybmq.cli.apidocs
+
+# The state diagrams (docs/states.md) and the engine's parts (docs/architecture.md), drawn from
+# the code; a test fails when they are not current.
+drawings:
+	$(PY) -m pybmq.cli.drawings
 
 # Also writes build/bench/results.json and renders the docs' Performance page from it.
 bench:
@@ -78,7 +93,7 @@ dist:
 
 # The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
 pythons:
-	$(PY) -m nox --no-error-on-missing-interpreters
+	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m nox --no-error-on-missing-interpreters
 
 demo:
 	$(PY) -m pybmq.demo

@@ -24,6 +24,7 @@ SUPPORTED = ["3.10", "3.11", "3.12", "3.13"]
 # not every Python has; its tests skip without it) and the lint tools.
 NOT_FOR_TESTS = ("blazingmq", "mypy", "ruff", "types-")
 MARKERS = "not spark and not slow and not interop"
+WORKERS = os.environ.get("TEST_WORKERS", "4")  # pytest-xdist workers, as make test
 
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["tests"]
@@ -77,15 +78,8 @@ def tests(session: nox.Session) -> None:
     """The suite minus Spark, slow and interop tests (pybmq installed editable, as the suite
     reads the schemas and templates from the checkout; the wheel has a test of its own)."""
     session.install("-e", ".[codegen,otel,faststream]", *test_requirements())
-    session.run(
-        "python",
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        MARKERS,
-        "--ignore=tests/spark",  # its modules import pyspark, which is not installed here
-        *session.posargs,
-    )
+    pytest = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", MARKERS]
+    pytest.append("--ignore=tests/spark")  # its modules import pyspark, not installed here
+    # As make test: in parallel, then the tests that need the machine to themselves.
+    session.run(*pytest, "-n", WORKERS, "--dist", "loadgroup", *session.posargs)
+    session.run(*pytest, "--alone", *session.posargs)

@@ -10,6 +10,8 @@ import importlib.util
 
 from pybmq.errors import UsageError
 
+__all__ = ["EXTRA_MODULES", "extra_missing", "require_extra"]
+
 EXTRA_MODULES = ("xsdata", "jinja2", "black", "yaml")
 
 

@@ -7,6 +7,8 @@ import sys
 from pybmq.codegen import require_extra
 from pybmq.errors import UsageError
 
+__all__ = []
+
 try:
     require_extra("python -m pybmq.codegen")
 except UsageError as exc:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["Artifact", "Generator"]
+
 
 @dataclass(frozen=True)
 class Artifact:

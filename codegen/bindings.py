@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import base64
 import keyword
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pybmq.codec.ber import identifier
 from pybmq.codegen.artifact import Artifact
@@ -26,9 +24,17 @@ from pybmq.codegen.model import (
     SimpleType,
     constructible,
 )
-from pybmq.codegen.render import environment, format_python
+from pybmq.codegen.render import environment, format_python, model_filters
 from pybmq.codegen.xsd_loader import load_schema
 from pybmq.errors import SchemaError
+
+__all__ = [
+    "BINDING_FILTERS",
+    "SECRET_ELEMENTS",
+    "Bindings",
+    "generate_bindings",
+    "generate_ctrlmsg",
+]
 
 # How BER tags a value inside an array (balber's universal tag numbers: BOOLEAN 1, INTEGER 2,
 # OCTET STRING 4, ENUMERATED 10, UTF8String 12).
@@ -257,22 +263,22 @@ class Bindings:
                 if not value.name.isidentifier() or keyword.iskeyword(value.name):
                     raise SchemaError(f"{simple_type.name}: {value.name!r} is not a Python name")
 
-    def filters(self) -> dict[str, Callable[..., Any]]:
-        return {
-            "snake": snake,
-            "kind": self.kind,
-            "annotation": self.annotation,
-            "default_expr": self.default_expr,
-            "default_value": self.default_value,
-            "bounds": self.bounds,
-            "tag": self.tag,
-            "ctx_tag": self.ctx_tag,
-            "universal_tag": self.universal_tag,
-            "ident_bits": self.ident_bits,
-            "docstring": self.docstring,
-            "value_type": self.value_type,
-            "nullable": self.nullable,
-        }
+
+# What the binding templates call on their model, as filters (``{{ e | kind }}``).
+BINDING_FILTERS = (
+    "kind",
+    "annotation",
+    "default_expr",
+    "default_value",
+    "bounds",
+    "tag",
+    "ctx_tag",
+    "universal_tag",
+    "ident_bits",
+    "docstring",
+    "value_type",
+    "nullable",
+)
 
 
 def generate_bindings(
@@ -285,14 +291,20 @@ def generate_bindings(
     """
     schema = load_schema(xsd_path)
     bindings = Bindings(schema, module, xsd_path.name)
-    env = environment(
-        bindings.filters(), b=bindings, schema=bindings.schema, module=bindings.module
-    )
-    env.globals["types_module"] = f"{package}.{module}" if package else module
+    model_filters(BINDING_FILTERS)
+    env = environment()
+    context = {
+        "model": bindings,
+        "b": bindings,
+        "schema": bindings.schema,
+        "module": bindings.module,
+        "types_module": f"{package}.{module}" if package else module,
+        "source": xsd_path.name,
+    }
     out = []
     templates = (("types.py.j2", ""), ("json_codec.py.j2", "_json"), ("ber_codec.py.j2", "_ber"))
     for template, suffix in templates:
-        text = env.get_template(template).render(source=xsd_path.name)
+        text = env.get_template(template).render(context)
         out.append(Artifact(f"{module}{suffix}.py", format_python(text, template)))
     return out
 

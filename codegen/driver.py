@@ -17,6 +17,19 @@ from pybmq.codegen.layout import generate_layout
 from pybmq.codegen.other_schemas import generate_other_schemas
 from pybmq.codegen.render import format_cache
 
+__all__ = [
+    "GENERATED_DIR",
+    "REPO_ROOT",
+    "SCHEMA_DIR",
+    "UNOWNED",
+    "diff",
+    "existing_files",
+    "main",
+    "registered_generators",
+    "render_all",
+    "write",
+]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "schema"
 GENERATED_DIR = REPO_ROOT / "generated"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import keyword
 import re
 
+__all__ = ["FILTERS", "hex_literal", "py_literal", "snake"]
+
 
 def snake(name: str) -> str:
     """``rId`` → ``r_id``, ``clusterStateFSMMessage`` → ``cluster_state_fsm_message``,

@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+__all__ = ["SUFFIX", "FormatCache"]
+
 SUFFIX = ".fmt"
 
 

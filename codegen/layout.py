@@ -16,8 +16,28 @@ from typing import Any
 from pybmq.codegen import extra_missing
 from pybmq.codegen.artifact import Artifact
 from pybmq.codegen.filters import snake
-from pybmq.codegen.render import environment, format_python
+from pybmq.codegen.messages import MessageKind, load_messages
+from pybmq.codegen.render import declare_public_names, environment, format_python
 from pybmq.errors import SchemaError
+
+__all__ = [
+    "DEFAULT_PADDING",
+    "EXPORTS",
+    "SPEC_NAME",
+    "TEMPLATES",
+    "UNIT_KINDS",
+    "VALUE_KINDS",
+    "BitConst",
+    "BitField",
+    "Codec",
+    "Enum",
+    "Spec",
+    "Struct",
+    "Unit",
+    "View",
+    "generate_layout",
+    "load_spec",
+]
 
 try:
     import yaml
@@ -122,6 +142,22 @@ class Struct:
     def fields(self) -> list[BitField]:
         return [f for u in self.units for f in u.fields]
 
+    def field(self, name: str) -> BitField:
+        """The field ``name`` (SchemaError if the struct has none)."""
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise SchemaError(f"{self.name} has no field {name!r}")
+
+    def offset_of(self, name: str) -> int:
+        """Where the unit holding the field ``name`` starts, in bytes."""
+        offset = 0
+        for unit in self.units:
+            if any(f.name == name for f in unit.fields):
+                return offset
+            offset += unit.size
+        raise SchemaError(f"{self.name} has no field {name!r}")
+
 
 @dataclass
 class BitConst:
@@ -200,9 +236,21 @@ class Spec:
     codecs: dict[str, Codec] = field(default_factory=dict)  # by struct name
     property_values: dict[str, str] = field(default_factory=dict)  # PropertyType -> format
     views: list[View] = field(default_factory=list)
+    messages: list[MessageKind] = field(default_factory=list)  # PUT and PUSH framing
 
     def codec(self, struct: str) -> Codec:
         return self.codecs.get(struct) or Codec()
+
+    def struct(self, name: str) -> Struct:
+        """The struct ``name`` (SchemaError if the spec has none)."""
+        for s in self.structs:
+            if s.name == name:
+                return s
+        raise SchemaError(f"no struct {name!r} in the spec")
+
+    def enum_value(self, enum: str, member: str) -> int:
+        """The value of ``enum.member``."""
+        return next(e for e in self.enums if e.name == enum).values[member]
 
     @property
     def encodes(self) -> bool:
@@ -262,6 +310,9 @@ def load_spec(path: Path) -> Spec:
     by_name = {s.name: s for s in spec.structs}
     spec.codecs = {name: _codec(by_name, name, c or {}) for name, c in raw.get("codec", {}).items()}
     spec.views = [_view(by_name, name, v) for name, v in raw.get("views", {}).items()]
+    word = int(str(spec.constants.get("WORD_SIZE", DEFAULT_PADDING["word"])))
+    enum_values = {e.name: e.values for e in enums}
+    spec.messages = load_messages(raw.get("messages", {}), by_name, enum_values, word)
     property_types = next((e.values for e in enums if e.name == "PropertyType"), {})
     for ptype, kind in raw.get("property_values", {}).items():
         if ptype not in property_types or kind not in VALUE_KINDS:
@@ -366,12 +417,13 @@ def _padding_table(raw: dict[str, Any]) -> list[bytes]:
 
 
 def generate_layout(schema_dir: Path) -> Iterable[Artifact]:
-    """The generator registered in the driver: both wire modules from one spec."""
+    """The generator registered in the driver: the wire modules from one spec."""
     spec = load_spec(schema_dir / SPEC_NAME)
     env = environment()
     for template, out in (
         ("wire_codec.py.j2", "wire_codec.py"),
         ("wire_layout.py.j2", "wire_layout.py"),
+        ("wire_messages.py.j2", "wire_messages.py"),
     ):
         text = env.get_template(template).render(spec=spec, spec_name=SPEC_NAME)
-        yield Artifact(out, format_python(text, template))
+        yield Artifact(out, format_python(declare_public_names(text), template))

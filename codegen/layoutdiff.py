@@ -24,6 +24,8 @@ from pybmq.codegen.layout import BitField, Enum, Spec, Struct, load_spec
 from pybmq.codegen.schemadiff import Change, Compat, SchemaDiff
 from pybmq.errors import SchemaError
 
+__all__ = ["BINARY", "diff_layout_files", "diff_layouts", "load_layout"]
+
 BINARY = ("binary",)
 
 

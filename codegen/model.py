@@ -77,6 +77,7 @@ __all__ = [
     "Schema",
     "SimpleType",
     "TypeRef",
+    "constructible",
 ]
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from pybmq.codegen.artifact import Artifact
 from pybmq.codegen.bindings import generate_bindings
 
+__all__ = ["OTHER_SCHEMAS", "generate_other_schemas"]
+
 # schema file stem -> what it describes (upstream component in schema/UPSTREAM.md)
 OTHER_SCHEMAS: dict[str, str] = {
     "mqbcfg": "broker configuration (bmqbrkrcfg.json, clusters.json)",

@@ -1,6 +1,9 @@
 """The one jinja2 environment and the one formatter pass every generator goes through.
 
-Templates live in ``templates/``; their output is formatted by black with the project's settings
+Templates live in ``templates/``. A generation run (a process: ``make generate``, ``pybmq
+generate``) makes one environment, so each template is compiled once however many schemas it
+renders; what a generator's templates need (its model, its own filters) comes with each
+``render()`` call, not with the environment. The output is formatted by black with the project's settings
 (the same line length as hand-written code), so generated and hand-written code look alike.
 Formatting is nearly all of a run's cost, so its output is cached by content hash (see
 ``formatcache``) in a checkout's ``build/codegen-cache/`` (ignored by git, removed by ``make
@@ -9,6 +12,8 @@ clean``), or in the folder named by ``PYBMQ_CODEGEN_CACHE`` (empty: no disk cach
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 from importlib.metadata import version
 from pathlib import Path
@@ -18,6 +23,21 @@ from pybmq.codegen import extra_missing
 from pybmq.codegen.filters import FILTERS
 from pybmq.codegen.formatcache import FormatCache
 from pybmq.errors import SchemaError
+
+__all__ = [
+    "BLACK_MODE",
+    "CHECKOUT",
+    "DEFAULT_CACHE_DIR",
+    "FORMATTER_ID",
+    "TEMPLATES",
+    "cache_dir",
+    "declare_public_names",
+    "environment",
+    "format_cache",
+    "format_python",
+    "model_filters",
+    "set_format_cache",
+]
 
 try:
     import black
@@ -57,11 +77,16 @@ def set_format_cache(cache: FormatCache) -> FormatCache:
     return previous
 
 
-def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja2.Environment:
-    """A jinja2 environment over ``templates/``: strict about undefined names, no autoescape
-    (the output is Python), the shared filters plus ``filters``, and ``globals_``."""
+def environment() -> jinja2.Environment:
+    """The run's jinja2 environment over ``templates/``: strict about undefined names, no
+    autoescape (the output is Python), the shared filters, and ``model_filters``."""
+    return _environment(TEMPLATES)
+
+
+@functools.cache
+def _environment(templates: Path) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -69,9 +94,49 @@ def environment(filters: dict[str, Any] | None = None, **globals_: Any) -> jinja
         autoescape=False,
     )
     env.filters.update(FILTERS)
-    env.filters.update(filters or {})
-    env.globals.update(globals_)
     return env
+
+
+def model_filters(names: tuple[str, ...]) -> None:
+    """Filters that call the method of that name of the render's ``model`` (a generator's own
+    naming and typing rules, e.g. ``{{ e | annotation(t) }}`` is ``model.annotation(e, t)``),
+    added to the run's environment once."""
+    env = environment()
+    for name in names:
+        if name not in env.filters:
+            env.filters[name] = _model_filter(name)
+
+
+def _model_filter(name: str) -> Any:
+    @jinja2.pass_context
+    def call(context: Any, *args: Any) -> Any:
+        return getattr(context["model"], name)(*args)
+
+    return call
+
+
+def declare_public_names(source: str) -> str:
+    """``source`` with an ``__all__`` naming its public top-level definitions (functions,
+    classes, constants; not type variables), inserted after its imports: a generated module
+    declares its public names as the hand-written ones do."""
+    tree = ast.parse(source)
+    names: list[str] = []
+    last_import = 0
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last_import = node.end_lineno or node.lineno
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "TypeVar":
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    public = sorted(dict.fromkeys(n for n in names if not n.startswith("_")))
+    lines = source.split("\n")
+    lines[last_import:last_import] = ["", "__all__ = [" + ", ".join(map(repr, public)) + "]"]
+    return "\n".join(lines)
 
 
 def format_python(text: str, origin: str = "template") -> str:

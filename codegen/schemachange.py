@@ -7,6 +7,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+__all__ = ["BER", "BOTH", "JSON", "KINDS", "Change", "Compat", "SchemaDiff"]
+
 BER = "BER"
 JSON = "JSON"
 BOTH = (BER, JSON)

@@ -18,6 +18,19 @@ from pybmq.codegen.layoutdiff import diff_layout_files
 from pybmq.codegen.schemadiff import Change, Compat, SchemaDiff, diff_files
 from pybmq.errors import SchemaError
 
+__all__ = [
+    "ALLOW_LIST_NAME",
+    "BASELINE_NAME",
+    "GATED_SUFFIXES",
+    "Allowance",
+    "GateResult",
+    "check",
+    "diff_one",
+    "gated_files",
+    "load_allow_list",
+    "update_baseline",
+]
+
 try:
     import yaml
 except ModuleNotFoundError as exc:  # the codegen extra is not installed: say so

@@ -21,6 +21,8 @@ from pybmq.codegen.model import (
 )
 from pybmq.codegen.schemachange import BER, BOTH, JSON, KINDS, Change, Compat
 
+__all__ = ["DifferBase", "MemberRules"]
+
 
 class DifferBase:
     """The two schemas, the changes found so far, and the rules every level shares."""

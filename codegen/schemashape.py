@@ -17,6 +17,20 @@ from pybmq.codegen.model import (
     constructible,
 )
 
+__all__ = [
+    "describe",
+    "doc",
+    "element_shape",
+    "facets",
+    "fill",
+    "occurs",
+    "plain",
+    "scalar",
+    "shape",
+    "type_kind",
+    "types",
+]
+
 
 def doc(text: str | None) -> str:
     """Documentation compared by words: re-wrapping or trailing blanks are not a change."""

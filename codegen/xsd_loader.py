@@ -30,6 +30,8 @@ from pybmq.codegen.model import (
 )
 from pybmq.errors import SchemaError
 
+__all__ = ["BDEM_NS", "XSD_NS", "load_schema"]
+
 try:
     from xsdata.codegen.parsers.schema import SchemaParser
     from xsdata.exceptions import ParserError

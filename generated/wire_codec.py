@@ -16,6 +16,108 @@ from typing import NamedTuple, Union
 
 from pybmq.errors import DecodeError, EncodeError
 
+__all__ = [
+    "ACK_HEADER_HEADER_WORDS_SHIFT",
+    "ACK_HEADER_PER_MESSAGE_WORDS_MASK",
+    "ACK_HEADER_SIZE",
+    "ACK_MESSAGE",
+    "ACK_MESSAGE_CORRELATION_ID_MASK",
+    "ACK_MESSAGE_RESERVED_SHIFT",
+    "ACK_MESSAGE_STATUS_MASK",
+    "ACK_MESSAGE_STATUS_SHIFT",
+    "AckHeader",
+    "AckMessage",
+    "AckStatus",
+    "BIT_LAYOUTS",
+    "Buffer",
+    "COMPRESSION_MIN_APPDATA_SIZE",
+    "CONFIRM_HEADER_HEADER_WORDS_SHIFT",
+    "CONFIRM_HEADER_PER_MESSAGE_WORDS_MASK",
+    "CONFIRM_HEADER_SIZE",
+    "CONFIRM_MESSAGE",
+    "CONTROL_ENCODING_MASK",
+    "CONTROL_ENCODING_SHIFT",
+    "CompressionAlgorithmType",
+    "ConfirmHeader",
+    "ConfirmMessage",
+    "DEFAULT_APP_ID",
+    "DEFAULT_SUBQUEUE_ID",
+    "EVENT_BODIES",
+    "EVENT_HEADER",
+    "EVENT_HEADER_FRAGMENT_BIT_SHIFT",
+    "EVENT_HEADER_LENGTH_MASK",
+    "EVENT_HEADER_PROTOCOL_VERSION_SHIFT",
+    "EVENT_HEADER_SIZE",
+    "EVENT_HEADER_TYPE_MASK",
+    "EVENT_MAX_SIZE_HARD",
+    "EVENT_MAX_SIZE_SOFT",
+    "EncodingType",
+    "EventHeader",
+    "EventType",
+    "MAX_MESSAGE_PROPERTIES_SIZE",
+    "MAX_NUM_PROPERTIES",
+    "MAX_PROPERTIES_AREA_LENGTH",
+    "MAX_PROPERTY_NAME_LENGTH",
+    "MAX_PROPERTY_VALUE_LENGTH",
+    "MESSAGE_GUID",
+    "MESSAGE_GUID_COUNTER_MASK",
+    "MESSAGE_GUID_COUNTER_SHIFT",
+    "MESSAGE_GUID_SIZE",
+    "MESSAGE_GUID_TIMER_TICK_LSB_MASK",
+    "MESSAGE_GUID_TIMER_TICK_MASK",
+    "MESSAGE_GUID_TIMER_TICK_MID_AT",
+    "MESSAGE_GUID_TIMER_TICK_MID_MASK",
+    "MESSAGE_GUID_TIMER_TICK_MSB_AT",
+    "MESSAGE_GUID_TIMER_TICK_MSB_MASK",
+    "MESSAGE_GUID_VERSION_SHIFT",
+    "MESSAGE_PROPERTIES_HEADER",
+    "MESSAGE_PROPERTY_HEADER",
+    "MESSAGE_PROPERTY_HEADER_NAME_LENGTH_MASK",
+    "MESSAGE_PROPERTY_HEADER_TYPE_MASK",
+    "MESSAGE_PROPERTY_HEADER_TYPE_SHIFT",
+    "MESSAGE_PROPERTY_HEADER_VALUE_LOWER_MASK",
+    "MESSAGE_PROPERTY_HEADER_VALUE_UPPER_AT",
+    "MESSAGE_PROPERTY_HEADER_VALUE_UPPER_MASK",
+    "MSG_GROUP_ID_MAX_LENGTH",
+    "OPTION_HEADER",
+    "OptionType",
+    "PACKED_RDA_INFO_MASK",
+    "PADDING",
+    "PROPERTY_VALUE_STRUCTS",
+    "PROTOCOL_VERSION",
+    "PUSH_HEADER",
+    "PUSH_HEADER_SIZE",
+    "PUSH_MIN_HEADER_SIZE_FOR_SCHEMA_ID",
+    "PUT_EVENT_MAX_SIZE_SOFT",
+    "PUT_HEADER_MESSAGE_WORDS_MASK",
+    "PUT_MAX_PAYLOAD_SIZE_SOFT",
+    "PUT_MIN_HEADER_SIZE_FOR_SCHEMA_ID",
+    "PropertyType",
+    "PushHeader",
+    "PushHeaderFlags",
+    "PutHeader",
+    "PutHeaderFlags",
+    "QueueFlags",
+    "REJECT_HEADER_HEADER_WORDS_SHIFT",
+    "REJECT_HEADER_PER_MESSAGE_WORDS_MASK",
+    "REJECT_HEADER_SIZE",
+    "REJECT_MESSAGE",
+    "RejectHeader",
+    "RejectMessage",
+    "STRUCTS",
+    "SUB_QUEUE_ID_OLD",
+    "SUB_QUEUE_INFO",
+    "SubQueueInfo",
+    "WORD",
+    "WORD_SIZE",
+    "unpack_ack_header",
+    "unpack_confirm_header",
+    "unpack_event_header",
+    "unpack_push_header",
+    "unpack_put_header",
+    "unpack_reject_header",
+]
+
 Buffer = Union[bytes, bytearray, memoryview]
 
 # -- constants ----------------------------------------------------------------------------------
@@ -195,13 +297,6 @@ def unpack_event_header(buf: Buffer, offset: int = 0) -> EventHeader:
 
 
 OPTION_HEADER = struct.Struct(">I")
-OPTION_HEADER_SIZE = 4
-OPTION_HEADER_TYPE_SHIFT = 26
-OPTION_HEADER_PACKED_SHIFT = 25
-OPTION_HEADER_PACKED_MASK = 0x1
-OPTION_HEADER_TYPE_SPECIFIC_SHIFT = 21
-OPTION_HEADER_TYPE_SPECIFIC_MASK = 0xF
-OPTION_HEADER_WORDS_MASK = 0x1FFFFF
 
 
 # -- SubQueueInfo (bmqp_protocol.h: struct SubQueueInfo and struct RdaInfo) -------------
@@ -218,30 +313,18 @@ class SubQueueInfo(NamedTuple):
 
 
 SUB_QUEUE_INFO = struct.Struct(">IB3s")
-SUB_QUEUE_INFO_SIZE = 8
-SUB_QUEUE_INFO_RDA_UNLIMITED_SHIFT = 7
-SUB_QUEUE_INFO_RDA_POISONOUS_SHIFT = 6
-SUB_QUEUE_INFO_RDA_POISONOUS_MASK = 0x1
-SUB_QUEUE_INFO_RDA_COUNTER_MASK = 0x3F
 
 
 # -- SubQueueIdOld (bmqp_protocol.h: Protocol::SubQueueIdsArrayOld (option SUB_QUEUE_IDS_OLD))
 
 
 SUB_QUEUE_ID_OLD = struct.Struct(">I")
-SUB_QUEUE_ID_OLD_SIZE = 4
 
 
 # -- MessagePropertiesHeader (bmqp_protocol.h: struct MessagePropertiesHeader) ----------
 
 
 MESSAGE_PROPERTIES_HEADER = struct.Struct(">BBHBB")
-MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT = 3
-MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_MASK = 0x7
-MESSAGE_PROPERTIES_HEADER_HEADER_SIZE_2X_MASK = 0x7
-MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK = 0xFFFFFF
-MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT = 16
-MESSAGE_PROPERTIES_HEADER_AREA_WORDS_LOWER_MASK = 0xFFFF
 
 
 # -- MessagePropertyHeader (bmqp_protocol.h: struct MessagePropertyHeader) --------------
@@ -274,20 +357,14 @@ class PutHeader(NamedTuple):
     reserved: int
 
 
-PUT_HEADER = struct.Struct(">IIi16sIHH")
-PUT_HEADER_SIZE = 36
-PUT_HEADER_FLAGS_SHIFT = 28
+_PUT_HEADER = struct.Struct(">IIi16sIHH")
 PUT_HEADER_MESSAGE_WORDS_MASK = 0xFFFFFFF
-PUT_HEADER_OPTIONS_WORDS_SHIFT = 8
-PUT_HEADER_COMPRESSION_SHIFT = 5
-PUT_HEADER_COMPRESSION_MASK = 0x7
-PUT_HEADER_HEADER_WORDS_MASK = 0x1F
 
 
 def unpack_put_header(buf: Buffer, offset: int = 0) -> PutHeader:
     """Read one PutHeader at ``offset``."""
     try:
-        u0, u1, u2, u3, u4, u5, u6 = PUT_HEADER.unpack_from(buf, offset)
+        u0, u1, u2, u3, u4, u5, u6 = _PUT_HEADER.unpack_from(buf, offset)
     except struct.error:
         raise DecodeError(
             f"truncated PutHeader: need 36 bytes, {max(len(buf) - offset, 0)} left",
@@ -327,10 +404,6 @@ class PushHeader(NamedTuple):
 
 PUSH_HEADER = struct.Struct(">IIi16sHH")
 PUSH_HEADER_SIZE = 32
-PUSH_HEADER_FLAGS_SHIFT = 28
-PUSH_HEADER_MESSAGE_WORDS_MASK = 0xFFFFFFF
-PUSH_HEADER_OPTIONS_WORDS_SHIFT = 8
-PUSH_HEADER_COMPRESSION_SHIFT = 5
 
 
 def unpack_push_header(buf: Buffer, offset: int = 0) -> PushHeader:
@@ -369,6 +442,7 @@ class AckHeader(NamedTuple):
 
 
 _ACK_HEADER = struct.Struct(">BBH")
+ACK_HEADER_SIZE = 4
 ACK_HEADER_HEADER_WORDS_SHIFT = 4
 ACK_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
@@ -423,6 +497,9 @@ class ConfirmHeader(NamedTuple):
 
 
 _CONFIRM_HEADER = struct.Struct(">B3s")
+CONFIRM_HEADER_SIZE = 4
+CONFIRM_HEADER_HEADER_WORDS_SHIFT = 4
+CONFIRM_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
 
 def unpack_confirm_header(buf: Buffer, offset: int = 0) -> ConfirmHeader:
@@ -468,6 +545,9 @@ class RejectHeader(NamedTuple):
 
 
 _REJECT_HEADER = struct.Struct(">B3s")
+REJECT_HEADER_SIZE = 4
+REJECT_HEADER_HEADER_WORDS_SHIFT = 4
+REJECT_HEADER_PER_MESSAGE_WORDS_MASK = 0xF
 
 
 def unpack_reject_header(buf: Buffer, offset: int = 0) -> RejectHeader:
@@ -522,38 +602,6 @@ MESSAGE_GUID_TIMER_TICK_LSB_MASK = 0xFFFF
 # One 32-bit word, the unit all sizes count in.
 WORD = struct.Struct(">I")
 
-# A whole PutHeader (schema id included) and the word after it: the properties header's first.
-# [PutHeader]
-PUT_FULL = struct.Struct(">IIi16sIH2xI")
-
-# The PutHeader after its two words of flags and sizes.
-# [PutHeader from byte 8]
-PUT_BODY = struct.Struct(">i16sI")
-PUT_BODY_OFFSET = 8
-
-# The schema id of a PutHeader long enough to hold one.
-# [PutHeader from byte 32]
-PUT_SCHEMA_ID = struct.Struct(">H")
-PUT_SCHEMA_ID_OFFSET = 32
-
-# A whole PushHeader (schema id included) and the word after it.
-# [PushHeader]
-PUSH_FULL = struct.Struct(">IIi16sH2xI")
-
-# The PushHeader after its two words of flags and sizes.
-# [PushHeader from byte 8]
-PUSH_BODY = struct.Struct(">i16s")
-PUSH_BODY_OFFSET = 8
-
-# The schema id of a PushHeader long enough to hold one.
-# [PushHeader from byte 28]
-PUSH_SCHEMA_ID = struct.Struct(">H")
-PUSH_SCHEMA_ID_OFFSET = 28
-
-# The two words of flags and sizes that start a PutHeader (a PushHeader's are the same).
-# [PutHeader]
-MESSAGE_SIZES = struct.Struct(">II")
-
 
 # The fixed-size property values, by type.
 PROPERTY_VALUE_STRUCTS: dict[PropertyType, struct.Struct] = {
@@ -588,7 +636,7 @@ STRUCTS: dict[str, struct.Struct] = {
     "SubQueueIdOld": SUB_QUEUE_ID_OLD,
     "MessagePropertiesHeader": MESSAGE_PROPERTIES_HEADER,
     "MessagePropertyHeader": MESSAGE_PROPERTY_HEADER,
-    "PutHeader": PUT_HEADER,
+    "PutHeader": _PUT_HEADER,
     "PushHeader": PUSH_HEADER,
     "AckHeader": _ACK_HEADER,
     "AckMessage": ACK_MESSAGE,

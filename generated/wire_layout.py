@@ -11,7 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from construct import BitsInteger, BitStruct, Bytes, Bytewise
+from construct import BitsInteger, BitStruct, Bytes, Bytewise, Struct, this
+
+__all__ = [
+    "AckHeader",
+    "AckMessage",
+    "ConfirmHeader",
+    "ConfirmMessage",
+    "EventHeader",
+    "MESSAGES",
+    "MessageGUID",
+    "MessagePropertiesHeader",
+    "MessagePropertyHeader",
+    "OptionHeader",
+    "PushHeader",
+    "PushMessage",
+    "PutHeader",
+    "PutMessage",
+    "RejectHeader",
+    "RejectMessage",
+    "STRUCTS",
+    "SubQueueIdOld",
+    "SubQueueInfo",
+]
+
 
 # bmqp_protocol.h: struct EventHeader: 8 bytes.
 EventHeader: Any = BitStruct(
@@ -149,6 +172,28 @@ MessageGUID: Any = BitStruct(
     "client_id_msb" / BitsInteger(16),
     "client_id_lsb" / BitsInteger(32),
 )
+
+
+# One PUT message as a builder writes it (a full PutHeader, 9 words): the
+# header, the options, then the application data and its padding, to the size the header declares.
+PutMessage: Any = Struct(
+    "header" / PutHeader,
+    "options" / Bytes(this.header.options_words * 4),
+    "app_data" / Bytes((this.header.message_words - this.header.options_words) * 4 - 36),
+)
+
+# One PUSH message as a builder writes it (a full PushHeader, 8 words): the
+# header, the options, then the application data and its padding, to the size the header declares.
+PushMessage: Any = Struct(
+    "header" / PushHeader,
+    "options" / Bytes(this.header.options_words * 4),
+    "app_data" / Bytes((this.header.message_words - this.header.options_words) * 4 - 32),
+)
+
+MESSAGES: dict[str, Any] = {
+    "PUT": PutMessage,
+    "PUSH": PushMessage,
+}
 
 STRUCTS: dict[str, Any] = {
     "EventHeader": EventHeader,

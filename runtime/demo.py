@@ -14,6 +14,8 @@ from pybmq.sim.server import BrokerSimulator
 from rich.console import Console
 from rich.progress import Progress
 
+__all__ = ["QUEUE", "demo", "main"]
+
 QUEUE = "bmq://bmq.test.mem.priority/pybmq-demo"
 
 

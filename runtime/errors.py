@@ -7,6 +7,27 @@ catch ``PybmqError`` to handle both.
 
 from __future__ import annotations
 
+__all__ = [
+    "AuthenticationError",
+    "AuthenticationTimeoutError",
+    "BrokerError",
+    "ChannelWriteTimeoutError",
+    "DecodeError",
+    "DeliveryError",
+    "EncodeError",
+    "InvalidTransitionError",
+    "LingerTimeoutError",
+    "MessageDecodeError",
+    "PostBufferFullError",
+    "ProtocolError",
+    "PybmqError",
+    "QueueSuspendedError",
+    "RequestTimeoutError",
+    "SchemaError",
+    "SessionStoppedError",
+    "UsageError",
+]
+
 
 class PybmqError(Exception):
     """Base of all pybmq errors."""

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Generic, TypeVar
 
+__all__ = ["CallbackDispatcher", "J", "JobDispatcher", "LoopThread", "T"]
+
 T = TypeVar("T")
 J = TypeVar("J")
 

@@ -2,7 +2,9 @@
 
 Shared by the client engine's machines and the simulator's session: each keeps its states,
 inputs and table next to its code, and every change of state goes through :func:`step`, so the
-legal moves are all visible in the table and an illegal one fails in one place.
+legal moves are all visible in the table and an illegal one fails in one place. :func:`mermaid`
+draws a table (the documentation's state diagrams are drawn from the tables, as h11 draws its
+own).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TypeVar
 
 from pybmq.errors import InvalidTransitionError
 
-__all__ = ["step"]
+__all__ = ["mermaid", "step"]
 
 StateT = TypeVar("StateT", bound=enum.Enum)
 InputT = TypeVar("InputT", bound=enum.Enum)
@@ -31,3 +33,17 @@ def step(
         return table[(state, event)]
     except KeyError:
         raise InvalidTransitionError(machine, str(state.value), str(event.value)) from None
+
+
+def mermaid(table: Mapping[tuple[StateT, InputT], StateT]) -> str:
+    """A Mermaid ``stateDiagram-v2`` of ``table``: its state enum's first member is where the
+    machine starts; one arrow per pair of states, labelled with every input that moves it so
+    (in the table's order)."""
+    states = type(next(iter(table.values())))
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for (state, event), target in table.items():
+        arrows.setdefault((str(state.name), str(target.name)), []).append(str(event.name))
+    lines = ["stateDiagram-v2", f"    [*] --> {next(iter(states)).name}"]
+    for (source, goal), events in arrows.items():
+        lines.append(f"    {source} --> {goal}: {', '.join(events)}")
+    return "\n".join(lines) + "\n"

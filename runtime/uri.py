@@ -14,6 +14,18 @@ from urllib.parse import urlsplit
 
 from pybmq.errors import UsageError
 
+__all__ = [
+    "BROKER_URI_ENV",
+    "DEFAULT_BROKER",
+    "DEFAULT_PORT",
+    "QUEUE_NAME_MAX_LENGTH",
+    "QueueUri",
+    "default_broker",
+    "parse_broker_url",
+    "parse_queue_uri",
+    "require_queue_uri",
+]
+
 DEFAULT_BROKER = "tcp://localhost:30114"
 DEFAULT_PORT = 30114
 # As in the official SDKs: when set, this environment variable replaces the default broker.

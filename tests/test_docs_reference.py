@@ -82,3 +82,10 @@ def test_every_public_name_has_a_docstring(module: str) -> None:
     imported = importlib.import_module(module)
     missing = [m for n in public_names(module) for m in undocumented(n, getattr(imported, n))]
     assert not missing, f"{module}: no docstring on " + ", ".join(missing)
+
+
+def test_the_reference_pages_are_made_from_the_modules_all() -> None:
+    """api.md and modules.md are what ``make api-reference`` makes from every ``__all__``."""
+    from pybmq.cli.apidocs import main
+
+    assert main(["--check"]) == 0

@@ -5,6 +5,10 @@ Walks runtime/wire and runtime/client with ``ast``:
   side of ``>>`` or ``<<``) is a protocol layout written by hand: take the generated
   ``X_FIELD_SHIFT``/``X_FIELD_MASK`` (or ``X_PART_AT``) instead. ``1 << NAME`` (a power of two of
   a named shift) is fine;
+- word arithmetic with a literal (``* 4``, ``// 4``, ``% 4``: the spec's WORD_SIZE) and a data
+  event's header size written as a number (in bytes or words, from the spec: an operand of ``+``
+  or ``-``, of a comparison, or a slice bound) are layout by hand too: the generated readers and
+  builders (``pybmq.generated.wire_messages``) and their constants hold them;
 - a ``struct`` format string written in the call (``struct.Struct(">I")``) is a layout by hand:
   take the generated ``Struct`` or view.
 The allowlist holds what truly is not a protocol constant, each with why.
@@ -36,6 +40,22 @@ ALLOWED = {
     ("client/admin.py", "64 << 20"): "MAX_ADMIN_EVENT_SIZE: our cap on an admin answer",
     ("client/options.py", "1 << 20"): "max_put_event_bytes: a default batching size, 1 MiB",
     ("client/consuming.py", "qid << 32"): "a dict key made of two ids, not wire bits",
+    ("wire/dissect.py", "32 <= b < 127"): "printable ASCII, for a hex dump's text column",
+    ("client/options.py", "32 < ord(ch) < 127"): "printable ASCII, for a process name",
+    ("wire/dissect.py", "4 * 1024"): "MAX_INFLATED_MESSAGE: 4 MiB, a display bound",
+    ("client/aio.py", "4 * 1024"): "write_high_water: a default buffer size, 4 MiB",
+    ("client/sync.py", "4 * 1024"): "write_high_water: a default buffer size, 4 MiB",
+    ("client/aio.py", "write_high_water // 4"): "the default low watermark: a quarter of the high",
+}
+
+# Numbers the layout spec owns: the word, and the sizes of the data events' headers (bytes and
+# words, full and what every header holds) and of the EventHeader.
+_SPEC = load_spec(REPO_ROOT / "schema" / SPEC_NAME)
+WORD = int(str(_SPEC.constants["WORD_SIZE"]))
+HEADER_SIZES = {_SPEC.struct("EventHeader").size} | {
+    size
+    for m in _SPEC.messages
+    for size in (m.header_size, m.required_size, m.header_words, m.required_words)
 }
 
 
@@ -47,11 +67,27 @@ def _is_number(node: ast.expr) -> bool:
     )
 
 
+def _is_literal(node: ast.expr | None, values: set[int]) -> bool:
+    return node is not None and _is_number(node) and node.value in values  # type: ignore[union-attr]
+
+
 def _offending_operand(op: ast.operator, left: ast.expr, right: ast.expr) -> bool:
     if isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
         return _is_number(left) or _is_number(right)
     if isinstance(op, (ast.RShift, ast.LShift)):
         return _is_number(right)
+    if isinstance(op, (ast.Mult, ast.FloorDiv, ast.Mod, ast.Div)):  # word arithmetic
+        return _is_literal(left, {WORD}) or _is_literal(right, {WORD})
+    if isinstance(op, (ast.Add, ast.Sub)):  # an offset past a header
+        return _is_literal(left, HEADER_SIZES) or _is_literal(right, HEADER_SIZES)
+    return False
+
+
+def _header_size_compared_or_sliced(node: ast.AST) -> bool:
+    if isinstance(node, ast.Compare):
+        return any(_is_literal(side, HEADER_SIZES) for side in [node.left, *node.comparators])
+    if isinstance(node, ast.Slice):
+        return _is_literal(node.lower, HEADER_SIZES) or _is_literal(node.upper, HEADER_SIZES)
     return False
 
 
@@ -82,6 +118,7 @@ def offenders(path: Path) -> Iterator[tuple[int, str]]:
                 and _offending_operand(node.op, node.target, node.value)
             )
             or (isinstance(node, ast.Call) and _is_struct_format_call(node))
+            or _header_size_compared_or_sliced(node)
         ):
             yield node.lineno, ast.unparse(node)
 
@@ -138,6 +175,32 @@ def test_the_check_finds_what_it_must(tmp_path: Path) -> None:
     assert lines == [2, 3, 4, 7, 8, 9]
 
 
+def test_word_arithmetic_and_header_sizes_by_hand_are_refused(tmp_path: Path) -> None:
+    """The evasions that passed the first rule, planted in a copy of the PUSH reader: word
+    arithmetic with a literal and a header size written as a number. The check must name them
+    (and only them)."""
+    source = (RUNTIME / "wire" / "push.py").read_text(encoding="utf-8")
+    assert not list(offenders(RUNTIME / "wire" / "push.py"))
+    planted = source + (
+        "\n\ndef _planted(data: bytes, pos: int, words: int) -> tuple[int, bytes, bool]:\n"
+        "    padding = words % 4\n"
+        "    start = pos + 32\n"
+        "    return padding, data[pos : pos + 28], words * 4 > 36\n"
+    )
+    path = tmp_path / "push.py"
+    path.write_text(planted, encoding="utf-8")
+    found = sorted(offenders(path))
+    last = planted.count("\n")
+    assert [line for line, _ in found] == [last - 2, last - 1, last, last, last]
+    assert {expr for _, expr in found} == {
+        "words % 4",
+        "pos + 32",
+        "pos + 28",
+        "words * 4",
+        "words * 4 > 36",
+    }
+
+
 def _public_names() -> set[str]:
     """Constants, Structs, records, enums and functions of the codec module. The spec's
     ``constants`` section is left out: those are protocol facts (limits, codes) kept for
@@ -153,8 +216,10 @@ def _public_names() -> set[str]:
 
 
 def _names_used_in_runtime() -> set[str]:
+    """Names used in runtime/, and in the message codecs rendered beside the codec module (the
+    PUT/PUSH readers and builders use its structs and records)."""
     used: set[str] = set()
-    for path in RUNTIME.rglob("*.py"):
+    for path in [*RUNTIME.rglob("*.py"), REPO_ROOT / "generated" / "wire_messages.py"]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Name):
                 used.add(node.id)

@@ -4,4 +4,6 @@ import sys
 
 from pybmq.cli.main import main
 
+__all__ = []
+
 sys.exit(main())

@@ -36,6 +36,8 @@ from pybmq.uri import default_broker
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
 
+__all__ = ["EXIT_CODES", "add_parser", "handler"]
+
 EXIT_CODES = (
     "exit codes: 0 answered, 1 the broker answered with an error (an unknown or failed "
     "command), 2 bad usage, "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+__all__ = ["is_error_text", "structured", "table_rows"]
+
 _COLUMNS = re.compile(r"\s{2,}")
 
 

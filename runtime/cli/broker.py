@@ -37,6 +37,8 @@ from pybmq.cli.common import Outcome, Subcommands, describe
 from pybmq.cli.validate import existing_dir, integer, listen_failure, port, seconds, text
 from pybmq.errors import UsageError
 
+__all__ = ["DEFAULT_PORT", "Running", "add_parser", "handler"]
+
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -25,6 +25,27 @@ if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
     from rich.progress import Progress
 
+__all__ = [
+    "EXIT_CODES",
+    "STOP_SIGNALS",
+    "ArgumentTarget",
+    "Outcome",
+    "Subcommands",
+    "add_broker_argument",
+    "add_json_argument",
+    "add_logging_arguments",
+    "add_session_arguments",
+    "closed_pipe_is_quiet",
+    "configure_logging",
+    "describe",
+    "latency_text",
+    "progress_bar",
+    "report",
+    "session_options",
+    "stop_on_signals",
+    "supervise",
+]
+
 
 class Outcome(enum.Enum):
     """How a post/consume run ended, and its exit code (listed by ``EXIT_CODES``)."""

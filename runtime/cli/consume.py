@@ -38,6 +38,8 @@ from pybmq.cli.common import (
 from pybmq.cli.template import MAX_WIDTH
 from pybmq.cli.validate import integer, output_dir, seconds, text
 
+__all__ = ["DEFAULT_MAX_TEXT", "EPILOG", "add_parser", "handler"]
+
 # The longest line --format or --print writes for one message, by default.
 DEFAULT_MAX_TEXT = 1 << 20
 

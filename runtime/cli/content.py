@@ -36,6 +36,20 @@ if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
     from pybmq.wire.properties import MessageProperties
 
+__all__ = [
+    "DEFAULT_MAX_LINE",
+    "ContentError",
+    "Outgoing",
+    "checked_files",
+    "compression_of",
+    "file_messages",
+    "message_record",
+    "parse_record",
+    "stdin_chunks",
+    "stdin_lines",
+    "stdin_messages",
+]
+
 _STDIN_CHUNK = 1 << 16
 
 

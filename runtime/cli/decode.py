@@ -24,6 +24,8 @@ from pybmq.cli.common import closed_pipe_is_quiet, describe
 from pybmq.cli.validate import as_path, input_file, integer
 from pybmq.errors import UsageError
 
+__all__ = ["add_parser", "handler", "parse_hex"]
+
 _XXD_LINE = re.compile(r"^\s*[0-9a-fA-F]+:\s")
 
 

@@ -27,6 +27,17 @@ if TYPE_CHECKING:
     from pybmq.client.events import Ack
     from pybmq.client.loadgen import Stats
 
+__all__ = [
+    "CONSUME_CHUNK",
+    "MIN_RATE_SECONDS",
+    "ConsumeCounts",
+    "consume",
+    "post",
+    "rate",
+    "rate_text",
+    "record_ack",
+]
+
 # Below this many seconds between the first and the last message, or with fewer than two
 # messages, a rate is noise: it is reported as None ("— msgs/s").
 MIN_RATE_SECONDS = 0.001

@@ -21,6 +21,8 @@ from pybmq.cli.validate import as_path, output_dir, text
 from pybmq.codegen import require_extra
 from pybmq.errors import SchemaError, UsageError
 
+__all__ = ["add_parser", "handler", "module_name"]
+
 
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(

@@ -16,6 +16,8 @@ from pybmq.cli.common import EXIT_CODES, add_logging_arguments, configure_loggin
 from pybmq.errors import PybmqError
 from pybmq.printable import escape_controls
 
+__all__ = ["SUBCOMMANDS", "build_parser", "build_parsers", "main"]
+
 # Subcommand modules, in the order `pybmq --help` lists them.
 SUBCOMMANDS: list[str] = [
     "pybmq.cli.post",

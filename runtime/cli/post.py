@@ -31,6 +31,8 @@ from pybmq.cli.common import (
 from pybmq.cli.content import DEFAULT_MAX_LINE
 from pybmq.cli.validate import input_file, integer, text
 
+__all__ = ["EPILOG", "add_parser", "handler"]
+
 EPILOG = (
     "example:\n"
     "  pybmq post bmq://bmq.test.mem.priority/q1 'hello' --properties 'n:int64=3,who=me'\n"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pybmq.cli.main import build_parsers
 
+__all__ = ["END", "START", "WIDTH", "main", "render", "replace_block"]
+
 START = "<!-- cli-reference:start (make cli-reference) -->"
 END = "<!-- cli-reference:end -->"
 WIDTH = "100"

@@ -17,6 +17,8 @@ from pybmq.cli.schema_locate import locate
 from pybmq.cli.validate import as_path, existing_dir, readable_file
 from pybmq.codegen import require_extra
 
+__all__ = ["add_parser", "handler"]
+
 
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(

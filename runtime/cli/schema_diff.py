@@ -24,6 +24,17 @@ from pybmq.errors import SchemaError
 if TYPE_CHECKING:
     from pybmq.codegen.schemadiff import Change, SchemaDiff
 
+__all__ = [
+    "LAYOUT_SUFFIXES",
+    "XSD_SUFFIXES",
+    "add_parser",
+    "compare",
+    "handler",
+    "to_json",
+    "write_github",
+    "write_text",
+]
+
 XSD_SUFFIXES = {".xsd"}
 LAYOUT_SUFFIXES = {".yaml", ".yml"}
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pybmq.codegen.schemadiff import Change
 
+__all__ = ["locate", "shared_share"]
+
 
 def _patterns(component: str, yaml: bool) -> re.Pattern[str]:
     name = re.escape(component)

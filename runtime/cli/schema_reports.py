@@ -14,6 +14,8 @@ from pybmq.cli.schema_locate import locate
 if TYPE_CHECKING:
     from pybmq.codegen.schemadiff import Compat, SchemaDiff
 
+__all__ = ["write_junit", "write_sarif"]
+
 _SARIF_LEVELS = {"wire-breaking": "error", "api-breaking": "warning", "compatible": "note"}
 
 

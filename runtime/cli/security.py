@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from pybmq.cli.validate import readable_file, seconds, text
 
+__all__ = ["add_security_arguments", "security_options"]
+
 
 def add_security_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("authentication and TLS")

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
     from pybmq.client.options import SessionOptions
 
+__all__ = ["BrokerSilentError", "close_queue", "open_queue", "start_session"]
+
 
 class BrokerSilentError(PybmqError):
     """The broker did not answer within a stage's timeout (exit code 5)."""

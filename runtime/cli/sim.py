@@ -19,6 +19,8 @@ from pybmq.cli.validate import (
 )
 from pybmq.errors import UsageError
 
+__all__ = ["add_parser", "handler"]
+
 
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(

@@ -23,7 +23,15 @@ from pybmq.printable import escape_controls
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
 
-__all__ = ["Sink", "field_values", "folder_sink", "format_sink", "jsonl_sink", "print_sink"]
+__all__ = [
+    "Sink",
+    "Value",
+    "field_values",
+    "folder_sink",
+    "format_sink",
+    "jsonl_sink",
+    "print_sink",
+]
 
 Sink = Callable[["ReceivedMessage", int], None]
 Value = Callable[[int], "str | int"]

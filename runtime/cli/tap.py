@@ -49,6 +49,16 @@ from pybmq.errors import ProtocolError, UsageError
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
 
+__all__ = [
+    "DEFAULT_MAX_CAPTURE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_SNAPLEN",
+    "Recorder",
+    "Tap",
+    "add_parser",
+    "handler",
+]
+
 log = logging.getLogger("pybmq.cli.tap")
 _READ = 1 << 16
 _CONNECT_TIMEOUT = 10.0

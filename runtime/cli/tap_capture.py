@@ -12,6 +12,8 @@ import os
 import time
 from typing import BinaryIO
 
+__all__ = ["Recorder"]
+
 log = logging.getLogger("pybmq.cli.tap")
 
 

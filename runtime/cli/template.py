@@ -21,7 +21,15 @@ from dataclasses import dataclass
 
 from pybmq.errors import PybmqError, UsageError
 
-__all__ = ["FIELDS", "MAX_WIDTH", "LineTooLong", "RenderError", "Template", "parse"]
+__all__ = [
+    "FIELDS",
+    "MAX_WIDTH",
+    "NUMBER_FIELDS",
+    "LineTooLong",
+    "RenderError",
+    "Template",
+    "parse",
+]
 
 FIELDS = {
     "payload": "the payload as text (bytes that are not UTF-8 as \\xNN)",

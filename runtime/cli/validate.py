@@ -14,6 +14,28 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+__all__ = [
+    "INT_MAX",
+    "PORT_MAX",
+    "as_path",
+    "auth_spec",
+    "broker_url",
+    "byte_size",
+    "existing_dir",
+    "host_port",
+    "input_file",
+    "integer",
+    "listen_failure",
+    "output_dir",
+    "port",
+    "readable_file",
+    "seconds",
+    "share",
+    "shown",
+    "text",
+    "writable_file",
+]
+
 PORT_MAX = 65535
 INT_MAX = 2**63 - 1
 

@@ -40,6 +40,8 @@ from pybmq.wire.channel import Channel
 from pybmq.wire.control import decode_authentication, decode_control_as, encode_control
 from pybmq.wire.framing import MAX_CONTROL_EVENT_SIZE
 
+__all__ = ["MAX_ADMIN_EVENT_SIZE", "MAX_PENDING_COMMANDS", "AdminAnswer", "AdminEngine"]
+
 # Largest answer accepted: a broker's admin results can be big (a whole broker config, every
 # queue of a cluster), far more than a client's control messages.
 MAX_ADMIN_EVENT_SIZE = 64 << 20
@@ -85,11 +87,13 @@ class AdminEngine:
         negotiation = ctrl.NegotiationMessage(client_identity=identity)
         self._negotiation = encode_control(negotiation, EncodingType.JSON)
         self._held: list[bytes] = []  # commands waiting for the negotiation's answer
-        self._auth = Authenticator(options.credential_provider, options.timeout("start"))
+        self._auth = Authenticator()
+        self._provider = options.credential_provider
+        self._auth_timeout = options.timeout("start")
         self._now = now  # the latest time the shell gave
-        self.authenticated = not self._auth.enabled
-        if self._auth.enabled:
-            self._channel.send(self._auth.request(now))
+        self.authenticated = self._provider is None
+        if self._provider is not None:
+            self._channel.send(self._auth.request(now, self._provider, self._auth_timeout))
         else:
             self._channel.send(self._negotiation)
 
@@ -135,8 +139,8 @@ class AdminEngine:
             raise AuthenticationTimeoutError(
                 f"no authenticationResponse within {auth.request_timeout:g}s"
             )
-        if auth.renewal_due(now):
-            self._channel.send(auth.request(now))
+        if auth.renewal_due(now) and self._provider is not None:
+            self._channel.send(auth.request(now, self._provider, self._auth_timeout))
 
     def receive_data(self, data: bytes, now: float | None = None) -> list[AdminAnswer]:
         """Bytes from the broker (received at ``now``; default: the latest time given) -> the

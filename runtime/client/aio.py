@@ -6,7 +6,7 @@ per-queue message streams. Output is flushed once per loop turn, so every post a
 one turn leaves in one PUT and one CONFIRM event.
 
 It holds its parts (``aio_link``: the socket; ``aio_driver``: the loop plumbing; ``aio_reconnect``;
-``aio_tracing``) and is still about 580 lines, on purpose: what is left is the public session API
+``aio_tracing``) and is still about 590 lines, on purpose: what is left is the public session API
 (start, linger and stop, open, stats) and the one place that turns each engine event into what
 the application sees; splitting that would spread one event's handling over two files.
 """
@@ -17,38 +17,35 @@ import asyncio
 import contextlib
 import logging
 import random
-import socket
 import weakref
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybmq.client.aio_driver import EngineDriver
 from pybmq.client.aio_link import Connection, Link
-from pybmq.client.aio_queue import AckCallback, AsyncQueue, ReceivedMessage
+from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage, settle_ack
 from pybmq.client.aio_reconnect import Reconnector
-from pybmq.client.dropped import creation_site, warn_dropped, weak_method
+from pybmq.client.dropped import creation_site, release_dropped_link, weak_method
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
-    AckStatus,
     CallbackFailed,
     ChannelHighWatermark,
     ChannelLowWatermark,
     CompressedMessage,
     ConnectionLost,
-    HealthEvent,
     Message,
     MessageReceived,
     OperationCompleted,
     QueueReopened,
     Reconnected,
+    ResilienceEvent,
+    ResilienceListener,
     SessionStarted,
     SessionStopped,
     SlowConsumerHighWatermark,
     SlowConsumerNormal,
-    StateRestored,
-    WatermarkEvent,
 )
 from pybmq.client.fsm import SessionState
 from pybmq.client.health import HostHealthMonitor
@@ -60,6 +57,7 @@ from pybmq.client.options import (
 )
 from pybmq.client.stats import SessionStats
 from pybmq.client.tls import client_tls_context, connect_error
+from pybmq.client.untraced import NO_TRACING, NoTracing
 from pybmq.errors import (
     LingerTimeoutError,
     ProtocolError,
@@ -70,21 +68,11 @@ from pybmq.errors import (
 )
 from pybmq.uri import parse_broker_url
 
+if TYPE_CHECKING:
+    from pybmq.client.tracing import Tracing
+
 log = logging.getLogger("pybmq.client.aio")
 stats_log = logging.getLogger("pybmq.stats")
-
-# What on_event receives: connection and reconnect news, host health, channel watermarks and
-# the slow-consumer ones.
-ResilienceEvent = (
-    ConnectionLost
-    | Reconnected
-    | QueueReopened
-    | StateRestored
-    | CallbackFailed
-    | HealthEvent
-    | WatermarkEvent
-)
-ResilienceListener = Callable[[ResilienceEvent], object]
 
 
 class AsyncSession:
@@ -144,10 +132,17 @@ class AsyncSession:
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
         self.driver.on_backlog = self._on_backlog
-        if engine_options.traced:  # imports OpenTelemetry (only then)
-            from pybmq.client.aio_tracing import ShellTracing
+        # The session's spans (or NO_TRACING), and the queues it opens: traced ones wrap the
+        # post and receive paths (pybmq.client.aio_tracing; imported, with OpenTelemetry, only
+        # when the options trace).
+        self.tracing: Tracing | NoTracing = NO_TRACING
+        self._queue_type: type[AsyncQueue] = AsyncQueue
+        if engine_options.traced:
+            from pybmq.client.aio_tracing import TracedQueue
+            from pybmq.client.tracing import Tracing as SessionTracing
 
-            self.driver.tracing = ShellTracing(engine_options, self._host, self._port)
+            self.tracing = SessionTracing(engine_options, self._host, self._port)
+            self._queue_type = TracedQueue
         endpoints = tuple(dict.fromkeys((broker, *engine_options.endpoints)))
         self._reconnector = Reconnector(
             endpoints,
@@ -202,10 +197,7 @@ class AsyncSession:
         self, name: str, uri: str | None = None
     ) -> contextlib.AbstractContextManager[Any]:
         """A span around a session or queue operation when tracing, else nothing."""
-        tracing = self.driver.tracing
-        if tracing is None:
-            return contextlib.nullcontext()
-        return tracing.operation(name, uri)
+        return self.tracing.operation(name, uri)
 
     async def start(self, *, timeout: float | None = None) -> SessionStarted:
         """Connect and negotiate; raises on refusal, timeout or an unreachable broker.
@@ -243,7 +235,7 @@ class AsyncSession:
         self._started = loop.create_future()
         if self._finalizer is None or not self._finalizer.alive:
             self._finalizer = weakref.finalize(
-                self, _release_dropped, self._link, "AsyncSession", self._created_at
+                self, release_dropped_link, self._link, "AsyncSession", self._created_at
             )
         log.debug("connecting to %s", self.broker)
         link = self._link
@@ -391,7 +383,7 @@ class AsyncSession:
             op_id, queue_id = self._engine.open_queue(
                 uri, driver.now(), read=read, write=write, ack=ack, options=options, timeout=timeout
             )
-            queue = AsyncQueue(self, queue_id, uri)
+            queue = self._queue_type(self, queue_id, uri)
             driver.queues[queue_id] = queue
             log.debug("opening %s (read=%s, write=%s)", uri, read, write)
             try:
@@ -514,21 +506,18 @@ class AsyncSession:
             queue.deliver_many(messages, generation, now)
 
     def _on_resilience_event(self, event: ResilienceEvent) -> None:
-        tracing = self.driver.tracing
         if isinstance(event, ConnectionLost):
             self.connection_losses += 1
             if self._engine.state is SessionState.RECONNECTING:
                 endpoint = self._reconnector.endpoint
                 log.warning("connection to %s lost: %s; reconnecting", endpoint, event.reason)
                 self._reconnector.connection_lost()
-                if tracing is not None:
-                    tracing.connection_lost()
+                self.tracing.connection_lost()
         elif isinstance(event, Reconnected):
             self.reconnects += 1
             self.info = event.info
             self._reconnector.reconnected()
-            if tracing is not None:
-                tracing.reconnected(self._reconnector.endpoint)
+            self.tracing.reconnected(self._reconnector.endpoint)
         elif isinstance(event, QueueReopened) and event.error is not None:
             queue = self.driver.queues.pop(event.queue_id, None)
             if queue is not None:
@@ -549,35 +538,20 @@ class AsyncSession:
         self.driver.flush()
 
     def _on_ack(self, event: AckReceived) -> None:
-        context = event.context
-        ack = event.ack
-        if isinstance(context, asyncio.Future):
-            if context.done():
-                return
-            if ack.local and ack.status is AckStatus.NOT_CONNECTED:
-                context.set_exception(SessionStoppedError(f"post not acknowledged: {ack.reason}"))
-            else:
-                context.set_result(ack)
-        elif context is not None:
-            callback: AckCallback = context  # type: ignore[assignment]
-            try:
-                callback(ack)
-            except Exception as exc:  # the other outcomes of this batch must still be delivered
-                log.exception("on_ack callback raised for %s", ack.guid.hex())
-                self.callback_errors += 1
-                self._notify(CallbackFailed("on_ack", exc))
+        error = settle_ack(event.ack, event.context)
+        if error is not None:  # the other outcomes of this batch must still be delivered
+            self.callback_errors += 1
+            self._notify(CallbackFailed("on_ack", error))
 
     def _on_stopped(self, event: SessionStopped) -> None:
         log.debug("session with %s stopped: %s", self.broker, event.reason)
-        if self.driver.tracing is not None:  # a reconnect that never came back
-            self.driver.tracing.reconnected(self._reconnector.endpoint, event.reason)
+        self.tracing.reconnected(self._reconnector.endpoint, event.reason)  # never came back
         self.stop_reason = event.reason
-        self.driver.stop_reason = event.reason
         error = event.error or SessionStoppedError(f"session stopped: {event.reason}")
         if self._started is not None and not self._started.done():
             self._started.set_exception(error)
         driver = self.driver
-        driver.fail_operations(event.reason)
+        driver.session_ended(event.reason)
         for queue in driver.queues.values():
             queue.end()
         driver.queues.clear()
@@ -606,19 +580,12 @@ class AsyncSession:
         self._link.close()
 
 
-def _release_dropped(link: Link, kind: str, site: str) -> None:
-    """A session collected without ``stop()``: warn, and close what is still open."""
-    transport = link.transport
-    if transport is None:
-        return
-    warn_dropped(kind, site)
-    try:
-        link.abort()
-    except RuntimeError:  # its loop is closed: end the connection itself (the fd goes with
-        sock = transport.get_extra_info("socket")  # the transport, when it is collected)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
-__all__ = ["AsyncQueue", "AsyncSession", "PybmqError", "ReceivedMessage", "UsageError"]
+__all__ = [
+    "AsyncQueue",
+    "AsyncSession",
+    "PybmqError",
+    "ReceivedMessage",
+    "ResilienceEvent",
+    "ResilienceListener",
+    "UsageError",
+]

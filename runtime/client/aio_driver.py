@@ -28,7 +28,6 @@ from pybmq.errors import (
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import AsyncQueue
-    from pybmq.client.aio_tracing import ShellTracing
 
 log = logging.getLogger("pybmq.client.aio")
 # While waiting for room, the budget is looked at again at least this often (seconds): the
@@ -69,14 +68,11 @@ class EngineDriver:
         self.backlog_high = self._marks[1]
         # Called with (high, undelivered) when the backlog crosses a mark (the session's).
         self.on_backlog: Callable[[bool, int], None] | None = None
-        # The session's spans (SessionOptions.tracing / tracer_provider), or None: the one
-        # attribute the data paths check when tracing is off.
-        self.tracing: ShellTracing | None = None
         # Posts and drains waiting for room (the byte budget, the posts held while
         # reconnecting); each input that may have made room wakes them.
         self._room_waiters = 0
         self._room: asyncio.Event | None = None
-        self.stop_reason: str | None = None  # why the session ended (set by the session)
+        self.stop_reason: str | None = None  # why the session ended (session_ended)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop this session runs on (known once it starts)."""
@@ -108,7 +104,10 @@ class EngineDriver:
             else:
                 future.set_exception(error)
 
-    def fail_operations(self, reason: str | None) -> None:
+    def session_ended(self, reason: str | None) -> None:
+        """The session is over: the operations waited for fail, and so do posts and drains
+        that wait for room, naming ``reason``."""
+        self.stop_reason = reason
         for future in self._ops.values():
             if not future.done():
                 future.set_exception(SessionStoppedError(f"session stopped: {reason}"))
@@ -313,4 +312,4 @@ class EngineDriver:
         self.check_reading()
 
 
-__all__ = ["EngineDriver"]
+__all__ = ["ROOM_POLL", "YIELD_AT_POSTS", "EngineDriver"]

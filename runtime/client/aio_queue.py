@@ -1,5 +1,10 @@
 """The asyncio shell's queue (``AsyncQueue``: post, get, iterate) and the messages it yields
 (``ReceivedMessage``: payload, properties, confirm).
+
+Every post goes through one of two primitives, ``_buffer`` (one message) and ``_buffer_many``
+(a batch), and every delivery makes its messages with ``message_type``: what a layer wraps. The
+tracing layer (``pybmq.client.aio_tracing.TracedQueue``, used by a session that traces) wraps
+exactly these and ``confirm_many_nowait``, so the paths themselves exist once.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybmq.client.events import (
     Ack,
+    AckStatus,
     CompressedMessage,
     Message,
 )
@@ -29,8 +35,32 @@ if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
     from pybmq.client.aio_driver import EngineDriver
 
+__all__ = ["NO_PROPERTIES", "AckCallback", "AsyncQueue", "ReceivedMessage", "settle_ack"]
+
 log = logging.getLogger("pybmq.client.aio")
 AckCallback = Callable[[Ack], object]
+
+
+def settle_ack(ack: Ack, context: object) -> Exception | None:
+    """A post's outcome to what waits for it: its future (SessionStoppedError when the session
+    ended before an ACK) or its ``on_ack`` callback. Returns what the callback raised (logged
+    here), for the session to count and report."""
+    if isinstance(context, asyncio.Future):
+        if not context.done():
+            if ack.local and ack.status is AckStatus.NOT_CONNECTED:
+                context.set_exception(SessionStoppedError(f"post not acknowledged: {ack.reason}"))
+            else:
+                context.set_result(ack)
+    elif context is not None:
+        callback: AckCallback = context  # type: ignore[assignment]
+        try:
+            callback(ack)
+        except Exception as exc:
+            log.exception("on_ack callback raised for %s", ack.guid.hex())
+            return exc
+    return None
+
+
 NO_PROPERTIES: Mapping[str, PropertyValue] = MessageProperties()
 
 
@@ -63,7 +93,7 @@ _DONE = _Done()
 class ReceivedMessage:
     """A PUSHed message handed to the application; ``confirm()`` tells the broker it is done."""
 
-    __slots__ = ("_generation", "_queue", "_received_at", "message")
+    __slots__ = ("_queue", "_received_at", "generation", "message")
 
     def __init__(
         self,
@@ -74,7 +104,7 @@ class ReceivedMessage:
     ) -> None:
         self._queue = queue
         self.message = message
-        self._generation = generation  # which connection brought it
+        self.generation = generation  # which connection brought it
         self._received_at = received_at  # loop time of its arrival (for the confirm latency)
 
     @property
@@ -133,13 +163,13 @@ class ReceivedMessage:
     def confirmable(self) -> bool:
         """False once the connection that delivered it is lost: a confirm is then dropped (that
         broker session is gone and the broker redelivers the message)."""
-        return self._generation == self._queue._lifecycle.generation
+        return self.generation == self._queue.generation
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""
         driver = self._queue.driver
         latency = driver.now() - self._received_at
-        driver.engine.confirm(self.message.queue_id, self.message.guid, self._generation, latency)
+        driver.engine.confirm(self.message.queue_id, self.message.guid, self.generation, latency)
         driver.schedule_flush()
 
     def confirm(self) -> Awaitable[None]:
@@ -175,6 +205,9 @@ class ReceivedMessage:
 class AsyncQueue:
     """A queue opened in an :class:`AsyncSession`. Post to it, iterate it, configure, close."""
 
+    # What ``deliver`` and ``deliver_many`` make of each message (a layer may make more of it).
+    message_type: type[ReceivedMessage] = ReceivedMessage
+
     def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
         self.session = session
         self.driver: EngineDriver = session.driver  # what it posts, confirms and waits through
@@ -187,6 +220,11 @@ class AsyncQueue:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
         self._counted = True  # its messages count towards the session's read pause
+
+    @property
+    def generation(self) -> int:
+        """Which connection the session is on (a message of an earlier one is not confirmed)."""
+        return self._lifecycle.generation
 
     @property
     def suspended(self) -> bool:
@@ -209,20 +247,7 @@ class AsyncQueue:
         ``"none"`` for this message (None: the session's ``compression_threshold`` decides).
         Returns the message GUID. Never waits: PostBufferFullError when the session holds
         ``max_buffered_bytes`` for the broker already (``await session.drain()`` waits for room)."""
-        driver = self.driver
-        if driver.tracing is not None:
-            return driver.tracing.post(self, payload, properties, on_ack, ack, compression)
-        guid = driver.engine.post(
-            self.queue_id,
-            payload,
-            driver.now(),
-            properties=properties,
-            context=on_ack,
-            ack=ack,
-            compression=compression,
-        )
-        driver.schedule_flush()
-        return guid
+        return self._buffer(payload, properties, on_ack, ack, compression)
 
     def post_many_nowait(
         self,
@@ -234,14 +259,7 @@ class AsyncQueue:
         """``post_nowait`` for a batch sharing ``properties`` and ``on_ack``: the fast path (the
         checks, the properties and the GUID clock once per batch). All or nothing: a payload
         that would be refused raises before any is buffered. Returns the GUIDs in order."""
-        driver = self.driver
-        if driver.tracing is not None:
-            return driver.tracing.post_many(self, payloads, properties, on_ack)
-        guids = driver.engine.post_many(
-            self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
-        )
-        driver.schedule_flush()
-        return guids
+        return self._buffer_many(payloads, properties, on_ack)
 
     async def post(
         self,
@@ -254,21 +272,47 @@ class AsyncQueue:
         returned, not raised; check ``ack.ok``. Raises SessionStoppedError if the session ends.
         Waits first for room (see ``AsyncSession.drain``: ChannelWriteTimeoutError or
         PostBufferFullError when none comes). ``compression``: as in ``post_nowait``."""
+        await self.driver.wait_room(1)
+        future: asyncio.Future[Ack] = self.driver.loop.create_future()
+        self._buffer(payload, properties, future, True, compression)
+        return await future
+
+    def _buffer(
+        self,
+        payload: bytes,
+        properties: Mapping[str, Any] | None,
+        context: AckCallback | asyncio.Future[Ack] | None,
+        ack: bool,
+        compression: str | None,
+    ) -> bytes:
+        """One post buffered for this loop turn's PUT event; ``context`` (an ``on_ack`` or the
+        future ``post`` awaits) comes back with its ACK. The GUID."""
         driver = self.driver
-        await driver.wait_room(1)
-        future: asyncio.Future[Ack] = driver.loop.create_future()
-        if driver.tracing is not None:
-            return await driver.tracing.post_wait(self, future, payload, properties, compression)
-        driver.engine.post(
+        guid = driver.engine.post(
             self.queue_id,
             payload,
             driver.now(),
             properties=properties,
-            context=future,
+            context=context,
+            ack=ack,
             compression=compression,
         )
         driver.schedule_flush()
-        return await future
+        return guid
+
+    def _buffer_many(
+        self,
+        payloads: Sequence[bytes],
+        properties: Mapping[str, Any] | None,
+        on_ack: AckCallback | None,
+    ) -> list[bytes]:
+        """A batch buffered for this loop turn's PUT event (all or nothing). The GUIDs."""
+        driver = self.driver
+        guids = driver.engine.post_many(
+            self.queue_id, payloads, driver.now(), properties=properties, context=on_ack
+        )
+        driver.schedule_flush()
+        return guids
 
     async def configure(
         self,
@@ -348,19 +392,17 @@ class AsyncQueue:
         if not isinstance(messages, (list, tuple)):
             messages = list(messages)
         for received in messages:
-            if received._queue is not self:
+            if received.queue is not self:
                 raise UsageError(f"{received!r} is not a message of {self!r}")
         engine = self.driver.engine
-        generations = {received._generation for received in messages}
+        generations = {received.generation for received in messages}
         if len(generations) == 1:  # the usual case: one connection delivered them all
             guids = [received.message.guid for received in messages]
             engine.confirm_many(self.queue_id, guids, generations.pop())
         else:
             for generation in generations:
-                guids = [r.message.guid for r in messages if r._generation == generation]
+                guids = [r.message.guid for r in messages if r.generation == generation]
                 engine.confirm_many(self.queue_id, guids, generation)
-        if self.driver.tracing is not None:
-            self.driver.tracing.settle_all(messages)
         self.driver.schedule_flush()
 
     def _take(self) -> ReceivedMessage:
@@ -396,11 +438,7 @@ class AsyncQueue:
         if generation is None or received_at is None:
             engine = self.driver.engine
             generation, received_at = engine.generation, engine.now
-        tracing = self.driver.tracing
-        if tracing is not None:
-            self._messages.append(tracing.message(self, message, generation, received_at))
-        else:
-            self._messages.append(ReceivedMessage(self, message, generation, received_at))
+        self._messages.append(self.message_type(self, message, generation, received_at))
         if self._counted:
             self.driver.delivered(1)
         if self._waiters:
@@ -410,15 +448,10 @@ class AsyncQueue:
         self, messages: list[Message | CompressedMessage], generation: int, received_at: float
     ) -> None:
         """``deliver`` for a run of messages of one connection and loop turn (the session's)."""
-        tracing = self.driver.tracing
-        if tracing is not None:
-            self._messages.extend(
-                [tracing.message(self, m, generation, received_at) for m in messages]
-            )
-        else:
-            self._messages.extend(
-                [ReceivedMessage(self, message, generation, received_at) for message in messages]
-            )
+        make = self.message_type
+        self._messages.extend(
+            [make(self, message, generation, received_at) for message in messages]
+        )
         if self._counted:
             self.driver.delivered(len(messages))
         waiters = self._waiters

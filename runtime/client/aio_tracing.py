@@ -1,10 +1,11 @@
-"""The asyncio shell's traced paths (``SessionOptions.tracer_provider`` / ``tracing``): posts
-with a producer span, and ``TracedMessage``, a received message with its ``receive`` span.
+"""Tracing as a layer on the asyncio shell's queue (``SessionOptions.tracer_provider`` /
+``tracing``): ``TracedQueue`` wraps the queue's two post primitives and its batch confirm, and
+``TracedMessage`` is what its deliveries make, a received message with its ``receive`` span.
 
-``AsyncSession`` imports this module only when its session traces and sets a ``ShellTracing`` as
-``driver.tracing``; ``AsyncQueue`` calls through that attribute and never imports this module,
-so an untraced session pays one attribute check per call and loads nothing of it (nor
-OpenTelemetry).
+The paths themselves are ``AsyncQueue``'s, once: this layer only starts and ends spans around
+them and puts the trace context into the properties. ``AsyncSession`` imports this module only
+when its session traces (it then opens ``TracedQueue``s), so an untraced session loads nothing
+of it (nor OpenTelemetry) and its paths carry no check for it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from pybmq.errors import ProtocolError
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from opentelemetry.trace import Span
+    from pybmq.client.aio import AsyncSession
+
+__all__ = ["TRACE_PROPERTIES_LIMIT", "TracedMessage", "TracedQueue", "trace_properties"]
 
 
 class TracedMessage(ReceivedMessage):
@@ -35,9 +40,9 @@ class TracedMessage(ReceivedMessage):
         message: Message | CompressedMessage,
         generation: int,
         received_at: float,
-        tracing: Tracing,
     ) -> None:
         super().__init__(queue, message, generation, received_at)
+        tracing: Tracing = queue.tracing  # type: ignore[attr-defined]  # a TracedQueue's
         self._trace_context = tracing.received(
             queue.uri, message.guid, trace_properties(message, tracing)
         )
@@ -52,9 +57,9 @@ class TracedMessage(ReceivedMessage):
 
     def settled(self) -> None:
         """Record the ``settle`` span of this message's confirm."""
-        tracing = self.queue.driver.tracing
-        if tracing is not None:
-            tracing.settled(self.queue.uri, self.message.guid, self._trace_context)
+        queue = self.queue
+        tracing: Tracing = queue.tracing  # type: ignore[attr-defined]  # a TracedQueue's
+        tracing.settled(queue.uri, self.message.guid, self._trace_context)
 
 
 # How much of a message's properties a tracing consumer inflates on arrival when they are
@@ -80,171 +85,107 @@ def trace_properties(message: Message | CompressedMessage, tracing: Tracing) -> 
     return properties
 
 
-def _acks(queue: AsyncQueue, ack: bool) -> bool:
-    """Whether a post with ``ack`` gets an ACK (the queue was opened with ack=True)."""
-    record = queue.driver.engine.queues.get(queue.queue_id)
-    return ack and record is not None and bool(record.flags & FLAG_ACK)
+class TracedQueue(AsyncQueue):
+    """An ``AsyncQueue`` of a traced session: a producer span per post (per batch for
+    ``post_many_nowait``) that ends at its ACK, the trace context in each post's properties, a
+    ``TracedMessage`` per delivery and a ``settle`` span per confirm."""
 
+    message_type = TracedMessage
 
-def post_traced(
-    queue: AsyncQueue,
-    tracing: Tracing,
-    payload: bytes,
-    properties: Mapping[str, Any] | None,
-    on_ack: AckCallback | None,
-    ack: bool,
-    compression: str | None,
-) -> bytes:
-    """``post_nowait`` with a producer span that ends at the ACK (or once buffered)."""
-    driver = queue.driver
-    span, traced = tracing.publish(queue.uri, properties)
-    acks = _acks(queue, ack)
+    def __init__(self, session: AsyncSession, queue_id: int, uri: str) -> None:
+        super().__init__(session, queue_id, uri)
+        tracing = session.tracing
+        assert isinstance(tracing, Tracing)
+        self.tracing = tracing
 
-    def acked(result: Ack) -> object:
-        tracing.acked(span, result)
-        return on_ack(result) if on_ack is not None else None
+    def _acks(self, ack: bool) -> bool:
+        """Whether a post with ``ack`` gets an ACK (the queue was opened with ack=True)."""
+        record = self.driver.engine.queues.get(self.queue_id)
+        return ack and record is not None and bool(record.flags & FLAG_ACK)
 
-    try:
-        guid = driver.engine.post(
-            queue.queue_id,
-            payload,
-            driver.now(),
-            properties=traced,
-            context=acked if acks else on_ack,
-            ack=ack,
-            compression=compression,
-        )
-    except BaseException as exc:
-        tracing.failed(span, exc)
-        raise
-    tracing.posted(span, guid)
-    if not acks:
-        span.end()
-    driver.schedule_flush()
-    return guid
-
-
-def post_many_traced(
-    queue: AsyncQueue,
-    tracing: Tracing,
-    payloads: Sequence[bytes],
-    properties: Mapping[str, Any] | None,
-    on_ack: AckCallback | None,
-) -> list[bytes]:
-    """``post_many_nowait`` with one producer span for the batch, ended at its last ACK
-    (ERROR if any was a NACK)."""
-    driver = queue.driver
-    span, traced = tracing.publish(queue.uri, properties, count=len(payloads))
-    acks = _acks(queue, True)
-    left = [len(payloads)]  # ACKs still to come
-    nacks: list[Ack] = []
-
-    def acked(result: Ack) -> object:
-        left[0] -= 1
-        if not result.ok:
-            nacks.append(result)
-        if left[0] == 0:
-            tracing.acked(span, nacks[0] if nacks else result)
-        return on_ack(result) if on_ack is not None else None
-
-    try:
-        guids = driver.engine.post_many(
-            queue.queue_id,
-            payloads,
-            driver.now(),
-            properties=traced,
-            context=acked if acks else on_ack,
-        )
-    except BaseException as exc:
-        tracing.failed(span, exc)
-        raise
-    tracing.posted(span, guids)
-    if not acks or not guids:
-        span.end()
-    driver.schedule_flush()
-    return guids
-
-
-async def post_wait_traced(
-    queue: AsyncQueue,
-    tracing: Tracing,
-    future: asyncio.Future[Ack],
-    payload: bytes,
-    properties: Mapping[str, Any] | None,
-    compression: str | None,
-) -> Ack:
-    """``post`` with a producer span that ends at the ACK."""
-    driver = queue.driver
-    span, traced = tracing.publish(queue.uri, properties)
-    try:
-        guid = driver.engine.post(
-            queue.queue_id,
-            payload,
-            driver.now(),
-            properties=traced,
-            context=future,
-            compression=compression,
-        )
-        tracing.posted(span, guid)
-        driver.schedule_flush()
-        result = await future
-    except BaseException as exc:
-        tracing.failed(span, exc)
-        raise
-    tracing.acked(span, result)
-    return result
-
-
-def settled(messages: Iterable[ReceivedMessage]) -> None:
-    """Record the ``settle`` spans of the traced messages among ``messages`` (just confirmed)."""
-    for received in messages:
-        if isinstance(received, TracedMessage):
-            received.settled()
-
-
-class ShellTracing(Tracing):
-    """The session's ``Tracing`` with the shell's traced paths: what ``AsyncQueue`` calls
-    through ``driver.tracing`` when it is set."""
-
-    def post(
+    def _buffer(
         self,
-        queue: AsyncQueue,
         payload: bytes,
         properties: Mapping[str, Any] | None,
-        on_ack: AckCallback | None,
+        context: AckCallback | asyncio.Future[Ack] | None,
         ack: bool,
         compression: str | None,
     ) -> bytes:
-        return post_traced(queue, self, payload, properties, on_ack, ack, compression)
+        """A producer span around the post, ended at its ACK (or once buffered, when no ACK
+        comes): through ``on_ack``, or when the future ``post`` awaits is done."""
+        tracing = self.tracing
+        span, traced = tracing.publish(self.uri, properties)
+        waited = isinstance(context, asyncio.Future)
+        acks = waited or self._acks(ack)
+        wrapped = context
+        if acks and not waited:
+            on_ack = context
 
-    def post_many(
+            def acked(result: Ack) -> object:
+                tracing.acked(span, result)
+                return on_ack(result) if on_ack is not None else None  # type: ignore[operator]
+
+            wrapped = acked
+        try:
+            guid = super()._buffer(payload, traced, wrapped, ack, compression)
+        except BaseException as exc:
+            tracing.failed(span, exc)
+            raise
+        tracing.posted(span, guid)
+        if waited:
+            context.add_done_callback(lambda done: _settle_span(tracing, span, done))  # type: ignore[union-attr]
+        elif not acks:
+            span.end()
+        return guid
+
+    def _buffer_many(
         self,
-        queue: AsyncQueue,
         payloads: Sequence[bytes],
         properties: Mapping[str, Any] | None,
         on_ack: AckCallback | None,
     ) -> list[bytes]:
-        return post_many_traced(queue, self, payloads, properties, on_ack)
+        """One producer span for the batch, ended at its last ACK (ERROR if any was a NACK)."""
+        tracing = self.tracing
+        span, traced = tracing.publish(self.uri, properties, count=len(payloads))
+        acks = self._acks(True)
+        left = [len(payloads)]  # ACKs still to come
+        nacks: list[Ack] = []
 
-    async def post_wait(
-        self,
-        queue: AsyncQueue,
-        future: asyncio.Future[Ack],
-        payload: bytes,
-        properties: Mapping[str, Any] | None,
-        compression: str | None,
-    ) -> Ack:
-        return await post_wait_traced(queue, self, future, payload, properties, compression)
+        def acked(result: Ack) -> object:
+            left[0] -= 1
+            if not result.ok:
+                nacks.append(result)
+            if left[0] == 0:
+                tracing.acked(span, nacks[0] if nacks else result)
+            return on_ack(result) if on_ack is not None else None
 
-    def message(
-        self,
-        queue: AsyncQueue,
-        message: Message | CompressedMessage,
-        generation: int,
-        received_at: float,
-    ) -> ReceivedMessage:
-        return TracedMessage(queue, message, generation, received_at, self)
+        try:
+            guids = super()._buffer_many(payloads, traced, acked if acks else on_ack)
+        except BaseException as exc:
+            tracing.failed(span, exc)
+            raise
+        tracing.posted(span, guids)
+        if not acks or not guids:
+            span.end()
+        return guids
 
-    @staticmethod
-    def settle_all(messages: Iterable[ReceivedMessage]) -> None:
-        settled(messages)
+    def confirm_many_nowait(self, messages: Iterable[ReceivedMessage]) -> None:
+        """``AsyncQueue.confirm_many_nowait``, then the ``settle`` span of each message."""
+        if not isinstance(messages, (list, tuple)):
+            messages = list(messages)
+        super().confirm_many_nowait(messages)
+        for received in messages:
+            if isinstance(received, TracedMessage):
+                received.settled()
+
+
+def _settle_span(tracing: Tracing, span: Span, done: asyncio.Future[Ack]) -> None:
+    """End the span of a post whose ACK was awaited, as the wait ended."""
+    if done.cancelled():
+        tracing.failed(span, asyncio.CancelledError())
+        return
+    error = done.exception()
+    if error is not None:
+        tracing.failed(span, error)
+    else:
+        tracing.acked(span, done.result())

@@ -8,6 +8,8 @@ import collections
 from pybmq.client.events import ClientEvent, OperationCompleted
 from pybmq.errors import PybmqError
 
+__all__ = ["Collector"]
+
 
 class Collector:
     """Events for the shell, in the order the parts reported them."""

@@ -1,53 +1,36 @@
-"""The session's life on its connection: authenticate, negotiate, answer the control requests
-in flight, stop gracefully, and lose (and regain) the connection.
+"""The session's life on its connection: authenticate, negotiate, stop gracefully, and lose (and
+regain) the connection.
 
-It is the part of the engine that moves ``Lifecycle``'s machines, and it routes each answer to
-a control request to the handler for that request's kind (``ok_handlers``/``failed_handlers``):
-the Disconnect to the stop, suspends and resumes to host health, the rest to the queue part.
+It is the part that moves ``Lifecycle``'s machines. It touches no other part: what a change means
+for the rest of the session it reports to the engine as an outcome, ``Drop`` (the connection is
+gone, the session lives on) or ``End`` (the session is over), and the engine tells each part.
 
 Facts from bmqimp_authenticatedchannelfactory (C++ SDK): with a credential callback, the
 AUTHENTICATION request goes first on a new connection; the response to a re-authentication
 arrives among ordinary traffic (see :mod:`pybmq.client.handshake`).
-
-Longer than the other parts (about 550 lines) on purpose: every path that starts, ends, or
-suspends and resumes a session is here, next to the others it must agree with (a stop racing a
-drop, a refused renewal during a stop, a reconnect during negotiation).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
-from pybmq.client.events import (
-    AckStatus,
-    ClientEvent,
-    ConnectionLost,
-    OperationCompleted,
-    Reconnected,
-    SessionStopped,
-)
+from pybmq.client.collector import Collector
+from pybmq.client.events import Reconnected, SessionStopped
 from pybmq.client.fsm import (
     DisconnectInput,
-    QueueInput,
-    QueueState,
     RecoveryInput,
     RecoveryState,
-    RemoteQueueInput,
     SessionInput,
     SessionState,
     WriteInput,
     WriteState,
 )
-from pybmq.client.handshake import Authenticator, client_identity, negotiated
-from pybmq.client.options import SessionOptions
-from pybmq.client.records import (
-    EXPECTED_RESPONSE,
-    FEATURES_MPS,
-    PendingRequest,
-    Req,
-)
+from pybmq.client.handshake import Authenticator, Negotiated, client_identity, negotiated
+from pybmq.client.lifecycle import Lifecycle
+from pybmq.client.options import SharedOptions
+from pybmq.client.records import FEATURES_MPS, Req
+from pybmq.client.requests import RequestTable
 from pybmq.errors import (
     AuthenticationError,
     AuthenticationTimeoutError,
@@ -58,98 +41,94 @@ from pybmq.errors import (
     SessionStoppedError,
 )
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.uri import require_queue_uri
-from pybmq.wire.channel import Liveness
+from pybmq.wire.channel import Channel, Liveness
 from pybmq.wire.control import decode_authentication, decode_control_as, encode_control
 from pybmq.wire.framing import Event
+from pybmq.wire.guid import MessageGuidGenerator
 
-if TYPE_CHECKING:
-    from pybmq.client.engine import ClientEngine
+__all__ = ["Connection", "Drop", "End", "Outcome"]
 
 log = logging.getLogger("pybmq.client.engine")
 
-S = SessionState
-_LIVE_STATES = (S.STARTED, S.STOPPING)
+_S = SessionState
+_LIVE_STATES = (_S.STARTED, _S.STOPPING)
 
 
-# Requests whose timeout closes the channel (upstream 894fa9fbf: open, reopen and close).
-CLOSES_CHANNEL = frozenset(
-    (Req.OPEN, Req.CONFIGURE_OPEN, Req.REOPEN, Req.REOPEN_CONFIGURE, Req.CONFIGURE_CLOSE, Req.CLOSE)
-)
+class Drop(NamedTuple):
+    """The connection is gone but the session lives on (it reconnects): every part is told."""
+
+    reason: str
+
+
+class End(NamedTuple):
+    """The session is over. The engine fails what is still pending with ``failed`` (None:
+    nothing can be pending), then ``Connection.ended`` reports the end."""
+
+    reason: str  # SessionStopped.reason
+    error: PybmqError | None  # SessionStopped.error
+    failed: str | None
+    # A session that ran: its partial incoming event is freed and its stop operations complete.
+    ran: bool = True
+    # A stop made before the session started: it completes just before SessionStopped.
+    stop_op: int | None = None
+
+
+Outcome = Drop | End | None
 
 
 class Connection:
     """Connect, authenticate, negotiate, stop, drop and reconnect one session."""
 
-    def __init__(self, engine: ClientEngine) -> None:
-        self._engine = engine  # for its options, which compat may replace
-        self.lifecycle = engine.lifecycle
-        self.channel = engine.channel
-        self.collector = engine.collector
-        self.requests = engine.requests
-        self.table = engine.table
-        self.queue_control = engine.queue_control
-        self.publisher = engine.publisher
-        self.consumer = engine.consumer
-        self.host_health = engine.host_health
-        options = engine.options
-        self.encoding = options.negotiation_encoding
-        self.authenticator = Authenticator(options.credential_provider, options.timeout("start"))
+    def __init__(
+        self,
+        options: SharedOptions,
+        lifecycle: Lifecycle,
+        channel: Channel,
+        requests: RequestTable,
+        collector: Collector,
+        guids: MessageGuidGenerator,
+    ) -> None:
+        self._options = options
+        self._lifecycle = lifecycle
+        self._channel = channel
+        self._requests = requests
+        self._collector = collector
+        self._guids = guids  # the GUID generator's identity goes into the ClientIdentity
+        self.encoding = options.current.negotiation_encoding
+        self.authenticator = Authenticator()
         self.negotiation_deadline = 0.0
         # A throttled authentication refusal's hint: no new attempt before this time.
         self.retry_not_before = 0.0
-        self.ok_handlers: dict[str, Callable[[PendingRequest, ctrl.ControlMessage], None]] = {
-            Req.DISCONNECT: lambda _request, _message: self._finish_stop("stopped"),
-            Req.SUSPEND: lambda request, _message: self.host_health.on_answer(request, None),
-            Req.RESUME: lambda request, _message: self.host_health.on_answer(request, None),
-        }
-        self.failed_handlers: dict[str, Callable[[PendingRequest, PybmqError], None]] = {
-            Req.DISCONNECT: lambda _request, error: self._finish_stop(
-                f"stopped without DisconnectResponse: {error}"
-            ),
-            Req.SUSPEND: self.host_health.on_answer,
-            Req.RESUME: self.host_health.on_answer,
-        }
-
-    @property
-    def options(self) -> SessionOptions:
-        return self._engine.options
-
-    def _emit(self, event: ClientEvent) -> None:
-        self.collector.emit(event)
 
     # -- connecting -----------------------------------------------------------------------
 
-    def start(self, now: float) -> None:
-        self.lifecycle.now = now
-        self.lifecycle.step(SessionInput.START)
+    def start(self) -> None:
+        self._lifecycle.step(SessionInput.START)
 
-    def connection_made(self, now: float) -> None:
-        self.lifecycle.now = now
-        self.write_blocked(False, now, new_connection=True)
-        self.channel.last_received = self.channel.last_probe = now
+    def connection_made(self, now: float) -> Outcome:
+        self.write_blocked(False, new_connection=True)
+        self._channel.last_received = self._channel.last_probe = now
         self.authenticator.reset()
-        if self.authenticator.enabled:
-            self.lifecycle.step(SessionInput.CONNECTED_AUTH)
-            self._send_authentication()
-        else:
-            self.lifecycle.step(SessionInput.CONNECTED)
-            self._send_identity()
+        if self._options.current.credential_provider is not None:
+            self._lifecycle.step(SessionInput.CONNECTED_AUTH)
+            return self._send_authentication(now)
+        self._lifecycle.step(SessionInput.CONNECTED)
+        self._send_identity(now)
+        return None
 
-    def write_blocked(self, blocked: bool, now: float, *, new_connection: bool = False) -> None:
+    def write_blocked(self, blocked: bool, *, new_connection: bool = False) -> None:
         """``ClientEngine.write_blocked`` (and a new connection's empty buffer)."""
-        self.lifecycle.now = now
         if new_connection:
             event = WriteInput.NEW_CONNECTION
         else:
             event = WriteInput.HIGH_WATERMARK if blocked else WriteInput.LOW_WATERMARK
-        self.lifecycle.write_step(event)
-        self.channel.answer_heartbeats = self.lifecycle.writes is WriteState.OPEN
+        self._lifecycle.write_step(event)
+        self._channel.answer_heartbeats = self._lifecycle.writes is WriteState.OPEN
 
-    def _send_identity(self) -> None:
-        options = self.options
-        self.negotiation_deadline = self.lifecycle.now + options.timeout("start")
-        guids = self.publisher.guids
+    def _send_identity(self, now: float) -> None:
+        options = self._options.current
+        self.negotiation_deadline = now + options.timeout("start")
+        guids = self._guids
         identity = client_identity(
             options,
             client_type=ctrl.ClientType.E_TCPCLIENT,
@@ -161,326 +140,261 @@ class Connection:
             ),
         )
         message = ctrl.NegotiationMessage(client_identity=identity)
-        self.channel.send(encode_control(message, options.negotiation_encoding))
+        self._channel.send(encode_control(message, options.negotiation_encoding))
 
-    def _send_authentication(self) -> None:
-        self.authenticator.request_timeout = self.options.timeout("start")
+    def _send_authentication(self, now: float) -> Outcome:
+        options = self._options.current
+        provider = options.credential_provider
+        assert provider is not None
         try:
-            self.channel.send(self.authenticator.request(self.lifecycle.now))
+            self._channel.send(self.authenticator.request(now, provider, options.timeout("start")))
         except AuthenticationError as exc:
-            self._authentication_failed(exc)
+            return self._authentication_failed(exc, now)
+        return None
 
-    def on_authentication(self, event: Event) -> None:
+    def on_authentication(self, event: Event, now: float) -> Outcome:
         message, _encoding = decode_authentication(event)
         try:
-            accepted = self.authenticator.on_response(message, self.lifecycle.now)
+            accepted = self.authenticator.on_response(message, now)
         except AuthenticationError as exc:
-            self._authentication_failed(exc)
-            return
-        if accepted and self.lifecycle.state is S.AUTHENTICATING:
-            self.lifecycle.step(SessionInput.AUTHENTICATED)
-            self._send_identity()
+            return self._authentication_failed(exc, now)
+        if accepted and self._lifecycle.state is _S.AUTHENTICATING:
+            self._lifecycle.step(SessionInput.AUTHENTICATED)
+            self._send_identity(now)
+        return None
 
-    def _authentication_failed(self, error: AuthenticationError) -> None:
+    def _authentication_failed(self, error: AuthenticationError, now: float) -> Outcome:
         self.authenticator.reset()
         if error.retry_after is not None:  # the broker's hint: no attempt before it
-            self.retry_not_before = self.lifecycle.now + error.retry_after
+            self.retry_not_before = now + error.retry_after
         if self._can_reconnect():
-            self._drop_connection(str(error))
-        elif self.lifecycle.state is S.AUTHENTICATING:
-            self.lifecycle.step(SessionInput.AUTHENTICATION_FAILED)
-            self._fail_everything("authentication failed")
-            self._emit(SessionStopped(str(error), error))
-        else:  # a re-authentication: the broker closes the connection, so do we
-            self._fail_session(str(error), error)
+            return Drop(str(error))
+        if self._lifecycle.state is _S.AUTHENTICATING:
+            self._lifecycle.step(SessionInput.AUTHENTICATION_FAILED)
+            return self._ending(str(error), error, "authentication failed", ran=False)
+        # A re-authentication: the broker closes the connection, so do we.
+        return self._fail_session(str(error), error)
 
-    def on_control(self, event: Event) -> None:
-        if self.lifecycle.state is S.NEGOTIATING:
-            self._on_negotiation(event)
-            return
-        message, _encoding = decode_control_as(event, ctrl.ControlMessage)
-        rid = message.r_id
-        if rid is None:
-            log.warning("control message without rId ignored: %s", message.selection)
-            return
-        request = self.requests.answered(rid)
-        if request is None:
-            self._on_unexpected(rid, message)
-            return
-        if message.selection == "status":
-            status = message.status
-            assert status is not None
-            if status.category != ctrl.StatusCategory.E_SUCCESS:
-                error = BrokerError(request.kind, status.category.name, status.code, status.message)
-                self._failed(request, error)
-                return
-        else:
-            expected = EXPECTED_RESPONSE[request.kind]
-            if message.selection not in expected:
-                raise ProtocolError(
-                    f"response to {request.kind} (rId {rid}) is {message.selection}, "
-                    f"expected {' or '.join(expected)}",
-                    path="ControlMessage",
-                )
-        handler = self.ok_handlers.get(request.kind)
-        if handler is not None:
-            handler(request, message)
-        else:
-            self.queue_control.on_answer(request, message)
-        self._maybe_disconnect()
-
-    def _failed(self, request: PendingRequest, error: PybmqError) -> None:
-        handler = self.failed_handlers.get(request.kind)
-        if handler is not None:
-            handler(request, error)
-        else:
-            self.queue_control.on_failure(request, error)
-        self._maybe_disconnect()
-
-    def _on_unexpected(self, rid: int, message: ctrl.ControlMessage) -> None:
-        abandoned = self.requests.abandoned_opens.pop(rid, None)
-        if abandoned is not None and message.selection == "open_queue_response":
-            log.warning("late open of %s (rId %s): closing it again", abandoned.uri, rid)
-            if self.lifecycle.state in _LIVE_STATES:
-                base_uri = require_queue_uri(abandoned.uri).base
-                self.queue_control.close_abandoned(abandoned, self.table.handles_on(base_uri))
-            return
-        log.warning("late or unknown response (rId %s, %s) dropped", rid, message.selection)
-
-    def _on_negotiation(self, event: Event) -> None:
+    def on_negotiation(self, event: Event) -> Negotiated | Outcome:
+        """The broker's answer to our ClientIdentity: what was settled (the engine hands it to
+        the parts, then calls ``started``), or the outcome of a refusal."""
         message, encoding = decode_control_as(event, ctrl.NegotiationMessage)
         try:
-            outcome = negotiated(message, encoding.name, tuple(self.options.encodings))
+            return negotiated(message, encoding.name, tuple(self._options.current.encodings))
         except BrokerError as error:
             if self._can_reconnect():
-                self._drop_connection(str(error))
-                return
-            self.lifecycle.step(SessionInput.NEGOTIATION_FAILED)
-            self._fail_everything("negotiation refused")
-            self._emit(SessionStopped(str(error), error))
-            return
+                return Drop(str(error))
+            self._lifecycle.step(SessionInput.NEGOTIATION_FAILED)
+            return self._ending(str(error), error, "negotiation refused", ran=False)
+
+    def started(self, outcome: Negotiated) -> bool:
+        """The session is started (or back); True when it is back after a reconnect (its
+        queues are then reopened)."""
         self.encoding = outcome.encoding
-        self.queue_control.broker_configure_stream = outcome.configure_stream
-        self.publisher.extended_properties = outcome.extended_properties
         if not outcome.extended_properties:
             log.info("the broker lacks MPS:MESSAGE_PROPERTIES_EX: posting old-format properties")
-        self.channel.configure_heartbeats(outcome.heartbeat_interval, outcome.max_missed_heartbeats)
-        self.lifecycle.step(SessionInput.NEGOTIATED)
-        if self.lifecycle.recovery is RecoveryState.RESTORING:
-            self._emit(Reconnected(outcome.started))
-            self.queue_control.start_reopen()
-        else:
-            self._emit(outcome.started)
+        self._channel.configure_heartbeats(
+            outcome.heartbeat_interval, outcome.max_missed_heartbeats
+        )
+        self._lifecycle.step(SessionInput.NEGOTIATED)
+        if self._lifecycle.recovery is RecoveryState.RESTORING:
+            self._collector.emit(Reconnected(outcome.started))
+            return True
+        self._collector.emit(outcome.started)
+        return False
 
-    def protocol_error(self, exc: ProtocolError, data: bytes) -> ProtocolError:
-        """Malformed input: the session is over. Returns the error for the engine to raise."""
-        if self.lifecycle.state is S.NEGOTIATING:
+    def protocol_error(self, exc: ProtocolError, data: bytes) -> tuple[ProtocolError, Outcome]:
+        """Malformed input: the session is over. The error for the engine to raise, and the
+        outcome."""
+        state = self._lifecycle.state
+        if state is _S.NEGOTIATING:
             # Garbage before any negotiation answer: most likely another protocol (HTTP …).
             exc = ProtocolError(
                 f"the peer is not a BlazingMQ broker (it sent {bytes(data[:16])!r}…): "
                 f"{exc.reason}",
                 offset=exc.offset,
             )
-        if self.lifecycle.state is not S.STOPPED:
-            self._fail_session(f"protocol error from the broker: {exc}", exc)
-        return exc
+        if state is _S.STOPPED:
+            return exc, None
+        return exc, self._fail_session(f"protocol error from the broker: {exc}", exc)
 
     # -- timers ---------------------------------------------------------------------------
 
+    def handshake_deadline(self) -> float | None:
+        """While authenticating or negotiating, the one deadline that matters."""
+        if self._lifecycle.state is _S.AUTHENTICATING:
+            return self.authenticator.deadline
+        return self.negotiation_deadline
+
     def next_deadline(self) -> float | None:
-        state = self.lifecycle.state
-        auth = self.authenticator
-        if state is S.AUTHENTICATING:
-            return auth.deadline
-        if state is S.NEGOTIATING:
-            return self.negotiation_deadline
+        """The stop's deadline, the heartbeat clock and the re-authentication, when they run."""
+        lifecycle = self._lifecycle
+        state = lifecycle.state
         candidates = []
-        request_deadline = self.requests.next_deadline()
-        if request_deadline is not None:
-            candidates.append(request_deadline)
-        ack_deadline = self.publisher.next_deadline()
-        if ack_deadline is not None:
-            candidates.append(ack_deadline)
-        stop_deadline = self.lifecycle.stop_deadline
-        if stop_deadline is not None and state is S.STOPPING:
+        stop_deadline = lifecycle.stop_deadline
+        if stop_deadline is not None and state is _S.STOPPING:
             candidates.append(stop_deadline)
         if state in _LIVE_STATES:
-            candidates.append(self.channel.heartbeat_deadline())
-            auth_deadline = auth.next_deadline()
+            candidates.append(self._channel.heartbeat_deadline())
+            auth_deadline = self.authenticator.next_deadline()
             if auth_deadline is not None:
                 candidates.append(auth_deadline)
         return min(candidates) if candidates else None
 
-    def handle_timeout(self, now: float) -> None:
-        lifecycle = self.lifecycle
-        lifecycle.now = now
+    def authentication_timers(self, now: float) -> Outcome:
+        """An authentication answer overdue, or a re-authentication due."""
+        state = self._lifecycle.state
         auth = self.authenticator
-        live = lifecycle.state in _LIVE_STATES
-        if (lifecycle.state is S.AUTHENTICATING or live) and auth.timed_out(now):
-            self._authentication_failed(
+        live = state in _LIVE_STATES
+        if (state is _S.AUTHENTICATING or live) and auth.timed_out(now):
+            return self._authentication_failed(
                 AuthenticationTimeoutError(
                     f"no authenticationResponse within {auth.request_timeout:g}s"
-                )
+                ),
+                now,
             )
-            return
-        if lifecycle.state is S.AUTHENTICATING:
-            return
         if live and auth.renewal_due(now):
-            self._send_authentication()
-            if lifecycle.state is S.STOPPED:
-                return
-        if lifecycle.state is S.NEGOTIATING and self.negotiation_deadline <= now:
-            error = RequestTimeoutError("no BrokerResponse to our ClientIdentity")
-            if self._can_reconnect():
-                self._drop_connection(str(error))
-                return
-            lifecycle.step(SessionInput.NEGOTIATION_FAILED)
-            self._emit(SessionStopped(str(error), error))
-            return
-        self._expire_requests(now)
-        if lifecycle.state is S.STOPPED:
-            return
-        self.publisher.expire(now)
+            return self._send_authentication(now)
+        return None
+
+    def negotiation_timer(self, now: float) -> Outcome:
+        """No BrokerResponse by the negotiation's deadline."""
+        if self._lifecycle.state is not _S.NEGOTIATING or self.negotiation_deadline > now:
+            return None
+        error = RequestTimeoutError("no BrokerResponse to our ClientIdentity")
+        if self._can_reconnect():
+            return Drop(str(error))
+        self._lifecycle.step(SessionInput.NEGOTIATION_FAILED)
+        return End(str(error), error, None, ran=False)
+
+    def stop_and_liveness_timers(self, now: float) -> Outcome:
+        """A stop the broker did not answer in time; a broker silent too long (or to probe)."""
+        lifecycle = self._lifecycle
         stop_deadline = lifecycle.stop_deadline
-        if lifecycle.state is S.STOPPING and stop_deadline is not None and stop_deadline <= now:
-            self._finish_stop("stop timed out: no DisconnectResponse")
-            return
+        if lifecycle.state is _S.STOPPING and stop_deadline is not None and stop_deadline <= now:
+            return self.disconnected("stop timed out: no DisconnectResponse")
         if lifecycle.state in _LIVE_STATES:
-            liveness = self.channel.liveness(now)
+            channel = self._channel
+            liveness = channel.liveness(now)
             if liveness is Liveness.DEAD:
-                silent = self.channel.silence(now)
+                silent = channel.silence(now)
                 reason = f"no traffic from the broker for {silent:.1f}s"
                 if self._can_reconnect():
-                    self._drop_connection(f"{reason} (missed heartbeats)")
-                    return
-                self._fail_session(reason, SessionStoppedError(reason))
-            elif liveness is Liveness.PROBE:
-                self.channel.probe(now)
-        self._maybe_disconnect()
+                    return Drop(f"{reason} (missed heartbeats)")
+                return self._fail_session(reason, SessionStoppedError(reason))
+            if liveness is Liveness.PROBE:
+                channel.probe(now)
+        return None
 
-    def _expire_requests(self, now: float) -> None:
-        for rid, request in self.requests.expired(now):
-            if self.lifecycle.state is S.STOPPED:
-                return
-            if request.kind in (Req.OPEN, Req.REOPEN) and request.queue_id in self.table.queues:
-                # If the broker opens it after all, its late response gets a CloseQueue.
-                abandoned = self.table.queues[request.queue_id]
-                self.requests.abandoned_opens[rid] = self.table.handle_parameters(abandoned)
-            error = RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
-            self._failed(request, error)
-            if request.kind in CLOSES_CHANNEL and self.options.close_channel_on_timeout:
-                # As upstream: a broker that does not answer an open, reopen or close is not
-                # trusted with the session any more; the channel goes (and, with reconnect,
-                # comes back, reopening the queues).
-                reason = f"{error}: closing the channel"
-                if self._can_reconnect():
-                    self._drop_connection(reason)
-                elif not self._engine.stopped:  # (the failure above may have ended it)
-                    self._fail_session(reason, error)
-                return
+    def request_timed_out(self, error: RequestTimeoutError) -> Outcome:
+        """A request whose timeout closes the channel went unanswered (as upstream: a broker
+        that does not answer an open, reopen or close is not trusted with the session any
+        more; with reconnect the session comes back and reopens its queues)."""
+        reason = f"{error}: closing the channel"
+        if self._can_reconnect():
+            return Drop(reason)
+        if self._lifecycle.state is _S.STOPPED:  # (the failure may have ended it)
+            return None
+        return self._fail_session(reason, error)
 
     # -- stopping -------------------------------------------------------------------------
 
-    def stop(self, now: float) -> int:
-        lifecycle = self.lifecycle
-        lifecycle.now = now
-        op_id = self.collector.new_op()
-        if lifecycle.state is S.STOPPED:
-            self._emit(OperationCompleted(op_id))
-            return op_id
-        if lifecycle.state is S.STOPPING:
+    def stop(self, now: float) -> tuple[int, bool, Outcome]:
+        """A stop asked for: its op id, whether a graceful stop begins now (the engine then
+        closes the queues), and the outcome when the session ends at once."""
+        lifecycle = self._lifecycle
+        op_id = self._collector.new_op()
+        if lifecycle.state is _S.STOPPED:
+            self._collector.complete(op_id, None)
+            return op_id, False, None
+        if lifecycle.state is _S.STOPPING:
             # Already on its way: the earlier stop's completion also completes this one.
             lifecycle.extra_stop_ops.append(op_id)
-            return op_id
-        if lifecycle.state is not S.STARTED or lifecycle.restoring:
-            if lifecycle.state is S.STARTED:
+            return op_id, False, None
+        if lifecycle.state is not _S.STARTED or lifecycle.restoring:
+            if lifecycle.state is _S.STARTED:
                 lifecycle.step(SessionInput.CONNECTION_LOST)
             else:
                 lifecycle.step(SessionInput.STOP)
-            self._fail_everything("session stopped before it started (or while reconnecting)")
-            self._emit(OperationCompleted(op_id))
-            self._emit(SessionStopped("stopped before the session started"))
-            return op_id
+            return (
+                op_id,
+                False,
+                self._ending(
+                    "stopped before the session started",
+                    None,
+                    "session stopped before it started (or while reconnecting)",
+                    ran=False,
+                    stop_op=op_id,
+                ),
+            )
         lifecycle.step(SessionInput.STOP)
         lifecycle.stop_op = op_id
-        lifecycle.stop_deadline = now + self.options.stop_timeout
-        for queue in list(self.table.queues.values()):
-            if queue.op_id is not None and queue.state in (
-                QueueState.OPENING,
-                QueueState.CONFIGURING,
-            ):
-                self.collector.complete(
-                    queue.op_id, SessionStoppedError(f"session stopping: {queue.uri}")
-                )
-                queue.op_id = None
-            if queue.state is QueueState.OPENED and queue.op_id is None:
-                queue.step(QueueInput.CLOSE)
-                self.queue_control.start_close(queue)
-        self._maybe_disconnect()
-        return op_id
+        lifecycle.stop_deadline = now + self._options.current.stop_timeout
+        return op_id, True, None
 
-    def _maybe_disconnect(self) -> None:
+    def maybe_disconnect(self, now: float) -> None:
         """Send Disconnect once no queue is mid-request (the broker then sends nothing more)."""
-        lifecycle = self.lifecycle
-        if lifecycle.state is not S.STOPPING or lifecycle.disconnect_sent:
+        lifecycle = self._lifecycle
+        if lifecycle.state is not _S.STOPPING or lifecycle.disconnect_sent:
             return
-        if not self.requests.only_disconnect_left():
+        if not self._requests.only_disconnect_left():
             return
         lifecycle.disconnect_step(DisconnectInput.SEND)
         message = ctrl.ControlMessage(disconnect=ctrl.Disconnect())
-        self.requests.send(message, Req.DISCONNECT, None, None, lifecycle.now)
+        self._requests.send(message, Req.DISCONNECT, None, None, now)
 
-    def _finish_stop(self, reason: str) -> None:
-        if self.lifecycle.state is not S.STOPPED:
-            self.lifecycle.step(
+    def disconnected(self, reason: str = "stopped") -> End:
+        """The stop is over: answered (``"stopped"``), refused or timed out."""
+        lifecycle = self._lifecycle
+        if lifecycle.state is not _S.STOPPED:
+            lifecycle.step(
                 SessionInput.DISCONNECTED if reason == "stopped" else SessionInput.STOP_TIMED_OUT
             )
-        self._end(reason, None)
+        return self._ending(reason, None, "session stopped")
 
-    def _fail_session(self, reason: str, error: PybmqError) -> None:
-        self.lifecycle.step(SessionInput.CONNECTION_LOST)
-        self._end(reason, error)
+    def _fail_session(self, reason: str, error: PybmqError) -> End:
+        self._lifecycle.step(SessionInput.CONNECTION_LOST)
+        return self._ending(reason, error, reason)
 
-    def _end(self, reason: str, error: PybmqError | None) -> None:
-        self._fail_everything("session stopped" if error is None else reason)
-        self.channel.drop_partial()  # free a partial event (it may be large)
-        lifecycle = self.lifecycle
-        if lifecycle.stop_op is not None:
-            self.collector.complete(lifecycle.stop_op, None)
-            lifecycle.stop_op = None
-        for op_id in lifecycle.extra_stop_ops:
-            self.collector.complete(op_id, None)
-        lifecycle.extra_stop_ops.clear()
-        self._emit(SessionStopped(reason, error))
+    def _ending(
+        self,
+        reason: str,
+        error: PybmqError | None,
+        failed: str,
+        *,
+        ran: bool = True,
+        stop_op: int | None = None,
+    ) -> End:
+        """The session ends and what is pending fails: nothing is left to restore."""
+        self._lifecycle.recovery_step(RecoveryInput.SESSION_ENDED)
+        return End(reason, error, failed, ran, stop_op)
 
-    def _fail_everything(self, reason: str) -> None:
-        """Every request and post still pending fails with SessionStoppedError / NOT_CONNECTED."""
-        lifecycle = self.lifecycle
-        for request in self.requests.clear():
-            if request.op_id is not None and request.op_id != lifecycle.stop_op:
-                self.collector.complete(
-                    request.op_id, SessionStoppedError(f"{reason} ({request.kind})")
-                )
-        lifecycle.recovery_step(RecoveryInput.SESSION_ENDED)
-        self.queue_control.reopening.clear()
-        for queue in self.table.queues.values():
-            if queue.op_id is not None:
-                self.collector.complete(queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})"))
-                queue.op_id = None
-            queue.step(QueueInput.SESSION_DOWN)
-            queue.remote_step(RemoteQueueInput.CLOSED)
-        self.publisher.fail_all(AckStatus.NOT_CONNECTED, reason)
-        self.table.clear()
-        self.consumer.reset()
+    def ended(self, end: End) -> None:
+        """Report the end (after the engine failed what was pending)."""
+        if end.ran:
+            self._channel.drop_partial()  # free a partial event (it may be large)
+            lifecycle = self._lifecycle
+            if lifecycle.stop_op is not None:
+                self._collector.complete(lifecycle.stop_op, None)
+                lifecycle.stop_op = None
+            for op_id in lifecycle.extra_stop_ops:
+                self._collector.complete(op_id, None)
+            lifecycle.extra_stop_ops.clear()
+        if end.stop_op is not None:
+            self._collector.complete(end.stop_op, None)
+        self._collector.emit(SessionStopped(end.reason, end.error))
 
     # -- losing the connection ------------------------------------------------------------
 
-    def connection_lost(self, now: float, error: Exception | None = None) -> None:
-        lifecycle = self.lifecycle
-        lifecycle.now = now
-        if lifecycle.state in (S.STOPPED, S.RECONNECTING):
-            return
-        if error is None and lifecycle.state is S.NEGOTIATING and not self.authenticator.enabled:
+    def connection_lost(self, error: Exception | None) -> Outcome:
+        lifecycle = self._lifecycle
+        if lifecycle.state in (_S.STOPPED, _S.RECONNECTING):
+            return None
+        if (
+            error is None
+            and lifecycle.state is _S.NEGOTIATING
+            and self._options.current.credential_provider is None
+        ):
             error = ConnectionError(
                 "closed by the broker during negotiation (a broker that requires "
                 "authentication or TLS closes a client that presents no credential or "
@@ -488,67 +402,24 @@ class Connection:
             )
         reason = f"connection lost: {error}" if error else "connection closed by the broker"
         if self._can_reconnect():
-            self._drop_connection(reason)
-            return
-        if lifecycle.state is S.STOPPING and lifecycle.disconnect_sent:
-            self._finish_stop("stopped")
-            return
-        self._fail_session(reason, SessionStoppedError(reason))
+            return Drop(reason)
+        if lifecycle.state is _S.STOPPING and lifecycle.disconnect_sent:
+            return self.disconnected("stopped")
+        return self._fail_session(reason, SessionStoppedError(reason))
 
     def _can_reconnect(self) -> bool:
-        lifecycle = self.lifecycle
-        return self.options.reconnect and (
-            lifecycle.state is S.STARTED
+        lifecycle = self._lifecycle
+        return self._options.current.reconnect and (
+            lifecycle.state is _S.STARTED
             or (
                 lifecycle.recovery is RecoveryState.RESTORING
-                and lifecycle.state in (S.AUTHENTICATING, S.NEGOTIATING, S.RECONNECTING)
+                and lifecycle.state in (_S.AUTHENTICATING, _S.NEGOTIATING, _S.RECONNECTING)
             )
         )
 
-    def _drop_connection(self, reason: str) -> None:
-        """The connection is gone but the session lives on: keep open queues for a reopen, put
-        every sent-but-unacknowledged post back in front of the held ones (same GUIDs), fail
-        the user operations in flight, and tell the shell to reconnect (ConnectionLost).
-        """
-        self.host_health.connection_dropped()
-        lifecycle = self.lifecycle
-        lifecycle.step(SessionInput.CONNECTION_DROPPED)
-        lifecycle.generation += 1
-        self.consumer.new_connection()
-        self.channel.reset()
-        first_drop = lifecycle.recovery is not RecoveryState.RESTORING
-        lifecycle.recovery_step(RecoveryInput.CONNECTION_DROPPED)
-        self.queue_control.reopening.clear()
-        for request in self.requests.clear():
-            if request.op_id is not None:
-                self.collector.complete(
-                    request.op_id, SessionStoppedError(f"{reason} ({request.kind})")
-                )
-        self.table.pending_subscriptions.clear()
-        for queue in list(self.table.queues.values()):
-            queue.remote_step(RemoteQueueInput.CLOSED)
-            if queue.state is QueueState.OPENED:
-                if queue.op_id is not None:  # a reconfigure in flight: reopened with old options
-                    self.collector.complete(
-                        queue.op_id, SessionStoppedError(f"{reason} ({queue.uri})")
-                    )
-                    queue.op_id = None
-                continue
-            # Opening: failed. Closing: the lost connection detached it, so the close succeeded.
-            error = (
-                None
-                if queue.state is QueueState.CLOSING
-                else SessionStoppedError(f"{reason} ({queue.uri})")
-            )
-            queue.step(QueueInput.SESSION_DOWN)
-            if queue.op_id is not None:
-                self.collector.complete(queue.op_id, error)
-                queue.op_id = None
-            self.publisher.cancel(
-                queue, AckStatus.CANCELED, "queue closed" if error is None else reason
-            )
-            self.queue_control.forget(queue)
-        if first_drop:
-            resent = self.publisher.requeue_unacked()
-            log.warning("connection dropped (%s): %d posts to retransmit", reason, resent)
-        self._emit(ConnectionLost(reason))
+    def dropped(self) -> bool:
+        """Its side of a drop: a new connection begins and the channel starts afresh. True
+        for the first drop (unacknowledged posts are then sent again once restored)."""
+        first = self._lifecycle.connection_dropped()
+        self._channel.reset()
+        return first

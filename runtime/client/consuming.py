@@ -12,6 +12,7 @@ from pybmq.client.events import (
     CompressedMessage,
     Message,
     MessageReceived,
+    built_in_order,
 )
 from pybmq.client.fsm import (
     QueueState,
@@ -19,7 +20,7 @@ from pybmq.client.fsm import (
     SessionState,
 )
 from pybmq.client.lifecycle import Lifecycle
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import SharedOptions
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_READ,
@@ -37,8 +38,15 @@ from pybmq.wire.framing import Event
 from pybmq.wire.properties import lazy_properties
 from pybmq.wire.push import PushMessage, decode_push
 
+__all__ = ["Consumer"]
+
 log = logging.getLogger("pybmq.client.engine")
 _RESTORING = RecoveryState.RESTORING
+# What on_push builds per message, in the order it writes the values (checked at import).
+_RECEIVED = built_in_order(MessageReceived, "message")
+_MESSAGE = built_in_order(
+    Message, "queue_id", "guid", "payload", "properties", "error", "subscription", "total_size"
+)
 
 
 class _Target(NamedTuple):
@@ -58,12 +66,12 @@ class Consumer:
 
     def __init__(
         self,
-        options: SessionOptions,
+        options: SharedOptions,
         lifecycle: Lifecycle,
         table: QueueTable,
         collector: Collector,
     ) -> None:
-        self.options = options
+        self._options = options
         self._lifecycle = lifecycle
         self._table = table
         self._events = collector.events
@@ -130,20 +138,21 @@ class Consumer:
             out.extend(builder.finish())
             self.confirms.clear()
 
-    def new_connection(self) -> None:
+    def connection_dropped(self) -> None:
         """The connection dropped: confirms of its messages are moot, its credit restarts."""
         self.confirms.clear()
         self.credit.new_connection()
 
-    def reset(self) -> None:
-        """The session is over."""
+    def session_ended(self) -> None:
+        """The session is over: nothing to confirm, no credit."""
         self.confirms.clear()
-        self.credit = CreditLedger()
+        self.credit.clear()
 
-    def on_push(self, event: Event) -> None:
-        """A PUSH event: each message becomes a MessageReceived for its queue handle."""
+    def on_push(self, event: Event, now: float) -> None:
+        """A PUSH event (received at ``now``, which a PUSH does not need): each message becomes
+        a MessageReceived for its queue handle."""
         append = self._events.append
-        max_size = self.options.max_decompressed_size
+        max_size = self._options.current.max_decompressed_size
         new = tuple.__new__  # the records without their Python-level constructors
         wrap_properties = lazy_properties  # parsed on first access, not here
         # (wire queue id << 32 | subQueueId or subscription id) → its target, checked once per
@@ -154,12 +163,13 @@ class Consumer:
         last_qid: int | None = None
         last_infos: object = None
         handle, uri, subscription, counters, credit = 0, "", None, None, None
+        received_record, message_record = _RECEIVED, _MESSAGE
         # The counters of the current target, added to it when the target changes (or the event
         # ends, however it ends).
         received = received_bytes = 0
         try:
             for push in decode_push(event, decompress=False):
-                qid, guid, _, compression, schema, area, payload, _, _, infos, _ = push
+                qid, infos = push.queue_id, push.sub_queue_infos
                 if qid != last_qid or infos is not last_infos:
                     if counters is not None:
                         counters.received += received
@@ -176,24 +186,26 @@ class Consumer:
                     if target is None:
                         target = self._push_target(qid, stream_id)
                         targets[(qid << 32) | stream_id] = target
-                    handle, uri, subscription, counters, credit = target
+                    handle, uri, subscription = target.handle, target.uri, target.subscription
+                    counters, credit = target.counters, target.credit
                     last_qid, last_infos = qid, infos
+                guid, area, payload = push.guid, push.properties_area, push.payload
                 size = len(area) + len(payload)
                 if credit is not None:
                     credit(guid, size, uri)
                 received += 1
                 received_bytes += len(payload)
-                if compression:
+                if push.compression:
                     message = CompressedMessage(handle, push, max_size, subscription)
-                    append(new(MessageReceived, (message,)))
+                    append(new(received_record, (message,)))
                     continue
-                properties = wrap_properties(area, schema != 0) if area else None
+                properties = wrap_properties(area, push.schema_id != 0) if area else None
                 append(
                     new(
-                        MessageReceived,
+                        received_record,
                         (
                             new(
-                                Message,
+                                message_record,
                                 (handle, guid, payload, properties, None, subscription, size),
                             ),
                         ),
@@ -215,7 +227,10 @@ class Consumer:
         message: Message | CompressedMessage
         if push.compression:
             message = CompressedMessage(
-                target.handle, push, self.options.max_decompressed_size, target.subscription
+                target.handle,
+                push,
+                self._options.current.max_decompressed_size,
+                target.subscription,
             )
         else:
             properties = push.properties if push.properties_area else None

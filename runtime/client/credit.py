@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
+__all__ = ["CreditLedger", "at_most_once"]
+
 _AT_MOST_ONCE = 1 << ctrl.RoutingConfigurationFlags.E_AT_MOST_ONCE
 
 
@@ -143,6 +145,11 @@ class CreditLedger:
         if handle is not None:
             for stream in handle.streams.values():
                 self._set(stream, (0, 0), None)
+
+    def clear(self) -> None:
+        """The session is over: no credit, nothing unconfirmed."""
+        self._handles.clear()
+        self.total_messages = self.total_bytes = 0
 
     def new_connection(self) -> None:
         """The broker session is new: nothing is unconfirmed there any more."""

@@ -4,14 +4,19 @@ and a ``ResourceWarning`` names where it was made, so the missing ``stop()`` can
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import socket
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["creation_site", "warn_dropped", "weak_method"]
+if TYPE_CHECKING:
+    from pybmq.client.aio_link import Link
+
+__all__ = ["creation_site", "release_dropped_link", "warn_dropped", "weak_method"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,3 +53,18 @@ def weak_method(method: Callable[[Any], None]) -> Callable[[Any], None]:
             bound(arg)
 
     return call
+
+
+def release_dropped_link(link: Link, kind: str, site: str) -> None:
+    """A session collected without ``stop()``: warn, and close what is still open."""
+    transport = link.transport
+    if transport is None:
+        return
+    warn_dropped(kind, site)
+    try:
+        link.abort()
+    except RuntimeError:  # its loop is closed: end the connection itself (the fd goes with
+        sock = transport.get_extra_info("socket")  # the transport, when it is collected)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)

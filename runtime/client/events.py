@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pybmq.client.subscriptions import Subscription
 from pybmq.errors import MessageDecodeError, ProtocolError, PybmqError
@@ -17,7 +18,55 @@ from pybmq.generated.wire_codec import AckStatus as WireAckStatus
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushMessage, inflate_properties, inflate_push
 
+__all__ = [
+    "WIRE_ACK_STATUS",
+    "Ack",
+    "AckReceived",
+    "AckStatus",
+    "CallbackFailed",
+    "ChannelHighWatermark",
+    "ChannelLowWatermark",
+    "ClientEvent",
+    "CompressedMessage",
+    "ConnectionLost",
+    "HealthEvent",
+    "HostHealthRestored",
+    "HostUnhealthy",
+    "Message",
+    "MessageReceived",
+    "OperationCompleted",
+    "QueueReopened",
+    "QueueResumed",
+    "QueueSuspended",
+    "R",
+    "Reconnected",
+    "ResilienceEvent",
+    "ResilienceListener",
+    "SessionStarted",
+    "SessionStopped",
+    "SlowConsumerHighWatermark",
+    "SlowConsumerNormal",
+    "StateRestored",
+    "WatermarkEvent",
+    "built_in_order",
+]
+
 log = logging.getLogger("pybmq.client.engine")
+
+R = TypeVar("R", bound=tuple[Any, ...])
+
+
+def built_in_order(record: type[R], *fields: str) -> type[R]:
+    """``record``, once ``fields`` are checked to be its fields, in order. The data paths build a
+    few records per message with ``tuple.__new__(record, (values...))``, a third of the cost of
+    the constructor; each such place declares the order it writes the values in with this, next
+    to it, so that a field added, removed or moved in the record fails at import there instead
+    of shifting values silently."""
+    if tuple(fields) != record._fields:  # type: ignore[attr-defined]
+        raise TypeError(
+            f"{record.__name__} has the fields {record._fields}, not {fields}"  # type: ignore[attr-defined]
+        )
+    return record
 
 
 class AckStatus(enum.Enum):
@@ -341,3 +390,16 @@ ClientEvent = (
     | QueueSuspended
     | QueueResumed
 )
+
+# What a session's on_event receives: connection and reconnect news, host health, channel
+# watermarks and the slow-consumer ones.
+ResilienceEvent = (
+    ConnectionLost
+    | Reconnected
+    | QueueReopened
+    | StateRestored
+    | CallbackFailed
+    | HealthEvent
+    | WatermarkEvent
+)
+ResilienceListener = Callable[[ResilienceEvent], object]

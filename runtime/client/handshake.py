@@ -25,6 +25,24 @@ from pybmq.printable import printable_ascii
 from pybmq.wire.control import encode_authentication, has_feature, parse_features
 from pybmq.wire.framing import SMALL_EVENT_SIZE
 
+__all__ = [
+    "HEARTBEAT_INTERVAL_RANGE_MS",
+    "MAX_AUTHENTICATION_EVENT_SIZE",
+    "MAX_MISSED_HEARTBEATS_RANGE",
+    "MAX_RETRY_HINT_MS",
+    "REAUTH_EARLY_BUFFER_S",
+    "REAUTH_EARLY_RATIO",
+    "RETRY_HINT",
+    "Authenticator",
+    "Negotiated",
+    "authentication_event",
+    "clamped",
+    "client_identity",
+    "negotiated",
+    "reauthentication_delay",
+    "user_agent",
+]
+
 log = logging.getLogger("pybmq.client.engine")
 
 # bmqimp_authenticatedchannelfactory.cpp: k_REAUTHN_EARLY_RATIO, k_REAUTHN_EARLY_BUFFER (ms).
@@ -146,31 +164,28 @@ def user_agent(prefix: str = "") -> str:
 
 class Authenticator:
     """Presents the credential from a provider, and again before the broker's lifetime for it
-    runs out. It only keeps the clock of the exchange; its owner decides what a failure ends.
+    runs out. It only keeps the clock of the exchange; its owner gives the provider and the
+    bound with each request, and decides what a failure ends.
     """
 
-    def __init__(
-        self, provider: Callable[[], Credential | None] | None, request_timeout: float
-    ) -> None:
-        self.provider = provider
-        self.request_timeout = request_timeout
+    def __init__(self) -> None:
+        self.request_timeout = 0.0  # the bound on the answer to the request out (or the last)
         self.deadline: float | None = None  # a request is out: its answer is due by then
         self.renew_at: float | None = None  # when to send the next re-authentication
         self.accepted = 0  # requests the broker accepted (first and re-authentications)
-
-    @property
-    def enabled(self) -> bool:
-        return self.provider is not None
 
     def reset(self) -> None:
         """A new connection: nothing is out and nothing is scheduled."""
         self.deadline = self.renew_at = None
 
-    def request(self, now: float) -> bytes:
-        """The AUTHENTICATION event to send now (AuthenticationError: no credential)."""
-        assert self.provider is not None
-        event = authentication_event(self.provider)
-        self.deadline = now + self.request_timeout
+    def request(
+        self, now: float, provider: Callable[[], Credential | None], timeout: float
+    ) -> bytes:
+        """The AUTHENTICATION event presenting what ``provider`` returns now, answered within
+        ``timeout`` seconds (AuthenticationError: no credential)."""
+        event = authentication_event(provider)
+        self.request_timeout = timeout
+        self.deadline = now + timeout
         self.renew_at = None
         return event
 

@@ -15,6 +15,8 @@ import threading
 import weakref
 from collections.abc import Callable
 
+__all__ = ["HealthListener", "HostHealthMonitor", "ManualHostHealthMonitor"]
+
 HealthListener = Callable[[bool], object]
 
 

@@ -1,7 +1,13 @@
 """The session's own state: where it is in its life (``SessionState``), whether it is restoring
 its queues after a reconnect (``RecoveryState``), whether a graceful stop's Disconnect went out
-(``DisconnectState``), whether the channel's writes are blocked (``WriteState``), and the user
-operations a stop completes. Every change is a row of a table in :mod:`pybmq.client.fsm`."""
+(``DisconnectState``), whether the channel's writes are blocked (``WriteState``), which
+connection it is on (``generation``), and the user operations a stop completes. Every change of
+state is a row of a table in :mod:`pybmq.client.fsm`.
+
+The connection (:mod:`pybmq.client.connection`) moves these machines; the other parts only read
+them. The time is not kept here: every input brings its ``now``, and the parts get it as an
+argument.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +28,16 @@ from pybmq.client.fsm import (
 )
 from pybmq.errors import SessionStoppedError, UsageError
 
+__all__ = ["Lifecycle"]
+
 _STARTED = SessionState.STARTED
 _STOPPED = SessionState.STOPPED
 _RESTORING = RecoveryState.RESTORING
 
 
 class Lifecycle:
-    """The session's states and the stop's bookkeeping; the parts read it, the engine moves it."""
+    """The session's states and the stop's bookkeeping; the parts read it, the connection
+    moves it."""
 
     def __init__(self) -> None:
         self.state = SessionState.CREATED
@@ -40,7 +49,6 @@ class Lifecycle:
         self.stop_op: int | None = None
         self.stop_deadline: float | None = None
         self.extra_stop_ops: list[int] = []  # later stop() calls, completed with the first
-        self.now = 0.0  # the time of the latest input (the shell's clock)
 
     def step(self, event: SessionInput) -> None:
         self.state = step("session", SESSION_TRANSITIONS, self.state, event)
@@ -53,6 +61,16 @@ class Lifecycle:
 
     def write_step(self, event: WriteInput) -> None:
         self.writes = step("channel writes", WRITE_TRANSITIONS, self.writes, event)
+
+    def connection_dropped(self) -> bool:
+        """The connection is gone and the session lives on: the session reconnects, a new
+        connection (generation) begins and the queues are to be restored. True for the first
+        drop (nothing was being restored yet)."""
+        self.step(SessionInput.CONNECTION_DROPPED)
+        self.generation += 1
+        first = self.recovery is not _RESTORING
+        self.recovery_step(RecoveryInput.CONNECTION_DROPPED)
+        return first
 
     @property
     def restoring(self) -> bool:

@@ -14,9 +14,22 @@ from typing import Any
 
 from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.events import Ack
+from pybmq.client.options import BATCHES_PER_BUDGET
 from pybmq.errors import EncodeError, SessionStoppedError, UsageError
 from pybmq.generated.wire_codec import PropertyType
 from pybmq.wire.properties import MessageProperties
+
+__all__ = [
+    "CONSUME_CHUNK",
+    "POST_CHUNK",
+    "Progress",
+    "Stats",
+    "consume_messages",
+    "make_payload",
+    "parse_properties",
+    "post_messages",
+    "progress_columns",
+]
 
 Progress = Callable[[int], object]  # called with how many more items are done
 
@@ -220,7 +233,7 @@ async def post_messages(
     # A chunk is admitted whole while the session is under its byte budget: keep each well
     # under it, so the budget bounds what is held.
     budget = session.engine.options.max_buffered_bytes
-    chunk_by_bytes = max(1, budget // (4 * max(len(payload), 1)))
+    chunk_by_bytes = max(1, budget // (BATCHES_PER_BUDGET * max(len(payload), 1)))
     while posted < count:
         if in_flight >= window:
             room.clear()

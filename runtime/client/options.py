@@ -17,6 +17,17 @@ from pybmq.printable import is_printable_ascii
 from pybmq.uri import default_broker, parse_broker_url
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
+__all__ = [
+    "BATCHES_PER_BUDGET",
+    "Credential",
+    "CredentialProvider",
+    "QueueOptions",
+    "SessionOptions",
+    "SharedOptions",
+    "checked_timeout",
+    "queue_options",
+]
+
 
 def _process_name() -> str:
     """The script's file name (the negotiation's processName; made printable ASCII when sent)."""
@@ -46,6 +57,11 @@ class Credential:
 # means no credential can be had (the session fails with AuthenticationError, as in the C++ SDK).
 CredentialProvider = Callable[[], "Credential | None"]
 
+
+# A batch posted in one piece (the blocking ``post_many``'s slices, the load generator's chunks)
+# is admitted whole while the session is under ``max_buffered_bytes``: it takes at most the
+# budget over this, so it cannot carry the session far past its budget.
+BATCHES_PER_BUDGET = 4
 
 # The official SDKs' defaults (bmqt::SessionOptions) for the timeouts left None.
 _REQUEST_TIMEOUTS = {
@@ -228,6 +244,17 @@ class SessionOptions:
             raise UsageError("trace_property and trace_state_property must be distinct names")
         if self.tls_cert is not None and not self.uses_tls:
             raise UsageError("tls_cert/tls_key need tls_ca (or a tls context)")
+
+
+class SharedOptions:
+    """The session's options as every part of the engine sees them: each part is handed this one
+    holder at construction and reads ``current`` when it needs a setting, and
+    ``ClientEngine.update_options`` replaces them here, so no part keeps options of its own."""
+
+    __slots__ = ("current",)
+
+    def __init__(self, options: SessionOptions) -> None:
+        self.current = options
 
 
 @dataclass(frozen=True)

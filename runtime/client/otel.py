@@ -20,6 +20,8 @@ from typing import Any, Protocol
 from pybmq._version import __version__
 from pybmq.client.stats import LatencySummary, QueueStats, SessionStats
 
+__all__ = ["HasStats", "instrument"]
+
 try:
     from opentelemetry import metrics
 except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -15,6 +15,7 @@ from pybmq.client.events import (
     Ack,
     AckReceived,
     AckStatus,
+    built_in_order,
 )
 from pybmq.client.fsm import (
     HealthState,
@@ -22,8 +23,10 @@ from pybmq.client.fsm import (
     RecoveryState,
     SessionState,
 )
+from pybmq.client.handshake import Negotiated
 from pybmq.client.lifecycle import Lifecycle
-from pybmq.client.options import SessionOptions
+from pybmq.client.options import SessionOptions, SharedOptions
+from pybmq.client.postable import MAX_APP_DATA, as_bytes, check_size, compresses
 from pybmq.client.queue_table import QueueTable
 from pybmq.client.records import (
     FLAG_ACK,
@@ -31,8 +34,9 @@ from pybmq.client.records import (
     ZLIB,
     AckBatch,
     PendingPut,
-    Put,
+    PutRun,
     QueueRecord,
+    Sent,
 )
 from pybmq.errors import (
     PostBufferFullError,
@@ -43,17 +47,23 @@ from pybmq.generated.wire_codec import (
     ACK_MESSAGE_CORRELATION_ID_MASK,
     ACK_MESSAGE_STATUS_MASK,
     ACK_MESSAGE_STATUS_SHIFT,
-    PUT_MAX_PAYLOAD_SIZE_SOFT,
 )
 from pybmq.wire.batches import iter_ack_entries
-from pybmq.wire.compression import maybe_compress
 from pybmq.wire.framing import Event
 from pybmq.wire.guid import MessageGuidGenerator
 from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 from pybmq.wire.put import PutEventBuilder
 
+__all__ = ["Publisher"]
+
 log = logging.getLogger("pybmq.client.engine")
+# What on_ack builds per ACK, in the order it writes the values (checked at import).
+_ACK = built_in_order(Ack, "guid", "queue_uri", "status", "correlation_id", "local", "reason")
+_ACK_RECEIVED = built_in_order(AckReceived, "ack", "context")
+# What a post keeps for its retransmission, built in this order (checked at import).
+_SENT = built_in_order(Sent, "guid", "payload")
+_new = tuple.__new__
 _ACTIVE = HealthState.ACTIVE
 _RESTORING = RecoveryState.RESTORING
 
@@ -65,21 +75,23 @@ class Publisher:
 
     def __init__(
         self,
-        options: SessionOptions,
+        options: SharedOptions,
         lifecycle: Lifecycle,
         table: QueueTable,
         collector: Collector,
+        guids: MessageGuidGenerator,
     ) -> None:
-        self.options = options
+        self._options = options
         self._lifecycle = lifecycle
         self._table = table
         self._events = collector.events
-        self._guids = MessageGuidGenerator(options.session_id)
+        self._guids = guids
         # The broker advertised MPS:MESSAGE_PROPERTIES_EX; without it posts use the old format.
         self.extended_properties = True
         # Property mappings posted → (MessageProperties, wire size); see _properties.
         self.properties_cache: dict[object, tuple[MessageProperties, int]] = {}
-        self.puts: list[Put] = []  # buffered for the next PUT event
+        self.runs: list[PutRun] = []  # buffered for the next PUT event
+        self.buffered = 0  # posts in the runs
         self.unacked: dict[bytes, PendingPut] = {}
         # (deadline, guids sent in one flush): ACK deadlines per batch, not per message.
         self.ack_deadlines: collections.deque[AckBatch] = collections.deque()
@@ -92,15 +104,10 @@ class Publisher:
         self.kept_bytes = 0
         self.socket_bytes = 0
 
-    @property
-    def guids(self) -> MessageGuidGenerator:
-        return self._guids
-
     def post(
         self,
         queue_id: int,
         payload: bytes,
-        now: float,
         *,
         properties: Mapping[str, Any] | None = None,
         context: object = None,
@@ -108,89 +115,118 @@ class Publisher:
         compression: str | None = None,
     ) -> bytes:
         """``ClientEngine.post``: every check first, so a bad post raises and changes nothing."""
-        queue = self._writable_queue(queue_id, 1)
+        options = self._options.current
+        queue = self._writable_queue(queue_id, 1, options)
         if type(payload) is not bytes:
-            payload = _as_bytes(payload)
+            payload = as_bytes(payload)
         props, area = self._properties(properties) if properties else (None, 0)
-        threshold = self.options.compression_threshold
+        threshold = options.compression_threshold
         size = len(payload)
         if compression is None:
             compress = 0 < threshold <= size
         else:  # this message's own choice (Java's PutMessage.setCompressionAlgorithm)
             compress = compresses(compression)
             threshold = 1
-        if not 0 < size <= _MAX_APP_DATA - area:
-            _check_size(payload, area, compress, threshold)
+        if not 0 < size <= MAX_APP_DATA - area:
+            check_size(payload, area, compress, threshold)
         wants_ack = self._wants_ack(queue, ack, context)
-        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
             raise PostBufferFullError(f"cannot post now: {self._full()}")
         guid = self._guids.generate()
-        # The flush that sends it starts its ACK deadline (and latency) here.
-        self._lifecycle.now = now
-        put = (queue_id, guid, payload, props, wants_ack, compress)
-        self.puts.append(put)
+        runs = self.runs
+        run = runs[-1] if runs else None
+        if (
+            run is not None
+            and run.queue_id == queue_id
+            and run.properties is props
+            and run.ack is wants_ack
+            and run.compress is compress
+        ):
+            run.guids.append(guid)
+            run.payloads.append(payload)
+        else:
+            run = PutRun(queue_id, props, wants_ack, compress, [guid], [payload])
+            runs.append(run)
+        self.buffered += 1
         self.held_bytes += size
         if wants_ack:
             # The payload is kept until the ACK only when it may have to be retransmitted.
-            self.unacked[guid] = PendingPut(
-                queue_id, context, put if self.options.reconnect else None
-            )
+            sent = _new(_SENT, (guid, payload)) if options.reconnect else None
+            self.unacked[guid] = PendingPut(run, context, sent)
         return guid
 
     def post_many(
         self,
         queue_id: int,
         payloads: Sequence[bytes],
-        now: float,
         *,
         properties: Mapping[str, Any] | None = None,
         context: object = None,
         ack: bool = True,
     ) -> list[bytes]:
         """``ClientEngine.post_many``: all or nothing, checked once for the batch."""
+        options = self._options.current
         count = len(payloads)
-        queue = self._writable_queue(queue_id, count)
+        queue = self._writable_queue(queue_id, count, options)
         props, area = self._properties(properties) if properties else (None, 0)
-        room = _MAX_APP_DATA - area
-        threshold = self.options.compression_threshold
+        room = MAX_APP_DATA - area
+        threshold = options.compression_threshold
         wants_ack = self._wants_ack(queue, ack, context)
         if not all(type(p) is bytes and 0 < len(p) <= room for p in payloads):
-            payloads = [p if type(p) is bytes else _as_bytes(p) for p in payloads]
+            payloads = [p if type(p) is bytes else as_bytes(p) for p in payloads]
             for payload in payloads:
                 if not 0 < len(payload) <= room:
-                    _check_size(payload, area, 0 < threshold <= len(payload), threshold)
-        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+                    check_size(payload, area, 0 < threshold <= len(payload), threshold)
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
             raise PostBufferFullError(f"cannot post now: {self._full()}")
         self.held_bytes += sum(map(len, payloads))
         guids = self._guids.generate_many(count)
-        self._lifecycle.now = now
-        if threshold:
-            puts = [
-                (queue_id, guid, payload, props, wants_ack, threshold <= len(payload))
-                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
-            ]
+        if threshold:  # each payload's own decision: runs cut where it changes
+            runs = self._runs_by_compression(queue_id, props, wants_ack, guids, payloads, threshold)
         else:
-            puts = [
-                (queue_id, guid, payload, props, wants_ack, False)
-                for guid, payload in zip(guids, payloads)  # noqa: B905 - same length
-            ]
-        self.puts += puts
+            runs = [PutRun(queue_id, props, wants_ack, False, list(guids), list(payloads))]
+        self.runs += runs
+        self.buffered += count
         if wants_ack:
-            if self.options.reconnect:
-                pending = [PendingPut(queue_id, context, put) for put in puts]
+            if options.reconnect:
+                pending = [
+                    PendingPut(run, context, _new(_SENT, sent))
+                    for run in runs
+                    for sent in zip(run.guids, run.payloads)  # noqa: B905 - same length
+                ]
             else:
-                pending = [PendingPut(queue_id, context, None) for _ in range(count)]
+                pending = [PendingPut(run, context, None) for run in runs for _ in run.payloads]
             self.unacked.update(zip(guids, pending))  # noqa: B905 - same length
         return guids
 
-    def _writable_queue(self, queue_id: int, count: int) -> QueueRecord:
+    @staticmethod
+    def _runs_by_compression(
+        queue_id: int,
+        props: MessageProperties | None,
+        ack: bool,
+        guids: list[bytes],
+        payloads: Sequence[bytes],
+        threshold: int,
+    ) -> list[PutRun]:
+        runs: list[PutRun] = []
+        run: PutRun | None = None
+        for guid, payload in zip(guids, payloads):  # noqa: B905 - same length
+            compress = threshold <= len(payload)
+            if run is None or run.compress != compress:
+                run = PutRun(queue_id, props, ack, compress, [], [])
+                runs.append(run)
+            run.guids.append(guid)
+            run.payloads.append(payload)
+        return runs
+
+    def _writable_queue(self, queue_id: int, count: int, options: SessionOptions) -> QueueRecord:
         """The queue ``count`` posts go to, if the session and the queue can take them now."""
         lifecycle = self._lifecycle
         if lifecycle.recovery is _RESTORING and lifecycle.state is not SessionState.STOPPED:
-            if len(self.puts) + count > self.options.max_buffered_posts:
+            if self.buffered + count > options.max_buffered_posts:
                 raise PostBufferFullError(
-                    f"cannot post while reconnecting: {len(self.puts)} posts already held "
-                    f"(max_buffered_posts={self.options.max_buffered_posts})"
+                    f"cannot post while reconnecting: {self.buffered} posts already held "
+                    f"(max_buffered_posts={options.max_buffered_posts})"
                 )
         elif lifecycle.state is not SessionState.STARTED:
             lifecycle.require_started("post")
@@ -213,32 +249,38 @@ class Publisher:
         """Why ``count`` more posts cannot be taken now, or None when they can: the byte budget
         (``held_bytes`` plus ``socket_bytes`` must be under ``max_buffered_bytes``) and, while
         reconnecting, ``max_buffered_posts``."""
-        if self.held_bytes + self.socket_bytes >= self.options.max_buffered_bytes:
+        options = self._options.current
+        if self.held_bytes + self.socket_bytes >= options.max_buffered_bytes:
             return self._full()
         lifecycle = self._lifecycle
         if (
             lifecycle.recovery is _RESTORING
             and lifecycle.state is not SessionState.STOPPED
-            and len(self.puts) + count > self.options.max_buffered_posts
+            and self.buffered + count > options.max_buffered_posts
         ):
             return (
-                f"reconnecting: {len(self.puts)} posts already held "
-                f"(max_buffered_posts={self.options.max_buffered_posts})"
+                f"reconnecting: {self.buffered} posts already held "
+                f"(max_buffered_posts={options.max_buffered_posts})"
             )
         return None
+
+    def output_buffered(self, size: int) -> None:
+        """The shell's socket holds ``size`` bytes of what was sent: they count against the byte
+        budget until the next report."""
+        self.socket_bytes = size
 
     def _full(self) -> str:
         return (
             f"{self.held_bytes + self.socket_bytes} bytes held for the broker "
             f"({self.unsent_bytes} not sent, {self.kept_bytes} kept until their ACK, "
             f"{self.socket_bytes} in the socket; "
-            f"max_buffered_bytes={self.options.max_buffered_bytes})"
+            f"max_buffered_bytes={self._options.current.max_buffered_bytes})"
         )
 
     def recount(self) -> None:
         """``held_bytes`` and ``kept_bytes`` counted again from the posts themselves (after
         the rare changes that move many posts at once: cancel, fail, requeue)."""
-        unsent = sum(len(put[2]) for put in self.puts)
+        unsent = sum(sum(map(len, run.payloads)) for run in self.runs)
         # A batch's kept payloads count until its last ACK (see AckBatch).
         kept = sum(batch.kept for batch in self.ack_deadlines if batch.remaining > 0)
         self.kept_bytes = kept
@@ -280,93 +322,73 @@ class Publisher:
                 cache[key] = hit
         return hit
 
-    def flush(self, out: list[bytes]) -> None:
+    def flush(self, out: list[bytes], now: float) -> None:
         """The posts buffered since the last flush, as PUT events appended to ``out`` (held
-        while the session restores its queues)."""
-        if self.puts and self._lifecycle.recovery is not _RESTORING:
-            self._flush_puts(out)
+        while the session restores its queues); their ACK deadlines run from ``now``."""
+        if self.runs and self._lifecycle.recovery is not _RESTORING:
+            self._flush_runs(out, now)
 
-    def _flush_puts(self, out: list[bytes]) -> None:
-        # Whether a put is compressed was decided when it was posted (the session's threshold
-        # or the post's own ``compression``): the builder compresses every put marked so.
-        builder = PutEventBuilder(self.options.max_put_event_bytes, compression_threshold=1)
+    def _flush_runs(self, out: list[bytes], now: float) -> None:
+        # Whether a post is compressed was decided when it was posted (the session's threshold
+        # or the post's own ``compression``): the builder compresses every one marked so.
+        options = self._options.current
+        builder = PutEventBuilder(options.max_put_event_bytes, compression_threshold=1)
         queues = self._table.queues
         extended = self.extended_properties
         acked: list[bytes] = []
         # Sent payloads stop counting against the budget unless kept for retransmission.
-        retains = self.options.reconnect
+        retains = options.reconnect
         released = kept = 0
-        puts = self.puts
-        i, n = 0, len(puts)
-        while i < n:
-            queue_id, guid, payload, props, wants_ack, compress = puts[i]
-            queue = queues[queue_id]
+        runs = self.runs
+        for run in runs:
+            queue = queues[run.queue_id]
             qid = queue.qid
+            guids, payloads, props, wants_ack = run.guids, run.payloads, run.properties, run.ack
             if wants_ack:
-                acked.append(guid)
-            if compress:
-                counters = queue.counters
-                counters.posted += 1
-                counters.posted_bytes += len(payload)
-                if wants_ack and retains:
-                    kept += len(payload)
-                else:
-                    released += len(payload)
-                builder.add(
-                    qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
-                    compression=ZLIB, extended_properties=extended,
+                acked += guids
+            if run.compress:
+                for guid, payload in zip(guids, payloads):  # noqa: B905 - same length
+                    builder.add(
+                        qid, payload, guid=guid, properties=props, ack_requested=wants_ack,
+                        compression=ZLIB, extended_properties=extended,
+                    )  # fmt: skip
+            else:
+                # The fast path: the run is packed in one call.
+                builder.add_many(
+                    qid, payloads, guids, properties=props, ack_requested=wants_ack,
+                    extended_properties=extended,
                 )  # fmt: skip
-                i += 1
-                continue
-            # The fast path: a run of uncompressed posts to one queue sharing one properties
-            # object (the common case: a loop posting to one queue) is packed in one call.
-            j = i + 1
-            while j < n:
-                other = puts[j]
-                if (
-                    other[0] != queue_id
-                    or other[3] is not props
-                    or other[4] != wants_ack
-                    or other[5]
-                ):
-                    break
-                if wants_ack:
-                    acked.append(other[1])
-                j += 1
-            run = puts[i:j]
-            payloads = [p[2] for p in run]
-            builder.add_many(
-                qid, payloads, [p[1] for p in run], properties=props,
-                ack_requested=wants_ack, extended_properties=extended,
-            )  # fmt: skip
             counters = queue.counters  # stats: once per run, not per message
-            counters.posted += j - i
             run_bytes = sum(map(len, payloads))
+            counters.posted += len(guids)
             counters.posted_bytes += run_bytes
             if wants_ack and retains:
                 kept += run_bytes
             else:
                 released += run_bytes
-            i = j
+            run.sent()
         out.extend(builder.finish())
-        puts.clear()
+        runs.clear()
+        self.buffered = 0
         self.held_bytes -= released
         self.kept_bytes += kept
         if acked:
-            batch = AckBatch(self._lifecycle.now + self.options.ack_timeout, acked, kept)
+            batch = AckBatch(now + options.ack_timeout, acked, kept)
             unacked = self.unacked
             for guid in acked:
                 unacked[guid].batch = batch
             self.ack_deadlines.append(batch)
 
-    def on_ack(self, event: Event) -> None:
-        """An ACK event: each entry resolves its post (unknown GUIDs are dropped)."""
+    def on_ack(self, event: Event, now: float) -> None:
+        """An ACK event, received at ``now``: each entry resolves its post (unknown GUIDs are
+        dropped)."""
         pop = self.unacked.pop
         queues = self._table.queues
         append = self._events.append
         statuses = WIRE_ACK_STATUS
         unknown = AckStatus.UNKNOWN
         new = tuple.__new__  # the records without their Python-level constructors
+        ack_record, received_record = _ACK, _ACK_RECEIVED
         status_shift, status_mask = ACK_MESSAGE_STATUS_SHIFT, ACK_MESSAGE_STATUS_MASK
         correlation_mask = ACK_MESSAGE_CORRELATION_ID_MASK
         # Stats, kept off the per-ACK path: ACKs are counted per run of ACKs of one queue and
@@ -376,7 +398,7 @@ class Publisher:
         run_batch: AckBatch | None = None
         run_length = 0
         # now - (deadline - ack_timeout)
-        sent_offset = self._lifecycle.now + self.options.ack_timeout
+        sent_offset = now + self._options.current.ack_timeout
         for word, guid, _qid in iter_ack_entries(event):
             pending = pop(guid, None)
             if pending is None:
@@ -394,7 +416,7 @@ class Publisher:
                 if not batch.remaining:  # its last ACK: its payloads are no longer kept
                     self.held_bytes -= batch.kept
                     self.kept_bytes -= batch.kept
-            queue = queues.get(pending.queue_id)
+            queue = queues.get(pending.run.queue_id)
             if queue is not run_queue or batch is not run_batch:
                 if run_queue is not None:
                     _count_acks(run_queue, run_batch, run_length, sent_offset)
@@ -410,9 +432,10 @@ class Publisher:
                     counters.nacks += 1
                     counters.acks -= 1
             ack = new(
-                Ack, (guid, uri, statuses.get(code, unknown), word & correlation_mask, False, "")
+                ack_record,
+                (guid, uri, statuses.get(code, unknown), word & correlation_mask, False, ""),
             )
-            append(new(AckReceived, (ack, pending.context)))
+            append(new(received_record, (ack, pending.context)))
         if run_queue is not None:
             _count_acks(run_queue, run_batch, run_length, sent_offset)
         batches = self.ack_deadlines
@@ -425,14 +448,15 @@ class Publisher:
         """Resolve every post to ``queue`` still pending (each exactly once); ``held``: and
         drop the ones still buffered."""
         for guid, pending in list(self.unacked.items()):
-            if pending.queue_id == queue.queue_id:
+            if pending.run.queue_id == queue.queue_id:
                 del self.unacked[guid]
                 if pending.batch is not None:
                     pending.batch.remaining -= 1
                 ack = Ack(guid, queue.uri, status, local=True, reason=reason)
                 self._events.append(AckReceived(ack, pending.context))
         if held:
-            self.puts = [p for p in self.puts if p[0] != queue.queue_id]
+            self.runs = [run for run in self.runs if run.queue_id != queue.queue_id]
+            self.buffered = sum(len(run.guids) for run in self.runs)
         self.recount()
 
     def fail_all(self, status: AckStatus, reason: str) -> None:
@@ -440,12 +464,13 @@ class Publisher:
         # Posts still buffered (never sent) are in unacked too, so they fail the same way.
         queues = self._table.queues
         for guid, pending in self.unacked.items():
-            queue = queues.get(pending.queue_id)
+            queue = queues.get(pending.run.queue_id)
             ack = Ack(guid, queue.uri if queue else "", status, local=True, reason=reason)
             self._events.append(AckReceived(ack, pending.context))
         self.unacked.clear()
         self.ack_deadlines.clear()
-        self.puts.clear()
+        self.runs.clear()
+        self.buffered = 0
         self.held_bytes = self.kept_bytes = self.socket_bytes = 0
 
     def expire(self, now: float) -> None:
@@ -460,8 +485,8 @@ class Publisher:
             for guid in batch.guids:
                 pending = self.unacked.pop(guid, None)
                 if pending is not None:
-                    queue = queues.get(pending.queue_id)
-                    reason = f"no ACK within {self.options.ack_timeout:g}s"
+                    queue = queues.get(pending.run.queue_id)
+                    reason = f"no ACK within {self._options.current.ack_timeout:g}s"
                     ack = Ack(
                         guid,
                         queue.uri if queue else "",
@@ -474,70 +499,56 @@ class Publisher:
     def next_deadline(self) -> float | None:
         return self.ack_deadlines[0].deadline if self.ack_deadlines else None
 
+    def negotiated(self, outcome: Negotiated) -> None:
+        """Whether the broker reads MESSAGE_PROPERTIES_EX (else posts carry old-format
+        properties)."""
+        self.extended_properties = outcome.extended_properties
+
+    def connection_dropped(self, reason: str, first: bool) -> None:
+        """The connection is gone; the session reconnects. On the first drop, the posts sent and
+        not acknowledged are to be sent again (later drops find them held already)."""
+        if first:
+            resent = self.requeue_unacked()
+            log.warning("connection dropped (%s): %d posts to retransmit", reason, resent)
+
+    def session_ended(self, reason: str) -> None:
+        """The session is over: every post still pending fails as NOT_CONNECTED."""
+        self.fail_all(AckStatus.NOT_CONNECTED, reason)
+
     def requeue_unacked(self) -> int:
         """The connection dropped: every sent, unacknowledged post goes back in front of the
         held ones (same GUIDs) to be sent again once the queues are reopened."""
-        resend = [p.put for p in self.unacked.values() if p.batch is not None and p.put is not None]
+        resend: list[PutRun] = []
+        run: PutRun | None = None
+        for guid, pending in self.unacked.items():
+            if pending.batch is None or pending.sent is None:
+                continue  # held (not sent yet), or not kept (no reconnect)
+            sent = pending.run
+            if run is None or not run.takes(
+                sent.queue_id, sent.properties, sent.ack, sent.compress
+            ):
+                run = PutRun(sent.queue_id, sent.properties, sent.ack, sent.compress, [], [])
+                resend.append(run)
+            run.guids.append(guid)
+            run.payloads.append(pending.sent.payload)
+            pending.run = run
         for pending in self.unacked.values():
             pending.batch = None
         self.ack_deadlines.clear()
-        self.puts[:0] = resend
+        count = sum(len(run.guids) for run in resend)
+        self.runs[:0] = resend
+        self.buffered += count
         self.socket_bytes = 0  # that connection's socket is gone
         self.recount()
-        return len(resend)
+        return count
 
 
 # PutHeader::k_MAX_PAYLOAD_SIZE_SOFT: the application data as sent (properties + payload, after
 # compression). The payload alone is held to it too, so a consumer can always inflate it.
-_MAX_APP_DATA = PUT_MAX_PAYLOAD_SIZE_SOFT
 # Distinct property mappings remembered per engine (the cache is emptied when full), each only
 # if its wire form is small: the cache holds at most a few hundred KiB.
 _PROPERTIES_CACHE_SIZE = 256
 _MAX_CACHED_AREA = 1024
-
-
-def _as_bytes(payload: object) -> bytes:
-    """A bytes-like payload as bytes (copied, so a later change to a buffer does not leak into
-    the message); anything else is a UsageError."""
-    if not isinstance(payload, (bytearray, memoryview)):
-        raise UsageError(f"payload must be bytes, not {type(payload).__name__}")
-    return bytes(payload)
-
-
-COMPRESSIONS = {"none": False, "zlib": True}
-
-
-def compresses(compression: str) -> bool:
-    """Whether a post's ``compression`` (``"none"`` or ``"zlib"``) compresses; UsageError for
-    anything else."""
-    try:
-        return COMPRESSIONS[str(compression).lower()]
-    except KeyError:
-        raise UsageError(
-            f"compression must be 'none' or 'zlib' (None: the session's threshold), "
-            f"not {compression!r}"
-        ) from None
-
-
-def _check_size(payload: bytes, area: int, compress: bool, threshold: int) -> None:
-    """UsageError naming the size and the limit for an empty message or one the protocol
-    cannot carry (``area``: the size of its properties' wire form)."""
-    limit = _MAX_APP_DATA
-    size = len(payload)
-    if not size:
-        raise UsageError("cannot post an empty payload")
-    if size > limit:
-        raise UsageError(
-            f"cannot post: a payload of {size} bytes exceeds the limit of {limit} bytes"
-        )
-    if compress:  # what goes out is the compressed payload (rare: only this close to the limit)
-        size = len(maybe_compress(payload, ZLIB, threshold)[0])
-        if area + size <= limit:
-            return
-    raise UsageError(
-        f"cannot post: a message of {area + size} bytes (properties {area} + payload {size}) "
-        f"exceeds the limit of {limit} bytes"
-    )
 
 
 def _count_acks(queue: QueueRecord, batch: AckBatch | None, count: int, sent_offset: float) -> None:

@@ -14,6 +14,8 @@ from pybmq.client.subscriptions import Subscription
 from pybmq.errors import UsageError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
+__all__ = ["QueueTable"]
+
 
 class QueueTable:
     """The session's queues and the indexes over them."""

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from pybmq.errors import UsageError
 
+__all__ = ["EndpointSelector", "ReconnectPolicy"]
+
 
 @dataclass(frozen=True)
 class ReconnectPolicy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pybmq._version import __version__
 from pybmq.client.fsm import (
@@ -27,6 +28,25 @@ from pybmq.generated.wire_codec import (
     QueueFlags,
 )
 from pybmq.wire.properties import MessageProperties
+
+__all__ = [
+    "CONFIGURE_RESPONSES",
+    "EXPECTED_RESPONSE",
+    "FEATURES_MPS",
+    "FEATURE_CONFIGURE_STREAM",
+    "FLAG_ACK",
+    "FLAG_READ",
+    "FLAG_WRITE",
+    "SDK_VERSION",
+    "ZLIB",
+    "AckBatch",
+    "PendingPut",
+    "PendingRequest",
+    "PutRun",
+    "QueueRecord",
+    "Req",
+    "Sent",
+]
 
 # sdkVersion as the C++ SDK writes it: major*10000 + minor*100 + patch.
 SDK_VERSION = int("".join(f"{int(p):02d}" for p in __version__.split(".")[:3]))
@@ -82,19 +102,64 @@ class PendingRequest:
     op_id: int | None
 
 
-# (queue handle, guid, payload, properties, ack requested, compress)
-Put = tuple[int, bytes, bytes, "MessageProperties | None", bool, bool]
+class PutRun:
+    """Posts buffered for the next PUT event that leave in one builder call: to one queue, with
+    one properties object, the same ACK request and the same compression decision. A post that
+    shares all four with the run before it joins it (a loop posting to one queue makes one run),
+    and a batch of ``post_many`` is one. Once sent, the run keeps only what a retransmission
+    needs of it (its queue, properties and flags), not its payloads."""
+
+    __slots__ = ("ack", "compress", "guids", "payloads", "properties", "queue_id")
+
+    def __init__(
+        self,
+        queue_id: int,
+        properties: MessageProperties | None,
+        ack: bool,
+        compress: bool,
+        guids: list[bytes],
+        payloads: list[bytes],
+    ) -> None:
+        self.queue_id = queue_id  # the queue handle
+        self.properties = properties
+        self.ack = ack  # the broker is asked for an ACK of each
+        self.compress = compress
+        self.guids = guids
+        self.payloads = payloads
+
+    def takes(
+        self, queue_id: int, properties: MessageProperties | None, ack: bool, compress: bool
+    ) -> bool:
+        """Whether a post with these may join the run."""
+        return (
+            self.queue_id == queue_id
+            and self.properties is properties
+            and self.ack == ack
+            and self.compress == compress
+        )
+
+    def sent(self) -> None:
+        """Its PUT event left: the payloads are no longer held here."""
+        self.guids = []
+        self.payloads = []
+
+
+class Sent(NamedTuple):
+    """What a retransmission of one post needs beside its run: its GUID and its payload."""
+
+    guid: bytes
+    payload: bytes
 
 
 class PendingPut:
     """One unacknowledged post; kept small because there can be millions in flight."""
 
-    __slots__ = ("batch", "context", "put", "queue_id")
+    __slots__ = ("batch", "context", "run", "sent")
 
-    def __init__(self, queue_id: int, context: object, put: Put | None) -> None:
-        self.queue_id = queue_id
+    def __init__(self, run: PutRun, context: object, sent: Sent | None) -> None:
+        self.run = run  # its queue, properties and flags
         self.context = context
-        self.put = put  # kept to retransmit it (same GUID) after a reconnect
+        self.sent = sent  # kept to retransmit it (same GUID) after a reconnect
         self.batch: AckBatch | None = None  # set when the post leaves in a PUT event
 
 
@@ -178,6 +243,12 @@ class QueueRecord:
 
     def health_step(self, event: HealthInput) -> None:
         self.health = step(f"queue {self.uri} health", HEALTH_TRANSITIONS, self.health, event)
+
+    @property
+    def request_timeout(self) -> float | None:
+        """How long each request of the user operation in flight may wait for its answer (None:
+        the session's timeout for its kind)."""
+        return self.op_timeout if self.op_id is not None else None
 
     @property
     def suspended(self) -> bool:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pybmq.client.options import SessionOptions
-from pybmq.client.records import PendingRequest, Req
+from pybmq.client.options import SharedOptions
+from pybmq.client.records import EXPECTED_RESPONSE, PendingRequest, Req
+from pybmq.errors import BrokerError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
+
+__all__ = ["CLOSES_CHANNEL", "TIMEOUT_OF", "RequestTable"]
 
 _MAX_RID = 2**31 - 1
 
@@ -28,16 +31,23 @@ TIMEOUT_OF: dict[str, str] = {
 }
 
 
+# Requests whose timeout closes the channel (upstream 894fa9fbf: open, reopen and close).
+CLOSES_CHANNEL = frozenset(
+    (Req.OPEN, Req.CONFIGURE_OPEN, Req.REOPEN, Req.REOPEN_CONFIGURE, Req.CONFIGURE_CLOSE, Req.CLOSE)
+)
+_SUCCESS = ctrl.StatusCategory.E_SUCCESS
+
+
 class RequestTable:
     """rId → the request waiting for its answer; rIds of abandoned opens, to undo them."""
 
     def __init__(
-        self, send: Callable[[ctrl.ControlMessage], None], options: SessionOptions
+        self, send: Callable[[ctrl.ControlMessage, float], None], options: SharedOptions
     ) -> None:
-        """``send`` writes a control message (the data buffered before it goes first);
-        ``options`` says how long each kind of request may wait for its answer."""
+        """``send(message, now)`` writes a control message (the data buffered before it goes
+        first); ``options`` say how long each kind of request may wait for its answer."""
         self._send = send
-        self.options = options
+        self._options = options
         self.pending: dict[int, PendingRequest] = {}
         # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
         self.abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
@@ -59,13 +69,32 @@ class RequestTable:
         self._next_rid = rid + 1 if rid < _MAX_RID else 1
         message.r_id = rid
         if timeout is None:
-            timeout = self.options.timeout(TIMEOUT_OF.get(kind, "request"))
+            timeout = self._options.current.timeout(TIMEOUT_OF.get(kind, "request"))
         self.pending[rid] = PendingRequest(kind, now + timeout, queue_id, op_id)
-        self._send(message)
+        self._send(message, now)
 
     def answered(self, rid: int) -> PendingRequest | None:
         """The request ``rid`` answers (None: unknown, late, or abandoned)."""
         return self.pending.pop(rid, None)
+
+    @staticmethod
+    def refusal(request: PendingRequest, message: ctrl.ControlMessage) -> BrokerError | None:
+        """The broker's refusal of ``request`` when ``message`` is a failed status, None when it
+        is the response the request expects; ProtocolError for any other answer."""
+        if message.selection == "status":
+            status = message.status
+            assert status is not None
+            if status.category == _SUCCESS:
+                return None
+            return BrokerError(request.kind, status.category.name, status.code, status.message)
+        expected = EXPECTED_RESPONSE[request.kind]
+        if message.selection not in expected:
+            raise ProtocolError(
+                f"response to {request.kind} (rId {message.r_id}) is {message.selection}, "
+                f"expected {' or '.join(expected)}",
+                path="ControlMessage",
+            )
+        return None
 
     def expired(self, now: float) -> Iterator[tuple[int, PendingRequest]]:
         """Each request whose deadline passed, taken out as it is yielded (one that the

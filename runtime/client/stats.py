@@ -15,6 +15,16 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+__all__ = [
+    "LATENCY_WINDOW",
+    "LatencySummary",
+    "LatencyWindow",
+    "QueueCounters",
+    "QueueStats",
+    "SessionStats",
+    "snapshot",
+]
+
 LATENCY_WINDOW = 4096  # latency samples (each with a weight: messages it stands for) per queue
 
 

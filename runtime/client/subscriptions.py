@@ -21,6 +21,15 @@ from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimitError, check_li
 if TYPE_CHECKING:
     from pybmq.client.options import QueueOptions
 
+__all__ = [
+    "MAX_EXPRESSION_LENGTH",
+    "MAX_SUBSCRIPTIONS",
+    "Subscription",
+    "as_subscriptions",
+    "effective",
+    "wire_subscriptions",
+]
+
 _INT32 = 2**31
 # Bounds that keep a ConfigureStream (and the broker's echo of it) well under the 1 MiB a control
 # event may take (pybmq.wire.framing.MAX_CONTROL_EVENT_SIZE).

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from pybmq.client.collector import Collector
+from pybmq.client.configure import StreamConfigurer
 from pybmq.client.events import (
     HostHealthRestored,
     HostUnhealthy,
@@ -35,9 +36,10 @@ from pybmq.client.fsm import (
 from pybmq.client.lifecycle import Lifecycle
 from pybmq.client.options import QueueOptions
 from pybmq.client.queue_table import QueueTable
-from pybmq.client.queues import QueueControl
 from pybmq.client.records import PendingRequest, QueueRecord, Req
 from pybmq.errors import PybmqError, UsageError
+
+__all__ = ["HostHealth"]
 
 log = logging.getLogger("pybmq.client.engine")
 
@@ -49,13 +51,13 @@ class HostHealth:
         self,
         lifecycle: Lifecycle,
         table: QueueTable,
-        queues: QueueControl,
+        configurer: StreamConfigurer,
         collector: Collector,
     ) -> None:
         self.state = HostState.HEALTHY
         self._lifecycle = lifecycle
         self._table = table
-        self._queues = queues
+        self._configurer = configurer
         self._collector = collector
 
     @property
@@ -67,7 +69,6 @@ class HostHealth:
 
     def set(self, healthy: bool, now: float) -> None:
         """The host health monitor's verdict; sensitive queues suspend or resume accordingly."""
-        self._lifecycle.now = now
         if healthy == self.healthy:
             return
         if healthy:
@@ -77,14 +78,14 @@ class HostHealth:
             self._step(HostInput.UNHEALTHY)
             self._collector.emit(HostUnhealthy())
         for queue in list(self._table.queues.values()):
-            self.sync(queue)
+            self.sync(queue, now)
         self._maybe_health_restored()
 
     def wants_suspended(self, queue: QueueRecord) -> bool:
         options = queue.deferred_options or queue.options  # a configure made while suspended
         return not self.healthy and options.suspends_on_bad_host_health
 
-    def sync(self, queue: QueueRecord) -> None:
+    def sync(self, queue: QueueRecord, now: float) -> None:
         """Move ``queue`` toward what the host health asks, one request at a time; a user
         operation in flight (or a reopen) goes first, as the C++ core defers to it."""
         if (
@@ -98,18 +99,18 @@ class HostHealth:
         if wanted and queue.health is HealthState.ACTIVE:
             queue.health_step(HealthInput.SUSPEND)
             if queue.readable:
-                self._queues.send_configure(queue, Req.SUSPEND, None, empty=True)
+                self._configurer.send(queue, Req.SUSPEND, None, now, empty=True)
             else:
-                self._answered(queue, Req.SUSPEND, None)
+                self._answered(queue, Req.SUSPEND, None, now)
         elif not wanted and queue.health is HealthState.SUSPENDED:
             queue.health_step(HealthInput.RESUME)
             if queue.readable:
                 options, queue.deferred_options = queue.deferred_options, None
-                self._queues.send_configure(queue, Req.RESUME, options)
+                self._configurer.send(queue, Req.RESUME, options, now)
             else:
-                self._answered(queue, Req.RESUME, None)
+                self._answered(queue, Req.RESUME, None, now)
 
-    def configure_suspended(self, queue: QueueRecord, options: QueueOptions) -> int:
+    def configure_suspended(self, queue: QueueRecord, options: QueueOptions, now: float) -> int:
         """A configure of a suspended queue: the options are kept for the resume (the C++ core
         does not send them now); options no longer host-health-sensitive resume it at once."""
         if queue.op_id is not None or queue.health is HealthState.RESUMING:
@@ -117,10 +118,12 @@ class HostHealth:
         queue.deferred_options = options
         op_id = self._collector.new_op()
         self._collector.complete(op_id, None)
-        self.sync(queue)
+        self.sync(queue, now)
         return op_id
 
-    def _answered(self, queue: QueueRecord, kind: str, error: PybmqError | None) -> None:
+    def _answered(
+        self, queue: QueueRecord, kind: str, error: PybmqError | None, now: float
+    ) -> None:
         queue.health_step(HealthInput.DONE)
         if kind == Req.SUSPEND:
             if error is not None:
@@ -133,7 +136,7 @@ class HostHealth:
                 log.error("resuming %s failed: %s", queue.uri, error)
                 self._table.pending_subscriptions.pop(queue.queue_id, None)
             self._collector.emit(QueueResumed(queue.queue_id, queue.uri, error))
-        self.sync(queue)  # the host may have changed its mind meanwhile
+        self.sync(queue, now)  # the host may have changed its mind meanwhile
         self._maybe_health_restored()
 
     def _maybe_health_restored(self) -> None:
@@ -143,12 +146,12 @@ class HostHealth:
             self._step(HostInput.ALL_RESUMED)
             self._collector.emit(HostHealthRestored())
 
-    def on_answer(self, request: PendingRequest, error: PybmqError | None) -> None:
+    def on_answer(self, request: PendingRequest, error: PybmqError | None, now: float) -> None:
         """The broker's answer (or refusal) to a suspend or resume."""
         queue = self._table.queues.get(request.queue_id) if request.queue_id is not None else None
         if queue is not None and queue.health in (HealthState.SUSPENDING, HealthState.RESUMING):
             if queue.state is QueueState.OPENED:
-                self._answered(queue, request.kind, error)
+                self._answered(queue, request.kind, error, now)
             else:  # closing meanwhile: nothing to tell
                 queue.health_step(HealthInput.DONE)
 
@@ -165,8 +168,8 @@ class HostHealth:
                     queue.deferred_options = pending[1]
             queue.health_step(HealthInput.CONNECTION_DROPPED)
 
-    def queues_restored(self) -> None:
+    def queues_restored(self, now: float) -> None:
         """Every queue is reopened: bring each to what the host health asks."""
         for queue in list(self._table.queues.values()):
-            self.sync(queue)
+            self.sync(queue, now)
         self._maybe_health_restored()

@@ -21,10 +21,17 @@ from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
 from pybmq.client.dropped import creation_site, warn_dropped
 from pybmq.client.events import Ack
 from pybmq.client.health import HostHealthMonitor
-from pybmq.client.options import QueueOptions, SessionOptions, checked_timeout
+from pybmq.client.options import (
+    BATCHES_PER_BUDGET,
+    QueueOptions,
+    SessionOptions,
+    checked_timeout,
+)
 from pybmq.client.stats import SessionStats
 from pybmq.errors import SessionStoppedError, UsageError
 from pybmq.loopthread import CallbackDispatcher, LoopThread
+
+__all__ = ["ON_MESSAGE_WINDOW", "Queue", "Session", "T", "slices"]
 
 log = logging.getLogger("pybmq.client.sync")
 
@@ -47,7 +54,7 @@ def slices(batch: list[bytes], most: int, options: SessionOptions) -> Iterator[l
     holds (``max_buffered_posts``) nor more than a quarter of the byte budget (one payload at
     least): a slice is admitted whole while the session is under its budget."""
     most = min(most, options.max_buffered_posts)
-    room = max(options.max_buffered_bytes // 4, 1)
+    room = max(options.max_buffered_bytes // BATCHES_PER_BUDGET, 1)
     start, end = 0, len(batch)
     while start < end:
         stop, size = start, 0
@@ -85,18 +92,9 @@ class Queue:
         """Post and block until the ACK (or a NACK) arrives. ``compression``: ``"zlib"`` or
         ``"none"`` for this message (None: the session's ``compression_threshold``)."""
         inner = self._inner
-        tracing = inner.driver.tracing
-        if tracing is None:
-            return self._session._call(
-                inner.post(payload, properties=properties, compression=compression), timeout
-            )
-        parent = tracing.current()  # the caller's span parents the post's, on the I/O thread
-
-        async def traced() -> Ack:
-            with tracing.attached(parent):
-                return await inner.post(payload, properties=properties, compression=compression)
-
-        return self._session._call(traced(), timeout)
+        return self._call_traced(
+            lambda: inner.post(payload, properties=properties, compression=compression), timeout
+        )
 
     def post_async(
         self,
@@ -111,21 +109,28 @@ class Queue:
         as in ``post``."""
         callback = self._ack_callback(on_ack)
         inner = self._inner
-        tracing = inner.driver.tracing
-        parent = tracing.current() if tracing is not None else None
 
         async def post() -> bytes:
             await inner.driver.wait_room(1)
-            if tracing is not None and parent is not None:
-                with tracing.attached(parent):
-                    return inner.post_nowait(
-                        payload, properties=properties, on_ack=callback, compression=compression
-                    )
             return inner.post_nowait(
                 payload, properties=properties, on_ack=callback, compression=compression
             )
 
-        return self._session._call(post())
+        return self._call_traced(post)
+
+    def _call_traced(
+        self, make: Callable[[], Coroutine[Any, Any, T]], timeout: float | None = None
+    ) -> T:
+        """``Session.call`` of the coroutine ``make()`` returns, run on the I/O thread in the
+        caller's trace context (its span parents the post's; nothing when not tracing)."""
+        tracing = self._inner.session.tracing
+        parent = tracing.current()
+
+        async def run() -> T:
+            with tracing.attached(parent):
+                return await make()
+
+        return self._session.call(run(), timeout)
 
     def post_many(
         self,
@@ -151,13 +156,13 @@ class Queue:
                 guids += inner.post_many_nowait(chunk, properties=properties, on_ack=callback)
             return guids
 
-        return self._session._call(post())
+        return self._session.call(post())
 
     def _ack_callback(self, on_ack: Callable[[Ack], object] | None) -> Callable[[Ack], None] | None:
         """``on_ack`` moved to the dispatcher thread (None stays None)."""
         if on_ack is None:
             return None
-        dispatcher = self._session._dispatcher
+        dispatcher = self._session.dispatcher
         user_callback = on_ack
 
         def callback(ack: Ack) -> None:
@@ -167,7 +172,7 @@ class Queue:
 
     def get(self, timeout: float | None = None) -> ReceivedMessage:
         """The next message (blocks); TimeoutError after ``timeout`` seconds."""
-        return self._session._call(self._inner.get(), timeout)
+        return self._session.call(self._inner.get(), timeout)
 
     def confirm(self, message: ReceivedMessage) -> None:
         """Tell the broker the message is processed (it will not be redelivered); the same as
@@ -195,7 +200,7 @@ class Queue:
                 guids.append(inner.post_nowait(payload, properties=props, on_ack=callback))
             return guids
 
-        return self._session._call(post())
+        return self._session.call(post())
 
     def get_many(self, max_count: int, timeout: float | None = None) -> list[ReceivedMessage]:
         """Wait up to ``timeout`` for a message, then also take every message already received,
@@ -215,7 +220,7 @@ class Queue:
                 out.append(message)
             return out
 
-        return self._session._call(take())
+        return self._session.call(take())
 
     def confirm_many(self, messages: Iterable[ReceivedMessage]) -> None:
         """Confirm all of ``messages`` (they leave in as few CONFIRM events as fit)."""
@@ -226,17 +231,17 @@ class Queue:
             inner.confirm_many_nowait(batch)
             await inner.driver.wait_room(0)  # the channel's high watermark only
 
-        self._session._call(confirm())
+        self._session.call(confirm())
 
     def configure(self, options: QueueOptions | None = None, **option_values: Any) -> None:
         """Change the queue's options (flow control, priority, subscriptions), given whole or
         as fields; blocks until the broker answers."""
-        self._session._call(self._inner.configure(options, **option_values))
+        self._session.call(self._inner.configure(options, **option_values))
 
     def close(self, *, timeout: float | None = None) -> None:
         """Stop consuming, then close the queue on the broker; blocks until it answers (at most
         ``timeout`` seconds per answer; None: ``SessionOptions.close_timeout``)."""
-        self._session._call(self._inner.close(timeout=timeout))
+        self._session.call(self._inner.close(timeout=timeout))
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:
@@ -318,12 +323,15 @@ class Session:
         return self._inner
 
     @property
-    def _dispatcher(self) -> CallbackDispatcher:
+    def dispatcher(self) -> CallbackDispatcher:
+        """The one thread user callbacks (ACKs, messages, events) run on, in order."""
         if self._dispatcher_thread is None:
             raise UsageError("session is not started")
         return self._dispatcher_thread
 
-    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the session's I/O thread and wait for its result (at most
+        ``timeout`` seconds): what every blocking call of the session and its queues does."""
         io = self._io
         if self._closed or io is None:
             coro.close()
@@ -353,7 +361,7 @@ class Session:
 
         async def start() -> AsyncSession:
             on_event = self._on_event
-            dispatch = self._dispatcher.submit
+            dispatch = self.dispatcher.submit
             session = parts.inner = AsyncSession(
                 self.broker,
                 options=self._options,
@@ -367,7 +375,7 @@ class Session:
 
         try:
             # The loop's own bound (start's timeout) fires first; this one is a backstop.
-            self._inner = self._call(start(), self._timeout if timeout is None else timeout + 5)
+            self._inner = self.call(start(), self._timeout if timeout is None else timeout + 5)
         except BaseException:
             self.stop()
             raise
@@ -381,7 +389,7 @@ class Session:
         async def take() -> SessionStats:
             return inner.stats()
 
-        return self._call(take(), self._timeout)
+        return self.call(take(), self._timeout)
 
     def stop(self, *, linger: float | None = None) -> None:
         """Stop the session and its threads. Idempotent. ``linger``: see ``AsyncSession.stop``
@@ -391,7 +399,7 @@ class Session:
         try:
             if self._inner is not None:
                 wait = self._timeout + (linger or 0.0)
-                self._call(self._inner.stop(linger=linger), wait)
+                self.call(self._inner.stop(linger=linger), wait)
         finally:
             self._inner = None
             self._closed = True
@@ -420,14 +428,14 @@ class Session:
         if self._inner is None:
             raise UsageError("session is not started")
         inner_session = self._inner
-        opened = self._call(
+        opened = self.call(
             inner_session.open_queue(
                 uri, read=read, write=write, ack=ack, options=options, **option_values
             ),
             self._timeout,
         )
         if on_message is not None:
-            dispatcher = self._dispatcher
+            dispatcher = self.dispatcher
             handler = on_message
 
             async def pump() -> None:
@@ -444,7 +452,7 @@ class Session:
                     await window.acquire()
                     dispatcher.submit(partial(_call_then, handler, message, handled))
 
-            assert self._io is not None  # started: _call above ran on it
+            assert self._io is not None  # started: call above ran on it
             self._io.submit(pump())
         return Queue(self, opened)
 

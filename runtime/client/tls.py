@@ -29,6 +29,9 @@ class HandshakeTimeout(ConnectionAbortedError):
     """No TLS answer within the handshake bound (asyncio reports its own bound this way)."""
 
 
+__all__ = ["client_tls_context", "connect_failure"]
+
+
 def client_tls_context(options: SessionOptions) -> ssl.SSLContext | None:
     """None for plain TCP."""
     if options.tls is not None:

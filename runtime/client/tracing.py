@@ -35,6 +35,16 @@ from pybmq.client.events import Ack
 from pybmq.wire.logbudget import worth_logging
 from pybmq.wire.properties import MessageProperties
 
+__all__ = [
+    "MAX_TRACEPARENT",
+    "MAX_TRACESTATE",
+    "MAX_TRACESTATE_MEMBERS",
+    "SYSTEM",
+    "TRACEPARENT",
+    "TRACESTATE_MEMBER",
+    "Tracing",
+]
+
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
@@ -151,8 +161,11 @@ class Tracing:
 
     @staticmethod
     @contextmanager
-    def attached(parent: Context) -> Iterator[None]:
+    def attached(parent: Context | None) -> Iterator[None]:
         """``parent`` made current (on the I/O thread) for the spans started inside."""
+        if parent is None:
+            yield
+            return
         token = otel_context.attach(parent)
         try:
             yield

@@ -15,6 +15,29 @@ from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError, UsageError
 
+__all__ = [
+    "CLASS_MASK",
+    "CONSTRUCTED",
+    "CONTEXT",
+    "EOC",
+    "INDEFINITE",
+    "MAX_DEPTH",
+    "BerReader",
+    "E",
+    "check_list",
+    "enum_value",
+    "identifier",
+    "int_content",
+    "length_octets",
+    "put_bool",
+    "put_bytes",
+    "put_enum",
+    "put_int",
+    "put_real",
+    "put_str",
+    "real_content",
+]
+
 MAX_DEPTH = 64  # deeper nesting than any BDE schema needs: refuse rather than recurse
 EOC = b"\x00\x00"
 INDEFINITE = b"\x80"

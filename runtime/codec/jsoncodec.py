@@ -18,6 +18,29 @@ from typing import Any, TypeVar
 
 from pybmq.errors import DecodeError, EncodeError
 
+__all__ = [
+    "MAX_DEPTH",
+    "MISSING",
+    "E",
+    "arr",
+    "bool_",
+    "bytes_",
+    "dec_bool",
+    "dec_bytes",
+    "dec_enum",
+    "dec_float",
+    "dec_int",
+    "dec_str",
+    "enum_",
+    "finish",
+    "float_",
+    "int_",
+    "list_",
+    "obj",
+    "parse",
+    "str_",
+]
+
 MAX_DEPTH = 64
 MISSING = object()  # a member not present in the JSON object
 

@@ -10,6 +10,8 @@ import sys
 
 from pybmq.compat.aliases import install
 
+__all__ = ["main"]
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(

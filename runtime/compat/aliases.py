@@ -62,8 +62,8 @@ def install(force: bool = False) -> bool:
 def uninstall() -> None:
     """Remove the aliases ``install`` registered (a real ``blazingmq`` imports normally again)."""
     for alias, target in ALIASES.items():
-        if sys.modules.get(alias) is sys.modules.get(target):
+        if alias in sys.modules and sys.modules[alias] is sys.modules.get(target):
             del sys.modules[alias]
 
 
-__all__ = ["ALIASES", "install", "installed", "uninstall"]
+__all__ = ["ALIASES", "install", "installed", "real_sdk_present", "uninstall"]

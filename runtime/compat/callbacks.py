@@ -182,4 +182,14 @@ class CallbackThread(JobDispatcher[Item]):
             self._emit(ev.SlowConsumerNormal(None))
 
 
-__all__ = ["ACK", "ACKS", "CALL", "EVENT", "MESSAGE", "CallbackThread", "print_callback_error"]
+__all__ = [
+    "ACK",
+    "ACKS",
+    "CALL",
+    "EVENT",
+    "MESSAGE",
+    "CallbackThread",
+    "Item",
+    "compat_message",
+    "print_callback_error",
+]

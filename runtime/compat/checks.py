@@ -13,6 +13,28 @@ from pybmq.compat.values import (
 )
 from pybmq.errors import BrokerError, RequestTimeoutError, UsageError
 
+__all__ = [
+    "ACK_STATUS",
+    "CONSUMER_PRIORITY_MAX",
+    "CONSUMER_PRIORITY_MIN",
+    "CONTROL_RESERVE",
+    "DEFAULT_CHANNEL_HIGH_WATERMARK",
+    "DEFAULT_EVENT_QUEUE_WATERMARKS",
+    "DEFAULT_SECONDS",
+    "DEFAULT_TIMEOUT",
+    "INT_MAX",
+    "STOPPED",
+    "WRITER_ONLY_OPTIONS",
+    "DefaultTimeout",
+    "check_int_option",
+    "check_positive_option",
+    "check_queue_options",
+    "check_reader_priority",
+    "failure",
+    "merged",
+    "seconds_or_none",
+]
+
 
 class DefaultTimeout(float):
     """The "use the session's timeout" marker; prints as ``...`` in signatures."""

@@ -280,4 +280,4 @@ class DataPlane:
         self._acks = None
 
 
-__all__ = ["DataPlane"]
+__all__ = ["CONFIRM", "POST", "YIELD_AT", "DataPlane", "budget_for"]

@@ -4,11 +4,11 @@ is collected (and stopped by its finalizer) even while its loop and connection a
 from __future__ import annotations
 
 import weakref
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from pybmq.client.aio import AsyncSession
 from pybmq.client.aio_queue import AsyncQueue
-from pybmq.client.dropped import weak_method
 from pybmq.compat.dataplane import DataPlane
 from pybmq.compat.queues import QueueRecord
 from pybmq.errors import SessionStoppedError
@@ -17,18 +17,11 @@ from pybmq.errors import SessionStoppedError
 PUMP_BATCH = 1024
 
 
-class Owner(Protocol):
-    """What the loop calls on the Session while it is alive."""
-
-    def _connection_ended(self, session: AsyncSession) -> None: ...
-
-
-async def watch_connection(ref: weakref.ref[Owner], session: AsyncSession) -> None:
-    """Wait for the connection to end, holding the Session only weakly meanwhile."""
+async def watch_connection(ended: Callable[[Any], None], session: AsyncSession) -> None:
+    """Wait for the connection to end, then call ``ended(session)`` (a ``weak_method``: the
+    Session is held only weakly meanwhile)."""
     await session.wait_stopped()
-    owner = ref()
-    if owner is not None:
-        owner._connection_ended(session)
+    ended(session)
 
 
 async def pump_messages(
@@ -52,4 +45,4 @@ async def pump_messages(
         del owner
 
 
-__all__ = ["pump_messages", "watch_connection", "weak_method"]
+__all__ = ["PUMP_BATCH", "pump_messages", "watch_connection"]

@@ -4,6 +4,7 @@ conversions between its (value dict, type dict) form and pybmq's typed ``Message
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pybmq.client.events import AckStatus as RuntimeAckStatus
@@ -15,6 +16,21 @@ from pybmq.wire.properties import PropertyType as WireType
 
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
+
+__all__ = [
+    "Ack",
+    "Message",
+    "MessageHandle",
+    "PropertyTypeDict",
+    "PropertyValueDict",
+    "PropertyValueType",
+    "compat_ack",
+    "from_wire_properties",
+    "new_handle",
+    "new_message",
+    "received_of",
+    "to_wire_properties",
+]
 
 PropertyValueType = int | bytes | str
 PropertyValueDict = Mapping[str, PropertyValueType]
@@ -35,6 +51,11 @@ def _no_constructor(cls: type) -> NoReturn:
     raise Error(f"The {cls.__name__} class does not have a public constructor.")
 
 
+# What pybmq passes first to the constructors below (the official classes have no public one:
+# called without it, they raise as the official SDK's do).
+_BUILD = object()
+
+
 def _hex(guid: bytes) -> str:
     return guid.hex().upper()
 
@@ -50,27 +71,21 @@ class Message:
     property_types: dict[str, PropertyType]
     _received: ReceivedMessage  # what a confirm names
 
-    def __init__(self) -> None:
-        _no_constructor(Message)
+    def __init__(self, *args: Any) -> None:
+        if not args or args[0] is not _BUILD:
+            _no_constructor(Message)
+        _, data, guid, queue_uri, properties, property_types, received = args
+        self.data = data
+        self.guid = guid
+        self.queue_uri = queue_uri
+        self.properties = properties
+        self.property_types = property_types
+        self._received = received
 
-    @classmethod
-    def _make(
-        cls,
-        data: bytes,
-        guid: bytes,
-        queue_uri: str,
-        properties: dict[str, PropertyValueType],
-        property_types: dict[str, PropertyType],
-        received: ReceivedMessage,
-    ) -> Message:
-        message = cls.__new__(cls)
-        message.data = data
-        message.guid = guid
-        message.queue_uri = queue_uri
-        message.properties = properties
-        message.property_types = property_types
-        message._received = received
-        return message
+    @property
+    def received(self) -> ReceivedMessage:
+        """The pybmq message this one was built from (what a confirm names)."""
+        return self._received
 
     @property
     def total_size(self) -> int:
@@ -88,15 +103,10 @@ class MessageHandle:
     _message: Message
     _session: Any
 
-    def __init__(self) -> None:
-        _no_constructor(MessageHandle)
-
-    @classmethod
-    def _make(cls, message: Message, session: Any) -> MessageHandle:
-        handle = cls.__new__(cls)
-        handle._message = message
-        handle._session = session
-        return handle
+    def __init__(self, *args: Any) -> None:
+        if not args or args[0] is not _BUILD:
+            _no_constructor(MessageHandle)
+        _, self._message, self._session = args
 
     def confirm(self) -> None:
         """Tell the broker this message is processed (same as ``Session.confirm(message)``)."""
@@ -112,52 +122,35 @@ class Ack:
     guid: bytes | None
     status: AckStatus
     queue_uri: str
-    _status_description: str
 
-    def __init__(self) -> None:
-        _no_constructor(Ack)
-
-    @classmethod
-    def _make(cls, guid: bytes | None, status: AckStatus, description: str, queue_uri: str) -> Ack:
-        ack = cls.__new__(cls)
-        ack.guid = guid
-        ack.status = status
-        ack._status_description = description
-        ack.queue_uri = queue_uri
-        return ack
+    def __init__(self, *args: Any) -> None:
+        if not args or args[0] is not _BUILD:
+            _no_constructor(Ack)
+        _, self.guid, self.status, self.queue_uri = args
 
     def __repr__(self) -> str:
         guid = "" if self.guid is None else f"[{_hex(self.guid)}]"
-        return f"<Ack{guid} {self._status_description} for {self.queue_uri}>"
+        return f"<Ack{guid} {self.status.name} for {self.queue_uri}>"
 
 
 # The constructors pybmq uses (the official classes have no public one).
-new_message = Message._make
-new_handle = MessageHandle._make
+new_message = partial(Message, _BUILD)
+new_handle = partial(MessageHandle, _BUILD)
 
 _SUCCESS = RuntimeAckStatus.SUCCESS
 _ACK_SUCCESS = AckStatus.SUCCESS
-_new = object.__new__
 
 
 def received_of(message: Message) -> ReceivedMessage:
     """The pybmq message a compat ``Message`` was built from (what a confirm names)."""
-    return message._received
+    return message.received
 
 
 def compat_ack(guid: bytes, status: RuntimeAckStatus, queue_uri: str) -> Ack:
     """The official SDK's ``Ack`` for an engine ack; only a successful one names its GUID."""
-    ack: Ack = _new(Ack)  # Ack._make, inlined: this is the per-ACK path
     if status is _SUCCESS:
-        ack.guid = guid
-        ack.status = _ACK_SUCCESS
-        ack._status_description = "SUCCESS"
-    else:
-        ack.guid = None
-        ack.status = compat_status = ACK_STATUS.get(status, AckStatus.UNRECOGNIZED)
-        ack._status_description = compat_status.name
-    ack.queue_uri = queue_uri
-    return ack
+        return Ack(_BUILD, guid, _ACK_SUCCESS, queue_uri)
+    return Ack(_BUILD, None, ACK_STATUS.get(status, AckStatus.UNRECOGNIZED), queue_uri)
 
 
 # ---------------------------------------------------------------------- properties

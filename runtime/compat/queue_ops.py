@@ -200,4 +200,4 @@ class QueueOperations:
             self._core.plane.flush()  # its ACKs (and local NACKs) go to the callback thread now
 
 
-__all__ = ["QueueOperations"]
+__all__ = ["DEFAULT_CALLBACK_WAIT", "QueueOperations"]

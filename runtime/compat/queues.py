@@ -18,6 +18,8 @@ from pybmq.compat.values import (
     QueueOptions,
 )
 
+__all__ = ["QueueRecord"]
+
 
 @dataclasses.dataclass
 class QueueRecord:

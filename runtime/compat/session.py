@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
+from pybmq.client.dropped import weak_method
 from pybmq.client.events import ConnectionLost as RuntimeConnectionLost
 from pybmq.client.events import QueueReopened as RuntimeQueueReopened
 from pybmq.client.events import Reconnected as RuntimeReconnected
@@ -56,7 +57,7 @@ from pybmq.compat.core import SessionCore
 from pybmq.compat.credentials import AuthnCredentialProvider, credential_provider
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.health import HostHealth
-from pybmq.compat.lifetime import watch_connection, weak_method
+from pybmq.compat.lifetime import watch_connection
 from pybmq.compat.messages import (
     Ack,
     Message,
@@ -347,7 +348,9 @@ class Session:
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
                 continue
-            self.core.tasks.add(loop.create_task(watch_connection(weakref.ref(self), session)))
+            self.core.tasks.add(
+                loop.create_task(watch_connection(weak_method(self._connection_ended), session))
+            )
             return session
 
     @staticmethod
@@ -488,4 +491,4 @@ class Session:
         self.stop()
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Session"]
+__all__ = ["DEFAULT_TIMEOUT", "OnAck", "OnMessage", "OnSessionEvent", "Session"]

@@ -24,7 +24,7 @@ class SessionEvent:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SessionEvent):
             return False
-        return type(self) is type(other) and self._message == other._message
+        return type(self) is type(other) and vars(self) == vars(other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -46,8 +46,7 @@ class QueueEvent(SessionEvent):
     def __eq__(self, other: object) -> bool:
         if type(self) is not type(other):
             return NotImplemented
-        assert isinstance(other, QueueEvent)
-        return self._message == other._message and self.queue_uri == other.queue_uri
+        return vars(self) == vars(other)  # the same text and queue URI
 
 
 class Connected(SessionEvent):

@@ -14,6 +14,18 @@ from pybmq.client.health import ManualHostHealthMonitor
 from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
 from pybmq.compat.credentials import AuthnCredentialProvider
 
+__all__ = [
+    "QUEUE_OPTION_FIELDS",
+    "TIMEOUT_FIELDS",
+    "AckStatus",
+    "BasicHealthMonitor",
+    "CompressionAlgorithmType",
+    "PropertyType",
+    "QueueOptions",
+    "SessionOptions",
+    "Timeouts",
+]
+
 
 class _OpaqueEnum(enum.Enum):
     """Members whose values mean nothing (only identity counts); repr ``<Class.NAME>``."""
@@ -81,16 +93,26 @@ class _ValueType:
         return _value_repr(self, self._ATTRS)
 
 
+# The attributes of each value type, in constructor order (for code that walks them).
+TIMEOUT_FIELDS = (
+    "connect_timeout",
+    "disconnect_timeout",
+    "open_queue_timeout",
+    "configure_queue_timeout",
+    "close_queue_timeout",
+)
+QUEUE_OPTION_FIELDS = (
+    "max_unconfirmed_messages",
+    "max_unconfirmed_bytes",
+    "consumer_priority",
+    "suspends_on_bad_host_health",
+)
+
+
 class Timeouts(_ValueType):
     """Seconds to wait for each kind of request; ``None`` = the default."""
 
-    _ATTRS = (
-        "connect_timeout",
-        "disconnect_timeout",
-        "open_queue_timeout",
-        "configure_queue_timeout",
-        "close_queue_timeout",
-    )
+    _ATTRS = TIMEOUT_FIELDS
 
     def __init__(
         self,
@@ -113,12 +135,7 @@ _DEFAULTS = _RuntimeQueueOptions()
 class QueueOptions(_ValueType):
     """Consumer settings of a queue; ``None`` = default (open) or unchanged (configure)."""
 
-    _ATTRS = (
-        "max_unconfirmed_messages",
-        "max_unconfirmed_bytes",
-        "consumer_priority",
-        "suspends_on_bad_host_health",
-    )
+    _ATTRS = QUEUE_OPTION_FIELDS
     DEFAULT_MAX_UNCONFIRMED_MESSAGES = _DEFAULTS.max_unconfirmed_messages
     DEFAULT_MAX_UNCONFIRMED_BYTES = _DEFAULTS.max_unconfirmed_bytes
     DEFAULT_CONSUMER_PRIORITY = _DEFAULTS.consumer_priority
@@ -145,11 +162,6 @@ class BasicHealthMonitor(ManualHostHealthMonitor):
 
     def __repr__(self) -> str:
         return "BasicHealthMonitor()"
-
-
-# The attributes of each value type, in constructor order (for code that walks them).
-TIMEOUT_FIELDS = Timeouts._ATTRS
-QUEUE_OPTION_FIELDS = QueueOptions._ATTRS
 
 
 class SessionOptions(_ValueType):

@@ -38,6 +38,8 @@ from pybmq.faststream.response import BlazingMQPublishCommand
 from pybmq.faststream.subscriber import BlazingMQSubscriber
 from typing_extensions import override
 
+__all__ = ["BlazingMQBroker", "Sessions"]
+
 if TYPE_CHECKING:
     from types import TracebackType
 

@@ -18,6 +18,17 @@ from faststream.exceptions import IncorrectState
 from faststream.middlewares import AckPolicy
 from pybmq.faststream.producer import BlazingMQProducer
 
+__all__ = [
+    "DEFAULT_ACK_POLICY",
+    "DEFAULT_MAX_ATTEMPTS",
+    "BlazingMQBrokerConfig",
+    "BlazingMQPublisherConfig",
+    "BlazingMQPublisherSpecificationConfig",
+    "BlazingMQSubscriberConfig",
+    "BlazingMQSubscriberSpecificationConfig",
+    "queue_uri",
+]
+
 if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
     from pybmq.client.subscriptions import Subscription

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from faststream.message import StreamMessage
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
+__all__ = ["IN_MEMORY", "NO_PROPERTIES", "BlazingMQMessage", "Delivery", "Outcome", "Settler"]
+
 if TYPE_CHECKING:
     from pybmq.client.aio_queue import ReceivedMessage
     from pybmq.client.subscriptions import Subscription

@@ -22,6 +22,8 @@ from opentelemetry.semconv.trace import SpanAttributes
 from pybmq.faststream.message import Delivery
 from pybmq.faststream.response import BlazingMQPublishCommand
 
+__all__ = ["SYSTEM", "BlazingMQTelemetryMiddleware", "BlazingMQTelemetrySettingsProvider"]
+
 if TYPE_CHECKING:
     from faststream.message import StreamMessage
     from opentelemetry.metrics import Meter, MeterProvider

@@ -21,6 +21,8 @@ from faststream.message import StreamMessage, decode_message
 from pybmq.faststream.message import BlazingMQMessage, Delivery
 from pybmq.wire.properties import MessageProperties, PropertyValue
 
+__all__ = ["CONTENT_TYPE", "CORRELATION_ID", "REPLY_TO", "BlazingMQParser", "to_properties"]
+
 CONTENT_TYPE = "content-type"
 CORRELATION_ID = "correlation_id"
 REPLY_TO = "reply_to"

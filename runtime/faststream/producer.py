@@ -18,6 +18,8 @@ from pybmq.faststream.response import BlazingMQPublishCommand
 from pybmq.uri import require_queue_uri
 from typing_extensions import override
 
+__all__ = ["DEFAULT_MAX_QUEUES", "BlazingMQProducer"]
+
 if TYPE_CHECKING:
     from fast_depends.library.serializer import SerializerProto
     from faststream._internal.parser import CodecProto

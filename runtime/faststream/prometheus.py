@@ -19,6 +19,8 @@ from faststream.prometheus.middleware import PrometheusMiddleware
 from pybmq.faststream.message import Delivery
 from pybmq.faststream.response import BlazingMQPublishCommand
 
+__all__ = ["BlazingMQMetricsSettingsProvider", "BlazingMQPrometheusMiddleware"]
+
 if TYPE_CHECKING:
     from faststream.message import StreamMessage
     from prometheus_client import CollectorRegistry

@@ -15,6 +15,8 @@ from pybmq.faststream.parser import to_properties
 from pybmq.faststream.response import BlazingMQPublishCommand
 from typing_extensions import override
 
+__all__ = ["BlazingMQPublisher", "BlazingMQReplyPublisher"]
+
 if TYPE_CHECKING:
     from faststream._internal.basic_types import SendableMessage
     from faststream._internal.endpoint.publisher import PublisherSpecification

@@ -30,6 +30,8 @@ from pybmq.faststream.subscriber import BlazingMQConcurrentSubscriber, BlazingMQ
 from pybmq.wire.properties import TYPE_NAMES
 from typing_extensions import override
 
+__all__ = ["BlazingMQRegistrator", "SubscriptionSpec"]
+
 if TYPE_CHECKING:
     from fast_depends.dependencies import Dependant
     from faststream._internal.parser import CodecProto

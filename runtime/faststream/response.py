@@ -10,6 +10,8 @@ from faststream.response.publish_type import PublishType
 from faststream.response.response import PublishCommand, Response
 from typing_extensions import override
 
+__all__ = ["BlazingMQPublishCommand", "BlazingMQResponse"]
+
 
 class BlazingMQResponse(Response):
     """A handler's result with BlazingMQ ``properties`` (typed; see ``pybmq.faststream.parser``)

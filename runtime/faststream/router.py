@@ -15,6 +15,8 @@ from pybmq.faststream.config import DEFAULT_MAX_ATTEMPTS, BlazingMQBrokerConfig
 from pybmq.faststream.message import Delivery
 from pybmq.faststream.registrator import BlazingMQRegistrator, SubscriptionSpec
 
+__all__ = ["BlazingMQRoute", "BlazingMQRoutePublisher", "BlazingMQRouter"]
+
 if TYPE_CHECKING:
     from fast_depends.dependencies import Dependant
     from faststream._internal.basic_types import SendableMessage

@@ -29,6 +29,13 @@ from pybmq.faststream.parser import CONTENT_TYPE, CORRELATION_ID
 from pybmq.uri import require_queue_uri
 from pybmq.wire.expressions import property_names
 
+__all__ = [
+    "STANDARD_PROPERTIES",
+    "BlazingMQPublisherSpecification",
+    "BlazingMQSubscriberSpecification",
+    "bindings_line",
+]
+
 if TYPE_CHECKING:
     from faststream._internal.endpoint.subscriber.call_item import CallsCollection
 

@@ -28,6 +28,17 @@ from pybmq.faststream.publisher import BlazingMQReplyPublisher
 from pybmq.faststream.response import BlazingMQPublishCommand
 from typing_extensions import override
 
+__all__ = [
+    "DEAD_LETTER_ATTEMPTS",
+    "DEAD_LETTER_GUID",
+    "DEAD_LETTER_QUEUE",
+    "DEAD_LETTER_REASON",
+    "MAX_REASON",
+    "BlazingMQConcurrentSubscriber",
+    "BlazingMQSubscriber",
+    "QueueSettler",
+]
+
 if TYPE_CHECKING:
     from faststream._internal.endpoint.publisher import PublisherProto
     from faststream._internal.endpoint.subscriber import SubscriberSpecification

@@ -36,7 +36,7 @@ from typing_extensions import override
 if TYPE_CHECKING:
     from pybmq.faststream.publisher import BlazingMQPublisher
 
-__all__ = ["TestBlazingMQBroker"]
+__all__ = ["InMemoryProducer", "TestBlazingMQBroker"]
 
 
 class TestBlazingMQBroker(TestBroker[BlazingMQBroker, Any], broker=BlazingMQBroker):

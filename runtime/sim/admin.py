@@ -45,6 +45,20 @@ if TYPE_CHECKING:
     from pybmq.sim.queues import SimQueue
     from pybmq.sim.requests import QueueRequests
 
+__all__ = [
+    "CLUSTER_NAME",
+    "COMMANDS",
+    "COMMAND_WORDS",
+    "MAX_ANSWER_SIZE",
+    "MAX_COMMAND_LENGTH",
+    "MAX_LIST_MESSAGES",
+    "CommandError",
+    "answer",
+    "escape_controls",
+    "handle_request",
+    "render",
+]
+
 CLUSTER_NAME = "pybmq-sim"
 # Longest command text read (a real command is a few words); longer is an error Result.
 MAX_COMMAND_LENGTH = 4096

@@ -17,6 +17,24 @@ from pathlib import Path
 from pybmq.errors import UsageError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
+__all__ = [
+    "BACKOFF_FIRST_S",
+    "BACKOFF_MAX_S",
+    "FREE_FAILURES",
+    "MAX_SHOWN",
+    "MAX_TRACKED_HOSTS",
+    "RC_AUTHENTICATION_FAILED",
+    "RC_MECHANISM_NOT_SUPPORTED",
+    "REAUTH_BURST",
+    "REAUTH_WINDOW_S",
+    "RESUME_GRACE_S",
+    "AuthConfig",
+    "AuthThrottle",
+    "SessionAuth",
+    "load_credentials",
+    "shown",
+]
+
 log = logging.getLogger("pybmq.sim")
 
 # mqbauthn_authenticationcontroller.cpp: the codes a refusal carries.

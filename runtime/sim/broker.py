@@ -29,6 +29,8 @@ from pybmq.sim.guard import contained
 from pybmq.sim.queues import MemoryBudget, QueueStore, Run, SimQueue
 from pybmq.sim.session import ClientSession
 
+__all__ = ["Broker"]
+
 
 class Broker:
     """Shared state of the simulated broker: queues, sessions, which sessions have output."""

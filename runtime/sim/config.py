@@ -17,6 +17,19 @@ if TYPE_CHECKING:
     from pybmq.sim.auth import AuthConfig
     from pybmq.sim.session import ClientSession
 
+__all__ = [
+    "BROKER_VERSION",
+    "FLAG_ACK",
+    "FLAG_ADMIN",
+    "FLAG_READ",
+    "FLAG_WRITE",
+    "KNOWN_QUEUE_FLAGS",
+    "RESERVED_QUEUE_ID",
+    "BrokerConfig",
+    "BrokerHooks",
+    "BrokerStats",
+]
+
 
 FLAG_ADMIN = int(QueueFlags.ADMIN)
 FLAG_READ = int(QueueFlags.READ)

@@ -33,6 +33,24 @@ from pybmq.wire.properties import MessageProperties
 from pybmq.wire.push import PushEventBuilder
 from pybmq.wire.put import PutMessage, decode_put
 
+__all__ = [
+    "ACK_REQUESTED",
+    "KNOWN_COMPRESSION",
+    "MAX_PUSH_EVENT_SIZE",
+    "MESSAGE_PROPERTIES",
+    "SUPPORTED_PUT_FLAGS",
+    "AckEntry",
+    "PushItem",
+    "PushRun",
+    "ack_events",
+    "pack_push_runs",
+    "push_events",
+    "push_run_events",
+    "put_problem",
+    "read_confirm_event",
+    "read_put_event",
+]
+
 log = logging.getLogger("pybmq.sim")
 
 SUPPORTED_PUT_FLAGS = int(PutHeaderFlags.ACK_REQUESTED | PutHeaderFlags.MESSAGE_PROPERTIES)

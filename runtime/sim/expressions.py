@@ -18,6 +18,17 @@ from typing import Any
 from pybmq.errors import UsageError
 from pybmq.wire.expressions import ExpressionLimitError, ExpressionLimits, check_limits, tokens
 
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_LENGTH",
+    "ExpressionError",
+    "Node",
+    "Props",
+    "Value",
+    "compile_expression",
+]
+
 Value = int | bool | str
 Props = Mapping[str, object]
 Node = Callable[[Props], Value]

@@ -15,6 +15,8 @@ from pybmq.generated.wire_codec import AckStatus
 from pybmq.sim.config import BrokerHooks
 from pybmq.sim.session import ClientSession
 
+__all__ = ["FaultConfig", "FaultInjector"]
+
 
 @dataclass(frozen=True)
 class FaultConfig:

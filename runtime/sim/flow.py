@@ -29,6 +29,8 @@ from pybmq.wire.framing import Event
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
 
+__all__ = ["UNKNOWN", "MessageFlow"]
+
 log = logging.getLogger("pybmq.sim")
 UNKNOWN = int(AckStatus.UNKNOWN)
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
 
+__all__ = ["T", "contained"]
+
 log = logging.getLogger("pybmq.sim")
 T = TypeVar("T")
 

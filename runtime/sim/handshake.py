@@ -29,6 +29,8 @@ from pybmq.wire.framing import Event
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
 
+__all__ = ["authenticate", "broker_response", "negotiate"]
+
 log = logging.getLogger("pybmq.sim")
 
 

@@ -35,6 +35,15 @@ if TYPE_CHECKING:
     from pybmq.sim.flow import MessageFlow
     from pybmq.wire.channel import Channel
 
+__all__ = [
+    "NO_PRIORITY",
+    "REQUESTS",
+    "QueueHandle",
+    "QueueRequests",
+    "RequestRefused",
+    "check_consumer",
+]
+
 log = logging.getLogger("pybmq.sim")
 
 
@@ -98,7 +107,7 @@ class QueueRequests:
     flow: MessageFlow
     _now: float
 
-    def _open_queue(self, request: ctrl.OpenQueue) -> ctrl.ControlMessage:
+    def open_queue(self, request: ctrl.OpenQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
         uri = parse_queue_uri(params.uri)
         if uri is None:
@@ -199,7 +208,7 @@ class QueueRequests:
             f"configure of queue id {q_id}, appId {app_id!r}, which is not open",
         )
 
-    def _configure_queue_stream(self, request: ctrl.ConfigureQueueStream) -> ctrl.ControlMessage:
+    def configure_queue_stream(self, request: ctrl.ConfigureQueueStream) -> ctrl.ControlMessage:
         params = request.stream_parameters
         info = params.sub_id_info
         handle = self._handle_for_configure(
@@ -228,7 +237,7 @@ class QueueRequests:
             configure_queue_stream_response=ctrl.ConfigureQueueStreamResponse(request=request)
         )
 
-    def _configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
+    def configure_stream(self, request: ctrl.ConfigureStream) -> ctrl.ControlMessage:
         params = request.stream_parameters
         handle = self._handle_for_configure(request.q_id, params.app_id, None)
         wanted: list[tuple[int, int, int, int, Callable[[Mapping[str, object]], bool] | None]] = []
@@ -308,7 +317,7 @@ class QueueRequests:
         stream.changed()
         self.flow.touched.add(handle.queue)
 
-    def _close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
+    def close_queue(self, request: ctrl.CloseQueue) -> ctrl.ControlMessage:
         params = request.handle_parameters
         key = (params.q_id, params.sub_id_info.sub_id if params.sub_id_info else 0)
         handle = self.handles.get(key)
@@ -350,7 +359,7 @@ class QueueRequests:
         self.broker.store.free_if_unused(handle.queue, self._now)
         log.info("session %d: closed %s (queue id %d)", self.session_id, handle.uri.text, key[0])
 
-    def _disconnect(self, request: ctrl.Disconnect) -> ctrl.ControlMessage:
+    def disconnect(self, request: ctrl.Disconnect) -> ctrl.ControlMessage:
         return ctrl.ControlMessage(disconnect_response=ctrl.DisconnectResponse())
 
     def _release(self, handle: QueueHandle) -> None:
@@ -368,10 +377,10 @@ class QueueRequests:
 
 
 REQUESTS: dict[str, Callable[[QueueRequests, Any], ctrl.ControlMessage]] = {
-    "open_queue": QueueRequests._open_queue,
-    "configure_queue_stream": QueueRequests._configure_queue_stream,
-    "configure_stream": QueueRequests._configure_stream,
-    "close_queue": QueueRequests._close_queue,
-    "disconnect": QueueRequests._disconnect,
+    "open_queue": QueueRequests.open_queue,
+    "configure_queue_stream": QueueRequests.configure_queue_stream,
+    "configure_stream": QueueRequests.configure_stream,
+    "close_queue": QueueRequests.close_queue,
+    "disconnect": QueueRequests.disconnect,
     "admin_command": admin.handle_request,
 }

@@ -12,6 +12,17 @@ import enum
 
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 
+__all__ = [
+    "AT_MOST_ONCE",
+    "DELIVER_ALL",
+    "DELIVER_CONSUMER_PRIORITY",
+    "FANOUT_APP_IDS",
+    "HAS_MULTIPLE_SUB_STREAMS",
+    "ROUTING_FLAGS",
+    "RoutingMode",
+    "routing_mode",
+]
+
 # The appIds every fan-out queue is configured with (as in the upstream example domain).
 FANOUT_APP_IDS: tuple[str, ...] = ("foo", "bar", "baz")
 

@@ -26,6 +26,8 @@ from pybmq.sim.faults import FaultConfig, FaultInjector
 from pybmq.sim.session import ClientSession
 
 __all__ = [
+    "DISCONNECT_LINGER_S",
+    "TIMER_MAX_SLEEP_S",
     "BrokerConfig",
     "BrokerHooks",
     "BrokerSimulator",
@@ -47,16 +49,14 @@ class SimulatorError(PybmqError):
 
 
 class _Connection(asyncio.Protocol):
+    """asyncio's side of one accepted socket; everything goes to its ``BrokerSimulator``."""
+
     def __init__(self, sim: BrokerSimulator) -> None:
         self.sim = sim
         self.session: ClientSession | None = None
         # Over the connection cap when accepted: closed as soon as it is made (with TLS, once
         # its handshake ends, which the handshake timeout bounds).
-        self.refused = sim._open_connections() >= sim.broker.config.max_connections
-        if self.refused:
-            sim.broker.stats.refused_connections += 1
-        else:
-            sim._connections[self] = sim._now()
+        self.refused = not sim.admit(self)
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set on connect
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -64,39 +64,26 @@ class _Connection(asyncio.Protocol):
         if self.refused:
             transport.abort()
             return
-        peer = transport.get_extra_info("peername")
-        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.session = self.sim.broker.connect(peer_text, self.sim._now())
-        self.sim._transports[self.session] = transport
         self.transport = transport
-        transport.set_write_buffer_limits(high=self.sim.broker.config.write_high_water_bytes)
-        log.info("session %d: connection from %s", self.session.session_id, peer_text)
+        self.session = self.sim.connected(transport)
 
     def data_received(self, data: bytes) -> None:
         assert self.session is not None
-        self.session.receive_data(data, self.sim._now())
-        self.sim._flush()
+        self.sim.received(self.session, data)
 
     def pause_writing(self) -> None:
         """A client that does not read what we send: stop pushing to it, and stop reading it."""
         if self.session is not None and not self.session.closed:
             self.transport.pause_reading()
-            self.session.set_paused(True, self.sim._now())
+            self.sim.writing_paused(self.session, True)
 
     def resume_writing(self) -> None:
         if self.session is not None and not self.session.closed and self.session.paused:
             self.transport.resume_reading()
-            self.session.set_paused(False, self.sim._now())
-            self.sim._flush()
+            self.sim.writing_paused(self.session, False)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.sim._connections.pop(self, None)
-        if self.session is not None:
-            self.sim._transports.pop(self.session, None)
-            self.session.connection_lost(
-                "connection closed by peer" if exc is None else f"connection lost: {exc}"
-            )
-            self.sim._flush()
+        self.sim.lost(self, exc)
 
 
 class BrokerSimulator:
@@ -245,6 +232,46 @@ class BrokerSimulator:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- the protocol's calls (one _Connection per accepted socket) ---------------------------
+
+    def admit(self, connection: _Connection) -> bool:
+        """A socket was accepted: False (and counted as refused) over the connection cap."""
+        if self._open_connections() >= self.broker.config.max_connections:
+            self.broker.stats.refused_connections += 1
+            return False
+        self._connections[connection] = self._now()
+        return True
+
+    def connected(self, transport: asyncio.Transport) -> ClientSession:
+        """An admitted connection is up: its broker session."""
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        session = self.broker.connect(peer_text, self._now())
+        self._transports[session] = transport
+        transport.set_write_buffer_limits(high=self.broker.config.write_high_water_bytes)
+        log.info("session %d: connection from %s", session.session_id, peer_text)
+        return session
+
+    def received(self, session: ClientSession, data: bytes) -> None:
+        session.receive_data(data, self._now())
+        self._flush()
+
+    def writing_paused(self, session: ClientSession, paused: bool) -> None:
+        """The socket's write buffer crossed its high (``paused``) or low watermark."""
+        session.set_paused(paused, self._now())
+        if not paused:
+            self._flush()
+
+    def lost(self, connection: _Connection, exc: Exception | None) -> None:
+        self._connections.pop(connection, None)
+        session = connection.session
+        if session is not None:
+            self._transports.pop(session, None)
+            session.connection_lost(
+                "connection closed by peer" if exc is None else f"connection lost: {exc}"
+            )
+            self._flush()
 
     # -- shell internals ---------------------------------------------------------------------
 

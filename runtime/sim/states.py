@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 from pybmq.statemachine import step
 
+__all__ = ["SESSION_TRANSITIONS", "SessionInput", "SessionState", "advance"]
+
 
 class SessionState(enum.Enum):
     NEGOTIATING = "negotiating"  # connected; waiting for the ClientIdentity

@@ -14,6 +14,8 @@ import ssl
 from pybmq.errors import UsageError
 from pybmq.sim.auth import AuthConfig
 
+__all__ = ["DEFAULT_TLS_VERSIONS", "ignored_versions", "security_settings", "server_tls_context"]
+
 log = logging.getLogger("pybmq.sim")
 
 DEFAULT_TLS_VERSIONS = "TLSv1.3"

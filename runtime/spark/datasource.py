@@ -71,7 +71,17 @@ if TYPE_CHECKING:
 # a Python process per planning step (create the source, plan a write, commit it, ...), and
 # several of them need none of it (see the Spark measurements in CHANGELOG.md).
 
-__all__ = ["BlazingMQCommitMessage", "BlazingMQDataSource", "BlazingMQStreamReader"]
+__all__ = [
+    "READ_SCHEMA",
+    "BlazingMQBatchReader",
+    "BlazingMQBatchWriter",
+    "BlazingMQCommitMessage",
+    "BlazingMQDataSource",
+    "BlazingMQFilteringReader",
+    "BlazingMQStreamReader",
+    "BlazingMQStreamWriter",
+    "read_schema",
+]
 
 log = logging.getLogger("pybmq.spark")
 

@@ -57,6 +57,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+__all__ = ["REAP_INTERVAL", "REGISTRY", "ExecutorStreamReader", "Slice"]
+
 REAP_INTERVAL = 1.0  # how often a worker looks for consumers idle past their lease
 
 

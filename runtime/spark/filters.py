@@ -31,6 +31,15 @@ from typing import Any
 
 from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimitError, check_limits
 
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_EXPRESSION_LENGTH",
+    "MAX_IN_VALUES",
+    "split_filters",
+    "translate",
+]
+
 MAX_EXPRESSION_LENGTH = BROKER_LIMITS.max_length  # the rest of the filters stay in Spark
 MAX_IN_VALUES = 64
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

@@ -26,6 +26,19 @@ from pybmq.wire.properties import MessageProperties, PropertyType
 if TYPE_CHECKING:  # rows needs pyarrow, which a probe (in a planning process) does not
     from pybmq.spark.rows import Outgoing, RowBuffer, Typed
 
+__all__ = [
+    "POST_CHUNK",
+    "WriteResult",
+    "consume",
+    "open_consumer",
+    "open_session",
+    "post_all",
+    "probe",
+    "row_values",
+    "tracing_options",
+    "typed_properties",
+]
+
 log = logging.getLogger("pybmq.spark")
 
 _TYPE_NAMES = {ptype: ptype.name for ptype in PropertyType}

@@ -16,6 +16,49 @@ from typing import Any
 from pybmq.errors import UsageError
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
 
+__all__ = [
+    "ACK_TIMEOUT_MS",
+    "AUTH_FILE",
+    "AUTH_MATERIAL",
+    "AUTH_MECHANISM",
+    "BROKER",
+    "CLIENT_PREFIX",
+    "CLIENT_SETTINGS",
+    "COMPRESSION",
+    "COMPRESSION_THRESHOLD",
+    "CONFIRM",
+    "CONNECT_TIMEOUT_MS",
+    "CONSUMERS",
+    "CONSUMER_IDLE_TIMEOUT_MS",
+    "IDLE_TIMEOUT_MS",
+    "MAX_IN_FLIGHT",
+    "MAX_MESSAGES",
+    "MAX_MESSAGES_PER_BATCH",
+    "MAX_PROPERTY_COLUMNS",
+    "MAX_UNCONFIRMED",
+    "NUM_PARTITIONS",
+    "PROPERTY_COLUMNS",
+    "PROPERTY_SCHEMA",
+    "PUSH_FILTERS",
+    "QUEUE",
+    "READ_PROPERTY_TYPES",
+    "TLS_CA",
+    "TLS_CERT",
+    "TLS_KEY",
+    "TLS_SERVER_NAME",
+    "ClientSetting",
+    "ReadOptions",
+    "Security",
+    "StreamReadOptions",
+    "Target",
+    "WriteOptions",
+    "check_broker_url",
+    "check_queue_uri",
+    "check_write_schema",
+    "client_settings",
+    "property_schema",
+]
+
 # Option names, lower-cased (Spark lower-cases keys before the data source sees them).
 BROKER = "broker"
 QUEUE = "queue"

@@ -17,6 +17,8 @@ from typing import Any
 
 from pybmq.errors import UsageError
 
+__all__ = ["PROBE_MODULES", "check_workers", "register"]
+
 # What a task runs: the queue work with the client, the row conversion with pyarrow.
 PROBE_MODULES = ["pybmq.spark.io", "pybmq.spark.rows"]
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+__all__ = ["SavedSlices", "executor_directory"]
+
 
 def executor_directory() -> Path:
     """Spark's files directory of this executor, shared by its Python workers and deleted by

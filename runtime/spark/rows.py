@@ -17,6 +17,22 @@ from pybmq.errors import UsageError
 from pybmq.spark.options import READ_PROPERTY_TYPES
 from pybmq.wire.properties import MessageProperties, PropertyType
 
+__all__ = [
+    "BINARY",
+    "BOOL",
+    "CHAR",
+    "INT32",
+    "INT64",
+    "SHORT",
+    "STRING",
+    "TYPED_FIELDS",
+    "Outgoing",
+    "RowBuffer",
+    "Typed",
+    "bmq_type_of",
+    "messages_from_batch",
+]
+
 # BlazingMQ property types (bmqt::PropertyType), by the names the read schema uses for them.
 BOOL, CHAR, SHORT, INT32, INT64, STRING, BINARY = (
     "BOOL",

@@ -29,6 +29,7 @@ from pybmq.errors import UsageError
 from pybmq.generated import mqbcfg, mqbcfg_json, mqbconf, mqbconf_json
 
 __all__ = [
+    "CLUSTER",
     "FANOUT_APPS",
     "TEST_DOMAINS",
     "BrokerSettings",

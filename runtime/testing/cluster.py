@@ -52,6 +52,7 @@ from pybmq.testing.cluster_status import (
 from pybmq.testing.real_broker import BrokerStartError, RealBroker, broker_executable, free_port
 
 __all__ = [
+    "ASK_TIMEOUT",
     "DEFAULT_CLUSTER_NAME",
     "ClusterNotReadyError",
     "ClusterStartError",

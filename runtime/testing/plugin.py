@@ -59,6 +59,7 @@ BROKER_KINDS = ("sim", "real")
 
 
 __all__ = [
+    "BROKER_KINDS",
     "bmq_any_broker",
     "bmq_any_broker_url",
     "bmq_broker_url",

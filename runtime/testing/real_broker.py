@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
+import random
 import shutil
 import signal
 import socket
@@ -39,6 +41,10 @@ from pybmq.testing.certificates import TestCertificates
 __all__ = [
     "BROKER_BIN_ENV",
     "BROKER_TLS_BIN_ENV",
+    "LISTEN_FAILED",
+    "PICK_FROM",
+    "PORT_ATTEMPTS",
+    "STARTED_LINE",
     "BrokerStartError",
     "RealBroker",
     "broker_executable",
@@ -49,6 +55,10 @@ BROKER_BIN_ENV = "BMQ_BROKER_BIN"
 # A broker built with TLS support (upstream pull request #1600), for the TLS mode.
 BROKER_TLS_BIN_ENV = "BMQ_BROKER_TLS_BIN"
 STARTED_LINE = b"STARTED bmqbrkr"
+# What the broker logs when its port was taken meanwhile (another test's process, under
+# pytest-xdist): a broker that picked its own port picks another one and starts again.
+LISTEN_FAILED = b"TCP_LISTEN_FAILED"
+PORT_ATTEMPTS = 3
 
 
 class BrokerStartError(PybmqError):
@@ -69,17 +79,40 @@ _RUNNING: weakref.WeakSet[RealBroker] = weakref.WeakSet()
 @atexit.register
 def _kill_leftovers() -> None:
     for broker in list(_RUNNING):
-        broker.kill()
-        if broker._own_folder:
-            shutil.rmtree(broker.folder, ignore_errors=True)
+        broker.close(kill=True)
+
+
+# Where free_port picks: from here up to the kernel's ephemeral range, from which outgoing
+# connections take their source ports (one could take a port picked there before its broker
+# listens, or while it restarts on it); several processes pick at once under pytest-xdist.
+PICK_FROM = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default (macOS starts at 49152)
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now: a random one below the kernel's
+    ephemeral range (no outgoing connection takes it), else the kernel's pick."""
+    end = _ephemeral_start()
+    picks = random.Random()
+    for _ in range(100 if end > PICK_FROM else 0):
+        port = picks.randrange(PICK_FROM, end)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        kernels: int = probe.getsockname()[1]
+        return kernels
 
 
 def _accepts(port: int) -> bool:
@@ -109,6 +142,7 @@ class RealBroker:
         expired one, say), or the whole ``TlsListener``."""
         self.executable = str(executable)
         self._own_folder = folder is None
+        self._own_port = port is None
         root = Path(tempfile.mkdtemp(prefix="pybmq-broker-")) if folder is None else Path(folder)
         if settings.get("basic_users") is None:
             settings.pop("basic_users", None)
@@ -198,7 +232,30 @@ class RealBroker:
     def start(self, *, wait: bool = True) -> RealBroker:
         """Run the broker and (with ``wait``) wait until it accepts connections on its port.
         ``wait=False`` only launches it (a cluster launches every node, then waits for each):
-        ``wait_started()`` does the rest."""
+        ``wait_started()`` does the rest. Waiting, a port this object picked itself that
+        another process took meanwhile is picked again (a few times); a port given to it is
+        used or fails."""
+        if not wait:
+            return self._launch()
+        for attempt in range(PORT_ATTEMPTS if self._own_port else 1):
+            try:
+                return self._launch().wait_started()
+            except BrokerStartError:
+                if attempt + 1 == PORT_ATTEMPTS or not self._port_was_taken():
+                    raise
+                self.settings = dataclasses.replace(self.settings, port=free_port())
+                self.config_dir = write_config_dir(self.settings)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _port_was_taken(self) -> bool:
+        """Whether the last start failed because its port was taken (what it logged)."""
+        if not self._own_port or not self.console.exists():
+            return False
+        with self.console.open("rb") as out:
+            out.seek(self._console_offset)
+            return LISTEN_FAILED in out.read()
+
+    def _launch(self) -> RealBroker:
         if self.running:
             return self
         self._console_offset = self.console.stat().st_size if self.console.exists() else 0
@@ -215,7 +272,7 @@ class RealBroker:
             except OSError as exc:
                 raise self._failure(f"could not be run ({exc})") from exc
         _RUNNING.add(self)
-        return self.wait_started() if wait else self
+        return self
 
     def wait_started(self, timeout: float | None = None) -> RealBroker:
         """Wait, at most ``timeout`` (default ``start_timeout``) seconds, until the launched
@@ -266,9 +323,13 @@ class RealBroker:
         self.stop()
         return self.start()
 
-    def close(self) -> None:
-        """Stop the broker and remove the folder if this object made it."""
-        self.stop()
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the broker (``kill``: SIGKILL, no shutdown) and remove the folder if this
+        object made it."""
+        if kill:
+            self.kill()
+        else:
+            self.stop()
         if self._own_folder:
             shutil.rmtree(self.folder, ignore_errors=True)
 

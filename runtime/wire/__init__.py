@@ -7,3 +7,5 @@ stream into events), ``control`` (CONTROL and heartbeat events), ``put``, ``push
 writes and masks ``pybmq tap`` recordings. Import from the
 module that defines a name: this package re-exports nothing.
 """
+
+__all__ = []

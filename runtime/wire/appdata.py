@@ -1,113 +1,29 @@
-"""What PUT and PUSH share: header bounds, application data (properties + payload, compressed
-or not) and the size-capped event builder both builders extend.
+"""What the PUT and PUSH builders and readers share beyond the layout (which is generated:
+``pybmq.generated.wire_messages``): the size-capped event builder both builders extend, the
+application data as a builder prepares it (properties encoded, payload compressed or not), and
+the decompression the readers are given.
 """
 
 from __future__ import annotations
 
-from pybmq.errors import EncodeError, ProtocolError, UsageError
-from pybmq.generated.wire_codec import (
-    EVENT_HEADER_SIZE,
-    MESSAGE_SIZES,
-    PUT_HEADER_COMPRESSION_MASK,
-    PUT_HEADER_COMPRESSION_SHIFT,
-    PUT_HEADER_FLAGS_SHIFT,
-    PUT_HEADER_HEADER_WORDS_MASK,
-    PUT_HEADER_MESSAGE_WORDS_MASK,
-    PUT_HEADER_OPTIONS_WORDS_SHIFT,
-    PUT_SCHEMA_ID,
-    EventType,
-    PutHeaderFlags,
-    SubQueueInfo,
-)
+from pybmq.errors import EncodeError, UsageError
+from pybmq.generated.wire_codec import EVENT_HEADER_SIZE, EventType
+from pybmq.generated.wire_messages import Inflate
 from pybmq.wire.compression import decompress, maybe_compress
-from pybmq.wire.framing import (
-    event_header_bytes,
-)
-from pybmq.wire.properties import MessageProperties, properties_area_size
+from pybmq.wire.framing import event_header_bytes
+from pybmq.wire.properties import MessageProperties
 
-# The first two words and the schema id sit alike in PutHeader and PushHeader (a test holds the
-# spec to it): one reader for both.
-SCHEMA_ID = PUT_SCHEMA_ID
-NO_INFOS: tuple[SubQueueInfo, ...] = ()
-# Same bit in PushHeaderFlags; a plain int, as IntFlag & is slow.
-PROPS_FLAG = int(PutHeaderFlags.MESSAGE_PROPERTIES)
+__all__ = ["MessageEventBuilder", "inflater", "prepare_app_data"]
 
 
-def split_app_data(
-    data: bytes,
-    start: int,
-    end: int,
-    flags: int,
-    cat: int,
-    schema: int,
-    decompress_data: bool,
-    max_size: int,
-) -> tuple[bytes, bytes]:
-    """(properties area, payload) of the application data in ``data[start:end]``."""
-    if not flags & PROPS_FLAG:
-        payload = data[start:end]
-        if cat and decompress_data:
-            payload = decompress(payload, cat, max_size, offset=start)
-        return b"", payload
-    if cat and not schema:
-        # Old properties format: properties and payload were compressed together.
-        if not decompress_data:
-            return b"", data[start:end]
-        app = decompress(data[start:end], cat, max_size, offset=start)
-        size = properties_area_size(app, 0, len(app))
-        return app[:size], app[size:]
-    size = properties_area_size(data, start, end)
-    payload = data[start + size : end]
-    if cat and decompress_data:
-        payload = decompress(payload, cat, max_size, offset=start + size)
-    return data[start : start + size], payload
+def inflater(max_size: int) -> Inflate:
+    """What a reader inflates compressed data with: at most ``max_size`` bytes, ProtocolError
+    (at the message's offset) for data that is corrupt or bigger."""
 
+    def inflate(data: bytes | bytearray | memoryview, algorithm: int, offset: int) -> bytes:
+        return decompress(data, algorithm, max_size, offset=offset)
 
-def message_bounds(
-    data: bytes, pos: int, length: int, min_header: int, what: str
-) -> tuple[int, int, int, int, int, int, int]:
-    """Common PUT/PUSH header checks -> (flags, size, header words, options start/end, cat, ow)."""
-    if length - pos < 8:
-        raise ProtocolError(f"truncated {what}", offset=pos, path=what)
-    w0, w1 = MESSAGE_SIZES.unpack_from(data, pos)
-    size = (w0 & PUT_HEADER_MESSAGE_WORDS_MASK) * 4
-    hwords = w1 & PUT_HEADER_HEADER_WORDS_MASK
-    owords = w1 >> PUT_HEADER_OPTIONS_WORDS_SHIFT
-    opt_start = pos + hwords * 4
-    opt_end = opt_start + owords * 4
-    if hwords * 4 < min_header:
-        raise ProtocolError(
-            f"{what} of {hwords} words is shorter than {min_header} bytes",
-            offset=pos,
-            path=f"{what}.headerWords",
-        )
-    if size < opt_end - pos or pos + size > length:
-        raise ProtocolError(
-            f"{what} declares {size} bytes (header + options {opt_end - pos}) with "
-            f"{length - pos} left in the event",
-            offset=pos,
-            path=f"{what}.messageWords",
-        )
-    return (
-        w0 >> PUT_HEADER_FLAGS_SHIFT,
-        size,
-        hwords,
-        opt_start,
-        opt_end,
-        (w1 >> PUT_HEADER_COMPRESSION_SHIFT) & PUT_HEADER_COMPRESSION_MASK,
-        owords,
-    )
-
-
-def pad_count(data: bytes, start: int, end: int, msg_offset: int) -> int:
-    if end <= start:
-        raise ProtocolError(
-            "message has no application data (not even padding)", offset=msg_offset, path="message"
-        )
-    pad = data[end - 1]
-    if not 1 <= pad <= 4 or pad > end - start:
-        raise ProtocolError(f"invalid padding byte {pad}", offset=end - 1, path="message.padding")
-    return pad
+    return inflate
 
 
 class MessageEventBuilder:
@@ -178,8 +94,10 @@ def prepare_app_data(
     compression: int,
     extended: bool,
     threshold: int,
+    properties_flag: int,
 ) -> tuple[bytes | memoryview, bytes | memoryview, int, int, int]:
-    """(properties wire bytes, payload wire bytes, flags bits, compression, schema id)."""
+    """(properties wire bytes, payload wire bytes, flags bits, compression, schema id);
+    ``properties_flag`` is the kind's MESSAGE_PROPERTIES flag."""
     props = properties.encode(extended) if properties is not None and len(properties) else b""
     if not props:
         if compression:
@@ -191,11 +109,5 @@ def prepare_app_data(
         else:
             app, compression = maybe_compress(props + bytes(payload), compression, threshold)
             if compression:
-                return b"", app, PROPS_FLAG, compression, 0
-    return props, payload, PROPS_FLAG, compression, 1 if extended else 0
-
-
-def resize_header(header: bytes, size: int, minimum: int) -> bytes:
-    if size < minimum:
-        raise EncodeError(f"header of {size} bytes is shorter than the {minimum}-byte minimum")
-    return header[:size] if size <= len(header) else header + b"\0" * (size - len(header))
+                return b"", app, properties_flag, compression, 0
+    return props, payload, properties_flag, compression, 1 if extended else 0

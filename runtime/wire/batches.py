@@ -5,20 +5,29 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from pybmq.errors import EncodeError, ProtocolError, UsageError
 from pybmq.generated.wire_codec import (
     ACK_HEADER_HEADER_WORDS_SHIFT,
     ACK_HEADER_PER_MESSAGE_WORDS_MASK,
+    ACK_HEADER_SIZE,
     ACK_MESSAGE,
     ACK_MESSAGE_CORRELATION_ID_MASK,
     ACK_MESSAGE_RESERVED_SHIFT,
     ACK_MESSAGE_STATUS_MASK,
     ACK_MESSAGE_STATUS_SHIFT,
+    CONFIRM_HEADER_HEADER_WORDS_SHIFT,
+    CONFIRM_HEADER_PER_MESSAGE_WORDS_MASK,
+    CONFIRM_HEADER_SIZE,
     CONFIRM_MESSAGE,
     DEFAULT_SUBQUEUE_ID,
     EVENT_HEADER_SIZE,
+    REJECT_HEADER_HEADER_WORDS_SHIFT,
+    REJECT_HEADER_PER_MESSAGE_WORDS_MASK,
+    REJECT_HEADER_SIZE,
     REJECT_MESSAGE,
+    WORD_SIZE,
     AckMessage,
     ConfirmMessage,
     EventType,
@@ -32,22 +41,70 @@ from pybmq.wire.framing import (
     event_header_bytes,
 )
 
+__all__ = [
+    "AckEventBuilder",
+    "ConfirmEventBuilder",
+    "RejectEventBuilder",
+    "iter_ack",
+    "iter_ack_entries",
+    "iter_confirm",
+    "iter_confirm_entries",
+    "iter_reject",
+]
+
 # -- ACK, CONFIRM and REJECT: one header, then fixed-size entries ---------------------------------
-# The three batch headers share one layout (a test holds the spec to it): the AckHeader's
-# constants read and write all of them.
+
+
+class _Layout(NamedTuple):
+    """One batch event's header (its first byte: header words and words per entry) and entry."""
+
+    header: str  # its name, for errors
+    size: int
+    header_words_shift: int
+    per_message_words_mask: int
+    entry: struct.Struct
+
+    @property
+    def first_byte(self) -> int:
+        """The header's first byte as a builder writes it: itself and its entries' sizes."""
+        return (self.size // WORD_SIZE << self.header_words_shift) | (self.entry.size // WORD_SIZE)
+
+
+_ACK = _Layout(
+    "AckHeader",
+    ACK_HEADER_SIZE,
+    ACK_HEADER_HEADER_WORDS_SHIFT,
+    ACK_HEADER_PER_MESSAGE_WORDS_MASK,
+    ACK_MESSAGE,
+)
+_CONFIRM = _Layout(
+    "ConfirmHeader",
+    CONFIRM_HEADER_SIZE,
+    CONFIRM_HEADER_HEADER_WORDS_SHIFT,
+    CONFIRM_HEADER_PER_MESSAGE_WORDS_MASK,
+    CONFIRM_MESSAGE,
+)
+_REJECT = _Layout(
+    "RejectHeader",
+    REJECT_HEADER_SIZE,
+    REJECT_HEADER_HEADER_WORDS_SHIFT,
+    REJECT_HEADER_PER_MESSAGE_WORDS_MASK,
+    REJECT_MESSAGE,
+)
 
 
 def _batch_entries(
-    data: bytes, hsize: int, length: int, what: str, entry: struct.Struct
+    data: bytes, hsize: int, length: int, layout: _Layout
 ) -> tuple[memoryview, struct.Struct, int]:
     """Validate the batch header; return (entries view, entry Struct, flags byte)."""
-    if length - hsize < 4:
+    what, entry = layout.header, layout.entry
+    if length - hsize < layout.size:
         raise ProtocolError(f"truncated {what}", offset=hsize, path=what)
     words = data[hsize]
-    hwords = words >> ACK_HEADER_HEADER_WORDS_SHIFT
-    pmwords = words & ACK_HEADER_PER_MESSAGE_WORDS_MASK
-    start = hsize + hwords * 4
-    size = pmwords * 4
+    hwords = words >> layout.header_words_shift
+    pmwords = words & layout.per_message_words_mask
+    start = hsize + hwords * WORD_SIZE
+    size = pmwords * WORD_SIZE
     if hwords < 1 or start > length:
         raise ProtocolError(
             f"{what} of {hwords} words does not fit", offset=hsize, path=f"{what}.headerWords"
@@ -78,7 +135,7 @@ def iter_ack(event: Event | bytes | bytearray | memoryview) -> Iterator[AckMessa
     """The AckMessages of an ACK event (status per AckStatus, 24-bit correlation id)."""
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.ACK)
-    view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
+    view, entry, _ = _batch_entries(data, hsize, length, _ACK)
     new = tuple.__new__
     top, shift, mask, cid = (
         ACK_MESSAGE_RESERVED_SHIFT,
@@ -101,14 +158,14 @@ def iter_ack_entries(
     where the first word holds the status (bits 24..27) and the correlation id (bits 0..23)."""
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.ACK)
-    view, entry, _ = _batch_entries(data, hsize, length, "AckHeader", ACK_MESSAGE)
+    view, entry, _ = _batch_entries(data, hsize, length, _ACK)
     return entry.iter_unpack(view)
 
 
 def iter_confirm(event: Event | bytes | bytearray | memoryview) -> Iterator[ConfirmMessage]:
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.CONFIRM)
-    view, entry, _ = _batch_entries(data, hsize, length, "ConfirmHeader", CONFIRM_MESSAGE)
+    view, entry, _ = _batch_entries(data, hsize, length, _CONFIRM)
     return map(_MAKE_CONFIRM, entry.iter_unpack(view))
 
 
@@ -119,33 +176,35 @@ def iter_confirm_entries(
     loop (``iter_confirm`` makes ``ConfirmMessage`` records of the same values)."""
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.CONFIRM)
-    view, entry, _ = _batch_entries(data, hsize, length, "ConfirmHeader", CONFIRM_MESSAGE)
+    view, entry, _ = _batch_entries(data, hsize, length, _CONFIRM)
     return entry.iter_unpack(view)
 
 
 def iter_reject(event: Event | bytes | bytearray | memoryview) -> Iterator[RejectMessage]:
     data = bytes(event_bytes(event))
     hsize, length, _ = check_event(data, EventType.REJECT)
-    view, entry, _ = _batch_entries(data, hsize, length, "RejectHeader", REJECT_MESSAGE)
+    view, entry, _ = _batch_entries(data, hsize, length, _REJECT)
     return map(_MAKE_REJECT, entry.iter_unpack(view))
 
 
 class _BatchEventBuilder:
     _event_type: EventType
+    _layout: _Layout
     _entry: struct.Struct
 
     def __init__(self, max_event_size: int = MAX_EVENT_SIZE) -> None:
-        self.max_per_event = (max_event_size - EVENT_HEADER_SIZE - 4) // self._entry.size
+        layout = self._layout
+        self.max_per_event = (max_event_size - EVENT_HEADER_SIZE - layout.size) // self._entry.size
         if self.max_per_event < 1:
             raise UsageError(f"max_event_size {max_event_size} is too small")
         self._entries: list[bytes] = []
-        self._header_byte = (1 << ACK_HEADER_HEADER_WORDS_SHIFT) | (self._entry.size // 4)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _batch_header(self) -> bytes:
-        return bytes((self._header_byte, 0, 0, 0))
+        layout = self._layout
+        return bytes((layout.first_byte,)) + bytes(layout.size - 1)
 
     def finish(self) -> list[bytes]:
         """The events holding every entry added since the last call."""
@@ -155,13 +214,14 @@ class _BatchEventBuilder:
         header = self._batch_header()
         for i in range(0, len(entries), step):
             chunk = entries[i : i + step]
-            size = EVENT_HEADER_SIZE + 4 + len(chunk) * self._entry.size
+            size = EVENT_HEADER_SIZE + self._layout.size + len(chunk) * self._entry.size
             events.append(b"".join((event_header_bytes(self._event_type, size), header, *chunk)))
         return events
 
 
 class AckEventBuilder(_BatchEventBuilder):
     _event_type = EventType.ACK
+    _layout = _ACK
     _entry = ACK_MESSAGE
 
     def add(self, status: int, correlation_id: int, guid: bytes, queue_id: int) -> None:
@@ -231,9 +291,11 @@ def _bad_guid(guid: bytes) -> bool:
 
 class ConfirmEventBuilder(_GuidEntryBuilder):
     _event_type = EventType.CONFIRM
+    _layout = _CONFIRM
     _entry = CONFIRM_MESSAGE
 
 
 class RejectEventBuilder(_GuidEntryBuilder):
     _event_type = EventType.REJECT
+    _layout = _REJECT
     _entry = REJECT_MESSAGE

@@ -24,9 +24,18 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_SIZE,
     EVENT_HEADER_TYPE_MASK,
     EventType,
-    PushHeaderFlags,
 )
-from pybmq.wire.appdata import PROPS_FLAG, SCHEMA_ID, message_bounds, pad_count
+from pybmq.generated.wire_messages import (
+    PUSH_IMPLICIT_PAYLOAD_FLAG,
+    PUSH_PROPERTIES_FLAG,
+    PUT_PROPERTIES_FLAG,
+    pad_count,
+    properties_area_size,
+    push_bounds,
+    push_schema_id,
+    put_bounds,
+    put_schema_id,
+)
 from pybmq.wire.framing import (
     MAX_EVENT_SIZE,
     Event,
@@ -35,7 +44,22 @@ from pybmq.wire.framing import (
     event_header,
     iter_events,
 )
-from pybmq.wire.properties import properties_area_size
+
+__all__ = [
+    "DIRECTIONS",
+    "MAGIC",
+    "MAGIC_1",
+    "MASK_BYTE",
+    "TRUNCATED",
+    "Record",
+    "SnapFramer",
+    "capture_events",
+    "encode_record",
+    "is_capture",
+    "iter_records",
+    "mask_event",
+    "record_size",
+]
 
 MAGIC = b"PYBMQ-TAP 2\n"
 MAGIC_1 = b"PYBMQ-TAP 1\n"  # the format before cut events: read, never written
@@ -210,8 +234,12 @@ def is_capture(head: bytes) -> bool:
 
 
 MASK_BYTE = ord("X")
-# Per message event type: the smallest header (where the schema id would start) and its name.
-_MESSAGE_HEADERS = {EventType.PUT: (32, "PutHeader"), EventType.PUSH: (28, "PushHeader")}
+# Per message event type: its checked bounds, its schema id, its properties and implicit
+# payload flags (PUT has none of the latter).
+_MESSAGE_HEADERS = {
+    EventType.PUT: (put_bounds, put_schema_id, PUT_PROPERTIES_FLAG, 0),
+    EventType.PUSH: (push_bounds, push_schema_id, PUSH_PROPERTIES_FLAG, PUSH_IMPLICIT_PAYLOAD_FLAG),
+}
 
 
 def mask_event(event: bytes) -> bytes:
@@ -236,20 +264,16 @@ def mask_event(event: bytes) -> bytes:
 def _mask_messages(event: bytes, kind: EventType) -> bytes:
     data = bytes(event)
     masked = bytearray(data)
-    min_header, what = _MESSAGE_HEADERS[kind]
+    bounds, schema_id, properties_flag, implicit_flag = _MESSAGE_HEADERS[kind]
     header_size, length, _ = check_event(data, kind)
     pos = header_size
     while pos < length:
-        flags, size, words, _, start, compression, _ = message_bounds(
-            data, pos, length, min_header, what
-        )
+        flags, size, words, _, start, compression, _ = bounds(data, pos, length)
         end = pos + size
-        implicit = kind == EventType.PUSH and flags & PushHeaderFlags.IMPLICIT_PAYLOAD
-        if not (implicit and start == end):  # else no application data at all
+        if not (flags & implicit_flag and start == end):  # else no application data at all
             end -= pad_count(data, start, end, pos)
-            has_schema = words * 4 > min_header
-            schema = SCHEMA_ID.unpack_from(data, pos + min_header)[0] if has_schema else 0
-            if flags & PROPS_FLAG and not (compression and not schema):
+            schema = schema_id(data, pos, words)
+            if flags & properties_flag and not (compression and not schema):
                 start += properties_area_size(data, start, end)
             masked[start:end] = bytes([MASK_BYTE]) * (end - start)
         pos += size

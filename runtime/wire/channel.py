@@ -23,7 +23,7 @@ from pybmq.generated.wire_codec import EventType
 from pybmq.wire.control import HEARTBEAT_REQ_EVENT, HEARTBEAT_RSP_EVENT
 from pybmq.wire.framing import MAX_EVENT_SIZE, Event, EventReader
 
-__all__ = ["Channel", "Liveness"]
+__all__ = ["MIN_PROGRESS_BYTES", "Channel", "Liveness"]
 
 _HEARTBEAT_REQ = EventType.HEARTBEAT_REQ
 _HEARTBEAT_RSP = EventType.HEARTBEAT_RSP

@@ -29,6 +29,23 @@ if TYPE_CHECKING:
         NegotiationMessage,
     )
 
+__all__ = [
+    "HEARTBEAT_REQ_EVENT",
+    "HEARTBEAT_RSP_EVENT",
+    "ControlT",
+    "decode_authentication",
+    "decode_control",
+    "decode_control_as",
+    "decode_control_event",
+    "encode_authentication",
+    "encode_control",
+    "encode_control_event",
+    "has_feature",
+    "is_heartbeat_request",
+    "is_heartbeat_response",
+    "parse_features",
+]
+
 ControlT = TypeVar("ControlT", "ControlMessage", "NegotiationMessage", "AuthenticationMessage")
 
 # -- control events ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_LENGTH_MASK,
     EVENT_HEADER_SIZE,
     WORD,
+    WORD_SIZE,
     CompressionAlgorithmType,
     EncodingType,
     EventType,
@@ -54,12 +55,31 @@ Node = dict[str, Any]
 
 
 __all__ = [
+    "BATCH_HEADERS",
+    "EVENT_FIELDS",
+    "FRAGMENTS_MAX",
+    "FRAGMENT_KEY_MAX",
+    "MAX_INFLATED_MESSAGE",
+    "PUSH_FIELDS",
+    "PUT_FIELDS",
     "Node",
+    "at_event",
+    "capture_event_node",
+    "capture_events",
+    "compression_label",
     "dissect",
     "dissect_capture",
     "dissect_event",
     "dissect_stream",
+    "dump_bytes",
+    "flag_names",
+    "header_fields",
     "hexdump",
+    "keep",
+    "options_json",
+    "properties_node",
+    "read_messages",
+    "stream_events",
 ]
 
 
@@ -297,7 +317,10 @@ def _message_at(
     """The node of the message whose header is at ``pos`` in the event."""
     kind = "PUT" if event.type == EventType.PUT else "PUSH"
     header = header_fields(
-        PUT_FIELDS if kind == "PUT" else PUSH_FIELDS, event.data, pos, message.header_words * 4
+        PUT_FIELDS if kind == "PUT" else PUSH_FIELDS,
+        event.data,
+        pos,
+        message.header_words * WORD_SIZE,
     )
     node = _message_node(kind, message, header, payload_limit, previews)
     node["offset"] = event.offset + pos
@@ -312,7 +335,7 @@ def _data_messages(event: Event, payload_limit: int | None, previews: bool) -> l
     for message, note in read_messages(event):
         node = _message_at(event, pos, message, note, payload_limit, previews)
         nodes.append(node)
-        pos += node["header"]["message_words"] * 4
+        pos += node["header"]["message_words"] * WORD_SIZE
     return nodes
 
 

@@ -16,6 +16,16 @@ from dataclasses import dataclass
 
 from pybmq.errors import UsageError
 
+__all__ = [
+    "BROKER_LIMITS",
+    "ExpressionLimitError",
+    "ExpressionLimits",
+    "check_limits",
+    "complexity",
+    "property_names",
+    "tokens",
+]
+
 # One token of the expression language: a number, a string literal, a name, or an operator.
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>-?[0-9]+)|(?P<str>\"(?:[^\\\"]|\\.)*\")|(?P<name>[A-Za-z][A-Za-z0-9_.]*)"

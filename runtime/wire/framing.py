@@ -24,7 +24,9 @@ from pybmq.generated.wire_codec import (
     EVENT_HEADER_TYPE_MASK,
     EVENT_MAX_SIZE_SOFT,
     PROTOCOL_VERSION,
+    PUT_EVENT_MAX_SIZE_SOFT,
     WORD,
+    WORD_SIZE,
     EventHeader,
     EventType,
     unpack_event_header,
@@ -39,6 +41,7 @@ __all__ = [
     "Filler",
     "check_event",
     "check_event_length",
+    "client_event_limit",
     "event_bytes",
     "event_header",
     "event_header_bytes",
@@ -57,6 +60,20 @@ SMALL_EVENT_SIZE = 64 * 1024
 
 
 _EVENT_TYPE_NAMES = {t.value: t.name for t in EventType}
+
+
+def client_event_limit(event_type: int, credit_bytes: int) -> int:
+    """The biggest event of ``event_type`` a well-behaved broker can send a client now: PUSH is
+    bounded by the client's credit (``credit_bytes``; the broker may overshoot it by one
+    message), ACK by what a PUT event can carry, control by MAX_CONTROL_EVENT_SIZE, and
+    heartbeats are tiny."""
+    if event_type == EventType.PUSH:
+        return min(MAX_EVENT_SIZE, credit_bytes + PUT_EVENT_MAX_SIZE_SOFT)
+    if event_type == EventType.ACK:
+        return PUT_EVENT_MAX_SIZE_SOFT
+    if event_type == EventType.CONTROL:
+        return MAX_CONTROL_EVENT_SIZE
+    return SMALL_EVENT_SIZE
 
 
 def event_type_name(value: int) -> str:
@@ -81,7 +98,7 @@ class Event:
 
     @property
     def header_size(self) -> int:
-        return self.header.header_words * 4
+        return self.header.header_words * WORD_SIZE
 
     @property
     def body(self) -> memoryview:
@@ -99,12 +116,12 @@ class Filler:
 
 def _parse_header(
     buf: bytes | bytearray | memoryview, pos: int, stream_offset: int, max_event_size: int
-) -> tuple[int, int, int, int, int, int]:
-    """Unpack and sanity-check the EventHeader at ``pos`` (8 bytes must be available)."""
-    u0, u1, header_words, type_specific, _reserved = EVENT_HEADER.unpack_from(buf, pos)
+) -> tuple[int, int, int, int, int, int, int]:
+    """Unpack and sanity-check the EventHeader at ``pos`` (all of it must be available)."""
+    u0, u1, header_words, type_specific, reserved = EVENT_HEADER.unpack_from(buf, pos)
     length = u0 & EVENT_HEADER_LENGTH_MASK
     check_event_length(length, stream_offset, max_event_size)
-    if header_words * 4 < EVENT_HEADER_SIZE or header_words * 4 > length:
+    if header_words * WORD_SIZE < EVENT_HEADER_SIZE or header_words * WORD_SIZE > length:
         raise ProtocolError(
             f"EventHeader declares {header_words} header words for a {length}-byte event",
             offset=stream_offset,
@@ -117,6 +134,7 @@ def _parse_header(
         u1 & EVENT_HEADER_TYPE_MASK,
         header_words,
         type_specific,
+        reserved,
     )
 
 
@@ -132,7 +150,7 @@ def event_header(
             f"truncated EventHeader: {len(data)} bytes", offset=stream_offset, path="EventHeader"
         )
     fields = _parse_header(data, 0, stream_offset, max_event_size)
-    return EventHeader(*fields, data[7])
+    return EventHeader(*fields)
 
 
 def check_event_length(length: int, stream_offset: int, max_event_size: int) -> None:
@@ -197,7 +215,7 @@ class EventReader:
                 check_event_length(length, self._base + pos, self.max_event_size)
                 if end - pos < EVENT_HEADER_SIZE:
                     break
-                fragment, length, version, etype, hwords, tspec = _parse_header(
+                fragment, length, version, etype, hwords, tspec, reserved = _parse_header(
                     buf, pos, self._base + pos, self.max_event_size
                 )
                 if length > SMALL_EVENT_SIZE and self.limit_for is not None:
@@ -211,7 +229,7 @@ class EventReader:
                         )
                 if end - pos < length:
                     break
-                header = EventHeader(fragment, length, version, etype, hwords, tspec, buf[pos + 7])
+                header = EventHeader(fragment, length, version, etype, hwords, tspec, reserved)
                 # One copy out of the buffer (slicing the bytearray first would make two).
                 with memoryview(buf) as view:
                     data = bytes(view[pos : pos + length])
@@ -244,7 +262,7 @@ def iter_events(
     new = tuple.__new__  # the header without a Python-level constructor call
     while pos < end:
         # A zero tail starts with a zero word (an event's length is never 0).
-        if (end - pos < 4 or not WORD.unpack_from(view, pos)[0]) and not any(view[pos:]):
+        if (end - pos < WORD.size or not WORD.unpack_from(view, pos)[0]) and not any(view[pos:]):
             yield Filler(base + pos, end - pos)
             return
         if end - pos < EVENT_HEADER_SIZE:
@@ -253,7 +271,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader",
             )
-        fragment, length, version, etype, hwords, tspec = _parse_header(
+        fragment, length, version, etype, hwords, tspec, reserved = _parse_header(
             view, pos, base + pos, max_event_size
         )
         if end - pos < length:
@@ -262,7 +280,7 @@ def iter_events(
                 offset=base + pos,
                 path="EventHeader.length",
             )
-        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, view[pos + 7]))
+        header = new(EventHeader, (fragment, length, version, etype, hwords, tspec, reserved))
         yield Event(header, bytes(view[pos : pos + length]), base + pos)
         pos += length
 
@@ -308,7 +326,7 @@ def check_event(data: bytes | bytearray | memoryview, expected: EventType) -> tu
             offset=0,
             path="EventHeader.length",
         )
-    hsize = header_words * 4
+    hsize = header_words * WORD_SIZE
     if hsize < EVENT_HEADER_SIZE or hsize > length:
         raise ProtocolError(
             f"EventHeader declares {header_words} header words for a {length}-byte event",
@@ -325,7 +343,7 @@ def event_header_bytes(
     return EVENT_HEADER.pack(
         (fragment_bit << EVENT_HEADER_FRAGMENT_BIT_SHIFT) | length,
         (PROTOCOL_VERSION << EVENT_HEADER_PROTOCOL_VERSION_SHIFT) | event_type,
-        EVENT_HEADER_SIZE // 4,
+        EVENT_HEADER_SIZE // WORD_SIZE,
         type_specific,
         0,
     )

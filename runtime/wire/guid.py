@@ -34,6 +34,7 @@ from pybmq.generated.wire_codec import (
 )
 
 __all__ = [
+    "GUID_SIZE",
     "GuidFields",
     "MessageGuidGenerator",
     "guid_from_hex",

@@ -7,6 +7,8 @@ then every ``LOG_EVERY``-th are logged, so a hostile peer cannot flood the log.
 
 from __future__ import annotations
 
+__all__ = ["LOG_EVERY", "LOG_FIRST", "worth_logging"]
+
 LOG_FIRST = 10
 LOG_EVERY = 1000
 

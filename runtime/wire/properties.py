@@ -26,13 +26,6 @@ from pybmq.generated.wire_codec import (
     MAX_PROPERTIES_AREA_LENGTH,
     MAX_PROPERTY_NAME_LENGTH,
     MAX_PROPERTY_VALUE_LENGTH,
-    MESSAGE_PROPERTIES_HEADER,
-    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_LOWER_MASK,
-    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK,
-    MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT,
-    MESSAGE_PROPERTIES_HEADER_HEADER_SIZE_2X_MASK,
-    MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_MASK,
-    MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT,
     MESSAGE_PROPERTY_HEADER,
     MESSAGE_PROPERTY_HEADER_NAME_LENGTH_MASK,
     MESSAGE_PROPERTY_HEADER_TYPE_MASK,
@@ -40,14 +33,31 @@ from pybmq.generated.wire_codec import (
     MESSAGE_PROPERTY_HEADER_VALUE_LOWER_MASK,
     MESSAGE_PROPERTY_HEADER_VALUE_UPPER_AT,
     MESSAGE_PROPERTY_HEADER_VALUE_UPPER_MASK,
-    PADDING,
     PROPERTY_VALUE_STRUCTS,
-    WORD,
-    WORD_SIZE,
     PropertyType,
 )
+from pybmq.generated.wire_messages import (
+    PADDING_MAX,
+    PROPERTIES_HEADER_MAX_SIZE,
+    PROPERTIES_HEADER_SIZE,
+    PROPERTY_HEADER_MAX_SIZE,
+    PROPERTY_HEADER_SIZE,
+    declared_area,
+    properties_area_size,
+    properties_header,
+    read_properties_header,
+)
 
-__all__ = ["MessageProperties", "PropertyType", "PropertyValue", "decode_properties"]
+__all__ = [
+    "TYPE_NAMES",
+    "MessageProperties",
+    "PropertyType",
+    "PropertyValue",
+    "decode_properties",
+    "encode_properties",
+    "lazy_properties",
+    "properties_area_size",
+]
 
 PropertyValue = bool | int | str | bytes
 
@@ -165,13 +175,11 @@ class MessageProperties(Mapping[str, PropertyValue]):
         if items is None:
             assert self._raw is not None
             area, extended, offset = self._raw
-            if (
-                len(area) >= 4
-            ):  # only the area its header declares (``decode_properties`` checks it)
-                size = (WORD.unpack_from(area)[0] & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK) * 4
-                if 0 < size < len(area):
-                    area = area[:size]
-                    self._raw = (area, extended, offset)
+            # Only the area its header declares (``decode_properties`` checks it).
+            declared = declared_area(area)
+            if declared is not area:
+                area = declared
+                self._raw = (area, extended, offset)
             items = self._items = decode_properties(area, extended=extended, offset=offset)
         return items
 
@@ -194,7 +202,7 @@ class MessageProperties(Mapping[str, PropertyValue]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageProperties):
-            return self._loaded() == other._loaded()
+            return self._loaded() == {n: (t, v) for n, t, v in other.typed_items()}
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -261,7 +269,11 @@ class MessageProperties(Mapping[str, PropertyValue]):
     # -- encoding --------------------------------------------------------------------------------
 
     def encode(
-        self, extended: bool = True, *, header_size: int = 6, property_header_size: int = 6
+        self,
+        extended: bool = True,
+        *,
+        header_size: int = PROPERTIES_HEADER_SIZE,
+        property_header_size: int = PROPERTY_HEADER_SIZE,
     ) -> bytes:
         """The wire-form area (padding included); b"" when there are no properties."""
         if self._raw is not None and extended == self._raw[1]:
@@ -284,36 +296,43 @@ class MessageProperties(Mapping[str, PropertyValue]):
         return cached
 
 
-_new = object.__new__
+class _Received(MessageProperties):
+    """Properties as they came on the wire, parsed on first access: what ``decode`` and
+    ``lazy_properties`` make (a subclass only for its constructor, the cheapest there is)."""
+
+    __slots__ = ()
+
+    def __init__(self, area: bytes, extended: bool, offset: int = 0) -> None:
+        self._raw = (area, extended, offset)
+        self._items = None
+        self._cache = None
 
 
-def lazy_properties(area: bytes, extended: bool, offset: int = 0) -> MessageProperties:
-    """``MessageProperties.decode`` without its checks of the argument types (``area`` is
-    bytes): a received message's properties, parsed on first access."""
-    props = _new(MessageProperties)
-    props._raw = (area, extended, offset)
-    props._items = None
-    props._cache = None
-    return props
+# ``MessageProperties.decode`` without its checks of the argument types (``area`` is bytes):
+# a received message's properties, parsed on first access (a client's hot path).
+lazy_properties = _Received
 
 
 def encode_properties(
     items: Mapping[str, tuple[int, PropertyValue]],
     *,
     extended: bool,
-    header_size: int = 6,
-    property_header_size: int = 6,
+    header_size: int = PROPERTIES_HEADER_SIZE,
+    property_header_size: int = PROPERTY_HEADER_SIZE,
 ) -> bytes:
     if not items:
         return b""
     if len(items) > MAX_NUM_PROPERTIES:
         raise EncodeError(f"at most {MAX_NUM_PROPERTIES} properties per message")
-    for size in (header_size, property_header_size):
-        if size % 2 or not 6 <= size <= 14:
-            raise UsageError(f"header sizes must be even and within 6..14, got {size}")
+    for size, low, high in (
+        (header_size, PROPERTIES_HEADER_SIZE, PROPERTIES_HEADER_MAX_SIZE),
+        (property_header_size, PROPERTY_HEADER_SIZE, PROPERTY_HEADER_MAX_SIZE),
+    ):
+        if size % 2 or not low <= size <= high:  # counted in 2-byte units
+            raise UsageError(f"header sizes must be even and within {low}..{high}, got {size}")
     heads: list[bytes] = []
     data: list[bytes] = []
-    hpad = b"\0" * (property_header_size - 6)
+    hpad = bytes(property_header_size - PROPERTY_HEADER_SIZE)
     offset = 0
     for name, (ptype, value) in items.items():
         name_bytes = name.encode(_ENCODING, _ERRORS)
@@ -336,33 +355,10 @@ def encode_properties(
     total = header_size + len(items) * property_header_size + offset
     if total > MAX_PROPERTIES_AREA_LENGTH:
         raise EncodeError(f"properties take {total} bytes, over {MAX_PROPERTIES_AREA_LENGTH}")
-    pad = PADDING[total % WORD_SIZE]
-    words = (total + len(pad)) // WORD_SIZE
-    header = MESSAGE_PROPERTIES_HEADER.pack(
-        (property_header_size // 2 << MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT)
-        | (header_size // 2),
-        words >> MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT,
-        words & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_LOWER_MASK,
-        0,
-        len(items),
-    ) + b"\0" * (header_size - 6)
+    header, pad = properties_header(
+        header_size, property_header_size, total - header_size, len(items)
+    )
     return b"".join((header, *heads, *data, pad))
-
-
-def properties_area_size(buf: bytes | bytearray | memoryview, start: int, end: int) -> int:
-    """Size in bytes (padding included) of the properties area starting at ``start``."""
-    if end - start < 4:
-        raise ProtocolError(
-            "truncated MessagePropertiesHeader", offset=start, path="MessagePropertiesHeader"
-        )
-    size: int = (WORD.unpack_from(buf, start)[0] & MESSAGE_PROPERTIES_HEADER_AREA_WORDS_MASK) * 4
-    if size <= 0 or size > end - start:
-        raise ProtocolError(
-            f"message properties area of {size} bytes does not fit the {end - start} available",
-            offset=start,
-            path="MessagePropertiesHeader.messagePropertiesAreaWords",
-        )
-    return size
 
 
 def decode_properties(
@@ -375,30 +371,9 @@ def decode_properties(
     def fail(msg: str, at: int, path: str) -> ProtocolError:
         return ProtocolError(msg, offset=offset + at, path=path)
 
-    size = len(area)
-    if size < 6:
-        raise fail("truncated MessagePropertiesHeader", 0, "MessagePropertiesHeader")
-    sizes, upper, lower, _reserved, count = MESSAGE_PROPERTIES_HEADER.unpack_from(area, 0)
-    header_size = (sizes & MESSAGE_PROPERTIES_HEADER_HEADER_SIZE_2X_MASK) * 2
-    mph_size = (
-        (sizes >> MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_SHIFT)
-        & MESSAGE_PROPERTIES_HEADER_PROPERTY_HEADER_SIZE_2X_MASK
-    ) * 2
-    area_size = ((upper << MESSAGE_PROPERTIES_HEADER_AREA_WORDS_UPPER_AT) | lower) * 4
-    if header_size < 6:
-        raise fail(f"MessagePropertiesHeader size {header_size} < 6", 0, "MessagePropertiesHeader")
-    if mph_size < 6:
-        raise fail(f"MessagePropertyHeader size {mph_size} < 6", 0, "MessagePropertiesHeader")
-    if area_size <= 0 or area_size > size:
-        raise fail(
-            f"properties area of {area_size} bytes does not fit the {size} available",
-            1,
-            "MessagePropertiesHeader.messagePropertiesAreaWords",
-        )
-    if not 0 < count <= MAX_NUM_PROPERTIES:
-        raise fail(f"invalid number of properties {count}", 5, "MessagePropertiesHeader")
+    header_size, mph_size, area_size, count = read_properties_header(area, offset)
     pad = area[area_size - 1]
-    if not 1 <= pad <= 4:
+    if not 1 <= pad <= PADDING_MAX:
         raise fail(f"invalid padding byte {pad}", area_size - 1, "MessageProperties.padding")
     total = area_size - pad
     data_start = header_size + count * mph_size

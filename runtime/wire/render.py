@@ -23,11 +23,20 @@ from typing import Any, NamedTuple
 
 from pybmq.errors import ProtocolError
 from pybmq.generated.wire_codec import (
+    EVENT_HEADER_SIZE,
+    MESSAGE_GUID_SIZE,
     PUT_HEADER_MESSAGE_WORDS_MASK,
     WORD,
+    WORD_SIZE,
     EventType,
     PushHeaderFlags,
     PutHeaderFlags,
+)
+from pybmq.generated.wire_messages import (
+    PUSH_FIELD_OFFSETS,
+    PUSH_REQUIRED_HEADER_SIZE,
+    PUT_FIELD_OFFSETS,
+    PUT_REQUIRED_HEADER_SIZE,
 )
 from pybmq.wire.batches import iter_ack, iter_confirm, iter_reject
 from pybmq.wire.capture import capture_events
@@ -185,11 +194,11 @@ def _render_event(event: Event, tap: Node | None, payload_limit: int | None, as_
             return json.dumps(node) + "\n" if as_json else render_text(node) + "\n\n"
     except ProtocolError as exc:
         raise at_event(event, exc) from exc
-    key = event.data[:8]
+    key = event.data[:EVENT_HEADER_SIZE]
     head = _HEADS.get(key)
     if head is None:
         head = _head(event)
-        keep(_HEADS, key, 8, head)
+        keep(_HEADS, key, EVENT_HEADER_SIZE, head)
     if as_json:
         if batch is None:
             body = f', "messages": [{", ".join(records)}]'
@@ -318,7 +327,9 @@ def _message_texts(
     heads = _MESSAGE_HEADS[etype]
     # Where the GUID (and a PUT's CRC) end: every header is at least that long (iter_put and
     # iter_push refuse shorter ones).
-    varying_end = 32 if put else 28
+    varying_end = PUT_REQUIRED_HEADER_SIZE if put else PUSH_REQUIRED_HEADER_SIZE
+    guid_at = (PUT_FIELD_OFFSETS if put else PUSH_FIELD_OFFSETS)["guid"]
+    guid_end = guid_at + MESSAGE_GUID_SIZE
     data, base = event.data, event.offset
     out = []
     pos = event.header_size
@@ -326,21 +337,18 @@ def _message_texts(
         # Every header field but the GUID (and a PUT's CRC and correlation id) and the options
         # are in the key (the header's and options' sizes too, in its second word): their text
         # is cached with those as ``%s``.
-        options_end = pos + m.header_words * 4 + len(m.options)
-        key = data[pos : pos + 12] + data[pos + varying_end : options_end]
+        header_size = m.header_words * WORD_SIZE
+        options_end = pos + header_size + len(m.options)
+        key = data[pos : pos + guid_at] + data[pos + varying_end : options_end]
         head = heads.get(key)
         if head is None:
-            head = _message_head(etype, data, pos, m.header_words * 4, m.compression)
+            head = _message_head(etype, data, pos, header_size, m.compression)
             if m.options:
                 options = options_json(m).replace("%", "%%")
                 head = (f"{head[0]}\n[Options] {options}", f'{head[1]}, "options": {options}')
             keep(heads, key, len(key), head)
-        hex_guid = data[pos + 12 : pos + 28].hex()
-        args: tuple[Any, ...] = (
-            (hex_guid, int.from_bytes(data[pos + 28 : pos + 32], "big"), m.correlation_id)
-            if put
-            else (hex_guid,)
-        )
+        hex_guid = data[pos + guid_at : pos + guid_end].hex()
+        args: tuple[Any, ...] = (hex_guid, m.crc32c, m.correlation_id) if put else (hex_guid,)
         payload = m.payload
         if as_json:
             shown = payload if payload_limit is None else payload[:payload_limit]
@@ -362,7 +370,7 @@ def _message_texts(
             text += f"\n[Payload] {len(payload)} bytes"
             out.append(f"{text}\n{dump}" if dump else text)
         # message_words, in the same place in a PushHeader
-        pos += (WORD.unpack_from(data, pos)[0] & PUT_HEADER_MESSAGE_WORDS_MASK) * 4
+        pos += (WORD.unpack_from(data, pos)[0] & PUT_HEADER_MESSAGE_WORDS_MASK) * WORD_SIZE
     return out
 
 

@@ -355,7 +355,7 @@ async def test_bad_trace_headers_are_counted_under_the_log_budget(
             for _ in range(count):
                 message = await asyncio.wait_for(reader.get(), 10)
                 message.confirm_nowait()
-        tracing = consumer.driver.tracing
+        tracing = consumer.tracing
         assert tracing is not None
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
     # The first ten and then one in a thousand; none from OpenTelemetry's propagator.

@@ -129,7 +129,7 @@ def test_a_full_run_prunes_the_cache(
     monkeypatch.setattr(driver, "render_all", render_all)
     assert driver.main(["--check"]) == 0
     assert not stale.exists()
-    assert len(list(cache.glob("*.fmt"))) == 2
+    assert len(list(cache.glob("*.fmt"))) == 3  # the layout modules: codec, layout, messages
     assert "fresh" in capsys.readouterr().out
 
 

@@ -136,3 +136,12 @@ def test_install_warns_and_refuses_over_a_real_sdk() -> None:
     with pytest.warns(UserWarning, match="a real blazingmq package is installed"):
         assert not pybmq.compat.install()
     assert sys.modules.get("blazingmq") is not pybmq.compat
+
+
+def test_uninstall_before_any_install_does_nothing() -> None:
+    """In a fresh process (a pytest-xdist worker, say) nothing is aliased, and some of the alias
+    targets are not imported: uninstall leaves everything as it was (it raised KeyError)."""
+    code = (
+        "import sys, pybmq.compat; pybmq.compat.uninstall(); assert 'blazingmq' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)

@@ -73,6 +73,32 @@ def test_start_stop_kill_restart_on_the_same_port(
     assert not broker.running and not folder.exists()
 
 
+def test_a_port_taken_before_the_broker_listens_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under pytest-xdist another process may take the port RealBroker picked before its broker
+    listens: it picks another and starts again; a port it was given is not changed."""
+    import socket
+
+    import pybmq.testing.real_broker as real_broker
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    picks = iter([port])
+    pick = real_broker.free_port
+    monkeypatch.setattr(real_broker, "free_port", lambda: next(picks, None) or pick())
+    fake = _script(tmp_path, f'exec "{sys.executable}" "{FAKE}" "$@"')
+    try:
+        with RealBroker(fake, tmp_path / "own") as broker:
+            assert broker.running and broker.port != port
+        with pytest.raises(BrokerStartError, match="exited with status 6"):
+            RealBroker(fake, tmp_path / "given", port=port).start()
+    finally:
+        taken.close()
+
+
 def test_real_kind_without_an_executable_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(BROKER_BIN_ENV, raising=False)
     with pytest.raises(BrokerUnavailable, match=BROKER_BIN_ENV), running_broker("real"):
@@ -144,3 +170,14 @@ def test_basic_authentication_right_wrong_missing(bmq_real_broker: RealBroker) -
 def test_executable_from_the_environment_is_what_runs(bmq_real_broker: RealBroker) -> None:
     assert bmq_real_broker.executable == os.environ[BROKER_BIN_ENV]
     assert bmq_real_broker.log_files(), "the broker writes its log under the test folder"
+
+
+def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
+    """Outgoing connections take their source ports from the kernel's ephemeral range: a port
+    picked there could be taken before the broker listens (under pytest-xdist, by another
+    worker's client), so free_port picks below it."""
+    from pybmq.testing.real_broker import PICK_FROM, _ephemeral_start, free_port
+
+    ports = {free_port() for _ in range(20)}
+    assert all(PICK_FROM <= port < _ephemeral_start() for port in ports)
+    assert len(ports) > 1  # picked at random: parallel pickers rarely meet

@@ -3,7 +3,7 @@ returns exactly what the general path does, and still refuses malformed messages
 
 from __future__ import annotations
 
-import pybmq.wire.push as push_module
+import pybmq.generated.wire_messages as wire_messages
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -66,7 +66,7 @@ def test_option_is_parsed_once_per_event_not_per_message(monkeypatch: pytest.Mon
         calls.append(args)
         return original(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(push_module, "parse_options", counting)
+    monkeypatch.setattr(wire_messages, "read_options", counting)
     builder = PushEventBuilder()
     for i in range(50):
         builder.add(7, GUID, b"p%d" % i, sub_queue_infos=[(9, None)])
@@ -119,8 +119,12 @@ def test_no_option_pushes_decode_fully_and_refuse_bad_bytes(
 
 def general_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every option shape miss the one-option fast path."""
-    for name in ("_ONE_ID_OLD_OPTION", "_ONE_INFO_OPTION", "_PACKED_OPTION"):
-        monkeypatch.setattr(push_module, name, -1)
+    for name in (
+        "ONE_SUB_QUEUE_ID_OLD_OPTION",
+        "ONE_SUB_QUEUE_INFO_OPTION",
+        "PACKED_SUB_QUEUE_INFO_OPTION",
+    ):
+        monkeypatch.setattr(wire_messages, name, -1)
 
 
 @settings(

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pybmq.codegen.layout import SPEC_NAME, Struct, load_spec
 from pybmq.errors import DecodeError, EncodeError
-from pybmq.generated import wire_codec, wire_layout
+from pybmq.generated import wire_codec, wire_layout, wire_messages
 from pybmq.generated.wire_codec import EventType
 from pybmq.wire.batches import AckEventBuilder
 from pybmq.wire.framing import event_header_bytes, split_events
@@ -55,12 +55,12 @@ def test_sizes_and_field_order_agree() -> None:
 
 
 def test_shared_layouts_hold() -> None:
-    """The runtime reads the three batch headers with the AckHeader's constants, and PUT and
-    PUSH headers' first two words and schema id with one reader."""
+    """The three batch headers share one layout, and the PUT and PUSH headers their first two
+    words and the schema id's format (what readers of either, a dissector's, may rely on)."""
     layouts = wire_codec.BIT_LAYOUTS
     assert layouts["AckHeader"][:2] == layouts["ConfirmHeader"][:2] == layouts["RejectHeader"][:2]
     assert layouts["PutHeader"][:5] == layouts["PushHeader"][:5]
-    assert wire_codec.PUT_SCHEMA_ID.format == wire_codec.PUSH_SCHEMA_ID.format
+    assert wire_messages.PUT_SCHEMA_ID.format == wire_messages.PUSH_SCHEMA_ID.format
 
 
 @pytest.mark.parametrize("name", sorted(STRUCTS))
