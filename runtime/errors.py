@@ -25,6 +25,7 @@ __all__ = [
     "RequestTimeoutError",
     "SchemaError",
     "SessionStoppedError",
+    "TlsHandshakeError",
     "UsageError",
 ]
 

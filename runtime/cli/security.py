@@ -13,7 +13,13 @@ from typing import Any, Protocol
 
 from pybmq.cli.validate import readable_file, seconds, text
 
-__all__ = ["add_security_arguments", "security_options"]
+__all__ = [
+    "ArgumentGroup",
+    "add_security_arguments",
+    "add_tls_arguments",
+    "security_options",
+    "tls_options",
+]
 
 
 def add_security_arguments(parser: argparse.ArgumentParser) -> None:

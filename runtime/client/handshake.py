@@ -27,6 +27,7 @@ from pybmq.wire.framing import SMALL_EVENT_SIZE
 
 __all__ = [
     "HEARTBEAT_INTERVAL_RANGE_MS",
+    "IDENTITY_LIMITS",
     "MAX_AUTHENTICATION_EVENT_SIZE",
     "MAX_MISSED_HEARTBEATS_RANGE",
     "MAX_RETRY_HINT_MS",
@@ -40,6 +41,7 @@ __all__ = [
     "client_identity",
     "negotiated",
     "reauthentication_delay",
+    "sanitised",
     "user_agent",
 ]
 

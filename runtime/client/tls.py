@@ -29,7 +29,14 @@ class HandshakeTimeout(ConnectionAbortedError):
     """No TLS answer within the handshake bound (asyncio reports its own bound this way)."""
 
 
-__all__ = ["client_tls_context", "connect_failure"]
+__all__ = [
+    "HandshakeTimeout",
+    "client_tls_context",
+    "connect_error",
+    "connect_failure",
+    "open_connection",
+    "open_streams",
+]
 
 
 def client_tls_context(options: SessionOptions) -> ssl.SSLContext | None:

@@ -29,7 +29,7 @@ from pybmq.wire.framing import Event
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
 
-__all__ = ["authenticate", "broker_response", "negotiate"]
+__all__ = ["authenticate", "broker_response", "negotiate", "unprintable_fields"]
 
 log = logging.getLogger("pybmq.sim")
 

@@ -31,7 +31,14 @@ from pybmq.testing.real_broker import (
 if TYPE_CHECKING:
     from pybmq.sim.server import ThreadedBrokerSimulator
 
-__all__ = ["NO_BROKER_REASON", "BrokerHandle", "BrokerKind", "BrokerUnavailable", "running_broker"]
+__all__ = [
+    "NO_BROKER_REASON",
+    "NO_TLS_BROKER_REASON",
+    "BrokerHandle",
+    "BrokerKind",
+    "BrokerUnavailable",
+    "running_broker",
+]
 
 BrokerKind = Literal["sim", "real", "auto"]
 NO_BROKER_REASON = f"no real broker: set {BROKER_BIN_ENV} to a bmqbrkr.tsk (or its launcher)"
