@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 
 .PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo \
-	clean docs docs-serve dist pythons cluster-soak
+	clean docs docs-serve dist pythons cluster-soak tls-round-trips
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ test: check-generated
 cluster-soak:
 	@test -n "$$BMQ_BROKER_BIN" || { echo "cluster-soak: set BMQ_BROKER_BIN to a broker build" >&2; exit 2; }
 	PYBMQ_CLUSTER_SOAK=1 $(PY) -m pytest tests/cluster/test_failover.py -s $(PYTEST_ARGS)
+
+# Every TLS test, each surface (client, compat, post/consume/admin/tap, Spark) moving 1,000
+# messages over TLS; against a TLS-capable broker build too when BMQ_BROKER_TLS_BIN names one.
+# `make test` runs them with 1,000 messages through the asyncio client and fewer elsewhere.
+tls-round-trips:
+	PYBMQ_TLS_ROUND_TRIPS=1 $(PY) -m pytest -m tls $(PYTEST_ARGS)
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md

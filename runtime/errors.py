@@ -25,6 +25,7 @@ __all__ = [
     "RequestTimeoutError",
     "SchemaError",
     "SessionStoppedError",
+    "TlsHandshakeError",
     "UsageError",
 ]
 
@@ -88,6 +89,20 @@ class InvalidTransitionError(UsageError):
 
 class SessionStoppedError(PybmqError):
     """The session stopped (or its connection was lost) before the operation completed."""
+
+
+class TlsHandshakeError(SessionStoppedError):
+    """The TLS handshake with the broker failed, so no session could start. ``reason`` says
+    why, for a program to branch on: ``"certificate"`` (the broker's certificate was refused:
+    not signed by the trusted CA, issued for another host name, or expired; ``verify_code`` is
+    OpenSSL's), ``"timeout"`` (no TLS answer within ``tls_handshake_timeout``: most likely a
+    plain BlazingMQ port) or ``"handshake"`` (the broker ended the handshake: a TLS version or
+    cipher it refuses, a client certificate it requires, or a closed connection)."""
+
+    def __init__(self, message: str, reason: str, verify_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.verify_code = verify_code
 
 
 class RequestTimeoutError(PybmqError, TimeoutError):

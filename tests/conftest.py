@@ -19,6 +19,17 @@ def java_vectors() -> Path:
     return JAVA_VECTORS
 
 
+@pytest.fixture(scope="module", params=("sim", "real"))
+def tls_broker(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A broker with a plain and a TLS listener (``url``, ``tls_url``, ``tls_ca``), one per
+    module and kind: the simulator, and the TLS-capable real broker (skipped, with the reason,
+    when ``$BMQ_BROKER_TLS_BIN`` is unset). Tests use queues of their own."""
+    from tests.helpers.tls import running_tls_broker
+
+    with running_tls_broker(request.param) as broker:
+        yield broker
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The shared local[2] SparkSession with the ``blazingmq`` data source registered."""

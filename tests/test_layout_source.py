@@ -41,7 +41,6 @@ ALLOWED = {
     ("client/options.py", "1 << 20"): "max_put_event_bytes: a default batching size, 1 MiB",
     ("client/consuming.py", "qid << 32"): "a dict key made of two ids, not wire bits",
     ("wire/dissect.py", "32 <= b < 127"): "printable ASCII, for a hex dump's text column",
-    ("client/options.py", "32 < ord(ch) < 127"): "printable ASCII, for a process name",
     ("wire/dissect.py", "4 * 1024"): "MAX_INFLATED_MESSAGE: 4 MiB, a display bound",
     ("client/aio.py", "4 * 1024"): "write_high_water: a default buffer size, 4 MiB",
     ("client/sync.py", "4 * 1024"): "write_high_water: a default buffer size, 4 MiB",

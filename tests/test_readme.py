@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from pybmq.cli.main import build_parser
-from pybmq.testing.brokers import NO_BROKER_REASON
+from pybmq.testing.brokers import NO_BROKER_REASON, NO_TLS_BROKER_REASON
 
 from tests.helpers.paths import REPO_ROOT
 
@@ -51,6 +51,7 @@ def test_the_skips_the_readme_explains_are_the_suites() -> None:
     text = plain(README)
     assert "BMQ_BROKER_BIN=/path/to/bmqbrkr.tsk make test" in text
     assert plain(NO_BROKER_REASON) in text
+    assert plain(NO_TLS_BROKER_REASON) in text
     packaging = (REPO_ROOT / "tests" / "test_packaging.py").read_text(encoding="utf-8")
     assert "run `make dist` first" in packaging and "run make dist first" in text
     plugin = (REPO_ROOT / "runtime" / "testing" / "plugin.py").read_text(encoding="utf-8")

@@ -31,7 +31,7 @@ from pybmq.cli.security import add_security_arguments, security_options
 from pybmq.cli.validate import seconds
 from pybmq.errors import UsageError
 from pybmq.printable import escape_controls
-from pybmq.uri import default_broker, parse_broker_url
+from pybmq.uri import default_broker
 
 if TYPE_CHECKING:
     from pybmq.client.options import SessionOptions
@@ -132,23 +132,17 @@ async def _exchange(
     its answer to ``on_answer``; each step (connecting, each answer) must finish within
     ``timeout`` seconds."""
     from pybmq.client.admin import AdminEngine
-    from pybmq.client.tls import client_tls_context, connect_failure
+    from pybmq.client.tls import connect_error, open_streams
     from pybmq.errors import PybmqError, RequestTimeoutError, SessionStoppedError
 
     url = options.broker_uri
-    host, port = parse_broker_url(url)
-    tls = client_tls_context(options)
-    secure: dict[str, Any] = {}
-    if tls is not None:
-        secure = {"ssl": tls, "server_hostname": options.tls_server_name or host}
     try:
-        connecting = asyncio.open_connection(host, port, **secure)
-        reader, writer = await asyncio.wait_for(connecting, timeout)
+        reader, writer = await open_streams(options, connect_timeout=timeout, limit=_READ)
     except (OSError, asyncio.TimeoutError) as exc:
-        message = connect_failure(url, exc, tls is not None, timeout)
+        error = connect_error(url, exc, options.uses_tls, timeout)
         if isinstance(exc, asyncio.TimeoutError):
-            raise RequestTimeoutError(message) from None
-        raise SessionStoppedError(message) from None
+            raise RequestTimeoutError(str(error)) from None
+        raise error from None
     loop = asyncio.get_running_loop()
     engine = AdminEngine(options, now=loop.time())
     answers: asyncio.Queue[str | BaseException] = asyncio.Queue()

@@ -82,6 +82,10 @@ API_SECTIONS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
             ),
         ),
         (
+            "Certificates for a TLS test broker (see [Security](../guide/security.md)):",
+            ("pybmq.testing.certificates.TestCertificates",),
+        ),
+        (
             "A replicated cluster and a proxy for tests (see [Testing against a "
             "cluster](../guide/cluster.md)):",
             (

@@ -1,5 +1,5 @@
 """Authentication and TLS flags shared by the commands that connect (``post``, ``consume``,
-``admin``).
+``admin``; ``tap`` takes the TLS ones for its connections to the broker).
 
 The credential material is read from a file, never from the command line (where ``ps`` shows
 it), and read again at every (re-)authentication so a rotated token is picked up.
@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from pybmq.cli.validate import readable_file, text
+from pybmq.cli.validate import readable_file, seconds, text
 
-__all__ = ["add_security_arguments", "security_options"]
+__all__ = [
+    "ArgumentGroup",
+    "add_security_arguments",
+    "add_tls_arguments",
+    "security_options",
+    "tls_options",
+]
 
 
 def add_security_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +36,17 @@ def add_security_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="file holding the credential material (BASIC: user:password); re-read each time",
     )
+    add_tls_arguments(group)
+
+
+class ArgumentGroup(Protocol):
+    """A parser or one of its argument groups: what flags are added to."""
+
+    def add_argument(self, *names: str, **settings: Any) -> Any: ...
+
+
+def add_tls_arguments(group: ArgumentGroup) -> None:
+    """The client side's TLS flags (``tls_options`` reads them)."""
     group.add_argument(
         "--tls-ca", type=readable_file, metavar="PEM", help="connect with TLS, trusting this CA"
     )
@@ -44,6 +61,12 @@ def add_security_arguments(parser: argparse.ArgumentParser) -> None:
         type=text,
         metavar="NAME",
         help="name the broker's certificate must carry",
+    )
+    group.add_argument(
+        "--tls-handshake-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="the TLS handshake must end within this (default 2; a plain port never answers)",
     )
 
 
@@ -69,7 +92,13 @@ def security_options(args: argparse.Namespace) -> dict[str, Any]:
             return Credential(mechanism, data)
 
         options["credential_provider"] = provider
-    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name"):
+    return {**options, **tls_options(args)}
+
+
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """SessionOptions keywords for the TLS flags given, their files checked first."""
+    options: dict[str, Any] = {}
+    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "tls_handshake_timeout"):
         if getattr(args, name):
             options[name] = getattr(args, name)
     _check_tls_files(args)

@@ -127,6 +127,22 @@ def add_parser(subparsers: Subcommands) -> None:
         "--tls-key", type=readable_file, metavar="PEM", help="the certificate's private key"
     )
     security.add_argument(
+        "--tls-port",
+        type=integer(0, 65535),
+        metavar="PORT",
+        help="with --tls-cert/--tls-key: keep --port plain and serve TLS on this port too "
+        "(0: any free one), as a broker with a plain and a TLS listener; default: --port "
+        "serves TLS only",
+    )
+    security.add_argument(
+        "--tls-versions",
+        type=text,
+        default="TLSv1.3",
+        metavar="LIST",
+        help="the broker's tlsConfig.versions: TLS 1.3 is served whatever else it lists, as by "
+        "the broker (default TLSv1.3)",
+    )
+    security.add_argument(
         "--tls-client-ca",
         type=readable_file,
         metavar="PEM",
@@ -177,7 +193,12 @@ async def _serve(args: argparse.Namespace) -> int:
     from pybmq.sim.tls import security_settings
 
     auth, tls = security_settings(
-        args.auth, args.auth_lifetime_ms, args.tls_cert, args.tls_key, args.tls_client_ca
+        args.auth,
+        args.auth_lifetime_ms,
+        args.tls_cert,
+        args.tls_key,
+        args.tls_client_ca,
+        args.tls_versions,
     )
     config = BrokerConfig(
         heartbeat_interval_ms=args.heartbeat_ms,
@@ -200,7 +221,9 @@ async def _serve(args: argparse.Namespace) -> int:
         answer_heartbeats=not args.no_heartbeats,
         refuse_negotiation=args.refuse_negotiation,
     )
-    sim = BrokerSimulator(config, faults=faults if faults.active else None, tls=tls)
+    sim = BrokerSimulator(
+        config, faults=faults if faults.active else None, tls=tls, tls_port=args.tls_port
+    )
     try:
         await sim.start(args.host, args.port)
     except SimulatorError as exc:
@@ -208,9 +231,10 @@ async def _serve(args: argparse.Namespace) -> int:
         if not isinstance(cause, OSError):
             raise
         where = f"{args.host}:{args.port}"
-        raise UsageError(listen_failure("--host/--port", where, cause)) from None
+        raise UsageError(listen_failure("--host/--port/--tls-port", where, cause)) from None
     stop = stop_on_signals()
-    print(f"pybmq sim listening on {sim.url}", flush=True)
+    tls_beside = f" and TLS on {sim.tls_url}" if args.tls_port is not None else ""
+    print(f"pybmq sim listening on {sim.url}{tls_beside}", flush=True)
     try:
         while True:
             try:
@@ -236,6 +260,8 @@ def _check_tls_files(args: argparse.Namespace) -> None:
 
     if bool(args.tls_cert) != bool(args.tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
+    if args.tls_port is not None and not args.tls_cert:
+        raise UsageError("--tls-port needs --tls-cert and --tls-key")
     try:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         if args.tls_cert:

@@ -14,7 +14,12 @@ decode shows it cut); at most --max-connections clients at once (more are closed
 a capture file grows to --max-capture-size, then recording stops (traffic still passes) or,
 with --rotate N, FILE moves to FILE.1 (keeping N old files) and a new FILE starts.
 
+TLS: with --tls-ca the tap connects to the broker's TLS listener (checking its certificate as
+a client does); with --listen-tls-cert/--listen-tls-key it serves TLS 1.3 to its clients too.
+It sees, and records, the traffic inside TLS.
+
 example: pybmq tap --listen 127.0.0.1:30115 --broker tcp://localhost:30114 --out session.tap
+example: pybmq tap --broker tcp://localhost:30115 --tls-ca ca.pem --out tls.tap
 exit codes: 0 stopped by Ctrl-C or SIGTERM, 2 bad usage (the flag is named: a busy --listen
 port, an --out that cannot be written)
 """
@@ -25,12 +30,24 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import ssl
+from typing import TYPE_CHECKING
 
 from pybmq.cli.common import Subcommands, describe, stop_on_signals
+from pybmq.cli.security import add_tls_arguments, tls_options
 from pybmq.cli.tap_capture import Recorder
-from pybmq.cli.validate import broker_url, host_port, integer, listen_failure, writable_file
+from pybmq.cli.validate import (
+    broker_url,
+    host_port,
+    integer,
+    listen_failure,
+    readable_file,
+    writable_file,
+)
 from pybmq.errors import ProtocolError, UsageError
-from pybmq.uri import parse_broker_url
+
+if TYPE_CHECKING:
+    from pybmq.client.options import SessionOptions
 
 __all__ = [
     "DEFAULT_MAX_CAPTURE",
@@ -107,6 +124,17 @@ def add_parser(subparsers: Subcommands) -> None:
         help="at --max-capture-size, move FILE to FILE.1 (FILE.1 to FILE.2 ..., keeping N) and "
         "start a new FILE (default 0: stop recording)",
     )
+    tls = parser.add_argument_group("TLS")
+    add_tls_arguments(tls)  # to the broker
+    tls.add_argument(
+        "--listen-tls-cert",
+        type=readable_file,
+        metavar="PEM",
+        help="serve TLS to clients with this certificate (with --listen-tls-key)",
+    )
+    tls.add_argument(
+        "--listen-tls-key", type=readable_file, metavar="PEM", help="that certificate's key"
+    )
     parser.set_defaults(func=handler)
 
 
@@ -142,10 +170,12 @@ async def _pump(
 class Tap:
     """The connections of one tap run: each client with its upstream, at most ``limit``."""
 
-    def __init__(self, args: argparse.Namespace, recorder: Recorder) -> None:
+    def __init__(
+        self, args: argparse.Namespace, recorder: Recorder, upstream: SessionOptions
+    ) -> None:
         self.args = args
         self.recorder = recorder
-        self.broker = parse_broker_url(args.broker)
+        self.upstream = upstream  # how to reach the broker: its URL, TLS options and bounds
         self.connections = 0  # accepted, in all
         self.refused = 0  # closed on arrival, over --max-connections
         self.tasks: set[asyncio.Task[None]] = set()
@@ -170,11 +200,15 @@ class Tap:
     async def _serve(
         self, number: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        host, port = self.broker
+        from pybmq.client.tls import connect_failure, open_streams
+
         try:
-            upstream = await asyncio.wait_for(asyncio.open_connection(host, port), _CONNECT_TIMEOUT)
-        except (OSError, asyncio.TimeoutError) as exc:
-            log.error("connection %d: cannot reach %s: %s", number, self.args.broker, exc)
+            upstream = await open_streams(
+                self.upstream, connect_timeout=_CONNECT_TIMEOUT, limit=_READ
+            )
+        except (OSError, asyncio.TimeoutError, UsageError) as exc:  # a CA file gone since start
+            why = connect_failure(self.args.broker, exc, self.upstream.uses_tls, _CONNECT_TIMEOUT)
+            log.error("connection %d: %s", number, why)
             writer.close()
             return
         up_reader, up_writer = upstream
@@ -200,15 +234,19 @@ class Tap:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from pybmq.client.options import SessionOptions
+
     host, port = args.listen
     tap: Tap | None = None
+    upstream = SessionOptions(broker_uri=args.broker, **tls_options(args))
+    serving = _listen_tls(args)
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert tap is not None  # set right after the server starts, before any client
         await tap.on_client(reader, writer)
 
     try:
-        server = await asyncio.start_server(on_client, host, port, limit=_READ)
+        server = await asyncio.start_server(on_client, host, port, limit=_READ, ssl=serving)
     except OSError as exc:
         raise UsageError(listen_failure("--listen", f"{host}:{port}", exc)) from None
     try:  # opened once listening works: a busy port does not truncate an earlier capture
@@ -216,10 +254,14 @@ async def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         server.close()
         raise UsageError(f"cannot write --out {args.out}: {exc.strerror}") from None
-    tap = Tap(args, recorder)
+    tap = Tap(args, recorder, upstream)
     bound = server.sockets[0].getsockname()
     stop = stop_on_signals()
-    print(f"pybmq tap listening on tcp://{bound[0]}:{bound[1]} -> {args.broker}", flush=True)
+    legs = (" (TLS)" if serving else "", " (TLS)" if upstream.uses_tls else "")
+    print(
+        f"pybmq tap listening on tcp://{bound[0]}:{bound[1]}{legs[0]} -> {args.broker}{legs[1]}",
+        flush=True,
+    )
     try:
         await stop.wait()
     finally:
@@ -236,6 +278,23 @@ async def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     return 0
+
+
+def _listen_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The clients' side's TLS: a server context as the broker's (TLS 1.3), or None."""
+    if bool(args.listen_tls_cert) != bool(args.listen_tls_key):
+        raise UsageError("--listen-tls-cert and --listen-tls-key go together")
+    if not args.listen_tls_cert:
+        return None
+    from pybmq.sim.tls import server_tls_context
+
+    try:
+        return server_tls_context(args.listen_tls_cert, args.listen_tls_key)
+    except UsageError as exc:
+        raise UsageError(
+            f"--listen-tls-cert {args.listen_tls_cert} / --listen-tls-key "
+            f"{args.listen_tls_key}: {exc}"
+        ) from None
 
 
 def handler(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ from pybmq.client.options import (
     queue_options,
 )
 from pybmq.client.stats import SessionStats
-from pybmq.client.tls import client_tls_context, connect_failure
+from pybmq.client.tls import client_tls_context, connect_error
 from pybmq.client.untraced import NO_TRACING, NoTracing
 from pybmq.errors import (
     LingerTimeoutError,
@@ -127,6 +127,7 @@ class AsyncSession:
             connect_timeout=connect_timeout,
             high_water=write_high_water,
             low_water=write_low_water,
+            tls_handshake_timeout=engine_options.tls_handshake_timeout,
         )
         # What AsyncQueue and ReceivedMessage work through: see pybmq.client.aio_driver.
         self.driver = EngineDriver(engine, self._link, self._pump)
@@ -246,8 +247,8 @@ class AsyncSession:
             if self._started.done():
                 # The engine's stop failed this future; the error raised below replaces it.
                 self._started.exception()
-            raise SessionStoppedError(
-                connect_failure(self.broker, exc, link.tls is not None, link.connect_timeout)
+            raise connect_error(
+                self.broker, exc, link.tls is not None, link.connect_timeout
             ) from exc
         self._use(connection)
         log.debug("connected to %s; negotiating", self.broker)

@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import Callable
-from typing import Any
 
+from pybmq.client.tls import open_connection
 from pybmq.errors import UsageError
 
 
@@ -60,6 +60,7 @@ class Link:
         connect_timeout: float,
         high_water: int,
         low_water: int,
+        tls_handshake_timeout: float = 2.0,
     ) -> None:
         if not 0 <= low_water <= high_water:
             raise UsageError("watermarks need 0 <= write_low_water <= write_high_water")
@@ -69,6 +70,7 @@ class Link:
         self.tls = tls
         self._tls_server_name = tls_server_name
         self.connect_timeout = connect_timeout
+        self.tls_handshake_timeout = tls_handshake_timeout
         self.high_water = high_water
         self._low_water = low_water
         self.transport: asyncio.Transport | None = None
@@ -121,17 +123,17 @@ class Link:
         return transport.get_write_buffer_size() if transport is not None else 0
 
     async def connect(self, host: str, port: int) -> Connection:
-        """TCP (and the TLS handshake, checking the server name), bounded by connect_timeout."""
-        loop = asyncio.get_running_loop()
-        tls: dict[str, Any] = {}
-        if self.tls is not None:
-            tls = {"ssl": self.tls, "server_hostname": self._tls_server_name or host}
-        transport, protocol = await asyncio.wait_for(
-            loop.create_connection(lambda: _Protocol(self), host, port, **tls),
-            self.connect_timeout,
+        """TCP within connect_timeout, then (with TLS) the handshake, checking the server name,
+        within tls_handshake_timeout (``pybmq.client.tls.open_connection``)."""
+        return await open_connection(
+            lambda: _Protocol(self),
+            host,
+            port,
+            tls=self.tls,
+            server_name=self._tls_server_name,
+            connect_timeout=self.connect_timeout,
+            handshake_timeout=self.tls_handshake_timeout,
         )
-        assert isinstance(transport, asyncio.Transport)
-        return transport, protocol
 
     def use(self, connection: Connection) -> None:
         """Make ``connection`` the one in use."""

@@ -336,15 +336,19 @@ class QueueResumed:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHighWatermark:
-    """The socket's write buffer reached the session's high watermark (CHANNEL_HIGH_WATERMARK in
-    the C++ SDK): data is piling up faster than the broker takes it; throttle posting."""
+    """The socket's write buffer reached the session's high watermark (the C++ SDK's
+    e_CHANNEL_HIGH_WATERMARK, upstream 656c24b99): data is piling up faster than the broker
+    takes it; throttle posting. One event per crossing, each followed by a ChannelLowWatermark
+    before the next."""
 
     buffered: int  # bytes waiting in the write buffer
 
 
 @dataclass(frozen=True, slots=True)
 class ChannelLowWatermark:
-    """The write buffer drained to the low watermark after a high one: posting may go on."""
+    """The write buffer drained to the low watermark after a high one (the C++ SDK's
+    e_CHANNEL_LOW_WATERMARK: the channel is writable again and holds nothing back; pybmq never
+    keeps posts outside the buffer while it is high): posting may go on."""
 
     buffered: int
 

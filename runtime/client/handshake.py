@@ -21,11 +21,13 @@ from pybmq.client.options import Credential, SessionOptions
 from pybmq.client.records import FEATURE_CONFIGURE_STREAM, PROTOCOL_VERSION, SDK_VERSION
 from pybmq.errors import AuthenticationError, BrokerError, ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
+from pybmq.printable import printable_ascii
 from pybmq.wire.control import encode_authentication, has_feature, parse_features
 from pybmq.wire.framing import SMALL_EVENT_SIZE
 
 __all__ = [
     "HEARTBEAT_INTERVAL_RANGE_MS",
+    "IDENTITY_LIMITS",
     "MAX_AUTHENTICATION_EVENT_SIZE",
     "MAX_MISSED_HEARTBEATS_RANGE",
     "MAX_RETRY_HINT_MS",
@@ -39,6 +41,7 @@ __all__ = [
     "client_identity",
     "negotiated",
     "reauthentication_delay",
+    "sanitised",
     "user_agent",
 ]
 
@@ -60,6 +63,16 @@ MAX_MISSED_HEARTBEATS_RANGE = (1, 100)
 # most MAX_RETRY_HINT_MS, instead of reconnecting into the backoff.
 RETRY_HINT = re.compile(r"retry in (\d{1,9}) ms")
 MAX_RETRY_HINT_MS = 60_000
+# The identity's strings as sent: printable ASCII (upstream's negotiation asks it of every string
+# field and its broker flags violations, a495f02b1) and at most this long. A process or host
+# name that is not (a script named in another alphabet, a control character in a container's
+# host name) goes as its printable-ASCII form, each other character a "?", cut to the bound.
+IDENTITY_LIMITS = {
+    "process_name": 64,
+    "host_name": 253,  # the longest DNS name
+    "features": 1024,
+    "user_agent": 256,  # a prefix of at most 128 characters, then "pybmq/<version>"
+}
 
 
 def clamped(name: str, value: int, bounds: tuple[int, int]) -> int:
@@ -111,22 +124,37 @@ def client_identity(
     session_id: int,
     guid_info: ctrl.GuidInfo,
 ) -> ctrl.ClientIdentity:
-    """The ClientIdentity a pybmq connection of ``client_type`` presents."""
+    """The ClientIdentity a pybmq connection of ``client_type`` presents, its strings as
+    ``sanitised`` makes them."""
     return ctrl.ClientIdentity(
         protocol_version=PROTOCOL_VERSION,
         sdk_version=SDK_VERSION,
         client_type=client_type,
-        process_name=options.process_name,
+        process_name=sanitised("process_name", options.process_name),
         pid=options.pid,
         session_id=session_id,
-        host_name=options.host_name,
-        features=features,
+        host_name=sanitised("host_name", options.host_name),
+        features=sanitised("features", features),
         cluster_name="",
         cluster_node_id=-1,
         sdk_language=ctrl.ClientLanguage.E_UNKNOWN,
         guid_info=guid_info,
-        user_agent=user_agent(options.user_agent_prefix),
+        user_agent=sanitised("user_agent", user_agent(options.user_agent_prefix)),
     )
+
+
+def sanitised(field_name: str, value: str) -> str:
+    """An identity string as sent: printable ASCII within ``IDENTITY_LIMITS`` (logged once per
+    connection when that changed it)."""
+    sent = printable_ascii(value, IDENTITY_LIMITS[field_name])
+    if sent != value:
+        log.info(
+            "the %s is sent as %r: the negotiation takes printable ASCII of at most %d characters",
+            field_name,
+            sent,
+            IDENTITY_LIMITS[field_name],
+        )
+    return sent
 
 
 def user_agent(prefix: str = "") -> str:

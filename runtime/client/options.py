@@ -13,6 +13,7 @@ from typing import Any, cast
 from pybmq.client.reconnect import ReconnectPolicy
 from pybmq.client.subscriptions import Subscription, as_subscriptions
 from pybmq.errors import UsageError
+from pybmq.printable import is_printable_ascii
 from pybmq.uri import default_broker, parse_broker_url
 from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
@@ -29,8 +30,8 @@ __all__ = [
 
 
 def _process_name() -> str:
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
-    return "".join(ch if 32 < ord(ch) < 127 else "_" for ch in name)[:64] or "python"
+    """The script's file name (the negotiation's processName; made printable ASCII when sent)."""
+    return (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "") or "python"
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,11 @@ class SessionOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_server_name: str | None = None
+    # The TLS handshake starts right after the TCP connect and must end within this many
+    # seconds, else TlsHandshakeError (reason "timeout"): a plain BlazingMQ port never answers a
+    # ClientHello, so without this bound a TLS client pointed at one would wait out the whole
+    # connect timeout. A handshake on a loopback or LAN link takes milliseconds.
+    tls_handshake_timeout: float = 2.0
     # Log session.stats() to the "pybmq.stats" logger every this many seconds (0: never), as
     # the official SDKs' statsDumpInterval.
     stats_dump_interval: float = 0.0
@@ -208,12 +214,14 @@ class SessionOptions:
             value = getattr(self, name)
             if value is not None and not 0 < value < 2**31:
                 raise UsageError(f"{name} must be > 0 seconds")
+        if not 0 < self.tls_handshake_timeout < 2**31:
+            raise UsageError("tls_handshake_timeout must be > 0 seconds")
         if not 0 <= self.channel_write_timeout < 2**31:
             raise UsageError("channel_write_timeout must be >= 0 seconds (0: fail at once)")
         if not 0 <= self.linger < 2**31:
             raise UsageError("linger must be >= 0 seconds (0: do not wait for ACKs)")
-        if len(self.user_agent_prefix) > 128 or not self.user_agent_prefix.isprintable():
-            raise UsageError("user_agent_prefix must be printable, at most 128 characters")
+        if len(self.user_agent_prefix) > 128 or not is_printable_ascii(self.user_agent_prefix):
+            raise UsageError("user_agent_prefix must be printable ASCII, at most 128 characters")
         if not 0 < self.max_decompressed_size <= DEFAULT_MAX_DECOMPRESSED_SIZE:
             raise UsageError(
                 f"max_decompressed_size must be in 1..{DEFAULT_MAX_DECOMPRESSED_SIZE} bytes"

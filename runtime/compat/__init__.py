@@ -2,7 +2,8 @@
 
     import pybmq.compat as blazingmq
 
-runs code written for ``blazingmq`` 1.2.2 unchanged: the same names, signatures, value types,
+runs code written for ``blazingmq`` 1.2.2 unchanged (and takes what its next release adds: the
+session's ``authn_credential_provider``): the same names, signatures, value types,
 session events, callback threading rules and exceptions (see docs/guide/compat.md for what
 each option means here and the known differences). A program that does
 ``import blazingmq`` runs on it unedited after ``pybmq.compat.install()`` or with
@@ -15,6 +16,7 @@ from pybmq._version import __version__
 from pybmq.compat import exceptions, session_events
 from pybmq.compat.aliases import install as install
 from pybmq.compat.aliases import uninstall as uninstall
+from pybmq.compat.credentials import AuthnCredentialProvider as AuthnCredentialProvider
 from pybmq.compat.exceptions import Error
 from pybmq.compat.messages import (
     Ack,
@@ -52,4 +54,5 @@ __all__ = [
     "__version__",
     "exceptions",
     "session_events",
-]  # the official package's names only: install/uninstall are pybmq's additions
+]  # blazingmq 1.2.2's names only: install/uninstall are pybmq's additions, and
+# AuthnCredentialProvider (importable here) is its next release's (its pull request #61)

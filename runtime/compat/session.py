@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import logging
 import os
+import ssl
 import threading
 import warnings
 import weakref
@@ -39,6 +40,7 @@ from pybmq.client.events import QueueReopened as RuntimeQueueReopened
 from pybmq.client.events import Reconnected as RuntimeReconnected
 from pybmq.client.events import StateRestored as RuntimeStateRestored
 from pybmq.client.options import SessionOptions as RuntimeSessionOptions
+from pybmq.client.tls import client_tls_context
 from pybmq.compat import session_events as ev
 from pybmq.compat.callbacks import EVENT, CallbackThread
 from pybmq.compat.checks import (
@@ -52,6 +54,7 @@ from pybmq.compat.checks import (
     seconds_or_none,
 )
 from pybmq.compat.core import SessionCore
+from pybmq.compat.credentials import AuthnCredentialProvider, credential_provider
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.health import HostHealth
 from pybmq.compat.lifetime import watch_connection
@@ -73,7 +76,13 @@ from pybmq.compat.values import (
     SessionOptions,
     Timeouts,
 )
-from pybmq.errors import BrokerError, PybmqError, RequestTimeoutError, UsageError
+from pybmq.errors import (
+    BrokerError,
+    PybmqError,
+    RequestTimeoutError,
+    TlsHandshakeError,
+    UsageError,
+)
 from pybmq.generated.wire_codec import PUT_MAX_PAYLOAD_SIZE_SOFT
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url
 from pybmq.wire.properties import MessageProperties
@@ -122,6 +131,7 @@ class Session:
         message_compression_algorithm: CompressionAlgorithmType = CompressionAlgorithmType.NONE,
         timeout: Timeouts | float = DEFAULT_TIMEOUT,
         host_health_monitor: BasicHealthMonitor | None = None,
+        authn_credential_provider: AuthnCredentialProvider | None = None,
         num_processing_threads: int | None = None,
         blob_buffer_size: int | None = None,
         channel_high_watermark: int | None = None,
@@ -129,11 +139,21 @@ class Session:
         stats_dump_interval: float | None = None,
         *,
         tracer_provider: Any = None,
+        tls_ca: str | None = None,
+        tls_server_name: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        """``tracer_provider`` (pybmq's addition; an OpenTelemetry TracerProvider, the ``otel``
-        extra) traces the session as ``pybmq.SessionOptions(tracer_provider=...)`` does: spans
-        per post, delivered message and confirm, W3C trace context in the ``traceparent``
-        property, and spans for start, stop, queue operations and reconnects."""
+        """``authn_credential_provider``: the official SDK's next argument (its pull request
+        #61; see ``pybmq.compat.credentials``), called for every (re-)authentication.
+
+        pybmq's additions, keyword-only: ``tracer_provider`` (an OpenTelemetry
+        TracerProvider, the ``otel`` extra) traces the session as
+        ``pybmq.SessionOptions(tracer_provider=...)`` does: spans per post, delivered message
+        and confirm, W3C trace context in the ``traceparent`` property, and spans for start,
+        stop, queue operations and reconnects. ``tls_ca`` (a CA's PEM file) or ``tls`` (an
+        ``ssl.SSLContext``) connect with TLS, the broker's certificate checked against
+        ``tls_server_name`` (default: the broker URL's host); a failed handshake raises
+        ``Error`` at once, naming why, instead of retrying until the connect timeout."""
         if host_health_monitor is not None and not isinstance(
             host_health_monitor, BasicHealthMonitor
         ):
@@ -168,6 +188,7 @@ class Session:
                     f"event_queue_watermarks must be (low, high) with low < high, was {(low, high)}"
                 )
             watermarks = (low, high)
+        provider = credential_provider(authn_credential_provider)
         # The official SDK lets the environment choose the broker.
         broker = os.environ.get("BMQ_BROKER_URI", broker)
         if isinstance(broker, bytes):
@@ -193,21 +214,30 @@ class Session:
         except UsageError:
             core.shutdown()
             raise Error("Failed to start session: INVALID_ARGUMENT") from None
-        options = RuntimeSessionOptions(
-            request_timeout=timeouts.open_queue_timeout,  # type: ignore[arg-type]
-            stop_timeout=timeouts.disconnect_timeout,  # type: ignore[arg-type]
-            compression_threshold=(
-                1024 if message_compression_algorithm is CompressionAlgorithmType.ZLIB else 0
-            ),
-            # Like the official SDK: reconnect on its own and reopen the open queues.
-            reconnect=True,
-            # The official Python SDK's recorded behaviour (tests/compat parity): a timed-out
-            # open leaves the channel up and the session usable.
-            close_channel_on_timeout=False,
-            stats_dump_interval=stats_dump_interval or 0.0,
-            tracer_provider=tracer_provider,
-            max_buffered_bytes=core.plane.budget,
-        )
+        try:
+            options = RuntimeSessionOptions(
+                request_timeout=timeouts.open_queue_timeout,  # type: ignore[arg-type]
+                stop_timeout=timeouts.disconnect_timeout,  # type: ignore[arg-type]
+                compression_threshold=(
+                    1024 if message_compression_algorithm is CompressionAlgorithmType.ZLIB else 0
+                ),
+                # Like the official SDK: reconnect on its own and reopen the open queues.
+                reconnect=True,
+                # The official Python SDK's recorded behaviour (tests/compat parity): a timed-out
+                # open leaves the channel up and the session usable.
+                close_channel_on_timeout=False,
+                stats_dump_interval=stats_dump_interval or 0.0,
+                tracer_provider=tracer_provider,
+                max_buffered_bytes=core.plane.budget,
+                credential_provider=provider,
+                tls=tls,
+                tls_ca=tls_ca,
+                tls_server_name=tls_server_name,
+            )
+            client_tls_context(options)  # a TLS file that cannot be read: now, not retried
+        except UsageError as exc:
+            core.shutdown()
+            raise Error(f"Failed to start session: {exc}") from None
         try:
             core.inner = core.run(self._connect(broker, options, core.high_water))
         except BaseException:
@@ -228,8 +258,10 @@ class Session:
         on_message: OnMessage | None = None,
         broker: str = DEFAULT_BROKER,
         session_options: SessionOptions = SessionOptions(),  # noqa: B008  # immutable in practice, as upstream
+        **additions: Any,
     ) -> Session:
-        """A session configured by a :class:`SessionOptions` (options left ``None`` = defaults)."""
+        """A session configured by a :class:`SessionOptions` (options left ``None`` = defaults);
+        ``additions``: pybmq's keyword-only arguments of the constructor (``tls_ca``, ...)."""
         o = session_options
         return cls(
             on_session_event,
@@ -238,11 +270,13 @@ class Session:
             o.message_compression_algorithm or CompressionAlgorithmType.NONE,
             DEFAULT_TIMEOUT if o.timeouts is None else o.timeouts,
             o.host_health_monitor,
+            o.authn_credential_provider,
             o.num_processing_threads,
             o.blob_buffer_size,
             o.channel_high_watermark,
             o.event_queue_watermarks,
             o.stats_dump_interval,
+            **additions,
         )
 
     # ------------------------------------------------------------------ queues
@@ -302,6 +336,10 @@ class Session:
                 raise BrokerTimeoutError("Failed to start session: TIMEOUT") from None
             except BrokerError as exc:
                 raise Error(f"Failed to start session: {exc.category.removeprefix('E_')}") from exc
+            except TlsHandshakeError as exc:
+                # pybmq's TLS: a refused certificate or a port that speaks no TLS does not
+                # change by trying again; say so now.
+                raise Error(f"Failed to start session: {exc}") from exc
             except PybmqError as exc:
                 # Refused or dropped connection: the C++ SDK keeps trying until its deadline.
                 left = deadline - loop.time()

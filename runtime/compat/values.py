@@ -1,7 +1,9 @@
 """The official SDK's value types: enums, Timeouts, QueueOptions, SessionOptions, health monitor.
 
 Same constructor signatures, attribute names, equality and ``repr`` as ``blazingmq`` 1.2.2, so code
-that builds, compares or prints them behaves the same.
+that builds, compares or prints them behaves the same; ``SessionOptions`` also takes the
+``authn_credential_provider`` of the official SDK's next release (its pull request #61), in that
+pull request's place among the arguments.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import enum
 
 from pybmq.client.health import ManualHostHealthMonitor
 from pybmq.client.options import QueueOptions as _RuntimeQueueOptions
+from pybmq.compat.credentials import AuthnCredentialProvider
 
 __all__ = [
     "QUEUE_OPTION_FIELDS",
@@ -168,6 +171,7 @@ class SessionOptions(_ValueType):
         "message_compression_algorithm",
         "timeouts",
         "host_health_monitor",
+        "authn_credential_provider",
         "num_processing_threads",
         "blob_buffer_size",
         "channel_high_watermark",
@@ -180,6 +184,7 @@ class SessionOptions(_ValueType):
         message_compression_algorithm: CompressionAlgorithmType | None = None,
         timeouts: Timeouts | None = None,
         host_health_monitor: BasicHealthMonitor | None = None,
+        authn_credential_provider: AuthnCredentialProvider | None = None,
         num_processing_threads: int | None = None,
         blob_buffer_size: int | None = None,
         channel_high_watermark: int | None = None,
@@ -189,6 +194,7 @@ class SessionOptions(_ValueType):
         self.message_compression_algorithm = message_compression_algorithm
         self.timeouts = timeouts
         self.host_health_monitor = host_health_monitor
+        self.authn_credential_provider = authn_credential_provider
         self.num_processing_threads = num_processing_threads
         self.blob_buffer_size = blob_buffer_size
         self.channel_high_watermark = channel_high_watermark

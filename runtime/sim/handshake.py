@@ -13,6 +13,7 @@ from pybmq._version import __version__
 from pybmq.errors import ProtocolError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.generated.wire_codec import PROTOCOL_VERSION
+from pybmq.printable import is_printable_ascii
 from pybmq.sim.auth import shown
 from pybmq.sim.config import BROKER_VERSION, BrokerConfig
 from pybmq.sim.states import SessionInput
@@ -28,7 +29,7 @@ from pybmq.wire.framing import Event
 if TYPE_CHECKING:
     from pybmq.sim.session import ClientSession
 
-__all__ = ["authenticate", "broker_response", "negotiate"]
+__all__ = ["authenticate", "broker_response", "negotiate", "unprintable_fields"]
 
 log = logging.getLogger("pybmq.sim")
 
@@ -66,6 +67,10 @@ def negotiate(session: ClientSession, event: Event) -> None:
             path="NegotiationMessage",
         )
     session.client_identity = identity
+    unprintable = unprintable_fields(identity)
+    if unprintable:
+        # The broker flags it (a495f02b1: "in preparation for enforcing it") and goes on.
+        session.improper(f"non-printable characters in the identity's {', '.join(unprintable)}")
     session.extended_properties = broker.config.extended_properties and has_feature(
         identity.features, "MPS", "MESSAGE_PROPERTIES_EX"
     )
@@ -92,6 +97,19 @@ def negotiate(session: ClientSession, event: Event) -> None:
         session.peer,
         identity.features,
     )
+
+
+def unprintable_fields(identity: ctrl.ClientIdentity) -> list[str]:
+    """The identity's string fields that are not printable ASCII (by name)."""
+    fields = {
+        "processName": identity.process_name,
+        "hostName": identity.host_name,
+        "features": identity.features,
+        "clusterName": identity.cluster_name,
+        "userAgent": identity.user_agent,
+        "guidInfo.clientId": identity.guid_info.client_id,
+    }
+    return [name for name, text in fields.items() if not is_printable_ascii(text)]
 
 
 def broker_response(

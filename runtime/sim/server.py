@@ -90,6 +90,10 @@ class BrokerSimulator:
     """An in-memory BlazingMQ broker on a TCP port (asyncio).
 
     ``host``/``port`` given here are where ``start()`` (and ``async with``) listen by default.
+    With ``tls`` (a server context, ``pybmq.sim.tls.server_tls_context``) that one port serves
+    TLS only; with ``tls_port`` too it stays plain and a TLS listener opens beside it on
+    ``tls_port`` (0: an ephemeral one; ``tls_url``), as a broker with a plain and a TLS
+    listener. Either way the handshake starts as a connection is accepted.
     """
 
     def __init__(
@@ -101,7 +105,10 @@ class BrokerSimulator:
         port: int = 0,
         faults: FaultConfig | None = None,
         tls: ssl.SSLContext | None = None,
+        tls_port: int | None = None,
     ) -> None:
+        if tls_port is not None and tls is None:
+            raise UsageError("a TLS listener (tls_port) needs a TLS context (tls)")
         if faults is not None:
             if hooks is not None:
                 raise UsageError("give hooks= or faults=, not both")
@@ -110,6 +117,9 @@ class BrokerSimulator:
         self._listen = (host, port)
         self._tls = tls  # a server context (pybmq.sim.tls.server_tls_context): clients need TLS
         self._server: asyncio.base_events.Server | None = None
+        self._tls_listen = tls_port  # None: no listener beside the main one
+        self._tls_server: asyncio.base_events.Server | None = None
+        self._tls_port = 0
         self._transports: dict[ClientSession, asyncio.Transport] = {}
         # Every accepted connection not closed yet → when it was accepted, TLS handshakes in
         # progress included (asyncio drops a failed handshake without telling its protocol, so
@@ -131,27 +141,57 @@ class BrokerSimulator:
         """``tcp://host:port``, the form both pybmq and the official SDK take as broker address."""
         return f"tcp://{self.host}:{self.port}"
 
+    @property
+    def tls_port(self) -> int:
+        """The TLS listener's port (with ``tls_port``; else the only port, when it serves TLS)."""
+        if self._tls_server is None:
+            if self._tls is not None:
+                return self.port
+            raise SimulatorError("the simulator serves no TLS")
+        return self._tls_port
+
+    @property
+    def tls_url(self) -> str:
+        """``tcp://host:tls_port``: clients connect with TLS options to this URL."""
+        return f"tcp://{self.host}:{self.tls_port}"
+
     async def start(self, host: str | None = None, port: int | None = None) -> None:
         if self._server is not None:
             raise SimulatorError("the simulator is already started")
         host = self._listen[0] if host is None else host
         port = self._listen[1] if port is None else port
         self._loop = asyncio.get_running_loop()
+        beside = self._tls_listen is not None
+        self._server, self._port = await self._open_listener(
+            host, port, None if beside else self._tls
+        )
+        if beside:
+            tls_port = self._tls_port or self._tls_listen or 0  # the same port on a restart
+            try:
+                self._tls_server, self._tls_port = await self._open_listener(
+                    host, tls_port, self._tls
+                )
+            except BaseException:
+                self._server.close()
+                self._server = None
+                raise
+        self.host = host
+        self._timer = self._loop.create_task(self._run_timers())
+        log.info("listening on %s", self.url + (f" and TLS on {self.tls_url}" if beside else ""))
+
+    async def _open_listener(
+        self, host: str, port: int, tls: ssl.SSLContext | None
+    ) -> tuple[asyncio.base_events.Server, int]:
+        assert self._loop is not None
+        handshake = self.broker.config.tls_handshake_timeout_ms / 1000 if tls else None
         try:
-            handshake = self.broker.config.tls_handshake_timeout_ms / 1000 if self._tls else None
-            self._server = await self._loop.create_server(
-                lambda: _Connection(self),
-                host,
-                port,
-                ssl=self._tls,
-                ssl_handshake_timeout=handshake,
+            server = await self._loop.create_server(
+                lambda: _Connection(self), host, port, ssl=tls, ssl_handshake_timeout=handshake
             )
         except OSError as exc:
             raise SimulatorError(f"cannot listen on {host}:{port}: {exc}") from exc
-        self.host = host
-        self._port = self._server.sockets[0].getsockname()[1]
-        self._timer = self._loop.create_task(self._run_timers())
-        log.info("listening on %s", self.url)
+        bound: int = server.sockets[0].getsockname()[1]
+        return server, bound
 
     async def stop(self) -> None:
         """Stop listening and drop every connection (clients see the connection go down)."""
@@ -159,6 +199,9 @@ class BrokerSimulator:
             return
         server, self._server = self._server, None
         server.close()
+        tls_server, self._tls_server = self._tls_server, None
+        if tls_server is not None:
+            tls_server.close()
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -168,6 +211,8 @@ class BrokerSimulator:
             transport.abort()
         self._transports.clear()
         await server.wait_closed()
+        if tls_server is not None:
+            await tls_server.wait_closed()
 
     async def restart(self) -> None:
         """Close every connection and stop listening, then listen again on the same port; the
@@ -286,8 +331,11 @@ class ThreadedBrokerSimulator:
         port: int = 0,
         faults: FaultConfig | None = None,
         tls: ssl.SSLContext | None = None,
+        tls_port: int | None = None,
     ) -> None:
-        self._sim = BrokerSimulator(config, hooks, host=host, port=port, faults=faults, tls=tls)
+        self._sim = BrokerSimulator(
+            config, hooks, host=host, port=port, faults=faults, tls=tls, tls_port=tls_port
+        )
         self._io: LoopThread | None = None
 
     @property
@@ -302,6 +350,10 @@ class ThreadedBrokerSimulator:
     @property
     def url(self) -> str:
         return self._sim.url
+
+    @property
+    def tls_url(self) -> str:
+        return self._sim.tls_url
 
     def start(
         self, host: str | None = None, port: int | None = None, timeout: float = 10.0

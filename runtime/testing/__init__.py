@@ -7,6 +7,9 @@ Outside pytest (pytest is not needed, nor imported):
     with running_broker("real") as broker:     # "sim", "real", or "auto"
         run_my_producer(broker=broker.url)
 
+    with running_broker("real", tls=True) as broker:   # a TLS listener too, with a test CA
+        run_my_producer(broker=broker.tls_url, tls_ca=broker.tls_ca)
+
 A replicated cluster of real brokers with a proxy (``pybmq.testing.cluster``):
 
     with running_cluster() as cluster:          # 3 nodes and a proxy, settled before use
@@ -28,6 +31,7 @@ __all__ = [
     "BrokerUnavailable",
     "RealBroker",
     "RealCluster",
+    "TestCertificates",
     "bmq_any_broker",
     "bmq_any_broker_url",
     "bmq_broker_url",
@@ -45,6 +49,7 @@ _HOMES = {
     "BrokerUnavailable": "pybmq.testing.brokers",
     "running_broker": "pybmq.testing.brokers",
     "RealBroker": "pybmq.testing.real_broker",
+    "TestCertificates": "pybmq.testing.certificates",
     "RealCluster": "pybmq.testing.cluster",
     "running_cluster": "pybmq.testing.cluster",
     **{

@@ -13,6 +13,10 @@ a replicated cluster (``BrokerSettings.cluster`` and ``node_id``), or a proxy in
 (legacy mode: the elected leader is the primary of every partition, as in upstream's
 ``docker/cluster`` example) with the election shortened for tests (``ElectionTimings``); a proxy
 lists the same nodes as a proxy cluster and serves the same domains.
+
+A single node may also listen for TLS (``BrokerSettings.tls``, a ``TlsListener``): a second
+listener marked ``tls`` beside the plain one and the ``tlsConfig`` naming its PEM files, what
+a broker built with TLS support (upstream pull request #1600) serves TLS 1.3 with.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "ClusterMember",
     "DomainSpec",
     "ElectionTimings",
+    "TlsListener",
     "broker_configuration",
     "cluster_definition",
     "domain_definition",
@@ -144,6 +149,27 @@ class ClusterLayout:
 
 
 @dataclass(frozen=True)
+class TlsListener:
+    """A TLS listener beside the plain one: its port and the PEM files of the broker's
+    ``tlsConfig`` (its certificate and unencrypted key, and a CA bundle). ``versions`` is the
+    broker's list as written (it serves TLS 1.3 whatever the list names)."""
+
+    port: int
+    ca: Path
+    certificate: Path
+    key: Path
+    versions: str = "TLSv1.3"
+
+    def config(self) -> mqbcfg.TlsConfig:
+        return mqbcfg.TlsConfig(
+            certificate_authority=str(self.ca),
+            certificate=str(self.certificate),
+            key=str(self.key),
+            versions=self.versions,
+        )
+
+
+@dataclass(frozen=True)
 class BrokerSettings:
     """What a test may choose about the broker; the rest is fixed by ``broker_configuration``."""
 
@@ -165,8 +191,15 @@ class BrokerSettings:
     # or the proxy of (``node_id`` None); None: a single node, its own one-node cluster.
     cluster: ClusterLayout | None = None
     node_id: int | None = None
+    # A TLS listener beside the plain one (a single node only; needs a broker built with TLS).
+    tls: TlsListener | None = None
 
     def __post_init__(self) -> None:
+        if self.tls is not None:
+            if self.cluster is not None:
+                raise UsageError("a TLS listener is for a single node, not a cluster's members")
+            if self.tls.port == self.port:
+                raise UsageError("the TLS listener needs a port of its own")
         if self.cluster is None:
             if self.node_id is not None:
                 raise UsageError("node_id is for a member of a cluster")
@@ -230,6 +263,20 @@ def _authentication(settings: BrokerSettings) -> mqbcfg.AuthenticatorConfig:
     )
 
 
+def _listeners(settings: BrokerSettings) -> list[mqbcfg.TcpInterfaceListener]:
+    """Loopback only (a test broker is nobody else's business): the plain port, and the TLS
+    one when asked for (a broker with listeners ignores ``tcpInterface.port``)."""
+    plain = mqbcfg.TcpInterfaceListener(
+        name="TCPInterface", address="127.0.0.1", port=settings.port
+    )
+    if settings.tls is None:
+        return [plain]
+    secure = mqbcfg.TcpInterfaceListener(
+        name="TLSInterface", address="127.0.0.1", port=settings.tls.port, tls=True
+    )
+    return [plain, secure]
+
+
 def broker_configuration(settings: BrokerSettings) -> mqbcfg.Configuration:
     """``bmqbrkrcfg.json``: few threads (CI has 2 cores), logs under the folder, no stats printing."""
     logs = settings.logs
@@ -284,16 +331,12 @@ def broker_configuration(settings: BrokerSettings) -> mqbcfg.Configuration:
                     node_low_watermark=5242880,
                     node_high_watermark=10485760,
                     heartbeat_interval_ms=settings.heartbeat_interval_ms,
-                    # Loopback only: a test broker is nobody else's business.
-                    listeners=[
-                        mqbcfg.TcpInterfaceListener(
-                            name="TCPInterface", address="127.0.0.1", port=settings.port
-                        )
-                    ],
+                    listeners=_listeners(settings),
                 ),
             ),
             bmqconf_config=mqbcfg.BmqconfConfig(cache_ttl_seconds=30),
             authentication=_authentication(settings),
+            tls_config=None if settings.tls is None else settings.tls.config(),
         ),
     )
 

@@ -12,6 +12,9 @@ authentication and TLS with the keywords of ``pybmq sim``'s flags:
     @pytest.mark.bmq_sim(auth=["BASIC:users.txt"], auth_lifetime_ms=60000,
                          tls_cert="cert.pem", tls_key="key.pem", tls_client_ca=None)
 
+(``tls_port=0`` keeps the simulator's port plain and opens a TLS listener beside it:
+``bmq_sim.tls_url``.)
+
 The real broker: ``bmq_real_broker`` is a ``RealBroker`` (``pybmq.testing.real_broker``) started
 from ``$BMQ_BROKER_BIN`` (a ``bmqbrkr.tsk`` or its launcher) with a configuration pybmq writes; the
 test is skipped, with the reason, when that variable is unset. ``bmq_any_broker`` runs a test twice,
@@ -19,6 +22,14 @@ against the simulator and against the real broker (``BrokerHandle``, ``pybmq.tes
 ``bmq_any_broker_url`` is its URL. BASIC authentication for both:
 
     @pytest.mark.bmq_broker(basic_users={"alice": "S3cret"}, allow_anonymous=False)
+
+and TLS, a listener beside the plain port with a test CA made for the test (the real broker is
+then the TLS-capable build of ``$BMQ_BROKER_TLS_BIN``; ``tls_url`` and ``tls_ca`` on both):
+
+    @pytest.mark.bmq_broker(tls=True)
+    def test_over_tls(bmq_any_broker):
+        options = SessionOptions(tls_ca=str(bmq_any_broker.tls_ca))
+        with Session(bmq_any_broker.tls_url, options=options) as session: ...
 
 A replicated cluster: ``bmq_cluster`` is a ``RealCluster`` (``pybmq.testing.cluster``), three
 nodes and a proxy by default, settled (an ACTIVE leader and primary) before the test runs, its
@@ -62,13 +73,13 @@ __all__ = [
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "bmq_sim(auth, auth_lifetime_ms, tls_cert, tls_key, tls_client_ca): "
-        "authentication and TLS of the bmq_sim fixture",
+        "bmq_sim(auth, auth_lifetime_ms, tls_cert, tls_key, tls_client_ca, tls_versions, "
+        "tls_port): authentication and TLS of the bmq_sim fixture",
     )
     config.addinivalue_line(
         "markers",
-        "bmq_broker(basic_users, allow_anonymous): BASIC authentication of the bmq_real_broker "
-        "and bmq_any_broker fixtures",
+        "bmq_broker(basic_users, allow_anonymous, tls): BASIC authentication and a TLS "
+        "listener of the bmq_real_broker and bmq_any_broker fixtures",
     )
     config.addinivalue_line(
         "markers",
@@ -91,8 +102,10 @@ def bmq_sim(request: pytest.FixtureRequest) -> Iterator[ThreadedBrokerSimulator]
     from pybmq.sim.tls import security_settings
 
     marker = request.node.get_closest_marker("bmq_sim")
-    auth, tls = security_settings(**(marker.kwargs if marker else {}))
-    sim = ThreadedBrokerSimulator(BrokerConfig(auth=auth), tls=tls)
+    settings = dict(marker.kwargs) if marker else {}
+    tls_port = settings.pop("tls_port", None)
+    auth, tls = security_settings(**settings)
+    sim = ThreadedBrokerSimulator(BrokerConfig(auth=auth), tls=tls, tls_port=tls_port)
     sim.start()
     try:
         yield sim
@@ -114,14 +127,17 @@ def _broker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 def bmq_real_broker(request: pytest.FixtureRequest) -> Iterator[RealBroker]:
     """A real broker on 127.0.0.1 and an ephemeral port, in a temporary folder, stopped after
-    the test; the test is skipped when ``$BMQ_BROKER_BIN`` is unset."""
-    from pybmq.testing.brokers import NO_BROKER_REASON
+    the test; the test is skipped when ``$BMQ_BROKER_BIN`` is unset (with the marker's
+    ``tls=True``: ``$BMQ_BROKER_TLS_BIN``)."""
+    from pybmq.testing.brokers import NO_BROKER_REASON, NO_TLS_BROKER_REASON
     from pybmq.testing.real_broker import RealBroker, broker_executable
 
-    executable = broker_executable()
+    options = _broker_options(request)
+    tls = bool(options.get("tls"))
+    executable = broker_executable(tls)
     if executable is None:
-        pytest.skip(NO_BROKER_REASON)
-    with RealBroker(executable, **_broker_options(request)) as broker:
+        pytest.skip(NO_TLS_BROKER_REASON if tls else NO_BROKER_REASON)
+    with RealBroker(executable, **options) as broker:
         yield broker
 
 

@@ -5,7 +5,13 @@
         broker.kill(); broker.start()                        # a crash, then recovery from storage
 
 The configuration is written by ``pybmq.testing.broker_config`` into a temporary folder (or the one
-given) that also holds the broker's logs and storage. Starting waits, within a bound, until the
+given) that also holds the broker's logs and storage. With ``tls=True`` (a broker built with TLS
+support: ``$BMQ_BROKER_TLS_BIN``) a test CA and a certificate for localhost and 127.0.0.1 are
+made in that folder and the broker listens for TLS on a second port:
+
+    with RealBroker(broker_executable(tls=True), tls=True) as broker:
+        SessionOptions(tls_ca=str(broker.tls_ca))  # for broker.tls_url; broker.url stays plain
+ Starting waits, within a bound, until the
 broker says it started and accepts connections; if it does not, ``BrokerStartError`` names its
 console output and log folder.
 """
@@ -28,11 +34,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pybmq.errors import PybmqError
-from pybmq.testing.broker_config import BrokerSettings, write_config_dir
+from pybmq.errors import PybmqError, UsageError
+from pybmq.testing.broker_config import BrokerSettings, TlsListener, write_config_dir
+from pybmq.testing.certificates import TestCertificates
 
 __all__ = [
     "BROKER_BIN_ENV",
+    "BROKER_TLS_BIN_ENV",
     "LISTEN_FAILED",
     "PICK_FROM",
     "PORT_ATTEMPTS",
@@ -44,6 +52,8 @@ __all__ = [
 ]
 
 BROKER_BIN_ENV = "BMQ_BROKER_BIN"
+# A broker built with TLS support (upstream pull request #1600), for the TLS mode.
+BROKER_TLS_BIN_ENV = "BMQ_BROKER_TLS_BIN"
 STARTED_LINE = b"STARTED bmqbrkr"
 # What the broker logs when its port was taken meanwhile (another test's process, under
 # pytest-xdist): a broker that picked its own port picks another one and starts again.
@@ -55,9 +65,10 @@ class BrokerStartError(PybmqError):
     """The broker executable did not start, or did not listen, within the bound."""
 
 
-def broker_executable() -> str | None:
-    """The broker named by ``$BMQ_BROKER_BIN``, or None when it is unset or empty."""
-    return os.environ.get(BROKER_BIN_ENV) or None
+def broker_executable(tls: bool = False) -> str | None:
+    """The broker named by ``$BMQ_BROKER_BIN`` (``tls``: the TLS-capable one of
+    ``$BMQ_BROKER_TLS_BIN``), or None when it is unset or empty."""
+    return os.environ.get(BROKER_TLS_BIN_ENV if tls else BROKER_BIN_ENV) or None
 
 
 # Brokers still running when the interpreter exits (an interrupted test run) are killed then, and
@@ -122,16 +133,27 @@ class RealBroker:
         port: int | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 15.0,
+        tls: bool | TestCertificates | TlsListener = False,
         **settings: Any,
     ) -> None:
         """``settings``: fields of ``BrokerSettings`` (``basic_users``, ``allow_anonymous``,
-        ``queue_messages``, ``queue_bytes``, ``heartbeat_interval_ms``, ...)."""
+        ``queue_messages``, ``queue_bytes``, ``heartbeat_interval_ms``, ...). ``tls``: True
+        for a TLS listener with certificates made here, or the certificates to serve (an
+        expired one, say), or the whole ``TlsListener``."""
         self.executable = str(executable)
         self._own_folder = folder is None
         self._own_port = port is None
         root = Path(tempfile.mkdtemp(prefix="pybmq-broker-")) if folder is None else Path(folder)
         if settings.get("basic_users") is None:
             settings.pop("basic_users", None)
+        if tls is not False and not isinstance(tls, TlsListener):
+            certificates = TestCertificates.make(root / "certs") if tls is True else tls
+            assert isinstance(certificates, TestCertificates)
+            tls = TlsListener(
+                free_port(), certificates.ca, certificates.certificate, certificates.key
+            )
+        if isinstance(tls, TlsListener):
+            settings["tls"] = tls
         self.settings = BrokerSettings(port=port or free_port(), folder=root, **settings)
         self.config_dir = write_config_dir(self.settings)
         self.start_timeout = start_timeout
@@ -149,6 +171,26 @@ class RealBroker:
     def port(self) -> int:
         """The TCP port it listens on (the same across restarts)."""
         return self.settings.port
+
+    @property
+    def tls_port(self) -> int:
+        """The TLS listener's port (UsageError without one)."""
+        return self._tls().port
+
+    @property
+    def tls_url(self) -> str:
+        """``tcp://127.0.0.1:<tls port>``, for clients with TLS options (``tls_ca``)."""
+        return f"tcp://127.0.0.1:{self.tls_port}"
+
+    @property
+    def tls_ca(self) -> Path:
+        """The PEM file of the CA that signed the broker's certificate (a client's ``tls_ca``)."""
+        return self._tls().ca
+
+    def _tls(self) -> TlsListener:
+        if self.settings.tls is None:
+            raise UsageError("this broker has no TLS listener (RealBroker(..., tls=True))")
+        return self.settings.tls
 
     @property
     def folder(self) -> Path:
@@ -247,7 +289,8 @@ class RealBroker:
             with self.console.open("rb") as out:
                 out.seek(self._console_offset)
                 started = STARTED_LINE in out.read()
-            if started and _accepts(self.port):
+            tls = self.settings.tls
+            if started and _accepts(self.port) and (tls is None or _accepts(tls.port)):
                 return self
             time.sleep(0.05)
         self.kill()

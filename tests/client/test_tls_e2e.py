@@ -12,7 +12,7 @@ import pytest
 import trustme
 from pybmq.client.aio import AsyncSession
 from pybmq.client.options import SessionOptions
-from pybmq.errors import SessionStoppedError
+from pybmq.errors import SessionStoppedError, TlsHandshakeError, UsageError
 from pybmq.sim.server import BrokerSimulator
 from pybmq.sim.tls import server_tls_context
 
@@ -78,14 +78,16 @@ async def test_tls_with_a_context_and_reconnect(tls_sim: BrokerSimulator, ca: tr
 async def test_wrong_ca_is_a_clear_handshake_error(tls_sim: BrokerSimulator) -> None:
     other = ssl.create_default_context()
     trustme.CA().configure_trust(other)
-    with pytest.raises(SessionStoppedError, match=r"TLS handshake .* not trusted"):
+    with pytest.raises(TlsHandshakeError, match=r"TLS handshake .* not trusted") as error:
         await AsyncSession(tls_sim.url, options=SessionOptions(tls=other)).start()
+    assert error.value.reason == "certificate"
 
 
 async def test_wrong_host_name_is_refused(tls_sim: BrokerSimulator, pems: dict[str, str]) -> None:
     options = SessionOptions(tls_ca=pems["ca"], tls_server_name="broker.elsewhere")
-    with pytest.raises(SessionStoppedError, match="TLS handshake"):
+    with pytest.raises(TlsHandshakeError, match="another host name") as error:
         await AsyncSession(tls_sim.url, options=options).start()
+    assert error.value.reason == "certificate"
 
 
 async def test_tls_client_against_a_plain_broker(pems: dict[str, str]) -> None:
@@ -111,3 +113,36 @@ async def test_client_certificate_required(pems: dict[str, str]) -> None:
         await roundtrip(sim.url, with_cert)
         with pytest.raises(SessionStoppedError):
             await roundtrip(sim.url, SessionOptions(tls_ca=pems["ca"], request_timeout=5))
+
+
+async def test_tls_client_against_a_silent_port_fails_within_the_handshake_bound(
+    pems: dict[str, str],
+) -> None:
+    """A port that accepts and never answers (what a plain BlazingMQ port does with a
+    ClientHello): a typed error with the hint once tls_handshake_timeout is over, long before
+    the connect timeout."""
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client gives up
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    options = SessionOptions(tls_ca=pems["ca"], tls_handshake_timeout=0.5, reconnect=False)
+    session = AsyncSession(f"tcp://127.0.0.1:{port}", options=options, connect_timeout=10)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    try:
+        with pytest.raises(TlsHandshakeError, match="is the broker listening for TLS") as error:
+            await session.start()
+    finally:
+        server.close()
+    assert error.value.reason == "timeout"
+    assert "0.5 s" in str(error.value)
+    assert loop.time() - began < 5
+
+
+def test_the_handshake_bound_is_checked() -> None:
+    assert SessionOptions().tls_handshake_timeout == 2.0
+    with pytest.raises(UsageError, match="tls_handshake_timeout"):
+        SessionOptions(tls_handshake_timeout=0)

@@ -1,6 +1,8 @@
 """Channel watermarks over a loopback socket: a broker that stops reading makes the client's write
 buffer reach the high watermark (ChannelHighWatermark, drain() waits); once it reads again the
-buffer drains to the low watermark (ChannelLowWatermark)."""
+buffer drains to the low watermark (ChannelLowWatermark). As upstream's e_CHANNEL_HIGH_WATERMARK
+and e_CHANNEL_LOW_WATERMARK (656c24b99): one event per crossing, high then low, again on every
+stall, and the low one once what piled up has left (posting is fine again)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,33 @@ async def test_high_then_low_watermark_when_the_broker_stalls_and_recovers() -> 
         assert session.writable
         kinds = [type(e) for e in events]
         assert kinds.index(ChannelHighWatermark) < kinds.index(ChannelLowWatermark)
+
+
+async def test_each_crossing_of_either_mark_is_one_event_in_turn() -> None:
+    events: list[ResilienceEvent] = []
+    async with (
+        BrokerSimulator() as sim,
+        AsyncSession(
+            sim.url, on_event=events.append, write_high_water=HIGH, write_low_water=LOW
+        ) as session,
+    ):
+        writer = await session.open_queue(URI, write=True)
+        [broker_side] = sim._transports.values()
+        for stall in (1, 2):
+            broker_side.pause_reading()
+            posted = 0
+            while session.writable and posted < 400:
+                writer.post_nowait(CHUNK)
+                posted += 1
+                await asyncio.sleep(0)
+            assert not session.writable, "the stalled broker let the buffer reach the high mark"
+            broker_side.resume_reading()
+            await asyncio.wait_for(session.drain(), 20)
+            assert session.writable and session.high_watermarks == stall
+        kinds = [
+            type(e) for e in events if isinstance(e, (ChannelHighWatermark, ChannelLowWatermark))
+        ]
+    assert kinds == [ChannelHighWatermark, ChannelLowWatermark] * 2
 
 
 def test_watermarks_are_checked() -> None:

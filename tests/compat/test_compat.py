@@ -131,6 +131,23 @@ def test_misuse_raises_the_official_errors(bmq_broker_url: str) -> None:
     assert out["events"] == ["<Connected>", "<Disconnected>"]
 
 
+def test_an_empty_payload_is_refused_at_the_call_and_nothing_is_sent(
+    bmq_broker_url: str,
+) -> None:
+    """As the official SDK's next release (it never sets zero-length message data): the post
+    raises PAYLOAD_EMPTY whatever comes with it, a read-only queue says so first, no ACK or
+    message follows, and the next post goes through."""
+    out = scenario("empty_payloads", bmq_broker_url)
+    empty = ["Error", "Failed to construct message: PAYLOAD_EMPTY"]
+    assert [out["bare"], out["with_properties"], out["with_on_ack"]] == [empty] * 3
+    assert out["read_only_first"] == ["Error", "Failed to construct message: QUEUE_READONLY"]
+    assert out["then_a_post"] == ["ok"]
+    callbacks = out["callbacks"]
+    assert (callbacks[0], callbacks[-1]) == ("<Connected>", "<Disconnected>")
+    assert sorted(callbacks[1:-1]) == ["ack SUCCESS", "message b'after'"]  # either order
+    assert out["payloads"] == ["after"]
+
+
 def test_constructor_validation(bmq_broker_url: str) -> None:
     out = scenario("construction_errors", bmq_broker_url)
     assert out == {
@@ -528,6 +545,7 @@ def test_scenarios_cover_the_parity_suite() -> None:
         "nacks",
         "broker_timeout",
         "documented_patterns",
+        "empty_payloads",
     }
 
 

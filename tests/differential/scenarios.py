@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from pybmq.client.aio import AsyncSession
@@ -43,6 +43,11 @@ SIM_SETTINGS = {
 }
 
 
+# Scenario -> its own broker set-up, for what OPTIONS cannot say (scenarios_tls: a TLS listener):
+# given the kind ("sim" or "real"), an async context manager yielding the URL scenarios get.
+BROKERS: dict[str, Callable[[str], AbstractAsyncContextManager[str]]] = {}
+
+
 def scenario(fn: Scenario) -> Scenario:
     SCENARIOS[fn.__name__] = fn
     return fn
@@ -59,6 +64,10 @@ def with_broker(**options: Any) -> Callable[[Scenario], Scenario]:
 @asynccontextmanager
 async def broker_for(name: str, kind: str) -> AsyncIterator[str]:
     """The URL of a fresh broker of ``kind`` ("sim" or "real") set up for scenario ``name``."""
+    if name in BROKERS:
+        async with BROKERS[name](kind) as url:
+            yield url
+        return
     options = OPTIONS.get(name, {})
     if kind == "real":
         from pybmq.testing.real_broker import RealBroker, broker_executable

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.differential import scenarios_raw  # noqa: F401 (registers its scenarios)
+from tests.differential import scenarios_raw, scenarios_tls  # noqa: F401 (register scenarios)
 from tests.differential.scenarios import SCENARIOS, Outcome, broker_for
 from tests.helpers.brokers import real_broker
 

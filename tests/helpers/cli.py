@@ -1,13 +1,16 @@
-"""Running ``pybmq`` as a subprocess, as the CLI tests do: one command to completion, or a tap
-left running until the test stops it."""
+"""Running ``pybmq`` as a subprocess, as the CLI tests do: one command to completion, or a tap or
+a simulator left running until the test stops it."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -64,6 +67,33 @@ def signal_mid_run(
     process.send_signal(sig)
     out, err = process.communicate(timeout=60)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+@contextmanager
+def running_sim(*argv: str) -> Iterator[str]:
+    """``pybmq sim --port 0 ARGV`` as a user starts it, for the block; yields the line it prints
+    once it listens (``sim_url`` reads its URL), and terminates it after."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pybmq.cli", "sim", "--port", "0", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "listening on" in line, line
+        yield line
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def sim_url(line: str) -> str:
+    """The first ``tcp://host:port`` of a line ``pybmq sim`` printed."""
+    found = re.search(r"tcp://[0-9.]+:\d+", line)
+    assert found, line
+    return found.group()
 
 
 class Tap:

@@ -521,6 +521,31 @@ def documented_patterns(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any
     return out
 
 
+def empty_payloads(bmq: ModuleType, broker: str, tag: str) -> dict[str, Any]:
+    """A zero-length payload is refused at the call (PAYLOAD_EMPTY: the official SDK's next
+    release never sets zero-length message data), with or without properties and on_ack;
+    nothing reaches the broker, no ACK comes, and the session and queue go on working."""
+    uri = _queue(tag, "empty")
+    reader_uri = _queue(tag, "empty-r")
+    rec = Recorder()
+    out: dict[str, Any] = {}
+    with bmq.Session(rec.on_event, on_message=rec.on_message, broker=broker) as session:
+        session.open_queue(uri, read=True, write=True)
+        session.open_queue(reader_uri, read=True)
+        out["bare"] = outcome(lambda: session.post(uri, b""))
+        out["with_properties"] = outcome(lambda: session.post(uri, b"", properties={"n": 1}))
+        out["with_on_ack"] = outcome(lambda: session.post(uri, b"", on_ack=rec.on_ack))
+        out["read_only_first"] = outcome(lambda: session.post(reader_uri, b""))
+        out["then_a_post"] = outcome(lambda: session.post(uri, b"after", on_ack=rec.on_ack))
+        out["ack_arrived"] = rec.wait_count("ack", 1)
+        out["message_arrived"] = rec.wait_count("message", 1)
+        for _, handle in rec.messages:
+            handle.confirm()
+    out["callbacks"] = rec.items
+    out["payloads"] = [m.data.decode() for m, _ in rec.messages]
+    return out
+
+
 SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
     f.__name__: f
     for f in (
@@ -535,6 +560,7 @@ SCENARIOS: dict[str, Callable[[ModuleType, str, str], dict[str, Any]]] = {
         nacks,
         broker_timeout,
         documented_patterns,
+        empty_payloads,
     )
 }
 
