@@ -139,6 +139,13 @@ class Consumer:
             self.credit.confirmed_many(queue_id, again)
             queue.counters.confirmed += len(again)
 
+    def sends_late_confirm(self, queue_id: int, guid: bytes) -> bool:
+        """Whether a confirm of ``guid``, delivered on an earlier connection, is sent all the
+        same: the queue's de-duplication window saw it pushed again on this one."""
+        queue = self._table.queues.get(queue_id)
+        window = queue.dedup if queue is not None else None
+        return window is not None and window.held_on(guid, self._lifecycle.generation)
+
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
         (or one being restored): those are redelivered, not confirmed."""

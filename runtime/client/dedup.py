@@ -109,6 +109,12 @@ class DedupWindow:
                 again.append(guid)
         return again
 
+    def held_on(self, guid: bytes, generation: int) -> bool:
+        """Whether ``guid`` is held by the application and was pushed again on connection
+        ``generation`` (so a confirm of its first delivery goes there)."""
+        code = self._codes.get(guid)
+        return code is not None and code == generation << 1
+
     def resize(self, limit: int, max_age: float) -> None:
         """New bounds (a reconfigure): the oldest GUIDs over ``limit`` are forgotten now."""
         self.limit, self.max_age = limit, max_age

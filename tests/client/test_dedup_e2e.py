@@ -64,6 +64,7 @@ async def test_redelivery_after_a_broker_restart(window: int) -> None:
             await _eventually(lambda: consumer.stats().total.duplicates == COUNT, "repeats")
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(reader.get(), 0.3)
+            assert all(message.confirmable for message in held)  # on the new connection
             for message in held:  # of the lost connection, confirmed on the new one
                 await message.confirm()
             await _eventually(lambda: sim.broker.stats.confirms == COUNT, "confirms")
@@ -72,6 +73,7 @@ async def test_redelivery_after_a_broker_restart(window: int) -> None:
         else:
             again = [await asyncio.wait_for(reader.get(), 10) for _ in range(COUNT)]
             assert {m.guid for m in again} == {m.guid for m in held}
+            assert not any(message.confirmable for message in held)
             for message in held:
                 await message.confirm()  # void: that connection is gone
             reader.confirm_many_nowait(again)
