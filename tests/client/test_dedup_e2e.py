@@ -20,6 +20,8 @@ from pybmq.client.reconnect import ReconnectPolicy
 from pybmq.client.sync import Session
 from pybmq.sim.server import BrokerSimulator, ThreadedBrokerSimulator
 
+from tests.helpers.waiting import wait_until
+
 pytestmark = pytest.mark.timeout(60)
 
 QUEUE = "bmq://bmq.test.mem.priority/dedup-e2e"
@@ -104,14 +106,8 @@ def test_blocking_api_keyword_and_a_confirm_many_across_the_restart() -> None:
                 held += reader.get_many(COUNT - len(held), timeout=10)
             sim.restart()
             assert restored.wait(10)
-            deadline = time.monotonic() + 10
-            while consumer.stats().total.duplicates < COUNT and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert consumer.stats().total.duplicates == COUNT
+            wait_until(lambda: consumer.stats().total.duplicates == COUNT, "repeats")
             assert reader.get_many(COUNT, timeout=0.3) == []
             reader.confirm_many(held)
-            deadline = time.monotonic() + 10
-            while sim.call(lambda b: b.stats.confirms) < COUNT and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert sim.call(lambda b: b.stats.confirms) == COUNT
+            wait_until(lambda: sim.call(lambda b: b.stats.confirms) == COUNT, "confirms")
         assert sim.call(lambda b: list(b.stats.improper)) == []

@@ -7,23 +7,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pybmq.compat as blazingmq
 import pytest
 from pybmq.sim.server import ThreadedBrokerSimulator
 
+from tests.helpers.waiting import wait_until
+
 pytestmark = pytest.mark.timeout(60)
 QUEUE = "bmq://bmq.test.mem.priority/compat-dedup"
 COUNT = 10
-
-
-def _wait(condition: Callable[[], bool], what: str, bound: float = 10.0) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {bound} s")
-        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("window", [0, 100], ids=["off", "on"])
@@ -45,20 +38,20 @@ def test_redelivered_messages_reach_on_message_once_with_a_window(window: int) -
             for i in range(COUNT):
                 producer.post(QUEUE, b"m%d" % i)
             consumer.open_queue(QUEUE, read=True, dedup_window=window)
-            _wait(lambda: len(held) == COUNT, "first deliveries")
+            wait_until(lambda: len(held) == COUNT, "first deliveries")
             sim.restart()  # unconfirmed: the broker redelivers them after the reconnect
             assert restored.wait(10)
             if window:
                 stats = consumer.core.inner.stats
-                _wait(lambda: stats().total.duplicates == COUNT, "repeats held back")
+                wait_until(lambda: stats().total.duplicates == COUNT, "repeats held back")
                 time.sleep(0.2)
                 assert len(held) == COUNT
             else:
-                _wait(lambda: len(held) == 2 * COUNT, "redeliveries")
+                wait_until(lambda: len(held) == 2 * COUNT, "redeliveries")
                 assert {m.guid for m, _ in held[COUNT:]} == {m.guid for m, _ in held[:COUNT]}
             for _message, handle in list(held):
                 handle.confirm()  # of the first connection: on the new one with the window
-            _wait(lambda: sim.call(lambda b: b.stats.confirms) == COUNT, "confirms")
+            wait_until(lambda: sim.call(lambda b: b.stats.confirms) == COUNT, "confirms")
         finally:
             consumer.stop()
             producer.stop()

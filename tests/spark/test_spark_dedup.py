@@ -6,9 +6,6 @@ twice); with it they do not, and the commit's confirms reach the broker on the n
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 from pybmq.client.sync import Session
 from pybmq.errors import UsageError
@@ -17,17 +14,11 @@ from pybmq.spark.datasource import READ_SCHEMA, BlazingMQStreamReader, _arrow_sc
 from pybmq.spark.options import ReadOptions, StreamReadOptions, Target, WriteOptions
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from tests.helpers.waiting import wait_until
+
 pytestmark = pytest.mark.timeout(60)
 Q = "bmq://bmq.test.mem.priority/spark-dedup"
 COUNT = 30
-
-
-def _wait(condition: Callable[[], bool], what: str, bound: float = 10.0) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {bound} s")
-        time.sleep(0.02)
 
 
 def _rows(reader: BlazingMQStreamReader, start: int, end: int) -> list[bytes]:
@@ -58,18 +49,18 @@ def test_stream_rows_once_through_a_broker_restart(window: str) -> None:
             sim.restart()  # batch 0 is planned, not committed: its messages come again
             session = consumer.session
             if window != "0":
-                _wait(lambda: session.stats().total.duplicates == COUNT, "repeats held back")
+                wait_until(lambda: session.stats().total.duplicates == COUNT, "repeats held back")
                 consumer.settle(0.2)
                 after = reader.latestOffset({"seq": end}, ReadAllAvailable())["seq"]
                 assert after == end  # no second batch: every row once
             else:
-                _wait(lambda: consumer.settle(0.2) == COUNT, "redeliveries")
+                wait_until(lambda: consumer.settle(0.2) == COUNT, "redeliveries")
                 after = reader.latestOffset({"seq": end}, ReadAllAvailable())["seq"]
                 assert sorted(_rows(reader, end, after)) == sorted(first)  # twice in the sink
             # Batch 0 committed (and batch 1, when there is one): the window sends batch 0's
             # confirms on the new connection; without it they are void and batch 1's count.
             reader.commit({"seq": after})
-            _wait(lambda: sim.call(lambda b: b.stats.confirms) == COUNT, "confirms")
+            wait_until(lambda: sim.call(lambda b: b.stats.confirms) == COUNT, "confirms")
         finally:
             reader.stop()
         assert sim.call(lambda b: list(b.stats.improper)) == []
