@@ -12,6 +12,8 @@ per message are part of its cost.
 - PUSH event → messages → CONFIRM bytes: ``receive_data`` per event, ``next_events``, then
   ``confirm()`` per message or ``confirm_many()`` per event, and ``data_to_send()``; codec:
   ``decode_push`` plus ``ConfirmEventBuilder.add_many``.
+- the same with a de-duplication window (``QueueOptions.dedup_window``) as large as the run:
+  its cost as a ratio to the run without one.
 - bytes held per posted-but-unacknowledged message (tracemalloc).
 """
 
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import Ack, MessageReceived
 from pybmq.client.loadgen import make_payload
+from pybmq.client.options import QueueOptions
 from pybmq.generated import bmqp_ctrlmsg as ctrl
 from pybmq.wire.batches import AckEventBuilder, ConfirmEventBuilder, iter_ack
 from pybmq.wire.control import decode_control_as, encode_control
@@ -41,7 +44,9 @@ PROPERTIES = {"encoding": 3, "source": "bench"}
 BATCH = 1000
 
 
-def started_engine(*, read: bool = False, write: bool = False) -> tuple[ClientEngine, int]:
+def started_engine(
+    *, read: bool = False, write: bool = False, options: QueueOptions | None = None
+) -> tuple[ClientEngine, int]:
     """A sans-I/O engine with a started session and one queue open, fed scripted replies."""
     engine = ClientEngine()
     engine.start(0.0)
@@ -61,7 +66,7 @@ def started_engine(*, read: bool = False, write: bool = False) -> tuple[ClientEn
         encode_control(ctrl.NegotiationMessage(broker_response=response), "JSON"), 0.0
     )
     _op, queue_id = engine.open_queue(
-        "bmq://bmq.test.mem.priority/bench-engine", 0.0, read=read, write=write
+        "bmq://bmq.test.mem.priority/bench-engine", 0.0, read=read, write=write, options=options
     )
     while events := EventReader().feed(engine.data_to_send()):
         for event in events:
@@ -196,9 +201,9 @@ def run(quick: bool) -> list[Result]:
             builder.add(qid, guid, PAYLOAD, properties=props)
         return builder.finish()
 
-    def push_confirm(many: bool) -> Callable[[], Callable[[], int]]:
+    def push_confirm(many: bool, window: int = 0) -> Callable[[], Callable[[], int]]:
         def setup() -> Callable[[], int]:
-            engine, queue = started_engine(read=True)
+            engine, queue = started_engine(read=True, options=QueueOptions(dedup_window=window))
             events = push_events(engine.queues[queue].qid)
 
             def go() -> int:
@@ -243,6 +248,7 @@ def run(quick: bool) -> list[Result]:
     push_ref = best_cpu_rate(push_codec, samples)
     push_rate = best_cpu_rate(push_confirm(False), samples)
     push_many_rate = best_cpu_rate(push_confirm(True), samples)
+    dedup_rate = best_cpu_rate(push_confirm(True, window=n), samples)
     per_message = bytes_per_unacked(2_000 if quick else 50_000)
 
     def vs(rate: float, ref: float, goal: str) -> str:
@@ -257,5 +263,6 @@ def run(quick: bool) -> list[Result]:
         Result("engine codec: PUSH decode + CONFIRM build (reference)", push_ref, "msgs/s (CPU)", "100 B + 2 props"),
         Result("engine PUSH→message→CONFIRM, confirm()", push_rate, "msgs/s (CPU)", vs(push_rate, push_ref, "goal 300k/s")),
         Result("engine PUSH→message→CONFIRM, confirm_many()", push_many_rate, "msgs/s (CPU)", vs(push_many_rate, push_ref, "goal 300k/s")),
+        Result("engine PUSH→message→CONFIRM, confirm_many(), dedup window", dedup_rate, "msgs/s (CPU)", f"{dedup_rate / push_many_rate:.2f}x without the window"),
         Result("engine bytes per unacked message", per_message, "B", "tracemalloc, goal ≤ 300"),
     ]  # fmt: skip

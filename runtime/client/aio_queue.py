@@ -162,8 +162,13 @@ class ReceivedMessage:
     @property
     def confirmable(self) -> bool:
         """False once the connection that delivered it is lost: a confirm is then dropped (that
-        broker session is gone and the broker redelivers the message)."""
-        return self.generation == self._queue.generation
+        broker session is gone and the broker redelivers the message). With the queue's
+        de-duplication window, True again once the broker pushed it again on the current
+        connection (the window held the repeat back; the confirm goes there)."""
+        if self.generation == self._queue.generation:
+            return True
+        consumer = self._queue.driver.engine.consumer
+        return consumer.sends_late_confirm(self.message.queue_id, self.message.guid)
 
     def confirm_nowait(self) -> None:
         """Buffer the CONFIRM; it leaves with the others of this loop turn."""

@@ -1,13 +1,15 @@
-"""Consuming: routing PUSH messages to their queue handle, and buffering CONFIRMs."""
+"""Consuming: routing PUSH messages to their queue handle (past its de-duplication window, when
+it has one), and buffering CONFIRMs."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from pybmq.client.collector import Collector
 from pybmq.client.credit import CreditLedger
+from pybmq.client.dedup import HELD, DedupWindow, window_for
 from pybmq.client.events import (
     CompressedMessage,
     Message,
@@ -58,6 +60,8 @@ class _Target(NamedTuple):
     counters: QueueCounters
     # The credit ledger's count for this stream (``CreditLedger.pusher``), None if not counted.
     credit: Callable[[bytes, int, str], None] | None
+    # The queue's de-duplication window (``QueueOptions.dedup_window``), None when off.
+    window: DedupWindow | None
 
 
 class Consumer:
@@ -89,26 +93,58 @@ class Consumer:
         """``ClientEngine.confirm``: buffered for the next CONFIRM event, unless the message
         came on an earlier connection (it will be redelivered)."""
         queue = self._confirmable(queue_id, generation)
-        if queue is not None:
-            self.confirms.append((queue.qid, guid, queue.sub_id))
-            self.credit.confirmed(queue_id, guid)
-            counters = queue.counters
-            counters.confirmed += 1
-            if latency is not None:
-                counters.confirm_latency.add(latency)
+        if queue is None:
+            self._confirm_late(queue_id, (guid,))
+            return
+        self.confirms.append((queue.qid, guid, queue.sub_id))
+        self.credit.confirmed(queue_id, guid)
+        counters = queue.counters
+        counters.confirmed += 1
+        if latency is not None:
+            counters.confirm_latency.add(latency)
+        if queue.dedup is not None:
+            queue.dedup.confirmed((guid,))
 
     def confirm_many(
         self, queue_id: int, guids: Iterable[bytes], generation: int | None = None
     ) -> None:
         """``ClientEngine.confirm_many``: checked once for the batch."""
         queue = self._confirmable(queue_id, generation)
-        if queue is not None:
+        if not isinstance(guids, (list, tuple)):
+            guids = list(guids)
+        if queue is None:
+            self._confirm_late(queue_id, guids)
+            return
+        qid, sub_id = queue.qid, queue.sub_id
+        self.confirms.extend([(qid, guid, sub_id) for guid in guids])
+        self.credit.confirmed_many(queue_id, guids)
+        queue.counters.confirmed += len(guids)
+        if queue.dedup is not None:
+            queue.dedup.confirmed(guids)
+
+    def _confirm_late(self, queue_id: int, guids: Sequence[bytes]) -> None:
+        """Confirms of messages delivered on an earlier connection (or while restoring): void
+        there, so dropped, unless the queue's de-duplication window says the broker pushed one
+        again on this connection (the window kept it from the application, which holds the
+        first delivery): that one is confirmed here and now. The others are marked confirmed
+        in the window, so their redelivery is confirmed and not delivered."""
+        queue = self._table.queues.get(queue_id)
+        if queue is None or queue.dedup is None:
+            return
+        again = queue.dedup.confirmed_late(guids, self._lifecycle.generation)
+        state = self._lifecycle.state
+        if again and (state is SessionState.STARTED or state is SessionState.STOPPING):
             qid, sub_id = queue.qid, queue.sub_id
-            if not isinstance(guids, (list, tuple)):
-                guids = list(guids)
-            self.confirms.extend([(qid, guid, sub_id) for guid in guids])
-            self.credit.confirmed_many(queue_id, guids)
-            queue.counters.confirmed += len(guids)
+            self.confirms.extend([(qid, guid, sub_id) for guid in again])
+            self.credit.confirmed_many(queue_id, again)
+            queue.counters.confirmed += len(again)
+
+    def sends_late_confirm(self, queue_id: int, guid: bytes) -> bool:
+        """Whether a confirm of ``guid``, delivered on an earlier connection, is sent all the
+        same: the queue's de-duplication window saw it pushed again on this one."""
+        queue = self._table.queues.get(queue_id)
+        window = queue.dedup if queue is not None else None
+        return window is not None and window.held_on(guid, self._lifecycle.generation)
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
@@ -163,6 +199,9 @@ class Consumer:
         last_qid: int | None = None
         last_infos: object = None
         handle, uri, subscription, counters, credit = 0, "", None, None, None
+        target: _Target | None = None
+        window: DedupWindow | None = None  # the target's de-duplication window, if any
+        generation = self._lifecycle.generation  # the connection these PUSHes came on
         received_record, message_record = _RECEIVED, _MESSAGE
         # The counters of the current target, added to it when the target changes (or the event
         # ends, however it ends).
@@ -179,18 +218,25 @@ class Consumer:
                         last_qid = counters = None
                         for info in infos:
                             stream = info.sub_queue_id
-                            self._deliver(push, stream, self._push_target(qid, stream))
+                            target = self._push_target(qid, stream, now)
+                            self._deliver(push, target, now, generation)
                         continue
                     stream_id = infos[0].sub_queue_id if infos else 0
                     target = targets.get((qid << 32) | stream_id)
                     if target is None:
-                        target = self._push_target(qid, stream_id)
+                        target = self._push_target(qid, stream_id, now)
                         targets[(qid << 32) | stream_id] = target
                     handle, uri, subscription = target.handle, target.uri, target.subscription
-                    counters, credit = target.counters, target.credit
+                    counters, credit, window = target.counters, target.credit, target.window
                     last_qid, last_infos = qid, infos
                 guid, area, payload = push.guid, push.properties_area, push.payload
                 size = len(area) + len(payload)
+                if window is not None:
+                    seen = window.pushed(guid, now, generation)
+                    if seen:
+                        assert target is not None
+                        self._duplicate(target, guid, size, seen)
+                        continue
                 if credit is not None:
                     credit(guid, size, uri)
                 received += 1
@@ -216,9 +262,15 @@ class Consumer:
                 counters.received += received
                 counters.received_bytes += received_bytes
 
-    def _deliver(self, push: PushMessage, stream_id: int, target: _Target) -> None:
+    def _deliver(self, push: PushMessage, target: _Target, now: float, generation: int) -> None:
+        """One message of a PUSH for several subscriptions of this client, for ``target``."""
         payload = push.payload
         size = len(push.properties_area) + len(payload)
+        if target.window is not None:
+            seen = target.window.pushed(push.guid, now, generation)
+            if seen:
+                self._duplicate(target, push.guid, size, seen)
+                return
         if target.credit is not None:
             target.credit(push.guid, size, target.uri)
         counters = target.counters
@@ -239,9 +291,21 @@ class Consumer:
             )
         self._events.append(MessageReceived(message))
 
-    def _push_target(self, qid: int, stream_id: int) -> _Target:
-        """Where a PUSH for (``qid``, ``stream_id``) goes; ProtocolError if no queue opened for
-        reading has that stream."""
+    def _duplicate(self, target: _Target, guid: bytes, size: int, seen: int) -> None:
+        """The window of ``target`` had ``guid``: not delivered. One the application holds
+        (HELD) counts against the credit, as on the broker, until the application confirms
+        it; one it confirmed (CONFIRMED) is confirmed again, on this connection."""
+        target.counters.duplicates += 1
+        if seen == HELD:
+            if target.credit is not None:
+                target.credit(guid, size, target.uri)
+            return
+        queue = self._table.queues[target.handle]
+        self.confirms.append((queue.qid, guid, queue.sub_id))
+
+    def _push_target(self, qid: int, stream_id: int, now: float) -> _Target:
+        """Where a PUSH for (``qid``, ``stream_id``) received at ``now`` goes; ProtocolError if
+        no queue opened for reading has that stream."""
         queue = self._table.route(qid, stream_id)
         if queue is None or not queue.flags & FLAG_READ:
             raise ProtocolError(
@@ -250,4 +314,7 @@ class Consumer:
             )
         subscription = self._table.subscription_handles.get((qid, stream_id))
         credit = self.credit.pusher(queue.queue_id, stream_id)
-        return _Target(queue.queue_id, queue.uri, subscription, queue.counters, credit)
+        window = queue.dedup = window_for(queue.dedup, queue.options)
+        if window is not None:
+            window.expire(now)
+        return _Target(queue.queue_id, queue.uri, subscription, queue.counters, credit, window)

@@ -19,6 +19,7 @@ from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
 __all__ = [
     "BATCHES_PER_BUDGET",
+    "MAX_DEDUP_WINDOW",
     "Credential",
     "CredentialProvider",
     "QueueOptions",
@@ -257,6 +258,11 @@ class SharedOptions:
         self.current = options
 
 
+# The most GUIDs a queue's de-duplication window may remember (about 150 bytes each, so at most
+# about 1.5 GB: a bound on a typo, not a recommendation).
+MAX_DEDUP_WINDOW = 10_000_000
+
+
 @dataclass(frozen=True)
 class QueueOptions:
     """Consumer flow control and routing (``ConfigureStream``). Producers can keep the defaults."""
@@ -271,6 +277,15 @@ class QueueOptions:
     # Suspend this queue while the session's host health monitor says unhealthy (the broker
     # delivers nothing to a reader, posts are refused), as the official SDKs do.
     suspends_on_bad_host_health: bool = False
+    # Consumer-side de-duplication (client-side only, never sent to the broker): remember the
+    # GUIDs of the latest ``dedup_window`` messages delivered on this queue handle, for at most
+    # ``dedup_window_age`` seconds after their first delivery, and do not deliver one of them
+    # again (a failover can redeliver a message, same GUID, even after its confirm). A repeat
+    # of a confirmed message is confirmed again at once; a repeat of one the application still
+    # holds is confirmed when the application confirms it. 0: off (every PUSH is delivered).
+    # See pybmq.client.dedup.
+    dedup_window: int = 0
+    dedup_window_age: float = 300.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subscriptions", as_subscriptions(self.subscriptions))
@@ -278,6 +293,14 @@ class QueueOptions:
             raise UsageError("max_unconfirmed_messages/bytes must be >= 0")
         if not -(2**31) < self.consumer_priority < 2**31:
             raise UsageError("consumer_priority must fit in a signed 32-bit int")
+        window = self.dedup_window
+        if type(window) is not int or not 0 <= window <= MAX_DEDUP_WINDOW:
+            raise UsageError(
+                f"dedup_window must be a GUID count in 0..{MAX_DEDUP_WINDOW} (0: off), "
+                f"got {self.dedup_window!r}"
+            )
+        if not 0 < self.dedup_window_age < 2**31:
+            raise UsageError(f"dedup_window_age must be > 0 seconds, got {self.dedup_window_age!r}")
 
     @property
     def subscription_objects(self) -> tuple[Subscription, ...]:

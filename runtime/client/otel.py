@@ -37,6 +37,7 @@ _COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("pybmq.messages.received", "received", "{message}"),
     ("pybmq.bytes.received", "received_bytes", "By"),
     ("pybmq.confirms", "confirmed", "{message}"),
+    ("pybmq.messages.duplicates", "duplicates", "{message}"),
 )
 _LATENCIES = (("pybmq.ack.latency", "ack_latency"), ("pybmq.confirm.latency", "confirm_latency"))
 _QUANTILES = ("p50", "p90", "p99", "max")

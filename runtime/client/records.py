@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from pybmq._version import __version__
+from pybmq.client.dedup import DedupWindow
 from pybmq.client.fsm import (
     HEALTH_TRANSITIONS,
     QUEUE_TRANSITIONS,
@@ -186,6 +187,7 @@ class QueueRecord:
         "app_id",
         "base_uri",
         "counters",
+        "dedup",
         "deferred_options",
         "flags",
         "health",
@@ -224,6 +226,9 @@ class QueueRecord:
         self.counters = QueueCounters()  # stats: messages and bytes in and out, latencies
         # A configure made while suspended: kept, and sent when the queue resumes.
         self.deferred_options: QueueOptions | None = None
+        # The GUIDs recently delivered (``options.dedup_window``; None: off), kept across
+        # reconnects: the consumer (re)builds it from ``options`` as PUSHes come.
+        self.dedup: DedupWindow | None = None
 
     @property
     def readable(self) -> bool:

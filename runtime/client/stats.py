@@ -113,6 +113,7 @@ class QueueCounters:
         "acks",
         "confirm_latency",
         "confirmed",
+        "duplicates",
         "nacks",
         "posted",
         "posted_bytes",
@@ -128,12 +129,22 @@ class QueueCounters:
         self.received = 0  # PUSHed messages delivered
         self.received_bytes = 0  # their payload bytes (as received)
         self.confirmed = 0
+        # PUSHed messages not delivered because the queue's de-duplication window had them.
+        self.duplicates = 0
         self.ack_latency = LatencyWindow()  # post flushed → ACK received
         self.confirm_latency = LatencyWindow()  # message received → confirm() called
 
     def add_into(self, other: QueueCounters) -> None:
         """Fold these counts into ``other`` (a closed queue's counts into the session's)."""
-        for name in ("posted", "posted_bytes", "acks", "nacks", "received", "received_bytes"):
+        for name in (
+            "posted",
+            "posted_bytes",
+            "acks",
+            "nacks",
+            "received",
+            "received_bytes",
+            "duplicates",
+        ):
             setattr(other, name, getattr(other, name) + getattr(self, name))
         other.confirmed += self.confirmed
         other.ack_latency.extend(self.ack_latency.samples)
@@ -152,6 +163,7 @@ class QueueStats:
     received: int = 0
     received_bytes: int = 0
     confirmed: int = 0
+    duplicates: int = 0  # not delivered: already delivered (the de-duplication window)
     ack_latency: LatencySummary = field(default_factory=LatencySummary)
     confirm_latency: LatencySummary = field(default_factory=LatencySummary)
 
@@ -167,15 +179,17 @@ class QueueStats:
             received=sum(c.received for c in parts),
             received_bytes=sum(c.received_bytes for c in parts),
             confirmed=sum(c.confirmed for c in parts),
+            duplicates=sum(c.duplicates for c in parts),
             ack_latency=LatencySummary.of(c.ack_latency for c in parts),
             confirm_latency=LatencySummary.of(c.confirm_latency for c in parts),
         )
 
     def line(self) -> str:
+        duplicates = f", duplicates {self.duplicates}" if self.duplicates else ""
         return (
             f"{self.uri}: out {self.posted} msgs / {self.posted_bytes} B, "
             f"ACK {self.acks}, NACK {self.nacks}, in {self.received} msgs / "
-            f"{self.received_bytes} B, confirmed {self.confirmed}; "
+            f"{self.received_bytes} B, confirmed {self.confirmed}{duplicates}; "
             f"ACK latency {self.ack_latency}; confirm latency {self.confirm_latency}"
         )
 

@@ -4,6 +4,7 @@ and its wording of errors; shared by every compat class."""
 from __future__ import annotations
 
 from pybmq.client.events import AckStatus as RuntimeAckStatus
+from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.compat.exceptions import BrokerTimeoutError, Error
 from pybmq.compat.values import (
     QUEUE_OPTION_FIELDS,
@@ -26,6 +27,7 @@ __all__ = [
     "STOPPED",
     "WRITER_ONLY_OPTIONS",
     "DefaultTimeout",
+    "check_dedup",
     "check_int_option",
     "check_positive_option",
     "check_queue_options",
@@ -122,6 +124,19 @@ def check_reader_priority(operation: str, uri: str, options: QueueOptions) -> No
             f"Failed to {operation} {uri} queue: INVALID_ARGUMENT: consumer_priority {priority} "
             f"is outside [{CONSUMER_PRIORITY_MIN}, {CONSUMER_PRIORITY_MAX}] for a reader"
         )
+
+
+def check_dedup(window: int, age: float) -> None:
+    """pybmq's ``dedup_window``/``dedup_window_age`` keywords: ValueError when out of range
+    (as compat does for the official options' values), TypeError when not numbers."""
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise TypeError(f"Argument 'dedup_window' must be an int, got {type(window).__name__}")
+    if isinstance(age, bool) or not isinstance(age, (int, float)):
+        raise TypeError(f"Argument 'dedup_window_age' must be a number, got {type(age).__name__}")
+    try:
+        RuntimeQueueOptions(dedup_window=window, dedup_window_age=float(age))
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def check_positive_option(name: str, value: int | None) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from pybmq.client.options import QueueOptions as RuntimeQueueOptions
 from pybmq.compat.checks import (
     DEFAULT_TIMEOUT,
+    check_dedup,
     check_queue_options,
     check_reader_priority,
     failure,
@@ -47,8 +48,10 @@ class QueueOperations:
         write: bool = False,
         options: QueueOptions = QueueOptions(),  # noqa: B008  # never mutated here
         timeout: float = DEFAULT_TIMEOUT,
+        dedup: tuple[int, float] = (0, 300.0),
     ) -> None:
-        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
+        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing;
+        ``dedup``: (``dedup_window``, ``dedup_window_age``), pybmq's addition."""
         core = self._core
         if read and core.on_message is None:
             raise Error(
@@ -60,6 +63,7 @@ class QueueOperations:
         check_queue_options(options)
         if read:
             check_reader_priority("open", str(queue_uri), options)
+        check_dedup(*dedup)
         core.check_running()
         core.blocking_call_allowed("open_queue")
         uri = queue_uri.decode() if isinstance(queue_uri, bytes) else queue_uri
@@ -76,6 +80,7 @@ class QueueOperations:
             QueueOptions.DEFAULT_SUSPENDS_ON_BAD_HOST_HEALTH,
         )
         queue = QueueRecord(uri, bool(read), bool(write), merged(defaults, options))
+        queue.dedup_window, queue.dedup_window_age = dedup
         with core.lock:
             existing = core.queues.get(uri)
             if existing is not None and existing.invalid:

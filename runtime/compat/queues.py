@@ -39,6 +39,9 @@ class QueueRecord:
     # One request at a time per queue (the engine's rule): user configure/close and host-health
     # suspension or resumption wait for each other, in the order they were asked for.
     busy: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    # pybmq's addition (``open_queue``'s keywords): the reader's de-duplication window.
+    dedup_window: int = 0
+    dedup_window_age: float = 300.0
 
     def reported_options(self) -> QueueOptions:
         if self.read:
@@ -51,4 +54,6 @@ class QueueRecord:
             max_unconfirmed_messages=o.max_unconfirmed_messages,  # type: ignore[arg-type]
             max_unconfirmed_bytes=o.max_unconfirmed_bytes,  # type: ignore[arg-type]
             consumer_priority=o.consumer_priority,  # type: ignore[arg-type]
+            dedup_window=self.dedup_window,
+            dedup_window_age=self.dedup_window_age,
         )

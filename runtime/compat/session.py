@@ -288,9 +288,20 @@ class Session:
         write: bool = False,
         options: QueueOptions = QueueOptions(),  # noqa: B008  # never mutated here
         timeout: float = DEFAULT_TIMEOUT,
+        *,
+        dedup_window: int = 0,
+        dedup_window_age: float = 300.0,
     ) -> None:
-        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing."""
-        self._queue_ops.open_queue(queue_uri, read, write, options, timeout)
+        """Open ``queue_uri`` for reading (messages go to ``on_message``) and/or writing.
+
+        ``dedup_window`` and ``dedup_window_age`` (pybmq's addition, not in the official SDK; a
+        reader's): remember the GUIDs of the latest ``dedup_window`` messages delivered, for up
+        to ``dedup_window_age`` seconds, and do not hand one to ``on_message`` again (a cluster
+        failover can redeliver a message with the same GUID); 0: off, as upstream. See
+        ``pybmq.QueueOptions.dedup_window``."""
+        self._queue_ops.open_queue(
+            queue_uri, read, write, options, timeout, (dedup_window, dedup_window_age)
+        )
 
     def configure_queue(
         self, queue_uri: str, options: QueueOptions, timeout: float = DEFAULT_TIMEOUT

@@ -255,6 +255,8 @@ def open_consumer(target: Target, credit: int, subscription: str = "") -> tuple[
                 max_unconfirmed_messages=credit,
                 max_unconfirmed_bytes=1 << 40,
                 subscriptions=(subscription,) if subscription else (),
+                dedup_window=target.dedup_window,
+                dedup_window_age=target.dedup_window_age,
             ),
         )
     except BaseException:

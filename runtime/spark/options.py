@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pybmq.client.options import MAX_DEDUP_WINDOW
 from pybmq.errors import UsageError
 from pybmq.uri import DEFAULT_BROKER, parse_broker_url, parse_queue_uri
 
@@ -30,6 +31,8 @@ __all__ = [
     "CONNECT_TIMEOUT_MS",
     "CONSUMERS",
     "CONSUMER_IDLE_TIMEOUT_MS",
+    "DEDUP_WINDOW",
+    "DEDUP_WINDOW_AGE_MS",
     "IDLE_TIMEOUT_MS",
     "MAX_IN_FLIGHT",
     "MAX_MESSAGES",
@@ -85,6 +88,10 @@ PROPERTY_SCHEMA = "propertyschema"  # read: properties as typed columns, "name t
 PUSH_FILTERS = "pushfilters"
 CONSUMERS = "consumers"  # stream read: "driver" (one consumer) or "executors" (one per partition)
 CONSUMER_IDLE_TIMEOUT_MS = "consumeridletimeoutms"
+# Readers: the consumer's de-duplication window (QueueOptions.dedup_window, dedup_window_age).
+DEDUP_WINDOW = "dedupwindow"
+DEDUP_WINDOW_AGE_MS = "dedupwindowagems"
+_DEDUP = (DEDUP_WINDOW, DEDUP_WINDOW_AGE_MS)
 _SECURITY = (AUTH_MECHANISM, AUTH_MATERIAL, AUTH_FILE, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME)
 
 _KNOWN = {
@@ -106,6 +113,7 @@ _KNOWN = {
     PUSH_FILTERS,
     CONSUMERS,
     CONSUMER_IDLE_TIMEOUT_MS,
+    *_DEDUP,
     *_SECURITY,
     "path",  # Spark adds it for load(path)/save(path); we do not use it
     "checkpointlocation",  # a streaming query option that reaches the sink too
@@ -302,14 +310,17 @@ class Security:
 
 @dataclass(frozen=True)
 class Target:
-    """Which broker and queue, how long to wait for the connection, the ``client.*`` settings
-    and its security."""
+    """Which broker and queue, how long to wait for the connection, the ``client.*`` settings,
+    its security and, for a reader, its de-duplication window (``dedupWindow`` GUIDs for
+    ``dedupWindowAgeMs``; 0: off)."""
 
     broker: str
     queue: str
     connect_timeout: float
     client: tuple[tuple[str, Any], ...] = ()
     security: Security = field(default_factory=Security)
+    dedup_window: int = 0
+    dedup_window_age: float = 300.0
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> Target:
@@ -325,12 +336,20 @@ class Target:
             raise UsageError("option 'queue' is required (e.g. bmq://bmq.test.mem.priority/q)")
         broker = options.get(BROKER) or DEFAULT_BROKER
         timeout_ms = _int(options, CONNECT_TIMEOUT_MS, 10_000, minimum=1)
+        window = _int(options, DEDUP_WINDOW, 0, minimum=0)
+        if window > MAX_DEDUP_WINDOW:
+            raise UsageError(f"option 'dedupWindow' must be <= {MAX_DEDUP_WINDOW}, got {window}")
+        age_ms = _int(options, DEDUP_WINDOW_AGE_MS, 300_000, minimum=1)
+        if age_ms >= 2**31 * 1000:
+            raise UsageError(f"option 'dedupWindowAgeMs' must be < {2**31 * 1000}, got {age_ms}")
         return cls(
             check_broker_url(broker),
             check_queue_uri(queue),
             timeout_ms / 1000,
             client_settings(options),
             Security.parse(options),
+            window,
+            age_ms / 1000,
         )
 
 
@@ -347,6 +366,9 @@ class WriteOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
         target = Target.parse(options)
+        given = sorted(k for k in options if k.lower() in _DEDUP)
+        if given:
+            raise UsageError(f"option(s) {given} are for reading, not writing")
         compression = str(options.get(COMPRESSION, "none")).strip().lower()
         if compression not in ("none", "zlib"):
             raise UsageError(f"option 'compression' must be none or zlib, got {compression!r}")

@@ -1,12 +1,14 @@
 """Failover under load: a producer and a consumer on a replicated cluster while its primary is
 SIGKILLed and restarted, and the figures that say whether the clients kept their promises.
 
-``run_failover`` starts a consumer, then a producer (the blocking API, ``post_async`` with an
-ACK callback, reconnect on, every member of the cluster in ``endpoints`` when it goes through the
-nodes), kills the primary ``kills`` times under load (each time: kill, wait for the new primary,
+``run_failover`` starts a consumer (confirming every ``confirm_every`` messages, with a
+de-duplication window of ``dedup_window`` GUIDs when given), then a producer (the blocking API,
+``post_async`` with an ACK callback, reconnect on, every member of the cluster in ``endpoints``
+when it goes through the nodes), kills the primary ``kills`` times under load (each time: kill, wait for the new primary,
 restart the dead node, wait for the cluster to settle, go on posting), then waits, bounded, for
 every post's outcome and for the consumer to have everything. ``Figures`` holds what a user can
-check: each post's outcome, what was delivered, how often, and with which GUID.
+check: each post's outcome, what was delivered, how often, and with which GUID, and how many
+redeliveries the consumer's window kept from the application.
 
 Reconnect attempts to the dead node are counted from the client's log (the INFO line of
 ``pybmq.client.aio`` that names the endpoint a reconnect could not reach) while that node is down:
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from pybmq.client.aio_queue import ReceivedMessage
 from pybmq.client.events import Ack, ConnectionLost, Reconnected
 from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Queue, Session
@@ -90,6 +93,7 @@ class Figures:
     delivered: list[tuple[bytes, bytes]] = field(default_factory=list)  # (payload, GUID)
     kills: list[Kill] = field(default_factory=list)
     connection_losses: dict[str, int] = field(default_factory=dict)  # client -> count
+    held_back: int = 0  # redeliveries the consumer's de-duplication window did not deliver
 
     @property
     def acked(self) -> set[bytes]:
@@ -139,7 +143,8 @@ class Figures:
         return (
             f"posts {self.posts}, ACKed {len(self.acked)} ({self.ack_ratio:.2%}), failed "
             f"{dict(failed)}, lost {len(self.lost)}, lies {len(self.lies)}, delivered "
-            f"{len(self.delivered)}, duplicates {self.duplicates}, strangers "
+            f"{len(self.delivered)}, duplicates {self.duplicates} (held back by the window "
+            f"{self.held_back}), strangers "
             f"{len(self.strangers)}, connection losses {self.connection_losses}; kills: {kills}"
         )
 
@@ -179,6 +184,8 @@ def run_failover(
     kills: int = 1,
     min_posts: int = 2000,
     max_posts: int = 50_000,
+    dedup_window: int = 0,
+    confirm_every: int = 1,
 ) -> Figures:
     """The run described in the module's docstring. The client that goes through the nodes
     starts on the primary, so the first kill cuts its connection."""
@@ -199,17 +206,24 @@ def run_failover(
                 acks_at.append(time.monotonic())
 
     def consume(reader: Queue) -> None:
+        held: list[ReceivedMessage] = []  # delivered, confirmed with the next batch
         while not stop_consuming.is_set():
             try:
                 message = reader.get(timeout=0.2)
             except TimeoutError:
+                if held:
+                    reader.confirm_many(held)
+                    held = []
                 continue
             except PybmqError:
                 time.sleep(0.05)  # a reconnect in progress
                 continue
             with lock:
                 figures.delivered.append((message.payload, message.guid))
-            reader.confirm(message)
+            held.append(message)
+            if len(held) >= confirm_every:
+                reader.confirm_many(held)
+                held = []
 
     def produce(writer: Queue) -> None:
         i = 0
@@ -233,7 +247,7 @@ def run_failover(
 
     stop_consuming = threading.Event()
     with counter.attached(), consumer.session, producer.session:
-        reader = consumer.session.open_queue(queue, read=True)
+        reader = consumer.session.open_queue(queue, read=True, dedup_window=dedup_window)
         writer = producer.session.open_queue(queue, write=True)
         threads = [
             threading.Thread(target=consume, args=(reader,), daemon=True),
@@ -252,6 +266,7 @@ def run_failover(
         stop_consuming.set()
         threads[0].join(_BOUND)
         figures.connection_losses = {c.name: c.losses for c in (producer, consumer)}
+        figures.held_back = consumer.session.stats().total.duplicates
     return figures
 
 

@@ -6,7 +6,11 @@ post reported failed is delivered, the consumer receives everything, and no clie
 dead node while another is up (a lost connection's first retry goes to another endpoint);
 duplicates (the same message delivered again, same GUID) are reported.
 
-Two runs here (one kill each, a few thousand posts) are the CI subset; ``make cluster-soak``
+With a de-duplication window on the consumer, which sits on the node that dies and holds a
+batch of unconfirmed messages there, the redeliveries are held back: no message reaches the
+application twice, every ACKed one reaches it.
+
+Three runs here (one kill each, a few thousand posts) are the CI subset; ``make cluster-soak``
 runs every combination with three kills and more posts (``PYBMQ_CLUSTER_SOAK=1``).
 """
 
@@ -64,6 +68,44 @@ def test_primary_killed_under_load(
     # The client on the primary lost its connection and came back.
     hit = "producer" if producer_via == "nodes" else "consumer"
     assert figures.connection_losses[hit] >= 1, figures.connection_losses
+
+
+def test_dedup_window_keeps_failover_duplicates_from_the_consumer(bmq_cluster: RealCluster) -> None:
+    """The consumer on the primary, confirming in batches of 50: when the primary dies, what it
+    held unconfirmed is redelivered on its new connection (same GUIDs), which the window holds
+    back; its late confirms go to the new connection."""
+    figures = run_failover(
+        bmq_cluster,
+        domain=EVENTUAL,
+        producer_via="proxy",
+        consumer_via="nodes",
+        min_posts=2000,
+        dedup_window=100_000,
+        confirm_every=50,
+    )
+    check(figures)
+    assert figures.connection_losses["consumer"] >= 1, figures.connection_losses
+    assert figures.held_back > 0, figures.summary()  # the failover did redeliver
+    assert figures.duplicates == 0, figures.summary()
+
+
+@pytest.mark.skipif(not SOAK, reason="the soak: make cluster-soak (PYBMQ_CLUSTER_SOAK=1)")
+@pytest.mark.parametrize("window", [0, 100_000], ids=["without-window", "with-window"])
+def test_soak_dedup_window(bmq_cluster: RealCluster, window: int) -> None:
+    """The same with three kills, and without the window for comparison (duplicates reported)."""
+    figures = run_failover(
+        bmq_cluster,
+        domain=STRONG,
+        producer_via="proxy",
+        consumer_via="nodes",
+        kills=3,
+        min_posts=6000,
+        dedup_window=window,
+        confirm_every=50,
+    )
+    check(figures)
+    if window:
+        assert figures.duplicates == 0, figures.summary()
 
 
 @pytest.mark.skipif(not SOAK, reason="the soak: make cluster-soak (PYBMQ_CLUSTER_SOAK=1)")
