@@ -40,6 +40,11 @@ ALLOWED = {
     ("client/admin.py", "64 << 20"): "MAX_ADMIN_EVENT_SIZE: our cap on an admin answer",
     ("client/options.py", "1 << 20"): "max_put_event_bytes: a default batching size, 1 MiB",
     ("client/consuming.py", "qid << 32"): "a dict key made of two ids, not wire bits",
+    (
+        "client/dedup.py",
+        "generation << 1",
+    ): "a window entry: connection and confirmed bit, not wire bits",
+    ("client/dedup.py", "code >> 1"): "a window entry's connection, not wire bits",
     ("wire/dissect.py", "32 <= b < 127"): "printable ASCII, for a hex dump's text column",
     ("wire/dissect.py", "4 * 1024"): "MAX_INFLATED_MESSAGE: 4 MiB, a display bound",
     ("client/aio.py", "4 * 1024"): "write_high_water: a default buffer size, 4 MiB",
