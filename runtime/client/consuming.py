@@ -148,19 +148,26 @@ class Consumer:
 
     def _confirmable(self, queue_id: int, generation: int | None) -> QueueRecord | None:
         """The queue to confirm on, or None when the messages belong to an earlier connection
-        (or one being restored): those are redelivered, not confirmed."""
+        (they are redelivered, not confirmed). While the queues are being restored, a message
+        of this connection (``generation``) came on a queue already reopened: it is confirmed;
+        one whose connection is not known is not."""
         lifecycle = self._lifecycle
         state = lifecycle.state
-        if (generation is not None and generation != lifecycle.generation) or (
-            lifecycle.recovery is _RESTORING and state is not SessionState.STOPPED
-        ):
+        if generation is not None and generation != lifecycle.generation:
+            return None
+        restoring = lifecycle.recovery is _RESTORING and state is not SessionState.STOPPED
+        if restoring and generation is None:
             return None
         if state is not SessionState.STARTED and state is not SessionState.STOPPING:
+            if restoring:
+                return None
             raise SessionStoppedError(f"cannot confirm: session is {state.value}")
         queue = self._table.queues.get(queue_id)
         if queue is None or (
             queue.state is not QueueState.OPENED and queue.state is not QueueState.CLOSING
         ):
+            if restoring:
+                return None
             raise UsageError(f"cannot confirm: queue {queue_id} is not open")
         if not queue.flags & FLAG_READ:
             raise UsageError(f"cannot confirm on {queue.uri}: it was not opened with read=True")

@@ -298,3 +298,39 @@ def test_a_reconfigure_turns_the_window_off_and_on() -> None:
     engine.configure_queue(handle, QueueOptions(dedup_window=10), 0.0)
     serve_control(engine)
     assert push(engine, handle, [guid(1), guid(1)]) == [guid(1)]  # a new, empty window
+
+
+def test_a_message_delivered_while_other_queues_reopen_is_confirmed() -> None:
+    """After a reconnect one queue is reopened and another is not yet (the session is still
+    restoring): a message the broker pushes on the reopened queue came on this connection, so
+    its confirm is sent, with or without a window (it was dropped, and the message stayed
+    unconfirmed at the broker for as long as the connection lasted)."""
+    engine = connected()
+    ready = reader(engine)
+    late = reader(engine, "bmq://bmq.test.mem.priority/dedup-late")
+    engine.connection_lost(1.0, ConnectionResetError("reset"))
+    engine.next_events()
+    engine.connection_made(2.0)
+    engine.data_to_send()
+    engine.receive_data(broker_response(), 2.0)
+    late_uri = engine.queues[late].uri
+    held = []
+    while requests := [e for e in sent_events(engine) if e.header.type == EventType.CONTROL]:
+        for event in requests:
+            message = control(event)
+            opening = message.open_queue
+            configuring = message.configure_stream
+            if (opening is not None and opening.handle_parameters.uri == late_uri) or (
+                configuring is not None and configuring.q_id == engine.queues[late].qid
+            ):
+                held.append(message)  # the broker has not answered this queue's reopen yet
+            else:
+                reply(engine, message, 2.0)
+    assert held and engine.restoring
+    engine.next_events()
+    assert push(engine, ready, [guid(7)], now=3.0) == [guid(7)]
+    engine.confirm(ready, guid(7), engine.generation)
+    assert confirms_sent(engine) == [(engine.queues[ready].qid, guid(7), 0)]
+    # A confirm of the lost connection's messages is still void.
+    engine.confirm(ready, guid(8), engine.generation - 1)
+    assert confirms_sent(engine) == []
