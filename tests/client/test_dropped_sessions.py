@@ -34,7 +34,7 @@ def _open_sessions(sim: ThreadedBrokerSimulator) -> int:
     return sim.call(lambda broker: sum(1 for s in broker.sessions if not s.closed))
 
 
-def _wait_for(condition: object, bound: float = 10.0) -> bool:
+def _wait_for(condition: object, bound: float = 30.0) -> bool:
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         if condition():  # type: ignore[operator]
@@ -68,9 +68,9 @@ def test_fifty_dropped_blocking_sessions_leave_no_thread_fd_or_connection() -> N
         for _ in range(50):
             _drop_one(sim.url)
         gc.collect()
-        assert _wait_for(lambda: threading.active_count() - threads <= 3)
-        assert threading.active_count() - threads <= 3
-        assert _fds() - fds <= 12
+        # Each release ends on its session's own threads: waited for, on a loaded machine too.
+        assert _wait_for(lambda: threading.active_count() - threads <= 3), "threads left"
+        assert _wait_for(lambda: _fds() - fds <= 12), f"{_fds() - fds} more fds"
         assert _wait_for(lambda: _open_sessions(sim) == 0), "the broker still has connections"
         dropped = [str(w.message) for w in caught if w.category is ResourceWarning]
     assert len(dropped) == 50
