@@ -1,0 +1,303 @@
+"""``pybmq tool``: bmqtool's interactive mode over pybmq's client, line for line.
+
+It reads bmqtool's commands on stdin, one per line (``start``, ``open uri="..." flags="read"``,
+``post``, ``batch-post``, ``list``, ``confirm``, ``configure``, ``close``, ``stop``, ``quit``;
+``help`` lists them), runs each over pybmq's asyncio client, and prints what bmqtool prints: a
+``-->`` record when a command starts, a ``<--`` record with its result (``SUCCESS (0)``,
+``REFUSED (-6)``...), session events (``==> EVENT received: ... STATE_RESTORED``), ACKs and
+PUSHes (with -d), and ``Unconfirmed message listing: N messages``. So upstream BlazingMQ's
+integration suite, which drives whatever client ``BLAZINGMQ_TOOL`` names through these lines,
+can run with pybmq as its client (``make it-upstream``).
+
+It takes bmqtool's options (-b, -d, -c, --verbosity, --logFormat, --timeout, --authnMechanism,
+--authnData, --tlsAuthority, --tlsVersions); options of bmqtool's other modes are refused, and
+-D, -t and --nosessioneventhandler are accepted and have no effect. End of input, ``quit``,
+``bye`` or ``q`` stop the session and exit 0; SIGINT and SIGTERM stop it and exit 130 and 143.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pybmq.cli.common import Subcommands, describe
+from pybmq.cli.tool_grammar import MAX_LINE, VERBS_TO_QUIT, CommandError, parse_command
+from pybmq.cli.tool_output import DEFAULT_FORMAT, LEVELS, ToolLog
+from pybmq.cli.validate import broker_url, readable_file, text
+
+if TYPE_CHECKING:
+    import ssl
+
+    from pybmq.client.options import SessionOptions
+
+EPILOG = (
+    "example:\n"
+    "  pybmq tool -b tcp://localhost:30114 -d\n"
+    '  > start\n  > open uri="bmq://bmq.test.mem.priority/q1" flags="write,ack"\n'
+    '  > post uri="bmq://bmq.test.mem.priority/q1" payload=["hello"]\n  > quit\n'
+    "exit codes: 0 end of input or quit, 2 bad usage (the option is named), 130 SIGINT, "
+    "143 SIGTERM"
+)
+
+HELP = """
+Commands:
+  start (async=true)
+  stop (async=true)
+  open uri="" flags="" (async=true) (maxUnconfirmedMessages=x) (maxUnconfirmedBytes=y) (consumerPriority=z)
+    (subscriptions=[{"expression": "", ("correlationId": u), ("maxUnconfirmedMessages": v), ("maxUnconfirmedBytes": w), ("consumerPriority": p)}])
+  configure uri="" (async=true) (maxUnconfirmedMessages=x) (maxUnconfirmedBytes=y) (consumerPriority=z) (subscriptions=[...])
+  close uri="" (async=true)
+  post uri="" payload=["",""] (async=true) (compressionAlgorithmType=[NONE|ZLIB])
+    (messageProperties=[{"name": "", "value": "", "type": "E_STRING|E_INT"}])
+  batch-post uri="" (msgSize=u) (eventSize=v) (eventsCount=w) (postInterval=x) (postRate=y)
+  list (uri="")
+  confirm uri="" guid="" ('*' for all, '+/-n' for oldest/latest 'n')
+  help
+  bye (or quit, q, end of input)"""
+
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+SIGNAL_EXITS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+OVERLONG = "\0overlong"  # stands for a line over MAX_LINE (never a real command: NUL)
+
+
+def _verbosity(value: str) -> str:
+    if value.lower() not in LEVELS:
+        raise argparse.ArgumentTypeError(f"one of {', '.join(LEVELS)}, got {value!r}")
+    return value.lower()
+
+
+def _tls_versions(value: str) -> tuple[str, ...]:
+    versions = tuple(v.strip() for v in value.split(",") if v.strip())
+    unknown = [v for v in versions if v not in TLS_VERSIONS]
+    if not versions or unknown:
+        raise argparse.ArgumentTypeError(
+            f"a comma-separated list of {', '.join(TLS_VERSIONS)}, got {value!r}"
+        )
+    return versions
+
+
+def add_parser(subparsers: Subcommands) -> None:
+    parser = subparsers.add_parser(
+        "tool",
+        help="bmqtool's interactive mode over pybmq (for upstream's integration suite)",
+        description=describe(__doc__),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "-b", "--broker", type=broker_url, default="tcp://localhost:30114",
+        help="broker URL (default tcp://localhost:30114)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mode", choices=("cli",), default="cli",
+        help="cli, the interactive mode (bmqtool's auto, storage and syschk modes are not here)",
+    )  # fmt: skip
+    parser.add_argument("-d", "--dumpmsg", action="store_true", help="print each PUSH and ACK")
+    parser.add_argument(
+        "-c", "--confirmmsg", action="store_true",
+        help="confirm each message as it comes (list then shows none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-v", "--verbosity", type=_verbosity, default="info", metavar="LEVEL",
+        help=f"print records of this level and above: {', '.join(LEVELS)} (default info)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--logFormat", dest="log_format", default=DEFAULT_FORMAT, metavar="FORMAT",
+        help="record format: %%d date, %%t thread, %%s severity, %%c category, %%F file, "
+        "%%l line, %%m message, %%p pid, %%%% a percent sign; \\n a newline "
+        f"(default {DEFAULT_FORMAT.replace('%', '%%')!r})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=int, default=300, metavar="SECONDS",
+        help="connect, open, configure, close and disconnect timeout (default 300)",
+    )  # fmt: skip
+    group = parser.add_argument_group("authentication and TLS")
+    group.add_argument(
+        "--authnMechanism", dest="authn_mechanism", type=text, default=None, metavar="MECH",
+        help="authenticate with this mechanism (e.g. BASIC) before negotiating",
+    )  # fmt: skip
+    group.add_argument(
+        "--authnData", dest="authn_data", default="", metavar="DATA",
+        help="the credential (BASIC: user:password); visible to ps, as with bmqtool",
+    )  # fmt: skip
+    group.add_argument(
+        "--tlsAuthority", dest="tls_authority", type=readable_file, metavar="PEM",
+        help="connect with TLS, trusting the CA certificates in this file",
+    )  # fmt: skip
+    group.add_argument(
+        "--tlsVersions", dest="tls_versions", type=_tls_versions, default=("TLSv1.3",),
+        metavar="LIST", help="TLS versions to allow, e.g. TLSv1.2,TLSv1.3 (default TLSv1.3)",
+    )  # fmt: skip
+    ignored = parser.add_argument_group("accepted for bmqtool compatibility, no effect")
+    ignored.add_argument("-D", "--memorydebug", action="store_true", help="(no effect)")
+    ignored.add_argument("-t", "--threads", type=int, metavar="N", help="(no effect)")
+    ignored.add_argument("--nosessioneventhandler", action="store_true", help="(no effect)")
+    parser.set_defaults(func=handler, own_logging=True)
+
+
+def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The client TLS context for --tlsAuthority, limited to --tlsVersions."""
+    import ssl
+
+    from pybmq.errors import UsageError
+
+    if args.tls_authority is None:
+        return None
+    try:
+        context = ssl.create_default_context(cafile=args.tls_authority)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError(
+            f"--tlsAuthority {args.tls_authority}: not a usable CA certificate ({exc})"
+        ) from None
+    by_name = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+    versions = sorted(by_name[v] for v in args.tls_versions)
+    context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    return context
+
+
+def session_options(args: argparse.Namespace, tls: ssl.SSLContext | None) -> SessionOptions:
+    """bmqtool's session: --timeout for connect, open, configure, close and disconnect; the
+    broker's ACKs waited for as long as bmqtool's own default timeout (300 s)."""
+    from pybmq.client.options import Credential, SessionOptions
+
+    values: dict[str, Any] = {}
+    if args.authn_mechanism:
+        credential = Credential(args.authn_mechanism, args.authn_data.encode())
+        values["credential_provider"] = lambda: credential
+    if tls is not None:
+        values["tls"] = tls
+    timeout = float(args.timeout)
+    return SessionOptions(
+        broker_uri=args.broker,
+        open_timeout=timeout,
+        configure_timeout=timeout,
+        close_timeout=timeout,
+        disconnect_timeout=timeout,
+        stop_timeout=min(timeout, 10.0),
+        ack_timeout=300.0,
+        user_agent_prefix="pybmq-tool",
+        **values,
+    )
+
+
+def handler(args: argparse.Namespace) -> int:
+    from pybmq.errors import UsageError
+
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be > 0 seconds")
+    tls = tls_context(args)
+    session_options(args, tls)  # a bad combination is a usage error before any input is read
+    log = ToolLog(args.log_format, args.verbosity)
+    try:
+        return asyncio.run(_main(args, log, tls))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _read_lines(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:
+    """stdin, a line at a time, onto ``lines`` (waiting while it is full); None at the end.
+
+    It reads the file descriptor itself, not ``sys.stdin``: a daemon thread blocked inside a
+    buffered reader's lock makes the interpreter abort at exit."""
+
+    def put(line: str | None) -> None:
+        asyncio.run_coroutine_threadsafe(lines.put(line), loop).result()
+
+    pending = b""
+    overlong = False
+    try:
+        fd = sys.stdin.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                if overlong:  # the end of a line already refused
+                    overlong = False
+                    continue
+                put(raw.decode("utf-8", "replace"))
+            if len(pending) > MAX_LINE:
+                if not overlong:
+                    put(OVERLONG)
+                overlong, pending = True, b""
+        if pending and not overlong:
+            put(pending.decode("utf-8", "replace"))
+    except (OSError, ValueError, RuntimeError, asyncio.CancelledError):
+        pass
+    finally:
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                asyncio.run_coroutine_threadsafe(lines.put(None), loop)
+
+
+async def _main(args: argparse.Namespace, log: ToolLog, tls: ssl.SSLContext | None) -> int:
+    from pybmq.cli.tool_session import ToolSession
+
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1000)
+    threading.Thread(target=_read_lines, args=(loop, lines), daemon=True).start()
+    tool = ToolSession(
+        log,
+        lambda: session_options(args, tls),
+        dump=args.dumpmsg,
+        auto_confirm=args.confirmmsg,
+    )
+    work = loop.create_task(_command_loop(tool, log, lines))
+    stopped_by: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        work.cancel()
+
+    for sig in SIGNAL_EXITS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        await work
+    except asyncio.CancelledError:
+        if not stopped_by:
+            raise
+    finally:
+        await tool.shutdown()
+        log.info("Goodbye.", "BMQTOOL.APPLICATION")
+    return SIGNAL_EXITS[stopped_by[0]] if stopped_by else 0
+
+
+async def _command_loop(tool: Any, log: ToolLog, lines: asyncio.Queue[str | None]) -> None:
+    log.info(
+        "Welcome to pybmq tool (bmqtool's commands over pybmq).\n"
+        "Type 'help' to see the list of commands. Ctrl-D to quit."
+    )
+    while True:
+        line = await lines.get()
+        if line is None:
+            return
+        line = line.strip()
+        if not line:
+            continue
+        if line in VERBS_TO_QUIT:
+            return
+        if line == "help":
+            log.info(HELP)
+            continue
+        if line == OVERLONG:
+            log.error(f"Unable to decode: a command line has at most {MAX_LINE} characters")
+            continue
+        try:
+            command = parse_command(line)
+        except CommandError as exc:
+            log.error(
+                str(exc)
+                if str(exc).startswith(("Unknown", "'"))
+                else f"Unable to decode: {line}\n{exc}"
+            )
+            continue
+        await tool.run(command)
