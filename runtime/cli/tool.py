@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pybmq.cli.common import Subcommands, describe
 from pybmq.cli.tool_grammar import MAX_LINE, VERBS_TO_QUIT, CommandError, parse_command
 from pybmq.cli.tool_output import DEFAULT_FORMAT, LEVELS, ToolLog
-from pybmq.cli.validate import broker_url, readable_file, text
+from pybmq.cli.validate import broker_url, integer, readable_file, text
 
 if TYPE_CHECKING:
     import ssl
@@ -97,7 +97,7 @@ def add_parser(subparsers: Subcommands) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--mode", choices=("cli",), default="cli",
-        help="cli, the interactive mode (bmqtool's auto, storage and syschk modes are not here)",
+        help="cli, the interactive mode, the default (bmqtool's auto, storage and syschk are not here)",
     )  # fmt: skip
     parser.add_argument("-d", "--dumpmsg", action="store_true", help="print each PUSH and ACK")
     parser.add_argument(
@@ -109,13 +109,13 @@ def add_parser(subparsers: Subcommands) -> None:
         help=f"print records of this level and above: {', '.join(LEVELS)} (default info)",
     )  # fmt: skip
     parser.add_argument(
-        "--logFormat", dest="log_format", default=DEFAULT_FORMAT, metavar="FORMAT",
+        "--logFormat", dest="log_format", type=text, default=DEFAULT_FORMAT, metavar="FORMAT",
         help="record format: %%d date, %%t thread, %%s severity, %%c category, %%F file, "
         "%%l line, %%m message, %%p pid, %%%% a percent sign; \\n a newline "
         f"(default {DEFAULT_FORMAT.replace('%', '%%')!r})",
     )  # fmt: skip
     parser.add_argument(
-        "--timeout", type=int, default=300, metavar="SECONDS",
+        "--timeout", type=integer(1, 2**31 - 1), default=300, metavar="SECONDS",
         help="connect, open, configure, close and disconnect timeout (default 300)",
     )  # fmt: skip
     group = parser.add_argument_group("authentication and TLS")
@@ -124,7 +124,7 @@ def add_parser(subparsers: Subcommands) -> None:
         help="authenticate with this mechanism (e.g. BASIC) before negotiating",
     )  # fmt: skip
     group.add_argument(
-        "--authnData", dest="authn_data", default="", metavar="DATA",
+        "--authnData", dest="authn_data", type=text, metavar="DATA",
         help="the credential (BASIC: user:password); visible to ps, as with bmqtool",
     )  # fmt: skip
     group.add_argument(
@@ -137,7 +137,7 @@ def add_parser(subparsers: Subcommands) -> None:
     )  # fmt: skip
     ignored = parser.add_argument_group("accepted for bmqtool compatibility, no effect")
     ignored.add_argument("-D", "--memorydebug", action="store_true", help="(no effect)")
-    ignored.add_argument("-t", "--threads", type=int, metavar="N", help="(no effect)")
+    ignored.add_argument("-t", "--threads", type=integer(1, 1024), metavar="N", help="(no effect)")
     ignored.add_argument("--nosessioneventhandler", action="store_true", help="(no effect)")
     parser.set_defaults(func=handler, own_logging=True)
 
@@ -169,7 +169,7 @@ def session_options(args: argparse.Namespace, tls: ssl.SSLContext | None) -> Ses
 
     values: dict[str, Any] = {}
     if args.authn_mechanism:
-        credential = Credential(args.authn_mechanism, args.authn_data.encode())
+        credential = Credential(args.authn_mechanism, (args.authn_data or "").encode())
         values["credential_provider"] = lambda: credential
     if tls is not None:
         values["tls"] = tls
@@ -190,8 +190,8 @@ def session_options(args: argparse.Namespace, tls: ssl.SSLContext | None) -> Ses
 def handler(args: argparse.Namespace) -> int:
     from pybmq.errors import UsageError
 
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be > 0 seconds")
+    if args.authn_data and not args.authn_mechanism:
+        raise UsageError("--authnData needs --authnMechanism")
     tls = tls_context(args)
     session_options(args, tls)  # a bad combination is a usage error before any input is read
     log = ToolLog(args.log_format, args.verbosity)
