@@ -479,13 +479,13 @@ def test_subscription_expressions_and_flow_control_go_into_configure_stream() ->
         max_unconfirmed_messages=10,
         max_unconfirmed_bytes=4096,
         consumer_priority=7,
-        subscriptions=("price > 10", "kind == 'x'"),
+        subscriptions=("price > 10", 'kind == "x"'),
     )
     _op, _queue_id = engine.open_queue(URI, 0.0, read=True, options=options)
     reply(engine, control(sent_events(engine)[0]))
     [event] = sent_events(engine)
     stream = control(event).configure_stream.stream_parameters  # type: ignore[union-attr]
-    assert [s.expression.text for s in stream.subscriptions] == ["price > 10", "kind == 'x'"]
+    assert [s.expression.text for s in stream.subscriptions] == ["price > 10", 'kind == "x"']
     assert {s.expression.version for s in stream.subscriptions} == {
         ctrl.ExpressionVersion.E_VERSION_1
     }
