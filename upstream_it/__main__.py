@@ -96,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
         print((out / f"{label}.log").read_text()[-4000:], file=sys.stderr)
         raise SystemExit(f"upstream_it: pytest wrote no results (exit {status})")
     found = results.read_junit(junit)
-    json_path, md_path = results.save(found, label, wall, out)
+    selection = f"-m {shlex.quote(args.select)}" + (
+        f" -k {shlex.quote(args.keyword)}" if args.keyword else ""
+    )
+    json_path, md_path = results.save(found, label, wall, out, selection)
     print("\n".join(results.count_table({label: found})))
     print(
         f"upstream_it: {len(found)} tests in {wall:.0f} s; {md_path}, {json_path}, "

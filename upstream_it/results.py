@@ -73,17 +73,21 @@ def counts(results: Iterable[Result]) -> dict[str, Counter[str]]:
     return table
 
 
-def save(results: list[Result], label: str, wall: float, out_dir: Path) -> tuple[Path, Path]:
+def save(
+    results: list[Result], label: str, wall: float, out_dir: Path, selection: str = ""
+) -> tuple[Path, Path]:
     """``<label>.json`` (every test) and ``<label>.md`` (counts per topology, then every test)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     document = {
         "label": label,
+        "selection": selection,
         "wall_seconds": round(wall, 1),
         "tests": [r.__dict__ for r in results],
     }
     json_path = out_dir / f"{label}.json"
     json_path.write_text(json.dumps(document, indent=1) + "\n")
-    lines = [f"# {label}: {len(results)} tests in {wall:.0f} s", "", *count_table({label: results})]
+    lines = [f"# {label}: {len(results)} tests in {wall:.0f} s", "", f"Selection: {selection}", ""]
+    lines += count_table({label: results})
     lines += ["", "| test | topology | outcome | why |", "|---|---|---|---|"]
     for r in sorted(results, key=lambda r: (r.topology, r.test)):
         lines.append(f"| `{r.test}` | {r.topology} | {r.outcome} | {_cell(r.reason)} |")
@@ -92,10 +96,12 @@ def save(results: list[Result], label: str, wall: float, out_dir: Path) -> tuple
     return json_path, md_path
 
 
-def load(path: Path) -> tuple[str, float, list[Result]]:
+def load(path: Path) -> tuple[str, str, float, list[Result]]:
+    """(label, selection, wall seconds, results) of a run saved by :func:`save`."""
     document = json.loads(path.read_text())
     results = [Result(**t) for t in document["tests"]]
-    return document["label"], float(document["wall_seconds"]), results
+    selection = str(document.get("selection", ""))
+    return document["label"], selection, float(document["wall_seconds"]), results
 
 
 def _cell(text: str) -> str:
@@ -120,9 +126,14 @@ def count_table(runs: dict[str, list[Result]]) -> list[str]:
 def side_by_side(ours: Path, theirs: Path) -> str:
     """Markdown: the two runs' counts per topology and wall times, then every test whose outcome
     differs between them."""
-    label_a, wall_a, a = load(ours)
-    label_b, wall_b, b = load(theirs)
-    lines = count_table({label_a: a, label_b: b})
+    label_a, selection_a, wall_a, a = load(ours)
+    label_b, selection_b, wall_b, b = load(theirs)
+    lines = [
+        f"Selection: {selection_a}"
+        + ("" if selection_a == selection_b else f" ({label_b}: {selection_b})"),
+        "",
+    ]
+    lines += count_table({label_a: a, label_b: b})
     lines += ["", f"Wall time: {label_a} {wall_a:.0f} s, {label_b} {wall_b:.0f} s.", ""]
     by_test = {r.test: r for r in b}
     differ = [

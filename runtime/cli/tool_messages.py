@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pybmq.cli import tool_output as out
@@ -17,15 +18,22 @@ from pybmq.cli.tool_grammar import Command
 from pybmq.errors import PybmqError
 
 if TYPE_CHECKING:
-    from pybmq.cli.tool_session import QueueEntry, ToolSession
+    from pybmq.cli.tool_session import ToolSession
     from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
     from pybmq.client.events import Ack
 
 
-def _failure(exc: BaseException) -> str:
-    from pybmq.cli.tool_session import failure
+@dataclass
+class QueueEntry:
+    """One queue the tool opened: its URI as given, its correlation number, its flags, the
+    client's queue, and the messages received and not confirmed (insertion ordered by GUID)."""
 
-    return failure(exc)[0]
+    uri: str
+    correlation: int
+    flags: frozenset[str]
+    queue: AsyncQueue | None = None
+    messages: dict[bytes, ReceivedMessage] = field(default_factory=dict)
+    reader: asyncio.Task[None] | None = None
 
 
 class Messages:
@@ -95,7 +103,7 @@ class Messages:
             try:
                 self._post_one(entry, entry.queue, text.encode(), properties, compression)
             except (PybmqError, ValueError) as exc:
-                result = _failure(exc)
+                result = out.failure(exc)[0]
                 break
         level = out.INFO if result == "SUCCESS" else out.ERROR
         self.log.write(level, f"<-- session.post() => {out.generic(result)}")
@@ -212,7 +220,7 @@ class Messages:
                 message.confirm_nowait()
                 result = "SUCCESS"
             except PybmqError as exc:
-                result = _failure(exc)
+                result = out.failure(exc)[0]
             level = out.INFO if result == "SUCCESS" else out.ERROR
             self.log.write(level, f"<-- session.confirmMessage() => {out.generic(result)}")
 

@@ -7,6 +7,7 @@ Only the shape is bmqtool's: every value (GUIDs, URIs, statuses, properties) is 
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 import sys
@@ -14,6 +15,13 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from pybmq.errors import (
+    BrokerError,
+    QueueSuspendedError,
+    RequestTimeoutError,
+    SessionStoppedError,
+    UsageError,
+)
 from pybmq.printable import escape_controls
 
 DEFAULT_FORMAT = r"%d (%t) %s %F:%l %m\n"
@@ -149,6 +157,22 @@ def status_record(uri: str, correlation: int, result: str, description: str = ""
 def status(uri: str, correlation: int, result: str, description: str = "") -> str:
     """What bmqtool prints after ``=>``: the result's name, then the status."""
     return f"{result} ({status_record(uri, correlation, result, description)})"
+
+
+def failure(exc: BaseException) -> tuple[str, str]:
+    """A client error as bmqt's result name and a description."""
+    if isinstance(exc, BrokerError):
+        name = exc.category.removeprefix("E_")
+        return (name if name in RESULT_CODES else "UNKNOWN"), exc.broker_message or name
+    if isinstance(exc, (RequestTimeoutError, asyncio.TimeoutError)):
+        return "TIMEOUT", str(exc) or "timeout"
+    if isinstance(exc, SessionStoppedError):
+        return "NOT_CONNECTED", str(exc)
+    if isinstance(exc, QueueSuspendedError):
+        return "NOT_READY", str(exc)
+    if isinstance(exc, UsageError):
+        return "INVALID_ARGUMENT", str(exc)
+    return "UNKNOWN", str(exc)
 
 
 def generic(result: str) -> str:

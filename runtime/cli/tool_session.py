@@ -13,58 +13,25 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pybmq.cli import tool_output as out
 from pybmq.cli.tool_grammar import Command
-from pybmq.cli.tool_messages import Messages
+from pybmq.cli.tool_messages import Messages, QueueEntry
 from pybmq.errors import (
-    BrokerError,
     PybmqError,
-    QueueSuspendedError,
     RequestTimeoutError,
     SessionStoppedError,
-    UsageError,
 )
 from pybmq.uri import parse_queue_uri
 
 if TYPE_CHECKING:
     from pybmq.client.aio import AsyncSession
-    from pybmq.client.aio_queue import AsyncQueue, ReceivedMessage
+    from pybmq.client.aio_queue import AsyncQueue
     from pybmq.client.options import SessionOptions
 
 START_TIMEOUT = 5.0  # bmqtool's interactive start waits this long
 QUEUE_FLAGS = frozenset({"read", "write", "ack", "admin"})
-
-
-@dataclass
-class QueueEntry:
-    """One queue the tool opened: its URI as given, its correlation number, its flags, the
-    client's queue, and the messages received and not confirmed (insertion ordered by GUID)."""
-
-    uri: str
-    correlation: int
-    flags: frozenset[str]
-    queue: AsyncQueue | None = None
-    messages: dict[bytes, ReceivedMessage] = field(default_factory=dict)
-    reader: asyncio.Task[None] | None = None
-
-
-def failure(exc: BaseException) -> tuple[str, str]:
-    """A client error as bmqt's result name and a description."""
-    if isinstance(exc, BrokerError):
-        name = exc.category.removeprefix("E_")
-        return (name if name in out.RESULT_CODES else "UNKNOWN"), exc.broker_message or name
-    if isinstance(exc, (RequestTimeoutError, asyncio.TimeoutError)):
-        return "TIMEOUT", str(exc) or "timeout"
-    if isinstance(exc, SessionStoppedError):
-        return "NOT_CONNECTED", str(exc)
-    if isinstance(exc, QueueSuspendedError):
-        return "NOT_READY", str(exc)
-    if isinstance(exc, UsageError):
-        return "INVALID_ARGUMENT", str(exc)
-    return "UNKNOWN", str(exc)
 
 
 def parse_flags(text: str) -> frozenset[str] | None:
@@ -126,7 +93,9 @@ class ToolSession:
         try:
             session = AsyncSession(options=self._make_options(), on_event=self._on_event)
         except PybmqError as exc:
-            self.log.error(f"<-- session.start({START_TIMEOUT}) => {out.generic(failure(exc)[0])}")
+            self.log.error(
+                f"<-- session.start({START_TIMEOUT}) => {out.generic(out.failure(exc)[0])}"
+            )
             return
         self.session = session
         if command["async"]:
@@ -158,9 +127,9 @@ class ToolSession:
                 if isinstance(exc.__cause__, OSError) and deadline - time.monotonic() > 0.2:
                     await asyncio.sleep(0.2)
                     continue
-                return failure(exc)[0] if exc.__cause__ is None else "TIMEOUT"
+                return out.failure(exc)[0] if exc.__cause__ is None else "TIMEOUT"
             except PybmqError as exc:
-                return failure(exc)[0]
+                return out.failure(exc)[0]
 
     async def _start_async(self, session: AsyncSession) -> None:
         result = await self._connect(session)
@@ -225,7 +194,7 @@ class ToolSession:
             if event.error is None:
                 self._event("QUEUE_REOPEN_RESULT", 0, correlation)
             else:
-                name, why = failure(event.error)
+                name, why = out.failure(event.error)
                 self._event("QUEUE_REOPEN_RESULT", out.RESULT_CODES.get(name, -1), correlation, why)
         elif isinstance(event, ev.SlowConsumerHighWatermark):
             self._event("SLOWCONSUMER_HIGHWATERMARK")
@@ -313,7 +282,7 @@ class ToolSession:
         except (PybmqError, asyncio.TimeoutError) as exc:
             if self.queues.get(uri) is entry:
                 del self.queues[uri]
-            self._result(verb, uri, correlation, *failure(exc))
+            self._result(verb, uri, correlation, *out.failure(exc))
             return
         if self.queues.get(uri) is not entry:  # stopped meanwhile
             return
@@ -354,7 +323,7 @@ class ToolSession:
         try:
             await queue.configure(**self._queue_options(command))
         except (PybmqError, asyncio.TimeoutError) as exc:
-            self._result(verb, entry.uri, entry.correlation, *failure(exc))
+            self._result(verb, entry.uri, entry.correlation, *out.failure(exc))
         else:
             self._result(verb, entry.uri, entry.correlation, "SUCCESS")
 
@@ -378,7 +347,7 @@ class ToolSession:
         try:
             await queue.close()
         except (PybmqError, asyncio.TimeoutError) as exc:
-            result, why = failure(exc)
+            result, why = out.failure(exc)
             if isinstance(exc, RequestTimeoutError):  # the client gave the queue up as closed
                 self._forget(entry)
             self._result(verb, entry.uri, entry.correlation, result, why)
