@@ -185,12 +185,21 @@ class QueueControl:
     def close_queue(self, queue_id: int, now: float, timeout: float | None = None) -> int:
         """``ClientEngine.close_queue``."""
         self._lifecycle.now = now
-        self._lifecycle.require_started("close a queue")
+        if self._lifecycle.state is not SessionState.RECONNECTING:
+            self._lifecycle.require_started("close a queue")
         queue = self._table.get(queue_id)
         if queue.op_id is not None:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
         queue.step(QueueInput.CLOSE)
         op_id = self._collector.new_op()
+        if self._lifecycle.state is SessionState.RECONNECTING:
+            # No connection, so nothing is attached on the broker's side: closed here, and
+            # not reopened after the reconnect (the C++ SDK closes a pending queue so too).
+            queue.step(QueueInput.SESSION_DOWN)
+            self._publisher.cancel(queue, AckStatus.CANCELED, "queue closed")
+            self.forget(queue)
+            self._collector.complete(op_id, None)
+            return op_id
         queue.op_id = op_id
         queue.op_timeout = checked_timeout(timeout)
         self.start_close(queue)
