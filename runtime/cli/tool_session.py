@@ -22,6 +22,7 @@ from pybmq.errors import (
     PybmqError,
     RequestTimeoutError,
     SessionStoppedError,
+    UsageError,
 )
 from pybmq.uri import parse_queue_uri
 
@@ -225,24 +226,38 @@ class ToolSession:
 
     @staticmethod
     def _queue_options(command: Command) -> dict[str, Any]:
+        """The client's queue options for an open or configure command; UsageError for a
+        subscription bmqtool refuses (an expression given empty, or one that does not parse)."""
         from pybmq.client.subscriptions import Subscription
 
-        subscriptions = tuple(
-            Subscription(
-                expression=s.get("expression", ""),
-                consumer_priority=s.get("consumerPriority"),
-                max_unconfirmed_messages=s.get("maxUnconfirmedMessages"),
-                max_unconfirmed_bytes=s.get("maxUnconfirmedBytes"),
-                name=str(s.get("correlationId", "")),
+        subscriptions = []
+        for s in command["subscriptions"]:
+            if "expression" in s and not s["expression"]:
+                raise UsageError("an empty subscription expression")
+            subscriptions.append(
+                Subscription(
+                    expression=s.get("expression", ""),
+                    consumer_priority=s.get("consumerPriority"),
+                    max_unconfirmed_messages=s.get("maxUnconfirmedMessages"),
+                    max_unconfirmed_bytes=s.get("maxUnconfirmedBytes"),
+                    name=str(s.get("correlationId", "")),
+                )
             )
-            for s in command["subscriptions"]
-        )
         return {
             "max_unconfirmed_messages": command["maxUnconfirmedMessages"],
             "max_unconfirmed_bytes": command["maxUnconfirmedBytes"],
             "consumer_priority": command["consumerPriority"],
-            "subscriptions": subscriptions,
+            "subscriptions": tuple(subscriptions),
         }
+
+    def _checked_options(self, command: Command) -> dict[str, Any] | None:
+        """The queue options, or None after bmqtool's "Invalid subscriptions" record (no
+        ``<--`` record follows: bmqtool's apparatus sees the command not complete)."""
+        try:
+            return self._queue_options(command)
+        except UsageError as exc:
+            self.log.error(f"Invalid subscriptions: {exc}")
+            return None
 
     async def open(self, command: Command) -> None:
         uri = command["uri"]
@@ -253,15 +268,19 @@ class ToolSession:
             self.log.error(f"Invalid flag(s) '{command['flags']}'")
             return
         self.log.info(f"--> Opening queue: {out.command_text(command.fields)}")
+        options = self._checked_options(command)
+        if options is None:
+            return
         correlation = self.next_id()
         verb = "openQueueAsync" if command["async"] else "openQueueSync"
+        work = self._open(options, uri, flags, correlation, verb)
         if command["async"]:
-            self._spawn(self._open(command, uri, flags, correlation, verb))
+            self._spawn(work)
         else:
-            await self._open(command, uri, flags, correlation, verb)
+            await work
 
     async def _open(
-        self, command: Command, uri: str, flags: frozenset[str], correlation: int, verb: str
+        self, options: dict[str, Any], uri: str, flags: frozenset[str], correlation: int, verb: str
     ) -> None:
         existing = self.queues.get(uri)
         if existing is not None:
@@ -275,7 +294,6 @@ class ToolSession:
         entry = QueueEntry(uri, correlation, flags)
         self.queues[uri] = entry
         try:
-            options = self._queue_options(command)
             queue = await session.open_queue(
                 uri, read="read" in flags, write="write" in flags, ack="ack" in flags, **options
             )
@@ -309,19 +327,22 @@ class ToolSession:
         entry = self.entry(uri)
         if entry is None or entry.queue is None:
             return
+        options = self._checked_options(command)
+        if options is None:
+            return
         self.log.info(f"--> Configuring queue: {out.command_text(command.fields)}")
         verb = "configureQueueAsync" if command["async"] else "configureQueueSync"
-        work = self._configure(entry, entry.queue, command, verb)
+        work = self._configure(entry, entry.queue, options, verb)
         if command["async"]:
             self._spawn(work)
         else:
             await work
 
     async def _configure(
-        self, entry: QueueEntry, queue: AsyncQueue, command: Command, verb: str
+        self, entry: QueueEntry, queue: AsyncQueue, options: dict[str, Any], verb: str
     ) -> None:
         try:
-            await queue.configure(**self._queue_options(command))
+            await queue.configure(**options)
         except (PybmqError, asyncio.TimeoutError) as exc:
             self._result(verb, entry.uri, entry.correlation, *out.failure(exc))
         else:

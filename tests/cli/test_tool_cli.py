@@ -273,3 +273,24 @@ def test_tls_authority_and_versions(tls_sim: tuple[str, Path]) -> None:
         assert untrusted.command("start", r"session\.start.*\((-?\d+)\)")[1] != "0"
     finally:
         untrusted.finish()
+
+
+def test_subscriptions_the_sdks_refuse_are_refused_before_any_request(sim: str) -> None:
+    tool = started(sim)
+    try:
+        for expression in ("", " ", "x >", "x > 99999999999999999999"):
+            tool.send(
+                f'open uri="{PRIORITY}" flags="read" subscriptions=[{{"expression": "{expression}"}}]'
+            )
+            tool.expect("ERROR.*Invalid subscriptions")
+        tool.command(
+            f'open uri="{PRIORITY}" flags="read" subscriptions=[{{"expression": "x > 0"}}]',
+            r"openQueueSync.*\(0\)",
+        )
+        tool.command(
+            f'configure uri="{PRIORITY}" subscriptions=[{{"expression": "(("}}]',
+            "ERROR.*Invalid subscriptions",
+        )
+    finally:
+        assert tool.finish() == 0
+    assert not any("openQueueSync" in line and "(0)" not in line for line in tool.seen)
