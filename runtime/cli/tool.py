@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pybmq.cli.common import Subcommands, describe
 from pybmq.cli.tool_grammar import MAX_LINE, VERBS_TO_QUIT, CommandError, parse_command
 from pybmq.cli.tool_output import DEFAULT_FORMAT, LEVELS, ToolLog
-from pybmq.cli.validate import broker_url, integer, readable_file, text
+from pybmq.cli.validate import broker_url, integer, readable_file, text, writable_file
 
 if TYPE_CHECKING:
     import ssl
@@ -82,6 +83,29 @@ def _tls_versions(value: str) -> tuple[str, ...]:
     return versions
 
 
+def _events_count(value: str) -> tuple[int, float]:
+    """bmqtool's --eventscount: N events, or Ns seconds."""
+    seconds = value[-1:] in ("s", "S")
+    number = integer(0)(value[:-1] if seconds else value)
+    return (0, float(number)) if seconds else (number, 0.0)
+
+
+def _max_unconfirmed(value: str) -> tuple[int, int]:
+    messages, _, size = value.partition(":")
+    if not size:
+        raise argparse.ArgumentTypeError(f"MSGS:BYTES, got {value!r}")
+    return integer(0)(messages), integer(0)(size)
+
+
+def _properties(value: str) -> list[dict[str, Any]]:
+    from pybmq.cli.tool_grammar import CommandError, properties_field
+
+    try:
+        return properties_field(json.loads(value))
+    except (ValueError, CommandError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_parser(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "tool",
@@ -96,8 +120,9 @@ def add_parser(subparsers: Subcommands) -> None:
         help="broker URL (default tcp://localhost:30114)",
     )  # fmt: skip
     parser.add_argument(
-        "--mode", choices=("cli",), default="cli",
-        help="cli, the interactive mode, the default (bmqtool's auto, storage and syschk are not here)",
+        "--mode", choices=("cli", "auto"), default="cli",
+        help="cli, the interactive mode (the default), or auto: produce or consume on its own "
+        "(bmqtool's storage and syschk modes are not here)",
     )  # fmt: skip
     parser.add_argument("-d", "--dumpmsg", action="store_true", help="print each PUSH and ACK")
     parser.add_argument(
@@ -135,10 +160,43 @@ def add_parser(subparsers: Subcommands) -> None:
         "--tlsVersions", dest="tls_versions", type=_tls_versions, default=("TLSv1.3",),
         metavar="LIST", help="TLS versions to allow, e.g. TLSv1.2,TLSv1.3 (default TLSv1.3)",
     )  # fmt: skip
+    auto = parser.add_argument_group("--mode auto")
+    auto.add_argument("-q", "--queueuri", type=text, metavar="URI", help="the queue")
+    auto.add_argument(
+        "-f", "--queueflags", type=text, metavar="FLAGS", help="e.g. write,ack or read"
+    )
+    auto.add_argument(
+        "--eventscount", type=_events_count, default=(0, 0.0), metavar="N",
+        help="events to post, or seconds to post with an s suffix (default 0: until stopped)",
+    )  # fmt: skip
+    auto.add_argument("-e", "--eventsize", type=integer(1, 1 << 20), default=1, metavar="N",
+                      help="messages per event (default 1)")  # fmt: skip
+    auto.add_argument("-m", "--msgsize", type=integer(0, 1 << 26), default=1024, metavar="BYTES",
+                      help="payload size without --messagepattern (default 1024)")  # fmt: skip
+    auto.add_argument("-r", "--postrate", type=integer(1, 1 << 20), default=1, metavar="N",
+                      help="events per --postinterval (default 1)")  # fmt: skip
+    auto.add_argument("-i", "--postinterval", type=integer(0, 1 << 31), default=1000,
+                      metavar="MS", help="milliseconds between posts (default 1000)")  # fmt: skip
+    auto.add_argument("--messagepattern", type=text, metavar="TEXT",
+                      help="payloads are TEXT then the message number, %%09d")  # fmt: skip
+    auto.add_argument(
+        "--messageProperties", type=_properties, default=[], metavar="JSON",
+        help='properties of every post, [{"name": "p", "value": "v", "type": "E_STRING"}] '
+        "(default none)",
+    )  # fmt: skip
+    auto.add_argument(
+        "-u", "--maxunconfirmed", type=_max_unconfirmed, default=(1024, 33554432),
+        metavar="MSGS:BYTES", help="a reader's flow control (default 1024:33554432)",
+    )  # fmt: skip
+    auto.add_argument("--log", type=writable_file, metavar="FILE",
+                      help="one line per PUT, ACK, PUSH and CONFIRM")  # fmt: skip
     ignored = parser.add_argument_group("accepted for bmqtool compatibility, no effect")
     ignored.add_argument("-D", "--memorydebug", action="store_true", help="(no effect)")
     ignored.add_argument("-t", "--threads", type=integer(1, 1024), metavar="N", help="(no effect)")
     ignored.add_argument("--nosessioneventhandler", action="store_true", help="(no effect)")
+    ignored.add_argument(
+        "--shutdownGrace", type=integer(0, 1 << 31), metavar="S", help="(no effect)"
+    )
     parser.set_defaults(func=handler, own_logging=True)
 
 
@@ -195,7 +253,11 @@ def handler(args: argparse.Namespace) -> int:
     tls = tls_context(args)
     session_options(args, tls)  # a bad combination is a usage error before any input is read
     log = ToolLog(args.log_format, args.verbosity)
+    if args.mode == "auto" and (not args.queueuri or not args.queueflags):
+        raise UsageError("--mode auto needs --queueuri and --queueflags")
     try:
+        if args.mode == "auto":
+            return asyncio.run(_auto(args, log, session_options(args, tls)))
         return asyncio.run(_main(args, log, tls))
     except KeyboardInterrupt:
         return 130
@@ -269,6 +331,27 @@ async def _main(args: argparse.Namespace, log: ToolLog, tls: ssl.SSLContext | No
         await tool.shutdown()
         log.info("Goodbye.", "BMQTOOL.APPLICATION")
     return SIGNAL_EXITS[stopped_by[0]] if stopped_by else 0
+
+
+async def _auto(args: argparse.Namespace, log: ToolLog, options: SessionOptions) -> int:
+    from pybmq.cli.tool_auto import run_auto
+
+    loop = asyncio.get_running_loop()
+    work = loop.create_task(run_auto(args, log, options))
+    stopped_by: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        work.cancel()
+
+    for sig in SIGNAL_EXITS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not stopped_by:
+            raise
+        return SIGNAL_EXITS[stopped_by[0]]
 
 
 async def _command_loop(tool: Any, log: ToolLog, lines: asyncio.Queue[str | None]) -> None:

@@ -108,7 +108,8 @@ def _records(
     return read
 
 
-def _properties(value: Any) -> list[dict[str, Any]]:
+def properties_field(value: Any) -> list[dict[str, Any]]:
+    """A ``messageProperties`` value: name, value and type (E_STRING or E_INT) of each."""
     records = _records(_PROPERTY_KEYS, "message property")(value)
     for record in records:
         if "name" not in record or "value" not in record:
@@ -143,7 +144,7 @@ GRAMMAR: dict[str, dict[str, tuple[Callable[[Any], Any], Any]]] = {
         "payload": (_strings, _NONE),
         "async": (_boolean, False),
         "compressionAlgorithmType": (_string, "none"),
-        "messageProperties": (_properties, []),
+        "messageProperties": (properties_field, []),
     },
     "list": {"uri": (_string, None)},
     "confirm": {"uri": (_string, _NONE), "guid": (_string, _NONE)},

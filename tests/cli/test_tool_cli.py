@@ -294,3 +294,46 @@ def test_subscriptions_the_sdks_refuse_are_refused_before_any_request(sim: str) 
     finally:
         assert tool.finish() == 0
     assert not any("openQueueSync" in line and "(0)" not in line for line in tool.seen)
+
+
+def test_auto_mode_producer_and_consumer_write_bmqtools_log_lines(sim: str, tmp_path: Path) -> None:
+    uri = "bmq://bmq.test.mem.fanout/auto"
+    consumer_log, producer_log = tmp_path / "foo.log", tmp_path / "producer.log"
+    consumer = Tool(
+        "-b", sim, "--mode", "auto", "--queueflags", "read", "--queueuri", f"{uri}?id=foo",
+        "-c", "--log", str(consumer_log), "--maxunconfirmed", "100:1000000",
+    )  # fmt: skip
+    try:
+        consumer.expect("Session started")
+        producer = subprocess.run(
+            [sys.executable, "-m", "pybmq.cli", "tool", "-b", sim, "--mode", "auto",
+             "--queueflags", "write,ack", "--queueuri", uri, "--eventscount", "30",
+             "--postinterval", "1", "--messagepattern", "msg", "--log", str(producer_log),
+             '--messageProperties=[{"name": "p1", "value": "s1", "type": "E_STRING"}]'],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert producer.returncode == 0, producer.stderr
+        assert "All posted messages have been acknowledged" in producer.stdout
+        assert re.search(r"produced \|.*\| \s*(\d+) \|", producer.stdout)
+        consumer.expect(r"consumed \|.*\| \s*(\d+) \|")
+        deadline = time.monotonic() + 15
+        while consumer_log.read_text().count(" CONFIRM ") < 30 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        consumer.process.send_signal(signal.SIGTERM)
+        assert consumer.process.wait(30) == 143
+        consumer.finish()
+    puts = re.findall(
+        rf" PUT {re.escape(uri)}\|\[ autoValue = (\d+) \]\|(.+)\|msg\s*(\d+)",
+        producer_log.read_text(),
+    )
+    acks = re.findall(rf" ACK {re.escape(uri)}\|\[ autoValue = (\d+) \]\|(.+)\|(-?\d+)\|",
+                      producer_log.read_text())  # fmt: skip
+    pushes = re.findall(
+        rf" PUSH {re.escape(uri)}\?id=foo\|(.+)\|msg\s*(\d+)", consumer_log.read_text()
+    )
+    assert [int(n) for _, _, n in puts] == list(range(30))
+    assert sorted(g for _, g, _ in acks) == sorted(g for _, g, _ in puts)
+    assert {status for _, _, status in acks} == {"0"}
+    assert [int(n) for _, n in pushes] == list(range(30))
+    assert consumer_log.read_text().count(" CONFIRM ") == 30
