@@ -7,8 +7,16 @@ on the first line once it accepts clients; then waits. Ctrl-C or SIGTERM stops i
 folder (configuration, logs, storage) is removed unless --dir named one. On the default port,
 ``pybmq post`` and ``pybmq consume`` find it without --broker.
 
+With ``--cluster N`` it starts a replicated cluster of N nodes on ephemeral ports and a proxy on
+--port in front of them (legacy mode, elections shortened for tests, the persistent and
+strongly consistent ``.sc`` test domains), waits until a leader and a primary are active, and
+prints the proxy's URL first, then every node's (for ``endpoints``). Kill a node's pid to see a
+failover.
+
 example: pybmq broker --bin /path/to/bmqbrkr.tsk &
          pybmq post bmq://bmq.test.mem.priority/q1 hello
+         pybmq broker --cluster 3 &
+         pybmq post bmq://bmq.test.persistent.priority/q1 hello
 exit codes: 0 stopped by Ctrl-C or SIGTERM, 2 bad usage (the flag is named: no broker
 executable, a busy --port), 3 the broker did not start, or exited while running (its console
 output is shown)
@@ -26,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pybmq.cli.common import Outcome, Subcommands, describe
-from pybmq.cli.validate import existing_dir, listen_failure, port, seconds, text
+from pybmq.cli.validate import existing_dir, integer, listen_failure, port, seconds, text
 from pybmq.errors import UsageError
 
 if TYPE_CHECKING:
@@ -77,6 +85,13 @@ def add_parser(subparsers: Subcommands) -> None:
         "removed at the end); persistent queues survive a restart on the same folder",
     )
     parser.add_argument(
+        "--cluster",
+        type=integer(1, 9),
+        default=None,
+        metavar="N",
+        help="a replicated cluster of N nodes (ephemeral ports) behind a proxy on --port",
+    )
+    parser.add_argument(
         "--start-timeout",
         type=seconds,
         default=60.0,
@@ -116,11 +131,24 @@ def _free(port_number: int) -> int:
 
 @contextlib.contextmanager
 def _started(args: argparse.Namespace) -> Iterator[Running]:
-    """What the flags ask for, running for the block: one broker (a ``--cluster`` would be
-    chosen here, behind the same ``Running`` face)."""
+    """What the flags ask for, running for the block: one broker, or a cluster with a proxy."""
     from pybmq.testing.real_broker import RealBroker
 
     executable = _executable(args)
+    if args.cluster is not None:
+        from pybmq.testing.cluster import RealCluster
+
+        with RealCluster(
+            executable,
+            args.dir,
+            nodes=args.cluster,
+            proxy=True,
+            proxy_port=_free(args.port),
+            start_timeout=args.start_timeout,
+            ready_timeout=args.start_timeout,
+        ) as cluster:
+            yield cluster
+        return
     with RealBroker(
         executable, args.dir, port=_free(args.port), start_timeout=args.start_timeout
     ) as broker:
@@ -165,6 +193,8 @@ def handler(args: argparse.Namespace) -> int:
         with _started(args) as running:
             kept = "kept" if args.dir else "removed when it stops"
             print(f"pybmq broker listening on {running.url}", flush=True)
+            for node_url in getattr(running, "urls", ()):  # a cluster's members
+                print(f"pybmq broker: cluster node {node_url}", flush=True)
             print(
                 f"pybmq broker: logs and storage in {running.folder} ({kept}); Ctrl-C stops it",
                 flush=True,

@@ -65,6 +65,9 @@ class EndpointSelector:
     attempt: int = 0  # consecutive failed attempts since the last success
     _health: dict[str, _EndpointHealth] = field(default_factory=dict)
     _cursor: int = 0
+    # The endpoint that failed last: the next attempt goes elsewhere while another is in play
+    # (after a failover, the node that just died is not the first one tried again); once.
+    _last_failed: str | None = None
 
     def __post_init__(self) -> None:
         if not self.endpoints:
@@ -75,15 +78,18 @@ class EndpointSelector:
         return [e for e, h in self._health.items() if h.isolated_until > now]
 
     def next_attempt(self, now: float) -> tuple[str, float]:
-        """(endpoint, delay): round-robin over endpoints not isolated at ``now``; when all are,
-        the one whose isolation ends first, no earlier than that."""
+        """(endpoint, delay): round-robin over endpoints not isolated at ``now``, the one that
+        failed last only if no other is in play; when all are isolated, the one whose isolation
+        ends first, no earlier than that."""
         n = len(self.endpoints)
         delay = self.policy.backoff(self.attempt, self.rng)
-        for i in range(n):
-            endpoint = self.endpoints[(self._cursor + i) % n]
-            if self._health[endpoint].isolated_until <= now + delay:
-                self._cursor = (self._cursor + i + 1) % n
-                return endpoint, delay
+        for avoid in (self._last_failed, None):
+            for i in range(n):
+                endpoint = self.endpoints[(self._cursor + i) % n]
+                if endpoint != avoid and self._health[endpoint].isolated_until <= now + delay:
+                    self._cursor = (self._cursor + i + 1) % n
+                    self._last_failed = None  # avoided once: from here on, round-robin again
+                    return endpoint, delay
         endpoint = min(self.endpoints, key=lambda e: self._health[e].isolated_until)
         self._cursor = (self.endpoints.index(endpoint) + 1) % n
         return endpoint, max(delay, self._health[endpoint].isolated_until - now)
@@ -92,6 +98,7 @@ class EndpointSelector:
         """``endpoint`` failed at ``now``; it is set aside after ``isolate_after`` failures in a
         row, but only while another endpoint is not set aside (never for a single broker)."""
         self.attempt += 1
+        self._last_failed = endpoint
         health = self._health[endpoint]
         health.failures += 1
         if health.failures >= self.policy.isolate_after:
@@ -102,4 +109,5 @@ class EndpointSelector:
 
     def record_success(self, endpoint: str) -> None:
         self.attempt = 0
+        self._last_failed = None
         self._health[endpoint] = _EndpointHealth()

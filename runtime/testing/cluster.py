@@ -119,6 +119,7 @@ class RealCluster:
         start_timeout: float = 60.0,
         ready_timeout: float = 60.0,
         ask_timeout: float = ASK_TIMEOUT,
+        proxy_port: int | None = None,
         **settings: Any,
     ) -> None:
         if nodes < 1:
@@ -153,7 +154,9 @@ class RealCluster:
             for m in self.layout.members
         }
         self.proxy: RealBroker | None = (
-            RealBroker(executable, self.folder / "proxy", cluster=self.layout, **common)
+            RealBroker(
+                executable, self.folder / "proxy", port=proxy_port, cluster=self.layout, **common
+            )
             if proxy
             else None
         )
@@ -176,6 +179,16 @@ class RealCluster:
         if self.proxy is None:
             raise UsageError("this cluster has no proxy (RealCluster(proxy=True))")
         return self.proxy.url
+
+    @property
+    def url(self) -> str:
+        """Where a client connects: the proxy's URL, or the first node's without a proxy."""
+        return self.proxy.url if self.proxy is not None else self.urls[0]
+
+    @property
+    def running(self) -> bool:
+        """Every broker started here (and not since killed or stopped) is still running."""
+        return bool(self._meant_up) and all(broker.running for broker in self._meant_up)
 
     def node(self, node_id: int) -> RealBroker:
         """The member with this node id (1 to ``nodes``)."""

@@ -133,3 +133,29 @@ def test_the_real_broker_serves_the_cli_until_stopped(sig: signal.Signals, tmp_p
     assert process.returncode == 0, err
     assert f"stopping ({sig.name})" in out and "Traceback" not in err
     assert folder.exists() == keep
+
+
+@pytest.mark.cluster
+def test_a_cluster_for_the_command_line(tmp_path: Path) -> None:
+    """``--cluster 3``: the proxy's URL first, then each node's; a message goes through the
+    proxy and comes back from a node; Ctrl-C stops every broker."""
+    if broker_executable() is None:
+        pytest.skip(NO_BROKER_REASON)
+    queue = "bmq://bmq.test.persistent.priority/from-the-cluster-command"
+    with running("--port", "0", "--cluster", "3", "--dir", str(tmp_path)) as (process, url):
+        assert process.stdout is not None
+        nodes = [process.stdout.readline() for _ in range(3)]
+        node_urls = [re.findall(r"cluster node (tcp://\S+)", line)[0] for line in nodes]
+        assert len(set(node_urls)) == 3 and url not in node_urls
+        posted = run_pybmq("post", queue, "through the proxy", "--broker", url)
+        assert posted.returncode == 0, posted.stdout + posted.stderr
+        consumed = run_pybmq("consume", queue, "--print", "--count", "1", "--broker", node_urls[0])
+        assert consumed.returncode == 0 and consumed.stdout.startswith("through the proxy")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    leftovers = subprocess.run(
+        ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert not leftovers.stdout.strip(), "brokers still running after Ctrl-C"

@@ -54,6 +54,25 @@ def test_round_robin_over_endpoints_and_success_resets_backoff() -> None:
     assert selector.next_attempt(0.0)[1] == pytest.approx(0.1)
 
 
+def test_after_a_loss_the_endpoint_that_failed_is_tried_last() -> None:
+    """A failover: the session's own broker (A) dies; the first attempt goes to B, not back to A,
+    and A is tried again only when no other endpoint is in play."""
+    policy = ReconnectPolicy(initial_delay=0.1, max_delay=1.0, jitter=0.0, isolate_after=10)
+    selector = EndpointSelector((A, B, C), policy, random.Random(0))
+    selector.record_failure(A, 0.0)  # the connection to A was lost
+    assert selector.next_attempt(0.0)[0] == B
+    selector.record_success(B)
+    selector.record_failure(B, 5.0)  # then B dies
+    assert selector.next_attempt(5.0)[0] == C
+    lone = EndpointSelector((A,), policy, random.Random(0))
+    lone.record_failure(A, 0.0)
+    assert lone.next_attempt(0.0)[0] == A  # nothing else to try
+    isolated = EndpointSelector((A, B), ReconnectPolicy(isolate_after=1), random.Random(0))
+    isolated.record_failure(B, 0.0)  # B is set aside (A still in play)
+    isolated.record_failure(A, 0.0)  # then A fails: A is the only one in play, so A again
+    assert isolated.next_attempt(0.0)[0] == A
+
+
 def test_failing_endpoint_is_isolated_then_probed_again() -> None:
     policy = ReconnectPolicy(
         initial_delay=0.0, max_delay=0.0, jitter=0.0, isolate_after=2, isolation_period=30.0
