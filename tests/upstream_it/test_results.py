@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from upstream_it import results
 from upstream_it.__main__ import main
 
