@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import inspect
 import os
 import sys
 import threading
@@ -116,9 +117,11 @@ class ToolLog:
 
 def _caller() -> tuple[str, int]:
     """The file and line of the first caller outside this module (what %F and %l show)."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_back is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
+    if frame is None:  # an interpreter without frames
+        return "tool.py", 0
     return frame.f_code.co_filename, frame.f_lineno
 
 
