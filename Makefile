@@ -57,10 +57,15 @@ IT_JOBS    ?= 2
 IT_OUT     ?= build/it-upstream
 IT_RUN = $(PY) -m upstream_it run --suite "$(IT_SUITE)" --broker "$(IT_BROKER)" \
 	--jobs $(IT_JOBS) --out $(IT_OUT)
-# CI's subset: single node, eventual consistency, one test of each kind (about a minute and a half).
-IT_CI_KEYWORD ?= (eventual_consistency or not consistency) and (test_list_messages_priority \
-	or test_compression_restart or test_confirm_all or test_open_priority_queues \
-	or test_subscriptions_non_blocking or test_breathing_fanout or test_close_open)
+# CI's subset: single node, eventual consistency, the client's paths (priority, fan-out and
+# broadcast delivery, redelivery, list and confirm, compression, subscriptions and the expressions
+# the SDKs refuse, app subscriptions, a close while disconnected, a broker restart, authentication):
+# 19 tests, about a minute and a half on 2 cores.
+IT_CI_KEYWORD ?= (eventual_consistency or not consistency) and (test_verify_priority \
+	or test_verify_fanout or test_verify_broadcast or test_wrong_domain or test_list_messages \
+	or test_compression_restart or test_close_queue or test_incorrect_expressions \
+	or test_empty_expression or test_complex_expressions or test_create_authorize_open_post \
+	or test_app_subscription_fanout or test_basic)
 
 # The suite's own Python requirements, into this venv (the `it-upstream` extra).
 it-upstream-deps:

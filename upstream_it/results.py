@@ -43,8 +43,10 @@ def read_junit(path: Path) -> list[Result]:
     root = ET.parse(path).getroot()
     results = []
     for case in root.iter("testcase"):
-        module = (case.get("classname") or "").rsplit(".", 1)[-1]
-        test = f"{module}.py::{case.get('name', '')}"
+        # "test_x" for a module's test, "test_x.TestY" for a class's: the suite's files are
+        # top-level modules.
+        module, *classes = (case.get("classname") or "").split(".")
+        test = "::".join([f"{module}.py", *classes, case.get("name", "")])
         outcome, reason = "passed", ""
         for child in case:
             if child.tag in ("failure", "error"):

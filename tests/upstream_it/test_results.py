@@ -18,7 +18,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
   <failure message="AssertionError: no PUSH">traceback</failure></testcase>
 <testcase classname="test_queue_close" name="test_c[multi_node-strong_consistency]" time="9">
   <skipped message="flakey"/></testcase>
-<testcase classname="test_queue_close" name="test_d[virtual_cluster_fsm]" time="2">
+<testcase classname="test_queue_close.TestClose" name="test_d[virtual_cluster_fsm]" time="2">
   <error message="">teardown: cluster did not shut down cleanly
 more</error></testcase>
 </testsuite></testsuites>
@@ -37,7 +37,11 @@ def test_junit_is_read_per_test_and_topology(tmp_path: Path) -> None:
         ("test_breathing.py::test_a[single_node-eventual_consistency]", "single_node", "passed"),
         ("test_breathing.py::test_b[single_node]", "single_node", "failed"),
         ("test_queue_close.py::test_c[multi_node-strong_consistency]", "multi_node", "skipped"),
-        ("test_queue_close.py::test_d[virtual_cluster_fsm]", "virtual_cluster_fsm", "failed"),
+        (
+            "test_queue_close.py::TestClose::test_d[virtual_cluster_fsm]",
+            "virtual_cluster_fsm",
+            "failed",
+        ),
     ]
     assert found[1].reason == "AssertionError: no PUSH"
     assert found[3].reason == "teardown: cluster did not shut down cleanly"
