@@ -60,6 +60,7 @@ class ToolSession:
         self.queues: dict[str, QueueEntry] = {}
         self._ids = itertools.count(1)  # bmqt's CorrelationId::autoValue()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._starting = False  # a start is connecting
 
     # ------------------------------------------------------------------ dispatch
 
@@ -86,60 +87,58 @@ class ToolSession:
 
     async def start(self, command: Command) -> None:
         self.log.info(f"--> Starting session: {out.command_text(command.fields)}")
-        if self.session is not None:
+        if self.session is not None or self._starting:
             self.log.info(f"<-- session.start({START_TIMEOUT}) => {out.generic('SUCCESS')}")
             return
-        from pybmq.client.aio import AsyncSession
-
-        try:
-            session = AsyncSession(options=self._make_options(), on_event=self._on_event)
-        except PybmqError as exc:
-            self.log.error(
-                f"<-- session.start({START_TIMEOUT}) => {out.generic(out.failure(exc)[0])}"
-            )
-            return
-        self.session = session
         if command["async"]:
             self.log.info(f"<-- session.start({START_TIMEOUT}) => {out.generic('SUCCESS')}")
-            self._spawn(self._start_async(session))
+            self._spawn(self._start_async())
             return
-        result = await self._connect(session)
+        result = await self._begin()
         level = out.INFO if result == "SUCCESS" else out.ERROR
         self.log.write(level, f"<-- session.start({START_TIMEOUT}) => {out.generic(result)}")
         if result == "SUCCESS":
             self._event("CONNECTED")
-        else:
-            self.session = None
 
-    async def _connect(self, session: AsyncSession) -> str:
-        """Start within START_TIMEOUT, trying again while the broker refuses the connection
-        (bmqtool's start keeps connecting until its timeout)."""
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return "TIMEOUT"
-            try:
-                await session.start(timeout=left)
-                return "SUCCESS"
-            except RequestTimeoutError:
-                return "TIMEOUT"
-            except SessionStoppedError as exc:
-                if isinstance(exc.__cause__, OSError) and deadline - time.monotonic() > 0.2:
-                    await asyncio.sleep(0.2)
-                    continue
-                return out.failure(exc)[0] if exc.__cause__ is None else "TIMEOUT"
-            except PybmqError as exc:
-                return out.failure(exc)[0]
-
-    async def _start_async(self, session: AsyncSession) -> None:
-        result = await self._connect(session)
+    async def _start_async(self) -> None:
+        result = await self._begin()
         if result == "SUCCESS":
             self._event("CONNECTED")
         else:
             self._event("CONNECTION_TIMEOUT", out.RESULT_CODES.get(result, -1))
-            if self.session is session:
-                self.session = None
+
+    async def _begin(self) -> str:
+        """Start a session within START_TIMEOUT (bmqtool's start keeps connecting until then),
+        a new one for each attempt while the broker refuses the connection; the result's name."""
+        from pybmq.client.aio import AsyncSession
+
+        self._starting = True
+        deadline = time.monotonic() + START_TIMEOUT
+        try:
+            while True:
+                session = AsyncSession(options=self._make_options(), on_event=self._on_event)
+                try:
+                    await session.start(timeout=max(deadline - time.monotonic(), 0.01))
+                except BaseException as exc:
+                    with contextlib.suppress(PybmqError, OSError):
+                        await session.stop()
+                    if not isinstance(exc, PybmqError):
+                        raise  # cancelled (a stop or quit while starting)
+                    refused = isinstance(exc, SessionStoppedError) and isinstance(
+                        exc.__cause__, OSError
+                    )
+                    if refused and deadline - time.monotonic() > 0.2:
+                        await asyncio.sleep(0.2)
+                        continue
+                    if refused or isinstance(exc, RequestTimeoutError):
+                        return "TIMEOUT"
+                    return out.failure(exc)[0]
+                self.session = session
+                return "SUCCESS"
+        except PybmqError as exc:  # the options themselves
+            return out.failure(exc)[0]
+        finally:
+            self._starting = False
 
     async def stop(self, command: Command) -> None:
         self.log.info(f"--> Stopping session: {out.command_text(command.fields)}")
