@@ -112,9 +112,10 @@ def client_identity(
 
 
 def user_agent(prefix: str = "") -> str:
-    """What the negotiation's userAgent says: ``pybmq/<version>``, after the application's or
+    """What the negotiation's userAgent says: ``pybmq:<version>``, in the ``name:version`` form
+    the C++ SDK (``libbmq:``) and the broker (``bmqbrkr:``) use, after the application's or
     wrapping library's ``user_agent_prefix`` when there is one (upstream's userAgentPrefix)."""
-    own = f"pybmq/{__version__}"
+    own = f"pybmq:{__version__}"
     return f"{prefix} {own}" if prefix else own
 
 

@@ -18,7 +18,14 @@ from pybmq.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 
 
 def _process_name() -> str:
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    """What the negotiation calls this process: the module a ``python -m`` run started (its
+    ``__main__.py`` would name every such program alike), else the script's or entry point's
+    file name, as the C++ SDK sends its executable's name."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        name = spec.name.removesuffix(".__main__")
+    else:
+        name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
     return "".join(ch if 32 < ord(ch) < 127 else "_" for ch in name)[:64] or "python"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from pybmq._version import __version__
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 from pybmq.sim.tls import server_tls_context
@@ -200,6 +201,24 @@ def test_refusals_and_bad_lines_are_reported_and_the_tool_goes_on(sim: str) -> N
     finally:
         assert tool.finish() == 0
     assert not any("Traceback" in line for line in tool.seen)
+
+
+def test_the_broker_is_told_pybmq_tool_on_pybmq_and_the_module_run() -> None:
+    # bmqtool presents "bmqtool libbmq:<version>" and its executable's name; pybmq tool names
+    # itself and pybmq in the same name:version form, and the module ``python -m`` ran, not the
+    # "__main__.py" every ``-m`` program would share.
+    with ThreadedBrokerSimulator(BrokerConfig()) as broker:
+        tool = started(broker.url)
+        try:
+            [session] = broker.broker.sessions
+            identity = session.client_identity
+            assert identity is not None
+            assert identity.user_agent == f"pybmq-tool pybmq:{__version__}"
+            assert identity.process_name == "pybmq.cli"
+            assert identity.pid == tool.process.pid
+        finally:
+            tool.send("stop")
+            assert tool.finish() == 0
 
 
 def test_start_without_a_broker_times_out_and_stop_is_clean(tmp_path: Path) -> None:

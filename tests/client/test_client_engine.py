@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from pybmq._version import __version__
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
@@ -79,7 +80,7 @@ def test_client_identity_is_the_first_event() -> None:
     assert identity.protocol_version == 1
     assert (identity.process_name, identity.pid, identity.host_name) == ("proc", 42, "h")
     assert identity.features == "PROTOCOL_ENCODING:JSON,BER;MPS:MESSAGE_PROPERTIES_EX"
-    assert identity.user_agent.startswith("pybmq/")
+    assert identity.user_agent == f"pybmq:{__version__}"
     assert len(identity.guid_info.client_id) == 12
     assert engine.state is SessionState.NEGOTIATING
 
