@@ -359,6 +359,9 @@ class Connection:
         self._maybe_disconnect()
 
     def _expire_requests(self, now: float) -> None:
+        for held in self.requests.expired_held(now):
+            error = RequestTimeoutError(f"no connection for {held.kind} within its timeout")
+            self._failed(held, error)
         for rid, request in self.requests.expired(now):
             if self.lifecycle.state is S.STOPPED:
                 return
@@ -461,6 +464,7 @@ class Connection:
                 self.collector.complete(
                     request.op_id, SessionStoppedError(f"{reason} ({request.kind})")
                 )
+        self.requests.held.clear()  # their queues' ops fail below
         lifecycle.recovery_step(RecoveryInput.SESSION_ENDED)
         self.queue_control.reopening.clear()
         for queue in self.table.queues.values():
@@ -527,6 +531,8 @@ class Connection:
         self.table.pending_subscriptions.clear()
         for queue in list(self.table.queues.values()):
             queue.remote_step(RemoteQueueInput.CLOSED)
+            if queue.queue_id in self.requests.held:  # opened while reconnecting: still held
+                continue
             if queue.state is QueueState.OPENED:
                 if queue.op_id is not None:  # a reconfigure in flight: reopened with old options
                     self.collector.complete(

@@ -123,9 +123,15 @@ class QueueControl:
         options: QueueOptions | None = None,
         timeout: float | None = None,
     ) -> tuple[int, int]:
-        """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered."""
-        self._lifecycle.now = now
-        self._lifecycle.require_started("open a queue")
+        """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered.
+        While the session reconnects the OpenQueue is held (its timeout running) and sent once
+        the session's queues are restored, as the C++ SDK does; once connected again it goes
+        out at once, beside the reopens."""
+        lifecycle = self._lifecycle
+        lifecycle.now = now
+        offline = lifecycle.offline
+        if not (offline or (lifecycle.restoring and lifecycle.state is SessionState.STARTED)):
+            lifecycle.require_started("open a queue")
         if not (read or write):
             raise UsageError("open_queue needs read=True and/or write=True")
         parsed = require_queue_uri(uri)
@@ -152,7 +158,10 @@ class QueueControl:
         message = ctrl.ControlMessage(
             open_queue=ctrl.OpenQueue(handle_parameters=self._table.handle_parameters(queue))
         )
-        self._request(message, Req.OPEN, queue.queue_id, None)
+        if offline:
+            self._requests.hold(message, Req.OPEN, queue.queue_id, now, queue.op_timeout)
+        else:
+            self._request(message, Req.OPEN, queue.queue_id, None)
         return op_id, queue.queue_id
 
     def configure_queue(
@@ -415,8 +424,11 @@ class QueueControl:
         self._consumer.credit.forget(queue.queue_id)
 
     def start_reopen(self) -> None:
-        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open."""
+        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open
+        (one whose open is held goes out with the held requests, after the reopens)."""
         for queue in self._table.queues.values():
+            if queue.queue_id in self._requests.held:
+                continue
             self.reopening.add(queue.queue_id)
             message = ctrl.ControlMessage(
                 open_queue=ctrl.OpenQueue(handle_parameters=self._table.handle_parameters(queue))
@@ -442,6 +454,7 @@ class QueueControl:
             and lifecycle.state is SessionState.STARTED
         ):
             lifecycle.recovery_step(RecoveryInput.QUEUES_RESTORED)
+            self._requests.send_held(lifecycle.now)
             self._collector.emit(StateRestored())
             if self.host_health is not None:
                 self.host_health.queues_restored()
