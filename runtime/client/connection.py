@@ -365,6 +365,18 @@ class Connection:
         for rid, request in self.requests.expired(now):
             if self.lifecycle.state is S.STOPPED:
                 return
+            if (
+                request.kind in (Req.REOPEN, Req.REOPEN_CONFIGURE)
+                and self.options.close_channel_on_timeout
+                and self._can_reconnect()
+            ):
+                # As the C++ SDK: an unanswered reopen says nothing about the queue. The channel
+                # goes and the queue, kept, is reopened on the next connection (no failed
+                # QueueReopened; upstream's test_client_timeout_reopen).
+                self._drop_connection(
+                    f"no response to {request.kind} (rId {rid}): closing the channel"
+                )
+                return
             if request.kind in (Req.OPEN, Req.REOPEN) and request.queue_id in self.table.queues:
                 # If the broker opens it after all, its late response gets a CloseQueue.
                 abandoned = self.table.queues[request.queue_id]

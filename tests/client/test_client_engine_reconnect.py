@@ -297,6 +297,35 @@ def test_confirm_of_an_earlier_connection_is_not_sent() -> None:
     assert kinds[-3:] == [Reconnected, QueueReopened, StateRestored]
 
 
+def test_an_unanswered_reopen_closes_the_channel_and_keeps_the_queue_for_the_next_one() -> None:
+    # The C++ SDK's reopen timeout: the channel goes, the queue stays (no failed QueueReopened)
+    # and is reopened on the next connection; its held post then goes out.
+    h = Harness(request_timeout=5.0)
+    h.drop()
+    guid = h.engine.post(h.handle, b"m", 0.0)
+    h.engine.connection_made(0.0)
+    h.engine.data_to_send()
+    h.engine.receive_data(broker_response(), 0.0)
+    (reopen,) = [control(e) for e in EventReader().feed(h.engine.data_to_send())]
+    assert reopen.open_queue is not None
+    h.engine.handle_timeout(5.0)
+    events = h.engine.next_events()
+    assert not any(isinstance(e, (QueueReopened, AckReceived, StateRestored)) for e in events)
+    assert [type(e) for e in events] == [Reconnected, ConnectionLost]
+    assert h.engine.state is SessionState.RECONNECTING and h.handle in h.engine.queues
+    h.kinds.clear()
+    h.requests.clear()
+    h.connect()
+    assert h.requests == [f"open_queue {URI}"]
+    assert [k for k in h.kinds if k in ("QueueReopened", "StateRestored")] == [
+        "QueueReopened",
+        "StateRestored",
+    ]
+    assert h.sent == [guid]
+    h.ack(1)
+    assert h.outcomes == {guid: [AckStatus.SUCCESS]}
+
+
 def test_reopen_timeout_gives_queue_reopen_failure_and_a_late_open_is_closed() -> None:
     # Issue 28: a timed-out reopen closes the channel by default, as upstream; this test is
     # about the engine that keeps it (close_channel_on_timeout=False).
