@@ -39,9 +39,10 @@ def topology_of(test: str) -> str:
 
 
 def read_junit(path: Path) -> list[Result]:
-    """Every test case of a JUnit XML file (pytest's ``--junitxml``)."""
+    """Every test of a JUnit XML file (pytest's ``--junitxml``), once: pytest writes a second
+    test case for a test whose teardown errs after its call failed; the first failure is kept."""
     root = ET.parse(path).getroot()
-    results = []
+    results: dict[str, Result] = {}
     for case in root.iter("testcase"):
         # "test_x" for a module's test, "test_x.TestY" for a class's: the suite's files are
         # top-level modules.
@@ -58,12 +59,14 @@ def read_junit(path: Path) -> list[Result]:
             if not reason:
                 text = (child.get("message") or child.text or "").strip()
                 reason = text.splitlines()[0] if text else child.tag
-        results.append(
-            Result(
-                test, topology_of(test), outcome, str(reason)[:200], float(case.get("time") or 0.0)
-            )
-        )
-    return results
+        seconds = float(case.get("time") or 0.0)
+        earlier = results.get(test)
+        if earlier is not None:
+            seconds += earlier.seconds
+            if earlier.outcome == "failed" or outcome == "passed":
+                outcome, reason = earlier.outcome, earlier.reason
+        results[test] = Result(test, topology_of(test), outcome, str(reason)[:200], seconds)
+    return list(results.values())
 
 
 def counts(results: Iterable[Result]) -> dict[str, Counter[str]]:

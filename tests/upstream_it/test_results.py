@@ -50,6 +50,34 @@ def test_junit_is_read_per_test_and_topology(tmp_path: Path) -> None:
     assert (table["all"]["passed"], table["all"]["failed"], table["all"]["skipped"]) == (1, 2, 1)
 
 
+def test_a_failed_test_whose_teardown_errs_too_counts_once(tmp_path: Path) -> None:
+    # pytest writes a second test case for the teardown's error.
+    junit = """<testsuites><testsuite name="pytest">
+<testcase classname="test_client_timeout" name="test_r[multi_node-eventual_consistency]" time="30">
+  <failure message="ProcessExitError: east2 exited">traceback</failure></testcase>
+<testcase classname="test_client_timeout" name="test_r[multi_node-eventual_consistency]" time="1">
+  <error message="failed on teardown with RuntimeError">teardown</error></testcase>
+<testcase classname="test_client_timeout" name="test_s[multi_node]" time="2"/>
+<testcase classname="test_client_timeout" name="test_s[multi_node]" time="1">
+  <error message="failed on teardown with RuntimeError">teardown</error></testcase>
+</testsuite></testsuites>"""
+    found = results.read_junit(write(tmp_path, "run.xml", junit))
+    assert [(r.test, r.outcome, r.reason, r.seconds) for r in found] == [
+        (
+            "test_client_timeout.py::test_r[multi_node-eventual_consistency]",
+            "failed",
+            "ProcessExitError: east2 exited",
+            31.0,
+        ),
+        (
+            "test_client_timeout.py::test_s[multi_node]",
+            "failed",
+            "failed on teardown with RuntimeError",
+            3.0,
+        ),
+    ]
+
+
 def test_two_runs_side_by_side_and_into_a_page(tmp_path: Path) -> None:
     found = results.read_junit(write(tmp_path, "run.xml", JUNIT))
     ours, _ = results.save(found, "pybmq", 12.0, tmp_path, "-m single")
