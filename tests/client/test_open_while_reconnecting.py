@@ -12,11 +12,12 @@ from dataclasses import replace
 
 import pytest
 from pybmq.client.aio import AsyncSession
-from pybmq.client.events import ConnectionLost, StateRestored
 from pybmq.client.options import SessionOptions
 from pybmq.client.reconnect import ReconnectPolicy
 from pybmq.errors import RequestTimeoutError
 from pybmq.sim.server import BrokerSimulator
+
+from tests.helpers.resilience import ResilienceWatch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,26 +28,19 @@ LATE = "bmq://bmq.test.mem.priority/late"
 
 async def test_an_open_while_the_broker_is_down_completes_once_it_is_back() -> None:
     async with BrokerSimulator() as sim:
-        lost, restored = asyncio.Event(), asyncio.Event()
-
-        def on_event(event: object) -> None:
-            if isinstance(event, ConnectionLost):
-                lost.set()
-            if isinstance(event, StateRestored):
-                restored.set()
-
-        session = AsyncSession(sim.url, options=replace(OPTIONS), on_event=on_event)
+        watch = ResilienceWatch()
+        session = AsyncSession(sim.url, options=replace(OPTIONS), on_event=watch)
         await session.start()
         kept = await session.open_queue(KEPT, write=True)
         port = sim.port
         await sim.stop()
-        await asyncio.wait_for(lost.wait(), 10)
+        await asyncio.wait_for(watch.lost.wait(), 10)
         opening = asyncio.ensure_future(session.open_queue(LATE, read=True, write=True, timeout=20))
         await asyncio.sleep(0.3)
         assert not opening.done()  # waiting for the broker, not refused
         await sim.start(sim.host, port)
         late = await asyncio.wait_for(opening, 15)
-        assert restored.is_set()
+        assert watch.restored.is_set()
         assert (await late.post(b"after the restart")).ok
         message = await asyncio.wait_for(late.get(), 5)
         assert message.payload == b"after the restart"
@@ -57,16 +51,11 @@ async def test_an_open_while_the_broker_is_down_completes_once_it_is_back() -> N
 
 async def test_an_open_while_the_broker_stays_down_times_out_from_the_call() -> None:
     async with BrokerSimulator() as sim:
-        lost = asyncio.Event()
-
-        def on_event(event: object) -> None:
-            if isinstance(event, ConnectionLost):
-                lost.set()
-
-        session = AsyncSession(sim.url, options=replace(OPTIONS), on_event=on_event)
+        watch = ResilienceWatch()
+        session = AsyncSession(sim.url, options=replace(OPTIONS), on_event=watch)
         await session.start()
         await sim.stop()
-        await asyncio.wait_for(lost.wait(), 10)
+        await asyncio.wait_for(watch.lost.wait(), 10)
         loop = asyncio.get_running_loop()
         began = loop.time()
         with pytest.raises(RequestTimeoutError):

@@ -21,6 +21,7 @@ from pybmq.sim.session import ClientSession
 from pybmq.wire.framing import Event, EventReader
 
 from tests.helpers.engine import broker_response, control, heartbeat_request
+from tests.helpers.resilience import ResilienceWatch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -118,16 +119,9 @@ async def test_an_unanswered_reopen_closes_the_channel_and_the_queue_is_reopened
     # the C++ SDK closes the channel and reopens the queue on the next connection, and reports
     # no failed reopen.
     hooks = SwallowOpens()
-    events: list[object] = []
-    restored = asyncio.Event()
-
-    def on_event(event: ResilienceEvent) -> None:
-        events.append(event)
-        if isinstance(event, StateRestored):
-            restored.set()
-
+    watch = ResilienceWatch()
     async with BrokerSimulator(hooks=hooks) as sim:
-        session = AsyncSession(sim.url, options=SessionOptions(open_timeout=0.5), on_event=on_event)
+        session = AsyncSession(sim.url, options=SessionOptions(open_timeout=0.5), on_event=watch)
         await session.start()
         try:
             writer = await session.open_queue(QUEUE, write=True)
@@ -135,12 +129,10 @@ async def test_an_unanswered_reopen_closes_the_channel_and_the_queue_is_reopened
             await sim.stop()
             hooks.swallow = 2  # the next two reopens go unanswered
             await sim.start(sim.host, port)
-            await asyncio.wait_for(restored.wait(), 20)
+            await asyncio.wait_for(watch.restored.wait(), 20)
             assert hooks.swallow == 0
-            lost = [e for e in events if isinstance(e, ConnectionLost)]
-            assert len(lost) == 3  # the restart, then one per unanswered reopen
-            reopened = [e for e in events if isinstance(e, QueueReopened)]
-            assert [e.error for e in reopened] == [None]
+            assert len(watch.of(ConnectionLost)) == 3  # the restart, one per unanswered reopen
+            assert [e.error for e in watch.of(QueueReopened)] == [None]
             assert (await asyncio.wait_for(writer.post(b"after the reopens"), 10)).ok
         finally:
             await session.stop()
