@@ -9,7 +9,9 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 
 .PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo \
-	clean docs docs-serve dist pythons cluster-soak tls-round-trips
+	clean docs docs-serve dist pythons cluster-soak tls-round-trips \
+	it-upstream-deps it-upstream it-upstream-baseline it-upstream-compare it-upstream-single \
+	it-upstream-cluster it-upstream-ci
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +32,8 @@ schema-check:
 	$(VENV)/bin/pybmq schema-check --schema-dir schema
 
 lint:
-	$(PY) -m black --check --quiet runtime codegen tests bench noxfile.py
-	$(PY) -m ruff check runtime codegen tests bench noxfile.py
+	$(PY) -m black --check --quiet runtime codegen tests bench upstream_it noxfile.py
+	$(PY) -m ruff check runtime codegen tests bench upstream_it noxfile.py
 	bash .ci/typecheck-tree.sh
 	$(PY) -m mypy
 
@@ -53,6 +55,72 @@ cluster-soak:
 # `make test` runs them with 1,000 messages through the asyncio client and fewer elsewhere.
 tls-round-trips:
 	PYBMQ_TLS_ROUND_TRIPS=1 $(PY) -m pytest -m tls $(PYTEST_ARGS)
+
+# Upstream BlazingMQ's own integration suite, with `pybmq tool` as its client (the suite is not in
+# this repository: IT_SUITE is a checkout of its src/python and src/integration-tests, by default
+# the one beside the clone; IT_BROKER a broker build; IT_BMQTOOL upstream's bmqtool, the baseline).
+# Results (JUnit, JSON, Markdown per test and topology) go to IT_OUT. See docs/guide/cli.md.
+IT_SUITE   ?= ../shared/upstream/blazingmq/integration-tests
+IT_BROKER  ?= $(or $(BMQ_BROKER_BIN),../shared/broker/bmqbrkr)
+IT_BMQTOOL ?= ../shared/broker/bmqtool
+IT_SELECT  ?= legacy_mode and single
+IT_KEYWORD ?=
+IT_JOBS    ?= 2
+IT_OUT     ?= build/it-upstream
+IT_RUN = $(PY) -m upstream_it run --suite "$(IT_SUITE)" --broker "$(IT_BROKER)" \
+	--jobs $(IT_JOBS) --out $(IT_OUT)
+# CI's subset: single node, eventual consistency, the client's paths (priority, fan-out and
+# broadcast delivery, redelivery, list and confirm, compression, subscriptions and the expressions
+# the SDKs refuse, app subscriptions, a close while disconnected, a broker restart, authentication):
+# 19 tests, about a minute and a half on 2 cores.
+IT_CI_KEYWORD ?= (eventual_consistency or not consistency) and (test_verify_priority \
+	or test_verify_fanout or test_verify_broadcast or test_wrong_domain or test_list_messages \
+	or test_compression_restart or test_close_queue or test_incorrect_expressions \
+	or test_empty_expression or test_complex_expressions or test_create_authorize_open_post \
+	or test_app_subscription_fanout or test_basic)
+
+# The suite's own Python requirements, into this venv (the `it-upstream` extra).
+it-upstream-deps:
+	$(PY) -m pip install --quiet -e '.[it-upstream]'
+
+# IT_SELECT (pytest -m) and IT_KEYWORD (-k) with pybmq tool as the client.
+it-upstream: it-upstream-deps
+	$(IT_RUN) --client pybmq --select "$(IT_SELECT)" --keyword "$(IT_KEYWORD)" --label pybmq \
+		--report-only
+
+# The same selection with upstream's bmqtool, then both side by side.
+it-upstream-baseline: it-upstream-deps
+	$(IT_RUN) --client bmqtool --tool "$(IT_BMQTOOL)" --select "$(IT_SELECT)" \
+		--keyword "$(IT_KEYWORD)" --label bmqtool --report-only
+
+it-upstream-compare:
+	$(PY) -m upstream_it compare $(IT_OUT)/pybmq.json $(IT_OUT)/bmqtool.json
+
+# The full single-node and cluster presets with both clients (IT_KEYWORD narrows them); the
+# side-by-side counts go to the docs' interop page. Long on 2 cores: about half an hour per client
+# for the single node, hours per client for the cluster.
+it-upstream-single: it-upstream-deps
+	$(IT_RUN) --client pybmq --select "legacy_mode and single" --keyword "$(IT_KEYWORD)" \
+		--label pybmq-single --report-only
+	$(IT_RUN) --client bmqtool --tool "$(IT_BMQTOOL)" --select "legacy_mode and single" \
+		--keyword "$(IT_KEYWORD)" \
+		--label bmqtool-single --report-only
+	$(PY) -m upstream_it compare $(IT_OUT)/pybmq-single.json $(IT_OUT)/bmqtool-single.json \
+		--page docs/interop.md --block it-upstream-single
+
+it-upstream-cluster: it-upstream-deps
+	$(IT_RUN) --client pybmq --select "legacy_mode and multi" --keyword "$(IT_KEYWORD)" \
+		--label pybmq-cluster --report-only
+	$(IT_RUN) --client bmqtool --tool "$(IT_BMQTOOL)" --select "legacy_mode and multi" \
+		--keyword "$(IT_KEYWORD)" \
+		--label bmqtool-cluster --report-only
+	$(PY) -m upstream_it compare $(IT_OUT)/pybmq-cluster.json $(IT_OUT)/bmqtool-cluster.json \
+		--page docs/interop.md --block it-upstream-cluster
+
+# What CI runs when a broker build sits beside the clone: the subset, every test must pass.
+it-upstream-ci: it-upstream-deps
+	$(IT_RUN) --client pybmq --select "legacy_mode and single" --keyword "$(IT_CI_KEYWORD)" \
+		--label pybmq-ci
 
 cli-reference:
 	$(PY) -m pybmq.cli.reference docs/reference/cli.md

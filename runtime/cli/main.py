@@ -27,6 +27,7 @@ SUBCOMMANDS: list[str] = [
     "pybmq.cli.decode",
     "pybmq.cli.tap",
     "pybmq.cli.admin",
+    "pybmq.cli.tool",
     "pybmq.cli.schema_diff",
     "pybmq.cli.schema_check",
     "pybmq.cli.generate",
@@ -52,7 +53,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
     for module_name in SUBCOMMANDS:
         importlib.import_module(module_name).add_parser(subparsers)
     for subparser in subparsers.choices.values():
-        add_logging_arguments(subparser)
+        if not subparser.get_default("own_logging"):  # tool: bmqtool's -v and -q mean other things
+            add_logging_arguments(subparser)
     return parser, dict(subparsers.choices)
 
 
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    configure_logging(args)
+    if not getattr(args, "own_logging", False):
+        configure_logging(args)
     try:
         status: int = args.func(args)
     except PybmqError as exc:

@@ -286,6 +286,12 @@ class Connection:
                 channel.probe(now)
         return None
 
+    def reopen_timed_out(self, reason: str) -> Outcome:
+        """A reopen went unanswered: with reconnect the channel goes and the queue, kept, is
+        reopened on the next connection, as the C++ SDK does (an unanswered reopen says nothing
+        about the queue; upstream's test_client_timeout_reopen). None without reconnect."""
+        return Drop(f"{reason}: closing the channel") if self._can_reconnect() else None
+
     def request_timed_out(self, error: RequestTimeoutError) -> Outcome:
         """A request whose timeout closes the channel went unanswered (as upstream: a broker
         that does not answer an open, reopen or close is not trusted with the session any

@@ -71,6 +71,7 @@ _AUTHENTICATING = SessionState.AUTHENTICATING
 _NEGOTIATING = SessionState.NEGOTIATING
 _AUTHENTICATION = EventType.AUTHENTICATION
 _HOST_HEALTH_REQUESTS = (Req.SUSPEND, Req.RESUME)
+_REOPENS = (Req.REOPEN, Req.REOPEN_CONFIGURE)
 
 
 class ClientEngine:
@@ -346,16 +347,8 @@ class ClientEngine:
         state = self.lifecycle.state
         if state is _AUTHENTICATING or state is _NEGOTIATING:
             return self.connection.handshake_deadline()
-        deadlines = [
-            deadline
-            for deadline in (
-                self.requests.next_deadline(),
-                self.publisher.next_deadline(),
-                self.connection.next_deadline(),
-            )
-            if deadline is not None
-        ]
-        return min(deadlines) if deadlines else None
+        parts = (self.requests, self.publisher, self.connection)
+        return min((d for p in parts if (d := p.next_deadline()) is not None), default=None)
 
     # -- routing --------------------------------------------------------------------------
 
@@ -415,13 +408,22 @@ class ClientEngine:
 
     def _expire_requests(self, now: float) -> None:
         lifecycle = self.lifecycle
+        closes_channel = self._options.current.close_channel_on_timeout
+        for held in self.requests.expired_held(now):  # made while reconnecting, never sent
+            error = RequestTimeoutError(f"no connection for {held.kind} within its timeout")
+            self._request_failed(held, error, now)
         for rid, request in self.requests.expired(now):
             if lifecycle.state is _STOPPED:
                 return
+            if request.kind in _REOPENS and closes_channel:
+                why = f"no response to {request.kind} (rId {rid})"
+                if (drop := self.connection.reopen_timed_out(why)) is not None:
+                    self._apply(drop)  # the queue is kept, for the next connection
+                    return
             self.queue_control.request_expired(rid, request)
             error = RequestTimeoutError(f"no response to {request.kind} (rId {rid})")
             self._request_failed(request, error, now)
-            if request.kind in CLOSES_CHANNEL and self._options.current.close_channel_on_timeout:
+            if request.kind in CLOSES_CHANNEL and closes_channel:
                 self._apply(self.connection.request_timed_out(error))
                 return
 

@@ -71,7 +71,7 @@ IDENTITY_LIMITS = {
     "process_name": 64,
     "host_name": 253,  # the longest DNS name
     "features": 1024,
-    "user_agent": 256,  # a prefix of at most 128 characters, then "pybmq/<version>"
+    "user_agent": 256,  # a prefix of at most 128 characters, then "pybmq:<version>"
 }
 
 
@@ -158,9 +158,10 @@ def sanitised(field_name: str, value: str) -> str:
 
 
 def user_agent(prefix: str = "") -> str:
-    """What the negotiation's userAgent says: ``pybmq/<version>``, after the application's or
+    """What the negotiation's userAgent says: ``pybmq:<version>``, in the ``name:version`` form
+    the C++ SDK (``libbmq:``) and the broker (``bmqbrkr:``) use, after the application's or
     wrapping library's ``user_agent_prefix`` when there is one (upstream's userAgentPrefix)."""
-    own = f"pybmq/{__version__}"
+    own = f"pybmq:{__version__}"
     return f"{prefix} {own}" if prefix else own
 
 

@@ -33,6 +33,7 @@ __all__ = ["Lifecycle"]
 _STARTED = SessionState.STARTED
 _STOPPED = SessionState.STOPPED
 _RESTORING = RecoveryState.RESTORING
+_OFFLINE = (SessionState.RECONNECTING, SessionState.AUTHENTICATING, SessionState.NEGOTIATING)
 
 
 class Lifecycle:
@@ -80,6 +81,11 @@ class Lifecycle:
     @property
     def disconnect_sent(self) -> bool:
         return self.disconnect is DisconnectState.SENT
+
+    @property
+    def offline(self) -> bool:
+        """Reconnecting and not yet negotiated again: a request made now is held."""
+        return self.recovery is _RESTORING and self.state in _OFFLINE
 
     def require_started(self, what: str) -> None:
         """UsageError (SessionStoppedError once stopping) unless ``what`` can be done now."""

@@ -31,7 +31,12 @@ __all__ = [
 
 
 def _process_name() -> str:
-    """The script's file name (the negotiation's processName; made printable ASCII when sent)."""
+    """What the negotiation calls this process: the module a ``python -m`` run started (its
+    ``__main__.py`` would name every such program alike), else the script's or entry point's
+    file name, as the C++ SDK sends its executable's name (made printable ASCII when sent)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        return str(spec.name).removesuffix(".__main__") or "python"
     return (os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "") or "python"
 
 

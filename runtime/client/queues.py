@@ -137,8 +137,14 @@ class QueueControl:
         options: QueueOptions | None = None,
         timeout: float | None = None,
     ) -> tuple[int, int]:
-        """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered."""
-        self._lifecycle.require_started("open a queue")
+        """``ClientEngine.open_queue``: OpenQueue now, ConfigureStream once it is answered.
+        While the session reconnects the OpenQueue is held (its timeout running) and sent once
+        the session's queues are restored, as the C++ SDK does; once connected again it goes
+        out at once, beside the reopens."""
+        lifecycle = self._lifecycle
+        offline = lifecycle.offline
+        if not (offline or (lifecycle.restoring and lifecycle.state is SessionState.STARTED)):
+            lifecycle.require_started("open a queue")
         if not (read or write):
             raise UsageError("open_queue needs read=True and/or write=True")
         parsed = require_queue_uri(uri)
@@ -160,7 +166,12 @@ class QueueControl:
         if self._host_health.wants_suspended(queue):
             # Configured empty, posts refused from the start.
             queue.health_step(HealthInput.SUSPEND_AT_OPEN)
-        self._request(self._open_message(queue), Req.OPEN, queue, now)
+        if offline:
+            self._requests.hold(
+                self._open_message(queue), Req.OPEN, queue.queue_id, now, queue.request_timeout
+            )
+        else:
+            self._request(self._open_message(queue), Req.OPEN, queue, now)
         return op_id, queue.queue_id
 
     def configure_queue(
@@ -189,11 +200,21 @@ class QueueControl:
 
     def close_queue(self, queue_id: int, now: float, timeout: float | None = None) -> int:
         """``ClientEngine.close_queue``."""
-        self._lifecycle.require_started("close a queue")
+        if self._lifecycle.state is not SessionState.RECONNECTING:
+            self._lifecycle.require_started("close a queue")
         queue = self._table.get(queue_id)
         if queue.op_id is not None:
             raise UsageError(f"queue {queue.uri} already has an operation in progress")
         queue.step(QueueInput.CLOSE)
+        if self._lifecycle.state is SessionState.RECONNECTING:
+            # No connection, so nothing is attached on the broker's side: closed here, and
+            # not reopened after the reconnect (the C++ SDK closes a pending queue so too).
+            op_id = self._collector.new_op()
+            queue.step(QueueInput.SESSION_DOWN)
+            self._publisher.cancel(queue, AckStatus.CANCELED, "queue closed")
+            self._forget(queue)
+            self._collector.complete(op_id, None)
+            return op_id
         op_id = self._start_op(queue, timeout)
         self._start_close(queue, now)
         return op_id
@@ -375,8 +396,11 @@ class QueueControl:
         self._credit.forget(queue.queue_id)
 
     def start_reopen(self, now: float) -> None:
-        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open."""
+        """After a reconnect's negotiation: reopen (and reconfigure) every queue that was open
+        (one whose open is held goes out with the held requests, after the reopens)."""
         for queue in self._table.queues.values():
+            if queue.queue_id in self._requests.held:
+                continue
             self.reopening.add(queue.queue_id)
             self._request(self._open_message(queue), Req.REOPEN, queue, now)
         self._maybe_restored(now)
@@ -399,6 +423,7 @@ class QueueControl:
             and lifecycle.state is SessionState.STARTED
         ):
             lifecycle.recovery_step(RecoveryInput.QUEUES_RESTORED)
+            self._requests.send_held(now)
             self._collector.emit(StateRestored())
             self._host_health.queues_restored(now)
 
@@ -427,6 +452,8 @@ class QueueControl:
         self._table.pending_subscriptions.clear()
         for queue in list(self._table.queues.values()):
             queue.remote_step(RemoteQueueInput.CLOSED)
+            if queue.queue_id in self._requests.held:  # opened while reconnecting: still held
+                continue
             if queue.state is QueueState.OPENED:
                 if queue.op_id is not None:
                     self._collector.complete(
@@ -451,6 +478,7 @@ class QueueControl:
     def session_ended(self, reason: str) -> None:
         """The session is over: every queue's operation fails and every queue is closed."""
         self.reopening.clear()
+        self._requests.held.clear()  # their queues' operations fail below
         for queue in self._table.queues.values():
             if queue.op_id is not None:
                 self._collector.complete(

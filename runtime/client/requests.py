@@ -1,5 +1,7 @@
 """Control requests in flight: each gets an rId and a deadline, and its answer (or its timeout)
-is handed back with the kind of request it answers, so that the right handler takes it.
+is handed back with the kind of request it answers, so that the right handler takes it. A request
+made while there is no connection (an open during a reconnect) is held, deadline running, until
+the session is restored, as the C++ SDK buffers it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class RequestTable:
         # rId of a timed-out OpenQueue → its parameters, to undo the open if it succeeds late.
         self.abandoned_opens: dict[int, ctrl.QueueHandleParameters] = {}
         self._next_rid = 1
+        # Requests made while reconnecting, by queue handle: (message, request), sent in order
+        # once the session is restored; they outlive further drops (nothing of them went out).
+        self.held: dict[int, tuple[ctrl.ControlMessage, PendingRequest]] = {}
 
     def send(
         self,
@@ -72,6 +77,36 @@ class RequestTable:
             timeout = self._options.current.timeout(TIMEOUT_OF.get(kind, "request"))
         self.pending[rid] = PendingRequest(kind, now + timeout, queue_id, op_id)
         self._send(message, now)
+
+    def hold(
+        self,
+        message: ctrl.ControlMessage,
+        kind: str,
+        queue_id: int,
+        now: float,
+        timeout: float | None = None,
+    ) -> None:
+        """Keep ``message`` for queue handle ``queue_id`` until :meth:`send_held`; its
+        ``timeout`` runs from now, so it fails then if the session is not back."""
+        if timeout is None:
+            timeout = self._options.current.timeout(TIMEOUT_OF.get(kind, "request"))
+        self.held[queue_id] = (message, PendingRequest(kind, now + timeout, queue_id, None))
+
+    def send_held(self, now: float) -> None:
+        """Send every held request, each with what is left of its timeout."""
+        held, self.held = self.held, {}
+        for message, request in held.values():
+            assert request.queue_id is not None
+            timeout = max(request.deadline - now, 0.0)
+            self.send(message, request.kind, request.queue_id, request.op_id, now, timeout)
+
+    def expired_held(self, now: float) -> list[PendingRequest]:
+        """The held requests whose deadline passed, taken out."""
+        expired = [request for _m, request in self.held.values() if request.deadline <= now]
+        for request in expired:
+            assert request.queue_id is not None
+            del self.held[request.queue_id]
+        return expired
 
     def answered(self, rid: int) -> PendingRequest | None:
         """The request ``rid`` answers (None: unknown, late, or abandoned)."""
@@ -109,14 +144,16 @@ class RequestTable:
         return all(r.kind == Req.DISCONNECT for r in self.pending.values())
 
     def next_deadline(self) -> float | None:
-        return min((r.deadline for r in self.pending.values()), default=None)
+        held = (request.deadline for _m, request in self.held.values())
+        return min((*(r.deadline for r in self.pending.values()), *held), default=None)
 
     def clear(self) -> list[PendingRequest]:
-        """Forget every request (the connection is gone); returns them, to fail their ops."""
+        """Forget every request sent (the connection is gone); returns them, to fail their ops.
+        Held requests stay held."""
         requests = list(self.pending.values())
         self.pending.clear()
         self.abandoned_opens.clear()
         return requests
 
     def __bool__(self) -> bool:
-        return bool(self.pending)
+        return bool(self.pending)  # held requests wait for a connection, not for an answer

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from pybmq.errors import UsageError
 from pybmq.generated import bmqp_ctrlmsg as ctrl
-from pybmq.wire.expressions import BROKER_LIMITS, ExpressionLimitError, check_limits
+from pybmq.wire.expressions import (
+    BROKER_LIMITS,
+    ExpressionLimitError,
+    check_limits,
+    check_syntax,
+)
 
 if TYPE_CHECKING:
     from pybmq.client.options import QueueOptions
@@ -63,6 +68,8 @@ class Subscription:
                 f"a subscription expression has at most {MAX_EXPRESSION_LENGTH} characters",
             )
         check_limits(self.expression)  # a broker would not apply it: the reader would get nothing
+        if self.expression:  # "" is no expression (every message); " " or "x >" is refused
+            check_syntax(self.expression)  # as the official SDKs compile it before sending
         for field_name in ("max_unconfirmed_messages", "max_unconfirmed_bytes"):
             value = getattr(self, field_name)
             if value is not None and value < 0:

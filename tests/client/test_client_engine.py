@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from pybmq._version import __version__
 from pybmq.client.engine import ClientEngine
 from pybmq.client.events import (
     AckReceived,
@@ -79,7 +80,7 @@ def test_client_identity_is_the_first_event() -> None:
     assert identity.protocol_version == 1
     assert (identity.process_name, identity.pid, identity.host_name) == ("proc", 42, "h")
     assert identity.features == "PROTOCOL_ENCODING:JSON,BER;MPS:MESSAGE_PROPERTIES_EX"
-    assert identity.user_agent.startswith("pybmq/")
+    assert identity.user_agent == f"pybmq:{__version__}"
     assert len(identity.guid_info.client_id) == 12
     assert engine.state is SessionState.NEGOTIATING
 
@@ -479,13 +480,13 @@ def test_subscription_expressions_and_flow_control_go_into_configure_stream() ->
         max_unconfirmed_messages=10,
         max_unconfirmed_bytes=4096,
         consumer_priority=7,
-        subscriptions=("price > 10", "kind == 'x'"),
+        subscriptions=("price > 10", 'kind == "x"'),
     )
     _op, _queue_id = engine.open_queue(URI, 0.0, read=True, options=options)
     reply(engine, control(sent_events(engine)[0]))
     [event] = sent_events(engine)
     stream = control(event).configure_stream.stream_parameters  # type: ignore[union-attr]
-    assert [s.expression.text for s in stream.subscriptions] == ["price > 10", "kind == 'x'"]
+    assert [s.expression.text for s in stream.subscriptions] == ["price > 10", 'kind == "x"']
     assert {s.expression.version for s in stream.subscriptions} == {
         ctrl.ExpressionVersion.E_VERSION_1
     }

@@ -15,13 +15,19 @@ from pybmq.client.events import (
     AckReceived,
     AckStatus,
     ConnectionLost,
+    OperationCompleted,
     QueueReopened,
     Reconnected,
     StateRestored,
 )
-from pybmq.client.fsm import SessionState
+from pybmq.client.fsm import QueueState, SessionState
 from pybmq.client.options import SessionOptions
-from pybmq.errors import PostBufferFullError, UsageError
+from pybmq.errors import (
+    PostBufferFullError,
+    PybmqError,
+    RequestTimeoutError,
+    SessionStoppedError,
+)
 from pybmq.generated.wire_codec import EventType
 from pybmq.wire.batches import AckEventBuilder
 from pybmq.wire.framing import EventReader
@@ -53,6 +59,8 @@ class Harness:
         self.sent: list[bytes] = []  # GUIDs in PUT events, in order, across connections
         self.unacked_on_wire: list[bytes] = []  # sent on the current connection, not ACKed
         self.kinds: list[str] = []
+        self.requests: list[str] = []  # control requests, as "kind" or "open_queue <uri>"
+        self.completed: dict[int, PybmqError | None] = {}  # user operations that finished
         self.connect()
         _op, self.handle = self.engine.open_queue(URI, 0.0, write=True)
         self.pump()
@@ -72,7 +80,11 @@ class Harness:
             if data:
                 for event in EventReader().feed(data):
                     if event.header.type == EventType.CONTROL:
-                        reply(self.engine, control(event))
+                        request = control(event)
+                        opened = request.open_queue
+                        uri = f" {opened.handle_parameters.uri}" if opened is not None else ""
+                        self.requests.append(f"{request.selection}{uri}")
+                        reply(self.engine, request)
                     elif event.header.type == EventType.PUT:
                         assert not self.engine.restoring, "a PUT before the queues were reopened"
                         for put in iter_put(event):
@@ -83,6 +95,8 @@ class Harness:
                 self.kinds.append(type(e).__name__)
                 if isinstance(e, AckReceived):
                     self.outcomes.setdefault(e.ack.guid, []).append(e.ack.status)
+                elif isinstance(e, OperationCompleted):
+                    self.completed[e.op_id] = e.error
             if not data and not events:
                 return
 
@@ -167,12 +181,71 @@ def test_buffer_bound_while_reconnecting_is_a_typed_error_and_stop_nacks_held_po
     held = [h.engine.post(h.handle, b"m", 0.0) for _ in range(3)]
     with pytest.raises(PostBufferFullError, match="max_buffered_posts=3"):
         h.engine.post(h.handle, b"m", 0.0)
-    with pytest.raises(UsageError, match="reconnecting"):
-        h.engine.open_queue("bmq://bmq.test.mem.priority/other", 0.0, write=True)
+    open_op, _handle = h.engine.open_queue(OTHER, 0.0, write=True)  # held, not refused
     h.engine.stop(0.0)
     h.pump()
     assert h.engine.state is SessionState.STOPPED
     assert {g: s for g, s in h.outcomes.items()} == {g: [AckStatus.NOT_CONNECTED] for g in held}
+    assert isinstance(h.completed[open_op], SessionStoppedError)  # the held open fails with it
+    assert not any(r.startswith("open_queue") for r in h.requests[1:])  # never sent
+
+
+OTHER = "bmq://bmq.test.mem.priority/other"
+
+
+def test_an_open_while_reconnecting_is_held_and_sent_once_the_queues_are_restored() -> None:
+    # The C++ SDK buffers an openQueue made while its channel is down and sends it when the
+    # session is restored (upstream's restart tests open right after a broker restart).
+    h = Harness()
+    h.drop()
+    h.requests.clear()
+    op, handle = h.engine.open_queue(OTHER, 0.0, read=True, timeout=30.0)
+    h.pump()
+    assert h.engine.data_to_send() == b"" and op not in h.completed
+    # A reconnect that fails again (refused during negotiation) keeps it held.
+    h.engine.connection_made(1.0)
+    h.engine.data_to_send()
+    h.engine.connection_lost(1.0, ConnectionResetError("again"))
+    h.pump()
+    assert op not in h.completed and handle in h.engine.queues
+    h.kinds.clear()
+    h.connect()
+    assert h.requests == [f"open_queue {URI}", f"open_queue {OTHER}", "configure_stream"]
+    assert h.completed[op] is None
+    assert h.engine.queues[handle].state is QueueState.OPENED
+    events = [k for k in h.kinds if k in ("Reconnected", "StateRestored", "OperationCompleted")]
+    assert events == ["Reconnected", "StateRestored", "OperationCompleted"]
+
+
+def test_a_held_open_times_out_from_the_call_if_the_session_does_not_come_back() -> None:
+    h = Harness()
+    h.drop()
+    h.requests.clear()
+    op, handle = h.engine.open_queue(OTHER, 10.0, write=True, timeout=5.0)
+    assert h.engine.next_deadline() == 15.0
+    h.engine.handle_timeout(14.9)
+    h.pump()
+    assert op not in h.completed
+    h.engine.handle_timeout(15.0)
+    h.pump()
+    assert isinstance(h.completed[op], RequestTimeoutError)
+    assert handle not in h.engine.queues
+    h.connect()  # the reconnect reopens the old queue only
+    assert h.requests == [f"open_queue {URI}"]
+
+
+def test_an_open_once_reconnected_goes_out_beside_the_reopens() -> None:
+    h = Harness()
+    h.drop()
+    h.engine.connection_made(0.0)
+    h.engine.data_to_send()
+    h.engine.receive_data(broker_response(), 0.0)  # negotiated; the reopen is out, unanswered
+    assert h.engine.restoring
+    h.requests.clear()
+    op, _handle = h.engine.open_queue(OTHER, 0.0, write=True)
+    h.pump()
+    assert sorted(h.requests) == [f"open_queue {OTHER}", f"open_queue {URI}"]
+    assert h.completed[op] is None and not h.engine.restoring
 
 
 def test_refused_negotiation_while_reconnecting_is_another_connection_lost() -> None:
@@ -222,6 +295,35 @@ def test_confirm_of_an_earlier_connection_is_not_sent() -> None:
     assert engine.data_to_send() == b""
     kinds = [type(e) for e in engine.next_events()]
     assert kinds[-3:] == [Reconnected, QueueReopened, StateRestored]
+
+
+def test_an_unanswered_reopen_closes_the_channel_and_keeps_the_queue_for_the_next_one() -> None:
+    # The C++ SDK's reopen timeout: the channel goes, the queue stays (no failed QueueReopened)
+    # and is reopened on the next connection; its held post then goes out.
+    h = Harness(request_timeout=5.0)
+    h.drop()
+    guid = h.engine.post(h.handle, b"m", 0.0)
+    h.engine.connection_made(0.0)
+    h.engine.data_to_send()
+    h.engine.receive_data(broker_response(), 0.0)
+    (reopen,) = [control(e) for e in EventReader().feed(h.engine.data_to_send())]
+    assert reopen.open_queue is not None
+    h.engine.handle_timeout(5.0)
+    events = h.engine.next_events()
+    assert not any(isinstance(e, (QueueReopened, AckReceived, StateRestored)) for e in events)
+    assert [type(e) for e in events] == [Reconnected, ConnectionLost]
+    assert h.engine.state is SessionState.RECONNECTING and h.handle in h.engine.queues
+    h.kinds.clear()
+    h.requests.clear()
+    h.connect()
+    assert h.requests == [f"open_queue {URI}"]
+    assert [k for k in h.kinds if k in ("QueueReopened", "StateRestored")] == [
+        "QueueReopened",
+        "StateRestored",
+    ]
+    assert h.sent == [guid]
+    h.ack(1)
+    assert h.outcomes == {guid: [AckStatus.SUCCESS]}
 
 
 def test_reopen_timeout_gives_queue_reopen_failure_and_a_late_open_is_closed() -> None:

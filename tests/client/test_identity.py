@@ -99,7 +99,7 @@ def test_a_user_agent_prefix_must_be_printable_ascii() -> None:
         with pytest.raises(UsageError, match="printable ASCII"):
             SessionOptions(user_agent_prefix=bad)
     identity = sent_identity(SessionOptions(user_agent_prefix="billing-svc/2.1"))
-    assert identity.user_agent.startswith("billing-svc/2.1 pybmq/")
+    assert identity.user_agent.startswith("billing-svc/2.1 pybmq:")
 
 
 @pytest.fixture(params=BROKER_KINDS)

@@ -3,10 +3,14 @@ characters refused locally and by the simulator, and the blocking API's ``messag
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import pytest
+from pybmq._version import __version__
 from pybmq.client.aio import AsyncSession
 from pybmq.client.options import SessionOptions
 from pybmq.client.sync import Session
@@ -27,12 +31,39 @@ async def test_user_agent_prefix_reaches_the_broker() -> None:
             [client] = sim.broker.sessions
             identity = client.client_identity
         assert identity is not None
-        assert identity.user_agent.startswith("acme-wrapper/2.1 pybmq/")
+        assert identity.user_agent == f"acme-wrapper/2.1 pybmq:{__version__}"
         async with AsyncSession(sim.url):
             identity = sim.broker.sessions[-1].client_identity
-        assert identity is not None and identity.user_agent.startswith("pybmq/")
+        assert identity is not None and identity.user_agent == f"pybmq:{__version__}"
     with pytest.raises(UsageError):
         SessionOptions(user_agent_prefix="bad\nprefix")
+
+
+PRINT_NAME = (
+    "from pybmq.client.options import SessionOptions\nprint(SessionOptions().process_name)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "layout, argv, expected",
+    [
+        ({"app/__init__.py": "", "app/__main__.py": PRINT_NAME}, ["-m", "app"], "app"),
+        ({"job.py": PRINT_NAME}, ["-m", "job"], "job"),
+        ({"my job.py": PRINT_NAME}, ["my job.py"], "my job.py"),  # printable ASCII: kept
+    ],
+)
+def test_process_name_is_the_module_run_or_the_scripts_name(
+    tmp_path: Path, layout: dict[str, str], argv: list[str], expected: str
+) -> None:
+    # The negotiation's processName: what a broker's logs and admin listing call the client.
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    run = subprocess.run(
+        [sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == expected
 
 
 async def test_queue_names_over_64_characters_are_refused_locally_and_by_the_simulator() -> None:

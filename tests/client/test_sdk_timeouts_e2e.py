@@ -10,17 +10,18 @@ import time
 
 import pytest
 from pybmq.client.aio import AsyncSession, ResilienceEvent
-from pybmq.client.events import ConnectionLost, StateRestored
+from pybmq.client.events import ConnectionLost, QueueReopened, StateRestored
 from pybmq.client.fsm import WriteState
 from pybmq.client.options import SessionOptions
-from pybmq.errors import ChannelWriteTimeoutError, RequestTimeoutError, UsageError
+from pybmq.errors import ChannelWriteTimeoutError, DecodeError, RequestTimeoutError, UsageError
 from pybmq.generated.wire_codec import EventType
 from pybmq.sim.config import BrokerHooks
 from pybmq.sim.server import BrokerSimulator
 from pybmq.sim.session import ClientSession
-from pybmq.wire.framing import EventReader
+from pybmq.wire.framing import Event, EventReader
 
-from tests.helpers.engine import broker_response, heartbeat_request
+from tests.helpers.engine import broker_response, control, heartbeat_request
+from tests.helpers.resilience import ResilienceWatch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,6 +83,57 @@ async def test_per_call_timeout_wins_and_an_unanswered_open_closes_then_reopens_
             hooks.silent = False
             await asyncio.wait_for(restored.wait(), 10)  # ... and reopened, with its queues
             assert (await asyncio.wait_for(writer.post(b"after the reopen"), 10)).ok
+        finally:
+            await session.stop()
+
+
+class SwallowOpens(BrokerHooks):
+    """Answers no OpenQueue while ``swallow`` is above 0 (a cluster whose primary hangs), one
+    fewer each time."""
+
+    swallow = 0
+
+    def outgoing(self, session: ClientSession, data: bytes) -> bytes:
+        kept = []
+        for event in EventReader().feed(data):
+            if self.swallow > 0 and _is_open_response(event):
+                self.swallow -= 1
+                continue
+            kept.append(event.data)
+        return b"".join(kept)
+
+
+def _is_open_response(event: Event) -> bool:
+    if event.header.type != EventType.CONTROL:
+        return False
+    try:
+        return control(event).open_queue_response is not None
+    except DecodeError:  # the negotiation's BrokerResponse
+        return False
+
+
+async def test_an_unanswered_reopen_closes_the_channel_and_the_queue_is_reopened_on_the_next() -> (
+    None
+):
+    # upstream's test_client_timeout_reopen: a reopen that times out is no verdict on the queue;
+    # the C++ SDK closes the channel and reopens the queue on the next connection, and reports
+    # no failed reopen.
+    hooks = SwallowOpens()
+    watch = ResilienceWatch()
+    async with BrokerSimulator(hooks=hooks) as sim:
+        session = AsyncSession(sim.url, options=SessionOptions(open_timeout=0.5), on_event=watch)
+        await session.start()
+        try:
+            writer = await session.open_queue(QUEUE, write=True)
+            port = sim.port
+            await sim.stop()
+            hooks.swallow = 2  # the next two reopens go unanswered
+            await sim.start(sim.host, port)
+            await asyncio.wait_for(watch.restored.wait(), 20)
+            assert hooks.swallow == 0
+            assert len(watch.of(ConnectionLost)) == 3  # the restart, one per unanswered reopen
+            assert [e.error for e in watch.of(QueueReopened)] == [None]
+            assert (await asyncio.wait_for(writer.post(b"after the reopens"), 10)).ok
         finally:
             await session.stop()
 

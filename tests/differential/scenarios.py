@@ -250,20 +250,6 @@ async def subscriptions_split_by_expression(url: str) -> Outcome:
         }
 
 
-@scenario
-async def subscription_with_a_bad_expression(url: str) -> Outcome:
-    async with AsyncSession(url) as c:
-        try:
-            await c.open_queue(
-                f"{PRIORITY}-badexpr",
-                read=True,
-                options=QueueOptions(subscriptions=(Subscription("n %% == 1"),)),
-            )
-        except PybmqError as exc:
-            return refusal(exc)
-        return "ok"
-
-
 # -- redelivery -----------------------------------------------------------------------------------
 
 

@@ -119,7 +119,7 @@ async def _received(url: str, queue: str, settle: float = 1.0) -> list[list[str]
             await message.confirm()
 
 
-def _configure(q_id: int, **consumer: int) -> ctrl.ControlMessage:
+def _configure(q_id: int, expression: str = "", **consumer: int) -> ctrl.ControlMessage:
     values = {
         "max_unconfirmed_messages": 10,
         "max_unconfirmed_bytes": 1 << 20,
@@ -127,8 +127,11 @@ def _configure(q_id: int, **consumer: int) -> ctrl.ControlMessage:
         "consumer_priority_count": 1,
         **consumer,
     }
+    text = ctrl.Expression(version=ctrl.ExpressionVersion.E_VERSION_1, text=expression)
     subscription = ctrl.Subscription(
-        s_id=1, expression=ctrl.Expression(), consumers=[ctrl.ConsumerInfo(**values)]
+        s_id=1,
+        expression=text if expression else ctrl.Expression(),
+        consumers=[ctrl.ConsumerInfo(**values)],
     )
     params = ctrl.StreamParameters(subscriptions=[subscription])
     return ctrl.ControlMessage(
@@ -167,6 +170,16 @@ async def _negative(url: str, **consumer: int) -> Outcome:
     except OSError:
         broker = "gone"
     return {"open": opened, "configure": configured, "broker": broker}
+
+
+@scenario
+async def raw_subscription_with_a_bad_expression(url: str) -> Outcome:
+    """An expression that does not parse, sent as is: the client refuses it before sending (as
+    the official SDKs compile it first), so only a raw peer gets it to the broker."""
+    async with raw(url) as client:
+        opened = await client.control(_open(f"{PRIORITY}-badexpr", 1, READ, read_count=1))
+        configured = await client.control(_configure(1, expression="n %% == 1"))
+    return {"open": opened, "configure": configured}
 
 
 @scenario

@@ -53,7 +53,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "rest of the event without an answer (#CORRUPTED_EVENT) and keeps the connection; the "
         "simulator closes the connection on an event it cannot parse, so a broken client shows"
     ),
-    "subscription_with_a_bad_expression": (
+    "raw_subscription_with_a_bad_expression": (
         "the broker accepts a subscription whose expression does not parse (it logs "
         "BMQ_SUBSCRIPTION_FAILURE and goes on delivering); the simulator refuses it "
         "E_INVALID_ARGUMENT so a client's typo shows"
