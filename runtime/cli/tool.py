@@ -25,7 +25,8 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pybmq.cli.common import Subcommands, describe
 from pybmq.cli.tool_grammar import MAX_LINE, VERBS_TO_QUIT, CommandError, parse_command
@@ -43,6 +44,8 @@ __all__ = [
     "session_options",
     "tls_context",
 ]
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import ssl
@@ -325,31 +328,24 @@ async def _main(args: argparse.Namespace, log: ToolLog, tls: ssl.SSLContext | No
         dump=args.dumpmsg,
         auto_confirm=args.confirmmsg,
     )
-    work = loop.create_task(_command_loop(tool, log, lines))
-    stopped_by: list[signal.Signals] = []
-
-    def on_signal(sig: signal.Signals) -> None:
-        stopped_by.append(sig)
-        work.cancel()
-
-    for sig in SIGNAL_EXITS:
-        loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await work
-    except asyncio.CancelledError:
-        if not stopped_by:
-            raise
+        code = await _until_signal(_command_loop(tool, log, lines))
     finally:
         await tool.shutdown()
         log.info("Goodbye.", "BMQTOOL.APPLICATION")
-    return SIGNAL_EXITS[stopped_by[0]] if stopped_by else 0
+    return code or 0
 
 
 async def _auto(args: argparse.Namespace, log: ToolLog, options: SessionOptions) -> int:
     from pybmq.cli.tool_auto import run_auto
 
+    return await _until_signal(run_auto(args, log, options))
+
+
+async def _until_signal(coroutine: Coroutine[Any, Any, T]) -> T | int:
+    """``coroutine``'s result, or the exit code of the signal (SIGNAL_EXITS) that cancelled it."""
     loop = asyncio.get_running_loop()
-    work = loop.create_task(run_auto(args, log, options))
+    work = loop.create_task(coroutine)
     stopped_by: list[signal.Signals] = []
 
     def on_signal(sig: signal.Signals) -> None:
