@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 
 .PHONY: install generate check-generated schema-check lint test cli-reference api-reference drawings bench demo \
-	clean docs docs-serve dist pythons cluster-soak tls-round-trips \
+	clean docs docs-serve dist pythons pythons-ci cluster-soak tls-round-trips \
 	it-upstream-deps it-upstream it-upstream-baseline it-upstream-compare it-upstream-single \
 	it-upstream-cluster it-upstream-ci
 
@@ -162,6 +162,19 @@ dist:
 # The suite on every CPython 3.10-3.13 on PATH (pyenv shims); see noxfile.py.
 pythons:
 	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m nox --no-error-on-missing-interpreters
+
+# What CI runs on the oldest and the newest other CPython: the protocol core (wire codecs, code
+# generation, the client and simulator engines, their state machines and fuzzing) and the asyncio
+# client and compat over sockets, where a Python version's asyncio or threads can differ.
+PYTHONS_CI_TESTS ?= tests/wire tests/codegen tests/fuzz tests/test_architecture.py \
+	tests/test_architecture_paths.py tests/test_boundaries.py tests/test_statemachine.py \
+	tests/test_printable.py tests/test_loopthread.py tests/test_layout_source.py \
+	tests/client/test_client_engine.py tests/client/test_client_engine_reconnect.py \
+	tests/client/test_dedup_engine.py tests/client/test_client_e2e.py \
+	tests/sim/test_sim_engine.py tests/compat/test_compat.py
+pythons-ci:
+	PYBMQ_PYTHONS="3.10 3.13" TEST_WORKERS=$(TEST_WORKERS) $(PY) -m nox \
+		--no-error-on-missing-interpreters -- $(PYTHONS_CI_TESTS)
 
 demo:
 	$(PY) -m pybmq.demo

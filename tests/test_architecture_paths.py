@@ -49,9 +49,9 @@ def calls_of(run: Callable[[], Any]) -> list[tuple[str, str]]:
     def profile(frame: FrameType, event: str, _arg: object) -> None:
         if event == "call":
             code = frame.f_code
-            qualname = getattr(code, "co_qualname", code.co_name)
+            qualname = code.co_name  # a function's name (co_qualname is 3.11's)
             owner = frame.f_locals.get("self") if code.co_argcount else None
-            if owner is not None and "." in qualname:
+            if owner is not None:  # a method: its object's class and its name
                 qualname = f"{type(owner).__name__}.{code.co_name}"
             seen.append((qualname, code.co_name))
 

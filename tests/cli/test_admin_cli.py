@@ -108,7 +108,9 @@ def test_a_peer_that_is_not_a_broker() -> None:
 
 
 def test_commands_from_stdin_over_one_connection_with_heartbeats_between() -> None:
-    config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=3)
+    # A peer silent for 10 intervals (1 s) is dropped: room for a slow start on a loaded
+    # machine, and well within the wait between the commands below.
+    config = BrokerConfig(heartbeat_interval_ms=100, max_missed_heartbeats=10)
     with ThreadedBrokerSimulator(config) as sim:
         process = subprocess.Popen(
             [sys.executable, "-m", "pybmq.cli", "admin", "-", "--json", "--broker", sim.url],
@@ -121,7 +123,7 @@ def test_commands_from_stdin_over_one_connection_with_heartbeats_between() -> No
         process.stdin.write("HELP\n# a comment\n\n")
         process.stdin.flush()
         first = json.loads(process.stdout.readline())
-        time.sleep(1.5)  # 15 heartbeat intervals: the broker drops a peer silent for 3
+        time.sleep(2.0)  # 20 heartbeat intervals: the broker drops a peer silent for 10
         out, err = process.communicate("STAT SHOW\nNO SUCH\n", timeout=60)
         sessions = sim.call(lambda broker: broker.stats.sessions)
     documents = [first, *(json.loads(line) for line in out.splitlines())]
