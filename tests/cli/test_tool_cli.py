@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -356,3 +357,18 @@ def test_auto_mode_producer_and_consumer_write_bmqtools_log_lines(sim: str, tmp_
     assert {status for _, _, status in acks} == {"0"}
     assert [int(n) for _, n in pushes] == list(range(30))
     assert consumer_log.read_text().count(" CONFIRM ") == 30
+
+
+@pytest.mark.tls
+def test_a_round_trip_over_tls_to_the_simulator_and_the_real_broker(tls_broker: Any) -> None:
+    """bmqtool's TLS options against both TLS listeners: the simulator's and the TLS-capable
+    real broker's (TLS 1.3 only, as the broker serves it)."""
+    uri = f"{PRIORITY}-tls"
+    tool = started(tls_broker.tls_url, "--tlsAuthority", str(tls_broker.tls_ca))
+    try:
+        tool.command(f'open uri="{uri}" flags="read,write,ack"', r"openQueueSync.*\(0\)")
+        tool.send(f'post uri="{uri}" payload=["over tls"]')
+        assert "status = SUCCESS" in tool.expect(r"ACK #0: .*")[0]
+        tool.expect(r"PUSH #0: .*")
+    finally:
+        assert tool.finish() == 0
