@@ -37,6 +37,7 @@ from pybmq.cli.common import (
 )
 from pybmq.cli.template import MAX_WIDTH
 from pybmq.cli.validate import integer, output_dir, seconds, text
+from pybmq.client.options import MAX_DEDUP_WINDOW
 
 __all__ = ["DEFAULT_MAX_TEXT", "EPILOG", "add_parser", "handler"]
 
@@ -94,6 +95,21 @@ def add_parser(subparsers: Subcommands) -> None:
         type=integer(1),
         default=1000,
         help="flow-control window, in messages (default 1000)",
+    )
+    parser.add_argument(
+        "--dedup-window",
+        type=integer(0, MAX_DEDUP_WINDOW),
+        default=0,
+        metavar="N",
+        help="remember the last N GUIDs delivered and drop a repeat of one (a failover can "
+        "deliver a message twice); 0, the default: off",
+    )
+    parser.add_argument(
+        "--dedup-window-age",
+        type=seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long a GUID stays in the --dedup-window (default 300)",
     )
     output = parser.add_argument_group("message output (to stdout, except --out-dir)")
     shown = output.add_mutually_exclusive_group()
@@ -206,7 +222,11 @@ async def _consume(args: argparse.Namespace, options: Any, counts: Any, sinks: l
     from pybmq.cli.session import close_queue, open_queue, start_session
     from pybmq.client.options import QueueOptions
 
-    queue_options = QueueOptions(max_unconfirmed_messages=args.max_unconfirmed)
+    queue_options = QueueOptions(
+        max_unconfirmed_messages=args.max_unconfirmed,
+        dedup_window=args.dedup_window,
+        dedup_window_age=args.dedup_window_age,
+    )
     session = await start_session(args, options)
     try:
         queue = await open_queue(args, session, args.uri, read=True, options=queue_options)
