@@ -67,47 +67,43 @@ def test_consume_rides_over_a_simulator_restart() -> None:
     )
 
 
-def test_consume_rides_over_dropped_connections() -> None:
+def over_two_drops(*argv: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """3,000 messages consumed while the broker drops the connection after every 5 events it
+    receives on it (the consumer's CONFIRMs), twice: what was delivered and not confirmed comes
+    again. The consumer's summary, and the broker's drops, pushes, confirms and pending."""
     with ThreadedBrokerSimulator() as sim:
         posted = pybmq("post", QUEUE, "--count", "3000", broker=sim.url)
         assert posted.returncode == 0, posted.stderr
-        # From now on the broker drops a connection after every 5 events it receives on it
-        # (the consumer's CONFIRMs), twice: what was delivered and not confirmed comes again.
         injector = FaultInjector(FaultConfig(drop_after_events=5, max_drops=2))
         sim.call(lambda broker: setattr(broker, "hooks", injector))
-        process = consumer(sim.url, "--idle-timeout", "5", "--max-unconfirmed", "100")
+        process = consumer(sim.url, "--idle-timeout", "5", "--max-unconfirmed", "100", *argv)
         try:
             document = finish(process)
         finally:
             process.kill()
-        pending = sim.call(lambda broker: broker.queue(QUEUE).pending_count())  # type: ignore[union-attr]
-        confirms = sim.call(lambda broker: broker.stats.confirms)
-    assert injector.dropped == 2
+        broker = {
+            "dropped": injector.dropped,
+            "pushes": sim.call(lambda broker: broker.stats.pushes),
+            "confirms": sim.call(lambda broker: broker.stats.confirms),
+            "pending": sim.call(lambda broker: broker.queue(QUEUE).pending_count()),  # type: ignore[union-attr]
+        }
     assert process.returncode == 0, document
-    assert pending == 0 and confirms == 3000  # every message confirmed once at the broker
+    return document, broker
+
+
+def test_consume_rides_over_dropped_connections() -> None:
+    document, broker = over_two_drops()
+    assert broker["dropped"] == 2
+    assert broker["pending"] == 0 and broker["confirms"] == 3000  # each confirmed once
     assert document["outcome"] == "done"
     assert document["received"] >= 3000  # redeliveries after each drop count as received
 
 
 def test_consume_with_a_dedup_window_takes_each_message_once_over_dropped_connections() -> None:
     """As above, with --dedup-window: what the broker pushes again after each drop is confirmed
-    (or its first confirm sent again) and not counted twice."""
-    with ThreadedBrokerSimulator() as sim:
-        posted = pybmq("post", QUEUE, "--count", "3000", broker=sim.url)
-        assert posted.returncode == 0, posted.stderr
-        injector = FaultInjector(FaultConfig(drop_after_events=5, max_drops=2))
-        sim.call(lambda broker: setattr(broker, "hooks", injector))
-        process = consumer(
-            sim.url, "--idle-timeout", "5", "--max-unconfirmed", "100", "--dedup-window", "10000"
-        )
-        try:
-            document = finish(process)
-        finally:
-            process.kill()
-        pending = sim.call(lambda broker: broker.queue(QUEUE).pending_count())  # type: ignore[union-attr]
-        pushes = sim.call(lambda broker: broker.stats.pushes)
-    assert injector.dropped == 2
-    assert pushes > 3000  # the broker did push some messages again
-    assert process.returncode == 0, document
-    assert pending == 0  # every message confirmed at the broker
+    (or its first confirm sent again) and not taken twice."""
+    document, broker = over_two_drops("--dedup-window", "10000")
+    assert broker["dropped"] == 2
+    assert broker["pushes"] > 3000  # the broker did push some messages again
+    assert broker["pending"] == 0  # every message confirmed at the broker
     assert (document["outcome"], document["received"]) == ("done", 3000)
