@@ -78,6 +78,8 @@ class BlazingMQSubscriberConfig(SubscriberUsecaseConfig):
     max_unconfirmed_messages: int = 1000
     max_unconfirmed_bytes: int = 32 * 1024 * 1024
     consumer_priority: int = 0
+    dedup_window: int = 0
+    dedup_window_age: float = 300.0
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     retry_delay: float = 0.0
     dead_letter_queue: str | None = None

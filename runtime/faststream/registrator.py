@@ -60,6 +60,8 @@ class BlazingMQRegistrator(Registrator[Delivery, BlazingMQBrokerConfig]):
         max_unconfirmed_messages: int = 1000,
         max_unconfirmed_bytes: int = 32 * 1024 * 1024,
         consumer_priority: int = 0,
+        dedup_window: int = 0,
+        dedup_window_age: float = 300.0,
         ack_policy: AckPolicy = EMPTY,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         retry_delay: float = 0.0,
@@ -81,10 +83,13 @@ class BlazingMQRegistrator(Registrator[Delivery, BlazingMQBrokerConfig]):
         ``subscription``: an expression (``"price > 10"``), a ``pybmq.Subscription`` (with
         its own priority and flow control) or several; only matching messages come.
         ``max_unconfirmed_messages``/``bytes`` and ``consumer_priority`` are the queue's
-        BlazingMQ flow control and priority. ``ack_policy`` (default NACK_ON_ERROR) says when
-        a message is confirmed; a nacked one is handled again up to ``max_attempts`` times
-        (``retry_delay`` seconds apart), then posted to ``dead_letter_queue`` if given and
-        confirmed. ``max_workers`` > 1 handles that many messages at once."""
+        BlazingMQ flow control and priority; ``dedup_window`` (GUIDs, 0: off) and
+        ``dedup_window_age`` (seconds) the consumer's de-duplication window (a failover can
+        deliver a message twice; see pybmq's resilience guide). ``ack_policy`` (default
+        NACK_ON_ERROR) says when a message is confirmed; a nacked one is handled again up to
+        ``max_attempts`` times (``retry_delay`` seconds apart), then posted to
+        ``dead_letter_queue`` if given and confirmed. ``max_workers`` > 1 handles that many
+        messages at once."""
         if max_attempts < 1:
             raise UsageError("max_attempts must be >= 1")
         if retry_delay < 0:
@@ -99,6 +104,8 @@ class BlazingMQRegistrator(Registrator[Delivery, BlazingMQBrokerConfig]):
             max_unconfirmed_messages=max_unconfirmed_messages,
             max_unconfirmed_bytes=max_unconfirmed_bytes,
             consumer_priority=consumer_priority,
+            dedup_window=dedup_window,
+            dedup_window_age=dedup_window_age,
             max_attempts=max_attempts,
             retry_delay=retry_delay,
             dead_letter_queue=dead_letter_queue,

@@ -128,6 +128,8 @@ class BlazingMQSubscriber(TasksMixin, SubscriberUsecase[Delivery]):
             max_unconfirmed_bytes=config.max_unconfirmed_bytes,
             consumer_priority=config.consumer_priority,
             subscriptions=config.subscriptions,
+            dedup_window=config.dedup_window,
+            dedup_window_age=config.dedup_window_age,
         )
         self.max_attempts = config.max_attempts
         self.retry_delay = config.retry_delay

@@ -59,9 +59,15 @@ def test_subscriber_options_are_checked_when_declared() -> None:
         ({"max_workers": 0}, "max_workers"),
         ({"subscription": "x" * 200_000}, "too long|at most"),
         ({"max_unconfirmed_messages": -1}, "max_unconfirmed"),
+        ({"dedup_window": -1}, "dedup_window"),
+        ({"dedup_window_age": 0.0}, "dedup_window_age"),
     ):
         with pytest.raises(UsageError, match=match):
             broker.subscriber(ORDERS, **bad)  # type: ignore[arg-type]
+    # The de-duplication window reaches the reader queue's options (off by default).
+    windowed = broker.subscriber(f"{ORDERS}-dedup", dedup_window=100, dedup_window_age=60.0)
+    assert (windowed.options.dedup_window, windowed.options.dedup_window_age) == (100, 60.0)
+    assert broker.subscriber(f"{ORDERS}-plain").options.dedup_window == 0
     with pytest.raises(EncodeError):
         broker.publisher(ORDERS, properties={"price": 1.5})
     with pytest.raises(UsageError):
