@@ -129,6 +129,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.OK
 
 
+# Tests that build the sdist in the checkout itself (setuptools stages it there, as
+# pybmq-<version>/ and pybmq.egg-info/): on one worker, one after the other, or one build
+# removes the other's staging folder.
+BUILDS_IN_THE_CHECKOUT = ("tests/test_sdist.py::",)
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which the Spark floor run lacks
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``make test`` (``-n N --dist loadgroup``): one worker runs every Spark test, so one JVM
@@ -141,6 +147,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class SparkTogether(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "spark" if in_spark_group(nodeid) else super()._split_scope(nodeid)
+            if in_spark_group(nodeid):
+                return "spark"
+            if nodeid.startswith(BUILDS_IN_THE_CHECKOUT):
+                return "builds"
+            return super()._split_scope(nodeid)
 
     return SparkTogether(config, log)
