@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from pybmq._version import __version__
 from pybmq.sim.config import BrokerConfig
 from pybmq.sim.server import ThreadedBrokerSimulator
 from pybmq.sim.tls import server_tls_context
+from pybmq.testing.certificates import TestCertificates
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -266,16 +266,11 @@ def test_bad_options_are_named_with_exit_2(options: list[str], named: str) -> No
 
 @pytest.fixture
 def tls_sim(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    cert_pem, key_pem, ca_pem = tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem"
-    cert.cert_chain_pems[0].write_to_path(str(cert_pem))
-    cert.private_key_pem.write_to_path(str(key_pem))
-    ca.cert_pem.write_to_path(str(ca_pem))
+    certs = TestCertificates.make(tmp_path)
     with ThreadedBrokerSimulator(
-        BrokerConfig(), tls=server_tls_context(str(cert_pem), str(key_pem))
+        BrokerConfig(), tls=server_tls_context(str(certs.certificate), str(certs.key))
     ) as sim:
-        yield sim.url, ca_pem
+        yield sim.url, certs.ca
 
 
 def test_tls_authority_and_versions(tls_sim: tuple[str, Path]) -> None:
